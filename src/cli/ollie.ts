@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+/** `ollie`: runs the daemons. `ollie serve` runs olliesrv in the foreground. */
+import { Command, InvalidArgumentError } from 'commander';
+import { resolve } from 'node:path';
+import { formatAddress, type Address } from '../ninep/index.js';
+import { startDaemon } from '../olliesrv/daemon.js';
+import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
+
+function parseHostPort(v: string): Address & { kind: 'tcp' } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(v);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port < 0 || port > 65535) throw new InvalidArgumentError('expected HOST:PORT, e.g. 127.0.0.1:5640');
+  return { kind: 'tcp', host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+const program = new Command('ollie').description('Ollie: a runtime for AI coding agents, served as a 9P filesystem.');
+
+program
+  .command('serve')
+  .description('run olliesrv in the foreground')
+  .option('--socket <path>', 'Unix socket to serve on', defaultSocketPath())
+  .option('--tcp <host:port>', 'also serve on TCP (loopback unless a host is given; no authentication)', parseHostPort)
+  .option('--config <dir>', 'configuration directory', configDir())
+  .option('--data <dir>', 'data directory (ollie.db)', dataDir())
+  .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string }) => {
+    let daemon;
+    try {
+      daemon = await startDaemon({ socket: resolve(o.socket), tcp: o.tcp, configDir: resolve(o.config), dataDir: resolve(o.data) });
+    } catch (e) {
+      process.stderr.write(`ollie serve: ${(e as Error).message}\n`);
+      process.exit(1);
+    }
+    for (const a of daemon.addresses) process.stdout.write(`ollie: serving 9P on ${formatAddress(a)}\n`);
+    let stopping = false;
+    const stop = (sig: string): void => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`ollie: ${sig}, shutting down\n`);
+      daemon.close().then(() => process.exit(0), (e: unknown) => {
+        process.stderr.write(`ollie: shutdown failed: ${(e as Error).message}\n`);
+        process.exit(1);
+      });
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+
+await program.parseAsync();

@@ -1,0 +1,475 @@
+/**
+ * The namespace as data: a tree of Dir, Leaf and Each (template directory) declarations, each with a mode,
+ * an owner and a doc string, and leaves with handlers of a few kinds. build() validates the whole tree once
+ * and returns a FileServer for the protocol core; adding a file is adding one Leaf.
+ *
+ * Handler kinds (at most one that produces what a read returns; `write` may join read, stream or blockOnce):
+ *   read        content made on each read at offset 0, served by offset (ctl status, idx files)
+ *   write       every Twrite is one message to the handler (prompt, fifo)
+ *   text        a value read whole and replaced whole by the writes of one open (name, plan, env)
+ *   rdwr        write a request, read its reply on the same fid (new, ctl)
+ *   stream      reads block for the next chunk; EOF only when the object dies (log.raw)
+ *   blockOnce   the first read blocks until the handler resolves (state changes)
+ *   rdwrStream  write a request (a filter), then stream (event)
+ */
+import { DMDIR, OTRUNC, QTDIR, QTFILE } from './constants.js';
+import { modeString, NOLENGTH, type Qid, type Stat } from './codec.js';
+import { Ename, NinepError } from './errors.js';
+import type { FileServer, OpenFile, User } from './server.js';
+
+export type Content = string | Uint8Array;
+
+export interface Ctx {
+  /** Values of the template directories on the path, by parameter name. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly user: User;
+  /** The path as walked, for error messages. */
+  readonly path: string;
+}
+
+export interface LeafHandlers {
+  read?: (ctx: Ctx) => Content;
+  write?: (ctx: Ctx, data: Uint8Array, offset: number) => void | Promise<void>;
+  text?: { get: (ctx: Ctx) => Content; set: (ctx: Ctx, value: string) => void | Promise<void> };
+  rdwr?: (ctx: Ctx, request: string, signal: AbortSignal) => Content | Promise<Content>;
+  stream?: (ctx: Ctx, signal: AbortSignal) => AsyncIterable<Content>;
+  blockOnce?: (ctx: Ctx, signal: AbortSignal) => Promise<Content>;
+  rdwrStream?: (ctx: Ctx, request: string, signal: AbortSignal) => AsyncIterable<Content>;
+  /** qid.vers for files whose content is not known at stat time. */
+  version?: (ctx: Ctx) => number;
+  remove?: (ctx: Ctx) => void | Promise<void>;
+}
+
+interface Common {
+  /** Permission bits (0o777); derived from the handlers when absent. */
+  mode?: number;
+  uid?: string;
+  gid?: string;
+  doc?: string;
+}
+
+export interface LeafSpec extends Common, LeafHandlers {
+  kind: 'leaf';
+  name: string;
+}
+
+export interface DirSpec extends Common {
+  kind: 'dir';
+  name: string;
+  children: NodeSpec[];
+  /** Makes a file or directory `name` in this directory (Tcreate); it must then be walkable. */
+  create?: (ctx: Ctx, name: string, perm: number, mode: number) => void | Promise<void>;
+}
+
+export interface EachSpec extends Common {
+  kind: 'each';
+  /** The parameter name the instance's name is bound to in Ctx.params. */
+  param: string;
+  list: (ctx: Ctx) => string[];
+  /** Faster membership test than list().includes(). */
+  has?: (ctx: Ctx, name: string) => boolean;
+  /** A stable identity for qid.path, so a renamed instance keeps its qids. */
+  key?: (ctx: Ctx, name: string) => string;
+  rename?: (ctx: Ctx, newName: string) => void | Promise<void>;
+  remove?: (ctx: Ctx) => void | Promise<void>;
+  children: NodeSpec[];
+}
+
+export type NodeSpec = LeafSpec | DirSpec | EachSpec;
+type DirOptions = Common & { create?: DirSpec['create'] };
+type EachOptions = Common & Omit<EachSpec, 'kind' | 'param' | 'children' | keyof Common>;
+
+function isSpec(x: unknown): x is NodeSpec {
+  return typeof x === 'object' && x !== null && 'kind' in x;
+}
+
+export function Dir(name: string, opts?: DirOptions | NodeSpec, ...children: NodeSpec[]): DirSpec {
+  if (isSpec(opts)) return { kind: 'dir', name, children: [opts, ...children] };
+  return { kind: 'dir', name, ...opts, children };
+}
+
+export function Leaf(name: string, opts: Common & LeafHandlers): LeafSpec {
+  return { kind: 'leaf', name, ...opts };
+}
+
+/** A template directory: one instance per name that `list` returns, e.g. Each('session', {list}, ...). */
+export function Each(param: string, opts: EachOptions, ...children: NodeSpec[]): EachSpec {
+  return { kind: 'each', param, ...opts, children };
+}
+
+const READ_KINDS = ['read', 'text', 'rdwr', 'stream', 'blockOnce', 'rdwrStream'] as const;
+const WRITE_KINDS = ['write', 'text', 'rdwr', 'rdwrStream'] as const;
+const MAY_JOIN_WRITE = new Set(['read', 'stream', 'blockOnce']);
+
+interface Built {
+  spec: NodeSpec;
+  /** Pattern path for docs and errors, e.g. /session/{session}/ctl. */
+  pattern: string;
+  mode: number;
+  uid: string;
+  gid: string;
+  statics: Map<string, Built>;
+  each?: Built;
+  readKind?: (typeof READ_KINDS)[number];
+}
+
+export class NamespaceError extends Error {
+  override name = 'NamespaceError';
+}
+
+export interface BuildOptions {
+  uid: string;
+  gid?: string;
+  /** Adds /help, generated from the doc strings. */
+  help?: boolean;
+}
+
+/** A walked file: a declaration plus the template values that led to it. */
+export interface Node {
+  readonly built: Built;
+  readonly name: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly parent: Node | undefined;
+  readonly keyPath: string;
+  readonly path: string;
+  qidPath?: bigint;
+}
+
+const utf8 = new TextEncoder();
+const toBytes = (c: Content): Uint8Array => (typeof c === 'string' ? utf8.encode(c) : c);
+const EMPTY = new Uint8Array(0);
+
+/** FNV-1a over two lanes with different bases: a 64-bit path that is stable across restarts. */
+function hash64(s: string): bigint {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
+  }
+  return (BigInt(a >>> 0) << 32n) | BigInt(b >>> 0);
+}
+
+function hash32(b: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+/** Validates a namespace declaration and returns the file server that serves it. */
+export function build(root: DirSpec, opts: BuildOptions): Namespace {
+  const problems: string[] = [];
+  const withHelp: DirSpec = opts.help
+    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', read: () => ns.help() })] }
+    : root;
+  const top = compile(withHelp, '', { uid: opts.uid, gid: opts.gid ?? opts.uid }, new Set(), problems);
+  if (problems.length) throw new NamespaceError(`invalid namespace:\n  ${problems.join('\n  ')}`);
+  const ns = new Namespace(top);
+  return ns;
+}
+
+function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gid: string }, params: Set<string>, problems: string[]): Built {
+  const label = spec.kind === 'each' ? `{${spec.param}}` : spec.name;
+  const pattern = spec.kind === 'dir' && parentPattern === '' ? '/' : `${parentPattern === '/' ? '' : parentPattern}/${label}`;
+  const uid = spec.uid ?? owner.uid;
+  const gid = spec.gid ?? owner.gid;
+  if (spec.kind !== 'each' && !(parentPattern === '' && spec.kind === 'dir')) {
+    if (!spec.name || spec.name === '.' || spec.name === '..' || spec.name.includes('/')) problems.push(`${pattern}: bad name ${JSON.stringify(spec.name)}`);
+  }
+  if (spec.mode !== undefined && (spec.mode < 0 || spec.mode > 0o777 || !Number.isInteger(spec.mode))) {
+    problems.push(`${pattern}: mode ${spec.mode} is not permission bits (0..0o777)`);
+  }
+  if (spec.kind === 'leaf') {
+    const reads = READ_KINDS.filter((k) => spec[k] !== undefined);
+    const writes = WRITE_KINDS.filter((k) => spec[k] !== undefined);
+    if (reads.length > 1) problems.push(`${pattern}: more than one read handler (${reads.join(', ')})`);
+    if (spec.write && reads.some((k) => !MAY_JOIN_WRITE.has(k))) problems.push(`${pattern}: write cannot be combined with ${reads.join(', ')}`);
+    if (reads.length === 0 && writes.length === 0) problems.push(`${pattern}: a leaf needs a handler`);
+    const derived = (reads.length ? 0o444 : 0) | (writes.length ? 0o222 : 0);
+    const mode = spec.mode ?? derived;
+    if (mode & 0o444 && !reads.length) problems.push(`${pattern}: mode ${mode.toString(8)} allows reading but there is no read handler`);
+    if (mode & 0o222 && !writes.length) problems.push(`${pattern}: mode ${mode.toString(8)} allows writing but there is no write handler`);
+    return { spec, pattern, mode, uid, gid, statics: new Map(), readKind: reads[0] };
+  }
+  if (spec.kind === 'each') {
+    if (!spec.param) problems.push(`${pattern}: template parameter needs a name`);
+    if (params.has(spec.param)) problems.push(`${pattern}: parameter {${spec.param}} is already bound above`);
+    if (typeof spec.list !== 'function') problems.push(`${pattern}: template directory needs a list function`);
+  }
+  const inner = new Set(params);
+  if (spec.kind === 'each') inner.add(spec.param);
+  const built: Built = { spec, pattern, mode: 0, uid, gid, statics: new Map() };
+  let writableChildren = false;
+  for (const c of spec.children) {
+    const b = compile(c, pattern, { uid, gid }, inner, problems);
+    if (c.kind === 'each') {
+      if (built.each) problems.push(`${pattern}: more than one template directory`);
+      built.each = b;
+      if (c.rename || c.remove) writableChildren = true;
+    } else {
+      if (built.statics.has(c.name)) problems.push(`${b.pattern}: duplicate name`);
+      built.statics.set(c.name, b);
+      if (c.kind === 'leaf' && c.remove) writableChildren = true;
+    }
+  }
+  const canWrite = (spec.kind === 'dir' && spec.create !== undefined) || writableChildren;
+  built.mode = spec.mode ?? (canWrite ? 0o755 : 0o555);
+  return built;
+}
+
+
+export class Namespace implements FileServer<Node> {
+  private readonly started = Math.floor(Date.now() / 1000);
+  constructor(readonly top: Built) {}
+
+  /** One line per file: mode, path pattern, doc. */
+  help(): string {
+    const lines: string[] = [];
+    const visit = (b: Built): void => {
+      const dir = b.spec.kind !== 'leaf';
+      const kind = b.spec.kind === 'leaf' ? (b.readKind ?? 'write') : 'dir';
+      lines.push(`${modeString((dir ? DMDIR : 0) | b.mode)}  ${(b.pattern + (dir && b.pattern !== '/' ? '/' : '')).padEnd(34)} ${kind.padEnd(10)} ${b.spec.doc ?? ''}`.trimEnd());
+      for (const c of b.statics.values()) visit(c);
+      if (b.each) visit(b.each);
+    };
+    visit(this.top);
+    return `${lines.join('\n')}\n`;
+  }
+
+  attach(): Node {
+    return { built: this.top, name: '/', params: {}, parent: undefined, keyPath: '', path: '/' };
+  }
+
+  private ctx(n: Node, user: User): Ctx {
+    return { params: n.params, user, path: n.path };
+  }
+
+  walk(dir: Node, name: string, user: User): Node {
+    const b = dir.built;
+    const child = b.statics.get(name);
+    const base = dir.path === '/' ? '' : dir.path;
+    if (child) return { built: child, name, params: dir.params, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}` };
+    const each = b.each;
+    if (each && each.spec.kind === 'each') {
+      const spec = each.spec;
+      const ctx = this.ctx(dir, user);
+      if (spec.has ? spec.has(ctx, name) : spec.list(ctx).includes(name)) {
+        const params = { ...dir.params, [spec.param]: name };
+        const key = spec.key ? spec.key({ ...ctx, params }, name) : name;
+        return { built: each, name, params, parent: dir, keyPath: `${dir.keyPath}/${key}`, path: `${base}/${name}` };
+      }
+    }
+    throw new NinepError(`${Ename.notFound}: ${base}/${name}`);
+  }
+
+  readdir(dir: Node, user: User): Node[] {
+    const out = [...dir.built.statics.keys()].map((n) => this.walk(dir, n, user));
+    const each = dir.built.each;
+    if (each && each.spec.kind === 'each') {
+      for (const name of each.spec.list(this.ctx(dir, user))) {
+        if (!dir.built.statics.has(name)) out.push(this.walk(dir, name, user));
+      }
+    }
+    return out;
+  }
+
+  stat(n: Node): Stat {
+    const b = n.built;
+    const isDir = b.spec.kind !== 'leaf';
+    n.qidPath ??= hash64(n.keyPath || '/');
+    let length = 0;
+    let vers = 0;
+    const spec = b.spec;
+    if (spec.kind === 'leaf') {
+      const ctx = this.ctx(n, { name: b.uid, groups: [] });
+      const get = spec.read ?? spec.text?.get;
+      if (spec.version) vers = spec.version(ctx) >>> 0;
+      else if (get) {
+        const content = toBytes(get(ctx));
+        length = content.length;
+        vers = hash32(content);
+      }
+    }
+    const qid: Qid = { type: isDir ? QTDIR : QTFILE, vers, path: n.qidPath };
+    return {
+      type: 0, dev: 0, qid, mode: (isDir ? DMDIR : 0) | b.mode, atime: this.started, mtime: this.started, length,
+      name: n.name, uid: b.uid, gid: b.gid, muid: b.uid,
+    };
+  }
+
+  open(n: Node, mode: number, user: User): OpenFile {
+    const spec = n.built.spec;
+    if (spec.kind !== 'leaf') throw new NinepError(Ename.isDir);
+    return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0);
+  }
+
+  async create(dir: Node, name: string, perm: number, mode: number, user: User): Promise<Node> {
+    const spec = dir.built.spec;
+    if (spec.kind !== 'dir' || !spec.create) throw new NinepError(`${Ename.noCreate} in ${dir.path}`);
+    if (dir.built.statics.has(name)) throw new NinepError(`${Ename.exists}: ${name}`);
+    await spec.create(this.ctx(dir, user), name, perm, mode);
+    return this.walk(dir, name, user);
+  }
+
+  async remove(n: Node, user: User): Promise<void> {
+    const spec = n.built.spec;
+    const hook = spec.kind === 'each' || spec.kind === 'leaf' ? spec.remove : undefined;
+    if (!hook) throw new NinepError(`${Ename.noRemove}: ${n.path}`);
+    await hook(this.ctx(n, user));
+  }
+
+  async wstat(n: Node, changes: Stat, user: User): Promise<Node> {
+    const spec = n.built.spec;
+    const ctx = this.ctx(n, user);
+    const unchanged = changes.mode === 0xffffffff && changes.uid === '' && changes.gid === '' && changes.mtime === 0xffffffff && changes.atime === 0xffffffff;
+    if (!unchanged) throw new NinepError(`${Ename.noWstat}: only the name (and the length of text files) can change`);
+    if (changes.length !== NOLENGTH) {
+      if (spec.kind !== 'leaf' || !spec.text || changes.length !== 0) throw new NinepError(`${Ename.noWstat}: cannot set the length of ${n.path}`);
+      await spec.text.set(ctx, '');
+    }
+    if (changes.name === '' || changes.name === n.name) return n;
+    if (spec.kind !== 'each' || !spec.rename) throw new NinepError(`${Ename.noWstat}: ${n.path} cannot be renamed`);
+    if (changes.name.includes('/') || changes.name === '.' || changes.name === '..') throw new NinepError(`bad name: ${JSON.stringify(changes.name)}`);
+    await spec.rename(ctx, changes.name);
+    return this.walk(n.parent!, changes.name, user);
+  }
+}
+
+/** Resolves with `p`, or rejects when `signal` aborts first, leaving `p` for someone else. */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
+  });
+}
+
+/** Reads of a stream: one at a time, in order; a flushed read gives up its turn without consuming a chunk. */
+class StreamReader {
+  private it?: AsyncIterator<Content>;
+  private next?: Promise<IteratorResult<Content>>;
+  private left?: Uint8Array;
+  private done = false;
+  private turn: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly make: () => AsyncIterable<Content>) {}
+
+  read(count: number, signal: AbortSignal): Promise<Uint8Array> {
+    const mine = this.turn.then(() => this.readNow(count, signal));
+    this.turn = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private async readNow(count: number, signal: AbortSignal): Promise<Uint8Array> {
+    signal.throwIfAborted();
+    while (!this.left?.length) {
+      if (this.done) return EMPTY;
+      this.it ??= this.make()[Symbol.asyncIterator]();
+      this.next ??= this.it.next();
+      const r = await raceAbort(this.next, signal);
+      this.next = undefined;
+      if (r.done) {
+        this.done = true;
+        return EMPTY;
+      }
+      this.left = toBytes(r.value);
+    }
+    const out = this.left.subarray(0, count);
+    this.left = this.left.length > count ? this.left.subarray(count) : undefined;
+    return out;
+  }
+
+  close(): void {
+    this.done = true;
+    void this.it?.return?.().catch(() => undefined);
+  }
+}
+
+/** The open state of one leaf on one fid. */
+class LeafFile implements OpenFile {
+  private snapshot?: Uint8Array;
+  private reply?: Uint8Array;
+  private textBuf?: Uint8Array;
+  private stream?: StreamReader;
+  private readonly life = new AbortController();
+  private wroteText = false;
+
+  constructor(private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean) {}
+
+  read(offset: number, count: number, signal: AbortSignal): Uint8Array | Promise<Uint8Array> {
+    const s = this.spec;
+    switch (this.kind) {
+      case 'read':
+      case 'text':
+        if (offset === 0 || !this.snapshot) this.snapshot = toBytes((s.read ?? s.text!.get)(this.ctx));
+        return this.snapshot.subarray(offset, offset + count);
+      case 'rdwr':
+        return (this.reply ?? EMPTY).subarray(offset, offset + count);
+      case 'blockOnce':
+        if (offset === 0 || !this.snapshot) {
+          return s.blockOnce!(this.ctx, signal).then((c) => {
+            this.snapshot = toBytes(c);
+            return this.snapshot.subarray(0, count);
+          });
+        }
+        return this.snapshot.subarray(offset, offset + count);
+      case 'stream':
+        this.stream ??= new StreamReader(() => s.stream!(this.ctx, this.life.signal));
+        return this.stream.read(count, signal);
+      case 'rdwrStream':
+        this.stream ??= new StreamReader(() => s.rdwrStream!(this.ctx, '', this.life.signal));
+        return this.stream.read(count, signal);
+      default:
+        throw new NinepError(`${Ename.perm}: ${this.ctx.path} is write-only`);
+    }
+  }
+
+  async write(offset: number, data: Uint8Array, signal: AbortSignal): Promise<number> {
+    const s = this.spec;
+    if (s.write) {
+      await s.write(this.ctx, data, offset);
+      return data.length;
+    }
+    if (s.text) {
+      // The writes of one open build the new value; each commits it, so an error shows on the write that caused it.
+      const buf = this.textBuf ?? EMPTY;
+      const next = new Uint8Array(Math.max(buf.length, offset + data.length));
+      next.set(buf);
+      next.set(data, offset);
+      this.textBuf = next;
+      this.wroteText = true;
+      await s.text.set(this.ctx, new TextDecoder().decode(next));
+      return data.length;
+    }
+    const request = new TextDecoder().decode(data);
+    if (s.rdwr) {
+      this.reply = undefined;
+      this.reply = toBytes(await s.rdwr(this.ctx, request, signal));
+      return data.length;
+    }
+    if (s.rdwrStream) {
+      this.stream?.close();
+      const it = s.rdwrStream(this.ctx, request, this.life.signal);
+      this.stream = new StreamReader(() => it);
+      return data.length;
+    }
+    throw new NinepError(`${Ename.perm}: ${this.ctx.path} is read-only`);
+  }
+
+  close(): void {
+    this.life.abort();
+    this.stream?.close();
+    if (this.trunc && !this.wroteText && this.spec.text) void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Sessions: the stable hosts that agents live in. The registry holds them by name (the namespace's key) and
+ * writes every change through to the store, then announces it on the event bus.
+ */
+import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+import type { EventBus } from '../event/bus.js';
+import type { SessionRow, SessionStore } from '../store/sessions.js';
+
+export class SessionError extends Error {
+  override name = 'SessionError';
+}
+
+/** Names that would collide with the files beside the session directories. */
+const RESERVED = new Set(['new', 'idx', '.', '..']);
+
+export function checkName(name: string): void {
+  if (!name) throw new SessionError('name must not be empty');
+  if (RESERVED.has(name)) throw new SessionError(`name ${JSON.stringify(name)} is reserved`);
+  if (name.length > 128) throw new SessionError('name is longer than 128 characters');
+  // Names are path elements and fields of tab-separated index lines.
+  if (/[/\s\p{Cc}]/u.test(name)) throw new SessionError(`name ${JSON.stringify(name)} contains '/', whitespace or a control character`);
+}
+
+export function checkCwd(cwd: string): void {
+  if (!isAbsolute(cwd)) throw new SessionError(`cwd ${JSON.stringify(cwd)} is not an absolute path`);
+  let ok = false;
+  try {
+    ok = statSync(cwd).isDirectory();
+  } catch {
+    // Reported below.
+  }
+  if (!ok) throw new SessionError(`cwd ${cwd} is not an existing directory`);
+}
+
+const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Validates and normalises session environment text: KEY=value lines; blank lines and # comments dropped. */
+export function parseEnv(text: string): string {
+  const out: string[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) return;
+    const eq = line.indexOf('=');
+    const key = eq === -1 ? line : line.slice(0, eq);
+    if (eq === -1 || !ENV_KEY.test(key)) throw new SessionError(`env line ${i + 1}: expected KEY=value, got ${JSON.stringify(line)}`);
+    out.push(line);
+  });
+  return out.length ? `${out.join('\n')}\n` : '';
+}
+
+export class Session {
+  constructor(private row: SessionRow) {}
+  get id(): string { return this.row.id; }
+  get name(): string { return this.row.name; }
+  get cwd(): string { return this.row.cwd; }
+  get env(): string { return this.row.env; }
+  get plan(): string { return this.row.plan; }
+  get paused(): boolean { return this.row.paused; }
+  /** @internal */
+  update(patch: Partial<SessionRow>): void {
+    this.row = { ...this.row, ...patch };
+  }
+}
+
+export interface NewSession {
+  name?: string;
+  cwd?: string;
+}
+
+export class Sessions {
+  private readonly byName = new Map<string, Session>();
+
+  constructor(private readonly store: SessionStore, private readonly bus: EventBus, private readonly defaultCwd: string) {
+    for (const row of store.all()) this.byName.set(row.name, new Session(row));
+  }
+
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  all(): Session[] {
+    return [...this.byName.values()];
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  get(name: string): Session {
+    const s = this.byName.get(name);
+    if (!s) throw new SessionError(`no session named ${JSON.stringify(name)}`);
+    return s;
+  }
+
+  create(opts: NewSession): Session {
+    const id = randomUUID();
+    const name = opts.name ?? id.split('-')[0]!;
+    checkName(name);
+    if (this.byName.has(name)) throw new SessionError(`a session named ${JSON.stringify(name)} already exists`);
+    const cwd = opts.cwd ?? this.defaultCwd;
+    checkCwd(cwd);
+    const row: SessionRow = { id, name, cwd, env: '', plan: '', paused: false, created: Date.now() };
+    this.store.insert(row);
+    const s = new Session(row);
+    this.byName.set(name, s);
+    this.bus.publish(`session.${id}.new`, name);
+    return s;
+  }
+
+  rename(oldName: string, newName: string): Session {
+    const s = this.get(oldName);
+    if (oldName === newName) return s;
+    checkName(newName);
+    if (this.byName.has(newName)) throw new SessionError(`a session named ${JSON.stringify(newName)} already exists`);
+    this.store.rename(s.id, newName);
+    s.update({ name: newName });
+    this.byName.delete(oldName);
+    this.byName.set(newName, s);
+    this.bus.publish(`session.${s.id}.rename`, `${oldName} ${newName}`);
+    return s;
+  }
+
+  kill(name: string): void {
+    const s = this.get(name);
+    this.store.delete(s.id);
+    this.byName.delete(name);
+    this.bus.publish(`session.${s.id}.kill`);
+  }
+
+  setPaused(name: string, paused: boolean): void {
+    const s = this.get(name);
+    if (s.paused === paused) return;
+    this.store.setPaused(s.id, paused);
+    s.update({ paused });
+    this.bus.publish(`session.${s.id}.${paused ? 'pause' : 'resume'}`);
+  }
+
+  setEnv(name: string, text: string): void {
+    const s = this.get(name);
+    const env = parseEnv(text);
+    this.store.setEnv(s.id, env);
+    s.update({ env });
+  }
+
+  setPlan(name: string, plan: string): void {
+    const s = this.get(name);
+    this.store.setPlan(s.id, plan);
+    s.update({ plan });
+  }
+
+  save(): void {
+    this.store.checkpoint();
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The daemon's SQLite database. WAL mode, so a reader never waits for a writer and a `kill -9` loses
+ * nothing that was committed. The schema is versioned with user_version and migrated forward on open.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export type DB = Database.Database;
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE session (
+     id      TEXT PRIMARY KEY,
+     name    TEXT NOT NULL UNIQUE,
+     cwd     TEXT NOT NULL,
+     env     TEXT NOT NULL DEFAULT '',
+     plan    TEXT NOT NULL DEFAULT '',
+     paused  INTEGER NOT NULL DEFAULT 0,
+     created INTEGER NOT NULL
+   )`,
+];
+
+export function openDatabase(path: string): DB {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > MIGRATIONS.length) {
+    db.close();
+    throw new Error(`${path}: database schema version ${version} is newer than this Ollie (${MIGRATIONS.length}); upgrade Ollie`);
+  }
+  db.transaction(() => {
+    for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  })();
+  return db;
+}

@@ -1,0 +1,36 @@
+/**
+ * Where Ollie keeps things, per the XDG base directory spec: config in $XDG_CONFIG_HOME/ollie, state in
+ * $XDG_DATA_HOME/ollie, sockets in $XDG_RUNTIME_DIR/ollie. Without XDG_RUNTIME_DIR (containers, CI, su)
+ * sockets go to a private per-user directory under the system temp dir.
+ */
+import { homedir, tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+const env = (k: string): string | undefined => {
+  const v = process.env[k];
+  return v && v.startsWith('/') ? v : undefined;
+};
+
+export function configDir(): string {
+  return join(env('XDG_CONFIG_HOME') ?? join(homedir(), '.config'), 'ollie');
+}
+
+export function dataDir(): string {
+  return join(env('XDG_DATA_HOME') ?? join(homedir(), '.local', 'share'), 'ollie');
+}
+
+export function runtimeDir(): string {
+  const xdg = env('XDG_RUNTIME_DIR');
+  if (xdg) return join(xdg, 'ollie');
+  const uid = typeof process.getuid === 'function' ? process.getuid() : userInfo().username;
+  return join(tmpdir(), `ollie-${uid}`);
+}
+
+export function defaultSocketPath(): string {
+  return join(runtimeDir(), 'ollie.sock');
+}
+
+/** The address clients dial by default: $OLLIE_ADDR, else the user's socket. */
+export function defaultAddress(): string {
+  return process.env.OLLIE_ADDR || `unix!${defaultSocketPath()}`;
+}
