@@ -1,0 +1,137 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { build, Dir, Each, Leaf, NamespaceError, OREAD, ORDWR, OWRITE } from '../../src/ninep/index.js';
+import { serve, type TestServer } from './helpers.js';
+
+const invalid = (root: Parameters<typeof build>[0]): string => {
+  try {
+    build(root, { uid: 'u' });
+  } catch (e) {
+    expect(e).toBeInstanceOf(NamespaceError);
+    return (e as Error).message;
+  }
+  throw new Error('build accepted an invalid namespace');
+};
+
+describe('namespace declaration', () => {
+  it('is validated when built, naming the path of each problem', () => {
+    expect(invalid(Dir('/', Leaf('a', { read: () => '' }), Leaf('a', { read: () => '' })))).toMatch('/a: duplicate name');
+    expect(invalid(Dir('/', Leaf('b', { read: () => '', stream: async function* () {} })))).toMatch('/b: more than one read handler (read, stream)');
+    expect(invalid(Dir('/', Leaf('c', { write: () => undefined, rdwr: () => '' })))).toMatch('/c: write cannot be combined with rdwr');
+    expect(invalid(Dir('/', Leaf('d', {})))).toMatch('/d: a leaf needs a handler');
+    expect(invalid(Dir('/', Leaf('e', { mode: 0o666, read: () => '' })))).toMatch('/e: mode 666 allows writing but there is no write handler');
+    expect(invalid(Dir('/', Leaf('f/g', { read: () => '' })))).toMatch('bad name');
+    expect(invalid(Dir('/', Leaf('..', { read: () => '' })))).toMatch('bad name');
+    expect(invalid(Dir('/', Dir('x', Each('p', { list: () => [] }), Each('q', { list: () => [] }))))).toMatch('/x: more than one template directory');
+    expect(invalid(Dir('/', Each('p', { list: () => [] }, Each('p', { list: () => [] }))))).toMatch('/{p}/{p}: parameter {p} is already bound above');
+    expect(invalid(Dir('/', Leaf('h', { mode: 0o1777, read: () => '' })))).toMatch('not permission bits');
+  });
+
+  it('derives modes from handlers and generates help from doc strings', () => {
+    const ns = build(Dir('/',
+      Leaf('ro', { doc: 'read me', read: () => '' }),
+      Leaf('wo', { doc: 'write me', write: () => undefined }),
+      Leaf('rw', { rdwr: () => '' }),
+      Each('s', { list: () => [], doc: 'sessions' }, Leaf('ctl', { doc: 'control', rdwr: () => '' })),
+    ), { uid: 'u', help: true });
+    const help = ns.help();
+    expect(help).toMatch(/-r--r--r--\s+\/ro\s+read\s+read me/);
+    expect(help).toMatch(/--w--w--w-\s+\/wo\s+write\s+write me/);
+    expect(help).toMatch(/-rw-rw-rw-\s+\/rw\s+rdwr/);
+    expect(help).toMatch(/\/\{s\}\/ctl\s+rdwr\s+control/);
+    expect(help).toMatch(/\/help\s+read/);
+  });
+});
+
+describe('namespace handler kinds over 9P', () => {
+  let srv: TestServer<unknown> | undefined;
+  afterEach(() => srv?.close());
+
+  it('text: the writes of one open build the value, each committed; OTRUNC with no write empties it', async () => {
+    let value = 'start';
+    const commits: string[] = [];
+    srv = (await serve({ fs: build(Dir('/', Leaf('t', { text: { get: () => value, set: (_c, v) => { value = v; commits.push(v); } } })), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client({ msize: 4096 });
+    const big = 'x'.repeat(10_000);
+    await c.write('t', big, { truncate: true });
+    expect(value).toBe(big);
+    expect(commits.length).toBeGreaterThan(1);
+    expect(await c.readText('t')).toBe(big);
+    const f = await c.open('t', OWRITE | 0x10);
+    await f.clunk();
+    expect(value).toBe('');
+  });
+
+  it('rdwr: the reply of a write is read on the same fid; write errors reach the writer', async () => {
+    srv = (await serve({ fs: build(Dir('/', Leaf('calc', { rdwr: (_c, req) => {
+      if (!/^\d+\+\d+$/.test(req.trim())) throw new Error(`cannot add ${JSON.stringify(req.trim())}`);
+      const [a, b] = req.split('+').map(Number);
+      return `${a! + b!}\n`;
+    } })), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    expect(await c.rdwrText('calc', '2+40')).toBe('42\n');
+    await expect(c.rdwr('calc', 'two plus two')).rejects.toThrow('cannot add "two plus two"');
+    // Several requests on one fid: each write replaces the reply.
+    const f = await c.open('calc', ORDWR);
+    await f.write(0, new TextEncoder().encode('1+1'));
+    await f.write(0, new TextEncoder().encode('1+2'));
+    expect(new TextDecoder().decode(await f.readAll())).toBe('3\n');
+    await f.clunk();
+  });
+
+  it('blockOnce: the first read waits for the value; stream: reads follow the producer until it ends', async () => {
+    let release: (v: string) => void = () => undefined;
+    srv = (await serve({ fs: build(Dir('/',
+      Leaf('wait', { blockOnce: () => new Promise<string>((r) => (release = r)) }),
+      Leaf('count', { stream: async function* () { for (let i = 0; i < 5; i++) yield `${i}\n`; } }),
+    ), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    const pending = c.readText('wait');
+    await new Promise((r) => setTimeout(r, 20));
+    release('changed\n');
+    expect(await pending).toBe('changed\n');
+    let all = '';
+    for await (const chunk of c.stream('count')) all += new TextDecoder().decode(chunk);
+    expect(all).toBe('0\n1\n2\n3\n4\n');
+  });
+
+  it('rdwrStream: the written filter shapes what is streamed; aborting ends the stream with Tflush', async () => {
+    const seen: string[] = [];
+    srv = (await serve({ fs: build(Dir('/', Leaf('ev', {
+      rdwrStream: (_c, filter, signal) => (async function* () {
+        try {
+          for (let i = 0; !signal.aborted; i++) {
+            if (String(i).endsWith(filter.trim() || '')) yield `${i}\n`;
+            await new Promise((r) => setTimeout(r, 1));
+          }
+        } finally {
+          seen.push('ended');
+        }
+      })(),
+    })), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    const ac = new AbortController();
+    const got: string[] = [];
+    await expect((async () => {
+      for await (const chunk of c.stream('ev', { request: '7', signal: ac.signal })) {
+        got.push(new TextDecoder().decode(chunk).trim());
+        if (got.length === 3) ac.abort(new Error('enough'));
+      }
+    })()).rejects.toThrow('enough');
+    expect(got).toEqual(['7', '17', '27']);
+    for (let i = 0; i < 50 && !seen.length; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(seen).toEqual(['ended']);
+    expect(await c.readText('/')).toBeDefined();
+  });
+
+  it('write: every Twrite reaches the handler as one message, with its offset', async () => {
+    const got: Array<[string, number]> = [];
+    srv = (await serve({ fs: build(Dir('/', Leaf('in', { write: (_c, d, off) => void got.push([new TextDecoder().decode(d), off]) })), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    const f = await c.open('in', OWRITE);
+    await f.write(0, new TextEncoder().encode('one'));
+    await f.write(3, new TextEncoder().encode('two'));
+    await f.clunk();
+    expect(got).toEqual([['one', 0], ['two', 3]]);
+    await expect(c.open('in', OREAD)).rejects.toThrow('permission denied');
+  });
+});
