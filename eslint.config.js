@@ -3,6 +3,7 @@
 // folder may not import what cannot run there. no-restricted-imports does not merge across config objects,
 // so each layer below lists its complete set of restrictions, most specific layer last.
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import globals from 'globals';
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
@@ -17,15 +18,17 @@ const NODE_BUILTINS = {
 };
 const ELECTRON = { regex: '^electron(/.*)?$', message: 'Only src/main and src/preload may import electron.' };
 const REACT = { regex: '^react(-dom)?(/.*)?$', message: 'Only src/renderer may import React.' };
+/** A relative import (our own code) that reaches into one of `folders`. */
+const ours = (folders) => `^\\.\\.?/(.*/)?(${folders})(/|$)`;
 const DAEMON_CODE = {
-  regex: '(^|/)(olliesrv|toolsrv|cli|platform|main|preload)(/|$)|(^|/)ninep/node(\\.js|/|$)',
+  regex: `${ours('olliesrv|toolsrv|cli|platform|main|preload')}|${ours('ninep/node(\\.js)?')}`,
   message: 'The renderer talks 9P only: it may import src/ninep/index (browser-safe), not daemon, Node or Electron code.',
 };
 const APP_CODE = {
-  regex: '(^|/)(renderer|main|preload)(/|$)',
+  regex: ours('renderer|main|preload'),
   message: 'Daemon code (olliesrv, toolsrv, cli, platform) runs without Electron and may not import the app.',
 };
-const RENDERER_CODE = { regex: '(^|/)renderer(/|$)', message: 'The renderer is reached over 9P, not imported.' };
+const RENDERER_CODE = { regex: ours('renderer'), message: 'The renderer is reached over 9P, not imported.' };
 /** An import that climbs out of src/ninep from a file `depth` folders below it. */
 const escapesNinep = (depth) => ({
   regex: `^(\\.\\./){${depth + 1}}`,
@@ -41,12 +44,16 @@ const ninepLayer = (base, extra, maxDepth = 4) =>
     rules: restrict(escapesNinep(depth + base.split('/').length - 2), ELECTRON, REACT, ...extra),
   }));
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['dist/', 'out/', 'node_modules/', 'bench/results/'] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  tseslint.configs.recommended,
   {
-    languageOptions: { ecmaVersion: 2023, sourceType: 'module', globals: { ...globals.node } },
+    files: ['**/*.{js,mjs,cjs,ts,tsx}'],
+    ignores: ['src/renderer/**'],
+    languageOptions: { globals: { ...globals.node } },
+  },
+  {
     rules: {
       // `_`-prefixed names are deliberately unused (callback positions, destructuring).
       '@typescript-eslint/no-unused-vars': [
@@ -73,6 +80,8 @@ export default tseslint.config(
     files: ['src/preload/**'],
     rules: restrict(NODE_BUILTINS, REACT, RENDERER_CODE, DAEMON_CODE),
   },
+  // Deeper than ninepLayer's depths: at least no Electron or React.
+  { files: ['src/ninep/**'], rules: restrict(ELECTRON, REACT) },
   ...ninepLayer('src/ninep', []),
   ...ninepLayer('src/ninep/common', [NODE_BUILTINS]),
 );

@@ -205,7 +205,7 @@ export class Client {
   async walk(path: string | string[], signal?: AbortSignal): Promise<Fid> {
     if (!this.root) throw new Error('not attached');
     const names = typeof path === 'string' ? splitPath(path) : path;
-    let from = this.root;
+    const from = this.root;
     let qid = from.qid;
     const fid = this.allocFid();
     let walked = false;

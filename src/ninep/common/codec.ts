@@ -90,7 +90,7 @@ export function utf8Length(s: string): number {
 }
 
 /** The all-ones length of a "don't touch" stat, as the nearest double (2^64). */
-export const NOLENGTH = 0xffffffffffffffff;
+export const NOLENGTH = 2 ** 64;
 
 /** The "don't touch" stat of Twstat: every field at its maximum, every string empty. */
 export function nullStat(): Stat {
