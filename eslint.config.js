@@ -21,7 +21,7 @@ const REACT = { regex: '^react(-dom)?(/.*)?$', message: 'Only src/renderer may i
 /** A relative import (our own code) that reaches into one of `folders`. */
 const ours = (folders) => `^\\.\\.?/(.*/)?(${folders})(/|$)`;
 const DAEMON_CODE = {
-  regex: `${ours('olliesrv|toolsrv|cli|platform|main|preload')}|${ours('ninep/node(\\.js)?')}`,
+  regex: `${ours('olliesrv|toolsrv|cli|platform|devtools|main|preload')}|${ours('ninep/node(\\.js)?')}`,
   message: 'The renderer talks 9P only: it may import src/ninep/index (browser-safe), not daemon, Node or Electron code.',
 };
 const APP_CODE = {
@@ -68,7 +68,7 @@ export default defineConfig(
     rules: restrict(NODE_BUILTINS, ELECTRON, DAEMON_CODE),
   },
   {
-    files: ['src/olliesrv/**', 'src/toolsrv/**', 'src/cli/**', 'src/platform/**'],
+    files: ['src/olliesrv/**', 'src/toolsrv/**', 'src/cli/**', 'src/platform/**', 'src/devtools/**'],
     rules: restrict(ELECTRON, REACT, APP_CODE),
   },
   {

@@ -123,6 +123,25 @@ describe('namespace handler kinds over 9P', () => {
     expect(await c.readText('/')).toBeDefined();
   });
 
+  it('a stream that fails after its read was flushed does not take the server down', async () => {
+    let fail: (e: Error) => void = () => undefined;
+    srv = (await serve({ fs: build(Dir('/',
+      Leaf('bad', { stream: () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<string>>((_r, j) => (fail = j)) }) }) }),
+      Leaf('ok', { read: () => 'still here\n' }),
+    ), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    const ac = new AbortController();
+    const f = await c.open('bad', OREAD);
+    const p = f.read(0, 100, ac.signal);
+    await new Promise((r) => setTimeout(r, 10));
+    ac.abort(new Error('stop'));
+    await expect(p).rejects.toThrow('stop');
+    fail(new Error('producer broke'));
+    await f.clunk();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await c.readText('ok')).toBe('still here\n');
+  });
+
   it('write: every Twrite reaches the handler as one message, with its offset', async () => {
     const got: Array<[string, number]> = [];
     srv = (await serve({ fs: build(Dir('/', Leaf('in', { write: (_c, d, off) => void got.push([new TextDecoder().decode(d), off]) })), { uid: 'alice' }) })) as TestServer<unknown>;
