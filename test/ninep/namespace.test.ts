@@ -59,6 +59,11 @@ describe('namespace handler kinds over 9P', () => {
     const f = await c.open('t', OWRITE | 0x10);
     await f.clunk();
     expect(value).toBe('');
+    // A write past the end would leave a hole (and let a client make the server allocate at will).
+    const g = await c.open('t', OWRITE);
+    await expect(g.write(1 << 30, new TextEncoder().encode('x'))).rejects.toThrow(/would leave a hole/);
+    await g.clunk();
+    expect(value).toBe('');
   });
 
   it('rdwr: the reply of a write is read on the same fid; write errors reach the writer', async () => {

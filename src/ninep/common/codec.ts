@@ -405,3 +405,18 @@ export function modeString(mode: number): string {
   for (let i = 0; i < 9; i++) out += mode & (1 << (8 - i)) ? bits[i] : '-';
   return out;
 }
+
+/** `s` cut to at most `maxBytes` of UTF-8, at a character boundary. */
+export function truncateUtf8(s: string, maxBytes: number): string {
+  if (utf8Length(s) <= maxBytes) return s;
+  let lo = 0;
+  let hi = Math.min(s.length, maxBytes);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (utf8Length(s.slice(0, mid)) <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  // Do not split a surrogate pair.
+  const c = s.charCodeAt(lo - 1);
+  return s.slice(0, c >= 0xd800 && c <= 0xdbff ? lo - 1 : lo);
+}

@@ -138,6 +138,8 @@ export interface Node {
 const utf8 = new TextEncoder();
 const toBytes = (c: Content): Uint8Array => (typeof c === 'string' ? utf8.encode(c) : c);
 const EMPTY = new Uint8Array(0);
+/** Largest value a text file takes: these are names, plans and settings, not bulk data. */
+const MAX_TEXT = 16 * 1024 * 1024;
 
 /** FNV-1a over two lanes with different bases: a 64-bit path that is stable across restarts. */
 function hash64(s: string): bigint {
@@ -444,6 +446,8 @@ class LeafFile implements OpenFile {
     if (s.text) {
       // The writes of one open build the new value; each commits it, so an error shows on the write that caused it.
       const buf = this.textBuf ?? EMPTY;
+      if (offset > buf.length) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${buf.length} bytes)`);
+      if (offset + data.length > MAX_TEXT) throw new NinepError(`${this.ctx.path}: value longer than ${MAX_TEXT} bytes`);
       const next = new Uint8Array(Math.max(buf.length, offset + data.length));
       next.set(buf);
       next.set(data, offset);

@@ -7,9 +7,9 @@
  * so pipelined requests (walk, then open the new fid) see each other in order.
  */
 import type { ByteChannel } from './channel.js';
-import { decode, encode, packStats, type Qid, type RMessage, type Stat, type TMessage } from './codec.js';
+import { decode, encode, packStats, truncateUtf8, type Qid, type RMessage, type Stat, type TMessage } from './codec.js';
 import {
-  DMDIR, IOHDRSZ, NOFID, NOTAG, OEXEC, ORCLOSE, ORDWR, OTRUNC, OWRITE, QTAUTH, QTDIR, Type, VERSION,
+  DMDIR, HEADER_SIZE, IOHDRSZ, NOFID, NOTAG, OEXEC, ORCLOSE, ORDWR, OTRUNC, OWRITE, QTAUTH, QTDIR, Type, VERSION,
 } from './constants.js';
 import { Ename, NinepError, ProtocolError, errorString } from './errors.js';
 import { Framer } from './framer.js';
@@ -69,6 +69,8 @@ export interface ServerOptions<N> {
 
 export const DEFAULT_MAX_MSIZE = 1024 * 1024 + IOHDRSZ;
 const MIN_MSIZE = 256;
+/** Longest error string sent, in bytes; longer ones are cut. */
+const ERRMAX = 4096;
 
 export class Server<N> {
   readonly connections = new Set<Connection<N>>();
@@ -225,7 +227,15 @@ export class Connection<N> {
   }
 
   private send(m: RMessage): void {
-    if (!this.closed) this.channel.send(encode(m));
+    if (this.closed) return;
+    let frame: Uint8Array;
+    try {
+      // An error string (which may echo a client's 64 KiB name) must fit in one frame of the client's msize.
+      frame = encode(m.type === Type.Rerror ? { ...m, ename: truncateUtf8(m.ename, Math.min(ERRMAX, this.msize - HEADER_SIZE - 2)) } : m);
+    } catch (e) {
+      frame = encode({ type: Type.Rerror, tag: m.tag, ename: `reply could not be encoded: ${truncateUtf8(errorString(e), 200)}` });
+    }
+    this.channel.send(frame);
   }
 
   private dispatch(m: TMessage, req: Request): Reply {
