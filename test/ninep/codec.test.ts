@@ -8,6 +8,7 @@ import {
   DMDIR, Framer, MAXWELEM, NOFID, NOLENGTH, NOTAG, ProtocolError, QTDIR, Type, decode, encode, modeString, nullStat,
   packStats, statSize, unpackStats, utf8Length, type Message, type Stat,
 } from '../../src/ninep/index.js';
+import { concat as concatAll } from '../../src/devtools/ninep-fuzz.js';
 
 /** Bytes from hex, spaces and `|` ignored. */
 const hex = (s: string): Uint8Array => Uint8Array.from(s.replace(/[\s|]/g, '').match(/../g)!.map((h) => parseInt(h, 16)));
@@ -32,15 +33,7 @@ const withSize = (f: Uint8Array): Uint8Array => {
   new DataView(g.buffer).setUint32(0, g.length, true);
   return g;
 };
-const concat = (...parts: Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
-};
+const concat = (...parts: Uint8Array[]): Uint8Array => concatAll(parts);
 
 function decodeError(f: Uint8Array): ProtocolError {
   try {
