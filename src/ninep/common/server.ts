@@ -317,18 +317,20 @@ export class Connection<N> {
     const path = [...f.path];
     const qids: Qid[] = [];
     let qid = f.qid;
+    // Each step's stat serves both as its qid and as the next step's directory check.
+    let st = wnames.length ? this.fs.stat(path[path.length - 1]!) : undefined;
     for (const name of wnames) {
       try {
         const cur = path[path.length - 1]!;
-        const st = this.fs.stat(cur);
-        if (!(st.qid.type & QTDIR)) throw new NinepError(Ename.notDir);
-        if (!canAccess(st, f.user, 1)) throw new NinepError(Ename.perm);
+        if (!(st!.qid.type & QTDIR)) throw new NinepError(Ename.notDir);
+        if (!canAccess(st!, f.user, 1)) throw new NinepError(Ename.perm);
         if (name === '..') {
           if (path.length > 1) path.pop();
         } else if (name === '.' || name.includes('/')) {
           throw new NinepError(`${Ename.notFound}: ${name}`);
         } else path.push(this.fs.walk(cur, name, f.user));
-        qid = this.fs.stat(path[path.length - 1]!).qid;
+        st = this.fs.stat(path[path.length - 1]!);
+        qid = st.qid;
         qids.push(qid);
       } catch (e) {
         if (qids.length === 0) throw e;
