@@ -18,6 +18,40 @@ const MIGRATIONS: string[] = [
      paused  INTEGER NOT NULL DEFAULT 0,
      created INTEGER NOT NULL
    )`,
+  // Agents, their history and their chat log. History and log are append-only: a compaction starts a new epoch
+  // (older epochs stay as the pre-compaction record), a `clear` too; nothing is rewritten in place.
+  `CREATE TABLE agent (
+     id        TEXT PRIMARY KEY,
+     session   TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+     name      TEXT NOT NULL,
+     parent    TEXT NOT NULL DEFAULT '',
+     depth     INTEGER NOT NULL DEFAULT 0,
+     cfg       TEXT NOT NULL,
+     epoch     INTEGER NOT NULL DEFAULT 0,
+     stats     TEXT NOT NULL DEFAULT '{}',
+     created   INTEGER NOT NULL,
+     UNIQUE (session, name)
+   );
+   CREATE TABLE message (
+     agent   TEXT NOT NULL REFERENCES agent(id) ON DELETE CASCADE,
+     seq     INTEGER NOT NULL,
+     epoch   INTEGER NOT NULL,
+     body    TEXT NOT NULL,
+     PRIMARY KEY (agent, seq)
+   ) WITHOUT ROWID;
+   CREATE TABLE block (
+     agent   TEXT NOT NULL REFERENCES agent(id) ON DELETE CASCADE,
+     seq     INTEGER NOT NULL,
+     id      TEXT NOT NULL,
+     body    TEXT NOT NULL,
+     PRIMARY KEY (agent, seq)
+   ) WITHOUT ROWID;
+   CREATE INDEX block_id ON block (agent, id);
+   CREATE TABLE bypass_rule (
+     id       INTEGER PRIMARY KEY AUTOINCREMENT,
+     pattern  TEXT NOT NULL UNIQUE,
+     created  INTEGER NOT NULL
+   )`,
 ];
 
 export function openDatabase(path: string): DB {

@@ -1,0 +1,99 @@
+/**
+ * The contract between the agent loop and the LLM providers. The loop sees only these types; each provider is an
+ * adapter over the Vercel AI SDK behind `Backend`. Retries are the loop's business (the SDK's are turned off), so a
+ * backend throws one of the typed errors in errors.ts and never retries by itself.
+ */
+
+export type BackendType = 'openai' | 'anthropic' | 'ollama' | 'gemini' | 'copilot';
+
+export interface ToolCall {
+  /** Provider-assigned id (call_…, toolu_…); backends synthesize one when the provider sends none (Ollama). */
+  id: string;
+  name: string;
+  /** The arguments as the model wrote them: JSON text, not yet parsed or validated. */
+  args: string;
+}
+
+export type Message =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; reasoning?: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string; isError?: boolean };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema (an object schema) of the arguments. */
+  parameters: Record<string, unknown>;
+}
+
+export interface GenerationParams {
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  maxTokens?: number;
+  seed?: number;
+  stop?: string[];
+  /** Anthropic extended thinking budget in tokens (0/undefined = off). */
+  thinkingBudget?: number;
+  /** OpenAI-style reasoning effort for reasoning models. */
+  reasoningEffort?: 'low' | 'medium' | 'high';
+}
+
+export interface Usage {
+  /** All prompt tokens, cached ones included. */
+  inputTokens: number;
+  outputTokens: number;
+  /** Prompt tokens served from the provider's cache (part of inputTokens). */
+  cachedInputTokens: number;
+  /** Prompt tokens written to the cache (Anthropic cache_creation_input_tokens; part of inputTokens). */
+  cacheCreationTokens: number;
+  reasoningTokens?: number;
+  /** Cost in USD when the provider reports it (OpenRouter); otherwise the loop prices it (pricing.ts). */
+  costUsd?: number;
+}
+
+export type FinishReason = 'stop' | 'tool-calls' | 'length' | 'content-filter' | 'other';
+
+export type StreamEvent =
+  | { type: 'text'; delta: string }
+  | { type: 'reasoning'; delta: string }
+  /** A complete tool call (arguments fully streamed). Several in one response are parallel calls. */
+  | { type: 'tool-call'; call: ToolCall }
+  | { type: 'usage'; usage: Usage }
+  /** Always the last event of a completed response; a stream that ends without it is a StreamDropError. */
+  | { type: 'finish'; reason: FinishReason };
+
+export interface StreamRequest {
+  /** Model id; the backend's default model when empty. */
+  model?: string;
+  messages: Message[];
+  tools: ToolSpec[];
+  params?: GenerationParams;
+  signal?: AbortSignal;
+}
+
+export interface ModelInfo {
+  id: string;
+  /** Context window in tokens, when the provider says. */
+  contextLength?: number;
+}
+
+export interface Backend {
+  readonly name: string;
+  readonly type: BackendType;
+  readonly url: string;
+  readonly defaultModel: string;
+  /** Model used for compaction summaries; defaultModel when unset. */
+  readonly compactionModel: string;
+  /**
+   * Streams one response. Throws (from the iterator) RateLimitError, TransientError, StreamDropError,
+   * ContextOverflowError, ToolUnsupportedError, or BackendError for anything else (auth, bad request). An abort via
+   * `signal` ends the iteration with the signal's reason.
+   */
+  stream(req: StreamRequest): AsyncIterable<StreamEvent>;
+  /** Models the provider serves; fetched once and cached (refresh = true refetches). */
+  models(refresh?: boolean): Promise<ModelInfo[]>;
+  /** Context window of a model: config override, else discovered (cached), else a per-type default. */
+  contextLength(model?: string): Promise<number>;
+}

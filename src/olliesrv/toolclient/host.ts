@@ -1,0 +1,31 @@
+/**
+ * What an agent needs from toolsrv, as the agent loop sees it. The 9P client (client.ts) implements it over a
+ * connection attached with aname = the agent id; tests may implement it over an in-test 9P server speaking the
+ * same namespace (src/toolsrv/protocol.ts).
+ */
+import type { BypassRequest, ProcRequest, ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
+
+export interface ToolHost {
+  /** Loaded tools of this agent's scope and the registry revision they belong to. */
+  list(): Promise<{ rev: number; tools: ToolInfo[] }>;
+  /** The registry revision alone (cheap: compared after each tool round). */
+  rev(): Promise<number>;
+  /** A toolsrv ctl command: `load NAME`, `unload NAME`, `env K=V`, `cwd PATH`. Rejects with toolsrv's error. */
+  ctl(command: string): Promise<void>;
+  /** Runs one tool and waits for its result; aborting the signal flushes the request, which kills the process. */
+  call(req: ProcRequest, signal?: AbortSignal): Promise<ProcResult>;
+  close(): Promise<void>;
+}
+
+/** The toolsrv of one session (one process, or the shared per-host one), as olliesrv keeps it. */
+export interface SessionTools {
+  /** A connection scoped to one agent (attach aname = agentId), set to the agent's cwd and session env. */
+  forAgent(agentId: string, cwd: string, env: Record<string, string>): Promise<ToolHost>;
+  /** Bypass requests waiting for a person. */
+  pending(): BypassRequest[];
+  /** Resolve a pending request: `approve` or `deny`, remembered for `once` (default), `session`, or `always:PATTERN`. */
+  resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void>;
+  /** Called for every new request and every resolution; returns an unsubscribe function. */
+  onBypass(listener: (e: { kind: 'request'; req: BypassRequest } | { kind: 'resolved'; id: string; agent: string; approved: boolean }) => void): () => void;
+  close(): Promise<void>;
+}
