@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
 import { startDaemon } from '../olliesrv/daemon.js';
+import { startWebUi, type WebUi } from '../webui/server.js';
 import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
 
 function parseHostPort(v: string): Address & { kind: 'tcp' } {
@@ -22,7 +23,9 @@ program
   .option('--tcp <host:port>', 'also serve on TCP (loopback unless a host is given; no authentication)', parseHostPort)
   .option('--config <dir>', 'configuration directory', configDir())
   .option('--data <dir>', 'data directory (ollie.db)', dataDir())
-  .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string }) => {
+  .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with a per-start token)')
+  .option('--ui-port <n>', 'port of the web UI (default: any free port)', (v) => Number.parseInt(v, 10))
+  .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string; ui?: boolean; uiPort?: number }) => {
     let daemon;
     try {
       daemon = await startDaemon({ socket: resolve(o.socket), tcp: o.tcp, configDir: resolve(o.config), dataDir: resolve(o.data) });
@@ -31,12 +34,23 @@ program
       process.exit(1);
     }
     for (const a of daemon.addresses) process.stdout.write(`ollie: serving 9P on ${formatAddress(a)}\n`);
+    let ui: WebUi | undefined;
+    if (o.ui || o.uiPort !== undefined) {
+      try {
+        ui = await startWebUi({ server: daemon.server, port: o.uiPort ?? 0 });
+      } catch (e) {
+        process.stderr.write(`ollie serve: web UI: ${(e as Error).message}\n`);
+        await daemon.close();
+        process.exit(1);
+      }
+      process.stdout.write(`ollie: web UI at ${ui.url}\n`);
+    }
     let stopping = false;
     const stop = (sig: string): void => {
       if (stopping) return;
       stopping = true;
       process.stderr.write(`ollie: ${sig}, shutting down\n`);
-      daemon.close().then(() => process.exit(0), (e: unknown) => {
+      Promise.all([ui?.close(), daemon.close()]).then(() => process.exit(0), (e: unknown) => {
         process.stderr.write(`ollie: shutdown failed: ${(e as Error).message}\n`);
         process.exit(1);
       });
