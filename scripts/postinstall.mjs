@@ -1,3 +1,4 @@
+// Runs after `npm install`: tries to fetch the Electron binary (optional) and builds the native parts (required).
 // Electron's own install script downloads its binary from the web; on machines without that access it fails
 // and would fail `npm install`. It is switched off in package.json's allowScripts and tried here instead,
 // where a failure is only a warning: everything but the Electron window runs without the binary.
@@ -13,3 +14,8 @@ if (existsSync(installer)) {
     console.warn('ollie: the desktop window is unavailable; `npm start` will run headless instead.');
   }
 }
+
+// The native sandbox helper and the C tools (scripts/build-native.mjs). Unlike Electron this is not optional:
+// toolsrv fails closed without the sandbox, so a missing compiler fails the install with its message.
+const build = spawnSync(process.execPath, ['scripts/build-native.mjs'], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
