@@ -1,14 +1,113 @@
-/** Placeholder page until the GUI issue: the renderer will be a 9P client of olliesrv, like any other. */
+/** The window: session tree | chat + prompt, status bar, 9P console, dialogs. Shortcuts work in both modes. */
+import { useEffect } from 'react';
+import { Approval } from './components/Approval.js';
+import { Chat } from './components/Chat.js';
+import { Console } from './components/Console.js';
+import { Dialogs } from './components/Dialogs.js';
+import { Prompt } from './components/Prompt.js';
+import { SessionTree } from './components/SessionTree.js';
+import { StatusBar } from './components/StatusBar.js';
+import { act, ollie, useStore } from './lib/store.js';
+
+/** Commands shared by the keyboard, the Electron menu and notifications (`open-agent SID AID`). */
+export function runCommand(command: string): void {
+  const [name, ...args] = command.split(' ');
+  const s = useStore.getState();
+  const { session, agent } = s.selected;
+  switch (name) {
+    case 'new-session':
+      useStore.setState({ dialog: { kind: 'new-session' } });
+      break;
+    case 'new-agent':
+      if (session) useStore.setState({ dialog: { kind: 'new-agent', session } });
+      break;
+    case 'stop':
+      if (session && agent) void act('stop', () => ollie.agentCtl(session, agent, 'stop'));
+      break;
+    case 'toggle-console':
+      useStore.setState({ consoleOpen: !s.consoleOpen });
+      break;
+    case 'focus-prompt':
+      document.getElementById('prompt-input')?.focus();
+      break;
+    case 'approvals':
+      useStore.setState({ approving: s.approving ?? Object.keys(s.pending)[0] });
+      break;
+    case 'open-agent':
+      if (args[0]) ollie.select({ session: args[0], agent: args[1] });
+      break;
+    default:
+      break;
+  }
+}
+
+const KEYS: Record<string, string> = {
+  'ctrl+n': 'new-session',
+  'ctrl+shift+n': 'new-agent',
+  'ctrl+.': 'stop',
+  'ctrl+`': 'toggle-console',
+  'ctrl+l': 'focus-prompt',
+  'ctrl+shift+a': 'approvals',
+};
+
 export function App() {
-  const version = window.ollie?.version;
+  const notice = useStore((s) => s.notice);
+  const conn = useStore((s) => s.conn);
+  const pending = useStore((s) => Object.keys(s.pending).length);
+
+  useEffect(() => {
+    ollie.start();
+    window.ollie?.onCommand(runCommand);
+    const onKey = (e: KeyboardEvent): void => {
+      if (!(e.ctrlKey || e.metaKey)) return;
+      const combo = `ctrl+${e.shiftKey ? 'shift+' : ''}${e.key.toLowerCase()}`;
+      const cmd = KEYS[combo];
+      if (!cmd) return;
+      e.preventDefault();
+      runCommand(cmd);
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+
+  useEffect(() => {
+    document.title = pending > 0 ? `(${pending}) Ollie` : 'Ollie';
+  }, [pending]);
+
+  useEffect(() => {
+    if (!notice) return;
+    const t = setTimeout(() => useStore.setState({ notice: undefined }), notice.error ? 8000 : 3000);
+    return () => clearTimeout(t);
+  }, [notice]);
+
   return (
-    <main style={{ fontFamily: 'system-ui, sans-serif', margin: '3rem auto', maxWidth: '40rem', lineHeight: 1.5 }}>
-      <h1>Ollie{version ? ` ${version}` : ''}</h1>
-      <p>The desktop UI is under construction.</p>
-      <p>
-        Meanwhile the daemon serves its namespace over 9P on a Unix socket,{' '}
-        <code>$XDG_RUNTIME_DIR/ollie/ollie.sock</code>. Try <code>ollie-9p ls /</code>.
-      </p>
-    </main>
+    <div className="app">
+      <aside className="side">
+        <header className="side-head">
+          <b>Ollie</b>
+          <button type="button" title="New session (Ctrl+N)" aria-label="New session" onClick={() => runCommand('new-session')} disabled={conn !== 'open'}>
+            +
+          </button>
+          <button type="button" title="9P console (Ctrl+`)" aria-label="Toggle 9P console" onClick={() => runCommand('toggle-console')}>
+            9P
+          </button>
+        </header>
+        <SessionTree />
+      </aside>
+      <main className="main">
+        {conn === 'down' && <div className="banner error">olliesrv is unreachable; reconnecting…</div>}
+        <Chat />
+        <Prompt />
+        <Console />
+      </main>
+      <StatusBar />
+      {notice && (
+        <div className={`notice${notice.error ? ' error' : ''}`} role={notice.error ? 'alert' : 'status'} onClick={() => useStore.setState({ notice: undefined })}>
+          {notice.text}
+        </div>
+      )}
+      <Dialogs />
+      <Approval />
+    </div>
   );
 }

@@ -1,0 +1,91 @@
+/** One chat block, by role. Memoized on the block object: a streaming chunk re-renders only its own block. */
+import { memo, useState } from 'react';
+import { isLong, looksLikeDiff, prettyArgs, type Block } from '../lib/chatlog.js';
+import { Code } from './Code.js';
+import { CopyButton } from './CopyButton.js';
+import { Markdown } from './Markdown.js';
+
+function Diff({ text }: { text: string }) {
+  return (
+    <div className="code diff">
+      <CopyButton text={text} />
+      <pre>
+        {text.split('\n').map((l, i) => {
+          const cls = l.startsWith('+++') || l.startsWith('---') ? 'file' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
+          return (
+            <span key={i} className={cls}>
+              {l}
+              {'\n'}
+            </span>
+          );
+        })}
+      </pre>
+    </div>
+  );
+}
+
+function ToolResult({ block }: { block: Block }) {
+  const long = isLong(block.content);
+  const [open, setOpen] = useState(!long);
+  const diff = looksLikeDiff(block);
+  const lines = block.content.split('\n').length;
+  return (
+    <>
+      {long && (
+        <button type="button" className="toggle" aria-expanded={open} onClick={() => setOpen(!open)}>
+          {open ? '▾ collapse' : `▸ show all ${lines} lines (${block.content.length.toLocaleString()} chars)`}
+        </button>
+      )}
+      {open ? (
+        diff ? <Diff text={block.content} /> : <Code code={block.content} format={block.format} streaming={block.partial} />
+      ) : (
+        <pre className="preview">{block.content.split('\n').slice(0, 4).join('\n')}…</pre>
+      )}
+    </>
+  );
+}
+
+const LABEL: Record<string, string> = {
+  user: 'You', assistant: 'Assistant', reasoning: 'Reasoning', call: 'Tool call', tool: 'Result',
+  error: 'Error', info: 'Info', retry: 'Retry', stalled: 'Stalled',
+};
+
+export const BlockView = memo(function BlockView({ block }: { block: Block }) {
+  const [reasoningOpen, setReasoningOpen] = useState(false);
+  const role = block.role;
+  let body;
+  switch (role) {
+    case 'assistant':
+      body = <Markdown text={block.content} streaming={block.partial} />;
+      break;
+    case 'reasoning':
+      body = (
+        <>
+          <button type="button" className="toggle" aria-expanded={reasoningOpen} onClick={() => setReasoningOpen(!reasoningOpen)}>
+            {reasoningOpen ? '▾ hide reasoning' : '▸ show reasoning'}
+          </button>
+          {reasoningOpen && <pre className="text">{block.content}</pre>}
+        </>
+      );
+      break;
+    case 'call':
+      body = <Code code={prettyArgs(block.content)} format="json" streaming={block.partial} />;
+      break;
+    case 'tool':
+      body = <ToolResult block={block} />;
+      break;
+    default:
+      body = <pre className="text">{block.content}</pre>;
+  }
+  return (
+    <div className={`block role-${role}${block.partial ? ' partial' : ''}`} data-role={role} data-id={block.id}>
+      <div className="block-head">
+        <span className="who">{LABEL[role] ?? role}</span>
+        {block.name && <span className="tool-name">{block.name}</span>}
+        {block.partial && <span className="streaming" aria-label="streaming">●</span>}
+        {role !== 'tool' && role !== 'call' && <CopyButton text={block.content} />}
+      </div>
+      {body}
+    </div>
+  );
+});

@@ -1,0 +1,77 @@
+/**
+ * The chat of the selected agent: virtualized from the first block (only the rows in view exist in the DOM),
+ * rows measured as they render, and stuck to the bottom while streaming unless the user scrolled up.
+ */
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useStore } from '../lib/store.js';
+import { BlockView } from './BlockView.js';
+
+export function Chat() {
+  const chat = useStore((s) => s.chat);
+  const version = useStore((s) => s.chatVersion);
+  const ended = useStore((s) => s.chatEnded);
+  const scroller = useRef<HTMLDivElement>(null);
+  const stuck = useRef(true);
+  const [showJump, setShowJump] = useState(false);
+  const count = chat?.visible.length ?? 0;
+
+  const virt = useVirtualizer({
+    count,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => 80,
+    overscan: 6,
+    getItemKey: (i) => chat?.blocks[chat.visible[i]!]?.id ?? i,
+  });
+
+  const onScroll = useCallback(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    stuck.current = atBottom;
+    setShowJump(!atBottom);
+  }, []);
+
+  // A new agent starts at the bottom.
+  useEffect(() => {
+    stuck.current = true;
+    setShowJump(false);
+  }, [chat]);
+
+  useLayoutEffect(() => {
+    if (stuck.current && count > 0) virt.scrollToIndex(count - 1, { align: 'end' });
+  }, [version, count, virt]);
+
+  if (!chat) return <div className="chat empty">Select an agent in the tree, or create one (Ctrl+Shift+N).</div>;
+  const items = virt.getVirtualItems();
+  return (
+    <div className="chat-wrap">
+      <div className="chat" ref={scroller} onScroll={onScroll} data-testid="chat">
+        {count === 0 && <div className="empty">No messages yet. Write a prompt below.</div>}
+        <div style={{ height: virt.getTotalSize(), position: 'relative' }}>
+          {items.map((it) => {
+            const b = chat.blocks[chat.visible[it.index]!]!;
+            return (
+              <div key={it.key} data-index={it.index} ref={virt.measureElement} className="row" style={{ position: 'absolute', top: 0, left: 0, right: 0, transform: `translateY(${it.start}px)` }}>
+                <BlockView block={b} />
+              </div>
+            );
+          })}
+        </div>
+        {ended && <div className="ended">The agent is gone; this is its final log.</div>}
+      </div>
+      {showJump && (
+        <button
+          type="button"
+          className="jump"
+          onClick={() => {
+            stuck.current = true;
+            virt.scrollToIndex(count - 1, { align: 'end' });
+          }}
+        >
+          ↓ Latest
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,20 @@
+import { useState } from 'react';
+
+/** Copies `text` to the clipboard; says so for a moment. */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  const copy = (): void => {
+    void navigator.clipboard?.writeText(text).then(
+      () => {
+        setDone(true);
+        setTimeout(() => setDone(false), 1200);
+      },
+      () => undefined,
+    );
+  };
+  return (
+    <button type="button" className="copy" title="Copy to clipboard" onClick={copy}>
+      {done ? 'Copied' : label}
+    </button>
+  );
+}

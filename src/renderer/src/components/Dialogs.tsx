@@ -1,0 +1,105 @@
+/** New session and new agent dialogs: key=value requests to `session/new` and `session/{s}/agent/new`. */
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { act, ollie, useStore } from '../lib/store.js';
+
+function Modal({ title, children, onSubmit }: { title: string; children: ReactNode; onSubmit: () => Promise<void> }) {
+  const [busy, setBusy] = useState(false);
+  const close = (): void => useStore.setState({ dialog: null });
+  const submit = async (e: FormEvent): Promise<void> => {
+    e.preventDefault();
+    setBusy(true);
+    await onSubmit();
+    setBusy(false);
+  };
+  return (
+    <div className="modal-back" onKeyDown={(e) => e.key === 'Escape' && close()}>
+      <form className="modal" role="dialog" aria-modal="true" aria-label={title} onSubmit={(e) => void submit(e)}>
+        <h2>{title}</h2>
+        {children}
+        <div className="buttons">
+          <button type="submit" className="primary" disabled={busy}>
+            Create
+          </button>
+          <button type="button" onClick={close}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </div>
+  );
+}
+
+function NewSession() {
+  const [name, setName] = useState('');
+  const [cwd, setCwd] = useState('');
+  return (
+    <Modal
+      title="New session"
+      onSubmit={async () => {
+        const r = await act('new session', () => ollie.createSession({ name: name.trim(), cwd: cwd.trim() }));
+        if (r !== undefined) useStore.setState({ dialog: null });
+      }}
+    >
+      <label>
+        Name <input autoFocus value={name} onChange={(e) => setName(e.target.value)} placeholder="(generated)" />
+      </label>
+      <label>
+        Working directory <input value={cwd} onChange={(e) => setCwd(e.target.value)} placeholder="(home)" />
+      </label>
+    </Modal>
+  );
+}
+
+function NewAgent({ session }: { session: string }) {
+  const backends = useStore((s) => s.backends);
+  const profiles = useStore((s) => s.profiles);
+  const sname = useStore((s) => s.sessions[session]?.name ?? session);
+  const [f, setF] = useState({ name: '', cwd: '', backend: '', model: '', agent: '' });
+  const field = (k: keyof typeof f) => ({ value: f[k], onChange: (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value }) });
+  return (
+    <Modal
+      title={`New agent in ${sname}`}
+      onSubmit={async () => {
+        const r = await act('new agent', () => ollie.createAgent(session, f));
+        if (r !== undefined) useStore.setState({ dialog: null });
+      }}
+    >
+      <label>
+        Name <input autoFocus {...field('name')} placeholder="(generated)" />
+      </label>
+      <label>
+        Working directory <input {...field('cwd')} placeholder="(the session's)" />
+      </label>
+      <label>
+        Backend
+        <select {...field('backend')}>
+          <option value="">(default)</option>
+          {backends.map((b) => (
+            <option key={b}>{b}</option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Model <input {...field('model')} placeholder="(the backend's default)" />
+      </label>
+      <label>
+        Profile
+        <select {...field('agent')}>
+          <option value="">(default)</option>
+          {profiles.map((p) => (
+            <option key={p}>{p}</option>
+          ))}
+        </select>
+      </label>
+      {backends.length === 0 && <p className="hint">No backend is configured: add one to backends.conf (see docs/desktop.md).</p>}
+    </Modal>
+  );
+}
+
+export function Dialogs() {
+  const d = useStore((s) => s.dialog);
+  if (!d) return null;
+  if (d.kind === 'new-session') return <NewSession />;
+  if (d.kind === 'new-agent') return <NewAgent session={d.session} />;
+  return null;
+}

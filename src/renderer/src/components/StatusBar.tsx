@@ -1,0 +1,53 @@
+/** Backend/model, tokens, context %, last-turn and session cost, compaction, connection. From `stats` and `cfg`. */
+import { ollie, useStore } from '../lib/store.js';
+
+const num = (v: string | undefined): string => (v === undefined || v === '' ? '–' : Number.isFinite(Number(v)) ? Number(v).toLocaleString() : v);
+const money = (v: string | undefined): string => (v === undefined || v === '' || !Number.isFinite(Number(v)) ? '–' : `$${Number(v).toFixed(4)}`);
+
+export function StatusBar() {
+  const conn = useStore((s) => s.conn);
+  const err = useStore((s) => s.connError);
+  const retry = useStore((s) => s.retryIn);
+  const stats = useStore((s) => s.stats);
+  const cfg = useStore((s) => s.cfg);
+  const agent = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent) : undefined));
+  const pending = useStore((s) => Object.keys(s.pending).length);
+  const pct = stats.percent ?? stats.context_percent;
+  return (
+    <footer className="status" role="status">
+      <span className={`conn conn-${conn}`} data-testid="conn">
+        {conn === 'open' ? '● connected' : conn === 'connecting' ? '○ connecting…' : `✕ daemon unreachable${err ? ` (${err})` : ''}${retry ? `, retrying in ${retry}s` : ''}`}
+      </span>
+      {conn === 'down' && (
+        <button type="button" onClick={() => ollie.reconnectNow()}>
+          Reconnect now
+        </button>
+      )}
+      {agent && (
+        <>
+          <span title="backend / model">
+            {cfg.backend || stats.backend || '–'} / {cfg.model || stats.model || '–'}
+          </span>
+          <span title="input / output / cached tokens">
+            tokens {num(stats.input_tokens ?? stats.input)} in · {num(stats.output_tokens ?? stats.output)} out · {num(stats.cached_tokens ?? stats.cached)} cached
+          </span>
+          <span title="context estimate / context length">
+            context {pct !== undefined ? `${pct}%` : '–'}
+            {pct !== undefined && (
+              <meter min={0} max={100} value={Number(pct) || 0} low={60} high={75} optimum={10} />
+            )}
+          </span>
+          <span title="cost of the last turn / the session">
+            cost {money(stats.cost_last_turn ?? stats.cost_turn)} turn · {money(stats.cost_session ?? stats.cost)} session
+          </span>
+          {agent.state === 'compacting' && <span className="compacting">compacting…</span>}
+        </>
+      )}
+      {pending > 0 && (
+        <button type="button" className="warn" onClick={() => useStore.setState((s) => ({ approving: s.approving ?? Object.keys(s.pending)[0] }))}>
+          ⚠ {pending} pending approval{pending > 1 ? 's' : ''}
+        </button>
+      )}
+    </footer>
+  );
+}

@@ -1,0 +1,106 @@
+/**
+ * The chat log model: `log.raw` JSONL parsed into an ordered list of blocks. Streaming chunks arrive as
+ * partial blocks and a final non-partial block with the same id closes them; each updates its block in place
+ * (a new object, so React re-renders that one row only). Bytes may arrive cut anywhere: a trailing partial
+ * line waits for the rest.
+ */
+
+export type Role = 'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
+
+export interface Block {
+  role: Role | string;
+  id: string;
+  content: string;
+  name?: string;
+  format?: string;
+  partial?: boolean;
+}
+
+/** Roles that are never shown: context is for the model (seed 003, phase 40). */
+export const HIDDEN_ROLES: ReadonlySet<string> = new Set(['context']);
+
+export class ChatLog {
+  /** Every block in log order, context included (hidden at render time). */
+  blocks: Block[] = [];
+  /** Indices into `blocks` of the shown blocks, kept incrementally so a chunk costs O(1), not O(blocks). */
+  visible: number[] = [];
+  /** Bumped on every change; cheap to compare in a store selector. */
+  version = 0;
+  private readonly index = new Map<string, number>();
+  private rest = '';
+  /** Lines that were not JSON blocks, kept for the error state rather than dropped silently. */
+  bad = 0;
+
+  /** Feeds text from the stream; returns true when a block changed. */
+  push(text: string): boolean {
+    const data = this.rest + text;
+    const lines = data.split('\n');
+    this.rest = lines.pop() ?? '';
+    let changed = false;
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      let b: Block;
+      try {
+        b = JSON.parse(line) as Block;
+      } catch {
+        this.bad++;
+        continue;
+      }
+      if (typeof b !== 'object' || b === null || typeof b.id !== 'string' || typeof b.role !== 'string') {
+        this.bad++;
+        continue;
+      }
+      if (typeof b.content !== 'string') b.content = b.content === undefined ? '' : JSON.stringify(b.content);
+      this.apply(b);
+      changed = true;
+    }
+    if (changed) this.version++;
+    return changed;
+  }
+
+  private apply(b: Block): void {
+    const at = this.index.get(b.id);
+    if (at === undefined) {
+      this.index.set(b.id, this.blocks.length);
+      if (!HIDDEN_ROLES.has(b.role)) this.visible.push(this.blocks.length);
+      this.blocks.push(b);
+      return;
+    }
+    const old = this.blocks[at]!;
+    let content = b.content;
+    // A partial chunk is either the whole text so far or only the new part: both servers exist, and the
+    // text so far always starts with what we already have.
+    if (b.partial && old.partial && !content.startsWith(old.content)) content = old.content + content;
+    this.blocks[at] = { ...old, ...b, content };
+  }
+
+  get(id: string): Block | undefined {
+    const at = this.index.get(id);
+    return at === undefined ? undefined : this.blocks[at];
+  }
+}
+
+/** A unified-diff-looking text (file_edit results): shown with added/removed lines coloured. */
+export function looksLikeDiff(b: Block): boolean {
+  if (b.format === 'diff' || b.format === 'patch') return true;
+  return /^(---|\+\+\+|@@) /m.test(b.content) && /^@@ .* @@/m.test(b.content);
+}
+
+/** Pretty JSON for call arguments; the raw text when it is not JSON. */
+export function prettyArgs(content: string): string {
+  try {
+    return JSON.stringify(JSON.parse(content), null, 2);
+  } catch {
+    return content;
+  }
+}
+
+/** Results longer than this (lines or characters) start collapsed. */
+export const COLLAPSE_LINES = 12;
+export const COLLAPSE_CHARS = 1500;
+export function isLong(text: string): boolean {
+  if (text.length > COLLAPSE_CHARS) return true;
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) if (++n > COLLAPSE_LINES) return true;
+  return false;
+}

@@ -1,0 +1,149 @@
+/** Parsers for the daemon's text files and events (formats in issue 3 §2 and seed 003 phases 38–39). */
+
+export interface SessionInfo {
+  id: string;
+  name: string;
+  paused: boolean;
+  cwd: string;
+}
+
+export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting' | string;
+
+export interface AgentInfo {
+  session: string;
+  id: string;
+  name: string;
+  /** Parent agent id, '' for a top-level agent. */
+  parent: string;
+  depth: number;
+  state: AgentState;
+}
+
+export interface Pending {
+  id: string;
+  session: string;
+  agent: string;
+  cmd: string;
+  cwd: string;
+  tool?: string;
+  reason?: string;
+}
+
+const lines = (text: string): string[] => text.split('\n').filter((l) => l.trim() !== '');
+
+/** session/idx: id, name, paused, connected, remote, cwd. */
+export function parseSessionIdx(text: string): SessionInfo[] {
+  return lines(text).map((l) => {
+    const f = l.split('\t');
+    return { id: f[0] ?? '', name: f[1] ?? '', paused: f[2] === '1', cwd: f.slice(5).join('\t') };
+  });
+}
+
+/** session/{s}/agent/idx: session-id, agent-id, agent-name, parent-id, depth, state. */
+export function parseAgentIdx(text: string): AgentInfo[] {
+  return lines(text).map((l) => {
+    const f = l.split('\t');
+    const parent = f[3] ?? '';
+    return {
+      session: f[0] ?? '',
+      id: f[1] ?? '',
+      name: f[2] ?? '',
+      parent: parent === '-' || parent === '0' ? '' : parent,
+      depth: Number(f[4] ?? 0) || 0,
+      state: (f[5] ?? 'idle').trim(),
+    };
+  });
+}
+
+/** Agents in tree order: each parent followed by its children (depth-first), roots in index order. */
+export function treeOrder(agents: AgentInfo[]): AgentInfo[] {
+  const ids = new Set(agents.map((a) => a.id));
+  const children = new Map<string, AgentInfo[]>();
+  for (const a of agents) {
+    const p = a.parent && ids.has(a.parent) ? a.parent : '';
+    children.set(p, [...(children.get(p) ?? []), a]);
+  }
+  const out: AgentInfo[] = [];
+  const visit = (p: string): void => {
+    for (const a of children.get(p) ?? []) {
+      out.push(a);
+      visit(a.id);
+    }
+  };
+  visit('');
+  return out;
+}
+
+export interface Event {
+  topic: string;
+  payload: string;
+  /** session.{sid}.… */
+  session?: string;
+  /** session.{sid}.agent.{aid}.… */
+  agent?: string;
+  /** What happened: new, kill, rename, state, bypass.request, … */
+  kind: string;
+}
+
+/** One event line: `topic payload`. */
+export function parseEvent(line: string): Event {
+  const sp = line.indexOf(' ');
+  const topic = sp === -1 ? line : line.slice(0, sp);
+  const payload = sp === -1 ? '' : line.slice(sp + 1);
+  const t = topic.split('.');
+  if (t[0] === 'session' && t.length >= 3) {
+    if (t[2] === 'agent' && t.length >= 5) return { topic, payload, session: t[1], agent: t[3], kind: t.slice(4).join('.') };
+    return { topic, payload, session: t[1], kind: t.slice(2).join('.') };
+  }
+  return { topic, payload, kind: topic };
+}
+
+/**
+ * session/{s}/bypass, the pending requests: one JSON object per line (BypassRequest: id, agent, tool, cmd,
+ * cwd, reason) or tab-separated `id agent tool cmd cwd reason`.
+ */
+export function parsePending(text: string, session: string): Pending[] {
+  const out: Pending[] = [];
+  for (const l of lines(text)) {
+    try {
+      const j = JSON.parse(l) as Record<string, unknown>;
+      const s = (k: string): string => (typeof j[k] === 'string' ? (j[k] as string) : '');
+      if (s('id')) out.push({ id: s('id'), session, agent: s('agent'), tool: s('tool') || undefined, cmd: s('cmd'), cwd: s('cwd'), reason: s('reason') || undefined });
+      continue;
+    } catch {
+      // Not JSON: the tab-separated form.
+    }
+    const f = l.split('\t');
+    if (f[0]) out.push({ id: f[0], session, agent: f[1] ?? '', tool: f[2] || undefined, cmd: f[3] ?? '', cwd: f[4] ?? '', reason: f[5] || undefined });
+  }
+  return out;
+}
+
+/** key=value lines (stats, cfg). */
+export function parseKv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of lines(text)) {
+    const eq = l.indexOf('=');
+    if (eq > 0) out[l.slice(0, eq).trim()] = l.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+/** The ctl commands of an agent (issue 3 §3), for `/` completion. */
+export const CTL_COMMANDS: { name: string; help: string }[] = [
+  { name: 'stop', help: 'cancel the running turn' },
+  { name: 'compact', help: 'compact the history now' },
+  { name: 'clear', help: 'clear the history' },
+  { name: 'inject', help: 'add text to the running turn' },
+  { name: 'agent', help: 'switch profile (history cleared)' },
+  { name: 'model', help: 'switch model' },
+  { name: 'models', help: 'list models' },
+  { name: 'backend', help: 'switch backend' },
+  { name: 'tools', help: 'list loaded tools' },
+  { name: 'tool_load', help: 'load a tool' },
+  { name: 'cwd', help: 'change working directory' },
+  { name: 'name', help: 'rename the agent' },
+  { name: 'systemprompt', help: 'show the system prompt' },
+  { name: 'context', help: 'show the context' },
+  { name: 'usage', help: 'token usage and cost' },
+];

@@ -1,0 +1,445 @@
+/**
+ * The renderer's state (zustand) and the one controller that fills it from olliesrv. The tree, the states
+ * and the approvals come from the `event` stream (one streaming Rdwr per connection) plus a re-read of the
+ * index file an event names; nothing polls. The chat of the selected agent streams from its `log.raw`.
+ */
+import { create } from 'zustand';
+import { Client } from '../../../ninep/index.js';
+import { Api, type ConsoleEntry } from './api.js';
+import { ChatLog } from './chatlog.js';
+import {
+  parseAgentIdx, parseEvent, parseKv, parsePending, parseSessionIdx, treeOrder,
+  type AgentInfo, type Event, type Pending, type SessionInfo,
+} from './parse.js';
+import { openChannel } from './transport.js';
+
+export type Dialog =
+  | { kind: 'new-session' }
+  | { kind: 'new-agent'; session: string }
+  | null;
+
+export interface Selection {
+  session?: string;
+  agent?: string;
+}
+
+export interface State {
+  conn: 'connecting' | 'open' | 'down';
+  connError?: string;
+  /** Seconds until the next reconnect attempt while down. */
+  retryIn?: number;
+  sessions: Record<string, SessionInfo>;
+  sessionOrder: string[];
+  /** Agents per session id, in tree order. */
+  agents: Record<string, AgentInfo[]>;
+  pending: Record<string, Pending>;
+  collapsed: Record<string, boolean>;
+  selected: Selection;
+  /** The selected agent's chat; `chatVersion` changes when it does. */
+  chat?: ChatLog;
+  chatVersion: number;
+  chatEnded: boolean;
+  stats: Record<string, string>;
+  cfg: Record<string, string>;
+  /** Prompts typed while the agent works, sent in order when it is idle again (editable until then). */
+  queue: Record<string, string[]>;
+  console: ConsoleEntry[];
+  consoleOpen: boolean;
+  dialog: Dialog;
+  /** The bypass request the approval dialog shows, if any. */
+  approving?: string;
+  notice?: { text: string; error: boolean };
+  backends: string[];
+  profiles: string[];
+}
+
+export const useStore = create<State>(() => ({
+  conn: 'connecting',
+  sessions: {},
+  sessionOrder: [],
+  agents: {},
+  pending: {},
+  collapsed: {},
+  selected: {},
+  chatVersion: 0,
+  chatEnded: false,
+  stats: {},
+  cfg: {},
+  queue: {},
+  console: [],
+  consoleOpen: false,
+  dialog: null,
+  backends: [],
+  profiles: [],
+}));
+
+const set = useStore.setState;
+const get = useStore.getState;
+const CONSOLE_MAX = 500;
+
+export const sessionPath = (sid: string): string => `session/${get().sessions[sid]?.name ?? sid}`;
+export function agentPath(sid: string, aid: string): string {
+  const a = get().agents[sid]?.find((x) => x.id === aid);
+  return `${sessionPath(sid)}/agent/${a?.name ?? aid}`;
+}
+export const agentKey = (sid: string, aid: string): string => `${sid}/${aid}`;
+export const findAgent = (sid?: string, aid?: string): AgentInfo | undefined =>
+  sid && aid ? get().agents[sid]?.find((a) => a.id === aid) : undefined;
+
+export function notify(text: string, error = false): void {
+  set({ notice: { text, error } });
+}
+
+/** Coalesces chat updates to one per animation frame: streaming at any rate costs one render per frame. */
+let frameQueued = false;
+function bumpChat(): void {
+  if (frameQueued) return;
+  frameQueued = true;
+  const flush = (): void => {
+    frameQueued = false;
+    set((s) => ({ chatVersion: s.chatVersion + 1 }));
+  };
+  if (typeof requestAnimationFrame === 'function' && document.visibilityState === 'visible') requestAnimationFrame(flush);
+  else setTimeout(flush, 16);
+}
+
+class Controller {
+  api?: Api;
+  private conn?: AbortController;
+  private chatAbort?: AbortController;
+  private backoff = 500;
+  private started = false;
+
+  /** Idempotent: React's StrictMode runs mount effects twice in development. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    void this.connect();
+  }
+
+  private logOp = (e: ConsoleEntry): void => {
+    set((s) => ({ console: s.console.length >= CONSOLE_MAX ? [...s.console.slice(-CONSOLE_MAX + 1), e] : [...s.console, e] }));
+  };
+
+  private async connect(): Promise<void> {
+    set({ conn: 'connecting', retryIn: undefined });
+    let client: Client;
+    try {
+      client = await Client.connect(await openChannel(), { uname: 'ollie' });
+    } catch (e) {
+      this.down((e as Error).message);
+      return;
+    }
+    this.backoff = 500;
+    const api = new Api(client, this.logOp);
+    this.api = api;
+    const conn = new AbortController();
+    this.conn = conn;
+    set({ conn: 'open', connError: undefined });
+    // Subscribe before reading the indexes, so that nothing that happens in between is missed.
+    const events = this.events(api, conn.signal);
+    await this.reloadAll();
+    const sel = get().selected;
+    if (sel.session && sel.agent && findAgent(sel.session, sel.agent)) this.openChat(sel.session, sel.agent);
+    try {
+      await events;
+      if (!conn.signal.aborted) this.down('the event stream ended');
+    } catch (e) {
+      if (!conn.signal.aborted) this.down((e as Error).message);
+    }
+  }
+
+  /** Daemon unreachable: reconnect with exponential backoff (0.5 s doubling to 10 s), counting down. */
+  private down(why: string): void {
+    this.conn?.abort();
+    this.chatAbort?.abort();
+    this.api?.client.close();
+    this.api = undefined;
+    const wait = this.backoff;
+    this.backoff = Math.min(this.backoff * 2, 10_000);
+    set({ conn: 'down', connError: why, retryIn: Math.ceil(wait / 1000) });
+    setTimeout(() => void this.connect(), wait);
+  }
+
+  reconnectNow(): void {
+    this.backoff = 500;
+    if (get().conn === 'down') void this.connect();
+  }
+
+  private async events(api: Api, signal: AbortSignal): Promise<void> {
+    let rest = '';
+    for await (const text of api.stream('event', { request: '*\n', signal })) {
+      const parts = (rest + text).split('\n');
+      rest = parts.pop() ?? '';
+      for (const line of parts) if (line) await this.onEvent(parseEvent(line)).catch((e: unknown) => notify((e as Error).message, true));
+    }
+  }
+
+  private async onEvent(e: Event): Promise<void> {
+    const sid = e.session;
+    if (e.kind === 'ollie.overflow') return this.reloadAll();
+    if (!sid) return;
+    if (!e.agent) {
+      switch (e.kind) {
+        case 'new':
+        case 'rename':
+          await this.reloadSessions();
+          if (e.kind === 'new') await this.reloadAgents(sid);
+          return;
+        case 'kill':
+          return this.dropSession(sid);
+        case 'pause':
+        case 'resume':
+          set((s) => {
+            const cur = s.sessions[sid];
+            return cur ? { sessions: { ...s.sessions, [sid]: { ...cur, paused: e.kind === 'pause' } } } : {};
+          });
+          return;
+        default:
+          return;
+      }
+    }
+    const aid = e.agent;
+    switch (e.kind) {
+      case 'new':
+      case 'rename':
+        return this.reloadAgents(sid);
+      case 'kill': {
+        set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).filter((a) => a.id !== aid) } }));
+        const sel = get().selected;
+        if (sel.session === sid && sel.agent === aid) this.select({ session: sid });
+        return this.reloadAgents(sid);
+      }
+      case 'state':
+        return this.onState(sid, aid, e.payload.trim());
+      case 'bypass.request': {
+        const [id = '', cmd = '', cwd = ''] = e.payload.split('\t');
+        if (!id) return;
+        set((s) => ({ pending: { ...s.pending, [id]: { id, session: sid, agent: aid, cmd, cwd } } }));
+        if (!get().approving) set({ approving: id });
+        // The event carries id, command and cwd; the pending file adds the tool and the sandbox's reason.
+        await this.reloadPending(sid);
+        return;
+      }
+      case 'bypass.resolved': {
+        const [id = ''] = e.payload.split('\t');
+        this.dropPending(id);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private onState(sid: string, aid: string, state: string): void {
+    const before = findAgent(sid, aid)?.state;
+    set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, state } : a)) } }));
+    const sel = get().selected;
+    if (sel.session === sid && sel.agent === aid) void this.reloadStats();
+    if (state === 'idle' && before !== 'idle') void this.drainQueue(sid, aid);
+  }
+
+  private dropPending(id: string): void {
+    set((s) => {
+      const { [id]: _gone, ...pending } = s.pending;
+      const approving = s.approving === id ? Object.keys(pending)[0] : s.approving;
+      return { pending, approving };
+    });
+  }
+
+  private dropSession(sid: string): void {
+    set((s) => {
+      const { [sid]: _s, ...sessions } = s.sessions;
+      const { [sid]: _a, ...agents } = s.agents;
+      const pending = Object.fromEntries(Object.entries(s.pending).filter(([, p]) => p.session !== sid));
+      return { sessions, agents, pending, sessionOrder: s.sessionOrder.filter((x) => x !== sid) };
+    });
+    if (get().selected.session === sid) this.select({});
+  }
+
+  async reloadAll(): Promise<void> {
+    const api = this.api;
+    if (!api) return;
+    const [backends, profiles] = await Promise.all([api.readOr('backends', ''), api.readOr('agents', '')]);
+    set({ backends: backends.split('\n').filter(Boolean), profiles: profiles.split('\n').filter(Boolean) });
+    await this.reloadSessions();
+    await Promise.all(get().sessionOrder.map((sid) => Promise.all([this.reloadAgents(sid), this.reloadPending(sid)])));
+  }
+
+  async reloadSessions(): Promise<void> {
+    const api = this.api;
+    if (!api) return;
+    const list = parseSessionIdx(await api.read('session/idx'));
+    set((s) => ({
+      sessions: Object.fromEntries(list.map((x) => [x.id, x])),
+      sessionOrder: list.map((x) => x.id),
+      agents: Object.fromEntries(list.map((x) => [x.id, s.agents[x.id] ?? []])),
+    }));
+    if (get().selected.session && !get().sessions[get().selected.session!]) this.select({});
+  }
+
+  async reloadAgents(sid: string): Promise<void> {
+    const api = this.api;
+    if (!api || !get().sessions[sid]) return;
+    // Sessions from before the agent namespace have no agent/idx: they simply have no agents.
+    const text = await api.readOr(`${sessionPath(sid)}/agent/idx`, '');
+    set((s) => ({ agents: { ...s.agents, [sid]: treeOrder(parseAgentIdx(text)) } }));
+  }
+
+  async reloadPending(sid: string): Promise<void> {
+    const api = this.api;
+    if (!api || !get().sessions[sid]) return;
+    const list = parsePending(await api.readOr(`${sessionPath(sid)}/bypass`, ''), sid);
+    set((s) => {
+      const pending = Object.fromEntries(Object.entries(s.pending).filter(([, p]) => p.session !== sid));
+      for (const p of list) {
+        const known = s.pending[p.id];
+        pending[p.id] = { ...known, ...p, agent: p.agent || known?.agent || '', cmd: p.cmd || known?.cmd || '', cwd: p.cwd || known?.cwd || '' };
+      }
+      const approving = s.approving && pending[s.approving] ? s.approving : Object.keys(pending)[0];
+      return { pending, approving };
+    });
+  }
+
+  select(sel: Selection): void {
+    const cur = get().selected;
+    if (cur.session === sel.session && cur.agent === sel.agent) return;
+    set({ selected: sel, stats: {}, cfg: {} });
+    this.chatAbort?.abort();
+    this.chatAbort = undefined;
+    set({ chat: undefined, chatEnded: false });
+    if (sel.session && sel.agent) this.openChat(sel.session, sel.agent);
+  }
+
+  /** Streams the agent's log.raw from the start; it blocks for more and ends when the agent dies. */
+  private openChat(sid: string, aid: string): void {
+    const api = this.api;
+    if (!api) return;
+    this.chatAbort?.abort();
+    const abort = new AbortController();
+    this.chatAbort = abort;
+    const log = new ChatLog();
+    set({ chat: log, chatEnded: false, chatVersion: get().chatVersion + 1 });
+    void this.reloadStats();
+    void (async () => {
+      try {
+        for await (const text of api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal })) {
+          if (log.push(text)) bumpChat();
+        }
+        if (!abort.signal.aborted) set({ chatEnded: true });
+      } catch (e) {
+        if (!abort.signal.aborted) notify(`chat: ${(e as Error).message}`, true);
+      }
+    })();
+  }
+
+  async reloadStats(): Promise<void> {
+    const { session, agent } = get().selected;
+    const api = this.api;
+    if (!api || !session || !agent) return;
+    const base = agentPath(session, agent);
+    const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, '')]);
+    if (get().selected.agent === agent) set({ stats: parseKv(stats), cfg: parseKv(cfg) });
+  }
+
+  // Actions. Each is one file operation (or a few), visible in the 9P console.
+
+  async createSession(fields: { name?: string; cwd?: string }): Promise<string> {
+    const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
+    const name = (await this.need().rdwr('session/new', `${req}\n`)).trim();
+    await this.reloadSessions();
+    const s = Object.values(get().sessions).find((x) => x.name === name);
+    if (s) this.select({ session: s.id });
+    return name;
+  }
+
+  async createAgent(sid: string, fields: Record<string, string>): Promise<string> {
+    const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
+    const name = (await this.need().rdwr(`${sessionPath(sid)}/agent/new`, `${req}\n`)).trim();
+    await this.reloadAgents(sid);
+    const a = get().agents[sid]?.find((x) => x.name === name || x.id === name);
+    if (a) this.select({ session: sid, agent: a.id });
+    return name;
+  }
+
+  async renameSession(sid: string, name: string): Promise<void> {
+    await this.need().write(`${sessionPath(sid)}/name`, `${name}\n`);
+    await this.reloadSessions();
+  }
+
+  async renameAgent(sid: string, aid: string, name: string): Promise<void> {
+    await this.need().write(`${agentPath(sid, aid)}/name`, `${name}\n`);
+    await this.reloadAgents(sid);
+  }
+
+  sessionCtl(sid: string, cmd: string): Promise<string> {
+    return this.need().rdwr(`${sessionPath(sid)}/ctl`, `${cmd}\n`);
+  }
+
+  agentCtl(sid: string, aid: string, cmd: string): Promise<string> {
+    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${cmd}\n`);
+  }
+
+  /** Kills an agent: `kill` on its ctl, or removing its directory where ctl has no such command. */
+  async killAgent(sid: string, aid: string): Promise<void> {
+    const api = this.need();
+    const path = agentPath(sid, aid);
+    try {
+      await api.rdwr(`${path}/ctl`, 'kill\n');
+    } catch {
+      await api.remove(path);
+    }
+  }
+
+  async prompt(sid: string, aid: string, text: string): Promise<void> {
+    await this.need().write(`${agentPath(sid, aid)}/prompt`, text);
+  }
+
+  /** Sends now when the agent is idle, otherwise queues (visible and editable in the prompt box). */
+  async submit(sid: string, aid: string, text: string): Promise<void> {
+    const a = findAgent(sid, aid);
+    const key = agentKey(sid, aid);
+    if (a && a.state !== 'idle' && a.state !== '') {
+      set((s) => ({ queue: { ...s.queue, [key]: [...(s.queue[key] ?? []), text] } }));
+      return;
+    }
+    await this.prompt(sid, aid, text);
+  }
+
+  private async drainQueue(sid: string, aid: string): Promise<void> {
+    const key = agentKey(sid, aid);
+    const [next, ...rest] = get().queue[key] ?? [];
+    if (next === undefined) return;
+    set((s) => ({ queue: { ...s.queue, [key]: rest } }));
+    await this.prompt(sid, aid, next).catch((e: unknown) => notify((e as Error).message, true));
+  }
+
+  setQueue(sid: string, aid: string, items: string[]): void {
+    set((s) => ({ queue: { ...s.queue, [agentKey(sid, aid)]: items } }));
+  }
+
+  async resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void> {
+    const p = get().pending[id];
+    if (!p) return;
+    await this.need().write(`${sessionPath(p.session)}/bypass`, `${id} ${decision}${remember ? ` ${remember}` : ''}\n`);
+    // The resolved event removes it too; doing it now keeps the dialog from showing a decided request.
+    this.dropPending(id);
+  }
+
+  private need(): Api {
+    if (!this.api) throw new Error('not connected to olliesrv');
+    return this.api;
+  }
+}
+
+export const ollie = new Controller();
+
+/** Runs an action, showing its error (or a short confirmation) in the notice bar. */
+export async function act<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (e) {
+    notify(`${what}: ${(e as Error).message}`, true);
+    return undefined;
+  }
+}
