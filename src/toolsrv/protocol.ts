@@ -18,6 +18,14 @@
  *   proc/{pid}/ctl   write: `signal N`, `term`, `kill`, `dismiss`
  *   bypass/pending (stream) one BypassRequest JSON per line, for every request not yet resolved (from the start)
  *   bypass/resolve write: `ID approve|deny [once|session|always:PATTERN]`
+ *
+ * Extensions (added with the toolsrv issue; the shapes above are unchanged):
+ *   catalog        read: CatalogEntry[] as JSON: every tool on disk (loaded or not) and every invalid .meta
+ *   proc/interrupts (stream) one ProcInterrupt JSON per line: background procs of this scope that finished and
+ *                  have not been delivered yet (each is delivered once, to whoever reads it first)
+ *   bypass/pending also carries BypassResolution lines (`{"id", "resolved": …}`) when a request is resolved or
+ *                  its call is cancelled, so a follower can drop it from its list
+ *   ctl            also `reload` (rescan the tool directories; every scope's loaded tools are re-resolved)
  */
 
 export type ToolScope = 'read' | 'write' | 'global';
@@ -91,6 +99,41 @@ export interface BypassRequest {
   cwd: string;
   /** What the sandbox refused, or why a bypass was asked. */
   reason: string;
+  /** The caller's OLLIE_SESSION_ID (set by olliesrv with `env`), so a shared toolsrv's followers can filter. */
+  session?: string;
+}
+
+/** A bypass/pending line telling that a request left the queue. */
+export interface BypassResolution {
+  id: string;
+  agent: string;
+  resolved: 'approve' | 'deny' | 'cancelled';
+}
+
+/** A background proc that finished, as proc/interrupts delivers it. */
+export interface ProcInterrupt {
+  pid: number;
+  agent: string;
+  tool: string;
+  /** The command in words (tool name and its command or arguments). */
+  cmd: string;
+  status: ProcStatus;
+  exit: number | null;
+  /** The last lines of its output. */
+  tail: string;
+  /** The `<system-proc-interrupt …>` block to deliver to the agent as its next prompt. */
+  text: string;
+}
+
+/** One entry of `catalog`: a tool that loads, or a .meta that does not (with the reason). */
+export interface CatalogEntry {
+  name: string;
+  /** The .meta file it comes from. */
+  file: string;
+  /** Set when the .meta is invalid: what is wrong with it. */
+  error?: string;
+  description?: string;
+  tier?: ToolTier;
 }
 
 export interface ToolsrvInfo {

@@ -1,0 +1,382 @@
+/**
+ * toolsrv's state and the one path every call takes: look up the scope's tool, lift the dispatch flags out
+ * of the arguments, validate them, wait for a bypass approval when asked, take the path lock, wrap the argv in
+ * the sandbox, spawn, wait. Everything a call needs (validators, argv, the environment) is prepared when a
+ * tool is loaded or the scope's env changes, so a call reads no files and compiles nothing.
+ *
+ * Scopes: each attach name (an agent id; '' for the session-wide connection) has its own loaded tools, env,
+ * cwd and revision. Procs, locks and the bypass queue are shared by all scopes.
+ */
+import { statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { BypassBroker } from './bypass/broker.js';
+import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine.js';
+import { LockTable, type LockKind } from './exec/locks.js';
+import { Proc } from './exec/proc.js';
+import { Feed } from './feed.js';
+import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
+import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
+import { hostFacts } from './registry/meta.js';
+
+export interface CoreOptions {
+  /** Tool directories, highest precedence first (user's config dir, then the shipped data/tools). */
+  toolDirs: string[];
+  /** The starting cwd of every scope. */
+  cwd: string;
+  confinement: Confinement;
+  /** Environment every tool starts from (before the scope's env). */
+  baseEnv: Record<string, string>;
+  sessionId?: string;
+  /** The Ollie socket's address, handed to tools as OLLIE_ADDR. */
+  ollieAddr?: string;
+  /** Exited procs are collected this long after their last read (default 10 minutes). */
+  procTtlMs?: number;
+  log?: (m: string) => void;
+}
+
+const PROC_TTL_MS = 10 * 60 * 1000;
+
+export class Scope {
+  readonly tools = new Map<string, Tool>();
+  readonly env = new Map<string, string>();
+  rev = 1;
+  /** Background procs that finished and were not delivered yet. */
+  readonly interrupts: ProcInterrupt[] = [];
+  readonly interruptFeed = new Feed<null>();
+  /** The environment of this scope's calls, rebuilt when the env changes. */
+  callEnv: Record<string, string> = {};
+
+  constructor(readonly name: string, public uname: string, public cwd: string) {}
+}
+
+export class RequestError extends Error {
+  override name = 'RequestError';
+}
+
+export class Core {
+  readonly catalog: Catalog;
+  readonly locks = new LockTable();
+  readonly bypass: BypassBroker;
+  readonly procs = new Map<number, Proc>();
+  private readonly scopes = new Map<string, Scope>();
+  private nextPid = 1;
+  private readonly gc: NodeJS.Timeout;
+  private readonly log: (m: string) => void;
+  private readonly ttl: number;
+
+  constructor(readonly opts: CoreOptions) {
+    this.log = opts.log ?? (() => undefined);
+    this.catalog = new Catalog(opts.toolDirs);
+    for (const e of this.catalog.errors()) this.log(`invalid tool: ${e}`);
+    this.bypass = new BypassBroker(this.log);
+    this.ttl = opts.procTtlMs ?? PROC_TTL_MS;
+    this.gc = setInterval(() => this.collect(), Math.max(10, Math.min(this.ttl / 4, 60_000)));
+    this.gc.unref();
+  }
+
+  scope(name: string, uname = 'none'): Scope {
+    let s = this.scopes.get(name);
+    if (!s) {
+      s = new Scope(name, uname, this.opts.cwd);
+      this.scopes.set(name, s);
+      this.rebuildEnv(s);
+    }
+    return s;
+  }
+
+  // ---- registry ----------------------------------------------------------------------------------
+
+  private facts(s: Scope): ReturnType<typeof hostFacts> {
+    return hostFacts(s.callEnv);
+  }
+
+  load(s: Scope, name: string): void {
+    const t = this.catalog.resolve(name, this.facts(s));
+    s.tools.set(name, t);
+    s.rev++;
+  }
+
+  unload(s: Scope, name: string): void {
+    if (!s.tools.delete(name)) throw new RequestError(`${name} is not loaded`);
+    s.rev++;
+  }
+
+  /** Rescans the tool directories; loaded tools whose definition changed are re-resolved (or dropped). */
+  reload(): string[] {
+    const changed = this.catalog.scan();
+    this.opts.confinement.forget();
+    for (const s of this.scopes.values()) this.reresolve(s, changed);
+    return this.catalog.errors();
+  }
+
+  /** Re-resolves loaded tools (all, or those named) after the definitions or the scope's env changed. */
+  private reresolve(s: Scope, only?: Set<string>): void {
+    let bumped = false;
+    for (const [name, old] of [...s.tools]) {
+      if (only && !only.has(name)) continue;
+      if (!this.catalog.get(name)) {
+        s.tools.delete(name);
+        this.log(`${name} disappeared from the tool directories; unloaded from scope ${JSON.stringify(s.name)}`);
+        bumped = true;
+        continue;
+      }
+      const t = this.catalog.resolve(name, this.facts(s));
+      s.tools.set(name, t);
+      if (only || t.variant !== old.variant) bumped = true;
+    }
+    if (bumped) s.rev++;
+  }
+
+  toolInfos(s: Scope): ToolInfo[] {
+    return [...s.tools.values()].map((t) => t.info);
+  }
+
+  /** A `ctl` line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. */
+  ctl(s: Scope, line: string): string {
+    const m = /^\s*(\S+)\s*(.*?)\s*$/s.exec(line);
+    if (!m) return '';
+    const [, cmd, arg = ''] = m;
+    switch (cmd) {
+      case 'load':
+      case 'unload':
+        if (!arg) throw new RequestError(`${cmd} needs a tool name`);
+        for (const n of arg.split(/\s+/)) {
+          if (cmd === 'load') {
+            try {
+              this.load(s, n);
+            } catch (e) {
+              throw new RequestError((e as Error).message);
+            }
+          } else this.unload(s, n);
+        }
+        return '';
+      case 'env': {
+        if (!arg) throw new RequestError('env needs K=V (or K to unset it)');
+        const eq = arg.indexOf('=');
+        const k = eq < 0 ? arg : arg.slice(0, eq);
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new RequestError(`bad variable name ${JSON.stringify(k)}`);
+        if (eq < 0) s.env.delete(k);
+        else s.env.set(k, arg.slice(eq + 1));
+        this.rebuildEnv(s);
+        this.reresolve(s);
+        return '';
+      }
+      case 'cwd': {
+        if (!arg || !isAbsolute(arg)) throw new RequestError('cwd needs an absolute path');
+        let ok = false;
+        try {
+          ok = statSync(arg).isDirectory();
+        } catch {
+          ok = false;
+        }
+        if (!ok) throw new RequestError(`cwd: ${arg} is not a directory`);
+        s.cwd = resolve(arg);
+        return '';
+      }
+      case 'reload':
+        return this.reload().map((e) => `${e}\n`).join('');
+      default:
+        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, reload`);
+    }
+  }
+
+  private rebuildEnv(s: Scope): void {
+    const path = [...this.opts.toolDirs, this.opts.baseEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
+    const ollie: Record<string, string> = { OLLIE_UNAME: s.uname, OLLIE_AGENT_ID: s.name };
+    if (this.opts.sessionId) ollie.OLLIE_SESSION_ID = this.opts.sessionId;
+    if (this.opts.ollieAddr) ollie.OLLIE_ADDR = this.opts.ollieAddr;
+    s.callEnv = { ...this.opts.baseEnv, ...ollie, PATH: path, ...Object.fromEntries(s.env) };
+  }
+
+  info(): ToolsrvInfo & { yolo: boolean; unavailable?: string } {
+    return { platform: process.platform, arch: process.arch, pid: process.pid, ...this.opts.confinement.status() };
+  }
+
+  // ---- calls -------------------------------------------------------------------------------------
+
+  /** Runs one call. Problems of the request come back as status refused, for the model to read. */
+  async call(s: Scope, req: ProcRequest, signal: AbortSignal): Promise<ProcResult> {
+    const refused = (error: string, tool = String(req?.tool ?? '')): ProcResult => ({ pid: 0, tool, status: 'refused', exit: null, output: '', outputBytes: 0, error });
+    if (typeof req !== 'object' || req === null || typeof req.tool !== 'string') return refused('the request needs {"tool": NAME, "args": {…}, "flags": {…}}');
+    const tool = s.tools.get(req.tool);
+    if (!tool) {
+      const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.catalog.whyNot(req.tool);
+      return refused(`cannot run ${req.tool}: ${known}`);
+    }
+    if (req.args !== undefined && (typeof req.args !== 'object' || req.args === null || Array.isArray(req.args))) return refused('args must be a JSON object');
+    const args: Record<string, unknown> = { ...(req.args ?? {}) };
+    const flags: ProcFlags = { ...(req.flags ?? {}) };
+    // The model sees the flags among the arguments; lift them out so the tool's own schema judges only its own.
+    for (const f of tool.liftable) {
+      if (f in args) {
+        (flags as Record<string, unknown>)[f] ??= args[f];
+        delete args[f];
+      }
+    }
+    if (flags.bypass !== undefined && typeof flags.bypass !== 'boolean') return refused('flag bypass must be true or false');
+    if (flags.background !== undefined && typeof flags.background !== 'boolean') return refused('flag background must be true or false');
+    if (flags.timeout !== undefined && !(typeof flags.timeout === 'number' && flags.timeout > 0)) return refused('flag timeout must be a positive number of seconds');
+    if (!tool.validate(args)) return refused(`invalid arguments for ${tool.name}: ${describeErrors(tool.validate)}`);
+
+    const cmd = describeCall(tool.name, args);
+    let lock: LockKind | undefined;
+    if (tool.fields.scope === 'global') lock = { kind: 'global' };
+    else if (tool.fields.scope === 'write') {
+      const p = args[tool.fields.pathArg!];
+      // Without a usable path the call cannot say what it touches: it takes everything.
+      lock = typeof p === 'string' && p !== '' ? { kind: 'path', path: resolve(s.cwd, p) } : { kind: 'global' };
+    }
+
+    let bypassed = false;
+    if (flags.bypass && !this.opts.confinement.yolo) {
+      const approved = await this.bypass.request(
+        { agent: s.name, tool: tool.name, cmd, cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(this.opts.sessionId && { session: this.opts.sessionId }) },
+        signal,
+      );
+      if (!approved) return { ...refused('denied by user', tool.name) };
+      bypassed = true;
+    }
+
+    const release = lock ? await this.locks.acquire(lock, signal) : undefined;
+    let proc: Proc;
+    try {
+      const wrapped = this.opts.confinement.wrap(tool.argv, s.cwd, bypassed);
+      if ('refused' in wrapped) return refused(wrapped.refused, tool.name);
+      const env = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
+      proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
+      this.procs.set(proc.id, proc);
+      const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
+      await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout);
+    } catch (e) {
+      release?.();
+      throw e;
+    }
+    if (flags.background) {
+      // A background proc waits its turn to start, then lets go: it may run for hours beside other calls.
+      release?.();
+      void proc.done.then(() => this.interrupted(s, proc));
+      return { pid: proc.id, tool: tool.name, status: 'background', exit: null, output: '', outputBytes: 0, ...(bypassed && { bypassed }) };
+    }
+    const onAbort = (): void => proc.terminate('killed', 0);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    try {
+      await proc.done;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      release?.();
+    }
+    return this.result(proc);
+  }
+
+  result(p: Proc): ProcResult {
+    p.lastRead = Date.now();
+    const output = p.resultOutput();
+    const r: ProcResult = {
+      pid: p.id, tool: p.meta.tool, status: p.status, exit: p.exit, output, outputBytes: p.outputBytes,
+      ...(p.meta.format && { format: p.meta.format }),
+      ...(p.error && { error: p.error }),
+      ...(p.meta.bypassed && { bypassed: true }),
+    };
+    // The sandbox helper's own failures (Landlock missing or weaker than the policy) mean the tool never ran.
+    if (!p.meta.bypassed && !this.opts.confinement.yolo && p.status === 'exited' && SANDBOX_EXIT_CODES.has(p.exit ?? -1)) {
+      const m = SANDBOX_MESSAGE.exec(output);
+      if (m) return { ...r, status: 'refused', error: `sandbox unavailable: ${m[0]}` };
+    }
+    return r;
+  }
+
+  private interrupted(s: Scope, p: Proc): void {
+    if (!this.procs.has(p.id)) return; // dismissed
+    const tail = lastLines(p.tail(), 40);
+    const attr = (v: string): string => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/\n/g, ' ');
+    const exit = p.exit === null ? '' : ` exit="${p.exit}"`;
+    const text = `<system-proc-interrupt id="${p.id}" cmd="${attr(p.meta.cmd)}" status="${p.status}"${exit}>\n${tail}${tail.endsWith('\n') || !tail ? '' : '\n'}</system-proc-interrupt>\n`;
+    s.interrupts.push({ pid: p.id, agent: s.name, tool: p.meta.tool, cmd: p.meta.cmd, status: p.status, exit: p.exit, tail, text });
+    s.interruptFeed.push(null);
+  }
+
+  /** proc/interrupts: each finished background proc of the scope, delivered once. */
+  async *followInterrupts(s: Scope, signal: AbortSignal): AsyncGenerator<string> {
+    for await (const _ of s.interruptFeed.follow(signal, () => [null])) {
+      while (s.interrupts.length) yield `${JSON.stringify(s.interrupts.shift())}\n`;
+    }
+  }
+
+  proc(id: string): Proc {
+    const p = /^\d+$/.test(id) ? this.procs.get(Number(id)) : undefined;
+    if (!p) throw new RequestError(`no proc ${id}`);
+    return p;
+  }
+
+  /** Procs a scope sees: its own, or every one for the session-wide scope (''). */
+  procIds(s: Scope): string[] {
+    return [...this.procs.values()].filter((p) => s.name === '' || p.meta.agent === s.name).map((p) => String(p.id));
+  }
+
+  procCtl(p: Proc, line: string): void {
+    const [cmd, arg, ...rest] = line.trim().split(/\s+/);
+    if (rest.length) throw new RequestError(`too many arguments: ${line.trim()}`);
+    switch (cmd) {
+      case 'signal': {
+        if (!arg) throw new RequestError('signal needs a number or a name (signal 15, signal TERM)');
+        const sig = /^\d+$/.test(arg) ? Number(arg) : (arg.toUpperCase().startsWith('SIG') ? arg.toUpperCase() : `SIG${arg.toUpperCase()}`);
+        p.markKilled();
+        try {
+          if (p.state === 'running' && p.osPid) process.kill(-p.osPid, sig as NodeJS.Signals);
+        } catch (e) {
+          throw new RequestError(`signal ${arg}: ${(e as Error).message}`);
+        }
+        return;
+      }
+      case 'term':
+        p.markKilled();
+        p.killGroup('SIGTERM');
+        return;
+      case 'kill':
+        p.markKilled();
+        p.killGroup('SIGKILL');
+        return;
+      case 'dismiss':
+        // Gone from the tree now; a running one is killed and announces nothing.
+        this.procs.delete(p.id);
+        p.terminate('killed', 0);
+        return;
+      default:
+        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: signal N, term, kill, dismiss`);
+    }
+  }
+
+  statText(p: Proc): string {
+    p.lastRead = Date.now();
+    const lines = [
+      `state=${p.state}`, `status=${p.state === 'running' ? 'running' : p.status}`, `runtime_ms=${p.runtimeMs()}`, `tool=${p.meta.tool}`,
+      `exit=${p.exit ?? ''}`, `signal=${p.signal ?? ''}`, `agent=${p.meta.agent}`, `os_pid=${p.osPid}`, `background=${p.meta.background ? 1 : 0}`,
+      `bypassed=${p.meta.bypassed ? 1 : 0}`, `output_bytes=${p.outputBytes}`, `cmd=${JSON.stringify(p.meta.cmd)}`,
+    ];
+    return `${lines.join('\n')}\n`;
+  }
+
+  /** Drops exited procs nobody has read for the TTL. */
+  collect(now = Date.now()): void {
+    for (const p of this.procs.values()) if (p.state === 'exited' && now - p.lastRead >= this.ttl) this.procs.delete(p.id);
+  }
+
+  /** Kills every running proc (toolsrv is going away). */
+  close(): void {
+    clearInterval(this.gc);
+    for (const p of this.procs.values()) p.terminate('killed', 0);
+    this.bypass.close();
+  }
+}
+
+/** The command in words: the tool and its `command` argument when it has one, else its arguments as JSON. */
+export function describeCall(tool: string, args: Record<string, unknown>): string {
+  return `${tool} ${typeof args.command === 'string' ? args.command : JSON.stringify(args)}`;
+}
+
+function lastLines(s: string, n: number): string {
+  const lines = s.split('\n');
+  const trailing = lines[lines.length - 1] === '' ? 1 : 0;
+  return lines.slice(-(n + trailing)).join('\n');
+}

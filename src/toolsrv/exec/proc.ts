@@ -1,0 +1,261 @@
+/**
+ * One tool process: spawned in its own process group (a session, in fact: `detached`), its stdout and
+ * stderr collected into one output in the order they arrive, killed as a group. When the group's leader
+ * exits, whatever it left running in its group is killed too, so a call's processes end with the call and
+ * an inherited pipe cannot keep it open. A tty tool runs in a pseudo-terminal (node-pty), which is a
+ * session of its own as well.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import { Feed } from '../feed.js';
+import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
+
+export interface SpawnSpec {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Written to stdin, which is then closed (the JSON arguments). Not used for tty tools. */
+  stdin: string;
+  tty: boolean;
+}
+
+export interface ProcMeta {
+  id: number;
+  tool: string;
+  agent: string;
+  /** The command in words, for stat, bypass requests and interrupts. */
+  cmd: string;
+  background: boolean;
+  bypassed: boolean;
+  format?: string;
+}
+
+/** Output kept in memory for proc/{pid}/out; beyond it only the count and the tail are kept. */
+const RETAIN = 16 * 1024 * 1024;
+const TAIL = 4096;
+/** How long a group gets between SIGTERM and SIGKILL. */
+const KILL_GRACE_MS = 1000;
+/** How long to wait for output pipes after the group is dead (a process that left the group may hold them). */
+const DRAIN_MS = 2000;
+
+type Stop = 'timeout' | 'killed';
+
+export class Proc {
+  readonly started = Date.now();
+  ended?: number;
+  osPid = 0;
+  state: 'running' | 'exited' = 'running';
+  status: ProcStatus = 'exited';
+  exit: number | null = null;
+  signal: string | null = null;
+  /** Why it did not run (spawn failure); set with status refused. */
+  error?: string;
+  lastRead = Date.now();
+  outputBytes = 0;
+  readonly done: Promise<void>;
+  private readonly chunks: Uint8Array[] = [];
+  private retained = 0;
+  private tailBuf = new Uint8Array(0);
+  private readonly feed = new Feed<Uint8Array>();
+  private stop?: Stop;
+  private timer?: NodeJS.Timeout;
+  private finish!: () => void;
+  private kill9?: NodeJS.Timeout;
+
+  constructor(readonly meta: ProcMeta) {
+    this.done = new Promise((r) => (this.finish = r));
+  }
+
+  get id(): number {
+    return this.meta.id;
+  }
+
+  /** Starts the process; `timeoutS` (seconds) kills the group when it runs longer. */
+  async start(spec: SpawnSpec, timeoutS?: number): Promise<void> {
+    if (timeoutS !== undefined) {
+      this.timer = setTimeout(() => this.terminate('timeout'), timeoutS * 1000);
+      this.timer.unref();
+    }
+    if (spec.tty) await this.startPty(spec);
+    else this.startPipes(spec);
+  }
+
+  private startPipes(spec: SpawnSpec): void {
+    let child: ChildProcess;
+    try {
+      child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      this.failed(`cannot start ${spec.file}: ${(e as Error).message}`);
+      return;
+    }
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let closed = false;
+    const settle = (): void => {
+      if (closed && exited) this.exited(exited.code, exited.signal);
+    };
+    child.once('error', (e) => {
+      // Spawn failures (missing executable or cwd) come here without an exit.
+      if (!this.osPid) this.failed(`cannot start ${spec.file}: ${e.message}`);
+    });
+    if (child.pid === undefined) return;
+    this.osPid = child.pid;
+    child.stdin!.on('error', () => undefined); // a tool that never reads its arguments closes the pipe early
+    child.stdin!.end(spec.stdin);
+    child.stdout!.on('data', (b: Buffer) => this.output(b));
+    child.stderr!.on('data', (b: Buffer) => this.output(b));
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      this.killGroup('SIGKILL');
+      const drain = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        closed = true;
+        settle();
+      }, DRAIN_MS);
+      drain.unref();
+      child.once('close', () => {
+        clearTimeout(drain);
+        closed = true;
+        settle();
+      });
+    });
+  }
+
+  private async startPty(spec: SpawnSpec): Promise<void> {
+    const pty = await import('node-pty');
+    let term;
+    try {
+      term = pty.spawn(spec.file, spec.args, { name: 'xterm-256color', cols: 120, rows: 40, cwd: spec.cwd, env: spec.env });
+    } catch (e) {
+      this.failed(`cannot start ${spec.file} in a terminal: ${(e as Error).message}`);
+      return;
+    }
+    this.osPid = term.pid;
+    const enc = new TextEncoder();
+    term.onData((d) => this.output(enc.encode(d)));
+    term.onExit(({ exitCode, signal }) => {
+      this.killGroup('SIGKILL');
+      const name = signal ? (Object.entries(osConstants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined) ?? null : null;
+      this.exited(name ? null : exitCode, name);
+    });
+  }
+
+  private output(b: Uint8Array): void {
+    this.outputBytes += b.length;
+    if (this.retained < RETAIN) {
+      const keep = b.length <= RETAIN - this.retained ? b : b.subarray(0, RETAIN - this.retained);
+      this.chunks.push(keep);
+      this.retained += keep.length;
+      this.feed.push(keep);
+    }
+    const t = new Uint8Array(Math.min(TAIL, this.tailBuf.length + b.length));
+    const fromB = Math.min(b.length, t.length);
+    const fromTail = t.length - fromB;
+    t.set(this.tailBuf.subarray(this.tailBuf.length - fromTail), 0);
+    t.set(b.subarray(b.length - fromB), fromTail);
+    this.tailBuf = t;
+  }
+
+  private failed(reason: string): void {
+    if (this.state === 'exited') return;
+    this.error = reason;
+    this.status = 'refused';
+    this.end();
+  }
+
+  private exited(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.state === 'exited') return;
+    this.exit = code;
+    this.signal = signal;
+    this.status = this.stop ?? (signal ? 'killed' : 'exited');
+    if (this.stop === 'timeout') this.error = 'timed out: the process group was killed';
+    else if (signal) this.error = `killed by ${signal}`;
+    this.end();
+  }
+
+  private end(): void {
+    this.state = 'exited';
+    this.ended = Date.now();
+    this.lastRead = this.ended;
+    clearTimeout(this.timer);
+    clearTimeout(this.kill9);
+    if (this.retained < this.outputBytes) {
+      const note = new TextEncoder().encode(`\n[output beyond ${RETAIN} bytes was not kept; ${this.outputBytes} bytes in all]\n`);
+      this.chunks.push(note);
+      this.feed.push(note);
+    }
+    this.feed.close();
+    this.finish();
+  }
+
+  /** Sends a signal to the whole group. */
+  killGroup(sig: NodeJS.Signals | number): boolean {
+    if (!this.osPid) return false;
+    try {
+      process.kill(-this.osPid, sig);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Stops the group: SIGTERM, then SIGKILL after a grace period. `why` becomes its status. */
+  terminate(why: Stop, graceMs = KILL_GRACE_MS): void {
+    if (this.state === 'exited') return;
+    this.stop ??= why;
+    if (graceMs <= 0) {
+      this.killGroup('SIGKILL');
+      return;
+    }
+    this.killGroup('SIGTERM');
+    this.kill9 ??= setTimeout(() => this.killGroup('SIGKILL'), graceMs);
+    this.kill9.unref();
+  }
+
+  /** Marks a user's stop (ctl kill/term/signal) so the status says killed even if the tool exits cleanly on it. */
+  markKilled(): void {
+    if (this.state === 'running') this.stop ??= 'killed';
+  }
+
+  /** The output so far, then live chunks until exit. */
+  follow(signal: AbortSignal): AsyncGenerator<Uint8Array> {
+    this.lastRead = Date.now();
+    return this.feed.follow(signal, () => [...this.chunks]);
+  }
+
+  tail(): string {
+    return new TextDecoder().decode(this.tailBuf);
+  }
+
+  /** The output for a result: all of it up to OUTPUT_CAP, else its head and tail around a note. */
+  resultOutput(): string {
+    const all = concat(this.chunks);
+    if (all.length <= OUTPUT_CAP) return new TextDecoder().decode(all);
+    const half = OUTPUT_CAP / 2;
+    const dec = new TextDecoder();
+    return `${dec.decode(all.subarray(0, half))}\n[… ${this.outputBytes - OUTPUT_CAP} bytes omitted; the whole output is in proc/${this.id}/out …]\n${dec.decode(all.subarray(all.length - half))}`;
+  }
+
+  /** The exit code as `wait` reports it: the code, or 128 + the signal number (as a shell does). */
+  waitCode(): number {
+    if (this.exit !== null) return this.exit;
+    if (this.signal) return 128 + (osConstants.signals[this.signal as keyof typeof osConstants.signals] ?? 0);
+    return -1;
+  }
+
+  runtimeMs(): number {
+    return (this.ended ?? Date.now()) - this.started;
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let pos = 0;
+  for (const p of parts) {
+    out.set(p, pos);
+    pos += p.length;
+  }
+  return out;
+}

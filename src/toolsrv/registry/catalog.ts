@@ -1,0 +1,160 @@
+/**
+ * The tools on disk: every NAME.meta of the tool directories, parsed and checked once per scan, with the
+ * argument validators compiled then, so a call does no file reads and no schema compilation. Directories are
+ * given highest precedence first (the user's before the shipped ones); a name found in an earlier directory
+ * hides the same name in later ones, even when the earlier .meta is invalid (the user meant to replace it).
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CatalogEntry, ProcFlags, ToolInfo } from '../protocol.js';
+import { MetaError, parseMeta, resolveVariant, type HostFacts, type MetaDef, type ToolFields } from './meta.js';
+
+/** The dispatch flags every tool accepts, shown to the model in each tool's schema. */
+export const FLAG_SCHEMAS: Record<keyof ProcFlags, Record<string, unknown>> = {
+  bypass: {
+    type: 'boolean',
+    description: 'Run outside the sandbox. A person must approve first; ask only when the sandbox blocked something the task needs.',
+  },
+  timeout: { type: 'number', exclusiveMinimum: 0, description: "Seconds before the tool is killed (default: the tool's own limit)." },
+  background: {
+    type: 'boolean',
+    description: 'Run in the background: the call returns a pid at once; when the process exits, the tail of its output arrives as your next prompt.',
+  },
+};
+const FLAG_NAMES = Object.keys(FLAG_SCHEMAS) as Array<keyof ProcFlags>;
+
+/** A tool as one scope runs it: the host's variant chosen, its validator and its argv ready. */
+export interface Tool {
+  name: string;
+  def: MetaDef;
+  fields: ToolFields;
+  variant: number;
+  validate: ValidateFunction;
+  info: ToolInfo;
+  /** What to exec; JSON arguments go to stdin. */
+  argv: string[];
+  /** Flags the tool's own schema does not declare, so they may be lifted out of the arguments. */
+  liftable: Array<keyof ProcFlags>;
+}
+
+export class Catalog {
+  private readonly ajv = new Ajv({ allErrors: true, strict: false });
+  private defs = new Map<string, MetaDef>();
+  private bad = new Map<string, CatalogEntry>();
+  /** Validators by def and variant index (+1, so the base is 0); compiled once per scan. */
+  private validators = new WeakMap<MetaDef, ValidateFunction[]>();
+
+  /** @param dirs tool directories, highest precedence first */
+  constructor(readonly dirs: string[]) {
+    this.scan();
+  }
+
+  /** Re-reads every directory. Returns the names whose definition changed (added, removed or edited). */
+  scan(): Set<string> {
+    const before = new Map([...this.defs].map(([n, d]) => [n, JSON.stringify([d.base, d.variants, d.executable])]));
+    const beforeBad = new Set(this.bad.keys());
+    this.defs = new Map();
+    this.bad = new Map();
+    for (const dir of this.dirs) {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      for (const f of names.sort()) {
+        if (!f.endsWith('.meta')) continue;
+        const name = f.slice(0, -'.meta'.length);
+        if (this.defs.has(name) || this.bad.has(name)) continue;
+        const file = join(dir, f);
+        try {
+          if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name)) throw new MetaError('tool names are letters, digits, _ . and - (and start with a letter, digit or _)');
+          const def = parseMeta(name, file, dir, readFileSync(file, 'utf8'), executableAt(join(dir, name)));
+          this.validators.set(def, [def.base, ...def.variants.map((v) => ({ ...def.base, ...v.fields }))].map((fl, i) => this.compile(fl.args, i)));
+          this.defs.set(name, def);
+        } catch (e) {
+          this.bad.set(name, { name, file, error: (e as Error).message });
+        }
+      }
+    }
+    const changed = new Set<string>();
+    for (const [n, d] of this.defs) if (before.get(n) !== JSON.stringify([d.base, d.variants, d.executable])) changed.add(n);
+    for (const n of before.keys()) if (!this.defs.has(n)) changed.add(n);
+    for (const n of beforeBad) if (!this.bad.has(n)) changed.add(n);
+    return changed;
+  }
+
+  private compile(schema: Record<string, unknown>, variant: number): ValidateFunction {
+    try {
+      return this.ajv.compile(schema);
+    } catch (e) {
+      throw new MetaError(`${variant ? `variants[${variant - 1}].` : ''}args: not a valid JSON Schema: ${(e as Error).message}`);
+    }
+  }
+
+  get(name: string): MetaDef | undefined {
+    return this.defs.get(name);
+  }
+
+  /** Why `name` cannot be loaded, in words. */
+  whyNot(name: string): string {
+    const b = this.bad.get(name);
+    if (b) return `${b.file}: ${b.error}`;
+    return `no tool ${JSON.stringify(name)} (looked for ${name}.meta in ${this.dirs.join(', ')})`;
+  }
+
+  entries(): CatalogEntry[] {
+    const good: CatalogEntry[] = [...this.defs.values()].map((d) => ({ name: d.name, file: d.file, description: d.base.description, tier: d.base.tier }));
+    return [...good, ...this.bad.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Problems found by the last scan, one line each: `file: reason`. */
+  errors(): string[] {
+    return [...this.bad.values()].map((b) => `${b.file}: ${b.error}`);
+  }
+
+  /** The tool as a scope with these host facts runs it. */
+  resolve(name: string, host: HostFacts): Tool {
+    const def = this.defs.get(name);
+    if (!def) throw new Error(this.whyNot(name));
+    const { fields, variant } = resolveVariant(def, host);
+    const validate = this.validators.get(def)![variant + 1]!;
+    const own = (fields.args.properties ?? {}) as Record<string, unknown>;
+    const liftable = FLAG_NAMES.filter((f) => !(f in own));
+    const parameters = {
+      ...fields.args,
+      type: 'object',
+      properties: { ...own, ...Object.fromEntries(liftable.map((f) => [f, FLAG_SCHEMAS[f]])) },
+    };
+    const info: ToolInfo = {
+      name, description: fields.description, prompt: fields.prompt, parameters, scope: fields.scope, tier: fields.tier,
+      ...(fields.pathArg !== undefined && { pathArg: fields.pathArg }),
+      ...(fields.outputFormat !== undefined && { outputFormat: fields.outputFormat }),
+    };
+    // A cmd wins over an executable: a variant may swap the script for a one-liner over a CLI that is present.
+    const argv = fields.cmd ? ['/bin/sh', '-c', fields.cmd] : [def.executable!];
+    return { name, def, fields, variant, validate, info, argv, liftable };
+  }
+}
+
+function executableAt(p: string): string | undefined {
+  try {
+    if (!statSync(p).isFile()) return undefined;
+    accessSync(p, constants.X_OK);
+    return p;
+  } catch {
+    return undefined;
+  }
+}
+
+/** ajv's errors in a sentence for the model: where, and what was wrong. */
+export function describeErrors(validate: ValidateFunction): string {
+  return (validate.errors ?? [])
+    .map((e) => {
+      const at = e.instancePath ? `argument ${e.instancePath.slice(1).replace(/\//g, '.')}` : 'arguments';
+      const extra = e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty: string }).additionalProperty})` : '';
+      return `${at} ${e.message ?? 'invalid'}${extra}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,108 @@
+/**
+ * toolsrv served: the Core behind its namespace, on a private Unix socket, every attach authenticated with
+ * the shared secret. Tracks connections for the idle rule (see main.ts). Used by main.ts and, in-process, by
+ * tests that do not need the process around it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { homedir, tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import { Server, sharedSecretAuth } from '../ninep/index.js';
+import { prepareUnixSocket, socketChannel } from '../ninep/node.js';
+import { configDir, dataDir, runtimeDir } from '../platform/paths.js';
+import { Core } from './core.js';
+import { Confinement } from './exec/confine.js';
+import { toolsrvNamespace } from './fs/spec.js';
+
+/** The shipped tools: data/tools of the installation (two levels above src/toolsrv or dist/toolsrv). */
+export const SHIPPED_TOOLS = join(dirname(dirname(dirname(fileURLToPath(import.meta.url)))), 'data', 'tools');
+
+export interface ToolsrvOptions {
+  socket: string;
+  secret: string;
+  /** Tool directories, highest precedence first. Default: $XDG_CONFIG_HOME/ollie/tools, then the shipped data/tools. */
+  toolDirs?: string[];
+  cwd?: string;
+  yolo?: boolean;
+  sessionId?: string;
+  ollieAddr?: string;
+  procTtlMs?: number;
+  /** The sandbox module to load (tests point it elsewhere); default src/toolsrv/sandbox. */
+  sandboxModule?: string;
+  /** Environment tools start from; default toolsrv's own. */
+  baseEnv?: Record<string, string>;
+  log?: (m: string) => void;
+}
+
+export interface Toolsrv {
+  readonly core: Core;
+  readonly socket: string;
+  /** Open connections. */
+  connections(): number;
+  /** Called with the count whenever a connection opens or closes. */
+  onConnections?: (n: number) => void;
+  close(): Promise<void>;
+}
+
+export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
+  const log = o.log ?? ((m: string) => process.stderr.write(`toolsrv: ${m}\n`));
+  // A private tmp for the tools: the sandbox policy's {TMPDIR}, removed when toolsrv ends.
+  const tmpDir = mkdtempSync(join(tmpdir(), 'ollie-tools-'));
+  const confinement = await Confinement.create({
+    yolo: !!o.yolo,
+    log,
+    ...(o.sandboxModule && { module: o.sandboxModule }),
+    dirs: { configDir: configDir(), dataDir: dirname(SHIPPED_TOOLS), home: homedir(), runtimeDir: runtimeDir(), tmpDir },
+  });
+  const baseEnv = o.baseEnv ?? (Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>);
+  const core = new Core({
+    toolDirs: o.toolDirs ?? [join(configDir(), 'tools'), SHIPPED_TOOLS],
+    cwd: o.cwd ?? process.cwd(),
+    confinement,
+    baseEnv: { ...baseEnv, TMPDIR: tmpDir },
+    ...(o.sessionId && { sessionId: o.sessionId }),
+    ...(o.ollieAddr && { ollieAddr: o.ollieAddr }),
+    ...(o.procTtlMs !== undefined && { procTtlMs: o.procTtlMs }),
+    log,
+  });
+  const server = new Server({ fs: toolsrvNamespace(core, userInfo().username), auth: sharedSecretAuth(o.secret), onProtocolError: (m) => log(`closed a connection: ${m}`) });
+  await prepareUnixSocket(o.socket);
+  let open = 0;
+  const ts: Toolsrv = {
+    core,
+    socket: o.socket,
+    connections: () => open,
+    async close() {
+      core.close();
+      server.close();
+      await new Promise<void>((r) => ns.close(() => r()));
+      rmSync(o.socket, { force: true });
+      rmSync(tmpDir, { recursive: true, force: true });
+    },
+  };
+  const ns = net.createServer((sock) => {
+    open++;
+    ts.onConnections?.(open);
+    sock.once('close', () => {
+      open--;
+      ts.onConnections?.(open);
+    });
+    server.serve(socketChannel(sock));
+  });
+  // The socket is born 0600: no window in which another user could connect.
+  const umask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ns.once('error', reject);
+      ns.listen(o.socket, resolve);
+    });
+  } catch (e) {
+    core.close();
+    rmSync(tmpDir, { recursive: true, force: true });
+    throw e;
+  } finally {
+    process.umask(umask);
+  }
+  return ts;
+}

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sharedSecretResponder, type Client } from '../../src/ninep/index.js';
+import { dial } from '../../src/ninep/node.js';
+import { startToolsrv, type Toolsrv, type ToolsrvOptions } from '../../src/toolsrv/server.js';
+import type { ProcResult } from '../../src/toolsrv/protocol.js';
+
+export interface ToolFile {
+  meta: Record<string, unknown> | string;
+  /** An executable script written next to the .meta. */
+  script?: string;
+}
+
+/** Writes tools into `dir` (created if needed). */
+export function writeTools(dir: string, tools: Record<string, ToolFile>): void {
+  mkdirSync(dir, { recursive: true });
+  for (const [name, t] of Object.entries(tools)) {
+    writeFileSync(join(dir, `${name}.meta`), typeof t.meta === 'string' ? t.meta : JSON.stringify(t.meta));
+    if (t.script !== undefined) {
+      writeFileSync(join(dir, name), t.script);
+      chmodSync(join(dir, name), 0o755);
+    }
+  }
+}
+
+/** A few tools most tests use. */
+export const BASIC: Record<string, ToolFile> = {
+  sh: {
+    // A meta-only tool: the cmd reads the JSON arguments on stdin.
+    meta: { description: 'run a command', args: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'], additionalProperties: false }, cmd: 'eval "$(jq -r .command)"' },
+  },
+  echoargs: { meta: { description: 'prints its JSON arguments', scope: 'read', args: { type: 'object', properties: { x: { type: 'number' } } } }, script: '#!/bin/sh\ncat\n' },
+  writer: {
+    meta: { description: 'holds a path', scope: 'write', pathArg: 'path', args: { type: 'object', properties: { path: { type: 'string' }, ms: { type: 'number' } }, required: ['path'] } },
+    script: '#!/bin/sh\nsleep 0.2\necho done\n',
+  },
+};
+
+export interface Env {
+  dir: string;
+  toolsDir: string;
+  ts: Toolsrv;
+  secret: string;
+  client(aname?: string, secret?: string): Promise<Client>;
+  call(c: Client, req: unknown, signal?: AbortSignal): Promise<ProcResult>;
+  close(): Promise<void>;
+}
+
+/** An in-process toolsrv (yolo unless told otherwise) on a socket in a fresh private directory. */
+export async function startEnv(tools: Record<string, ToolFile> = BASIC, opts: Partial<ToolsrvOptions> = {}): Promise<Env> {
+  const dir = mkdtempSync(join(tmpdir(), 'toolsrv-test-'));
+  const toolsDir = join(dir, 'tools');
+  writeTools(toolsDir, tools);
+  const secret = randomBytes(16).toString('hex');
+  const ts = await startToolsrv({ socket: join(dir, 'run', 't.sock'), secret, toolDirs: [toolsDir], cwd: dir, yolo: true, log: () => undefined, ...opts });
+  const clients: Client[] = [];
+  return {
+    dir, toolsDir, ts, secret,
+    async client(aname = 'agent1', s = secret) {
+      const c = await dial({ kind: 'unix', path: ts.socket }, { uname: 'tester', aname, authenticate: sharedSecretResponder(s) });
+      clients.push(c);
+      return c;
+    },
+    async call(c, req, signal) {
+      return JSON.parse(await c.rdwrText('proc/new', JSON.stringify(req), signal)) as ProcResult;
+    },
+    async close() {
+      for (const c of clients) c.close();
+      await ts.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns a truthy value or `ms` pass. */
+export async function until<T>(fn: () => T | Promise<T>, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await sleep(20);
+  }
+}
