@@ -1,0 +1,283 @@
+/**
+ * The sandbox policy: `sandbox.yaml` (the user's, else the shipped `data/sandbox.yaml`), optionally narrowed
+ * by the project's `.ollie-sandbox.yaml`. Format and semantics: docs/sandbox.md.
+ *
+ * A few paths are always denied, whatever the files say: ~/.ssh, ~/.gnupg, Ollie's runtime dir (its sockets)
+ * and Ollie's config dir. Landlock only allows, so "denied" means no rule may cover them: the native helper
+ * replaces a rule on an ancestor by rules on the ancestor's other entries (see grant() in ollie-sandbox.c).
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, normalize } from 'node:path';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+
+export type Access = 'ro' | 'rox' | 'rw' | 'rwx';
+export const ACCESS: readonly Access[] = ['ro', 'rox', 'rw', 'rwx'];
+
+export interface SandboxPolicy {
+  /** Absolute paths per access level, placeholders expanded. */
+  filesystem: Record<Access, string[]> & { deny: string[] };
+  network: {
+    /** false: no network at all. true: TCP limited to the port lists when either is non-empty, else open. */
+    enabled: boolean;
+    bindTcp: number[];
+    connectTcp: number[];
+    /** May tools create Unix sockets (connect to local daemons)? */
+    unix: boolean;
+  };
+  /** Keep processes inside from signalling processes outside / reaching abstract Unix sockets outside. */
+  isolate: { signals: boolean; abstractUnix: boolean };
+  /** Environment variables passed to tools (NAME, or PREFIX* ); everything else is dropped. */
+  env: string[];
+  /** The private tmp dir ({TMPDIR}), which tools also get as $TMPDIR. */
+  tmpDir: string;
+  /** The user's tool dir ($XDG_CONFIG_HOME/ollie/tools): readable and executable although the config dir is denied. */
+  toolDirs: string[];
+  /** The files the policy came from, in order (the base, then the project's). */
+  sources: string[];
+}
+
+export interface PolicyContext {
+  /** Ollie's config dir ($XDG_CONFIG_HOME/ollie). */
+  configDir: string;
+  /** Ollie's data dir ($XDG_DATA_HOME/ollie). */
+  dataDir: string;
+  /** The agent's working directory (the project). */
+  cwd: string;
+  home: string;
+  /** Ollie's runtime dir (its sockets). */
+  runtimeDir: string;
+  /** A private tmp dir for this session's tools; created (0700) when missing. */
+  tmpDir: string;
+}
+
+export class PolicyError extends Error {
+  override name = 'PolicyError';
+}
+
+/** Where the shipped defaults live: data/ at the package root (this file is src|dist/toolsrv/sandbox/). */
+export const PACKAGE_ROOT = join(dirname(new URL(import.meta.url).pathname), '..', '..', '..');
+export const DEFAULT_POLICY_FILE = join(PACKAGE_ROOT, 'data', 'sandbox.yaml');
+export const PROJECT_POLICY_NAME = '.ollie-sandbox.yaml';
+
+/** The paths no rule may cover, whatever the policy files say. */
+export function alwaysDenied(ctx: PolicyContext): string[] {
+  return [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir];
+}
+
+/** The policy for a project: the user's sandbox.yaml (or the shipped one), narrowed by the project's file. */
+export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
+  const userFile = join(ctx.configDir, 'sandbox.yaml');
+  const baseFile = existsSync(userFile) ? userFile : DEFAULT_POLICY_FILE;
+  let policy = parsePolicyFile(baseFile, readFileSync(baseFile, 'utf8'), ctx);
+  const projectFile = join(ctx.cwd, PROJECT_POLICY_NAME);
+  if (existsSync(projectFile)) policy = narrow(policy, projectFile, readFileSync(projectFile, 'utf8'), ctx);
+  mkdirSync(ctx.tmpDir, { recursive: true, mode: 0o700 });
+  return policy;
+}
+
+// ---- parsing -------------------------------------------------------------------------------------------
+
+/** One policy file as written: only the sections it sets. `at` gives the line of each setting for messages. */
+interface PolicyFile {
+  file: string;
+  filesystem: Partial<Record<Access | 'deny', string[]>>;
+  network: { enabled?: boolean; bindTcp?: number[]; connectTcp?: number[]; unix?: boolean };
+  isolate: { signals?: boolean; abstractUnix?: boolean };
+  env?: string[];
+  at: Map<string, number>;
+}
+
+const PLACEHOLDER = /\{([A-Z_]+)\}/g;
+
+function placeholders(ctx: PolicyContext): Record<string, string> {
+  return {
+    CWD: ctx.cwd,
+    HOME: ctx.home,
+    TMPDIR: ctx.tmpDir,
+    XDG_CONFIG_HOME: dirname(ctx.configDir),
+    XDG_DATA_HOME: dirname(ctx.dataDir),
+    RUNTIME: ctx.runtimeDir,
+  };
+}
+
+function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  const lineOf = (node: YamlNode | null | undefined): number => (node?.range ? lc.linePos(node.range[0]).line : 1);
+  const err = (node: YamlNode | null | undefined, what: string): never => {
+    throw new PolicyError(`${file}:${lineOf(node)}: ${what}`);
+  };
+  const first = doc.errors[0];
+  if (first) throw new PolicyError(`${file}:${lc.linePos(first.pos[0]).line}: ${first.message.split('\n')[0]}`);
+
+  const out: PolicyFile = { file, filesystem: {}, network: {}, isolate: {}, at: new Map() };
+  const root = doc.contents;
+  if (root === null || (isScalar(root) && root.value === null)) return out; // an empty file changes nothing
+  if (!isMap(root)) return err(root, 'the policy must be a mapping (filesystem:, network:, isolate:, env:)');
+
+  const vars = placeholders(ctx);
+  const pathOf = (node: YamlNode | null, key: string): string => {
+    if (!isScalar(node) || typeof node.value !== 'string' || node.value === '') return err(node, `${key}: each entry must be a path`);
+    let p = node.value.replace(/^~(?=\/|$)/, '{HOME}');
+    p = p.replace(PLACEHOLDER, (_m, name: string) => vars[name] ?? err(node, `${key}: unknown placeholder {${name}} (known: ${Object.keys(vars).map((v) => `{${v}}`).join(', ')})`));
+    if (!isAbsolute(p)) return err(node, `${key}: ${node.value} is not an absolute path (start it with / or a placeholder such as {CWD})`);
+    return normalize(p).replace(/(.)\/$/, '$1');
+  };
+  const list = <T>(node: YamlNode | null, key: string, item: (n: YamlNode | null) => T): T[] => {
+    if (isScalar(node) && node.value === null) return [];
+    if (!isSeq(node)) return err(node, `${key}: must be a list`);
+    return node.items.map((n) => item(n as YamlNode | null));
+  };
+  const bool = (node: YamlNode | null, key: string): boolean =>
+    isScalar(node) && typeof node.value === 'boolean' ? node.value : err(node, `${key}: must be true or false`);
+  const port = (node: YamlNode | null, key: string): number =>
+    isScalar(node) && Number.isInteger(node.value) && (node.value as number) >= 0 && (node.value as number) <= 65535
+      ? (node.value as number)
+      : err(node, `${key}: each entry must be a TCP port number (0-65535)`);
+  const section = (node: YamlNode | null, key: string, fields: Record<string, (v: YamlNode | null, k: string) => void>): void => {
+    if (isScalar(node) && node.value === null) return;
+    if (!isMap(node)) return err(node, `${key}: must be a mapping`);
+    for (const pair of node.items) {
+      const k = isScalar(pair.key) ? String(pair.key.value) : '';
+      const set = fields[k];
+      if (!set) return err(pair.key as YamlNode, `${key}.${k}: unknown setting (known: ${Object.keys(fields).join(', ')})`);
+      out.at.set(`${key}.${k}`, lineOf(pair.key as YamlNode));
+      set(pair.value as YamlNode | null, `${key}.${k}`);
+    }
+  };
+
+  for (const pair of root.items) {
+    const key = isScalar(pair.key) ? String(pair.key.value) : '';
+    const value = pair.value as YamlNode | null;
+    out.at.set(key, lineOf(pair.key as YamlNode));
+    if (key === 'filesystem') {
+      const fields: Record<string, (v: YamlNode | null, k: string) => void> = {};
+      for (const a of [...ACCESS, 'deny'] as const) fields[a] = (v, k) => (out.filesystem[a] = list(v, k, (n) => pathOf(n, k)));
+      section(value, key, fields);
+    } else if (key === 'network') {
+      section(value, key, {
+        enabled: (v, k) => (out.network.enabled = bool(v, k)),
+        unix: (v, k) => (out.network.unix = bool(v, k)),
+        bind_tcp: (v, k) => (out.network.bindTcp = list(v, k, (n) => port(n, k))),
+        connect_tcp: (v, k) => (out.network.connectTcp = list(v, k, (n) => port(n, k))),
+      });
+    } else if (key === 'isolate') {
+      section(value, key, {
+        signals: (v, k) => (out.isolate.signals = bool(v, k)),
+        abstract_unix: (v, k) => (out.isolate.abstractUnix = bool(v, k)),
+      });
+    } else if (key === 'env') {
+      out.env = list(value, key, (n) =>
+        isScalar(n) && typeof n.value === 'string' && /^[A-Za-z_][A-Za-z0-9_]*\*?$/.test(n.value)
+          ? n.value
+          : err(n, 'env: each entry must be a variable name, or a prefix ending in * (LC_*)'),
+      );
+    } else {
+      err(pair.key as YamlNode, `${key}: unknown section (known: filesystem, network, isolate, env)`);
+    }
+  }
+  return out;
+}
+
+/** A complete policy from a base file: unset settings take the safe defaults. */
+export function parsePolicyFile(file: string, text: string, ctx: PolicyContext): SandboxPolicy {
+  const f = parseFile(file, text, ctx);
+  const policy: SandboxPolicy = {
+    filesystem: {
+      ro: f.filesystem.ro ?? [],
+      rox: f.filesystem.rox ?? [],
+      rw: f.filesystem.rw ?? [],
+      rwx: f.filesystem.rwx ?? [],
+      deny: [...alwaysDenied(ctx), ...(f.filesystem.deny ?? [])],
+    },
+    network: {
+      enabled: f.network.enabled ?? false,
+      bindTcp: f.network.bindTcp ?? [],
+      connectTcp: f.network.connectTcp ?? [],
+      unix: f.network.unix ?? false,
+    },
+    isolate: { signals: f.isolate.signals ?? true, abstractUnix: f.isolate.abstractUnix ?? true },
+    env: f.env ?? [],
+    tmpDir: ctx.tmpDir,
+    toolDirs: [join(ctx.configDir, 'tools')],
+    sources: [file],
+  };
+  if (!policy.network.enabled && (policy.network.bindTcp.length || policy.network.connectTcp.length)) {
+    const line = f.at.get(policy.network.bindTcp.length ? 'network.bind_tcp' : 'network.connect_tcp') ?? 1;
+    throw new PolicyError(`${file}:${line}: network: port lists need enabled: true (with enabled: false there is no network at all)`);
+  }
+  return policy;
+}
+
+// ---- narrowing -----------------------------------------------------------------------------------------
+
+const within = (p: string, dir: string): boolean => dir === '/' || p === dir || p.startsWith(dir + '/');
+
+/** Which levels of the base grant at least the rights of `a`. */
+const COVERS: Record<Access, Access[]> = { ro: ['ro', 'rox', 'rw', 'rwx'], rox: ['rox', 'rwx'], rw: ['rw', 'rwx'], rwx: ['rwx'] };
+
+const envCovered = (name: string, base: string[]): boolean =>
+  base.some((b) => (b.endsWith('*') ? name.startsWith(b.slice(0, -1)) : b === name));
+
+/**
+ * Applies a project's `.ollie-sandbox.yaml` to `base`. A project can only take away: each list it sets
+ * replaces the base's list and every entry must already be granted (at least as strongly) by the base; `deny`
+ * adds denied paths; the network can be switched off or limited to fewer ports; env can drop variables;
+ * isolation can only be turned on. Anything wider is an error naming the line.
+ */
+export function narrow(base: SandboxPolicy, file: string, text: string, ctx: PolicyContext): SandboxPolicy {
+  const f = parseFile(file, text, ctx);
+  const fail = (key: string, what: string): never => {
+    throw new PolicyError(`${file}:${f.at.get(key) ?? f.at.get(key.split('.')[0] ?? '') ?? 1}: ${what}`);
+  };
+  const out: SandboxPolicy = structuredClone(base);
+  out.sources = [...base.sources, file];
+  for (const a of ACCESS) {
+    const entries = f.filesystem[a];
+    if (!entries) continue;
+    for (const p of entries) {
+      const ok = COVERS[a].some((level) => base.filesystem[level].some((d) => within(p, d)));
+      if (!ok) fail(`filesystem.${a}`, `filesystem.${a}: ${p} is not granted ${a} by ${base.sources[0]}; a project file can only narrow the policy`);
+    }
+    out.filesystem[a] = entries;
+  }
+  if (f.filesystem.deny) out.filesystem.deny = [...out.filesystem.deny, ...f.filesystem.deny];
+
+  const n = f.network;
+  if (n.enabled === true && !base.network.enabled) fail('network.enabled', `network.enabled: the network is off in ${base.sources[0]}; a project file cannot turn it on`);
+  if (n.unix === true && !base.network.unix) fail('network.unix', `network.unix: Unix sockets are off in ${base.sources[0]}; a project file cannot turn them on`);
+  if (n.enabled === false) out.network = { enabled: false, bindTcp: [], connectTcp: [], unix: out.network.unix };
+  if (n.unix === false) out.network.unix = false;
+  for (const [key, k] of [['bind_tcp', 'bindTcp'], ['connect_tcp', 'connectTcp']] as const) {
+    const ports = n[k];
+    if (!ports) continue;
+    if (!out.network.enabled && ports.length) fail(`network.${key}`, `network.${key}: the network is off; there are no ports to narrow`);
+    const allowed = base.network[k];
+    // A base with the network on and no port list allows every port; otherwise only its listed ones.
+    const open = base.network.enabled && base.network.bindTcp.length === 0 && base.network.connectTcp.length === 0;
+    for (const port of ports) {
+      if (!open && !allowed.includes(port)) fail(`network.${key}`, `network.${key}: port ${port} is not allowed by ${base.sources[0]}`);
+    }
+    out.network[k] = ports;
+  }
+  if (n.enabled !== false && (n.bindTcp || n.connectTcp)) {
+    // Listing only one kind of port closes the other kind when the base left TCP open.
+    out.network.bindTcp = n.bindTcp ?? (base.network.bindTcp.length ? base.network.bindTcp : []);
+    out.network.connectTcp = n.connectTcp ?? (base.network.connectTcp.length ? base.network.connectTcp : []);
+  }
+
+  if (f.isolate.signals === false && base.isolate.signals) fail('isolate.signals', 'isolate.signals: a project file cannot turn isolation off');
+  if (f.isolate.abstractUnix === false && base.isolate.abstractUnix) fail('isolate.abstract_unix', 'isolate.abstract_unix: a project file cannot turn isolation off');
+  if (f.isolate.signals) out.isolate.signals = true;
+  if (f.isolate.abstractUnix) out.isolate.abstractUnix = true;
+
+  if (f.env) {
+    for (const name of f.env) {
+      if (!envCovered(name.replace(/\*$/, ''), base.env) || (name.endsWith('*') && !base.env.some((b) => b.endsWith('*') && name.startsWith(b.slice(0, -1))))) {
+        fail('env', `env: ${name} is not passed by ${base.sources[0]}; a project file can only drop variables`);
+      }
+    }
+    out.env = f.env;
+  }
+  return out;
+}
