@@ -1,0 +1,260 @@
+/**
+ * A scripted olliesrv for the renderer's e2e tests: the namespace of issue 3 §2 (sessions, agents, log.raw,
+ * state, stats, cfg, ctl, prompt, bypass, event) with no LLM behind it. The test decides what each agent
+ * "does" — blocks, partial chunks, state changes, sub-agents, approval requests — so that the UI can be
+ * checked block by block. The real daemon with the mock LLM is exercised by agents.test.ts.
+ */
+import { Dir, Each, Leaf, NinepError, Server, build } from '../src/ninep/index.js';
+import { compileFilter, EventBus } from '../src/olliesrv/event/bus.js';
+
+export interface Block {
+  role: string;
+  id: string;
+  content: string;
+  name?: string;
+  format?: string;
+  partial?: boolean;
+}
+
+interface Agent {
+  id: string;
+  name: string;
+  parent: string;
+  depth: number;
+  state: string;
+  log: string[];
+  wake: Set<() => void>;
+  dead: boolean;
+  prompts: string[];
+  ctl: string[];
+  stats: Record<string, string>;
+  cfg: Record<string, string>;
+}
+
+interface Session {
+  id: string;
+  name: string;
+  cwd: string;
+  paused: boolean;
+  agents: Map<string, Agent>;
+  pending: { id: string; agent: string; tool: string; cmd: string; cwd: string; reason: string }[];
+  resolutions: string[];
+}
+
+let seq = 0;
+const hex = (): string => (++seq).toString(16).padStart(8, '0');
+
+export class FakeOlliesrv {
+  readonly bus = new EventBus();
+  readonly sessions = new Map<string, Session>();
+  readonly server: Server<unknown>;
+
+  constructor() {
+    const s = (ctx: { params: Readonly<Record<string, string>> }): Session => this.session(ctx.params.session!);
+    const a = (ctx: { params: Readonly<Record<string, string>> }): Agent => this.agent(ctx.params.session!, ctx.params.agent!);
+    const kv = (o: Record<string, string>): string => Object.entries(o).map(([k, v]) => `${k}=${v}\n`).join('');
+    const ns = build(
+      Dir('/',
+        Leaf('backends', { read: () => 'mock\n' }),
+        Leaf('agents', { read: () => 'default\nreviewer\n' }),
+        Leaf('event', { rdwrStream: (_c, filter, signal) => this.bus.subscribe(compileFilter(filter), signal) }),
+        Dir('session',
+          Leaf('new', {
+            rdwr: (_c, req) => {
+              const f = Object.fromEntries(req.split('\n').filter(Boolean).map((l) => l.split('=') as [string, string]));
+              return `${this.addSession(f.name ?? `s${seq + 1}`, f.cwd ?? '/tmp').name}\n`;
+            },
+          }),
+          Leaf('idx', { read: () => [...this.sessions.values()].map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t0\t-\t${x.cwd}\n`).join('') }),
+          Each('session', { list: () => [...this.sessions.keys()], has: (_c, n) => this.sessions.has(n) },
+            Leaf('id', { read: (c) => `${s(c).id}\n` }),
+            Leaf('name', { text: { get: (c) => `${s(c).name}\n`, set: (c, v) => this.renameSession(c.params.session!, v.trim()) } }),
+            Leaf('ctl', {
+              rdwr: (c, req) => {
+                const cmd = req.trim();
+                const sess = s(c);
+                if (cmd === 'kill') this.killSession(sess.name);
+                else if (cmd === 'pause' || cmd === 'resume') {
+                  sess.paused = cmd === 'pause';
+                  this.bus.publish(`session.${sess.id}.${cmd}`);
+                } else throw new NinepError(`unknown command ${cmd}`);
+                return `${cmd}\n`;
+              },
+            }),
+            Leaf('bypass', {
+              read: (c) => s(c).pending.map((p) => `${JSON.stringify(p)}\n`).join(''),
+              write: (c, data) => {
+                const sess = s(c);
+                const line = new TextDecoder().decode(data).trim();
+                const [id, decision] = line.split(' ');
+                const p = sess.pending.find((x) => x.id === id);
+                if (!p) throw new NinepError(`no pending request ${id}`);
+                if (decision !== 'approve' && decision !== 'deny') throw new NinepError('expected approve or deny');
+                sess.pending = sess.pending.filter((x) => x !== p);
+                sess.resolutions.push(line);
+                this.bus.publish(`session.${sess.id}.agent.${p.agent}.bypass.resolved`, `${id}\t${decision === 'approve' ? 'approved' : 'denied'}`);
+              },
+            }),
+            Dir('agent',
+              Leaf('new', {
+                rdwr: (c, req) => {
+                  const f = Object.fromEntries(req.split('\n').filter(Boolean).map((l) => l.split('=') as [string, string]));
+                  return `${this.addAgent(c.params.session!, f.name || `agent${seq + 1}`).name}\n`;
+                },
+              }),
+              Leaf('idx', {
+                read: (c) => {
+                  const sess = s(c);
+                  return [...sess.agents.values()].map((x) => `${sess.id}\t${x.id}\t${x.name}\t${x.parent || '-'}\t${x.depth}\t${x.state}\n`).join('');
+                },
+              }),
+              Each('agent', { list: (c) => [...s(c).agents.keys()], has: (c, n) => s(c).agents.has(n) },
+                Leaf('id', { read: (c) => `${a(c).id}\n` }),
+                Leaf('name', { text: { get: (c) => `${a(c).name}\n`, set: (c, v) => this.renameAgent(c.params.session!, c.params.agent!, v.trim()) } }),
+                Leaf('state', { read: (c) => `${a(c).state}\n` }),
+                Leaf('stats', { read: (c) => kv(a(c).stats) }),
+                Leaf('cfg', { read: (c) => kv(a(c).cfg) }),
+                Leaf('prompt', {
+                  write: (c, data) => {
+                    const text = new TextDecoder().decode(data);
+                    const ag = a(c);
+                    ag.prompts.push(text);
+                    this.block(c.params.session!, c.params.agent!, { role: 'user', content: text });
+                  },
+                }),
+                Leaf('ctl', {
+                  rdwr: (c, req) => {
+                    const ag = a(c);
+                    const cmd = req.trim();
+                    ag.ctl.push(cmd);
+                    if (cmd === 'kill') {
+                      this.killAgent(c.params.session!, ag.name);
+                      return 'killed\n';
+                    }
+                    if (cmd === 'stop') this.setState(c.params.session!, ag.name, 'idle');
+                    return `ok ${cmd}\n`;
+                  },
+                }),
+                Leaf('log.raw', { stream: (c, signal) => this.logStream(a(c), signal) }),
+              ),
+            ),
+          ),
+        ),
+      ),
+      { uid: 'ollie' },
+    );
+    this.server = new Server({ fs: ns }) as Server<unknown>;
+  }
+
+  session(name: string): Session {
+    const s = this.sessions.get(name);
+    if (!s) throw new NinepError(`no session ${name}`);
+    return s;
+  }
+
+  agent(session: string, name: string): Agent {
+    const a = this.session(session).agents.get(name);
+    if (!a) throw new NinepError(`no agent ${name}`);
+    return a;
+  }
+
+  addSession(name: string, cwd = '/tmp'): Session {
+    const s: Session = { id: `sid-${hex()}`, name, cwd, paused: false, agents: new Map(), pending: [], resolutions: [] };
+    this.sessions.set(name, s);
+    this.bus.publish(`session.${s.id}.new`, name);
+    return s;
+  }
+
+  renameSession(old: string, name: string): void {
+    const s = this.session(old);
+    this.sessions.delete(old);
+    s.name = name;
+    this.sessions.set(name, s);
+    this.bus.publish(`session.${s.id}.rename`, `${old} ${name}`);
+  }
+
+  killSession(name: string): void {
+    const s = this.session(name);
+    for (const a of s.agents.values()) this.killAgent(name, a.name);
+    this.sessions.delete(name);
+    this.bus.publish(`session.${s.id}.kill`);
+  }
+
+  addAgent(session: string, name: string, parent?: string): Agent {
+    const s = this.session(session);
+    const p = parent ? this.agent(session, parent) : undefined;
+    const a: Agent = {
+      id: `aid-${hex()}`, name, parent: p?.id ?? '', depth: p ? p.depth + 1 : 0, state: 'idle', log: [], wake: new Set(), dead: false,
+      prompts: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100' },
+      cfg: { backend: 'mock', model: 'mock-model' },
+    };
+    s.agents.set(name, a);
+    this.bus.publish(`session.${s.id}.agent.${a.id}.new`);
+    return a;
+  }
+
+  renameAgent(session: string, old: string, name: string): void {
+    const s = this.session(session);
+    const a = this.agent(session, old);
+    s.agents.delete(old);
+    a.name = name;
+    s.agents.set(name, a);
+    this.bus.publish(`session.${s.id}.agent.${a.id}.rename`, `${old} ${name}`);
+  }
+
+  killAgent(session: string, name: string): void {
+    const s = this.session(session);
+    const a = this.agent(session, name);
+    s.agents.delete(name);
+    a.dead = true;
+    for (const w of a.wake) w();
+    this.bus.publish(`session.${s.id}.agent.${a.id}.kill`);
+  }
+
+  setState(session: string, name: string, state: string): void {
+    const s = this.session(session);
+    const a = this.agent(session, name);
+    a.state = state;
+    this.bus.publish(`session.${s.id}.agent.${a.id}.state`, state);
+  }
+
+  /** Appends one JSONL block to the agent's log.raw; returns its id. */
+  block(session: string, name: string, b: Omit<Block, 'id'> & { id?: string }): string {
+    const a = this.agent(session, name);
+    const id = b.id ?? hex();
+    a.log.push(`${JSON.stringify({ ...b, id })}\n`);
+    for (const w of a.wake) w();
+    return id;
+  }
+
+  requestBypass(session: string, agent: string, req: { tool: string; cmd: string; cwd: string; reason: string }): string {
+    const s = this.session(session);
+    const a = this.agent(session, agent);
+    const id = `by-${hex()}`;
+    s.pending.push({ id, agent: a.id, ...req });
+    this.bus.publish(`session.${s.id}.agent.${a.id}.bypass.request`, `${id}\t${req.cmd}\t${req.cwd}`);
+    return id;
+  }
+
+  private async *logStream(a: Agent, signal: AbortSignal): AsyncGenerator<string> {
+    let i = 0;
+    while (!signal.aborted) {
+      if (i < a.log.length) {
+        const out = a.log.slice(i).join('');
+        i = a.log.length;
+        yield out;
+        continue;
+      }
+      if (a.dead) return;
+      await new Promise<void>((r) => {
+        const done = (): void => {
+          a.wake.delete(done);
+          signal.removeEventListener('abort', done);
+          r();
+        };
+        a.wake.add(done);
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * Shared e2e fixtures: the renderer built once per test file into a private directory (files run in parallel
+ * forks, so they must not share out/), Debian's Chromium driven by playwright-core, and temporary daemons.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import react from '@vitejs/plugin-react';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { build } from 'vite';
+
+export const root = resolve(import.meta.dirname, '..');
+export const CHROMIUM = process.env.OLLIE_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Fails with the fix in the message: these tests need Debian's chromium (`.ci/run` installs it). */
+export function requireChromium(): void {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), or set OLLIE_CHROMIUM`);
+  }
+}
+
+/** Builds src/renderer (same settings as electron.vite.config.ts's renderer) into a fresh directory. */
+export async function buildRenderer(): Promise<string> {
+  const out = mkdtempSync(join(tmpdir(), 'ollie-renderer-'));
+  await build({
+    configFile: false,
+    root: join(root, 'src/renderer'),
+    plugins: [react()],
+    logLevel: 'error',
+    build: { outDir: out, emptyOutDir: true, reportCompressedSize: false },
+  });
+  return out;
+}
+
+export async function launch(): Promise<Browser> {
+  requireChromium();
+  // Running as root (CI) needs --no-sandbox; the page is our own renderer on loopback.
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A private runtime directory for a Unix socket (prepareUnixSocket wants 0700). */
+export function socketPath(dir: string): string {
+  const d = join(dir, 'run');
+  mkdirSync(d, { recursive: true, mode: 0o700 });
+  return join(d, 'ollie.sock');
+}
+
+export const screenshotsDir = join(root, 'e2e', 'screenshots');
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(screenshotsDir, { recursive: true });
+  await page.screenshot({ path: join(screenshotsDir, `${name}.png`) });
+}
+
+export function rmrf(...dirs: (string | undefined)[]): void {
+  for (const d of dirs) if (d) rmSync(d, { recursive: true, force: true });
+}
+
+/** Waits until `fn` returns a truthy value (for state outside the page). */
+export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}

@@ -1,0 +1,191 @@
+/**
+ * Headless web mode against the real daemon: the token gate, and the session tree kept live by the event
+ * stream while another client changes sessions over the Unix socket. Chromium is Debian's, driven by
+ * playwright-core.
+ */
+import { request as httpRequest } from 'node:http';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { Browser, Page } from 'playwright-core';
+import type { Client } from '../src/ninep/index.js';
+import { dial } from '../src/ninep/node.js';
+import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
+import { startWebUi, type WebUi } from '../src/webui/server.js';
+import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Resolves 'open' or the refusal (`Unexpected server response: 403`). */
+function tryWebSocket(url: string, headers: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { headers });
+    ws.on('open', () => {
+      ws.close();
+      resolve('open');
+    });
+    ws.on('error', (e) => resolve(e.message));
+  });
+}
+
+describe('web mode', () => {
+  let rendererDir: string;
+  let browser: Browser;
+  let dir: string;
+  let daemon: Daemon;
+  let ui: WebUi;
+  let outside: Client;
+  let page: Page;
+
+  beforeAll(async () => {
+    rendererDir = await buildRenderer();
+    browser = await launch();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    rmrf(rendererDir);
+  });
+
+  beforeEach(async () => {
+    dir = tempDir('ollie-e2e-web-');
+    const sock = socketPath(dir);
+    daemon = await startDaemon({ socket: sock, dataDir: `${dir}/data`, configDir: `${dir}/config`, log: () => undefined });
+    ui = await startWebUi({ server: daemon.server, rendererDir });
+    outside = await dial(`unix!${sock}`, { uname: 'tester' });
+  });
+  afterEach(async () => {
+    await page?.close().catch(() => undefined);
+    outside?.close();
+    await ui?.close();
+    await daemon?.close();
+    rmrf(dir);
+  });
+
+  const open = async (): Promise<Page> => {
+    page = await browser.newPage();
+    await page.goto(ui.url);
+    await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+    return page;
+  };
+
+  it('refuses the page, its assets and the WebSocket without the per-start token', async () => {
+    const base = `http://127.0.0.1:${ui.port}`;
+    expect(ui.url).toBe(`${base}/?token=${ui.token}`);
+    expect(ui.token).toMatch(/^[0-9a-f]{64}$/);
+    expect((await get(`${base}/`)).status).toBe(403);
+    expect((await get(`${base}/?token=wrong`)).status).toBe(403);
+    expect((await get(`${base}/index.html?token=${ui.token.slice(0, -1)}x`)).status).toBe(403);
+    // A DNS-rebound name reaching our port is refused even with the token.
+    expect((await get(`${base}/?token=${ui.token}`, { host: 'evil.example:80' })).status).toBe(403);
+
+    const page200 = await get(ui.url);
+    expect(page200.status).toBe(200);
+    expect(page200.body).toContain('<div id="root">');
+    expect(String(page200.headers['content-security-policy'])).toContain("default-src 'self'");
+    const cookie = String(page200.headers['set-cookie']).split(';')[0]!;
+    expect(cookie).toBe(`ollie_token=${ui.token}`);
+    // The page's assets load with the cookie the page set, and not without it.
+    const asset = /src="([^"]+\.js)"/.exec(page200.body)![1]!;
+    expect((await get(`${base}${asset}`)).status).toBe(403);
+    expect((await get(`${base}${asset}`, { cookie })).status).toBe(200);
+    // Paths cannot climb out of the renderer directory.
+    expect((await get(`${base}/..%2f..%2fpackage.json`, { cookie })).status).toBe(403);
+
+    const ws = `ws://127.0.0.1:${ui.port}/9p`;
+    expect(await tryWebSocket(ws)).toMatch(/403/);
+    expect(await tryWebSocket(`${ws}?token=nope`)).toMatch(/403/);
+    expect(await tryWebSocket(`${ws}?token=${ui.token}`, { origin: 'http://evil.example' })).toMatch(/403/);
+    expect(await tryWebSocket(`${ws}?token=${ui.token}`, { origin: `http://127.0.0.1:${ui.port}` })).toBe('open');
+
+    // A browser sent to the URL without the token gets the refusal, not the app.
+    const p = await browser.newPage();
+    const res = await p.goto(base);
+    expect(res?.status()).toBe(403);
+    expect(await p.textContent('body')).toContain('token');
+    await p.close();
+  });
+
+  it('shows sessions created, renamed, paused and killed by another client live, without polling', async () => {
+    await outside.rdwrText('session/new', 'name=before\n');
+    const p = await open();
+    await p.locator('[data-session="before"]').waitFor();
+    const consoleBefore = await p.evaluate(() => performance.getEntriesByType('resource').length);
+
+    await outside.rdwrText('session/new', `name=alpha\ncwd=${dir}\n`);
+    await p.locator('[data-session="alpha"]').waitFor({ timeout: 3000 });
+    await outside.write('session/alpha/name', 'beta\n');
+    await p.locator('[data-session="beta"]').waitFor({ timeout: 3000 });
+    expect(await p.locator('[data-session="alpha"]').count()).toBe(0);
+    await outside.rdwrText('session/beta/ctl', 'pause\n');
+    await p.locator('[data-session="beta"] .tag', { hasText: 'paused' }).waitFor({ timeout: 3000 });
+    await outside.rdwrText('session/beta/ctl', 'kill\n');
+    await p.locator('[data-session="beta"]').waitFor({ state: 'detached', timeout: 3000 });
+    // Nothing was fetched over HTTP meanwhile: it all came over the one WebSocket.
+    expect(await p.evaluate(() => performance.getEntriesByType('resource').length)).toBe(consoleBefore);
+    await screenshot(p, 'web-sessions');
+  });
+
+  it('creates, renames and pauses a session from the UI, and shows each as an ollie-9p command', async () => {
+    const p = await open();
+    await p.getByRole('button', { name: 'New session' }).click();
+    const dialog = p.getByRole('dialog', { name: 'New session' });
+    await dialog.getByLabel('Name').fill('fromui');
+    await dialog.getByLabel('Working directory').fill(dir);
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    await p.locator('[data-session="fromui"]').waitFor();
+    expect(await outside.readText('session/fromui/cwd')).toBe(`${dir}\n`);
+
+    // Rename by double-click.
+    await p.locator('[data-session="fromui"] .label').dblclick();
+    await p.getByLabel('New name').fill('renamed');
+    await p.getByLabel('New name').press('Enter');
+    await p.locator('[data-session="renamed"]').waitFor();
+    expect(await outside.readText('session/renamed/name')).toBe('renamed\n');
+
+    // Pause from the context menu.
+    await p.locator('[data-session="renamed"] .label').click({ button: 'right' });
+    await p.getByRole('menuitem', { name: 'Pause' }).click();
+    await until(async () => (await outside.readText('session/idx')).split('\t')[2] === '1', 'the session to be paused');
+
+    // An error from the daemon is shown, not swallowed.
+    await p.getByRole('button', { name: 'New session' }).click();
+    await p.getByRole('dialog').getByLabel('Working directory').fill('relative/path');
+    await p.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
+    await p.getByRole('alert').filter({ hasText: 'not an absolute path' }).waitFor();
+    await p.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
+    await p.keyboard.press('Control+`');
+    const console = p.getByRole('region', { name: '9P console' });
+    await console.waitFor();
+    const text = await console.textContent();
+    expect(text).toContain(`ollie-9p rdwr session/new`);
+    expect(text).toContain(`echo renamed | ollie-9p write session/fromui/name`);
+    expect(text).toContain(`echo pause | ollie-9p rdwr session/renamed/ctl`);
+    expect(text).toContain(`ollie-9p rdwrs event`);
+    await screenshot(p, 'web-console');
+  });
+
+  it('says the daemon is unreachable and reconnects with backoff when it comes back', async () => {
+    const p = await open();
+    await outside.rdwrText('session/new', 'name=kept\n');
+    await p.locator('[data-session="kept"]').waitFor();
+    const { port, token } = ui;
+    await ui.close();
+    await p.getByTestId('conn').filter({ hasText: 'unreachable' }).waitFor({ timeout: 5000 });
+    await outside.rdwrText('session/new', 'name=whiledown\n');
+    ui = await startWebUi({ server: daemon.server, rendererDir, port, token });
+    await p.getByTestId('conn').filter({ hasText: 'connected' }).waitFor({ timeout: 15_000 });
+    // Reconnecting re-reads the index: what happened while down is there.
+    await p.locator('[data-session="whiledown"]').waitFor();
+    await p.locator('[data-session="kept"]').waitFor();
+  });
+});
