@@ -229,8 +229,9 @@ export class Core {
 
     let bypassed = false;
     if (flags.bypass && !this.opts.confinement.yolo) {
+      const session = s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId;
       const approved = await this.bypass.request(
-        { agent: s.name, tool: tool.name, cmd, cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(this.opts.sessionId && { session: this.opts.sessionId }) },
+        { agent: s.name, tool: tool.name, cmd, cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(session && { session }) },
         signal,
       );
       if (!approved) return { ...refused('denied by user', tool.name) };

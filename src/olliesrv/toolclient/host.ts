@@ -3,7 +3,7 @@
  * connection attached with aname = the agent id; tests may implement it over an in-test 9P server speaking the
  * same namespace (src/toolsrv/protocol.ts).
  */
-import type { BypassRequest, ProcRequest, ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
+import type { BypassRequest, ProcInterrupt, ProcRequest, ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
 
 export interface ToolHost {
   /** Loaded tools of this agent's scope and the registry revision they belong to. */
@@ -14,6 +14,11 @@ export interface ToolHost {
   ctl(command: string): Promise<void>;
   /** Runs one tool and waits for its result; aborting the signal flushes the request, which kills the process. */
   call(req: ProcRequest, signal?: AbortSignal): Promise<ProcResult>;
+  /**
+   * Background procs of this agent that finished, each delivered once, until `signal` aborts. Each carries
+   * the `<system-proc-interrupt>` block (`text`) to queue as the agent's next prompt. (The 9P client implements it.)
+   */
+  interrupts?(signal: AbortSignal): AsyncIterable<ProcInterrupt>;
   close(): Promise<void>;
 }
 
@@ -26,6 +31,15 @@ export interface SessionTools {
   /** Resolve a pending request: `approve` or `deny`, remembered for `once` (default), `session`, or `always:PATTERN`. */
   resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void>;
   /** Called for every new request and every resolution; returns an unsubscribe function. */
-  onBypass(listener: (e: { kind: 'request'; req: BypassRequest } | { kind: 'resolved'; id: string; agent: string; approved: boolean }) => void): () => void;
+  onBypass(listener: (e: BypassEvent) => void): () => void;
   close(): Promise<void>;
 }
+
+/**
+ * What SessionTools.onBypass listeners hear. Every request gets a `request` and later a `resolved` (also when
+ * it was approved automatically from a remembered approval: `remembered` says which; or when its call was
+ * cancelled: `cancelled`, with approved false).
+ */
+export type BypassEvent =
+  | { kind: 'request'; req: BypassRequest }
+  | { kind: 'resolved'; id: string; agent: string; approved: boolean; cancelled?: boolean; remembered?: string };

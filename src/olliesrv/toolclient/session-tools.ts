@@ -1,0 +1,194 @@
+/**
+ * SessionTools over a running toolsrv: opens a ToolClient per agent, follows bypass/pending on a connection
+ * of its own, approves by itself what a person approved before (`session`: this exact command, in this
+ * session, in memory; `always:PATTERN`: a glob kept in SQLite), and tells listeners about every request and
+ * resolution. On a shared toolsrv it sees only the requests of its own session.
+ *
+ * Construction in olliesrv (per session):
+ *   const { proc, release } = await keeper.acquire(session.id);          // spawn.ts, keeper made once
+ *   const tools = await ToolsrvSessionTools.open({ toolsrv: proc, sessionId: session.id,
+ *                                                  rules: new BypassRuleStore(db), onClose: release });
+ */
+import type { Client } from '../../ninep/index.js';
+import type { BypassRequest, BypassResolution } from '../../toolsrv/protocol.js';
+import type { BypassRuleStore } from '../store/bypass.js';
+import { connectToolsrv, lines, ToolClient, type ToolsrvAddress } from './client.js';
+import type { BypassEvent, SessionTools, ToolHost } from './host.js';
+
+export interface SessionToolsOptions {
+  toolsrv: ToolsrvAddress;
+  sessionId: string;
+  /** Persisted `always` rules; without it, `always` is refused. */
+  rules?: BypassRuleStore;
+  /** The uname tool connections attach with (tools see it as OLLIE_UNAME). */
+  uname?: string;
+  /** Runs after close(), e.g. the keeper's release of the toolsrv. */
+  onClose?: () => Promise<void>;
+  log?: (m: string) => void;
+}
+
+type Listener = (e: BypassEvent) => void;
+
+export class ToolsrvSessionTools implements SessionTools {
+  private readonly waiting = new Map<string, BypassRequest>();
+  private readonly listeners = new Set<Listener>();
+  /** Commands approved for the rest of this session. */
+  private readonly sessionApproved = new Set<string>();
+  /** Why a request was approved automatically, by id, until its resolution arrives. */
+  private readonly autoReason = new Map<string, string>();
+  private readonly hosts = new Set<ToolClient>();
+  private readonly life = new AbortController();
+  private following: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  private constructor(private readonly o: SessionToolsOptions, private readonly control: Client) {}
+
+  static async open(o: SessionToolsOptions): Promise<ToolsrvSessionTools> {
+    const control = await connectToolsrv(o.toolsrv, '', o.uname ?? 'olliesrv');
+    const st = new ToolsrvSessionTools(o, control);
+    st.following = st.follow();
+    return st;
+  }
+
+  private log(m: string): void {
+    (this.o.log ?? ((x: string) => process.stderr.write(`olliesrv: ${x}\n`)))(m);
+  }
+
+  private emit(e: BypassEvent): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(e);
+      } catch (err) {
+        this.log(`bypass listener failed: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private async follow(): Promise<void> {
+    try {
+      for await (const line of lines(this.control.stream('bypass/pending', { signal: this.life.signal }))) {
+        const m = JSON.parse(line) as BypassRequest | BypassResolution;
+        if ('resolved' in m) this.resolved(m);
+        else this.requested(m);
+      }
+    } catch (e) {
+      if (!this.life.signal.aborted) this.log(`lost toolsrv's bypass queue: ${(e as Error).message}`);
+    }
+    // The queue is gone with its toolsrv: nothing that waited can be approved any more.
+    for (const r of [...this.waiting.values()]) this.resolved({ id: r.id, agent: r.agent, resolved: 'cancelled' });
+  }
+
+  private requested(req: BypassRequest): void {
+    if (req.session && req.session !== this.o.sessionId) return;
+    this.waiting.set(req.id, req);
+    this.emit({ kind: 'request', req });
+    const why = this.remembered(req.cmd);
+    if (why) void this.send(req.id, 'approve', why);
+  }
+
+  private resolved(r: BypassResolution): void {
+    if (!this.waiting.delete(r.id)) return;
+    const remembered = this.autoReason.get(r.id);
+    this.autoReason.delete(r.id);
+    this.emit({
+      kind: 'resolved', id: r.id, agent: r.agent, approved: r.resolved === 'approve',
+      ...(r.resolved === 'cancelled' && { cancelled: true }),
+      ...(remembered && { remembered }),
+    });
+  }
+
+  /** Which remembered approval covers `cmd`, in words, if any. */
+  private remembered(cmd: string): string | undefined {
+    if (this.sessionApproved.has(cmd)) return 'session';
+    const rule = this.o.rules?.match(cmd);
+    return rule ? `always:${rule.pattern}` : undefined;
+  }
+
+  private async send(id: string, decision: 'approve' | 'deny', auto?: string): Promise<void> {
+    if (auto) this.autoReason.set(id, auto);
+    try {
+      await this.control.write('bypass/resolve', `${id} ${decision}${auto ? ` ${auto.startsWith('always') ? 'always' : auto}` : ''}\n`);
+    } catch (e) {
+      this.autoReason.delete(id);
+      // Resolved elsewhere or cancelled meanwhile: the stream tells; anything else is worth a line in the log.
+      if (this.waiting.has(id)) this.log(`bypass ${id}: ${(e as Error).message}`);
+      if (!auto) throw e;
+    }
+  }
+
+  async forAgent(agentId: string, cwd: string, env: Record<string, string>): Promise<ToolHost> {
+    if (!agentId) throw new Error('an agent id is needed (the empty scope is the session\'s own)');
+    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? 'olliesrv');
+    try {
+      const cmds = [`cwd ${cwd}`, `env OLLIE_SESSION_ID=${this.o.sessionId}`];
+      for (const [k, v] of Object.entries(env)) {
+        if (v.includes('\n')) throw new Error(`env ${k}: values with newlines cannot be passed to tools`);
+        cmds.push(`env ${k}=${v}`);
+      }
+      await host.client.write('ctl', `${cmds.join('\n')}\n`);
+    } catch (e) {
+      await host.close();
+      throw e;
+    }
+    this.hosts.add(host);
+    const close = host.close.bind(host);
+    host.close = async () => {
+      this.hosts.delete(host);
+      await close();
+    };
+    return host;
+  }
+
+  pending(): BypassRequest[] {
+    return [...this.waiting.values()].filter((r) => !this.autoReason.has(r.id));
+  }
+
+  /**
+   * `remember`: `once` (default), `session` (this exact command, for this session), `always` (this exact
+   * command, persisted) or `always:PATTERN` (a glob, persisted). Only approvals are remembered.
+   */
+  async resolve(id: string, decision: 'approve' | 'deny', remember = 'once'): Promise<void> {
+    const req = this.waiting.get(id);
+    if (!req) throw new Error(`no pending bypass request ${id}`);
+    if (!['once', 'session', 'always'].includes(remember) && !remember.startsWith('always:')) {
+      throw new Error(`remember must be once, session, always or always:PATTERN, not ${JSON.stringify(remember)}`);
+    }
+    if (decision === 'approve' && remember === 'session') this.sessionApproved.add(req.cmd);
+    if (decision === 'approve' && remember.startsWith('always')) {
+      if (!this.o.rules) throw new Error('always: no rule store here (approve once or for the session)');
+      this.o.rules.add(remember === 'always' ? req.cmd : remember.slice('always:'.length));
+    }
+    await this.send(id, decision);
+    if (decision === 'approve' && remember !== 'once') {
+      // Others already waiting that the new approval covers go through too.
+      for (const r of [...this.waiting.values()]) {
+        const why = r.id !== id && !this.autoReason.has(r.id) ? this.remembered(r.cmd) : undefined;
+        if (why) await this.send(r.id, 'approve', why);
+      }
+    }
+  }
+
+  /** Commands approved for this session (remember = session). */
+  sessionApprovals(): string[] {
+    return [...this.sessionApproved];
+  }
+
+  forgetSessionApproval(cmd: string): boolean {
+    return this.sessionApproved.delete(cmd);
+  }
+
+  onBypass(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.life.abort();
+    for (const h of [...this.hosts]) await h.close();
+    this.control.close();
+    await this.following;
+    await this.o.onClose?.();
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * Starting toolsrv: `node dist/toolsrv/main.js` with a pipe on its stdin that carries a fresh secret (the
+ * first line) and then stays open, so toolsrv sees EOF and exits when we die, however we die. A toolsrv left
+ * by an earlier olliesrv (its pid file names it) is killed first. One per session by default; the keeper's
+ * `shared` mode runs one per host, so that path locks hold across sessions.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ToolsrvAddress } from './client.js';
+
+/** The built entry point: dist/toolsrv/main.js of this installation (whether we run from src or dist). */
+export const TOOLSRV_ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'toolsrv', 'main.js');
+
+export interface SpawnOptions {
+  /** Private directory for the socket and the pid file ($XDG_RUNTIME_DIR/ollie). */
+  runtimeDir: string;
+  /** Names the socket and pid file: the session id, or 'shared'. */
+  name: string;
+  yolo?: boolean;
+  sessionId?: string;
+  /** The Ollie socket address, handed to tools as OLLIE_ADDR. */
+  ollieAddr?: string;
+  cwd?: string;
+  toolDirs?: string[];
+  idleMs?: number;
+  graceMs?: number;
+  procTtlMs?: number;
+  entry?: string;
+  /** How long to wait for `ready` (default 10 s). */
+  startTimeoutMs?: number;
+  log?: (m: string) => void;
+}
+
+export interface ToolsrvProcess extends ToolsrvAddress {
+  readonly pid: number;
+  readonly pidFile: string;
+  readonly child: ChildProcess;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>;
+  readonly alive: boolean;
+  /** Closes the pipe (toolsrv exits and kills its procs); SIGKILL if it has not exited within `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether `pid` runs toolsrv (so a recycled pid of an unrelated process is never killed). */
+function isToolsrv(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('toolsrv');
+  } catch {
+    // No /proc (macOS): trust the pid file, which only toolsrv writes and removes on exit.
+    return process.platform !== 'linux';
+  }
+}
+
+/** Kills the toolsrv named by `pidFile`, if it still runs. Returns whether one was killed. */
+export async function killStale(pidFile: string, log: (m: string) => void = () => undefined): Promise<boolean> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return false;
+  }
+  rmSync(pidFile, { force: true });
+  if (!Number.isInteger(pid) || pid <= 1 || !processAlive(pid) || !isToolsrv(pid)) return false;
+  log(`killing stale toolsrv ${pid} (from ${pidFile})`);
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 40 && processAlive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  if (processAlive(pid)) process.kill(pid, 'SIGKILL');
+  return true;
+}
+
+export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
+  const log = o.log ?? ((m: string) => process.stderr.write(`olliesrv: ${m}\n`));
+  mkdirSync(o.runtimeDir, { recursive: true, mode: 0o700 });
+  const socket = join(o.runtimeDir, `toolsrv-${o.name}.sock`);
+  const pidFile = join(o.runtimeDir, `toolsrv-${o.name}.pid`);
+  await killStale(pidFile, log);
+  rmSync(socket, { force: true });
+  const secret = randomBytes(32).toString('hex');
+  const args = [o.entry ?? TOOLSRV_ENTRY, '--socket', socket, '--pid-file', pidFile];
+  if (o.yolo) args.push('--yolo');
+  if (o.sessionId) args.push('--session', o.sessionId);
+  if (o.ollieAddr) args.push('--ollie-addr', o.ollieAddr);
+  if (o.cwd) args.push('--cwd', o.cwd);
+  for (const d of o.toolDirs ?? []) args.push('--tools-dir', d);
+  if (o.idleMs !== undefined) args.push('--idle-ms', String(o.idleMs));
+  if (o.graceMs !== undefined) args.push('--grace-ms', String(o.graceMs));
+  if (o.procTtlMs !== undefined) args.push('--proc-ttl-ms', String(o.procTtlMs));
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let alive = true;
+  const exited = new Promise<void>((r) => child.once('exit', () => ((alive = false), r())));
+  child.stdin!.on('error', () => undefined);
+  child.stdin!.write(`${secret}\n`);
+  let errTail = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => {
+    errTail = (errTail + d).slice(-2000);
+    for (const l of d.split('\n')) if (l) log(l);
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`toolsrv did not start within ${o.startTimeoutMs ?? 10000} ms`)), o.startTimeoutMs ?? 10000);
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => {
+        out += d;
+        if (out.includes('ready ')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`toolsrv exited during start (code ${child.exitCode}): ${errTail.trim()}`));
+      });
+    });
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw e;
+  }
+  return {
+    socket, secret, pidFile, child, exited,
+    pid: child.pid!,
+    get alive() {
+      return alive;
+    },
+    async stop(graceMs = 3000) {
+      if (!alive) return;
+      child.stdin!.end();
+      const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+/**
+ * The toolsrv processes of an olliesrv: one per session, or one shared by all (`shared`). A process that died
+ * is replaced on the next acquire; a shared one stops when its last session releases it.
+ */
+export class ToolsrvKeeper {
+  private readonly running = new Map<string, { proc: Promise<ToolsrvProcess>; users: number }>();
+
+  constructor(private readonly opts: Omit<SpawnOptions, 'name' | 'sessionId'> & { shared?: boolean }) {}
+
+  async acquire(sessionId: string): Promise<{ proc: ToolsrvProcess; release: () => Promise<void> }> {
+    const name = this.opts.shared ? 'shared' : sessionId;
+    let entry = this.running.get(name);
+    if (entry) {
+      const p = await entry.proc.catch(() => undefined);
+      if (!p || !p.alive) {
+        this.running.delete(name);
+        entry = undefined;
+      }
+    }
+    if (!entry) {
+      entry = { proc: spawnToolsrv({ ...this.opts, name, ...(!this.opts.shared && { sessionId }) }), users: 0 };
+      this.running.set(name, entry);
+      entry.proc.catch(() => this.running.delete(name));
+    }
+    entry.users++;
+    const proc = await entry.proc;
+    let released = false;
+    return {
+      proc,
+      release: async () => {
+        if (released) return;
+        released = true;
+        if (--entry.users > 0 || this.running.get(name) !== entry) return;
+        this.running.delete(name);
+        await proc.stop();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.running.values()];
+    this.running.clear();
+    await Promise.all(all.map(async (e) => (await e.proc.catch(() => undefined))?.stop()));
+  }
+}
