@@ -5,6 +5,7 @@
  */
 import { homedir, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const env = (k: string): string | undefined => {
   const v = process.env[k];
@@ -33,4 +34,10 @@ export function defaultSocketPath(): string {
 /** The address clients dial by default: $OLLIE_ADDR, else the user's socket. */
 export function defaultAddress(): string {
   return process.env.OLLIE_ADDR || `unix!${defaultSocketPath()}`;
+}
+
+/** The defaults shipped with Ollie (`data/` at the package root: agents, tools, prompts, skills). */
+export function shippedDataDir(): string {
+  // src/platform/ and dist/platform/ are both two levels below the package root.
+  return fileURLToPath(new URL('../../data', import.meta.url));
 }

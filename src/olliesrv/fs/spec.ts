@@ -2,16 +2,105 @@
  * The olliesrv namespace, declared once. Every file the daemon serves is a line here; `help` is generated
  * from the doc strings. Handlers are one-liners into the objects that own the data.
  */
-import { build, Dir, Each, Leaf, NinepError, type Namespace } from '../../ninep/index.js';
+import { build, Dir, Each, Leaf, NinepError, type Ctx, type Namespace } from '../../ninep/index.js';
+import type { Agent } from '../agent/agent.js';
+import type { BackendPool } from '../agent/deps.js';
+import { oneShot } from '../agent/oneshot.js';
+import type { Profiles } from '../agent/profiles.js';
+import { renderStats } from '../agent/stats.js';
 import { compileFilter, type EventBus } from '../event/bus.js';
+import { Agents } from '../session/agents.js';
 import type { Sessions } from '../session/registry.js';
-import { parseKeyValues, splitCommand } from './kv.js';
+import type { SessionTools } from '../toolclient/host.js';
+import { parseKeyValues, RequestError, splitCommand } from './kv.js';
 
 export interface Olliesrv {
   sessions: Sessions;
+  agents: Agents;
   bus: EventBus;
-  /** Names of the configured LLM backends. */
-  backends: () => string[];
+  backends: BackendPool;
+  profiles: Profiles;
+  /** The session's toolsrv if one is running (bypass requests live there). */
+  sessionTools: (sessionId: string) => SessionTools | undefined;
+  /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
+  reload: () => string;
+}
+
+const AGENT_KEYS = ['name', 'cwd', 'backend', 'model', 'agent', 'parent', 'prompt', 'steps', 'tokens', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort'] as const;
+const CFG_KEYS = ['backend', 'model', 'profile', 'cwd', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort', 'maxSteps', 'compactAt'] as const;
+
+/**
+ * `agent/new` requests: key=value pairs; `prompt=` may come last and unquoted, taking the rest of the request
+ * (so `agent=reviewer prompt=look at the diff` works from a shell).
+ */
+function parseAgentRequest(req: string): Partial<Record<(typeof AGENT_KEYS)[number], string>> {
+  const m = /(^|\s)prompt=(?!")/.exec(req);
+  if (!m) return parseKeyValues(req, AGENT_KEYS);
+  const head = parseKeyValues(req.slice(0, m.index), AGENT_KEYS);
+  if (head.prompt !== undefined) throw new RequestError('key prompt given twice');
+  return { ...head, prompt: req.slice(m.index + m[0].length).replace(/\n$/, '') };
+}
+
+function positiveInt(key: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new RequestError(`${key}: ${JSON.stringify(v)} is not a positive integer`);
+  return n;
+}
+
+function renderCfg(a: Agent): string {
+  const lines = [`backend=${a.cfg.backend}`, `model=${a.cfg.model}`, `profile=${a.cfg.profile}`, `cwd=${a.cfg.cwd}`];
+  for (const [k, v] of Object.entries(a.cfg.params)) lines.push(`${k}=${Array.isArray(v) ? v.join(',') : String(v)}`);
+  if (a.cfg.maxSteps !== undefined) lines.push(`maxSteps=${a.cfg.maxSteps}`);
+  if (a.cfg.compactAt !== undefined) lines.push(`compactAt=${a.cfg.compactAt}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Writes to `cfg`: key=value lines (or pairs); each applies or the whole write is refused with the reason. */
+async function applyCfg(o: Olliesrv, a: Agent, text: string): Promise<void> {
+  const kv = parseKeyValues(text, CFG_KEYS);
+  if (Object.keys(kv).length === 0) return;
+  if (a.busy) throw new NinepError(`agent ${a.name} is running a turn; cfg changes are refused until it is idle (ctl stop ends it)`);
+  if (kv.backend !== undefined) o.backends.get(kv.backend);
+  if (kv.profile !== undefined && kv.profile !== a.cfg.profile) await a.switchProfile(kv.profile);
+  if (kv.backend !== undefined && kv.backend !== a.cfg.backend) {
+    a.cfg.backend = kv.backend;
+    if (kv.model === undefined) a.cfg.model = '';
+  }
+  if (kv.model !== undefined) a.cfg.model = kv.model;
+  const params = Agents.params(kv);
+  a.cfg.params = { ...a.cfg.params, ...params };
+  if (kv.maxSteps !== undefined) a.cfg.maxSteps = positiveInt('maxSteps', kv.maxSteps);
+  if (kv.compactAt !== undefined) {
+    const f = Number(kv.compactAt);
+    if (!(f > 0 && f < 1)) throw new RequestError(`compactAt: ${JSON.stringify(kv.compactAt)} is not a fraction between 0 and 1`);
+    a.cfg.compactAt = f;
+  }
+  a.saveCfg();
+  if (kv.cwd !== undefined && kv.cwd !== a.cfg.cwd) await a.ctl(`cwd ${kv.cwd}`);
+}
+
+function rootCtl(o: Olliesrv, request: string): string {
+  const { cmd, args } = splitCommand(request);
+  if (cmd === 'reload' && !args) return o.reload();
+  throw new NinepError(`unknown command ${JSON.stringify(request.trim())}; known commands: reload`);
+}
+
+function bypassLines(o: Olliesrv, sessionId: string): string {
+  return (o.sessionTools(sessionId)?.pending() ?? [])
+    .map((r) => `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${r.cmd.replace(/\s+/g, ' ')}\n`)
+    .join('');
+}
+
+async function resolveBypass(o: Olliesrv, sessionId: string, request: string): Promise<string> {
+  const [id, decision, remember, ...rest] = request.trim().split(/\s+/);
+  if (!id || (decision !== 'approve' && decision !== 'deny') || rest.length) {
+    throw new RequestError('expected: ID approve|deny [once|session|always:PATTERN]');
+  }
+  const st = o.sessionTools(sessionId);
+  if (!st) throw new NinepError('no tool server runs for this session: there is nothing to approve');
+  await st.resolve(id, decision, remember);
+  return `${decision === 'approve' ? 'approved' : 'denied'} ${id}\n`;
 }
 
 const SESSION_KEYS = ['name', 'cwd'] as const;
@@ -31,11 +120,42 @@ function sessionCtl(o: Olliesrv, name: string, request: string): string {
 }
 
 export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
-  const { sessions } = o;
+  const { sessions, agents } = o;
   const s = (ctx: { params: Readonly<Record<string, string>> }) => sessions.get(ctx.params.session!);
+  const ag = (ctx: Ctx) => agents.get(ctx.params.session!, ctx.params.agent!);
   return build(
     Dir('/',
-      Leaf('backends', { doc: 'Names of the configured LLM backends, one per line.', read: () => o.backends().map((b) => `${b}\n`).join('') }),
+      Leaf('backends', {
+        doc: 'The configured LLM backends, one per line: name, type, url, default model; the default backend is marked with *.',
+        read: () => o.backends.names().map((n) => {
+          const b = o.backends.get(n);
+          return `${n}${n === o.backends.defaultName ? '*' : ''}\t${b.type}\t${b.url}\t${b.defaultModel}\n`;
+        }).join(''),
+      }),
+      Leaf('models', {
+        doc: 'Models of every backend (asked once, then cached): backend, model, context length. Unreachable backends say why.',
+        blockOnce: async () => {
+          const parts = await Promise.all(o.backends.names().map(async (n) => {
+            try {
+              const list = await o.backends.get(n).models();
+              return list.map((m) => `${n}\t${m.id}\t${m.contextLength ?? '-'}\n`).join('');
+            } catch (e) {
+              return `${n}\t-\t-\t${(e as Error).message.replace(/\s+/g, ' ')}\n`;
+            }
+          }));
+          return parts.join('');
+        },
+      }),
+      Leaf('agents', { doc: 'Agent profile names, one per line.', read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
+      Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', rdwr: (_ctx, req) => rootCtl(o, req) }),
+      Leaf('generate', {
+        doc: 'One-shot generation, no history, no tools: write optional key=value lines (backend, model, system, temperature, maxTokens…), a blank line and the prompt; read the reply.',
+        rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'generate', signal),
+      }),
+      Leaf('complete', {
+        doc: 'Code completion: write optional key=value lines (backend, model, suffix=TEXT after the cursor), a blank line and the text before the cursor; read the completion.',
+        rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
+      }),
       Leaf('event', {
         doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines.',
         rdwrStream: (_ctx, filter, signal) => o.bus.subscribe(compileFilter(filter), signal),
@@ -81,6 +201,100 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume.',
             rdwr: (ctx, req) => sessionCtl(o, ctx.params.session!, req),
           }),
+          Leaf('bypass', {
+            doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command. Write "ID approve|deny [once|session|always:PATTERN]".',
+            read: (ctx) => bypassLines(o, s(ctx).id),
+            write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
+          }),
+          Dir('agent', { doc: 'The agents of this session, by name. rm kills one, mv renames one.' },
+            Leaf('new', {
+              doc: 'Write key=value (name, cwd, backend, model, agent=PROFILE, generation parameters), read the new agent\'s name. With prompt= (last, may be unquoted): a sub-agent runs the prompt (parent=CALLER gives it a snapshot of the caller\'s history; steps=, tokens= are its budget), the read returns its reply, and it is removed.',
+              rdwr: async (ctx, req, signal) => {
+                const kv = parseAgentRequest(req);
+                const opts = { name: kv.name, cwd: kv.cwd, backend: kv.backend, model: kv.model, agent: kv.agent, parent: kv.parent, params: Agents.params(kv) };
+                if (kv.prompt !== undefined) {
+                  if (!kv.prompt.trim()) throw new RequestError('prompt= is empty');
+                  return agents.spawn(ctx.params.session!, { ...opts, prompt: kv.prompt, steps: positiveInt('steps', kv.steps), tokens: positiveInt('tokens', kv.tokens) }, signal);
+                }
+                if (kv.steps !== undefined || kv.tokens !== undefined) throw new RequestError('steps= and tokens= are budgets of sub-agents: give them with prompt=');
+                return `${agents.create(ctx.params.session!, opts).name}\n`;
+              },
+            }),
+            Leaf('idx', {
+              doc: 'One line per agent: session id, agent id, name, parent id (- for none), depth, state (tab-separated).',
+              read: (ctx) => agents.idx(ctx.params.session!),
+            }),
+            Each('agent', {
+              doc: 'One agent.',
+              list: (ctx) => agents.list(ctx.params.session!).map((a) => a.name),
+              has: (ctx, name) => agents.has(ctx.params.session!, name),
+              key: (ctx, name) => agents.get(ctx.params.session!, name).id,
+              rename: (ctx, newName) => agents.rename(ag(ctx), newName),
+              remove: (ctx) => agents.kill(ctx.params.session!, ctx.params.agent!),
+            },
+              Leaf('prompt', {
+                doc: 'Write a prompt (each write is one); it runs now, or waits in the queue while a turn runs. /cmd is a ctl command, !cmd a shell command.',
+                write: async (ctx, data) => void (await ag(ctx).submit(new TextDecoder().decode(data))),
+              }),
+              Leaf('fifo', {
+                doc: 'The prompt queue as a FIFO: a write enqueues a prompt, a read pops the oldest (empty when none).',
+                write: (ctx, data) => void ag(ctx).enqueue(new TextDecoder().decode(data)),
+                read: (ctx) => ag(ctx).queue.shift() ?? '',
+              }),
+              Leaf('queue', {
+                doc: 'The queued prompts as a JSON array of strings; writing an array replaces the queue.',
+                text: {
+                  get: (ctx) => `${JSON.stringify(ag(ctx).queue)}\n`,
+                  set: (ctx, v) => {
+                    if (!v.trim()) return;
+                    let q: unknown;
+                    try {
+                      q = JSON.parse(v);
+                    } catch (e) {
+                      throw new RequestError(`queue: not JSON: ${(e as Error).message}`);
+                    }
+                    if (!Array.isArray(q) || !q.every((x) => typeof x === 'string')) throw new RequestError('queue: expected a JSON array of strings');
+                    ag(ctx).queue = q as string[];
+                  },
+                },
+              }),
+              Leaf('log.raw', {
+                doc: 'The chat log as JSONL blocks {role, id, content, name?, format?, partial?}, from the start, then live; EOF when the agent dies.',
+                stream: (ctx, signal) => ag(ctx).log.stream(signal),
+              }),
+              Leaf('log', { doc: 'The chat log as plain text, the last 64 KiB.', read: (ctx) => ag(ctx).log.rendered() }),
+              Leaf('block', {
+                doc: 'Write a block id, read that block\'s JSON.',
+                rdwr: (ctx, req) => {
+                  const b = ag(ctx).log.get(req.trim());
+                  if (!b) throw new NinepError(`no block ${JSON.stringify(req.trim())}`);
+                  return b;
+                },
+              }),
+              Leaf('state', { doc: 'idle, thinking, calling, paused or compacting.', read: (ctx) => `${ag(ctx).state}\n` }),
+              Leaf('cfg', {
+                doc: 'key=value: backend, model, profile, cwd, generation parameters, maxSteps, compactAt. Writes apply, or are refused while a turn runs.',
+                text: { get: (ctx) => renderCfg(ag(ctx)), set: (ctx, v) => applyCfg(o, ag(ctx), v) },
+              }),
+              Leaf('ctl', {
+                doc: 'Write a command, read its result (write "help" for the list).',
+                rdwr: (ctx, req) => ag(ctx).ctl(req),
+              }),
+              Leaf('id', { doc: 'The immutable agent id.', read: (ctx) => `${ag(ctx).id}\n` }),
+              Leaf('name', {
+                doc: 'The agent name; write to rename.',
+                text: { get: (ctx) => `${ag(ctx).name}\n`, set: (ctx, v) => void (v.trim() && agents.rename(ag(ctx), v.trim())) },
+              }),
+              Leaf('stats', {
+                doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD), context estimate, length and percent.',
+                blockOnce: async (ctx) => {
+                  const a = ag(ctx);
+                  const len = await a.contextLength().catch(() => 0);
+                  return renderStats(a.stats, a.contextEstimate(), len);
+                },
+              }),
+            ),
+          ),
         ),
       ),
     ),

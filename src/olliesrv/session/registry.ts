@@ -71,6 +71,8 @@ export interface NewSession {
 
 export class Sessions {
   private readonly byName = new Map<string, Session>();
+  /** Set by the agent registry: end a session's agents before it goes; tell them about pause and resume. */
+  hooks: { kill?: (id: string) => void; paused?: (id: string, paused: boolean) => void } = {};
 
   constructor(private readonly store: SessionStore, private readonly bus: EventBus, private readonly defaultCwd: string) {
     for (const row of store.all()) this.byName.set(row.name, new Session(row));
@@ -124,6 +126,7 @@ export class Sessions {
 
   kill(name: string): void {
     const s = this.get(name);
+    this.hooks.kill?.(s.id);
     this.store.delete(s.id);
     this.byName.delete(name);
     this.bus.publish(`session.${s.id}.kill`);
@@ -135,6 +138,7 @@ export class Sessions {
     this.store.setPaused(s.id, paused);
     s.update({ paused });
     this.bus.publish(`session.${s.id}.${paused ? 'pause' : 'resume'}`);
+    this.hooks.paused?.(s.id, paused);
   }
 
   setEnv(name: string, text: string): void {

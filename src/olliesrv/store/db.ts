@@ -29,6 +29,7 @@ const MIGRATIONS: string[] = [
      cfg       TEXT NOT NULL,
      epoch     INTEGER NOT NULL DEFAULT 0,
      stats     TEXT NOT NULL DEFAULT '{}',
+     running   INTEGER NOT NULL DEFAULT 0,
      created   INTEGER NOT NULL,
      UNIQUE (session, name)
    );

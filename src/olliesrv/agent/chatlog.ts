@@ -1,0 +1,210 @@
+/**
+ * An agent's chat log: JSONL blocks as in the seeds' phase 40. A block streamed from the model is sent as
+ * partial blocks, each carrying the new text only (so a long reply costs O(n) bytes, not O(n²)), and closed by a
+ * final block with the same id carrying the whole content. Only final blocks are stored.
+ *
+ * Readers of `log.raw` start from the beginning: every final block so far, then one partial block with the text
+ * so far of each block still open, then live lines. A reader that falls behind by more than READER_LIMIT lines
+ * loses partial lines (never final ones): the final block of each still arrives with the whole content.
+ */
+import { createHash } from 'node:crypto';
+
+export type Role = 'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
+
+export interface Block {
+  role: Role;
+  id: string;
+  content: string;
+  name?: string;
+  format?: string;
+  partial?: boolean;
+}
+
+export const READER_LIMIT = 4096;
+/** Size of the rendered text log (`log`). */
+export const TEXT_LOG_LIMIT = 64 * 1024;
+
+interface Reader {
+  queue: string[];
+  wake: (() => void) | null;
+}
+
+function line(b: Block): string {
+  return `${JSON.stringify(b)}\n`;
+}
+
+/** Plain text of a block for the `log` file: no markup, context hidden. */
+export function renderBlock(b: Block): string {
+  switch (b.role) {
+    case 'context':
+    case 'reasoning':
+      return '';
+    case 'user':
+      return `> ${b.content.replace(/\n/g, '\n> ')}\n\n`;
+    case 'assistant':
+      return `${b.content}\n\n`;
+    case 'call':
+      return `→ ${b.name ?? 'tool'} ${b.content}\n`;
+    case 'tool':
+      return `${b.content}${b.content.endsWith('\n') ? '' : '\n'}\n`;
+    default:
+      return `[${b.role}] ${b.content}\n`;
+  }
+}
+
+export class ChatLog {
+  private readonly finals: string[] = [];
+  private readonly byId = new Map<string, string>();
+  private readonly open = new Map<string, Block>();
+  private readonly readers = new Set<Reader>();
+  private text = '';
+  private seq: number;
+  private closed = false;
+
+  /**
+   * @param agentId salts the block ids
+   * @param stored final blocks from the store, oldest first
+   * @param persist called with each new final block (and its sequence number) to store it
+   */
+  constructor(
+    private readonly agentId: string,
+    stored: string[],
+    private readonly persist: (seq: number, id: string, json: string) => void,
+  ) {
+    for (const json of stored) {
+      const b = JSON.parse(json) as Block;
+      this.keep(b, `${json}\n`);
+    }
+    this.seq = stored.length;
+  }
+
+  private nextId(): string {
+    return createHash('sha256').update(`${this.agentId}:${this.seq}`).digest('hex').slice(0, 8);
+  }
+
+  private keep(b: Block, l: string): void {
+    this.finals.push(l);
+    this.byId.set(b.id, l);
+    this.text += renderBlock(b);
+    if (this.text.length > TEXT_LOG_LIMIT * 2) this.trimText();
+  }
+
+  private trimText(): void {
+    let cut = this.text.length - TEXT_LOG_LIMIT;
+    const nl = this.text.indexOf('\n', cut);
+    if (nl !== -1 && nl - cut < 4096) cut = nl + 1;
+    this.text = this.text.slice(cut);
+  }
+
+  private emit(l: string, partial: boolean): void {
+    for (const r of this.readers) {
+      if (partial && r.queue.length >= READER_LIMIT) continue;
+      r.queue.push(l);
+      const w = r.wake;
+      r.wake = null;
+      w?.();
+    }
+  }
+
+  /** Appends a complete block; returns it. */
+  add(role: Role, content: string, extra?: { name?: string; format?: string }): Block {
+    const b: Block = { role, id: this.nextId(), content, ...extra };
+    this.seq++;
+    this.finish(b);
+    return b;
+  }
+
+  /** Opens a streamed block; fill it with delta(), close it with end(). */
+  begin(role: Role, extra?: { name?: string; format?: string }): string {
+    const id = this.nextId();
+    this.seq++;
+    this.open.set(id, { role, id, content: '', ...extra });
+    return id;
+  }
+
+  delta(id: string, text: string): void {
+    const b = this.open.get(id);
+    if (!b || !text) return;
+    b.content += text;
+    this.emit(line({ ...b, content: text, partial: true }), true);
+  }
+
+  /** Closes a streamed block (dropped when empty); returns the final block. */
+  end(id: string, patch?: { content?: string }): Block | undefined {
+    const b = this.open.get(id);
+    if (!b) return undefined;
+    this.open.delete(id);
+    if (patch?.content !== undefined) b.content = patch.content;
+    if (!b.content) {
+      // Readers may have seen nothing of it (no delta was emitted for an empty block).
+      return undefined;
+    }
+    this.finish(b);
+    return b;
+  }
+
+  private finish(b: Block): void {
+    const l = line(b);
+    this.keep(b, l);
+    this.persist(this.finals.length - 1, b.id, l.slice(0, -1));
+    this.emit(l, false);
+  }
+
+  get(id: string): string | undefined {
+    return this.byId.get(id);
+  }
+
+  get length(): number {
+    return this.finals.length;
+  }
+
+  /** The rendered text log, last TEXT_LOG_LIMIT bytes at most. */
+  rendered(): string {
+    if (this.text.length > TEXT_LOG_LIMIT) this.trimText();
+    return this.text;
+  }
+
+  /** The final blocks, parsed (for the UI's history and tests). */
+  blocks(): Block[] {
+    return this.finals.map((l) => JSON.parse(l) as Block);
+  }
+
+  /** log.raw: everything from the start, then live, until close() or the signal. */
+  async *stream(signal: AbortSignal): AsyncIterable<string> {
+    const r: Reader = { queue: [...this.finals], wake: null };
+    for (const b of this.open.values()) if (b.content) r.queue.push(line({ ...b, partial: true }));
+    if (this.closed) {
+      if (r.queue.length) yield r.queue.join('');
+      return;
+    }
+    this.readers.add(r);
+    const onAbort = () => r.wake?.();
+    signal.addEventListener('abort', onAbort);
+    try {
+      for (;;) {
+        if (r.queue.length) {
+          // Hand over everything queued at once: one 9P read can carry many lines.
+          const chunk = r.queue.join('');
+          r.queue.length = 0;
+          yield chunk;
+          continue;
+        }
+        if (this.closed || signal.aborted) return;
+        await new Promise<void>((resolve) => (r.wake = resolve));
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      this.readers.delete(r);
+    }
+  }
+
+  /** The agent died: readers get what is queued, then EOF. */
+  close(): void {
+    this.closed = true;
+    for (const r of this.readers) {
+      const w = r.wake;
+      r.wake = null;
+      w?.();
+    }
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The agent's `ctl` commands. Writing `cmd args` to ctl and typing `/cmd args` as a prompt are the same thing.
+ * Each command returns the text read back from ctl.
+ */
+import { statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import type { Agent } from './agent.js';
+import type { AgentDeps } from './deps.js';
+import { renderStats } from './stats.js';
+
+export class CommandError extends Error {
+  override name = 'CommandError';
+}
+
+type Command = { usage: string; run: (a: Agent, args: string, deps: AgentDeps) => string | Promise<string> };
+
+const line = (s: string): string => (s.endsWith('\n') ? s : `${s}\n`);
+
+function needArg(cmd: string, args: string): string {
+  if (!args) throw new CommandError(`usage: ${COMMANDS[cmd]!.usage}`);
+  return args;
+}
+
+function noArg(cmd: string, args: string): void {
+  if (args) throw new CommandError(`${cmd} takes no arguments`);
+}
+
+export const COMMANDS: Record<string, Command> = {
+  stop: { usage: 'stop', run: (a, args) => (noArg('stop', args), a.stop() ? 'stopping\n' : 'not running\n') },
+  compact: { usage: 'compact', run: (a, args) => (noArg('compact', args), a.compact()) },
+  clear: { usage: 'clear', run: (a, args) => (noArg('clear', args), a.clear(), 'cleared\n') },
+  restore: { usage: 'restore', run: (a, args) => (noArg('restore', args), a.restore()) },
+  inject: { usage: 'inject TEXT', run: (a, args) => (a.inject(needArg('inject', args)), a.busy ? 'injected\n' : 'injected (used by the next turn)\n') },
+  agent: {
+    usage: 'agent [PROFILE]',
+    run: async (a, args, d) => {
+      if (!args) return line(`${a.cfg.profile}\nprofiles: ${d.profiles.names().join(' ')}`);
+      await a.switchProfile(args);
+      return `profile ${args}\n`;
+    },
+  },
+  model: {
+    usage: 'model [NAME]',
+    run: (a, args, d) => {
+      if (!args) return line(a.cfg.model || d.backends.get(a.cfg.backend).defaultModel);
+      a.cfg.model = args;
+      a.saveCfg();
+      return `model ${args}\n`;
+    },
+  },
+  models: {
+    usage: 'models',
+    run: async (a, args, d) => {
+      noArg('models', args);
+      const list = await d.backends.get(a.cfg.backend).models();
+      return list.map((m) => `${m.id}${m.contextLength ? `\t${m.contextLength}` : ''}\n`).join('');
+    },
+  },
+  backend: {
+    usage: 'backend [NAME]',
+    run: (a, args, d) => {
+      if (!args) return line(`${a.cfg.backend}\nbackends: ${d.backends.names().join(' ')}`);
+      if (a.busy) throw new CommandError('the agent is running; stop it first');
+      d.backends.get(args);
+      a.cfg.backend = args;
+      a.cfg.model = '';
+      a.saveCfg();
+      return `backend ${args}\n`;
+    },
+  },
+  tools: {
+    usage: 'tools',
+    run: async (a, args) => {
+      noArg('tools', args);
+      const tools = await a.tools();
+      return tools.length ? tools.map((t) => `${t.name}\t${t.scope}\t${t.description.split('\n')[0]}\n`).join('') : 'no tools loaded\n';
+    },
+  },
+  tool_load: { usage: 'tool_load NAME', run: async (a, args) => (await a.loadTool(needArg('tool_load', args)), `loaded ${args}\n`) },
+  cwd: {
+    usage: 'cwd [PATH]',
+    run: async (a, args) => {
+      if (!args) return line(a.cfg.cwd);
+      const dir = isAbsolute(args) ? args : resolve(a.cfg.cwd, args);
+      let ok = false;
+      try {
+        ok = statSync(dir).isDirectory();
+      } catch {
+        // reported below
+      }
+      if (!ok) throw new CommandError(`${dir} is not an existing directory`);
+      await a.setCwd(dir);
+      return line(dir);
+    },
+  },
+  name: { usage: 'name [NEWNAME]', run: (a, args, d) => (args ? (d.rename(a, args), line(args)) : line(a.name)) },
+  systemprompt: { usage: 'systemprompt', run: (a, args) => (noArg('systemprompt', args), a.systemPrompt()) },
+  context: {
+    usage: 'context',
+    run: async (a, args) => {
+      noArg('context', args);
+      const len = await a.contextLength();
+      const est = a.contextEstimate();
+      return `messages=${a.history.length}\nepoch=${a.history.epoch}\nestimate=${est}\nlength=${len}\npercent=${((100 * est) / len).toFixed(1)}\n`;
+    },
+  },
+  usage: { usage: 'usage', run: async (a, args) => (noArg('usage', args), renderStats(a.stats, a.contextEstimate(), await a.contextLength())) },
+  queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), a.queue.map((q, i) => `${i + 1}\t${q.replace(/\n/g, ' ')}\n`).join('')) },
+  help: { usage: 'help', run: () => Object.values(COMMANDS).map((c) => `${c.usage}\n`).join('') },
+};
+
+export async function runCommand(a: Agent, text: string, deps: AgentDeps): Promise<string> {
+  const t = text.trim();
+  const sp = t.search(/\s/);
+  const cmd = sp === -1 ? t : t.slice(0, sp);
+  const args = sp === -1 ? '' : t.slice(sp).trim();
+  const c = COMMANDS[cmd];
+  if (!c) throw new CommandError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(COMMANDS).join(', ')}`);
+  return c.run(a, args, deps);
+}

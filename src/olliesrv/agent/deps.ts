@@ -1,0 +1,41 @@
+/** What an agent needs from the daemon around it, passed in so that agents can be tested in isolation. */
+import type { Backend } from '../backend/types.js';
+import type { EventBus } from '../event/bus.js';
+import type { AgentStore } from '../store/agents.js';
+import type { SessionTools } from '../toolclient/host.js';
+import type { Agent } from './agent.js';
+import type { Profiles } from './profiles.js';
+
+export interface BackendPool {
+  names(): string[];
+  /** Name of the default backend. */
+  readonly defaultName: string;
+  /** Throws an error naming the known backends when `name` is unknown. */
+  get(name: string): Backend;
+}
+
+/** The parts of a session an agent reads. */
+export interface SessionView {
+  readonly id: string;
+  readonly name: string;
+  readonly cwd: string;
+  readonly env: string;
+  readonly plan: string;
+  readonly paused: boolean;
+}
+
+export interface AgentDeps {
+  store: AgentStore;
+  bus: EventBus;
+  backends: BackendPool;
+  profiles: Profiles;
+  /** The session's toolsrv, or undefined when tools are unavailable (no toolsrv configured). */
+  tools: (sessionId: string) => Promise<SessionTools | undefined>;
+  /** Where tool output too long for the model is saved whole. */
+  outputDir: string;
+  /** Environment the prompt commands run with (PATH, HOME, OLLIE_DATA…). */
+  baseEnv: Record<string, string>;
+  log: (msg: string) => void;
+  /** Renames an agent (names are unique in a session, so the registry does it). */
+  rename: (agent: Agent, name: string) => void;
+}

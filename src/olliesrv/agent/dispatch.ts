@@ -1,0 +1,115 @@
+/**
+ * Running one round of tool calls. Calls are grouped into batches by each tool's scope (seed 003, phase 20):
+ * read never conflicts; write conflicts only with a write to the same path; global (or an unknown tool) runs
+ * alone. Batches run one after another, the calls of a batch in parallel, results kept in call order.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ToolCall } from '../backend/types.js';
+import type { ProcFlags, ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
+
+/** What the model sees of a tool's output, at most. */
+export const MODEL_OUTPUT_CAP = 32 * 1024;
+
+export interface PreparedCall {
+  call: ToolCall;
+  tool?: ToolInfo;
+  args?: Record<string, unknown>;
+  flags: ProcFlags;
+  /** Set when the call cannot run at all (bad JSON); the text is the result for the model. */
+  invalid?: string;
+}
+
+const FLAG_KEYS = ['bypass', 'timeout', 'background'] as const;
+
+export function prepare(call: ToolCall, tools: ReadonlyMap<string, ToolInfo>): PreparedCall {
+  const tool = tools.get(call.name);
+  let parsed: unknown;
+  try {
+    parsed = call.args.trim() ? JSON.parse(call.args) : {};
+  } catch (e) {
+    return { call, tool, flags: {}, invalid: `error: the arguments of ${call.name} are not valid JSON (${(e as Error).message}); send them again as a JSON object` };
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { call, tool, flags: {}, invalid: `error: the arguments of ${call.name} must be a JSON object` };
+  }
+  const args = { ...(parsed as Record<string, unknown>) };
+  const flags: ProcFlags = {};
+  for (const k of FLAG_KEYS) {
+    if (k in args) {
+      (flags as Record<string, unknown>)[k] = args[k];
+      delete args[k];
+    }
+  }
+  if (!tool) return { call, args, flags, invalid: `error: no tool named ${call.name} is loaded; loaded tools: ${[...tools.keys()].join(', ') || 'none'}` };
+  return { call, tool, args, flags };
+}
+
+function lockKey(p: PreparedCall): string | undefined {
+  const scope = p.tool?.scope ?? 'global';
+  if (p.invalid || scope === 'read') return undefined;
+  if (scope === 'write' && p.tool?.pathArg) {
+    const v = p.args?.[p.tool.pathArg];
+    if (typeof v === 'string') return `path:${v}`;
+  }
+  return '*';
+}
+
+/** Splits calls (in order) into batches that may run in parallel. */
+export function batches(calls: PreparedCall[]): PreparedCall[][] {
+  const out: PreparedCall[][] = [];
+  let cur: PreparedCall[] = [];
+  let keys = new Set<string>();
+  for (const c of calls) {
+    const k = lockKey(c);
+    const conflict = k !== undefined && (k === '*' ? cur.length > 0 : keys.has(k) || keys.has('*'));
+    const afterGlobal = keys.has('*');
+    if (cur.length && (conflict || afterGlobal)) {
+      out.push(cur);
+      cur = [];
+      keys = new Set();
+    }
+    cur.push(c);
+    if (k) keys.add(k);
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+export interface ModelResult {
+  content: string;
+  isError: boolean;
+  format?: string;
+  /** The output as the user sees it in the log (whole). */
+  full: string;
+}
+
+/**
+ * Turns a toolsrv result into what the model reads. Output over MODEL_OUTPUT_CAP keeps its head and tail, and
+ * the whole output is saved to a file the model can page through with file_read.
+ */
+export function forModel(r: ProcResult, spill: { dir: string; name: string }): ModelResult {
+  const isError = r.status !== 'exited' && r.status !== 'background' ? true : (r.exit ?? 0) !== 0;
+  let body = r.output;
+  if (r.status === 'refused') body = `error: ${r.error ?? 'the tool did not run'}`;
+  else if (r.status === 'background') body = `started in the background as process ${r.pid}; its exit will arrive as a <system-proc-interrupt> message.${r.output ? `\n${r.output}` : ''}`;
+  else {
+    if (r.status === 'timeout') body += `\n[timed out${r.error ? `: ${r.error}` : ''}]`;
+    else if (r.status === 'killed') body += `\n[killed${r.error ? `: ${r.error}` : ''}]`;
+    else if (r.exit) body += `\n[exit code ${r.exit}]`;
+    if (r.outputBytes > Buffer.byteLength(r.output)) body += `\n[toolsrv kept only the first ${Buffer.byteLength(r.output)} of ${r.outputBytes} bytes of output]`;
+  }
+  const full = body;
+  if (Buffer.byteLength(body) <= MODEL_OUTPUT_CAP) return { content: body, isError, format: r.format, full };
+  mkdirSync(spill.dir, { recursive: true, mode: 0o700 });
+  const path = join(spill.dir, `${spill.name}.txt`);
+  writeFileSync(path, body, { mode: 0o600 });
+  const half = MODEL_OUTPUT_CAP / 2 - 256;
+  const head = Buffer.from(body).subarray(0, half).toString('utf8').replace(/\uFFFD+$/, '');
+  const tail = Buffer.from(body).subarray(-half).toString('utf8').replace(/^\uFFFD+/, '');
+  const lines = body.split('\n').length;
+  const content =
+    `${head}\n\n[output truncated: ${Buffer.byteLength(body)} bytes, ${lines} lines; shown: the first and last ${half} bytes. ` +
+    `The whole output is in ${path} — read the part you need with file_read (offset, limit) or search it with file_grep.]\n\n${tail}`;
+  return { content, isError, format: r.format, full };
+}

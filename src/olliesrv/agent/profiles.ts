@@ -1,0 +1,144 @@
+/**
+ * Agent profiles: `data/agents/NAME.json`, overridden by `$XDG_CONFIG_HOME/ollie/agents/NAME.json`. A profile
+ * says who the agent is (its system prompt), what it starts with (tools to load), its limits and its sampling
+ * parameters. The prompt is either literal text or a list of shell commands whose stdout is concatenated, run in
+ * the agent's cwd, so a prompt can include the repository's own state.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { GenerationParams } from '../backend/types.js';
+
+export interface Profile {
+  name: string;
+  /** Where it was loaded from, for messages. */
+  file: string;
+  description: string;
+  prompt: string | string[];
+  autoLoad: string[];
+  maxSteps: number;
+  backend?: string;
+  model?: string;
+  compactionModel?: string;
+  /** Fraction of the context window at which the history is compacted. */
+  compactAt: number;
+  params: GenerationParams;
+}
+
+export const DEFAULT_MAX_STEPS = 100;
+export const DEFAULT_COMPACT_AT = 0.75;
+
+const PARAM_KEYS: Record<keyof GenerationParams, 'number' | 'string' | 'string[]'> = {
+  temperature: 'number',
+  topP: 'number',
+  topK: 'number',
+  maxTokens: 'number',
+  seed: 'number',
+  stop: 'string[]',
+  thinkingBudget: 'number',
+  reasoningEffort: 'string',
+};
+
+const KNOWN = new Set(['description', 'prompt', 'autoLoad', 'maxSteps', 'backend', 'model', 'compactionModel', 'compactAt', ...Object.keys(PARAM_KEYS)]);
+
+export class ProfileError extends Error {
+  override name = 'ProfileError';
+}
+
+/** Checks one profile's JSON; errors name the file and the field. */
+export function parseProfile(name: string, file: string, text: string): Profile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new ProfileError(`${file}: not valid JSON: ${(e as Error).message}`);
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ProfileError(`${file}: expected a JSON object`);
+  const o = raw as Record<string, unknown>;
+  const bad = (field: string, want: string): never => {
+    throw new ProfileError(`${file}: "${field}" must be ${want}`);
+  };
+  for (const k of Object.keys(o)) if (!KNOWN.has(k)) throw new ProfileError(`${file}: unknown field "${k}"; known fields: ${[...KNOWN].join(', ')}`);
+  const str = (k: string): string | undefined => (o[k] === undefined ? undefined : typeof o[k] === 'string' ? (o[k] as string) : bad(k, 'a string'));
+  const strs = (k: string): string[] | undefined =>
+    o[k] === undefined ? undefined : Array.isArray(o[k]) && (o[k] as unknown[]).every((x) => typeof x === 'string') ? (o[k] as string[]) : bad(k, 'an array of strings');
+  const num = (k: string): number | undefined => (o[k] === undefined ? undefined : typeof o[k] === 'number' && Number.isFinite(o[k]) ? (o[k] as number) : bad(k, 'a number'));
+  const prompt = typeof o.prompt === 'string' ? o.prompt : strs('prompt') ?? '';
+  const params: GenerationParams = {};
+  for (const [k, kind] of Object.entries(PARAM_KEYS) as Array<[keyof GenerationParams, string]>) {
+    const v = kind === 'number' ? num(k) : kind === 'string' ? str(k) : strs(k);
+    if (v !== undefined) (params as Record<string, unknown>)[k] = v;
+  }
+  if (params.reasoningEffort && !['low', 'medium', 'high'].includes(params.reasoningEffort)) bad('reasoningEffort', 'low, medium or high');
+  const maxSteps = num('maxSteps') ?? DEFAULT_MAX_STEPS;
+  if (maxSteps < 1 || !Number.isInteger(maxSteps)) bad('maxSteps', 'a positive integer');
+  const compactAt = num('compactAt') ?? DEFAULT_COMPACT_AT;
+  if (compactAt <= 0 || compactAt >= 1) bad('compactAt', 'a fraction between 0 and 1');
+  return {
+    name,
+    file,
+    description: str('description') ?? '',
+    prompt,
+    autoLoad: strs('autoLoad') ?? [],
+    maxSteps,
+    backend: str('backend'),
+    model: str('model'),
+    compactionModel: str('compactionModel'),
+    compactAt,
+    params,
+  };
+}
+
+/** The profiles of the shipped data dir and the user's config dir (which wins), read fresh on each call. */
+export class Profiles {
+  constructor(private readonly dirs: string[]) {}
+
+  private files(): Map<string, string> {
+    const found = new Map<string, string>();
+    for (const dir of this.dirs) {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      for (const f of names) if (f.endsWith('.json')) found.set(f.slice(0, -5), join(dir, f));
+    }
+    return found;
+  }
+
+  names(): string[] {
+    return [...this.files().keys()].sort();
+  }
+
+  get(name: string): Profile {
+    const file = this.files().get(name);
+    if (!file) throw new ProfileError(`no agent profile named ${JSON.stringify(name)}; profiles: ${this.names().join(', ')}`);
+    return parseProfile(name, file, readFileSync(file, 'utf8'));
+  }
+}
+
+export interface ResolvedPrompt {
+  text: string;
+  /** Commands that failed, with their stderr: shown to the user, not sent to the model. */
+  warnings: string[];
+}
+
+const PROMPT_TIMEOUT_MS = 10_000;
+
+/** Runs a profile's prompt commands in `cwd` (in order, concatenating stdout); literal text is returned as is. */
+export async function resolvePrompt(prompt: string | string[], cwd: string, env: Record<string, string>): Promise<ResolvedPrompt> {
+  if (typeof prompt === 'string') return { text: prompt, warnings: [] };
+  const outs = await Promise.all(
+    prompt.map(
+      (cmd) =>
+        new Promise<{ out: string; warn?: string }>((resolve) => {
+          execFile('/bin/sh', ['-c', cmd], { cwd, env, timeout: PROMPT_TIMEOUT_MS, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
+            if (err) resolve({ out: stdout, warn: `prompt command ${JSON.stringify(cmd)} failed: ${(stderr || err.message).trim()}` });
+            else resolve({ out: stdout });
+          });
+        }),
+    ),
+  );
+  return { text: outs.map((o) => o.out).join(''), warnings: outs.flatMap((o) => (o.warn ? [o.warn] : [])) };
+}

@@ -1,0 +1,262 @@
+/**
+ * The agents of every session, by session and name: creation (with profile defaults), sub-agents, renames,
+ * kills, and restoring all of them from the store at start-up.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Agent, AgentError, type AgentCfg, type AgentState } from '../agent/agent.js';
+import type { AgentDeps, SessionView } from '../agent/deps.js';
+import { closeDanglingCalls } from '../agent/history.js';
+import type { GenerationParams } from '../backend/types.js';
+import type { AgentRow } from '../store/agents.js';
+import { emptyStats } from '../agent/stats.js';
+import { checkCwd, checkName, type Sessions } from './registry.js';
+
+/** How deep sub-agents may nest (a top-level agent is depth 0). */
+export const MAX_DEPTH = 3;
+/** Default limits of a sub-agent's turn, unless the call sets steps= and tokens=. */
+export const SUBAGENT_STEPS = 50;
+export const SUBAGENT_TOKENS = 2_000_000;
+
+export interface NewAgent {
+  name?: string;
+  cwd?: string;
+  backend?: string;
+  model?: string;
+  /** Profile name. */
+  agent?: string;
+  /** Id or name of the agent this one is a sub-agent of. */
+  parent?: string;
+}
+
+export interface SubAgentCall extends NewAgent {
+  prompt: string;
+  steps?: number;
+  tokens?: number;
+}
+
+const PARAM_KEYS = new Set(['temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort']);
+
+export class Agents {
+  /** session id → agent name → agent */
+  private readonly bySession = new Map<string, Map<string, Agent>>();
+  private readonly deps: AgentDeps;
+
+  constructor(
+    private readonly sessions: Sessions,
+    deps: Omit<AgentDeps, 'rename'>,
+  ) {
+    this.deps = { ...deps, rename: (a, name) => this.rename(a, name) };
+  }
+
+  private view(sessionId: string): () => SessionView {
+    let cached: SessionView | undefined;
+    return () => {
+      if (!cached || !this.sessions.has(cached.name) || this.sessions.get(cached.name).id !== sessionId) {
+        cached = this.sessions.all().find((s) => s.id === sessionId);
+      }
+      if (!cached) throw new AgentError(`session ${sessionId} is gone`);
+      return cached;
+    };
+  }
+
+  /** Brings back every agent of every session; drops sub-agents whose caller died with the daemon. */
+  restore(): void {
+    for (const s of this.sessions.all()) {
+      const m = new Map<string, Agent>();
+      this.bySession.set(s.id, m);
+      for (const row of this.deps.store.bySession(s.id)) {
+        if ((JSON.parse(row.cfg) as { transient?: boolean }).transient) {
+          this.deps.store.delete(row.id);
+          continue;
+        }
+        m.set(row.name, new Agent(row, this.view(s.id), this.deps));
+      }
+    }
+  }
+
+  private map(sessionName: string): Map<string, Agent> {
+    const s = this.sessions.get(sessionName);
+    let m = this.bySession.get(s.id);
+    if (!m) this.bySession.set(s.id, (m = new Map()));
+    return m;
+  }
+
+  list(sessionName: string): Agent[] {
+    return [...this.map(sessionName).values()];
+  }
+
+  has(sessionName: string, name: string): boolean {
+    return this.sessions.has(sessionName) && this.map(sessionName).has(name);
+  }
+
+  get(sessionName: string, name: string): Agent {
+    const a = this.map(sessionName).get(name);
+    if (!a) throw new AgentError(`no agent named ${JSON.stringify(name)} in session ${sessionName}`);
+    return a;
+  }
+
+  /** By id or name. */
+  find(sessionName: string, idOrName: string): Agent {
+    const m = this.map(sessionName);
+    const a = m.get(idOrName) ?? [...m.values()].find((x) => x.id === idOrName);
+    if (!a) throw new AgentError(`no agent ${JSON.stringify(idOrName)} in session ${sessionName}`);
+    return a;
+  }
+
+  all(): Agent[] {
+    return [...this.bySession.values()].flatMap((m) => [...m.values()]);
+  }
+
+  create(sessionName: string, opts: NewAgent & { transient?: boolean; params?: GenerationParams }): Agent {
+    const session = this.sessions.get(sessionName);
+    const m = this.map(sessionName);
+    const profileName = opts.agent ?? 'default';
+    const profile = this.deps.profiles.get(profileName);
+    const backend = opts.backend ?? profile.backend ?? this.deps.backends.defaultName;
+    this.deps.backends.get(backend);
+    const cwd = opts.cwd ?? session.cwd;
+    checkCwd(cwd);
+    const parent = opts.parent ? this.find(sessionName, opts.parent) : undefined;
+    const depth = parent ? parent.depth + 1 : 0;
+    let name = opts.name;
+    if (name !== undefined) {
+      checkName(name);
+      if (m.has(name)) throw new AgentError(`an agent named ${JSON.stringify(name)} already exists in session ${sessionName}`);
+    } else {
+      const base = opts.transient ? `sub-${randomBytes(3).toString('hex')}` : profileName;
+      name = base;
+      for (let i = 2; m.has(name); i++) name = `${base}-${i}`;
+    }
+    const cfg: AgentCfg & { transient?: boolean } = {
+      profile: profileName,
+      backend,
+      model: opts.model ?? profile.model ?? '',
+      cwd,
+      params: opts.params ?? {},
+      tools: [],
+      ...(opts.transient ? { transient: true } : {}),
+    };
+    const row: AgentRow = {
+      id: randomUUID(),
+      session: session.id,
+      name,
+      parent: parent?.id ?? '',
+      depth,
+      cfg: JSON.stringify(cfg),
+      epoch: 0,
+      stats: JSON.stringify(emptyStats()),
+      running: 0,
+      created: Date.now(),
+    };
+    this.deps.store.insert(row);
+    const a = new Agent(row, this.view(session.id), this.deps);
+    a.transient = !!opts.transient;
+    m.set(name, a);
+    this.deps.bus.publish(`session.${session.id}.agent.${a.id}.new`, name);
+    return a;
+  }
+
+  /**
+   * A sub-agent: created, given a one-time snapshot of its caller's history (when a caller is named), sent the
+   * prompt; resolves with its final reply when the turn ends, and the agent is removed. Aborting the signal
+   * (the 9P request flushed) stops and removes it.
+   */
+  async spawn(sessionName: string, call: SubAgentCall, signal: AbortSignal): Promise<string> {
+    const parent = call.parent ? this.find(sessionName, call.parent) : undefined;
+    if (parent && parent.depth + 1 > MAX_DEPTH) {
+      throw new AgentError(`sub-agent depth limit: ${parent.name} is at depth ${parent.depth}, and sub-agents may nest at most ${MAX_DEPTH} deep`);
+    }
+    const a = this.create(sessionName, { ...call, transient: true });
+    a.budget = { steps: call.steps ?? SUBAGENT_STEPS, tokens: call.tokens ?? SUBAGENT_TOKENS };
+    if (parent) {
+      const snapshot = [...parent.history.messages];
+      snapshot.push(...closeDanglingCalls(snapshot, 'You are the sub-agent that this call started. Your task is the next message; do it and reply with the result.'));
+      for (const msg of snapshot) a.history.append(msg);
+    }
+    const onAbort = () => void this.remove(sessionName, a);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const done = a.nextTurn();
+      a.enqueue(call.prompt);
+      const r = await done;
+      if (signal.aborted) throw signal.reason;
+      if (r.error && !r.reply) throw new AgentError(`sub-agent ${a.name} failed: ${r.error}`);
+      if (r.stopped && !r.reply) throw new AgentError(`sub-agent ${a.name} was stopped before it replied`);
+      const note = r.error ? `\n\n[sub-agent stopped early: ${r.error}]` : '';
+      return `${r.reply}${note}\n`;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      await this.remove(sessionName, a);
+    }
+  }
+
+  rename(a: Agent, newName: string): void {
+    const m = [...this.bySession.values()].find((x) => x.get(a.name) === a);
+    if (!m) throw new AgentError(`agent ${a.name} is gone`);
+    if (newName === a.name) return;
+    checkName(newName);
+    if (m.has(newName)) throw new AgentError(`an agent named ${JSON.stringify(newName)} already exists in this session`);
+    this.deps.store.rename(a.id, newName);
+    m.delete(a.name);
+    const old = a.name;
+    a.name = newName;
+    m.set(newName, a);
+    this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.rename`, `${old} ${newName}`);
+  }
+
+  private async remove(sessionName: string, a: Agent): Promise<void> {
+    if (a.isDead()) return;
+    const m = this.sessions.has(sessionName) ? this.map(sessionName) : undefined;
+    if (m?.get(a.name) === a) m.delete(a.name);
+    const done = a.kill();
+    this.deps.store.delete(a.id);
+    this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.kill`);
+    await done;
+  }
+
+  kill(sessionName: string, name: string): Promise<void> {
+    return this.remove(sessionName, this.get(sessionName, name));
+  }
+
+  /** Called before a session is deleted: its agents end (their rows go with the session's). */
+  dropSession(sessionId: string): void {
+    const m = this.bySession.get(sessionId);
+    if (!m) return;
+    this.bySession.delete(sessionId);
+    for (const a of m.values()) {
+      void a.kill();
+      this.deps.bus.publish(`session.${sessionId}.agent.${a.id}.kill`);
+    }
+  }
+
+  /** A session was paused or resumed: idle agents change state, resumed ones drain their queues. */
+  sessionPaused(sessionId: string, paused: boolean): void {
+    for (const a of this.bySession.get(sessionId)?.values() ?? []) {
+      a.announceState((a.busy ? a.state : paused ? 'idle' : 'paused') as AgentState);
+      if (!paused) a.drain();
+    }
+  }
+
+  /** `agent/idx`: session-id, agent-id, name, parent-id, depth, state. */
+  idx(sessionName: string): string {
+    const s = this.sessions.get(sessionName);
+    return this.list(sessionName)
+      .map((a) => `${s.id}\t${a.id}\t${a.name}\t${a.parent || '-'}\t${a.depth}\t${a.state}\n`)
+      .join('');
+  }
+
+  /** Parses generation parameters given as key=value (temperature=0.2 …). */
+  static params(kv: Record<string, string>): GenerationParams {
+    const p: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(kv)) {
+      if (!PARAM_KEYS.has(k)) continue;
+      if (k === 'reasoningEffort') p[k] = v;
+      else {
+        const n = Number(v);
+        if (!Number.isFinite(n)) throw new AgentError(`${k}: ${JSON.stringify(v)} is not a number`);
+        p[k] = n;
+      }
+    }
+    return p as GenerationParams;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Agent rows, history and chat log in SQLite. Everything is appended as it happens (a message when it is
+ * complete, a block when it is final), so a `kill -9` loses at most the block being streamed. A compaction or a
+ * `clear` starts a new history epoch instead of deleting: older epochs are the recovery record.
+ */
+import type { DB } from './db.js';
+
+export interface AgentRow {
+  id: string;
+  session: string;
+  name: string;
+  parent: string;
+  depth: number;
+  /** JSON of the agent's configuration (profile, backend, model, cwd, params). */
+  cfg: string;
+  epoch: number;
+  /** JSON of the accumulated usage. */
+  stats: string;
+  /** 1 while a turn runs: found set at start-up, the turn was interrupted. */
+  running: number;
+  created: number;
+}
+
+export class AgentStore {
+  private readonly q;
+
+  constructor(private readonly db: DB) {
+    this.q = {
+      bySession: db.prepare<[string], AgentRow>('SELECT * FROM agent WHERE session = ? ORDER BY created, id'),
+      insert: db.prepare('INSERT INTO agent (id, session, name, parent, depth, cfg, epoch, stats, running, created) VALUES (@id, @session, @name, @parent, @depth, @cfg, @epoch, @stats, @running, @created)'),
+      rename: db.prepare('UPDATE agent SET name = ? WHERE id = ?'),
+      cfg: db.prepare('UPDATE agent SET cfg = ? WHERE id = ?'),
+      stats: db.prepare('UPDATE agent SET stats = ? WHERE id = ?'),
+      running: db.prepare('UPDATE agent SET running = ? WHERE id = ?'),
+      epoch: db.prepare('UPDATE agent SET epoch = ? WHERE id = ?'),
+      delete: db.prepare('DELETE FROM agent WHERE id = ?'),
+      messages: db.prepare<[string, number], { body: string }>('SELECT body FROM message WHERE agent = ? AND epoch = ? ORDER BY seq'),
+      maxMessage: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM message WHERE agent = ?'),
+      addMessage: db.prepare('INSERT INTO message (agent, seq, epoch, body) VALUES (?, ?, ?, ?)'),
+      blocks: db.prepare<[string], { body: string }>('SELECT body FROM block WHERE agent = ? ORDER BY seq'),
+      maxBlock: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM block WHERE agent = ?'),
+      addBlock: db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)'),
+    };
+  }
+
+  bySession(session: string): AgentRow[] {
+    return this.q.bySession.all(session);
+  }
+
+  insert(row: AgentRow): void {
+    this.q.insert.run(row);
+  }
+
+  rename(id: string, name: string): void {
+    this.q.rename.run(name, id);
+  }
+
+  setCfg(id: string, cfg: string): void {
+    this.q.cfg.run(cfg, id);
+  }
+
+  setStats(id: string, stats: string): void {
+    this.q.stats.run(stats, id);
+  }
+
+  setRunning(id: string, running: boolean): void {
+    this.q.running.run(running ? 1 : 0, id);
+  }
+
+  setEpoch(id: string, epoch: number): void {
+    this.q.epoch.run(epoch, id);
+  }
+
+  delete(id: string): void {
+    this.q.delete.run(id);
+  }
+
+  messages(agent: string, epoch: number): string[] {
+    return this.q.messages.all(agent, epoch).map((r) => r.body);
+  }
+
+  nextMessageSeq(agent: string): number {
+    return (this.q.maxMessage.get(agent)?.m ?? -1) + 1;
+  }
+
+  addMessage(agent: string, seq: number, epoch: number, body: string): void {
+    this.q.addMessage.run(agent, seq, epoch, body);
+  }
+
+  /** Writes a whole epoch in one transaction (a compaction's new history, a snapshot for a sub-agent). */
+  addMessages(agent: string, firstSeq: number, epoch: number, bodies: string[]): void {
+    this.db.transaction(() => bodies.forEach((b, i) => this.q.addMessage.run(agent, firstSeq + i, epoch, b)))();
+  }
+
+  blocks(agent: string): string[] {
+    return this.q.blocks.all(agent).map((r) => r.body);
+  }
+
+  nextBlockSeq(agent: string): number {
+    return (this.q.maxBlock.get(agent)?.m ?? -1) + 1;
+  }
+
+  addBlock(agent: string, seq: number, id: string, body: string): void {
+    this.q.addBlock.run(agent, seq, id, body);
+  }
+}
