@@ -71,7 +71,8 @@ export class ChatLog {
     // A partial chunk is either the whole text so far or only the new part: both servers exist, and the
     // text so far always starts with what we already have.
     if (b.partial && old.partial && !content.startsWith(old.content)) content = old.content + content;
-    this.blocks[at] = { ...old, ...b, content };
+    // A block without `partial` is final, whatever the chunks before it said.
+    this.blocks[at] = { ...old, ...b, content, partial: b.partial === true };
   }
 
   get(id: string): Block | undefined {

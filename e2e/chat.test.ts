@@ -1,0 +1,272 @@
+/**
+ * The renderer's agent views against a scripted olliesrv (fake-olliesrv.ts, the issue 3 §2 namespace with the
+ * test deciding what agents do): streamed chat blocks, states, sub-agents, the prompt box and approvals.
+ * The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { startWebUi, type WebUi } from '../src/webui/server.js';
+import { FakeOlliesrv } from './fake-olliesrv.js';
+import { buildRenderer, launch, rmrf, screenshot, until } from './helpers.js';
+
+describe('agents in the renderer', () => {
+  let rendererDir: string;
+  let browser: Browser;
+  let fake: FakeOlliesrv;
+  let ui: WebUi;
+  let page: Page;
+
+  beforeAll(async () => {
+    rendererDir = await buildRenderer();
+    browser = await launch();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    rmrf(rendererDir);
+  });
+  beforeEach(async () => {
+    fake = new FakeOlliesrv();
+    fake.addSession('work', '/home/dev/project');
+    fake.addAgent('work', 'main');
+    ui = await startWebUi({ server: fake.server, rendererDir });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(ui.url);
+    await page.locator('[data-agent="main"] .node').click();
+    await page.getByTestId('chat').waitFor();
+  });
+  afterEach(async () => {
+    await page?.close();
+    await ui?.close();
+    fake.server.close();
+  });
+
+  const block = (id: string) => page.locator(`.block[data-id="${id}"]`);
+
+  it('streams blocks: partial chunks update one block in place, roles look distinct, context is hidden', async () => {
+    fake.block('work', 'main', { role: 'user', content: 'Explain the build' });
+    fake.block('work', 'main', { role: 'context', content: 'SECRET-CONTEXT injected for the model' });
+    fake.block('work', 'main', { role: 'reasoning', id: 'r1', content: 'Let me think about vite' });
+    fake.block('work', 'main', { role: 'assistant', id: 'a1', partial: true, content: 'The build ' });
+    await block('a1').waitFor();
+    expect(await block('a1').getAttribute('class')).toContain('partial');
+    // Either form of partial chunk: a delta, or the whole text so far.
+    fake.block('work', 'main', { role: 'assistant', id: 'a1', partial: true, content: 'uses **vite**' });
+    await block('a1').filter({ hasText: 'The build uses vite' }).waitFor();
+    fake.block('work', 'main', { role: 'assistant', id: 'a1', partial: true, content: 'The build uses **vite** and `tsc`.' });
+    await block('a1').locator('code', { hasText: 'tsc' }).waitFor();
+    fake.block('work', 'main', { role: 'assistant', id: 'a1', content: 'The build uses **vite** and `tsc`.\n\n- one\n- two' });
+    await block('a1').locator('li', { hasText: 'two' }).waitFor();
+    expect(await block('a1').getAttribute('class')).not.toContain('partial');
+    expect(await page.locator('.block[data-id="a1"]').count()).toBe(1);
+    expect(await block('a1').locator('strong').textContent()).toBe('vite');
+
+    // Context blocks never show; reasoning is collapsed until asked for.
+    expect(await page.getByTestId('chat').textContent()).not.toContain('SECRET-CONTEXT');
+    expect(await block('r1').textContent()).not.toContain('think about vite');
+    await block('r1').getByRole('button', { name: /show reasoning/ }).click();
+    await block('r1').filter({ hasText: 'think about vite' }).waitFor();
+
+    const roles = await page.locator('.block').evaluateAll((els) => els.map((e) => [e.getAttribute('data-role'), getComputedStyle(e).borderLeftColor]));
+    expect(roles.map((r) => r[0])).toEqual(['user', 'reasoning', 'assistant']);
+    expect(new Set(roles.map((r) => r[1])).size).toBe(3);
+    await screenshot(page, 'chat-streamed');
+  });
+
+  it('shows tool calls with arguments, collapses long results and highlights them, renders diffs, errors and retries', async () => {
+    fake.block('work', 'main', { role: 'call', id: 'c1', name: 'shell', content: '{"cmd":"ls -la","timeout":5}' });
+    const long = Array.from({ length: 60 }, (_, i) => `export const v${i} = ${i};`).join('\n');
+    fake.block('work', 'main', { role: 'tool', id: 't1', name: 'file_read', format: 'typescript', content: long });
+    fake.block('work', 'main', { role: 'tool', id: 't2', name: 'file_edit', content: '--- a/x.ts\n+++ b/x.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n unchanged' });
+    fake.block('work', 'main', { role: 'retry', id: 'rt', content: 'rate limited (429), retrying in 2s (attempt 1/5)' });
+    fake.block('work', 'main', { role: 'error', id: 'e1', content: 'backend error: context overflow' });
+
+    await block('c1').locator('.tool-name', { hasText: 'shell' }).waitFor();
+    expect(await block('c1').locator('pre').textContent()).toContain('"cmd": "ls -la"');
+
+    // Long result: collapsed to a preview, with a toggle that says how much there is.
+    const toggle = block('t1').getByRole('button', { name: /show all 60 lines/ });
+    await toggle.waitFor();
+    expect(await block('t1').textContent()).not.toContain('v59 = 59');
+    await toggle.click();
+    await block('t1').filter({ hasText: 'v59 = 59' }).waitFor();
+    // Highlighted lazily by shiki: coloured token spans replace the plain text.
+    await block('t1').locator('pre .line span[style*="color"]').first().waitFor({ timeout: 10_000 });
+
+    await block('t2').locator('.add', { hasText: '+const a = 2;' }).waitFor();
+    expect(await block('t2').locator('.del').textContent()).toBe('-const a = 1;\n');
+
+    expect(await block('rt').getAttribute('data-role')).toBe('retry');
+    expect(await block('rt').textContent()).toContain('retrying in 2s');
+    expect(await block('e1').locator('.who').textContent()).toBe('Error');
+    await screenshot(page, 'chat-tools');
+  });
+
+  it('is virtualized from the first block, sticks to the bottom while streaming, and stays put when scrolled up', async () => {
+    for (let i = 0; i < 3000; i++) fake.block('work', 'main', { role: i % 2 ? 'assistant' : 'user', id: `b${i}`, content: `message ${i}\nsecond line of ${i}` });
+    await block('b2999').waitFor();
+    const rows = await page.locator('.chat .row').count();
+    expect(rows).toBeGreaterThan(0);
+    expect(rows).toBeLessThan(60);
+
+    // Streaming at the bottom: each new chunk stays in view.
+    fake.block('work', 'main', { role: 'assistant', id: 'live', partial: true, content: 'streaming' });
+    for (let i = 0; i < 20; i++) fake.block('work', 'main', { role: 'assistant', id: 'live', partial: true, content: ` chunk${i}\n` });
+    await block('live').filter({ hasText: 'chunk19' }).waitFor();
+    await until(() => block('live').isVisible(), 'the streaming block to be in view');
+    const atBottom = await page.getByTestId('chat').evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40);
+    expect(atBottom).toBe(true);
+
+    // Scrolled up: new blocks do not pull the view down; "Latest" brings it back.
+    await page.getByTestId('chat').evaluate((el) => el.scrollTo({ top: 1000 }));
+    await page.getByRole('button', { name: '↓ Latest' }).waitFor();
+    const top = await page.getByTestId('chat').evaluate((el) => el.scrollTop);
+    fake.block('work', 'main', { role: 'assistant', id: 'after', content: 'arrived while scrolled up' });
+    await page.waitForTimeout(200);
+    expect(await page.getByTestId('chat').evaluate((el) => el.scrollTop)).toBe(top);
+    expect(await block('after').count()).toBe(0);
+    await page.getByRole('button', { name: '↓ Latest' }).click();
+    await block('after').waitFor();
+  });
+
+  it('shows states and sub-agents live from the event stream', async () => {
+    const main = page.locator('[data-agent="main"]');
+    expect(await main.getAttribute('data-state')).toBe('idle');
+    for (const state of ['thinking', 'calling', 'compacting', 'paused', 'idle']) {
+      fake.setState('work', 'main', state);
+      await page.locator(`[data-agent="main"][data-state="${state}"] .dot.state-${state}`).waitFor({ timeout: 3000 });
+    }
+    fake.addAgent('work', 'helper', 'main');
+    fake.addAgent('work', 'deeper', 'helper');
+    await page.locator('[data-agent="deeper"]').waitFor();
+    const indent = async (n: string): Promise<number> => parseFloat(await page.locator(`[data-agent="${n}"] .node`).evaluate((e) => getComputedStyle(e).paddingLeft));
+    expect(await indent('helper')).toBeGreaterThan(await indent('main'));
+    expect(await indent('deeper')).toBeGreaterThan(await indent('helper'));
+    // Collapsing the parent hides its sub-agents.
+    await page.locator('[data-agent="main"]').getByRole('button', { name: 'Toggle sub-agents' }).click();
+    expect(await page.locator('[data-agent="helper"]').count()).toBe(0);
+    await page.locator('[data-agent="main"]').getByRole('button', { name: 'Toggle sub-agents' }).click();
+    await page.locator('[data-agent="helper"]').waitFor();
+    await screenshot(page, 'tree-subagents');
+    fake.killAgent('work', 'deeper');
+    fake.killAgent('work', 'helper');
+    await page.locator('[data-agent="helper"]').waitFor({ state: 'detached' });
+    await page.locator('[data-agent="deeper"]').waitFor({ state: 'detached' });
+
+    // Status bar from stats and cfg.
+    const status = page.getByRole('status').first();
+    await status.filter({ hasText: 'mock / mock-model' }).waitFor();
+    expect(await status.textContent()).toContain('context 12%');
+    expect(await status.textContent()).toContain('$0.0012 turn');
+  });
+
+  it('sends with Enter, queues while the agent works, completes / commands, stops', async () => {
+    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    await box.fill('first line');
+    await box.press('Shift+Enter');
+    await box.pressSequentially('second line');
+    await box.press('Enter');
+    await until(() => fake.agent('work', 'main').prompts.length === 1, 'the prompt to be written');
+    expect(fake.agent('work', 'main').prompts[0]).toBe('first line\nsecond line');
+    await page.locator('.block[data-role="user"]', { hasText: 'second line' }).waitFor();
+
+    // While the agent works, prompts queue visibly and can be edited before they go.
+    fake.setState('work', 'main', 'thinking');
+    await page.getByRole('button', { name: 'Queue' }).waitFor();
+    await box.fill('queued one');
+    await box.press('Enter');
+    await box.fill('queued two');
+    await box.press('Enter');
+    const queue = page.getByRole('list', { name: 'Queued prompts' });
+    await queue.getByText('queued two').waitFor();
+    await queue.getByText('queued one').click();
+    await page.getByLabel('Edit queued prompt').fill('queued one, edited');
+    await page.getByLabel('Edit queued prompt').press('Enter');
+    await queue.getByText('queued one, edited').waitFor();
+    expect(fake.agent('work', 'main').prompts).toHaveLength(1);
+
+    // Stop is `stop` on ctl; the agent going idle sends the next queued prompt, one per turn.
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await until(() => fake.agent('work', 'main').prompts.length === 2, 'the first queued prompt');
+    expect(fake.agent('work', 'main').ctl).toContain('stop');
+    expect(fake.agent('work', 'main').prompts[1]).toBe('queued one, edited');
+    fake.setState('work', 'main', 'thinking');
+    fake.setState('work', 'main', 'idle');
+    await until(() => fake.agent('work', 'main').prompts.length === 3, 'the second queued prompt');
+    expect(fake.agent('work', 'main').prompts[2]).toBe('queued two');
+
+    // `/` completes ctl commands; `/usage` is `usage` on ctl and its reply is shown.
+    await box.fill('/us');
+    const list = page.getByRole('listbox', { name: 'Commands' });
+    await list.getByRole('option', { name: /usage/ }).waitFor();
+    await box.press('Tab');
+    expect(await box.inputValue()).toBe('/usage ');
+    await box.press('Enter');
+    await until(() => fake.agent('work', 'main').ctl.includes('usage'), 'usage on ctl');
+    await page.getByText('ok usage').waitFor();
+
+    // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv).
+    await box.fill('!ls');
+    await box.press('Enter');
+    await until(() => fake.agent('work', 'main').prompts.includes('!ls'), '!ls as a prompt');
+  });
+
+  it('asks for approval with everything needed, by keyboard or mouse, from agents and sub-agents', async () => {
+    fake.addAgent('work', 'sub', 'main');
+    await page.locator('[data-agent="sub"]').waitFor();
+    const id1 = fake.requestBypass('work', 'main', { tool: 'shell', cmd: 'rm -rf build/', cwd: '/home/dev/project', reason: 'write outside the sandbox' });
+    const dialog = page.getByRole('alertdialog');
+    // The event carries id, command and cwd; tool and reason come from the session's bypass file right after.
+    await dialog.filter({ hasText: 'write outside the sandbox' }).waitFor();
+    await page.locator('[data-agent="main"] .warn').waitFor();
+    const text = await dialog.textContent();
+    for (const s of ['shell', 'rm -rf build/', '/home/dev/project', 'main', 'work', 'write outside the sandbox']) expect(text).toContain(s);
+    await screenshot(page, 'approval');
+    // Keyboard: A approves once.
+    await page.keyboard.press('a');
+    await until(() => fake.session('work').resolutions.length === 1, 'the approval');
+    expect(fake.session('work').resolutions[0]).toBe(`${id1} approve`);
+    await dialog.waitFor({ state: 'detached' });
+    await page.locator('[data-agent="main"] .warn').waitFor({ state: 'detached' });
+
+    // A sub-agent's request reaches the dialog too; Deny.
+    const id2 = fake.requestBypass('work', 'sub', { tool: 'shell', cmd: 'curl https://example.com', cwd: '/tmp', reason: 'network' });
+    await dialog.filter({ hasText: '(sub-agent)' }).waitFor();
+    await page.locator('[data-agent="sub"] .warn').waitFor();
+    await dialog.getByRole('button', { name: 'Deny' }).click();
+    await until(() => fake.session('work').resolutions.length === 2, 'the denial');
+    expect(fake.session('work').resolutions[1]).toBe(`${id2} deny`);
+
+    // Always, with an edited pattern; then for this session (S).
+    const id3 = fake.requestBypass('work', 'main', { tool: 'shell', cmd: 'npm test', cwd: '/p', reason: 'r' });
+    await dialog.filter({ hasText: 'npm test' }).waitFor();
+    expect(await dialog.getByLabel('Pattern').inputValue()).toBe('npm *');
+    await dialog.getByLabel('Pattern').fill('npm test*');
+    await dialog.getByRole('button', { name: /Always for pattern/ }).click();
+    await until(() => fake.session('work').resolutions.length === 3, 'the always rule');
+    expect(fake.session('work').resolutions[2]).toBe(`${id3} approve always:npm test*`);
+    const id4 = fake.requestBypass('work', 'main', { tool: 'shell', cmd: 'make', cwd: '/p', reason: 'r' });
+    await dialog.filter({ hasText: 'make' }).waitFor();
+    await page.keyboard.press('s');
+    await until(() => fake.session('work').resolutions.length === 4, 'the session rule');
+    expect(fake.session('work').resolutions[3]).toBe(`${id4} approve session`);
+
+    // Resolved elsewhere (another client): the dialog closes by itself.
+    const id5 = fake.requestBypass('work', 'main', { tool: 'shell', cmd: 'ls', cwd: '/p', reason: 'r' });
+    await dialog.filter({ hasText: 'ls' }).waitFor();
+    fake.session('work').pending = [];
+    fake.bus.publish(`session.${fake.session('work').id}.agent.${fake.agent('work', 'main').id}.bypass.resolved`, `${id5}\tdenied`);
+    await dialog.waitFor({ state: 'detached' });
+  });
+
+  it('renames an agent by double-click and kills it from the context menu', async () => {
+    await page.locator('[data-agent="main"] .label').dblclick();
+    await page.getByLabel('New name').fill('lead');
+    await page.getByLabel('New name').press('Enter');
+    await page.locator('[data-agent="lead"]').waitFor();
+    expect(fake.session('work').agents.has('lead')).toBe(true);
+    await page.locator('[data-agent="lead"] .label').click({ button: 'right' });
+    await page.getByRole('menuitem', { name: 'Kill agent' }).click();
+    await page.locator('[data-agent="lead"]').waitFor({ state: 'detached' });
+    expect(fake.session('work').agents.size).toBe(0);
+  });
+});
