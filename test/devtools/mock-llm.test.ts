@@ -277,7 +277,8 @@ describe('mock LLM server', () => {
         [{ text: ' it', thought: true }],
         [{ text: 'Calling' }],
         [{ text: ' now' }],
-        [{ functionCall: { name: 'read', args: { path: 'a' } } }, { functionCall: { name: 'ls', args: {} } }],
+        // Gemini 3 signs the first call of a step.
+        [{ functionCall: { name: 'read', args: { path: 'a' } }, thoughtSignature: expect.stringMatching(/^mock-sig-/) }, { functionCall: { name: 'ls', args: {} } }],
         [{ text: '' }],
       ]);
       expect(chunks.map((c) => c.candidates[0].finishReason)).toEqual([undefined, undefined, undefined, undefined, undefined, 'STOP']);
@@ -376,6 +377,102 @@ describe('mock LLM server', () => {
       expect(parseSse(text)).toHaveLength(7);
       expect(arrivals.at(-1)!).toBeGreaterThanOrEqual(7 * 60 - 15);
       expect(arrivals.length).toBeGreaterThanOrEqual(4); // they arrive spread out, not in one piece
+    });
+  });
+
+  describe('more faults', () => {
+    const openai = { model: 'm', stream: true, stream_options: { include_usage: true }, messages: [] };
+
+    it('retry-after-ms and an HTTP-date Retry-After are sent as given', async () => {
+      const date = 'Wed, 21 Oct 2026 07:28:00 GMT';
+      mock.script([{ status: 429, retryAfterMs: 1500 }], [{ status: 429, retryAfter: date }]);
+      const r1 = await post('/v1/chat/completions', openai);
+      expect(r1.headers.get('retry-after-ms')).toBe('1500');
+      expect(r1.headers.get('retry-after')).toBeNull();
+      const r2 = await post('/v1/chat/completions', openai);
+      expect(r2.headers.get('retry-after')).toBe(date);
+    });
+
+    it('tool unsupported: each provider’s refusal', async () => {
+      mock.script([{ toolUnsupported: true }], [{ toolUnsupported: true }], [{ toolUnsupported: true }], [{ toolUnsupported: true }]);
+      const o = await post('/v1/chat/completions', { ...openai, model: 'gemma' });
+      expect(o.status).toBe(400);
+      expect(await o.json()).toMatchObject({ error: { message: 'registry.ollama.ai/library/gemma:latest does not support tools' } });
+      const a = await post('/v1/messages', { model: 'c', stream: true });
+      expect(a.status).toBe(400);
+      expect(await a.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+      const l = await post('/api/chat', { model: 'gemma' });
+      expect(l.status).toBe(400);
+      expect(await l.json()).toEqual({ error: 'registry.ollama.ai/library/gemma:latest does not support tools' });
+      const g = await post('/v1beta/models/gemma-3:streamGenerateContent?alt=sse', {});
+      expect(g.status).toBe(400);
+      expect(await g.json()).toMatchObject({ error: { status: 'INVALID_ARGUMENT', message: 'Function calling is not enabled for models/gemma-3' } });
+    });
+
+    it('an error event inside a 200 stream, after n chunks, in each provider’s framing', async () => {
+      const turn = [{ text: 'a b c d e f' }, { streamError: 'boom', afterChunks: 2 }];
+      mock.script(turn, turn, turn, turn);
+      const o = await readAll(await post('/v1/chat/completions', openai));
+      expect(o.dropped).toBe(false);
+      const oe = parseSse(o.text);
+      expect(oe).toHaveLength(3);
+      expect(json(oe[2]!)).toEqual({ error: { message: 'boom', type: 'server_error', param: null, code: null } });
+
+      const a = parseSse((await readAll(await post('/v1/messages', { stream: true }))).text);
+      expect(a.map((e) => e.event)).toEqual(['message_start', 'content_block_start', 'error']);
+      expect(json(a[2]!)).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'boom' } });
+
+      const l = (await readAll(await post('/api/chat', { model: 'x' }))).text.trim().split('\n');
+      expect(l).toHaveLength(3);
+      expect(JSON.parse(l[2]!)).toEqual({ error: 'boom' });
+
+      const g = parseSse((await readAll(await post('/v1beta/models/g:streamGenerateContent?alt=sse', {}))).text);
+      expect(json(g[2]!)).toEqual({ error: { code: 500, message: 'boom', status: 'INTERNAL' } });
+    });
+
+    it('reports an OpenRouter-style cost in the usage chunk', async () => {
+      mock.script([{ text: 'x' }, { usage: { input: 5, output: 1, cost: 0.002 } }]);
+      const chunks = parseSse((await readAll(await post('/v1/chat/completions', openai))).text).slice(0, -1).map(json);
+      expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 5, cost: 0.002 });
+    });
+  });
+
+  it('answers GET /v1/models in Anthropic’s shape when anthropic-version is sent', async () => {
+    const body = (await (await fetch(mock.url + '/v1/models', { headers: { 'anthropic-version': '2023-06-01' } })).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(body.object).toBeUndefined();
+    expect(body).toMatchObject({ has_more: false, first_id: 'mock-model', last_id: 'mock-model-large' });
+    expect(body.data[0]).toEqual({ type: 'model', id: 'mock-model', display_name: 'mock-model', created_at: '2025-01-01T00:00:00Z' });
+  });
+
+  describe('GitHub Copilot', () => {
+    it('exchanges a GitHub token for a Copilot token whose endpoints.api points back at the mock', async () => {
+      expect((await fetch(mock.url + '/copilot_internal/v2/token')).status).toBe(401);
+      const res = await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { token: string; expires_at: number; refresh_in: number; endpoints: { api: string } };
+      expect(body.endpoints.api).toBe(mock.url);
+      expect(body.expires_at).toBeGreaterThan(Date.now() / 1000 + 1700);
+      expect(mock.copilotTokens).toEqual([body.token]);
+      expect(mock.requests[1]!.headers.authorization).toBe('[redacted]');
+    });
+
+    it('serves chat only to a valid, unexpired Copilot token', async () => {
+      const chat = (auth: string): Promise<Response> =>
+        fetch(mock.url + '/chat/completions', { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', stream: true, messages: [] }) });
+      expect((await chat('Bearer made-up')).status).toBe(401);
+      const { token } = (await (await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } })).json()) as { token: string };
+      mock.script([{ text: 'hi there' }]);
+      const ok = await chat(`Bearer ${token}`);
+      expect(ok.status).toBe(200);
+      const deltas = parseSse((await readAll(ok)).text).slice(0, -1).map(json).map((c) => c.choices[0]?.delta?.content ?? '');
+      expect(deltas.join('')).toBe('hi there');
+      const models = (await (await fetch(mock.url + '/models', { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { id: string; capabilities: { limits: { max_context_window_tokens: number } } }[] };
+      expect(models.data[0]!.capabilities.limits.max_context_window_tokens).toBe(32768);
+
+      await mock.close();
+      mock = await startMockLlm({ copilotTokenTtlSec: -1 });
+      const { token: stale } = (await (await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } })).json()) as { token: string };
+      expect((await chat(`Bearer ${stale}`)).status).toBe(401);
     });
   });
 

@@ -62,7 +62,7 @@ const mock = await startMockLlm({
 mock.script(...turns);
 process.stdout.write(`mock-llm: listening on ${mock.url} (${turns.length} scripted turn(s); then default replies)\n`);
 process.stdout.write(
-  `  OpenAI    ${mock.url}/v1   Anthropic ${mock.url}/v1   Ollama ${mock.url}   Gemini ${mock.url}/v1beta\n`,
+  `  OpenAI    ${mock.url}/v1   Anthropic ${mock.url}/v1   Ollama ${mock.url}   Gemini ${mock.url}/v1beta   Copilot ${mock.url}\n`,
 );
 
 const stop = (sig: string): void => {

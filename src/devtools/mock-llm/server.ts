@@ -7,6 +7,10 @@
  *   Anthropic messages       POST /v1/messages (SSE with `event:` lines; or one JSON)
  *   Ollama                   POST /api/chat (NDJSON; or one JSON), POST /api/show, GET /api/tags
  *   Gemini                   POST /v1beta/models/{model}:streamGenerateContent?alt=sse (SSE), :generateContent, GET /v1beta/models
+ *   GitHub Copilot           GET /copilot_internal/v2/token (token exchange; `endpoints.api` points back here),
+ *                            POST /chat/completions and GET /models (OpenAI dialect; Bearer must be an issued token)
+ *
+ * GET /v1/models answers in Anthropic's shape when the request carries `anthropic-version`, else in OpenAI's.
  *
  * Replies come from one FIFO of scripted turns shared by all protocols (`script(...)`); an empty script gives a default
  * short text. A turn is a list of steps: content (text, reasoning, tool calls — several in one step are parallel calls),
@@ -31,11 +35,22 @@ export type Step =
   | { text: string }
   | { reasoning: string }
   | { toolCalls: ToolCallSpec[] }
-  | { usage: { input?: number; output?: number; cached?: number; cacheWrite?: number } }
-  /** Reply with this HTTP error (in the provider's error envelope), with a Retry-After header when given. */
-  | { status: number; retryAfter?: number; message?: string }
+  /** `cost` (USD) is reported in the OpenAI usage chunk, as OpenRouter does. */
+  | { usage: { input?: number; output?: number; cached?: number; cacheWrite?: number; cost?: number } }
+  /**
+   * Reply with this HTTP error (in the provider's error envelope). `retryAfter` is sent as Retry-After (seconds, or
+   * a string such as an HTTP-date), `retryAfterMs` as OpenAI's retry-after-ms.
+   */
+  | { status: number; retryAfter?: number | string; retryAfterMs?: number; message?: string }
   /** HTTP 400 with the provider's real context-length error body. */
   | { contextOverflow: true }
+  /** The error a provider returns when the model cannot use tools (Ollama "does not support tools", …). */
+  | { toolUnsupported: true }
+  /**
+   * After `afterChunks` chunks (default 1) of a 200 stream, send the provider's in-stream error event with this
+   * message and end the stream (OpenAI-style `data: {"error":…}`, Anthropic `event: error`, Ollama `{"error":…}`).
+   */
+  | { streamError: string; afterChunks?: number }
   /** Destroy the socket after writing this many chunks (SSE events / NDJSON lines) of the body. */
   | { cutAfterChunks: number }
   /** Wait this long before each chunk. */
@@ -43,7 +58,7 @@ export type Step =
 
 export type Turn = Step[];
 
-export type Protocol = 'openai' | 'anthropic' | 'ollama' | 'gemini' | 'other';
+export type Protocol = 'openai' | 'anthropic' | 'ollama' | 'gemini' | 'copilot' | 'other';
 
 export interface RecordedRequest {
   method: string;
@@ -68,6 +83,8 @@ export interface MockLlmOptions {
   reasoningField?: 'reasoning_content' | 'reasoning';
   /** Called with each request as it is recorded. */
   onRequest?: (r: RecordedRequest) => void;
+  /** Lifetime of the Copilot tokens the token endpoint issues (default 1800 s). */
+  copilotTokenTtlSec?: number;
 }
 
 export interface MockLlm {
@@ -78,6 +95,8 @@ export interface MockLlm {
   /** Turns not yet consumed. */
   pending(): number;
   requests: RecordedRequest[];
+  /** Copilot tokens issued so far, oldest first. */
+  copilotTokens: string[];
   close(): Promise<void>;
 }
 
@@ -90,9 +109,11 @@ const REDACT = new Set(['authorization', 'x-api-key', 'x-goog-api-key', 'api-key
 /** A turn resolved into content and fault settings. */
 interface Plan {
   content: Array<{ kind: 'text'; text: string } | { kind: 'reasoning'; text: string } | { kind: 'tools'; calls: ToolCallSpec[] }>;
-  usage: { input: number; output: number; cached: number; cacheWrite: number };
-  error?: { status: number; retryAfter?: number; message?: string };
+  usage: { input: number; output: number; cached: number; cacheWrite: number; cost?: number };
+  error?: { status: number; retryAfter?: number | string; retryAfterMs?: number; message?: string };
   overflow: boolean;
+  toolUnsupported: boolean;
+  streamError?: { message: string; afterChunks: number };
   cutAfter?: number;
   delayMs: number;
 }
@@ -116,7 +137,7 @@ export function splitArgs(json: string, n = 3): string[] {
 const estimateTokens = (s: string): number => Math.max(1, Math.ceil(s.length / 4));
 
 function plan(turn: Turn | undefined, body: unknown): Plan {
-  const p: Plan = { content: [], usage: { input: 0, output: 0, cached: 0, cacheWrite: 0 }, overflow: false, delayMs: 0 };
+  const p: Plan = { content: [], usage: { input: 0, output: 0, cached: 0, cacheWrite: 0 }, overflow: false, toolUnsupported: false, delayMs: 0 };
   let usage: Extract<Step, { usage: unknown }>['usage'] | undefined;
   for (const s of turn ?? [{ text: DEFAULT_REPLY }]) {
     if ('text' in s) p.content.push({ kind: 'text', text: s.text });
@@ -125,6 +146,8 @@ function plan(turn: Turn | undefined, body: unknown): Plan {
     else if ('usage' in s) usage = s.usage;
     else if ('status' in s) p.error = s;
     else if ('contextOverflow' in s) p.overflow = true;
+    else if ('toolUnsupported' in s) p.toolUnsupported = true;
+    else if ('streamError' in s) p.streamError = { message: s.streamError, afterChunks: s.afterChunks ?? 1 };
     else if ('cutAfterChunks' in s) p.cutAfter = s.cutAfterChunks;
     else if ('delayMs' in s) p.delayMs = s.delayMs;
   }
@@ -134,6 +157,7 @@ function plan(turn: Turn | undefined, body: unknown): Plan {
     output: usage?.output ?? estimateTokens(produced),
     cached: usage?.cached ?? 0,
     cacheWrite: usage?.cacheWrite ?? 0,
+    ...(usage?.cost !== undefined ? { cost: usage.cost } : {}),
   };
   return p;
 }
@@ -158,6 +182,7 @@ function openaiUsage(p: Plan): Record<string, unknown> {
     total_tokens: p.usage.input + p.usage.output,
     prompt_tokens_details: { cached_tokens: p.usage.cached },
     completion_tokens_details: { reasoning_tokens: reasoningTokens(p) },
+    ...(p.usage.cost !== undefined ? { cost: p.usage.cost } : {}),
   };
 }
 
@@ -229,6 +254,14 @@ const openaiOverflow = (limit: number): unknown => ({
     param: 'messages',
     code: 'context_length_exceeded',
   },
+});
+
+const openaiStreamError = (message: string): Frame => sseData({ error: { message, type: 'server_error', param: null, code: null } });
+
+/** What Ollama's OpenAI-compatible endpoint answers for a model without tool support. */
+const openaiToolUnsupported = (model: string): { status: number; body: unknown } => ({
+  status: 400,
+  body: { error: { message: `registry.ollama.ai/library/${model}:latest does not support tools`, type: 'api_error', param: null, code: null } },
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -331,6 +364,17 @@ const anthropicOverflow = (limit: number): unknown => ({
   error: { type: 'invalid_request_error', message: `prompt is too long: ${limit + 1000} tokens > ${limit} maximum` },
 });
 
+const anthropicStreamError = (message: string): Frame => sseEvent('error', { error: { type: 'overloaded_error', message } });
+
+/**
+ * Every Claude model supports tools, so the real API has no such error; this is the shape Anthropic-compatible
+ * servers use (an invalid_request_error naming tools), so that the backend's classification is exercised.
+ */
+const anthropicToolUnsupported = (model: string): { status: number; body: unknown } => ({
+  status: 400,
+  body: { type: 'error', error: { type: 'invalid_request_error', message: `tools: model ${model} does not support tools` } },
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Ollama
 
@@ -392,6 +436,13 @@ const ollamaOverflow = (limit: number): unknown => ({
   error: `the input length exceeds the context length (${limit + 1000} > ${limit})`,
 });
 
+const ollamaStreamError = (message: string): Frame => ndjson({ error: message });
+
+const ollamaToolUnsupported = (model: string): { status: number; body: unknown } => ({
+  status: 400,
+  body: { error: `registry.ollama.ai/library/${model}:latest does not support tools` },
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Gemini
 
@@ -414,7 +465,8 @@ function geminiParts(p: Plan, split: boolean): unknown[][] {
     if (c.kind === 'reasoning') for (const text of split ? splitText(c.text) : [c.text]) groups.push([{ text, thought: true }]);
     else if (c.kind === 'text') for (const text of split ? splitText(c.text) : [c.text]) groups.push([{ text }]);
     // Gemini sends function calls whole; parallel calls are parts of one chunk.
-    else groups.push(c.calls.map((call) => ({ functionCall: { name: call.name, args: call.args } })));
+    // Gemini 3 signs the first function call of a step; the signature must be sent back with the call.
+    else groups.push(c.calls.map((call, i) => ({ functionCall: { name: call.name, args: call.args }, ...(i === 0 ? { thoughtSignature: signatureOf(call.name) } : {}) })));
   }
   return groups;
 }
@@ -462,6 +514,13 @@ const geminiOverflow = (limit: number): unknown => ({
   error: { code: 400, message: `The input token count (${limit + 1000}) exceeds the maximum number of tokens allowed (${limit}).`, status: 'INVALID_ARGUMENT' },
 });
 
+const geminiStreamError = (message: string): Frame => sseDataCrlf({ error: { code: 500, message, status: 'INTERNAL' } });
+
+const geminiToolUnsupported = (model: string): { status: number; body: unknown } => ({
+  status: 400,
+  body: { error: { code: 400, message: `Function calling is not enabled for models/${model}`, status: 'INVALID_ARGUMENT' } },
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // The server
 
@@ -490,12 +549,15 @@ function protocolOf(path: string): Protocol {
   if (path.startsWith('/v1/')) return 'openai';
   if (path.startsWith('/api/')) return 'ollama';
   if (path.startsWith('/v1beta/')) return 'gemini';
+  if (path.startsWith('/copilot_internal/') || path === '/chat/completions' || path === '/models') return 'copilot';
   return 'other';
 }
 
 interface Dialect {
-  error(status: number, message: string | undefined, retryAfter: number | undefined): unknown;
+  error(status: number, message: string | undefined, retryAfter: number | string | undefined): unknown;
   overflow(limit: number): unknown;
+  toolUnsupported(model: string): { status: number; body: unknown };
+  streamError(message: string): Frame;
   stream(p: Plan): Frame[];
   json(p: Plan): unknown;
   contentType: string;
@@ -506,6 +568,8 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
   const models = opts.models ?? DEFAULT_MODELS;
   const contextLength = opts.contextLength ?? DEFAULT_CONTEXT_LENGTH;
   const reasoningField = opts.reasoningField ?? 'reasoning_content';
+  const copilotTtl = opts.copilotTokenTtlSec ?? 1800;
+  const copilotTokens: string[] = [];
   const queue: Turn[] = [];
   const requests: RecordedRequest[] = [];
   const ids = new Ids();
@@ -524,9 +588,14 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     if (p.error) {
       const headers: Record<string, string> = {};
       if (p.error.retryAfter !== undefined) headers['retry-after'] = String(p.error.retryAfter);
+      if (p.error.retryAfterMs !== undefined) headers['retry-after-ms'] = String(p.error.retryAfterMs);
       return sendJson(res, p.error.status, d.error(p.error.status, p.error.message, p.error.retryAfter), headers);
     }
     if (p.overflow) return sendJson(res, 400, d.overflow(contextLength));
+    if (p.toolUnsupported) {
+      const e = d.toolUnsupported(modelOf(body));
+      return sendJson(res, e.status, e.body);
+    }
     if (!streaming) {
       if (p.cutAfter !== undefined) {
         res.socket?.destroy();
@@ -537,7 +606,9 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     res.writeHead(200, { 'content-type': d.contentType, 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.flushHeaders();
     let written = 0;
-    for (const frame of d.stream(p)) {
+    let frames = d.stream(p);
+    if (p.streamError) frames = [...frames.slice(0, p.streamError.afterChunks), d.streamError(p.streamError.message)];
+    for (const frame of frames) {
       if (p.cutAfter !== undefined && written >= p.cutAfter) {
         // Let what was written reach the client, then drop the connection without finishing the response.
         await new Promise<void>((r) => res.write('', () => r()));
@@ -563,6 +634,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
         body = raw;
       }
     }
+    const auth = req.headers.authorization ?? '';
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) {
       if (v === undefined) continue;
@@ -579,23 +651,69 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     const method = req.method ?? 'GET';
     const route = `${method} ${url.pathname}`;
 
+    const openaiDialect: Dialect = {
+      error: (s, m) => openaiError(s, m),
+      overflow: openaiOverflow,
+      toolUnsupported: openaiToolUnsupported,
+      streamError: openaiStreamError,
+      stream: (p) => openaiStream(p, b, ids, reasoningField),
+      json: (p) => openaiJson(p, b, ids, reasoningField),
+      contentType: 'text/event-stream; charset=utf-8',
+    };
+
     // OpenAI
-    if (route === 'POST /v1/chat/completions')
-      return chat(res, b, b.stream === true, {
-        error: (s, m) => openaiError(s, m),
-        overflow: openaiOverflow,
-        stream: (p) => openaiStream(p, b, ids, reasoningField),
-        json: (p) => openaiJson(p, b, ids, reasoningField),
-        contentType: 'text/event-stream; charset=utf-8',
+    if (route === 'POST /v1/chat/completions') return chat(res, b, b.stream === true, openaiDialect);
+    if (route === 'GET /v1/models' && req.headers['anthropic-version'] !== undefined)
+      return sendJson(res, 200, {
+        data: models.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' })),
+        has_more: false,
+        first_id: models[0] ?? null,
+        last_id: models.at(-1) ?? null,
       });
     if (route === 'GET /v1/models')
       return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'mock' })) });
+
+    // GitHub Copilot: a GitHub token (`Authorization: token …`) buys a short-lived Copilot token, which the chat
+    // endpoint (OpenAI dialect) accepts as a Bearer.
+    if (route === 'GET /copilot_internal/v2/token') {
+      if (!/^token \S+/.test(auth)) return sendJson(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+      const expiresAt = nowSec() + copilotTtl;
+      const token = `tid=mock${copilotTokens.length + 1};exp=${expiresAt};sku=free_limited_copilot;8kp=1:mock`;
+      copilotTokens.push(token);
+      return sendJson(res, 200, {
+        token,
+        expires_at: expiresAt,
+        refresh_in: Math.max(1, copilotTtl - 300),
+        endpoints: { api: `http://${req.headers.host ?? host}`, proxy: `http://${req.headers.host ?? host}`, telemetry: `http://${req.headers.host ?? host}/telemetry` },
+        chat_enabled: true,
+        sku: 'free_limited_copilot',
+      });
+    }
+    if (route === 'POST /chat/completions' || route === 'GET /models') {
+      const bearer = /^Bearer (.+)$/.exec(auth)?.[1];
+      const exp = Number(/(?:^|;)exp=(\d+)/.exec(bearer ?? '')?.[1] ?? 0);
+      if (bearer === undefined || !copilotTokens.includes(bearer) || exp <= nowSec()) return sendJson(res, 401, { error: { message: 'unauthorized: token expired or invalid', type: 'invalid_request_error' } });
+      if (route === 'GET /models')
+        return sendJson(res, 200, {
+          object: 'list',
+          data: models.map((id) => ({
+            id,
+            object: 'model',
+            name: id,
+            vendor: 'mock',
+            capabilities: { type: 'chat', family: id, limits: { max_context_window_tokens: contextLength, max_output_tokens: 8192 }, supports: { streaming: true, tool_calls: true, parallel_tool_calls: true } },
+          })),
+        });
+      return chat(res, b, b.stream === true, openaiDialect);
+    }
 
     // Anthropic
     if (route === 'POST /v1/messages')
       return chat(res, b, b.stream === true, {
         error: (s, m) => anthropicError(s, m),
         overflow: anthropicOverflow,
+        toolUnsupported: anthropicToolUnsupported,
+        streamError: anthropicStreamError,
         stream: (p) => anthropicStream(p, b, ids),
         json: (p) => anthropicJson(p, b, ids),
         contentType: 'text/event-stream; charset=utf-8',
@@ -606,6 +724,8 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
       return chat(res, b, b.stream !== false, {
         error: (s, m) => ollamaError(s, m),
         overflow: ollamaOverflow,
+        toolUnsupported: ollamaToolUnsupported,
+        streamError: ollamaStreamError,
         stream: (p) => ollamaStream(p, b, ids),
         json: (p) => ollamaJson(p, b, ids),
         contentType: 'application/x-ndjson',
@@ -641,8 +761,10 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     if (method === 'POST' && gm) {
       const model = decodeURIComponent(gm[1]!);
       return chat(res, { ...b, model }, gm[2] === 'streamGenerateContent', {
-        error: (s, m, ra) => geminiError(s, m, ra),
+        error: (s, m, ra) => geminiError(s, m, typeof ra === 'number' ? ra : undefined),
         overflow: geminiOverflow,
+        toolUnsupported: geminiToolUnsupported,
+        streamError: geminiStreamError,
         stream: (p) => geminiStream(p, model, ids),
         json: (p) => geminiJson(p, model, ids),
         contentType: 'text/event-stream',
@@ -683,6 +805,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     url: `http://${host}:${port}`,
     port,
     requests,
+    copilotTokens,
     script: (...turns) => void queue.push(...turns),
     pending: () => queue.length,
     close: () =>

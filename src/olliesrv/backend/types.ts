@@ -12,12 +12,27 @@ export interface ToolCall {
   name: string;
   /** The arguments as the model wrote them: JSON text, not yet parsed or validated. */
   args: string;
+  /**
+   * Opaque provider signature of the call (Gemini's thoughtSignature). Keep it with the call in history: Gemini 3
+   * rejects a replayed call without it.
+   */
+  signature?: string;
 }
 
 export type Message =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; reasoning?: string; toolCalls?: ToolCall[] }
+  | {
+      role: 'assistant';
+      content: string;
+      reasoning?: string;
+      toolCalls?: ToolCall[];
+      /**
+       * Signature of the reasoning (Anthropic thinking blocks). Anthropic only accepts replayed thinking with it, and
+       * requires it when thinking is on and the turn continues after tool calls; without it the reasoning is dropped.
+       */
+      reasoningSignature?: string;
+    }
   | { role: 'tool'; toolCallId: string; name: string; content: string; isError?: boolean };
 
 export interface ToolSpec {
@@ -57,7 +72,8 @@ export type FinishReason = 'stop' | 'tool-calls' | 'length' | 'content-filter' |
 
 export type StreamEvent =
   | { type: 'text'; delta: string }
-  | { type: 'reasoning'; delta: string }
+  /** `signature` arrives once, at the end of a reasoning block (Anthropic); store it as Message.reasoningSignature. */
+  | { type: 'reasoning'; delta: string; signature?: string }
   /** A complete tool call (arguments fully streamed). Several in one response are parallel calls. */
   | { type: 'tool-call'; call: ToolCall }
   | { type: 'usage'; usage: Usage }
