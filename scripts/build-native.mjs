@@ -1,5 +1,5 @@
 // Compiles the native parts of Ollie with the system C compiler: the sandbox helper (native/ollie-sandbox.c)
-// and the tools written in C for speed (native/tools/*.c, linked against native/tools/common.c). Output goes to
+// and the tools written in C for speed (native/tools/*.c, each linked with native/tools/lib/*.c). Output goes to
 // native/build/. A target is rebuilt only when a source it depends on is newer, so running this before every
 // build or test costs a few stat calls. Exits non-zero with a clear message when there is no compiler: the
 // sandbox is not optional (toolsrv fails closed without it).
@@ -28,11 +28,12 @@ const compiler = [process.env.CC, 'cc', 'gcc', 'clang'].find(
 );
 
 const toolDir = join(native, 'tools');
-const common = [join(toolDir, 'common.c'), join(toolDir, 'common.h')];
+const libDir = join(toolDir, 'lib');
+const lib = readdirSync(libDir).map((f) => join(libDir, f));
 const targets = [{ name: 'ollie-sandbox', sources: [join(native, 'ollie-sandbox.c')], deps: [] }];
 for (const f of readdirSync(toolDir)) {
-  if (f.endsWith('.c') && f !== 'common.c') {
-    targets.push({ name: f.slice(0, -2), sources: [join(toolDir, f), common[0]], deps: [common[1]] });
+  if (f.endsWith('.c')) {
+    targets.push({ name: f.slice(0, -2), sources: [join(toolDir, f), ...lib.filter((l) => l.endsWith('.c'))], deps: lib });
   }
 }
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "lib/common.h"
 
 #define DEFAULT_LIMIT 2000
 #define MAX_LINE 2000 /* characters of one line shown; longer lines are cut */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "lib/common.h"
 
 static void mkdirs(char *path) {
   for (char *s = path + 1; *s; s++) {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "lib/common.h"
 
 int main(void) {
   tool_name = "shell";

@@ -240,3 +240,34 @@ int arg_bool(struct args *a, const char *key, int def) {
   if (!strncmp(m->val, "false", 5)) return 0;
   fail("argument %s must be true or false", key);
 }
+
+const char *arg_strs(struct args *a, const char *key) {
+  struct member *m = find(a, key);
+  if (!m) return NULL;
+  size_t cap = 256, n = 0;
+  char *out = malloc(cap);
+  if (!out) fail("out of memory");
+  p = m->val;
+  int list = *p == '[';
+  if (list) {
+    p++;
+    ws();
+  }
+  while (p < end && *p == '"') {
+    size_t len;
+    char *s = string(&len);
+    while (n + len + 2 > cap) out = realloc(out, cap *= 2);
+    memcpy(out + n, s, len + 1);
+    n += len + 1;
+    free(s);
+    if (!list) break;
+    ws();
+    if (p < end && *p == ',') {
+      p++;
+      ws();
+    }
+  }
+  if (list ? p >= end || *p != ']' : n == 0) fail("argument %s must be a string or a list of strings", key);
+  out[n] = 0;
+  return out;
+}

@@ -13,6 +13,9 @@ struct args;
 struct args *args_read(void);
 /* The decoded string member `key`, or NULL when absent or null. Exits when it is not a string. */
 const char *arg_str(struct args *a, const char *key, size_t *len);
+/* The member `key` as strings (a string, or a list of strings): each NUL-terminated, the last followed by an
+ * empty string. NULL when absent or null. Exits when it is something else. */
+const char *arg_strs(struct args *a, const char *key);
 /* The number member `key` (an integer), `def` when absent or null. Exits when it is not a number. */
 long long arg_int(struct args *a, const char *key, long long def);
 /* The boolean member `key`, `def` when absent or null. */
