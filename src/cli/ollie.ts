@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
 import { startDaemon } from '../olliesrv/daemon.js';
+import { run, type RunOptions } from './run.js';
 import { startWebUi, type WebUi } from '../webui/server.js';
 import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
 
@@ -25,10 +26,19 @@ program
   .option('--data <dir>', 'data directory (ollie.db)', dataDir())
   .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with a per-start token)')
   .option('--ui-port <n>', 'port of the web UI (default: any free port)', (v) => Number.parseInt(v, 10))
-  .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string; ui?: boolean; uiPort?: number }) => {
+  .option('--yolo', 'run tools WITHOUT the sandbox (loudly logged)')
+  .option('--shared-toolsrv', 'one toolsrv for all sessions (path locks hold across sessions)')
+  .option('--no-tools', 'start no toolsrv: agents run without tools')
+  .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string; ui?: boolean; uiPort?: number; yolo?: boolean; sharedToolsrv?: boolean; tools: boolean }) => {
     let daemon;
     try {
-      daemon = await startDaemon({ socket: resolve(o.socket), tcp: o.tcp, configDir: resolve(o.config), dataDir: resolve(o.data) });
+      daemon = await startDaemon({
+        socket: resolve(o.socket),
+        tcp: o.tcp,
+        configDir: resolve(o.config),
+        dataDir: resolve(o.data),
+        toolsrv: o.tools && { yolo: o.yolo, shared: o.sharedToolsrv },
+      });
     } catch (e) {
       process.stderr.write(`ollie serve: ${(e as Error).message}\n`);
       process.exit(1);
@@ -57,6 +67,28 @@ program
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+  });
+
+program
+  .command('run')
+  .description('run one prompt headless: stream the reply to stdout, tool calls to stderr; exit 0 when the turn ends well')
+  .argument('<prompt...>', 'the prompt (several words are joined with spaces)')
+  .option('-a, --addr <addr>', 'use a running olliesrv (unix!/path or tcp!host!port) instead of starting one')
+  .option('--backend <name>', 'backend (default: the configured default)')
+  .option('--model <name>', 'model (default: the backend\'s)')
+  .option('--agent <profile>', 'agent profile', 'default')
+  .option('--cwd <dir>', 'working directory of the agent', process.cwd())
+  .option('--config <dir>', 'configuration directory', configDir())
+  .option('--data <dir>', 'keep the session in this data directory (default: a throwaway one)')
+  .option('--yolo', 'run tools without the sandbox, and approve bypass requests')
+  .option('--reasoning', 'print the model\'s reasoning to stderr')
+  .action(async (words: string[], o: RunOptions) => {
+    try {
+      process.exitCode = await run(words.join(' '), o);
+    } catch (e) {
+      process.stderr.write(`ollie run: ${(e as Error).message}\n`);
+      process.exitCode = 1;
+    }
   });
 
 await program.parseAsync();

@@ -3,7 +3,7 @@
  * private Unix socket (and TCP when asked). Runs the same under `ollie serve` and inside the Electron app.
  */
 import { homedir, tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Server, type Address } from '../ninep/index.js';
 import { listen, type Listener } from '../ninep/node.js';
 import { shippedDataDir } from '../platform/paths.js';
@@ -17,7 +17,10 @@ import { Sessions } from './session/registry.js';
 import { AgentStore } from './store/agents.js';
 import { openDatabase, type DB } from './store/db.js';
 import { SessionStore } from './store/sessions.js';
+import { BypassRuleStore } from './store/bypass.js';
 import type { SessionTools } from './toolclient/host.js';
+import { ToolsrvSessionTools } from './toolclient/session-tools.js';
+import { ToolsrvKeeper } from './toolclient/spawn.js';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -29,8 +32,11 @@ export interface DaemonOptions {
   log?: (msg: string) => void;
   /** Environment for `key = env:NAME` in backends.conf and for prompt commands; process.env by default. */
   env?: NodeJS.ProcessEnv;
-  /** The toolsrv of a session; without it agents run with no tools. */
-  tools?: (sessionId: string) => Promise<SessionTools | undefined>;
+  /**
+   * How sessions get their toolsrv: spawned (the default; `shared` = one for all sessions, `yolo` = no sandbox,
+   * `toolDirs` = extra tool directories), or `false` for none (agents then run without tools).
+   */
+  toolsrv?: false | { shared?: boolean; yolo?: boolean; toolDirs?: string[] };
 }
 
 export interface Daemon {
@@ -61,23 +67,60 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const profiles = new Profiles([join(shippedDataDir(), 'agents'), join(opts.configDir, 'agents')]);
     const sessions = new Sessions(new SessionStore(db), bus, homedir());
     const sessionTools = new Map<string, SessionTools>();
+    const opening = new Map<string, Promise<SessionTools | undefined>>();
+    const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
+    if (ts?.yolo) log('WARNING: --yolo: tools run WITHOUT the sandbox, with all of your rights');
+    const keeper = ts && new ToolsrvKeeper({
+      runtimeDir: dirname(opts.socket),
+      shared: ts.shared,
+      yolo: ts.yolo,
+      toolDirs: ts.toolDirs,
+      ollieAddr: `unix!${opts.socket}`,
+      log,
+    });
+    const rules = new BypassRuleStore(db);
+    /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
+    const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
+      if (!keeper) return Promise.resolve(undefined);
+      let p = opening.get(sid);
+      if (!p) {
+        p = (async () => {
+          const { proc, release } = await keeper.acquire(sid);
+          const st = await ToolsrvSessionTools.open({ toolsrv: proc, sessionId: sid, rules, onClose: release, log });
+          st.onBypass((e) => {
+            if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
+            else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : 'denied'}`);
+          });
+          sessionTools.set(sid, st);
+          return st;
+        })();
+        opening.set(sid, p);
+        p.catch(() => opening.delete(sid));
+      }
+      return p;
+    };
     const agents = new Agents(sessions, {
       store: new AgentStore(db),
       bus,
       backends: pool,
       profiles,
-      tools: async (sid) => {
-        const st = await opts.tools?.(sid);
-        if (st) sessionTools.set(sid, st);
-        return st;
-      },
+      tools: toolsFor,
       outputDir: join(tmpdir(), `ollie-${userInfo().uid}`, 'output'),
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
       ),
       log,
     });
-    sessions.hooks = { kill: (id) => agents.dropSession(id), paused: (id, p) => agents.sessionPaused(id, p) };
+    sessions.hooks = {
+      kill: (id) => {
+        agents.dropSession(id);
+        const st = sessionTools.get(id);
+        sessionTools.delete(id);
+        opening.delete(id);
+        void st?.close().catch(() => undefined);
+      },
+      paused: (id, p) => agents.sessionPaused(id, p),
+    };
     agents.restore();
     const reload = (): string => {
       const err = backends.reload();
@@ -112,6 +155,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
         await Promise.all([...sessionTools.values()].map((t) => t.close().catch(() => undefined)));
+        await keeper?.close();
         sessions.save();
         db.close();
       },

@@ -68,6 +68,8 @@ interface Runtime {
   tools: Map<string, ToolInfo>;
   specs: ToolSpec[];
   system: string;
+  /** Aborted when the runtime is dropped. */
+  life: AbortController;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -500,9 +502,19 @@ export class Agent {
         await host.ctl(`load ${t}`).catch((e: unknown) => this.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' }));
       }
     }
-    const rt: Runtime = { profile, promptText: prompt.text, host, rev: -1, tools: new Map(), specs: [], system: '' };
+    const rt: Runtime = { profile, promptText: prompt.text, host, rev: -1, tools: new Map(), specs: [], system: '', life: new AbortController() };
     await this.refreshTools(rt, true);
+    if (host?.interrupts) void this.followInterrupts(host, rt.life.signal);
     return rt;
+  }
+
+  /** Background processes that finished come back as prompts (queued while a turn runs). */
+  private async followInterrupts(host: ToolHost, signal: AbortSignal): Promise<void> {
+    try {
+      for await (const i of host.interrupts!(signal)) if (!this.dead) this.enqueue(i.text);
+    } catch (e) {
+      if (!signal.aborted) this.deps.log(`agent ${this.id}: lost background-process notifications: ${errText(e)}`);
+    }
   }
 
   /** Re-reads the loaded tools when toolsrv's registry revision moved (or when forced). */
@@ -524,6 +536,7 @@ export class Agent {
   async resetRuntime(): Promise<void> {
     const old = this.runtime;
     this.runtime = undefined;
+    old?.life.abort();
     await old?.host?.close().catch(() => undefined);
   }
 

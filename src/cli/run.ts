@@ -1,0 +1,178 @@
+/**
+ * `ollie run PROMPT`: one turn, headless. It starts olliesrv in-process (a throwaway data dir unless --data is
+ * given) or uses a running one (-a ADDR), creates a session and an agent, sends the prompt, streams the reply to
+ * stdout and the tool calls to stderr, and exits 0 when the turn ends well, 1 when it ends in an error.
+ * Everything goes through the 9P namespace, exactly as any other client would do it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { OREAD, ORDWR, type Client, type Fid } from '../ninep/index.js';
+import { dial } from '../ninep/node.js';
+import type { Daemon } from '../olliesrv/daemon.js';
+import { configDir as defaultConfigDir } from '../platform/paths.js';
+
+export interface RunOptions {
+  addr?: string;
+  backend?: string;
+  model?: string;
+  agent?: string;
+  cwd?: string;
+  config?: string;
+  data?: string;
+  yolo?: boolean;
+  /** Print reasoning to stderr. */
+  reasoning?: boolean;
+}
+
+interface Block {
+  role: string;
+  id: string;
+  content: string;
+  name?: string;
+  partial?: boolean;
+}
+
+const quote = (v: string): string => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+const oneLine = (s: string, n: number): string => {
+  const l = s.replace(/\s+/g, ' ').trim();
+  return l.length > n ? `${l.slice(0, n - 1)}…` : l;
+};
+
+function write(stream: NodeJS.WriteStream, s: string): Promise<void> {
+  return new Promise((res) => (stream.write(s) ? res() : stream.once('drain', res)));
+}
+
+async function* linesOf(f: Fid, signal: AbortSignal): AsyncGenerator<string> {
+  const dec = new TextDecoder();
+  let buf = '';
+  let offset = 0;
+  for (;;) {
+    const chunk = await f.read(offset, f.iounit, signal);
+    if (chunk.length === 0) return;
+    offset += chunk.length;
+    buf += dec.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) !== -1) {
+      yield buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+    }
+  }
+}
+
+export async function run(prompt: string, o: RunOptions): Promise<number> {
+  let daemon: Daemon | undefined;
+  let scratch: string | undefined;
+  let addr = o.addr;
+  if (!addr) {
+    // Loaded only here: with -a, the daemon's code (SQLite, providers) is never loaded at all.
+    const { startDaemon } = await import('../olliesrv/daemon.js');
+    scratch = mkdtempSync(join(tmpdir(), 'ollie-run-'));
+    const socket = join(scratch, 'run', 'ollie.sock');
+    daemon = await startDaemon({
+      socket,
+      dataDir: o.data ? resolve(o.data) : join(scratch, 'data'),
+      configDir: o.config ? resolve(o.config) : defaultConfigDir(),
+      toolsrv: { yolo: o.yolo },
+      log: (m) => process.stderr.write(`olliesrv: ${m}\n`),
+    });
+    addr = `unix!${socket}`;
+  }
+  const c: Client = await dial(addr, { uname: userInfo().username });
+  const life = new AbortController();
+  const onSig = () => life.abort(new Error('interrupted'));
+  process.once('SIGINT', onSig);
+  try {
+    const kv = (pairs: Record<string, string | undefined>): string =>
+      Object.entries(pairs).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${quote(v!)}`).join(' ');
+    const cwd = resolve(o.cwd ?? process.cwd());
+    const session = (await c.rdwrText('session/new', kv({ cwd }))).trim();
+    const agentName = (await c.rdwrText(`session/${session}/agent/new`, kv({ backend: o.backend, model: o.model, agent: o.agent, cwd }))).trim();
+    const base = `session/${session}/agent/${agentName}`;
+    const sid = (await c.readText(`session/${session}/id`)).trim();
+    const aid = (await c.readText(`${base}/id`)).trim();
+
+    // Subscribe to the agent's state and bypass requests before the prompt goes in, so no change is missed.
+    const events = await c.open('event', ORDWR);
+    await events.writeAll(new TextEncoder().encode(`session.${sid}.agent.${aid}.state session.${sid}.agent.${aid}.bypass.request`));
+    const log = await c.open(`${base}/log.raw`, OREAD);
+
+    let failed = '';
+    const streamed = new Set<string>();
+    let atLineStart = true;
+    const follow = (async () => {
+      for await (const l of linesOf(log, life.signal)) {
+        const b = JSON.parse(l) as Block;
+        if (b.role === 'assistant') {
+          if (b.partial) {
+            streamed.add(b.id);
+            await write(process.stdout, b.content);
+            atLineStart = b.content.endsWith('\n');
+          } else if (!streamed.has(b.id)) {
+            await write(process.stdout, b.content);
+            atLineStart = b.content.endsWith('\n');
+          }
+          continue;
+        }
+        if (b.partial) {
+          if (b.role === 'reasoning' && o.reasoning) await write(process.stderr, b.content);
+          continue;
+        }
+        if (!atLineStart) {
+          await write(process.stdout, '\n');
+          atLineStart = true;
+        }
+        if (b.role === 'call') await write(process.stderr, `→ ${b.name} ${oneLine(b.content, 160)}\n`);
+        else if (b.role === 'tool') await write(process.stderr, `  ${b.name}: ${oneLine(b.content, 160) || '(no output)'}\n`);
+        else if (b.role === 'error') {
+          failed = b.content;
+          await write(process.stderr, `error: ${b.content}\n`);
+        } else if (b.role === 'retry' || b.role === 'stalled' || (b.role === 'info' && b.name !== 'prompt')) await write(process.stderr, `[${b.role}] ${b.content}\n`);
+      }
+    })();
+
+    const ended = (async () => {
+      let started = false;
+      for await (const l of linesOf(events, life.signal)) {
+        const sp = l.indexOf(' ');
+        const topic = sp === -1 ? l : l.slice(0, sp);
+        const payload = sp === -1 ? '' : l.slice(sp + 1);
+        if (topic.endsWith('.bypass.request')) {
+          const [id, cmd] = payload.split('\t');
+          if (o.yolo) await c.write(`session/${session}/bypass`, `${id} approve once`);
+          else {
+            process.stderr.write(`ollie run: refused a request to run outside the sandbox: ${cmd} (use --yolo to allow it)\n`);
+            await c.write(`session/${session}/bypass`, `${id} deny once`);
+          }
+          continue;
+        }
+        if (payload !== 'idle' && payload !== 'paused') started = true;
+        else if (started) return;
+      }
+    })();
+
+    await c.write(`${base}/prompt`, prompt);
+    await ended;
+    // The log's last blocks were emitted before the state changed, so their replies precede the event's on this
+    // connection; one more round trip makes sure they are in, then the reader is stopped.
+    await c.readText(`${base}/state`);
+    life.abort();
+    await follow.catch(() => undefined);
+    if (!atLineStart) process.stdout.write('\n');
+    await events.clunk().catch(() => undefined);
+    await log.clunk().catch(() => undefined);
+    if (o.addr) process.stderr.write(`ollie run: session ${session}, agent ${agentName}\n`);
+    return failed ? 1 : 0;
+  } catch (e) {
+    if (life.signal.aborted) {
+      process.stderr.write('ollie run: interrupted\n');
+      return 130;
+    }
+    throw e;
+  } finally {
+    process.off('SIGINT', onSig);
+    c.close();
+    await daemon?.close();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+}
