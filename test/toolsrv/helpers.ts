@@ -49,10 +49,15 @@ export interface Env {
 }
 
 /** An in-process toolsrv (yolo unless told otherwise) on a socket in a fresh private directory. */
-export async function startEnv(tools: Record<string, ToolFile> = BASIC, opts: Partial<ToolsrvOptions> = {}): Promise<Env> {
+export async function startEnv(tools: Record<string, ToolFile> = BASIC, opts: Partial<ToolsrvOptions> = {}, userTools?: Record<string, ToolFile>): Promise<Env> {
   const dir = mkdtempSync(join(tmpdir(), 'toolsrv-test-'));
   const toolsDir = join(dir, 'tools');
   writeTools(toolsDir, tools);
+  // User tools (as in $XDG_CONFIG_HOME/ollie/tools) come first and override.
+  if (userTools) {
+    writeTools(join(dir, 'user-tools'), userTools);
+    opts = { toolDirs: [join(dir, 'user-tools'), toolsDir], ...opts };
+  }
   const secret = randomBytes(16).toString('hex');
   const ts = await startToolsrv({ socket: join(dir, 'run', 't.sock'), secret, toolDirs: [toolsDir], cwd: dir, yolo: true, log: () => undefined, ...opts });
   const clients: Client[] = [];

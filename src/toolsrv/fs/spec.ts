@@ -17,7 +17,7 @@ function guard<T>(fn: () => T): T {
 }
 
 export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
-  const scope = (ctx: Ctx): Scope => core.scope(ctx.params.scope ?? '', ctx.user.name);
+  const scope = (ctx: Ctx): Scope => core.scope(ctx.params.scope ?? '');
   const proc = (ctx: Ctx) => guard(() => core.proc(ctx.params.pid!));
   const ns = build(
     Dir('/',
@@ -100,7 +100,11 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
   );
   // The attach name becomes the scope parameter, inherited by every node walked from that root.
   return {
-    attach: (_user, aname) => ({ ...ns.attach(), params: { scope: aname } }),
+    attach: (user, aname) => {
+      // The scope is made by its first attach, whose uname its tools see as OLLIE_UNAME.
+      core.scope(aname, user.name);
+      return { ...ns.attach(), params: { scope: aname } };
+    },
     walk: (d, n, u) => ns.walk(d, n, u),
     stat: (n) => ns.stat(n),
     readdir: (d, u) => ns.readdir(d, u),
