@@ -25,7 +25,9 @@ interface Agent {
   log: string[];
   wake: Set<() => void>;
   dead: boolean;
+  /** Prompts that ran (turns started), in order. */
   prompts: string[];
+  queue: string[];
   ctl: string[];
   stats: Record<string, string>;
   cfg: Record<string, string>;
@@ -82,7 +84,8 @@ export class FakeOlliesrv {
               },
             }),
             Leaf('bypass', {
-              read: (c) => s(c).pending.map((p) => `${JSON.stringify(p)}\n`).join(''),
+              // olliesrv's form: id, agent id, tool, cwd, command (whitespace flattened).
+              read: (c) => s(c).pending.map((p) => `${p.id}\t${p.agent}\t${p.tool}\t${p.cwd}\t${p.cmd.replace(/\s+/g, ' ')}\n`).join(''),
               write: (c, data) => {
                 const sess = s(c);
                 const line = new TextDecoder().decode(data).trim();
@@ -108,18 +111,31 @@ export class FakeOlliesrv {
                   return [...sess.agents.values()].map((x) => `${sess.id}\t${x.id}\t${x.name}\t${x.parent || '-'}\t${x.depth}\t${x.state}\n`).join('');
                 },
               }),
-              Each('agent', { list: (c) => [...s(c).agents.keys()], has: (c, n) => s(c).agents.has(n) },
+              Each('agent', {
+                list: (c) => [...s(c).agents.keys()],
+                has: (c, n) => s(c).agents.has(n),
+                remove: (c) => this.killAgent(c.params.session!, c.params.agent!),
+              },
                 Leaf('id', { read: (c) => `${a(c).id}\n` }),
                 Leaf('name', { text: { get: (c) => `${a(c).name}\n`, set: (c, v) => this.renameAgent(c.params.session!, c.params.agent!, v.trim()) } }),
                 Leaf('state', { read: (c) => `${a(c).state}\n` }),
                 Leaf('stats', { read: (c) => kv(a(c).stats) }),
                 Leaf('cfg', { read: (c) => kv(a(c).cfg) }),
                 Leaf('prompt', {
+                  // Like olliesrv: runs now when idle, otherwise waits in the queue.
                   write: (c, data) => {
                     const text = new TextDecoder().decode(data);
                     const ag = a(c);
-                    ag.prompts.push(text);
-                    this.block(c.params.session!, c.params.agent!, { role: 'user', content: text });
+                    if (ag.state === 'idle') this.run(c.params.session!, ag.name, text);
+                    else ag.queue.push(text);
+                  },
+                }),
+                Leaf('queue', {
+                  text: {
+                    get: (c) => `${JSON.stringify(a(c).queue)}\n`,
+                    set: (c, v) => {
+                      if (v.trim()) a(c).queue = JSON.parse(v) as string[];
+                    },
                   },
                 }),
                 Leaf('ctl', {
@@ -127,10 +143,6 @@ export class FakeOlliesrv {
                     const ag = a(c);
                     const cmd = req.trim();
                     ag.ctl.push(cmd);
-                    if (cmd === 'kill') {
-                      this.killAgent(c.params.session!, ag.name);
-                      return 'killed\n';
-                    }
                     if (cmd === 'stop') this.setState(c.params.session!, ag.name, 'idle');
                     return `ok ${cmd}\n`;
                   },
@@ -185,7 +197,7 @@ export class FakeOlliesrv {
     const p = parent ? this.agent(session, parent) : undefined;
     const a: Agent = {
       id: `aid-${hex()}`, name, parent: p?.id ?? '', depth: p ? p.depth + 1 : 0, state: 'idle', log: [], wake: new Set(), dead: false,
-      prompts: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100' },
+      prompts: [], queue: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100' },
       cfg: { backend: 'mock', model: 'mock-model' },
     };
     s.agents.set(name, a);
@@ -211,11 +223,23 @@ export class FakeOlliesrv {
     this.bus.publish(`session.${s.id}.agent.${a.id}.kill`);
   }
 
+  /** Sets the state; going idle with prompts queued starts the next one (back to thinking), as olliesrv does. */
   setState(session: string, name: string, state: string): void {
     const s = this.session(session);
     const a = this.agent(session, name);
     a.state = state;
     this.bus.publish(`session.${s.id}.agent.${a.id}.state`, state);
+    const next = state === 'idle' ? a.queue.shift() : undefined;
+    if (next !== undefined) this.run(session, name, next);
+  }
+
+  /** A turn starts: the prompt is logged as a user block and the agent is thinking. */
+  private run(session: string, name: string, text: string): void {
+    const a = this.agent(session, name);
+    a.prompts.push(text);
+    this.block(session, name, { role: 'user', content: text });
+    a.state = 'thinking';
+    this.bus.publish(`session.${this.session(session).id}.agent.${a.id}.state`, 'thinking');
   }
 
   /** Appends one JSONL block to the agent's log.raw; returns its id. */

@@ -65,7 +65,7 @@ export function Prompt() {
     const next = [...queue];
     if (v === undefined || v.trim() === '') next.splice(i, 1);
     else next[i] = v;
-    ollie.setQueue(session, agent, next);
+    void act('queue', () => ollie.setQueue(session, agent, next));
   };
 
   return (

@@ -67,10 +67,10 @@ export class ChatLog {
       return;
     }
     const old = this.blocks[at]!;
-    let content = b.content;
-    // A partial chunk is either the whole text so far or only the new part: both servers exist, and the
-    // text so far always starts with what we already have.
-    if (b.partial && old.partial && !content.startsWith(old.content)) content = old.content + content;
+    // olliesrv sends each partial chunk as the new text only, and closes the block with a final (non-partial)
+    // block carrying the whole content. A reader joining mid-stream first gets one partial with the text so
+    // far, which is the first we see of that id, so appending is right in both cases.
+    const content = b.partial && old.partial ? old.content + b.content : b.content;
     // A block without `partial` is final, whatever the chunks before it said.
     this.blocks[at] = { ...old, ...b, content, partial: b.partial === true };
   }

@@ -99,8 +99,8 @@ export function parseEvent(line: string): Event {
 }
 
 /**
- * session/{s}/bypass, the pending requests: one JSON object per line (BypassRequest: id, agent, tool, cmd,
- * cwd, reason) or tab-separated `id agent tool cmd cwd reason`.
+ * session/{s}/bypass, the pending requests: tab-separated `id agent tool cwd command [reason]` (olliesrv), or one JSON
+ * BypassRequest per line (id, agent, tool, cmd, cwd, reason), toolsrv's own form.
  */
 export function parsePending(text: string, session: string): Pending[] {
   const out: Pending[] = [];
@@ -114,7 +114,8 @@ export function parsePending(text: string, session: string): Pending[] {
       // Not JSON: the tab-separated form.
     }
     const f = l.split('\t');
-    if (f[0]) out.push({ id: f[0], session, agent: f[1] ?? '', tool: f[2] || undefined, cmd: f[3] ?? '', cwd: f[4] ?? '', reason: f[5] || undefined });
+    // olliesrv flattens whitespace in the command, so it holds no tab; a sixth column, if any, is the reason.
+    if (f[0]) out.push({ id: f[0], session, agent: f[1] ?? '', tool: f[2] || undefined, cwd: f[3] ?? '', cmd: f[4] ?? '', reason: f[5] || undefined });
   }
   return out;
 }

@@ -41,7 +41,7 @@ export interface State {
   chatEnded: boolean;
   stats: Record<string, string>;
   cfg: Record<string, string>;
-  /** Prompts typed while the agent works, sent in order when it is idle again (editable until then). */
+  /** The selected agent's prompt queue (olliesrv's `queue` file): prompts written while it works. */
   queue: Record<string, string[]>;
   console: ConsoleEntry[];
   consoleOpen: boolean;
@@ -232,11 +232,13 @@ class Controller {
   }
 
   private onState(sid: string, aid: string, state: string): void {
-    const before = findAgent(sid, aid)?.state;
     set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, state } : a)) } }));
     const sel = get().selected;
-    if (sel.session === sid && sel.agent === aid) void this.reloadStats();
-    if (state === 'idle' && before !== 'idle') void this.drainQueue(sid, aid);
+    if (sel.session === sid && sel.agent === aid) {
+      void this.reloadStats();
+      // A turn starting or ending is when olliesrv takes a prompt off the queue.
+      void this.reloadQueue(sid, aid);
+    }
   }
 
   private dropPending(id: string): void {
@@ -338,7 +340,7 @@ class Controller {
     const api = this.api;
     if (!api || !session || !agent) return;
     const base = agentPath(session, agent);
-    const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, '')]);
+    const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, ''), this.reloadQueue(session, agent)]);
     if (get().selected.agent === agent) set({ stats: parseKv(stats), cfg: parseKv(cfg) });
   }
 
@@ -380,42 +382,39 @@ class Controller {
     return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${cmd}\n`);
   }
 
-  /** Kills an agent: `kill` on its ctl, or removing its directory where ctl has no such command. */
-  async killAgent(sid: string, aid: string): Promise<void> {
-    const api = this.need();
-    const path = agentPath(sid, aid);
-    try {
-      await api.rdwr(`${path}/ctl`, 'kill\n');
-    } catch {
-      await api.remove(path);
-    }
+  /** Kills an agent: removing its directory (`rm`), as from a shell. */
+  killAgent(sid: string, aid: string): Promise<void> {
+    return this.need().remove(agentPath(sid, aid));
   }
 
   async prompt(sid: string, aid: string, text: string): Promise<void> {
     await this.need().write(`${agentPath(sid, aid)}/prompt`, text);
   }
 
-  /** Sends now when the agent is idle, otherwise queues (visible and editable in the prompt box). */
+  /** Sends a prompt; olliesrv runs it now or queues it while a turn runs (the queue is its `queue` file). */
   async submit(sid: string, aid: string, text: string): Promise<void> {
-    const a = findAgent(sid, aid);
-    const key = agentKey(sid, aid);
-    if (a && a.state !== 'idle' && a.state !== '') {
-      set((s) => ({ queue: { ...s.queue, [key]: [...(s.queue[key] ?? []), text] } }));
-      return;
-    }
     await this.prompt(sid, aid, text);
+    await this.reloadQueue(sid, aid);
   }
 
-  private async drainQueue(sid: string, aid: string): Promise<void> {
-    const key = agentKey(sid, aid);
-    const [next, ...rest] = get().queue[key] ?? [];
-    if (next === undefined) return;
-    set((s) => ({ queue: { ...s.queue, [key]: rest } }));
-    await this.prompt(sid, aid, next).catch((e: unknown) => notify((e as Error).message, true));
-  }
-
-  setQueue(sid: string, aid: string, items: string[]): void {
+  async reloadQueue(sid: string, aid: string): Promise<void> {
+    const api = this.api;
+    if (!api) return;
+    let items: string[] = [];
+    try {
+      const v: unknown = JSON.parse((await api.readOr(`${agentPath(sid, aid)}/queue`, '[]')) || '[]');
+      if (Array.isArray(v)) items = v.filter((x): x is string => typeof x === 'string');
+    } catch {
+      // An unreadable queue shows as empty; the prompt box still works.
+    }
     set((s) => ({ queue: { ...s.queue, [agentKey(sid, aid)]: items } }));
+  }
+
+  /** Replaces the queue (edits and removals in the prompt box). */
+  async setQueue(sid: string, aid: string, items: string[]): Promise<void> {
+    set((s) => ({ queue: { ...s.queue, [agentKey(sid, aid)]: items } }));
+    await this.need().write(`${agentPath(sid, aid)}/queue`, `${JSON.stringify(items)}\n`);
+    await this.reloadQueue(sid, aid);
   }
 
   async resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void> {
