@@ -242,7 +242,10 @@ export class Core {
     let proc: Proc;
     try {
       const wrapped = this.opts.confinement.wrap(tool.argv, s.cwd, bypassed);
-      if ('refused' in wrapped) return refused(wrapped.refused, tool.name);
+      if ('refused' in wrapped) {
+        release?.();
+        return refused(wrapped.refused, tool.name);
+      }
       const env = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);
