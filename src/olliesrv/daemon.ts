@@ -37,6 +37,8 @@ export interface DaemonOptions {
    * `toolDirs` = extra tool directories), or `false` for none (agents then run without tools).
    */
   toolsrv?: false | { shared?: boolean; yolo?: boolean; toolDirs?: string[] };
+  /** Overrides the LLM retry policy (tests use short waits). */
+  retryDelay?: (err: unknown, attempt: number) => number | null;
 }
 
 export interface Daemon {
@@ -105,6 +107,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       backends: pool,
       profiles,
       tools: toolsFor,
+      retryDelay: opts.retryDelay,
       outputDir: join(tmpdir(), `ollie-${userInfo().uid}`, 'output'),
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),

@@ -56,6 +56,8 @@ export const ERROR_ROUNDS_ABORT = 10;
 export const STALL_ROUNDS = 5;
 export const PLAN_EVERY = 10;
 
+const NOTHING_TO_COMPACT = 'nothing to compact\n';
+
 export class AgentError extends Error {
   override name = 'AgentError';
 }
@@ -416,11 +418,11 @@ export class Agent {
         if (e instanceof ContextOverflowError && !overflowHandled) {
           overflowHandled = true;
           this.log.add('info', `The context is full (${errText(e)}); compacting and retrying.`, { name: 'overflow' });
-          await this.compactNow('context overflow', signal);
+          if ((await this.compactNow('context overflow', signal)) === NOTHING_TO_COMPACT) throw e;
           attempt--;
           continue;
         }
-        const delay = retryDelay(e, attempt);
+        const delay = (this.deps.retryDelay ?? retryDelay)(e, attempt);
         if (delay === null) throw e;
         const limited = e instanceof RateLimitError;
         this.log.add('retry', `${limited ? 'rate limited' : errText(e)}; retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 2})`, {
@@ -605,7 +607,7 @@ export class Agent {
   private async compactNow(reason: string, signal?: AbortSignal): Promise<string> {
     const msgs = this.history.messages;
     const start = tailStart(msgs);
-    if (start < 2) return 'nothing to compact\n';
+    if (start < 2) return NOTHING_TO_COMPACT;
     const prev = this.st;
     this.setState('compacting');
     const before = this.contextEstimate();

@@ -36,6 +36,8 @@ export interface AgentDeps {
   /** Environment the prompt commands run with (PATH, HOME, OLLIE_DATA…). */
   baseEnv: Record<string, string>;
   log: (msg: string) => void;
+  /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
+  retryDelay?: (err: unknown, attempt: number) => number | null;
   /** Renames an agent (names are unique in a session, so the registry does it). */
   rename: (agent: Agent, name: string) => void;
 }

@@ -48,9 +48,11 @@ export class AnthropicBackend extends BaseBackend {
       marked++;
     }
     const budget = req.params?.thinkingBudget ?? 0;
-    const anthropic: Record<string, unknown> = {};
+    // Fine-grained (eager) tool streaming sends tool input unvalidated, possibly broken off at max_tokens; we only
+    // hand out complete calls, so it would buy nothing and risk invalid arguments.
+    const anthropic: Record<string, unknown> = { toolStreaming: false };
     if (budget > 0) anthropic.thinking = { type: 'enabled', budgetTokens: Math.max(1024, Math.floor(budget)) };
-    return { ...call, prompt, ...(Object.keys(anthropic).length ? { providerOptions: { anthropic: anthropic as never } } : {}) };
+    return { ...call, prompt, providerOptions: { anthropic: anthropic as never } };
   }
 
   protected async fetchModels(): Promise<ModelInfo[]> {

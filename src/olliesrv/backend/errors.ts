@@ -77,6 +77,7 @@ const OVERFLOW = [
   /too many tokens/i,
   /reduce the length of the messages/i,
   /model_max_prompt_tokens_exceeded/i, // Copilot code
+  /prompt token count of \d+ exceeds the limit/i, // Copilot message
 ];
 
 /** Each provider's wording for a model that cannot take tools. */
@@ -207,8 +208,10 @@ function bodyMessage(body: string | undefined): string | undefined {
 /** Classify an HTTP failure by status and the provider's error text. */
 function fromStatus(backend: string, status: number, text: string, headers: Record<string, string> | undefined, body: string | undefined, cause: unknown): BackendError {
   const opts = { status, cause };
-  if (OVERFLOW.some((r) => r.test(text)) || status === 413) return new ContextOverflowError(backend, text, opts);
-  if (TOOL_UNSUPPORTED.some((r) => r.test(text))) return new ToolUnsupportedError(backend, text, opts);
+  // Codes (context_length_exceeded, …) sit next to the message in the body: match both.
+  const all = `${text}\n${body ?? ''}`;
+  if (OVERFLOW.some((r) => r.test(all)) || status === 413) return new ContextOverflowError(backend, text, opts);
+  if (TOOL_UNSUPPORTED.some((r) => r.test(all))) return new ToolUnsupportedError(backend, text, opts);
   if (status === 429) return new RateLimitError(backend, text, retryAfterMs(headers, body), opts);
   if (status === 408 || status === 409 || status >= 500) return new TransientError(backend, text, opts);
   return new BackendError(backend, text, opts);

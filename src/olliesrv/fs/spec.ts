@@ -239,7 +239,8 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('fifo', {
                 doc: 'The prompt queue as a FIFO: a write enqueues a prompt, a read pops the oldest (empty when none).',
                 write: (ctx, data) => void ag(ctx).enqueue(new TextDecoder().decode(data)),
-                read: (ctx) => ag(ctx).queue.shift() ?? '',
+                // Not `read`: that one is also evaluated for stat (length, version), and popping is not idempotent.
+                blockOnce: async (ctx) => ag(ctx).queue.shift() ?? '',
               }),
               Leaf('queue', {
                 doc: 'The queued prompts as a JSON array of strings; writing an array replaces the queue.',

@@ -1,0 +1,341 @@
+/**
+ * The agent loop end to end: a real daemon, the mock LLM over HTTP, a real toolsrv running the core tools, all
+ * driven through the 9P namespace.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { harness, parseBlocks, type Harness } from './agent-harness.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const roles = (bs: { role: string }[]) => bs.map((b) => b.role);
+
+describe('a turn', () => {
+  it('streams the reply as partial blocks closed by a final block, and accounts usage and cost', async () => {
+    h = await harness({ turns: [[{ text: 'Hello there, friend.' }, { usage: { input: 1000, output: 20, cached: 400 } }]] });
+    const a = await h.agent();
+    const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` });
+    const it0 = events[Symbol.asyncIterator]();
+    const firstEvent = it0.next();
+    await new Promise((r) => setTimeout(r, 50));
+    const log = h.c.stream(`${a.path}/log.raw`);
+    const blocks = await h.turn(a.path, 'hi');
+    expect(roles(blocks)).toEqual(['user', 'assistant']);
+    expect(blocks[1]!.content).toBe('Hello there, friend.');
+
+    // log.raw from the start: the final blocks (partials of finished blocks are not replayed).
+    let raw = '';
+    for await (const chunk of log) {
+      raw += new TextDecoder().decode(chunk);
+      if (raw.includes('friend."')) break;
+    }
+    const lines = parseBlocks(raw);
+    expect(lines.at(-1)).toMatchObject({ role: 'assistant', content: 'Hello there, friend.' });
+    expect(lines.every((b) => !b.partial)).toBe(true);
+
+    const ev = new TextDecoder().decode((await firstEvent).value as Uint8Array);
+    expect(ev).toContain(`session.${a.sid}.agent.${a.aid}.state thinking`);
+    await it0.return?.();
+
+    const stats = await h.c.readText(`${a.path}/stats`);
+    expect(stats).toContain('input_tokens=1000');
+    expect(stats).toContain('output_tokens=20');
+    expect(stats).toContain('cached_tokens=400');
+    expect(stats).toContain('requests=1');
+    // gpt-4o: 600 uncached input at $2.50/M, 400 cached at half, 20 output at $10/M.
+    const cost = Number(/cost_session=([\d.]+)/.exec(stats)![1]);
+    expect(cost).toBeCloseTo((600 * 2.5 + 400 * 1.25 + 20 * 10) / 1e6, 8);
+    expect(stats).toContain('context_length=100000');
+    expect((await h.c.readText(`${a.path}/state`)).trim()).toBe('idle');
+    expect(await h.c.readText(`${a.path}/log`)).toBe('> hi\n\nHello there, friend.\n\n');
+  });
+
+  it('sends partial blocks to a reader while the reply streams', async () => {
+    h = await harness({ turns: [[{ delayMs: 30 }, { text: 'one two three four' }]] });
+    const a = await h.agent();
+    const got: string[] = [];
+    const reader = (async () => {
+      for await (const chunk of h!.c.stream(`${a.path}/log.raw`)) {
+        got.push(...new TextDecoder().decode(chunk).split('\n').filter(Boolean));
+        if (got.some((l) => l.includes('"content":"one two three four"'))) return;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 50));
+    await h.turn(a.path, 'count');
+    await reader;
+    const bs = got.map((l) => JSON.parse(l) as { role: string; id: string; content: string; partial?: boolean });
+    const partials = bs.filter((b) => b.partial && b.role === 'assistant');
+    expect(partials.length).toBeGreaterThan(1);
+    const final = bs.find((b) => b.role === 'assistant' && !b.partial)!;
+    expect(partials.every((p) => p.id === final.id)).toBe(true);
+    expect(partials.map((p) => p.content).join('')).toBe(final.content);
+  });
+
+  it('runs tool calls through toolsrv (parallel calls in one round) and sends the results back', async () => {
+    h = await harness();
+    writeFileSync(join(h.dir, 'a.txt'), 'alpha\n');
+    writeFileSync(join(h.dir, 'b.txt'), 'beta\n');
+    h.mock.script(
+      [{ toolCalls: [{ name: 'file_read', args: { path: join(h.dir, 'a.txt') } }, { name: 'file_read', args: { path: join(h.dir, 'b.txt') } }] }],
+      [{ text: 'Both read.' }],
+    );
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'read both');
+    expect(roles(blocks)).toEqual(['user', 'call', 'call', 'tool', 'tool', 'assistant']);
+    const tools = blocks.filter((b) => b.role === 'tool');
+    expect(tools.map((t) => t.name)).toEqual(['file_read', 'file_read']);
+    expect(tools.map((t) => t.content).join('\n')).toContain('alpha');
+    expect(tools.map((t) => t.content).join('\n')).toContain('beta');
+    // The second request carried both results, after the assistant message with both calls.
+    const body = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as { messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[] }> };
+    const toolMsgs = body.messages.filter((m) => m.role === 'tool');
+    expect(toolMsgs).toHaveLength(2);
+    expect(JSON.stringify(toolMsgs)).toContain('alpha');
+    expect(body.messages.find((m) => m.role === 'assistant')!.tool_calls).toHaveLength(2);
+    // The model saw the tools' schemas with the dispatch flags injected.
+    const first = h.mock.requests.find((r) => r.protocol === 'openai')!.body as { tools: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }> };
+    const fr = first.tools.find((t) => t.function.name === 'file_read')!;
+    expect(Object.keys(fr.function.parameters.properties)).toEqual(expect.arrayContaining(['path', 'bypass', 'timeout', 'background']));
+  });
+
+  it('answers a call of an unknown tool or with broken JSON arguments with an error the model can act on', async () => {
+    h = await harness({ turns: [[{ toolCalls: [{ name: 'no_such_tool', args: {} }] }], [{ text: 'ok' }]] });
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'x');
+    const tool = blocks.find((b) => b.role === 'tool')!;
+    expect(tool.content).toMatch(/no tool named no_such_tool is loaded; loaded tools: .*file_read/);
+  });
+
+  it('runs /cmd prompts as ctl commands and !cmd through the shell tool', async () => {
+    h = await harness();
+    const a = await h.agent();
+    await h.c.write(`${a.path}/prompt`, '/model gpt-4.1');
+    expect(await h.c.readText(`${a.path}/cfg`)).toContain('model=gpt-4.1');
+    await expect(h.c.rdwrText(`${a.path}/ctl`, 'frobnicate')).rejects.toThrow(/unknown command "frobnicate"; known commands: stop, compact/);
+    const blocks = await h.turn(a.path, '!echo from-the-shell');
+    const tool = blocks.find((b) => b.role === 'tool')!;
+    expect(tool).toMatchObject({ name: 'shell' });
+    expect(tool.content).toContain('from-the-shell');
+    expect(h.mock.requests.filter((r) => r.protocol === 'openai')).toHaveLength(0);
+    // The output joins the history, so the next prompt's request carries it.
+    await h.turn(a.path, 'what did it print?');
+    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('from-the-shell');
+  });
+});
+
+describe('retries and errors', () => {
+  it('retries a 429 (honouring Retry-After) and a 500, logging retry blocks, then succeeds', async () => {
+    h = await harness({ turns: [[{ status: 429, retryAfter: 1 }], [{ status: 500 }], [{ text: 'finally' }]] });
+    const a = await h.agent();
+    const t0 = Date.now();
+    const blocks = await h.turn(a.path, 'x');
+    expect(roles(blocks)).toEqual(['user', 'retry', 'retry', 'assistant']);
+    expect(blocks[1]).toMatchObject({ name: 'limitretry' });
+    expect(blocks[2]).toMatchObject({ name: 'retry' });
+    expect(blocks[3]!.content).toBe('finally');
+    // Retry-After 1 s, divided by the harness's factor of 100, is still waited.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(10);
+  });
+
+  it('retries a stream cut mid-response', async () => {
+    h = await harness({ turns: [[{ text: 'a b c d e f g h' }, { cutAfterChunks: 2 }], [{ text: 'whole answer' }]] });
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'x');
+    expect(roles(blocks)).toContain('retry');
+    expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'whole answer' });
+  });
+
+  it('gives up after the retry bound with an error block, and the agent stays usable', async () => {
+    h = await harness({ turns: Array.from({ length: 12 }, () => [{ status: 503 }]) });
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'x');
+    expect(blocks.at(-1)!.role).toBe('error');
+    expect(blocks.filter((b) => b.role === 'retry').length).toBeGreaterThanOrEqual(3);
+    expect((await h.c.readText(`${a.path}/state`)).trim()).toBe('idle');
+  });
+
+  it('does not retry a 401 and says why', async () => {
+    h = await harness({ turns: [[{ status: 401, message: 'invalid api key' }]] });
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'x');
+    expect(roles(blocks)).toEqual(['user', 'error']);
+    expect(blocks[1]!.content).toMatch(/401|invalid api key/);
+  });
+
+  it('compacts and retries once when the context overflows', async () => {
+    h = await harness({
+      turns: [...['one', 'two', 'three', 'four', 'five'].map((n) => [{ text: `answer ${n}` }]), [{ contextOverflow: true }], [{ text: '## Goal\nsummary' }], [{ text: 'after compaction' }]],
+    });
+    const a = await h.agent();
+    for (const n of ['one', 'two', 'three', 'four', 'five']) await h.turn(a.path, n);
+    const blocks = await h.turn(a.path, 'four');
+    expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'after compaction' });
+    expect(blocks.filter((b) => b.role === 'info' && b.name === 'compaction')).toHaveLength(2);
+    const ctx = await h.c.rdwrText(`${a.path}/ctl`, 'context');
+    expect(ctx).toContain('epoch=1');
+  });
+});
+
+describe('control', () => {
+  it('queues prompts while a turn runs and drains them in order; the queue file shows and edits them', async () => {
+    h = await harness({ turns: [[{ delayMs: 40 }, { text: 'slow one two three' }], [{ text: 'second' }], [{ text: 'third' }]] });
+    const a = await h.agent();
+    await h.c.write(`${a.path}/prompt`, 'first');
+    await h.waitState(a.path, 'thinking');
+    await h.c.write(`${a.path}/prompt`, 'second');
+    await h.c.write(`${a.path}/fifo`, 'third');
+    expect(JSON.parse(await h.c.readText(`${a.path}/queue`))).toEqual(['second', 'third']);
+    // A fifo read pops the oldest; the queue file replaces the whole queue.
+    expect(await h.c.readText(`${a.path}/fifo`)).toBe('second');
+    await h.c.write(`${a.path}/queue`, JSON.stringify(['second', 'third']));
+    const agent = h.daemon.agents.all()[0]!;
+    while (agent.busy || agent.queue.length) await agent.nextTurn();
+    const users = (await h.blocks(a.path)).filter((b) => b.role === 'user').map((b) => b.content);
+    expect(users).toEqual(['first', 'second', 'third']);
+  });
+
+  it('ctl stop cancels the stream; the turn ends stopped and the agent is idle', async () => {
+    h = await harness({ turns: [[{ delayMs: 200 }, { text: 'a b c d e f g h i j k l m n o p' }]] });
+    const a = await h.agent();
+    await h.c.write(`${a.path}/prompt`, 'go');
+    await h.waitState(a.path, 'thinking');
+    await new Promise((r) => setTimeout(r, 250));
+    expect(await h.c.rdwrText(`${a.path}/ctl`, 'stop')).toBe('stopping\n');
+    await h.waitState(a.path, 'idle');
+    const blocks = await h.blocks(a.path);
+    expect(blocks.at(-1)).toMatchObject({ role: 'info', name: 'stopped' });
+  });
+
+  it('cfg applies when idle and refuses while a turn runs', async () => {
+    h = await harness({ turns: [[{ delayMs: 100 }, { text: 'a b c d' }]] });
+    const a = await h.agent();
+    await h.c.write(`${a.path}/cfg`, 'temperature=0.3\nmodel=gpt-4.1-mini');
+    const cfg = await h.c.readText(`${a.path}/cfg`);
+    expect(cfg).toContain('temperature=0.3');
+    expect(cfg).toContain('model=gpt-4.1-mini');
+    await h.c.write(`${a.path}/prompt`, 'go');
+    await h.waitState(a.path, 'thinking');
+    await expect(h.c.write(`${a.path}/cfg`, 'model=x')).rejects.toThrow(/running a turn; cfg changes are refused/);
+    await h.waitState(a.path, 'idle');
+    const req = h.mock.requests.at(-1)!.body as { model: string; temperature: number };
+    expect(req.model).toBe('gpt-4.1-mini');
+    expect(req.temperature).toBe(0.3);
+  });
+
+  it('ctl compact replaces the history with a summary and keeps the old one for ctl restore', async () => {
+    h = await harness();
+    const a = await h.agent();
+    for (let i = 0; i < 6; i++) {
+      h.mock.script([{ text: `answer ${i}` }]);
+      await h.turn(a.path, `question ${i}`);
+    }
+    h.mock.script([{ text: '## Goal\nthe summary' }]);
+    expect(await h.c.rdwrText(`${a.path}/ctl`, 'compact')).toMatch(/Compacted \d+ messages into a summary/);
+    const agent = h.daemon.agents.all()[0]!;
+    expect(agent.history.messages[0]!.content).toContain('the summary');
+    expect(agent.history.length).toBeLessThan(12);
+    // The summarizer got the flattened history.
+    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('question 0');
+    expect(await h.c.rdwrText(`${a.path}/ctl`, 'restore')).toBe('restored 12 messages\n');
+    expect(agent.history.length).toBe(12);
+  });
+
+  it('the safety net: five failing rounds bring a nudge, five identical rounds a stall block, ten failing rounds end the turn', async () => {
+    h = await harness({ turns: Array.from({ length: 12 }, () => [{ toolCalls: [{ name: 'nope', args: { x: 1 } }] }]) });
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'x');
+    expect(blocks.filter((b) => b.role === 'context' && b.name === 'nudge')).toHaveLength(1);
+    expect(blocks.filter((b) => b.role === 'stalled')).toHaveLength(1);
+    expect(blocks.at(-1)).toMatchObject({ role: 'error', name: 'errors' });
+    expect(blocks.filter((b) => b.role === 'call')).toHaveLength(10);
+  });
+
+  it('max steps: after the last step the model is asked for a final answer without tools', async () => {
+    h = await harness({ turns: [...Array.from({ length: 2 }, () => [{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }]), [{ text: 'summary of work' }]] });
+    const a = await h.agent();
+    await h.c.write(`${a.path}/cfg`, 'maxSteps=2');
+    const blocks = await h.turn(a.path, 'x');
+    expect(blocks.find((b) => b.role === 'context' && b.name === 'maxsteps')).toBeDefined();
+    expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'summary of work' });
+    const last = h.mock.requests.at(-1)!.body as { tools?: unknown[] };
+    expect(last.tools ?? []).toHaveLength(0);
+  });
+});
+
+describe('sub-agents', () => {
+  it('run in parallel, return their replies, show in agent/idx with parent and depth, and are removed', async () => {
+    h = await harness({ turns: [[{ delayMs: 60 }, { text: 'reply one' }], [{ delayMs: 60 }, { text: 'reply two' }]] });
+    const parent = await h.agent();
+    const spawn = (p: string) => h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=${p}`);
+    const both = Promise.all([spawn('task one'), spawn('task two')]);
+    await new Promise((r) => setTimeout(r, 60));
+    const idx = (await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n').map((l) => l.split('\t'));
+    expect(idx).toHaveLength(3);
+    const subs = idx.filter((l) => l[3] === parent.aid);
+    expect(subs).toHaveLength(2);
+    expect(subs.every((l) => l[4] === '1')).toBe(true);
+    const replies = (await both).map((r) => r.trim()).sort();
+    expect(replies).toEqual(['reply one', 'reply two']);
+    expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('inherit a snapshot of the caller\'s history', async () => {
+    h = await harness({ turns: [[{ text: 'the secret is 42' }], [{ text: 'it is 42' }]] });
+    const parent = await h.agent();
+    await h.turn(parent.path, 'remember the secret');
+    const reply = await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=what is the secret?`);
+    expect(reply.trim()).toBe('it is 42');
+    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('the secret is 42');
+  });
+
+  it('refuse to nest deeper than the limit, and stop at their step budget', async () => {
+    h = await harness({ turns: [[{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'budget summary' }]] });
+    const top = await h.agent();
+    let parentName = top.name;
+    // Build a chain of transient-free agents at depths 1..3 by hand, then ask for depth 4.
+    for (let d = 1; d <= 3; d++) {
+      parentName = (await h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${parentName}`)).trim();
+    }
+    await expect(h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${parentName} prompt=hi`)).rejects.toThrow(/depth limit/);
+    const reply = await h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${top.name} steps=1 prompt=do it`);
+    expect(reply.trim()).toBe('budget summary');
+    await expect(h.c.rdwrText(`session/${top.session}/agent/new`, 'agent=test steps=2')).rejects.toThrow(/budgets of sub-agents/);
+  });
+});
+
+describe('root files', () => {
+  it('generate and complete make one request with no history', async () => {
+    h = await harness({ turns: [[{ text: 'generated text' }], [{ text: 'x + 1' }]] });
+    expect(await h.c.rdwrText('generate', 'temperature=0.1\n\nwrite something')).toBe('generated text\n');
+    const g = h.mock.requests.at(-1)!.body as { messages: Array<{ content: string }>; temperature: number };
+    expect(g.temperature).toBe(0.1);
+    expect(g.messages.at(-1)!.content).toBe('write something');
+    expect(await h.c.rdwrText('complete', 'suffix=)\n\nreturn (')).toBe('x + 1\n');
+    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('before-cursor');
+    await expect(h.c.rdwrText('generate', 'backend=nope\n\nhi')).rejects.toThrow(/unknown backend "nope"/);
+  });
+
+  it('lists backends, models and profiles', async () => {
+    h = await harness();
+    expect(await h.c.readText('backends')).toMatch(/^mock\*\topenai\t.*\tgpt-4o\nclaude\tanthropic/);
+    expect(await h.c.readText('models')).toContain('mock\tmock-model');
+    const agents = (await h.c.readText('agents')).split('\n');
+    for (const p of ['default', 'conductor', 'reviewer', 'foreman', 'panelist', 'writer', 'researcher', 'planner', 'debugger', 'tester', 'refactorer', 'test']) {
+      expect(agents).toContain(p);
+    }
+  });
+
+  it('an agent on the Anthropic backend runs a tool round through the same loop', async () => {
+    h = await harness({ turns: [[{ reasoning: 'thinking hard' }, { toolCalls: [{ name: 'shell', args: { command: 'echo via-claude' } }] }], [{ text: 'done' }]] });
+    const a = await h.agent({ backend: 'claude' });
+    const blocks = await h.turn(a.path, 'go');
+    expect(roles(blocks)).toEqual(['user', 'reasoning', 'call', 'tool', 'assistant']);
+    expect(blocks[3]!.content).toContain('via-claude');
+    expect(h.mock.requests.at(-1)!.protocol).toBe('anthropic');
+  });
+});
