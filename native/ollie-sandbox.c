@@ -301,9 +301,12 @@ static void install_socket_filter(void) {
 static void probe(void) {
   int err;
   int abi = kernel_abi(&err);
-  if (abi > abi_max) abi = abi_max;
+  if (abi > abi_max) {
+    abi = abi_max;
+    err = 0;
+  }
   printf("{\"abi\":%d,", abi);
-  if (!abi) printf("\"reason\":\"%s\",", abi_missing_reason(err));
+  if (!abi) printf("\"reason\":\"%s\",", err ? abi_missing_reason(err) : "switched off by --abi-max");
   printf("\"enforces\":[");
   const char *sep = "";
 #define ITEM(cond, s)                                                                                          \
@@ -443,8 +446,13 @@ int main(int argc, char **argv) {
 
   int err;
   int abi = kernel_abi(&err);
-  if (abi > abi_max) abi = abi_max;
-  if (abi < 1) die(EXIT_UNAVAILABLE, "unavailable: Landlock is not available: %s", abi_missing_reason(err));
+  if (abi > abi_max) {
+    abi = abi_max;
+    err = 0;
+  }
+  if (abi < 1)
+    die(EXIT_UNAVAILABLE, "unavailable: Landlock is not available: %s",
+        err ? abi_missing_reason(err) : "switched off by --abi-max");
 
   /* Fail closed: each feature of the policy names the ABI it needs. */
   int want_net = no_net || nbind || nconnect;

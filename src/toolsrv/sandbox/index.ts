@@ -97,6 +97,14 @@ export function requiredAbi(policy: SandboxPolicy): { abi: number; why: string }
   return { abi: 3, why: 'read-only files must not be truncatable (needs ABI 3, Linux 6.2)' };
 }
 
+/** Why `policy` cannot be enforced with `status` (the kernel's Landlock), or undefined when it can. */
+export function unavailableReason(policy: SandboxPolicy, status: LandlockStatus): string | undefined {
+  if (status.abi === 0) return status.reason ?? 'Landlock is not available';
+  const need = requiredAbi(policy);
+  if (status.abi < need.abi) return `${need.why}, but the kernel offers Landlock ABI ${status.abi}`;
+  return undefined;
+}
+
 /** The helper's command-line flags for a policy (without the tool's argv). */
 export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): string[] {
   const a: string[] = [];
@@ -135,10 +143,8 @@ function keep(name: string, patterns: string[]): boolean {
  */
 export function sandboxCommand(policy: SandboxPolicy, argv: string[], extra: SandboxExtra = {}): SandboxCommand {
   if (argv.length === 0) throw new Error('sandboxCommand: empty argv');
-  const status = landlockStatus();
-  if (status.abi === 0) throw new SandboxUnavailableError(`sandbox unavailable: ${status.reason ?? 'Landlock is not available'}`);
-  const need = requiredAbi(policy);
-  if (status.abi < need.abi) throw new SandboxUnavailableError(`sandbox unavailable: ${need.why}, but the kernel offers Landlock ABI ${status.abi}`);
+  const why = unavailableReason(policy, landlockStatus());
+  if (why) throw new SandboxUnavailableError(why);
 
   const ollie = extra.allowOllieSocket === true;
   let perPolicy = ARGS_CACHE.get(policy);
