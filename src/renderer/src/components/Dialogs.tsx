@@ -1,5 +1,6 @@
 /** New session and new agent dialogs: key=value requests to `session/new` and `session/{s}/agent/new`. */
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
+import { parseModels } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
 function Modal({ title, children, onSubmit }: { title: string; children: ReactNode; onSubmit: () => Promise<void> }) {
@@ -55,6 +56,16 @@ function NewAgent({ session }: { session: string }) {
   const profiles = useStore((s) => s.profiles);
   const sname = useStore((s) => s.sessions[session]?.name ?? session);
   const [f, setF] = useState({ name: '', cwd: '', backend: '', model: '', agent: '' });
+  const [models, setModels] = useState<{ backend: string; model: string }[]>([]);
+  useEffect(() => {
+    // `models` asks every backend once (then olliesrv caches it): fill the suggestions when it answers.
+    let live = true;
+    void ollie.api?.readOr('models', '').then((t) => live && setModels(parseModels(t)));
+    return () => {
+      live = false;
+    };
+  }, []);
+  const backend = f.backend || backends.find((b) => b.isDefault)?.name || '';
   const field = (k: keyof typeof f) => ({ value: f[k], onChange: (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value }) });
   return (
     <Modal
@@ -75,12 +86,19 @@ function NewAgent({ session }: { session: string }) {
         <select {...field('backend')}>
           <option value="">(default)</option>
           {backends.map((b) => (
-            <option key={b}>{b}</option>
+            <option key={b.name} value={b.name}>
+              {b.name} ({b.type}{b.model ? `, ${b.model}` : ''})
+            </option>
           ))}
         </select>
       </label>
       <label>
-        Model <input {...field('model')} placeholder="(the backend's default)" />
+        Model <input {...field('model')} list="models" placeholder={backends.find((b) => b.name === backend)?.model || "(the backend's default)"} />
+        <datalist id="models">
+          {models.filter((m) => m.backend === backend).map((m) => (
+            <option key={m.model} value={m.model} />
+          ))}
+        </datalist>
       </label>
       <label>
         Profile
@@ -91,7 +109,7 @@ function NewAgent({ session }: { session: string }) {
           ))}
         </select>
       </label>
-      {backends.length === 0 && <p className="hint">No backend is configured: add one to backends.conf (see docs/desktop.md).</p>}
+      {backends.length === 0 && <p className="hint">No LLM backend is configured: add one to backends.conf in the config directory (see docs/desktop.md), then write `reload` to the root ctl.</p>}
     </Modal>
   );
 }

@@ -12,7 +12,11 @@ export function StatusBar() {
   const cfg = useStore((s) => s.cfg);
   const agent = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent) : undefined));
   const pending = useStore((s) => Object.keys(s.pending).length);
+  const backends = useStore((s) => s.backends);
   const pct = stats.percent ?? stats.context_percent;
+  const backend = cfg.backend || backends.find((b) => b.isDefault)?.name || '';
+  // An empty model means the backend's default one.
+  const model = cfg.model || backends.find((b) => b.name === backend)?.model || '';
   return (
     <footer className="status" role="status">
       <span className={`conn conn-${conn}`} data-testid="conn">
@@ -26,7 +30,7 @@ export function StatusBar() {
       {agent && (
         <>
           <span title="backend / model">
-            {cfg.backend || stats.backend || '–'} / {cfg.model || stats.model || '–'}
+            {backend || '–'} / {model || '–'}
           </span>
           <span title="input / output / cached tokens">
             tokens {num(stats.input_tokens ?? stats.input)} in · {num(stats.output_tokens ?? stats.output)} out · {num(stats.cached_tokens ?? stats.cached)} cached

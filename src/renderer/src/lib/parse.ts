@@ -148,3 +148,28 @@ export const CTL_COMMANDS: { name: string; help: string }[] = [
   { name: 'context', help: 'show the context' },
   { name: 'usage', help: 'token usage and cost' },
 ];
+
+export interface BackendInfo {
+  name: string;
+  type: string;
+  url: string;
+  model: string;
+  isDefault: boolean;
+}
+
+/** Root `backends`: name (with * on the default), type, url, default model. */
+export function parseBackends(text: string): BackendInfo[] {
+  return lines(text).map((l) => {
+    const [raw = '', type = '', url = '', model = ''] = l.split('\t');
+    const isDefault = raw.endsWith('*');
+    return { name: isDefault ? raw.slice(0, -1) : raw, type, url, model, isDefault };
+  });
+}
+
+/** Root `models`: backend, model id, context length; an unreachable backend has `-` and a reason. */
+export function parseModels(text: string): { backend: string; model: string; context?: number }[] {
+  return lines(text)
+    .map((l) => l.split('\t'))
+    .filter((f) => f[1] && f[1] !== '-')
+    .map((f) => ({ backend: f[0] ?? '', model: f[1]!, context: Number(f[2]) || undefined }));
+}

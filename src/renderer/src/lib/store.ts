@@ -8,8 +8,8 @@ import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import {
-  parseAgentIdx, parseEvent, parseKv, parsePending, parseSessionIdx, treeOrder,
-  type AgentInfo, type Event, type Pending, type SessionInfo,
+  parseAgentIdx, parseBackends, parseEvent, parseKv, parsePending, parseSessionIdx, treeOrder,
+  type AgentInfo, type BackendInfo, type Event, type Pending, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
 
@@ -49,7 +49,7 @@ export interface State {
   /** The bypass request the approval dialog shows, if any. */
   approving?: string;
   notice?: { text: string; error: boolean };
-  backends: string[];
+  backends: BackendInfo[];
   profiles: string[];
 }
 
@@ -263,7 +263,7 @@ class Controller {
     const api = this.api;
     if (!api) return;
     const [backends, profiles] = await Promise.all([api.readOr('backends', ''), api.readOr('agents', '')]);
-    set({ backends: backends.split('\n').filter(Boolean), profiles: profiles.split('\n').filter(Boolean) });
+    set({ backends: parseBackends(backends), profiles: profiles.split('\n').filter(Boolean) });
     await this.reloadSessions();
     await Promise.all(get().sessionOrder.map((sid) => Promise.all([this.reloadAgents(sid), this.reloadPending(sid)])));
   }
