@@ -241,16 +241,16 @@ export class Core {
     const release = lock ? await this.locks.acquire(lock, signal) : undefined;
     let proc: Proc;
     try {
-      const wrapped = this.opts.confinement.wrap(tool.argv, s.cwd, bypassed);
+      const callEnv = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
+      const wrapped = this.opts.confinement.wrap(tool.argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket });
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
       }
-      const env = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
-      await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout);
+      await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout);
     } catch (e) {
       release?.();
       throw e;

@@ -32,6 +32,10 @@ const { values } = parseArgs({
 });
 
 const log = (m: string): void => void process.stderr.write(`toolsrv[${process.pid}]: ${m}\n`);
+// Our stdout and stderr are pipes to the parent: once it is gone, writing to them must not kill us before we
+// have cleaned up.
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
 
 function die(m: string): never {
   log(m);
@@ -78,9 +82,9 @@ async function main(): Promise<void> {
   const exit = async (why: string): Promise<never> => {
     if (!exiting) {
       exiting = true;
-      log(`exiting: ${why}`);
-      await ts?.close().catch(() => undefined);
       if (values['pid-file']) rmSync(values['pid-file'], { force: true });
+      await ts?.close().catch(() => undefined);
+      log(`exiting: ${why}`);
     }
     process.exit(0);
   };

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import { Server, sharedSecretAuth } from '../ninep/index.js';
 import { prepareUnixSocket, socketChannel } from '../ninep/node.js';
-import { configDir, dataDir, runtimeDir } from '../platform/paths.js';
+import { configDir, dataDir } from '../platform/paths.js';
 import { Core } from './core.js';
 import { Confinement } from './exec/confine.js';
 import { toolsrvNamespace } from './fs/spec.js';
@@ -49,15 +49,18 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
   const log = o.log ?? ((m: string) => process.stderr.write(`toolsrv: ${m}\n`));
   // A private tmp for the tools: the sandbox policy's {TMPDIR}, removed when toolsrv ends.
   const tmpDir = mkdtempSync(join(tmpdir(), 'ollie-tools-'));
+  const toolDirs = o.toolDirs ?? [join(configDir(), 'tools'), SHIPPED_TOOLS];
   const confinement = await Confinement.create({
     yolo: !!o.yolo,
+    toolDirs,
     log,
     ...(o.sandboxModule && { module: o.sandboxModule }),
-    dirs: { configDir: configDir(), dataDir: dirname(SHIPPED_TOOLS), home: homedir(), runtimeDir: runtimeDir(), tmpDir },
+    // The runtime dir the sandbox denies is where our socket (and, as olliesrv places it, the Ollie socket) lives.
+    dirs: { configDir: configDir(), dataDir: dataDir(), home: homedir(), runtimeDir: dirname(o.socket), tmpDir },
   });
   const baseEnv = o.baseEnv ?? (Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>);
   const core = new Core({
-    toolDirs: o.toolDirs ?? [join(configDir(), 'tools'), SHIPPED_TOOLS],
+    toolDirs,
     cwd: o.cwd ?? process.cwd(),
     confinement,
     baseEnv: { ...baseEnv, TMPDIR: tmpDir },

@@ -100,7 +100,7 @@ describe('sandbox wrapping', () => {
     await c.write('ctl', 'load sh');
     const r = await env.call(c, { tool: 'sh', args: { command: 'echo ran' } });
     expect(r.status).toBe('refused');
-    expect(r.error).toMatch(/^sandbox unavailable: the sandbox module \(src\/toolsrv\/sandbox\) could not be loaded/);
+    expect(r.error).toMatch(/^sandbox unavailable: the sandbox module file:\/\/\/nonexistent\/sandbox.mjs could not be loaded/);
     expect(r.output).toBe('');
   });
 });

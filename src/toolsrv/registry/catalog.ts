@@ -36,6 +36,8 @@ export interface Tool {
   argv: string[];
   /** Flags the tool's own schema does not declare, so they may be lifted out of the arguments. */
   liftable: Array<keyof ProcFlags>;
+  /** The .meta's `"sandbox": {"ollieSocket": true}`: the sandbox lets it reach the Ollie socket. */
+  ollieSocket: boolean;
 }
 
 export class Catalog {
@@ -134,7 +136,8 @@ export class Catalog {
     };
     // A cmd wins over an executable: a variant may swap the script for a one-liner over a CLI that is present.
     const argv = fields.cmd ? ['/bin/sh', '-c', fields.cmd] : [def.executable!];
-    return { name, def, fields, variant, validate, info, argv, liftable };
+    const sandbox = def.extra.sandbox as { ollieSocket?: unknown } | undefined;
+    return { name, def, fields, variant, validate, info, argv, liftable, ollieSocket: sandbox?.ollieSocket === true };
   }
 }
 
