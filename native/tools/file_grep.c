@@ -82,9 +82,13 @@ static void emit(const char *name, long no, char sep, const char *line, size_t l
   putchar('\n');
 }
 
-static void grep_file(const char *name, const char *full) {
+/* `named`: the file was named by the caller, so failing to open it is an error rather than a skip. */
+static void grep_file(const char *name, const char *full, int named) {
   int fd = open(full, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) {
+    if (named) fail("%s: %s", full, strerror(errno));
+    return;
+  }
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -143,7 +147,7 @@ static void grep_file(const char *name, const char *full) {
 static int visit(const char *rel, const char *full, int is_dir, void *ctx) {
   (void)ctx;
   if (is_dir) return 0;
-  if (wanted(rel)) grep_file(rel, full);
+  if (wanted(rel)) grep_file(rel, full, 0);
   return stopped ? -1 : 0;
 }
 
@@ -246,7 +250,7 @@ int main(int argc, char **argv) {
       }
       walk(root, 0, visit, NULL);
     } else {
-      grep_file(root, root);
+      grep_file(root, root, 1);
     }
     none = results == 0;
   }

@@ -127,7 +127,7 @@ export function runTool(
 ): Promise<RunResult> {
   const meta = readMeta(name);
   const argv = opts.argv ?? (meta.cmd ? ['/bin/sh', '-c', meta.cmd] : [join(TOOLS_DIR, name)]);
-  const env = { ...process.env, ...opts.env, PATH: `${TOOLS_DIR}${delimiter}${process.env.PATH ?? ''}` };
+  const env = { ...process.env, ...opts.env, PATH: `${TOOLS_DIR}${delimiter}${opts.env?.PATH ?? process.env.PATH ?? ''}` };
   const policy = opts.unsandboxed ? null : (opts.policy ?? loadPolicy(w));
   return runSandboxed(policy, argv, {
     cwd: w.cwd,
