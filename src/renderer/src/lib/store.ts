@@ -125,7 +125,12 @@ class Controller {
     set({ conn: 'connecting', retryIn: undefined });
     let client: Client;
     try {
-      client = await Client.connect(await openChannel(), { uname: 'ollie' });
+      // The gateway (the preload's port, or the token-checked WebSocket) speaks for the user who runs olliesrv,
+      // so the GUI attaches as that user, like ollie-9p does: the namespace's owner, read from its root.
+      const probe = await Client.connect(await openChannel(), { uname: 'none' });
+      const owner = await probe.stat('/').then((st) => st.uid, () => 'none');
+      probe.close();
+      client = await Client.connect(await openChannel(), { uname: owner });
     } catch (e) {
       this.down((e as Error).message);
       return;
