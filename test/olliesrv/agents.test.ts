@@ -339,3 +339,31 @@ describe('root files', () => {
     expect(h.mock.requests.at(-1)!.protocol).toBe('anthropic');
   });
 });
+
+describe('events', () => {
+  it('a subscriber that never reads does not stall the agents or the other subscribers; it gets an overflow marker', async () => {
+    h = await harness({ tools: false });
+    const a = await h.agent();
+    // Opened and filtered, then never read while thousands of events go by.
+    const slow = await h.c.open('event', 2 /* ORDWR */);
+    await slow.writeAll(new TextEncoder().encode('>'));
+    const seen: string[] = [];
+    const fast = (async () => {
+      for await (const chunk of h!.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` })) {
+        seen.push(...new TextDecoder().decode(chunk).split('\n').filter(Boolean));
+        if (seen.filter((l) => l.endsWith(' idle')).length >= 3) return;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 30));
+    for (let i = 0; i < 6000; i++) h.daemon.bus.publish(`session.${a.sid}.noise`, String(i));
+    for (let i = 0; i < 3; i++) {
+      h.mock.script([{ text: `reply ${i}` }]);
+      await h.turn(a.path, `prompt ${i}`);
+    }
+    await fast;
+    expect(seen.filter((l) => l.endsWith(' thinking'))).toHaveLength(3);
+    const first = new TextDecoder().decode(await slow.read(0, 8192));
+    expect(first.split('\n')[0]).toMatch(/^ollie\.overflow \d+$/);
+    await slow.clunk();
+  });
+});

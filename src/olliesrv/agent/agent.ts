@@ -491,6 +491,8 @@ export class Agent {
   }
 
   private async buildRuntime(): Promise<Runtime> {
+    // The provider package loads while the prompt is resolved and toolsrv starts.
+    void this.deps.backends.get(this.cfg.backend).prepare?.();
     const profile = this.deps.profiles.get(this.cfg.profile);
     const env = this.env();
     const prompt = await resolvePrompt(profile.prompt, this.cfg.cwd, env);

@@ -153,6 +153,9 @@ export class Agents {
     a.transient = !!opts.transient;
     m.set(name, a);
     this.deps.bus.publish(`session.${session.id}.agent.${a.id}.new`, name);
+    // Start the runtime (prompt, toolsrv, provider) now, so that the first prompt does not wait for it; a
+    // failure here is reported by the turn that needs the runtime.
+    a.ensureRuntime().catch(() => undefined);
     return a;
   }
 
