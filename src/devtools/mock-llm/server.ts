@@ -95,7 +95,7 @@ export interface MockLlm {
   /** Turns not yet consumed. */
   pending(): number;
   requests: RecordedRequest[];
-  /** Copilot tokens issued so far, oldest first. */
+  /** Copilot tokens issued so far, oldest first; the chat endpoint accepts only these (empty it to revoke them). */
   copilotTokens: string[];
   close(): Promise<void>;
 }

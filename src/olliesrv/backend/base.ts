@@ -45,6 +45,13 @@ export abstract class BaseBackend implements Backend {
     return this.models().then((ms) => ms.find((m) => m.id === model)?.contextLength);
   }
 
+  prepare(): Promise<void> {
+    return this.languageModel(this.defaultModel, { messages: [], tools: [] }).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
   stream(req: StreamRequest): AsyncIterable<StreamEvent> {
     return this.run(req);
   }

@@ -110,15 +110,26 @@ export class CopilotBackend extends OpenAIBackend {
   }
 
   override stream(req: StreamRequest): AsyncIterable<StreamEvent> {
-    return this.streamRefreshing(super.stream(req));
+    return this.streamRefreshing(req);
   }
 
-  private async *streamRefreshing(inner: AsyncIterable<StreamEvent>): AsyncGenerator<StreamEvent, void, undefined> {
+  /**
+   * A cached token can be revoked before its expiry (sign-out, seat change): when the chat endpoint refuses it
+   * before anything was streamed, exchange again and resend once. A fresh token refused is a real auth error.
+   */
+  private async *streamRefreshing(req: StreamRequest): AsyncGenerator<StreamEvent, void, undefined> {
+    const hadToken = this.token !== undefined;
+    let yielded = false;
     try {
-      yield* inner;
+      for await (const ev of super.stream(req)) {
+        yielded = true;
+        yield ev;
+      }
     } catch (e) {
-      if (e instanceof BackendError && e.status === 401) this.invalidateToken();
-      throw e;
+      if (!(e instanceof BackendError && e.status === 401)) throw e;
+      this.invalidateToken();
+      if (!hadToken || yielded || req.signal?.aborted) throw e;
+      yield* super.stream(req);
     }
   }
 

@@ -44,10 +44,10 @@ export class OpenAIBackend extends BaseBackend {
   }
 
   protected async languageModel(model: string): Promise<LanguageModelV3> {
-    const ep = await this.endpoint();
+    // Copilot's token exchange and the package import overlap.
+    const [ep, { createOpenAICompatible }] = await Promise.all([this.endpoint(), import('@ai-sdk/openai-compatible')]);
     const key = `${ep.baseURL}\n${ep.apiKey ?? ''}`;
     if (this.cached?.key !== key) {
-      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
       const isOpenAI = /^https:\/\/api\.openai\.com\//.test(ep.baseURL + '/');
       const provider = createOpenAICompatible({
         name: PROVIDER,

@@ -251,6 +251,23 @@ describe('OpenAI-compatible specifics', () => {
   });
 });
 
+describe('tool call ids', () => {
+  it('a repeated provider id is replaced, so that every call of a response has its own', async () => {
+    const mock = await startMockLlm();
+    try {
+      mock.script([{ toolCalls: [{ name: 'read', args: { path: 'a' }, id: 'dup' }, { name: 'read', args: { path: 'b' }, id: 'dup' }] }]);
+      const r = await collect(backendFor('ollama', mock).stream(request()));
+      const calls = r.events.flatMap((e) => (e.type === 'tool-call' ? [e.call] : []));
+      expect(calls).toHaveLength(2);
+      expect(calls[0]!.id).toBe('dup');
+      expect(calls[1]!.id).toMatch(/^call_/);
+      expect(JSON.parse(calls[1]!.args)).toEqual({ path: 'b' });
+    } finally {
+      await mock.close();
+    }
+  });
+});
+
 describe('Anthropic specifics', () => {
   it('an error event as the first event of the stream (overloaded) → TransientError', async () => {
     const mock = await startMockLlm();

@@ -245,6 +245,20 @@ describe('Copilot request', () => {
     expect(chatRequests(mock)[0]!.headers['editor-version']).toBe('Ollie/0.1');
   });
 
+  it('a cached token the chat endpoint refuses is exchanged again and the request resent once', async () => {
+    const b = backendFor('copilot', mock);
+    expect((await collect(b.stream(request()))).error).toBeUndefined();
+    // Revoke every issued token: the mock then refuses the cached one.
+    mock.copilotTokens.length = 0;
+    mock.script([{ text: 'after refresh' }]);
+    const r = await collect(b.stream(request()));
+    expect(r.error).toBeUndefined();
+    expect(r.text).toBe('after refresh');
+    expect(mock.copilotTokens).toHaveLength(1);
+    expect(chatRequests(mock)).toHaveLength(3);
+    expect(mock.requests.filter((x) => x.path === '/copilot_internal/v2/token')).toHaveLength(2);
+  });
+
   it('shares one exchange between concurrent requests; a refused GitHub token is a BackendError', async () => {
     const b = backendFor('copilot', mock);
     const rs = await Promise.all([collect(b.stream(request())), collect(b.stream(request())), collect(b.stream(request()))]);
