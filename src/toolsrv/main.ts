@@ -77,13 +77,14 @@ async function main(): Promise<void> {
   const secret = await readSecret().catch((e: Error) => die(e.message));
   if (!secret) die('empty secret on stdin');
 
-  let ts: Toolsrv | undefined;
+  // Filled in once listening; exit() may run before that (the parent gone during start).
+  const running: { ts?: Toolsrv } = {};
   let exiting = false;
   const exit = async (why: string): Promise<never> => {
     if (!exiting) {
       exiting = true;
       if (values['pid-file']) rmSync(values['pid-file'], { force: true });
-      await ts?.close().catch(() => undefined);
+      await running.ts?.close().catch(() => undefined);
       log(`exiting: ${why}`);
     }
     process.exit(0);
@@ -95,7 +96,7 @@ async function main(): Promise<void> {
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void exit(sig));
 
   const ttl = ms('proc-ttl-ms', values['proc-ttl-ms']);
-  ts = await startToolsrv({
+  const ts = await startToolsrv({
     socket: values.socket,
     secret,
     yolo: values.yolo,
@@ -106,6 +107,7 @@ async function main(): Promise<void> {
     ...(values['ollie-addr'] && { ollieAddr: values['ollie-addr'] }),
     ...(ttl !== undefined && { procTtlMs: ttl }),
   }).catch((e: Error) => die(`cannot serve on ${values.socket}: ${e.message}`));
+  running.ts = ts;
 
   let idle: NodeJS.Timeout | undefined = setTimeout(() => void exit(`no connection within ${graceMs} ms of start`), graceMs);
   ts.onConnections = (n) => {

@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// End-to-end latency of toolsrv's proc/new (a 9P Rdwr from olliesrv's client to a real toolsrv process and
+// back, with the tool spawned, run and collected) for `file_read` of a small file and `shell true`, sandboxed
+// and unsandboxed (--yolo), side by side with a bare child_process.spawn of the same tool executable with the
+// same JSON on stdin, all in the same run. Needs `npm run build:node` and the native tools
+// (`node scripts/build-native.mjs`).
+//
+//   node bench/toolsrv.mjs [--n 300] [--warmup 30] [--json]
+//
+// Targets (issue 4): file_read ≤ 5 ms median; sandboxed `shell true` ≤ 1.5 × bare spawn + 2 ms.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
+const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
+
+const { values } = parseArgs({ options: { n: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, json: { type: 'boolean', default: false } } });
+const N = Number(values.n);
+const WARMUP = Number(values.warmup);
+
+const dir = mkdtempSync(join(tmpdir(), 'bench-toolsrv-'));
+const file = join(dir, 'small.txt');
+writeFileSync(file, Array.from({ length: 20 }, (_, i) => `line ${i + 1} of a small file`).join('\n') + '\n');
+const tools = join(root, 'data', 'tools');
+const cases = [
+  { name: 'file_read', args: { path: file } },
+  { name: 'shell true', tool: 'shell', args: { command: 'true' } },
+];
+
+function stats(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  return { median: q(0.5), p95: q(0.95), n: s.length };
+}
+
+/**
+ * Times the runners round-robin (one call of each in turn), so that load from elsewhere on the machine falls
+ * on all of them alike and the columns stay comparable.
+ */
+async function timeTogether(runners) {
+  const names = Object.keys(runners);
+  for (let i = 0; i < WARMUP; i++) for (const n of names) await runners[n]();
+  const xs = Object.fromEntries(names.map((n) => [n, []]));
+  for (let i = 0; i < N; i++) {
+    for (const n of names) {
+      const t = process.hrtime.bigint();
+      await runners[n]();
+      xs[n].push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, stats(xs[n])]));
+}
+
+/** Spawns the tool executable itself with the JSON on stdin and waits for its output to end. */
+function bare(exe, args) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(exe, [], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    c.stdin.on('error', () => undefined);
+    c.stdin.end(JSON.stringify(args));
+    c.stdout.on('data', () => undefined);
+    c.stderr.on('data', () => undefined);
+    c.once('error', reject);
+    c.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${exe} exited ${code}`))));
+  });
+}
+
+const results = {};
+const servers = [];
+try {
+  const hosts = {};
+  for (const mode of ['sandboxed', 'unsandboxed']) {
+    const p = await spawnToolsrv({ runtimeDir: join(dir, 'run'), name: mode, yolo: mode === 'unsandboxed', cwd: dir, toolDirs: [tools], log: () => undefined });
+    servers.push(p);
+    const host = await ToolClient.connect(p, 'bench');
+    await host.ctl('load file_read');
+    await host.ctl('load shell');
+    hosts[mode] = host;
+  }
+  for (const c of cases) {
+    const req = { tool: c.tool ?? c.name, args: c.args };
+    for (const [mode, host] of Object.entries(hosts)) {
+      const check = await host.call(req);
+      if (check.status !== 'exited' || check.exit !== 0) throw new Error(`${mode} ${c.name}: ${JSON.stringify(check)}`);
+    }
+    results[c.name] = await timeTogether({
+      sandboxed: () => hosts.sandboxed.call(req),
+      unsandboxed: () => hosts.unsandboxed.call(req),
+      bare: () => bare(join(tools, req.tool), c.args),
+    });
+  }
+  for (const h of Object.values(hosts)) await h.close();
+} finally {
+  for (const p of servers) await p.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+if (values.json) {
+  console.log(JSON.stringify(results, null, 2));
+} else {
+  const f = (s) => `${s.median.toFixed(2).padStart(6)} / ${s.p95.toFixed(2).padStart(6)}`;
+  console.log(`toolsrv proc/new, end to end (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`);
+  console.log(`${''.padEnd(12)} ${'sandboxed'.padStart(15)}   ${'unsandboxed'.padStart(15)}   ${'bare spawn'.padStart(15)}`);
+  for (const c of cases) {
+    const r = results[c.name];
+    console.log(`${c.name.padEnd(12)} ${f(r.sandboxed)}   ${f(r.unsandboxed)}   ${f(r.bare)}`);
+  }
+  const fr = results.file_read.sandboxed.median;
+  const sh = results['shell true'];
+  const limit = 1.5 * sh.bare.median + 2;
+  console.log(`\nfile_read sandboxed median ${fr.toFixed(2)} ms (target ≤ 5): ${fr <= 5 ? 'met' : 'MISSED'}`);
+  console.log(`shell true sandboxed median ${sh.sandboxed.median.toFixed(2)} ms (target ≤ 1.5 × ${sh.bare.median.toFixed(2)} + 2 = ${limit.toFixed(2)}): ${sh.sandboxed.median <= limit ? 'met' : 'MISSED'}`);
+}
