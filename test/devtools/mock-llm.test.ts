@@ -464,8 +464,10 @@ describe('mock LLM server', () => {
       mock.script([{ text: 'hi there' }]);
       const ok = await chat(`Bearer ${token}`);
       expect(ok.status).toBe(200);
-      const deltas = parseSse((await readAll(ok)).text).slice(0, -1).map(json).map((c) => c.choices[0]?.delta?.content ?? '');
-      expect(deltas.join('')).toBe('hi there');
+      const chunks = parseSse((await readAll(ok)).text).slice(0, -1).map(json);
+      // Azure's filter-only chunk comes first.
+      expect(chunks[0]).toMatchObject({ choices: [], prompt_filter_results: [{ prompt_index: 0 }] });
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('hi there');
       const models = (await (await fetch(mock.url + '/models', { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { id: string; capabilities: { limits: { max_context_window_tokens: number } } }[] };
       expect(models.data[0]!.capabilities.limits.max_context_window_tokens).toBe(32768);
 

@@ -256,6 +256,29 @@ const openaiOverflow = (limit: number): unknown => ({
   },
 });
 
+/**
+ * Copilot (served from Azure OpenAI) opens each stream with a chunk that has no choices, only the prompt's content
+ * filter results.
+ */
+const azureFilterChunk = (): Frame =>
+  sseData({
+    choices: [],
+    created: 0,
+    id: '',
+    prompt_filter_results: [
+      {
+        prompt_index: 0,
+        content_filter_results: {
+          hate: { filtered: false, severity: 'safe' },
+          jailbreak: { filtered: false, detected: false },
+          self_harm: { filtered: false, severity: 'safe' },
+          sexual: { filtered: false, severity: 'safe' },
+          violence: { filtered: false, severity: 'safe' },
+        },
+      },
+    ],
+  });
+
 const openaiStreamError = (message: string): Frame => sseData({ error: { message, type: 'server_error', param: null, code: null } });
 
 /** What Ollama's OpenAI-compatible endpoint answers for a model without tool support. */
@@ -704,7 +727,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
             capabilities: { type: 'chat', family: id, limits: { max_context_window_tokens: contextLength, max_output_tokens: 8192 }, supports: { streaming: true, tool_calls: true, parallel_tool_calls: true } },
           })),
         });
-      return chat(res, b, b.stream === true, openaiDialect);
+      return chat(res, b, b.stream === true, { ...openaiDialect, stream: (p) => [azureFilterChunk(), ...openaiDialect.stream(p)] });
     }
 
     // Anthropic

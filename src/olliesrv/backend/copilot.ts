@@ -10,6 +10,7 @@
 import type { BackendConfig } from './config.js';
 import { BackendError, classifyError } from './errors.js';
 import { OpenAIBackend, type OpenAIEndpoint } from './openai.js';
+import { DISCOVERY_TIMEOUT_MS } from './sdk.js';
 import type { StreamEvent, StreamRequest } from './types.js';
 
 export const COPILOT_HEADERS: Readonly<Record<string, string>> = {
@@ -50,6 +51,7 @@ export class CopilotBackend extends OpenAIBackend {
     try {
       res = await fetch(`${this.url}/copilot_internal/v2/token`, {
         headers: { ...this.headers(), accept: 'application/json', authorization: `token ${this.config.key}` },
+        signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS),
       });
     } catch (e) {
       throw classifyError(this.name, e);

@@ -15,7 +15,7 @@ import type {
   SharedV3ProviderOptions,
 } from '@ai-sdk/provider';
 import { randomBytes } from 'node:crypto';
-import { classifyError, classifyStreamError, isAbortError, StreamDropError } from './errors.js';
+import { classifyError, classifyStreamError, StreamDropError } from './errors.js';
 import type { FinishReason, Message, StreamEvent, ToolSpec, Usage } from './types.js';
 
 export type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt, SharedV3ProviderOptions };
@@ -65,8 +65,9 @@ export function toPrompt(messages: Message[], o: PromptOptions = {}): LanguageMo
             input: parseArgs(c.args),
             ...(c.signature && o.toolCallSignature ? { providerOptions: o.toolCallSignature(c.signature) } : {}),
           });
-        if (content.length === 0) content.push({ type: 'text', text: '' });
-        out.push({ role: 'assistant', content });
+        // An empty reply (the model said nothing) is left out: Anthropic refuses empty text blocks, and no provider
+        // needs strict user/assistant alternation from us (the SDK merges adjacent user turns where required).
+        if (content.length) out.push({ role: 'assistant', content });
         break;
       }
       case 'tool': {
@@ -146,7 +147,6 @@ export async function* drive(model: LanguageModelV3, call: LanguageModelV3CallOp
     ({ stream } = await model.doStream({ ...call, ...(signal ? { abortSignal: signal } : {}) }));
   } catch (e) {
     if (signal?.aborted) throw abortReason(signal);
-    if (isAbortError(e)) throw e;
     throw classifyError(backend, e, false);
   }
   const reader = stream.getReader();
@@ -190,7 +190,9 @@ export async function* drive(model: LanguageModelV3, call: LanguageModelV3CallOp
         case 'finish': {
           const ok = o.finished ? o.finished(p) : p.finishReason.raw !== undefined && p.finishReason.unified !== 'error';
           if (!ok) throw new StreamDropError(backend, 'the response stream ended before the provider finished it');
-          yield { type: 'usage', usage: toUsage(p.usage) };
+          // A server that reports no usage (some OpenAI-compatible ones ignore stream_options) gets no usage event
+          // rather than one of zeros that would read as a free request.
+          if (p.usage.inputTokens.total !== undefined || p.usage.outputTokens.total !== undefined) yield { type: 'usage', usage: toUsage(p.usage) };
           yield { type: 'finish', reason: FINISH[p.finishReason.unified] ?? 'other' };
           finished = true;
           break;
@@ -209,11 +211,14 @@ export async function* drive(model: LanguageModelV3, call: LanguageModelV3CallOp
   if (!finished) throw new StreamDropError(backend, 'the response stream ended without a finish');
 }
 
+/** Discovery and token calls give up after this long: a host that does not answer must not hold a turn. */
+export const DISCOVERY_TIMEOUT_MS = 10_000;
+
 /** Fetch JSON for discovery calls (model lists, /api/show), with typed errors. */
 export async function getJson(backend: string, url: string, init: RequestInit = {}): Promise<unknown> {
   let res: Response;
   try {
-    res = await fetch(url, init);
+    res = await fetch(url, { signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS), ...init });
   } catch (e) {
     throw classifyError(backend, e, false);
   }
