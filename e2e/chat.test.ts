@@ -9,6 +9,9 @@ import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { FakeOlliesrv } from './fake-olliesrv.js';
 import { buildRenderer, launch, rmrf, screenshot, until } from './helpers.js';
 
+/** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
+declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
+
 describe('agents in the renderer', () => {
   let rendererDir: string;
   let browser: Browser;

@@ -17,6 +17,9 @@ import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
+/** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
+declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
+
 describe('the app with real agents (web mode)', () => {
   let rendererDir: string;
   let browser: Browser;

@@ -1,15 +1,32 @@
 /**
- * Preload (sandboxed, context-isolated): the renderer's only door out of the page. For now it exposes just the
- * app version. The GUI issue adds the one real capability: a MessagePort that carries 9P to olliesrv.
+ * Preload (sandboxed, context-isolated): the renderer's only door out of the page, and a narrow one. It asks
+ * the main process for a 9P MessagePort and passes it to the page (a port cannot cross contextBridge, so it
+ * goes by window.postMessage, as Electron's docs do it), and relays menu/notification commands. Nothing else:
+ * everything the GUI does is 9P.
  */
-import { contextBridge } from 'electron';
+import { contextBridge, ipcRenderer } from 'electron';
 
 declare const __OLLIE_VERSION__: string;
+/** The page's window, as the preload sees it (this tsconfig has no DOM library). */
+declare const window: { postMessage(message: unknown, targetOrigin: string, transfer?: unknown[]): void };
 
 export interface OllieBridge {
   readonly version: string;
+  connect(): void;
+  onCommand(listener: (command: string) => void): void;
 }
 
-const ollie: OllieBridge = { version: __OLLIE_VERSION__ };
+ipcRenderer.on('ollie:9p-port', (e) => {
+  // To this window only: the page checks that the message comes from itself.
+  window.postMessage('ollie:9p-port', '*', e.ports);
+});
+
+const ollie: OllieBridge = {
+  version: __OLLIE_VERSION__,
+  connect: () => ipcRenderer.send('ollie:9p-connect'),
+  onCommand: (listener) => {
+    ipcRenderer.on('ollie:command', (_e, command: unknown) => listener(String(command)));
+  },
+};
 
 contextBridge.exposeInMainWorld('ollie', ollie);

@@ -18,7 +18,21 @@ function viaPreload(bridge: OllieBridge): Promise<ByteChannel> {
       if (ev.source !== window || ev.data !== PORT_MESSAGE || !ev.ports[0]) return;
       clearTimeout(timer);
       window.removeEventListener('message', onMessage);
-      resolve(messagePortChannel(ev.ports[0] as unknown as MessagePortLike));
+      const raw = ev.ports[0];
+      // Posted without a transfer list: the main process's end (MessagePortMain) takes only ports in one, so
+      // the bytes are copied, which costs little next to the IPC hop.
+      const port: MessagePortLike = {
+        postMessage: (m) => raw.postMessage(m),
+        get onmessage() {
+          return raw.onmessage as MessagePortLike['onmessage'];
+        },
+        set onmessage(h) {
+          raw.onmessage = h as typeof raw.onmessage;
+        },
+        close: () => raw.close(),
+        start: () => raw.start(),
+      };
+      resolve(messagePortChannel(port));
     };
     window.addEventListener('message', onMessage);
     bridge.connect();

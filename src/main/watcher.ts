@@ -1,0 +1,169 @@
+/**
+ * What the main process needs to know for the tray and the notifications, learned the way every client learns
+ * it: a 9P connection that follows `event` (bypass requests and resolutions from any agent, sub-agents
+ * included; agent states, to tell when a turn ends) and reads the index files the events name. No Electron
+ * imports, so that it is tested under plain Node against a daemon.
+ */
+import type { Client } from '../ninep/index.js';
+
+export interface PendingRequest {
+  id: string;
+  sessionId: string;
+  session: string;
+  agentId: string;
+  agent: string;
+  tool: string;
+  cmd: string;
+  cwd: string;
+}
+
+export interface WatcherEvents {
+  /** The pending list changed (the tray's badge and menu). */
+  pending(list: PendingRequest[]): void;
+  /** A new request arrived (a notification). */
+  request(req: PendingRequest): void;
+  /** An agent went from working to idle: its turn ended. */
+  turnEnded(e: { sessionId: string; session: string; agentId: string; agent: string }): void;
+}
+
+/** Events the watcher subscribes to: one filter per kind, space-separated (the bus's filter syntax). */
+export const WATCH_FILTER = 'session.*.agent.*.state session.*.agent.*.bypass.> session.*.rename session.*.kill ollie.overflow';
+
+export class Watcher {
+  private readonly sessions = new Map<string, string>();
+  private readonly agents = new Map<string, { name: string; state: string }>();
+  private readonly pendingById = new Map<string, PendingRequest>();
+  private readonly abort = new AbortController();
+  private done?: Promise<void>;
+
+  constructor(
+    private readonly client: Client,
+    private readonly on: WatcherEvents,
+  ) {}
+
+  get pending(): PendingRequest[] {
+    return [...this.pendingById.values()];
+  }
+
+  /** Subscribes, then reads the current state; resolves once both are in place. The stream runs on. */
+  async start(): Promise<void> {
+    const stream = this.client.stream('event', { request: `${WATCH_FILTER}\n`, signal: this.abort.signal });
+    // The subscription exists once the first read is outstanding; that read is where events queue up.
+    const first = stream.next();
+    await this.reload();
+    this.done = this.follow(stream, first);
+  }
+
+  /** Ends when the connection or the event stream does. */
+  get finished(): Promise<void> {
+    return this.done ?? Promise.resolve();
+  }
+
+  close(): void {
+    this.abort.abort();
+  }
+
+  private async follow(stream: AsyncGenerator<Uint8Array>, first: Promise<IteratorResult<Uint8Array>>): Promise<void> {
+    const dec = new TextDecoder();
+    let rest = '';
+    try {
+      for (let r = await first; !r.done; r = await stream.next()) {
+        const lines = (rest + dec.decode(r.value, { stream: true })).split('\n');
+        rest = lines.pop() ?? '';
+        for (const l of lines) if (l) await this.onEvent(l).catch(() => undefined);
+      }
+    } catch (e) {
+      if (!this.abort.signal.aborted) throw e;
+    }
+  }
+
+  private async reload(): Promise<void> {
+    this.sessions.clear();
+    for (const l of (await this.client.readText('session/idx')).split('\n')) {
+      const [id, name] = l.split('\t');
+      if (id && name) this.sessions.set(id, name);
+    }
+    const seen = new Set<string>();
+    for (const [sid, sname] of this.sessions) {
+      await this.reloadAgents(sname);
+      const text = await this.client.readText(`session/${sname}/bypass`).catch(() => '');
+      for (const l of text.split('\n')) {
+        const [id, agentId = '', tool = '', cwd = '', cmd = ''] = l.split('\t');
+        if (!id) continue;
+        seen.add(id);
+        if (!this.pendingById.has(id)) this.add({ id, sessionId: sid, session: sname, agentId, agent: this.agents.get(agentId)?.name ?? agentId, tool, cmd, cwd }, false);
+      }
+    }
+    for (const id of this.pendingById.keys()) if (!seen.has(id)) this.pendingById.delete(id);
+    this.on.pending(this.pending);
+  }
+
+  private async reloadAgents(session: string): Promise<void> {
+    const text = await this.client.readText(`session/${session}/agent/idx`).catch(() => '');
+    for (const l of text.split('\n')) {
+      const f = l.split('\t');
+      if (f[1]) {
+        const known = this.agents.get(f[1]);
+        this.agents.set(f[1], { name: f[2] ?? f[1], state: known?.state ?? (f[5] ?? '').trim() });
+      }
+    }
+  }
+
+  private add(req: PendingRequest, announce: boolean): void {
+    this.pendingById.set(req.id, req);
+    if (announce) this.on.request(req);
+  }
+
+  private async onEvent(line: string): Promise<void> {
+    const sp = line.indexOf(' ');
+    const topic = sp === -1 ? line : line.slice(0, sp);
+    const payload = sp === -1 ? '' : line.slice(sp + 1);
+    if (topic === 'ollie.overflow') return this.reload();
+    const t = topic.split('.');
+    const sid = t[1] ?? '';
+    if (t[2] === 'rename' || t[2] === 'kill') {
+      if (t[2] === 'kill') {
+        this.sessions.delete(sid);
+        for (const [id, p] of this.pendingById) if (p.sessionId === sid) this.pendingById.delete(id);
+        this.on.pending(this.pending);
+      } else {
+        const [, newName = ''] = payload.split(' ');
+        if (newName) this.sessions.set(sid, newName);
+      }
+      return;
+    }
+    const aid = t[3] ?? '';
+    const kind = t.slice(4).join('.');
+    let session = this.sessions.get(sid);
+    if (!session) {
+      await this.reload();
+      session = this.sessions.get(sid) ?? sid;
+    }
+    if (!this.agents.has(aid)) await this.reloadAgents(session);
+    const agent = this.agents.get(aid) ?? { name: aid, state: '' };
+    if (kind === 'state') {
+      const state = payload.trim();
+      const was = agent.state;
+      this.agents.set(aid, { ...agent, state });
+      if (state === 'idle' && was !== '' && was !== 'idle' && was !== 'paused') this.on.turnEnded({ sessionId: sid, session, agentId: aid, agent: agent.name });
+    } else if (kind === 'bypass.request') {
+      const [id = '', cmd = '', cwd = ''] = payload.split('\t');
+      if (!id) return;
+      // The event has id, command and cwd; the session's bypass file adds the tool.
+      const line = (await this.client.readText(`session/${session}/bypass`).catch(() => '')).split('\n').find((l) => l.startsWith(`${id}\t`));
+      const tool = line?.split('\t')[2] ?? '';
+      this.add({ id, sessionId: sid, session, agentId: aid, agent: agent.name, tool, cmd, cwd }, true);
+      this.on.pending(this.pending);
+    } else if (kind === 'bypass.resolved') {
+      const [id = ''] = payload.split('\t');
+      if (this.pendingById.delete(id)) this.on.pending(this.pending);
+    }
+  }
+
+  /** Approves or denies a request (the tray menu's items). */
+  async resolve(id: string, decision: 'approve' | 'deny'): Promise<void> {
+    const p = this.pendingById.get(id);
+    if (!p) throw new Error(`no pending request ${id}`);
+    await this.client.write(`session/${p.session}/bypass`, `${id} ${decision}\n`);
+  }
+}
