@@ -1,0 +1,31 @@
+/**
+ * Packaging config: electron-builder.yml passes electron-builder's own schema validation, targets AppImage
+ * and deb, and ships what the app loads at run time. (Building the packages needs Electron's download.)
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+import { root } from './helpers.js';
+
+const require = createRequire(import.meta.url);
+
+describe('electron-builder config', () => {
+  it('is valid and packages the app, the daemons and the shipped data for Linux', async () => {
+    const config = require('app-builder-lib/out/util/config/config.js') as {
+      getConfig(dir: string, path: string, o: null): Promise<Record<string, unknown>>;
+      validateConfiguration(c: Record<string, unknown>, log: unknown): Promise<void>;
+    };
+    const { DebugLogger } = require('builder-util') as { DebugLogger: new (enabled: boolean) => unknown };
+    const c = await config.getConfig(root, join(root, 'electron-builder.yml'), null);
+    await config.validateConfiguration(c, new DebugLogger(false));
+    const linux = c.linux as { target: string[] };
+    expect(linux.target).toEqual(['AppImage', 'deb']);
+    expect(c.npmRebuild).toBe(true);
+    const files = c.files as string[];
+    for (const f of ['out/**', 'dist/**', 'data/**', 'native/build/**']) expect(files).toContain(f);
+    // What the main process loads from dist/ at run time exists in the source tree it is built from.
+    for (const src of ['src/olliesrv/daemon.ts', 'src/platform/paths.ts', 'src/toolsrv/main.ts']) expect(existsSync(join(root, src))).toBe(true);
+    expect((c.extraMetadata as { main: string }).main).toBe('out/main/index.js');
+  });
+});
