@@ -337,6 +337,11 @@ describe('root files', () => {
     expect(roles(blocks)).toEqual(['user', 'reasoning', 'call', 'tool', 'assistant']);
     expect(blocks[3]!.content).toContain('via-claude');
     expect(h.mock.requests.at(-1)!.protocol).toBe('anthropic');
+    // The thinking block goes back with its signature, or the real API refuses the tool continuation.
+    const replay = (h.mock.requests.at(-1)!.body as { messages: Array<{ role: string; content: Array<{ type: string; signature?: string; thinking?: string }> }> }).messages;
+    const thinking = replay.find((m) => m.role === 'assistant')!.content.find((c) => c.type === 'thinking')!;
+    expect(thinking.thinking).toBe('thinking hard');
+    expect(thinking.signature).toBeTruthy();
   });
 });
 

@@ -324,7 +324,14 @@ export class Agent {
       const r = await this.respond(backend, rt, finalRound ? [] : rt.specs, signal);
       if (!r) return { reply, stopped: true };
       if (r.text.trim()) reply = r.text;
-      this.history.append({ role: 'assistant', content: r.text, ...(r.reasoning ? { reasoning: r.reasoning } : {}), ...(r.calls.length ? { toolCalls: r.calls } : {}) });
+      // Anthropic refuses a continuation whose thinking lost its signature; Gemini 3 the same for calls (kept in r.calls).
+      this.history.append({
+        role: 'assistant',
+        content: r.text,
+        ...(r.reasoning ? { reasoning: r.reasoning } : {}),
+        ...(r.signature ? { reasoningSignature: r.signature } : {}),
+        ...(r.calls.length ? { toolCalls: r.calls } : {}),
+      });
       if (!r.calls.length || finalRound) break;
       steps++;
       if (this.budget.tokens !== undefined && this.stats.turnTokens > this.budget.tokens) {
@@ -370,7 +377,7 @@ export class Agent {
     rt: Runtime,
     tools: ToolSpec[],
     signal: AbortSignal,
-  ): Promise<{ text: string; reasoning: string; calls: ToolCall[] } | undefined> {
+  ): Promise<{ text: string; reasoning: string; signature?: string; calls: ToolCall[] } | undefined> {
     let overflowHandled = false;
     const model = this.cfg.model || backend.defaultModel;
     const params = { ...rt.profile.params, ...this.cfg.params };
@@ -379,6 +386,7 @@ export class Agent {
       let reasonId: string | undefined;
       let text = '';
       let reasoning = '';
+      let signature: string | undefined;
       const calls: ToolCall[] = [];
       try {
         const messages: Message[] = [{ role: 'system', content: rt.system }, ...this.history.messages];
@@ -391,6 +399,8 @@ export class Agent {
               text += ev.delta;
               break;
             case 'reasoning':
+              if (ev.signature) signature = ev.signature;
+              if (!ev.delta) break;
               reasonId ??= this.log.begin('reasoning');
               this.log.delta(reasonId, ev.delta);
               reasoning += ev.delta;
@@ -410,7 +420,7 @@ export class Agent {
         if (textId) this.log.end(textId);
         if (!usageSeen) this.stats.requests++;
         for (const c of calls) this.log.add('call', c.args, { name: c.name });
-        return { text, reasoning, calls };
+        return { text, reasoning, signature, calls };
       } catch (e) {
         if (reasonId) this.log.end(reasonId);
         if (textId) this.log.end(textId);
