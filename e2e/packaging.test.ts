@@ -22,7 +22,8 @@ describe('electron-builder config', () => {
     const linux = c.linux as { target: string[] };
     expect(linux.target).toEqual(['AppImage', 'deb']);
     expect(c.npmRebuild).toBe(true);
-    const files = c.files as string[];
+    // getConfig normalizes `files` into [{ filter: [...] }].
+    const files = (c.files as { filter: string[] }[]).flatMap((f) => f.filter);
     for (const f of ['out/**', 'dist/**', 'data/**', 'native/build/**']) expect(files).toContain(f);
     // What the main process loads from dist/ at run time exists in the source tree it is built from.
     for (const src of ['src/olliesrv/daemon.ts', 'src/platform/paths.ts', 'src/toolsrv/main.ts']) expect(existsSync(join(root, src))).toBe(true);
