@@ -276,6 +276,35 @@ describe('SessionTools against a real toolsrv', () => {
     db.close();
   });
 
+  it('replaces a toolsrv that died: hosts reconnect with their cwd, env and tools, and the bypass queue is followed again', async () => {
+    const keeper = new ToolsrvKeeper(opts({ yolo: false }));
+    cleanups.push(() => keeper.close());
+    const lease = keeper.lease('S');
+    const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: 'S', onClose: lease.release, log: () => undefined });
+    cleanups.push(() => st.close());
+    const cwd = tmp();
+    // Variables the sandbox policy passes through (it drops the others).
+    const host = await st.forAgent('ag', cwd, { EDITOR: 'one' });
+    await host.ctl('load sh');
+    await host.ctl('env PAGER=two');
+    const first = await lease.address();
+    expect((await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $EDITOR $PAGER"' } })).output).toBe(`${cwd} one two\n`);
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+    const r = await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $EDITOR $PAGER $OLLIE_SESSION_ID"' } });
+    expect(r).toMatchObject({ status: 'exited', output: `${cwd} one two S\n` });
+    const second = await lease.address();
+    expect(second.pid).not.toBe(first.pid);
+    expect((await host.list()).tools.map((t) => t.name)).toEqual(['sh']);
+    // The new toolsrv's bypass queue reaches this SessionTools.
+    const call = host.call({ tool: 'sh', args: { command: 'echo approved' }, flags: { bypass: true } });
+    await until(() => st.pending().length === 1, 8000);
+    await st.resolve(st.pending()[0]!.id, 'approve');
+    expect(await call).toMatchObject({ output: 'approved\n', bypassed: true });
+    await st.close();
+    await second.exited; // the lease was the last user: its toolsrv stops
+  });
+
   it('on a shared toolsrv, each session sees only its own requests', async () => {
     const p = await start({ yolo: false });
     const a = await session(p, 'A');

@@ -1,6 +1,11 @@
 /**
- * ToolHost over 9P: one connection to toolsrv, attached with aname = the agent id (its scope) and
+ * ToolHost over 9P: a connection to toolsrv, attached with aname = the agent id (its scope) and
  * authenticated with the shared secret the toolsrv was started with.
+ *
+ * When the toolsrv goes away (a crash; olliesrv replaces it), the next use reconnects — to a new toolsrv when
+ * the address comes from a provider such as ToolsrvKeeper.lease — and replays the scope's setup (cwd, env,
+ * loaded tools), so an agent keeps its ToolHost for life. A call in flight when the connection broke fails
+ * (it cannot be known whether the tool ran); `rev` changes, so the agent re-reads its tools.
  */
 import { ORDWR, sharedSecretResponder, type Client } from '../../ninep/index.js';
 import { dial } from '../../ninep/node.js';
@@ -12,6 +17,11 @@ export interface ToolsrvAddress {
   socket: string;
   secret: string;
 }
+
+/** A fixed address, or a provider that returns a live toolsrv's (starting one when needed). */
+export type ToolsrvSource = ToolsrvAddress | (() => Promise<ToolsrvAddress>);
+
+export const addressOf = (src: ToolsrvSource): Promise<ToolsrvAddress> => (typeof src === 'function' ? src() : Promise.resolve(src));
 
 /** A raw authenticated 9P connection to toolsrv in scope `aname`. */
 export function connectToolsrv(addr: ToolsrvAddress, aname: string, uname = 'olliesrv'): Promise<Client> {
@@ -34,35 +44,105 @@ export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<
   if (buf) yield buf;
 }
 
-export class ToolClient implements ToolHost {
-  private constructor(readonly client: Client, readonly agentId: string) {}
+/** The scope's setup as ctl commands have made it, to replay on a new connection. */
+class Setup {
+  cwd?: string;
+  readonly env = new Map<string, string | undefined>();
+  readonly loaded = new Set<string>();
 
-  static async connect(addr: ToolsrvAddress, agentId: string, uname?: string): Promise<ToolClient> {
-    return new ToolClient(await connectToolsrv(addr, agentId, uname), agentId);
+  /** Records a ctl line that succeeded. */
+  note(line: string): void {
+    const m = /^\s*(\S+)\s*(.*?)\s*$/.exec(line);
+    if (!m) return;
+    const [, cmd, arg = ''] = m;
+    if (cmd === 'cwd') this.cwd = arg;
+    else if (cmd === 'env') {
+      const eq = arg.indexOf('=');
+      const k = eq < 0 ? arg : arg.slice(0, eq);
+      // Re-inserted at the end, so replay keeps the order of the last settings.
+      this.env.delete(k);
+      this.env.set(k, eq < 0 ? undefined : arg.slice(eq + 1));
+    } else if (cmd === 'load') for (const n of arg.split(/\s+/)) this.loaded.add(n);
+    else if (cmd === 'unload') for (const n of arg.split(/\s+/)) this.loaded.delete(n);
+  }
+
+  /** Env before loads: variants are chosen with the scope's env. */
+  lines(): string[] {
+    return [
+      ...(this.cwd ? [`cwd ${this.cwd}`] : []),
+      ...[...this.env].map(([k, v]) => (v === undefined ? `env ${k}` : `env ${k}=${v}`)),
+      ...[...this.loaded].map((n) => `load ${n}`),
+    ];
+  }
+}
+
+export class ToolClient implements ToolHost {
+  private current?: Client;
+  private connecting?: Promise<Client>;
+  private readonly setup = new Setup();
+  private closed = false;
+  /** Replayed setup lines that failed on the last reconnect (a tool that no longer loads), for the log. */
+  replayErrors: string[] = [];
+
+  private constructor(private readonly source: ToolsrvSource, readonly agentId: string, private readonly uname: string | undefined) {}
+
+  static async connect(src: ToolsrvSource, agentId: string, uname?: string): Promise<ToolClient> {
+    const tc = new ToolClient(src, agentId, uname);
+    await tc.conn();
+    return tc;
+  }
+
+  /** The live connection, reconnecting (and replaying the setup) when the last one broke. */
+  private conn(): Promise<Client> {
+    if (this.closed) return Promise.reject(new Error('tool connection closed'));
+    if (this.current && !this.current.closed) return Promise.resolve(this.current);
+    this.connecting ??= (async () => {
+      const c = await connectToolsrv(await addressOf(this.source), this.agentId, this.uname);
+      this.replayErrors = [];
+      for (const line of this.setup.lines()) {
+        // One line at a time, so one tool that no longer loads does not keep the rest from being restored.
+        await c.write('ctl', line).catch((e: Error) => this.replayErrors.push(`${line}: ${e.message}`));
+      }
+      if (this.closed) {
+        c.close();
+        throw new Error('tool connection closed');
+      }
+      this.current = c;
+      return c;
+    })().finally(() => (this.connecting = undefined));
+    return this.connecting;
   }
 
   async list(): Promise<{ rev: number; tools: ToolInfo[] }> {
     // rev is read on both sides of the list, so a change in between is seen and the list read again.
     for (;;) {
       const before = await this.rev();
-      const tools = JSON.parse(await this.client.readText('tools')) as ToolInfo[];
+      const tools = JSON.parse(await (await this.conn()).readText('tools')) as ToolInfo[];
       if ((await this.rev()) === before) return { rev: before, tools };
     }
   }
 
   async rev(): Promise<number> {
-    return Number((await this.client.readText('rev')).trim());
+    return Number((await (await this.conn()).readText('rev')).trim());
   }
 
   async ctl(command: string): Promise<void> {
     if (command.includes('\n')) throw new Error('a ctl command is one line (values with newlines cannot be set)');
-    await this.client.write('ctl', command);
+    await (await this.conn()).write('ctl', command);
+    this.setup.note(command);
+  }
+
+  /** Several ctl commands in one write (one round trip); all are applied up to the first that fails. */
+  async ctlLines(commands: string[]): Promise<void> {
+    for (const c of commands) if (c.includes('\n')) throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
+    await (await this.conn()).write('ctl', `${commands.join('\n')}\n`);
+    for (const c of commands) this.setup.note(c);
   }
 
   async call(req: ProcRequest, signal?: AbortSignal): Promise<ProcResult> {
     // Rdwr by hand, to save round trips on the hot path: a reply shorter than the iounit is the whole reply
     // (no second read for EOF), and the clunk is not waited for.
-    const f = await this.client.open('proc/new', ORDWR, signal);
+    const f = await (await this.conn()).open('proc/new', ORDWR, signal);
     try {
       await f.writeAll(new TextEncoder().encode(JSON.stringify(req)), signal);
       let reply = await f.read(0, f.iounit, signal);
@@ -75,46 +155,59 @@ export class ToolClient implements ToolHost {
 
   /** Starts a background proc and returns its pid (refusals reject with the reason). */
   async start(req: ProcRequest, signal?: AbortSignal): Promise<number> {
-    return Number((await this.client.rdwrText('proc/new.bg', JSON.stringify(req), signal)).trim());
+    return Number((await (await this.conn()).rdwrText('proc/new.bg', JSON.stringify(req), signal)).trim());
   }
 
+  /** Finished background procs, each once; follows a replacement toolsrv when this one goes away. */
   async *interrupts(signal: AbortSignal): AsyncGenerator<ProcInterrupt> {
-    try {
-      for await (const l of lines(this.client.stream('proc/interrupts', { signal }))) yield JSON.parse(l) as ProcInterrupt;
-    } catch (e) {
-      if (!signal.aborted) throw e;
+    let failures = 0;
+    while (!signal.aborted && !this.closed) {
+      let c: Client;
+      try {
+        c = await this.conn();
+        for await (const l of lines(c.stream('proc/interrupts', { signal }))) {
+          failures = 0;
+          yield JSON.parse(l) as ProcInterrupt;
+        }
+      } catch (e) {
+        if (signal.aborted || this.closed) return;
+        // Reconnect while toolsrv is being replaced; give up when it stays away.
+        if (++failures > 5) throw e;
+      }
+      await new Promise((r) => setTimeout(r, 200 * failures));
     }
   }
 
   /** A proc's output, live until it exits. */
-  output(pid: number, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
-    return this.client.stream(`proc/${pid}/out`, signal ? { signal } : {});
+  async *output(pid: number, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    yield* (await this.conn()).stream(`proc/${pid}/out`, signal ? { signal } : {});
   }
 
   /** Blocks until the proc exits; its exit code. */
   async wait(pid: number, signal?: AbortSignal): Promise<number> {
-    return Number((await this.client.readText(`proc/${pid}/wait`, signal)).trim());
+    return Number((await (await this.conn()).readText(`proc/${pid}/wait`, signal)).trim());
   }
 
   async stat(pid: number): Promise<Record<string, string>> {
-    const text = await this.client.readText(`proc/${pid}/stat`);
+    const text = await (await this.conn()).readText(`proc/${pid}/stat`);
     return Object.fromEntries(text.split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   }
 
   /** `signal N`, `term`, `kill` or `dismiss`. */
   async procCtl(pid: number, command: string): Promise<void> {
-    await this.client.write(`proc/${pid}/ctl`, command);
+    await (await this.conn()).write(`proc/${pid}/ctl`, command);
   }
 
   async catalog(): Promise<CatalogEntry[]> {
-    return JSON.parse(await this.client.readText('catalog')) as CatalogEntry[];
+    return JSON.parse(await (await this.conn()).readText('catalog')) as CatalogEntry[];
   }
 
   async info(): Promise<ToolsrvInfo> {
-    return JSON.parse(await this.client.readText('info')) as ToolsrvInfo;
+    return JSON.parse(await (await this.conn()).readText('info')) as ToolsrvInfo;
   }
 
   async close(): Promise<void> {
-    this.client.close();
+    this.closed = true;
+    this.current?.close();
   }
 }

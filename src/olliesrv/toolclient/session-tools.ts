@@ -4,19 +4,23 @@
  * session, in memory; `always:PATTERN`: a glob kept in SQLite), and tells listeners about every request and
  * resolution. On a shared toolsrv it sees only the requests of its own session.
  *
+ * When `toolsrv` is a provider (ToolsrvKeeper.lease), a toolsrv that dies is replaced: the bypass queue is
+ * followed again on the new one, and every ToolHost handed out reconnects on its next use.
+ *
  * Construction in olliesrv (per session):
- *   const { proc, release } = await keeper.acquire(session.id);          // spawn.ts, keeper made once
- *   const tools = await ToolsrvSessionTools.open({ toolsrv: proc, sessionId: session.id,
- *                                                  rules: new BypassRuleStore(db), onClose: release });
+ *   const lease = keeper.lease(session.id);                              // spawn.ts, keeper made once
+ *   const tools = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: session.id,
+ *                                                  rules: new BypassRuleStore(db), onClose: lease.release });
  */
 import type { Client } from '../../ninep/index.js';
 import type { BypassRequest, BypassResolution } from '../../toolsrv/protocol.js';
 import type { BypassRuleStore } from '../store/bypass.js';
-import { connectToolsrv, lines, ToolClient, type ToolsrvAddress } from './client.js';
+import { addressOf, connectToolsrv, lines, ToolClient, type ToolsrvSource } from './client.js';
 import type { BypassEvent, SessionTools, ToolHost } from './host.js';
 
 export interface SessionToolsOptions {
-  toolsrv: ToolsrvAddress;
+  /** The toolsrv: a fixed address, or a provider that returns a live one (replacing a dead one). */
+  toolsrv: ToolsrvSource;
   sessionId: string;
   /** Persisted `always` rules; without it, `always` is refused. */
   rules?: BypassRuleStore;
@@ -41,10 +45,10 @@ export class ToolsrvSessionTools implements SessionTools {
   private following: Promise<void> = Promise.resolve();
   private closed = false;
 
-  private constructor(private readonly o: SessionToolsOptions, private readonly control: Client) {}
+  private constructor(private readonly o: SessionToolsOptions, private control: Client) {}
 
   static async open(o: SessionToolsOptions): Promise<ToolsrvSessionTools> {
-    const control = await connectToolsrv(o.toolsrv, '', o.uname ?? 'olliesrv');
+    const control = await connectToolsrv(await addressOf(o.toolsrv), '', o.uname ?? 'olliesrv');
     const st = new ToolsrvSessionTools(o, control);
     st.following = st.follow();
     return st;
@@ -65,17 +69,36 @@ export class ToolsrvSessionTools implements SessionTools {
   }
 
   private async follow(): Promise<void> {
-    try {
-      for await (const line of lines(this.control.stream('bypass/pending', { signal: this.life.signal }))) {
-        const m = JSON.parse(line) as BypassRequest | BypassResolution;
-        if ('resolved' in m) this.resolved(m);
-        else this.requested(m);
+    let delay = 200;
+    for (;;) {
+      try {
+        for await (const line of lines(this.control.stream('bypass/pending', { signal: this.life.signal }))) {
+          delay = 200;
+          const m = JSON.parse(line) as BypassRequest | BypassResolution;
+          if ('resolved' in m) this.resolved(m);
+          else this.requested(m);
+        }
+      } catch (e) {
+        if (!this.life.signal.aborted) this.log(`lost toolsrv's bypass queue: ${(e as Error).message}`);
       }
-    } catch (e) {
-      if (!this.life.signal.aborted) this.log(`lost toolsrv's bypass queue: ${(e as Error).message}`);
+      // The queue is gone with its toolsrv: nothing that waited can be approved any more.
+      for (const r of [...this.waiting.values()]) this.resolved({ id: r.id, agent: r.agent, resolved: 'cancelled' });
+      if (this.life.signal.aborted || typeof this.o.toolsrv !== 'function') return;
+      // A provider can start a new toolsrv: follow its queue, retrying with a growing pause while it fails.
+      for (;;) {
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5000);
+        if (this.life.signal.aborted) return;
+        try {
+          this.control.close();
+          this.control = await connectToolsrv(await addressOf(this.o.toolsrv), '', this.o.uname ?? 'olliesrv');
+          this.log('following the bypass queue of a new toolsrv');
+          break;
+        } catch (e) {
+          this.log(`cannot reach a toolsrv: ${(e as Error).message}`);
+        }
+      }
     }
-    // The queue is gone with its toolsrv: nothing that waited can be approved any more.
-    for (const r of [...this.waiting.values()]) this.resolved({ id: r.id, agent: r.agent, resolved: 'cancelled' });
   }
 
   private requested(req: BypassRequest): void {
@@ -118,14 +141,14 @@ export class ToolsrvSessionTools implements SessionTools {
 
   async forAgent(agentId: string, cwd: string, env: Record<string, string>): Promise<ToolHost> {
     if (!agentId) throw new Error('an agent id is needed (the empty scope is the session\'s own)');
+    const cmds = [`cwd ${cwd}`, `env OLLIE_SESSION_ID=${this.o.sessionId}`];
+    for (const [k, v] of Object.entries(env)) {
+      if (v.includes('\n')) throw new Error(`env ${k}: values with newlines cannot be passed to tools`);
+      cmds.push(`env ${k}=${v}`);
+    }
     const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? 'olliesrv');
     try {
-      const cmds = [`cwd ${cwd}`, `env OLLIE_SESSION_ID=${this.o.sessionId}`];
-      for (const [k, v] of Object.entries(env)) {
-        if (v.includes('\n')) throw new Error(`env ${k}: values with newlines cannot be passed to tools`);
-        cmds.push(`env ${k}=${v}`);
-      }
-      await host.client.write('ctl', `${cmds.join('\n')}\n`);
+      await host.ctlLines(cmds);
     } catch (e) {
       await host.close();
       throw e;

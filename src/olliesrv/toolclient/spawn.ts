@@ -189,6 +189,39 @@ export class ToolsrvKeeper {
     };
   }
 
+  /**
+   * A session's hold on a toolsrv that outlives the process: `address()` returns a live toolsrv, acquiring a
+   * new one when the last died. Made for ToolsrvSessionTools' `toolsrv` (a provider) and its `onClose`.
+   */
+  lease(sessionId: string): { address: () => Promise<ToolsrvProcess>; release: () => Promise<void> } {
+    let cur: { proc: ToolsrvProcess; release: () => Promise<void> } | undefined;
+    let pending: Promise<ToolsrvProcess> | undefined;
+    let released = false;
+    return {
+      address: () => {
+        if (released) return Promise.reject(new Error(`the toolsrv lease of session ${sessionId} was released`));
+        if (cur?.proc.alive) return Promise.resolve(cur.proc);
+        pending ??= (async () => {
+          const old = cur;
+          cur = undefined;
+          await old?.release();
+          const next = await this.acquire(sessionId);
+          if (released) {
+            await next.release();
+            throw new Error(`the toolsrv lease of session ${sessionId} was released`);
+          }
+          cur = next;
+          return next.proc;
+        })().finally(() => (pending = undefined));
+        return pending;
+      },
+      release: async () => {
+        released = true;
+        await cur?.release();
+      },
+    };
+  }
+
   async close(): Promise<void> {
     const all = [...this.running.values()];
     this.running.clear();
