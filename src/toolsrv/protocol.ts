@@ -9,12 +9,14 @@
  *   tools          read: ToolInfo[] as JSON (loaded tools, schemas with the dispatch flags injected); write a name to load
  *   rev            read: registry revision (decimal), bumped on every change of this scope's registry
  *   info           read: ToolsrvInfo as JSON
- *   proc/new       Rdwr: write ProcRequest JSON, the read blocks until the tool exits and returns ProcResult JSON.
- *                  A Tflush of the pending read kills the tool's process group.
+ *   proc/new       Rdwr: write ProcRequest JSON; the write returns when the tool has exited, and a read on the same
+ *                  fid then returns ProcResult JSON. A Tflush of the pending write kills the tool's process group
+ *                  (or withdraws the call from the bypass or lock queue).
  *   proc/new.bg    Rdwr: write ProcRequest JSON, read back the pid at once
  *   proc/{pid}/out (stream) output as it is produced, EOF at exit
  *   proc/{pid}/wait  blocks until exit, returns the exit code
- *   proc/{pid}/stat  key=value: state (running|exited), runtime_ms, tool, exit
+ *   proc/{pid}/stat  key=value: state (running|exited), runtime_ms, tool, exit (and status, signal, agent, os_pid,
+ *                  background, bypassed, output_bytes, cmd)
  *   proc/{pid}/ctl   write: `signal N`, `term`, `kill`, `dismiss`
  *   bypass/pending (stream) one BypassRequest JSON per line, for every request not yet resolved (from the start)
  *   bypass/resolve write: `ID approve|deny [once|session|always:PATTERN]`
