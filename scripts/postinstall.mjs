@@ -1,4 +1,4 @@
-// Runs after `npm install`: tries to fetch the Electron binary (optional) and builds the native parts (required).
+// Runs after `npm install`: tries to fetch the Electron binary (optional) and builds the native part (required).
 // Electron's own install script downloads its binary from the web; on machines without that access it fails
 // and would fail `npm install`. It is switched off in package.json's allowScripts and tried here instead,
 // where a failure is only a warning: everything but the Electron window runs without the binary.

@@ -60,7 +60,9 @@ struct block {
   long line;         /* 0-based index of its first old line */
 };
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
   tool_name = "file_edit";
   struct args *a = args_read();
   path = arg_str(a, "path", NULL);

@@ -55,7 +55,9 @@ static int newest_first(const void *a, const void *b) {
   return strcmp(x->path, y->path);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
   tool_name = "file_glob";
   struct args *a = args_read();
   const char *pattern = arg_str(a, "pattern", NULL);

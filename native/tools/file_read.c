@@ -19,7 +19,9 @@
 #define MAX_LINE 2000 /* characters of one line shown; longer lines are cut */
 #define SNIFF 8192
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
   tool_name = "file_read";
   struct args *a = args_read();
   const char *path = arg_str(a, "path", NULL);

@@ -22,7 +22,9 @@ static void mkdirs(char *path) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
   tool_name = "file_write";
   struct args *a = args_read();
   const char *path = arg_str(a, "path", NULL);

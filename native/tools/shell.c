@@ -11,7 +11,9 @@
 
 #include "lib/common.h"
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
   tool_name = "shell";
   struct args *a = args_read();
   const char *cmd = arg_str(a, "command", NULL);
@@ -20,8 +22,8 @@ int main(void) {
   int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null >= 0) dup2(null, 0);
   dup2(1, 2);
-  char *const argv[] = {"bash", "-c", (char *)cmd, NULL};
-  execv("/bin/bash", argv);
-  execvp("bash", argv);
+  char *const bash[] = {"bash", "-c", (char *)cmd, NULL};
+  execv("/bin/bash", bash);
+  execvp("bash", bash);
   fail("cannot run bash: %s", strerror(errno));
 }

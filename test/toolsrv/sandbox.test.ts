@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } fr
 import {
   landlockStatus,
   loadPolicy,
+  PACKAGE_ROOT,
   policyArgs,
   SANDBOX_EXIT,
   SANDBOX_HELPER,
@@ -244,6 +245,17 @@ describe('fails closed', () => {
     expect(r.code).toBe(SANDBOX_EXIT.unavailable);
     expect(r.out).toBe('ollie-sandbox: unavailable: the policy scopes signals and abstract Unix sockets but Landlock ABI 5 cannot (needs ABI 6, Linux 6.12)\n');
     expect(existsSync(join(w.cwd, 'ran'))).toBe(false);
+  });
+
+  test('a tool built into the helper runs in-process only where the policy would let it be executed', () => {
+    const tool = join(PACKAGE_ROOT, 'data', 'tools', 'file_read');
+    const input = JSON.stringify({ path: '/etc/hostname' });
+    const denied = spawnSync(SANDBOX_HELPER, ['--ro', '/', '--', tool], { encoding: 'utf8', input });
+    expect(denied.status).toBe(126);
+    expect(denied.stderr).toBe(`ollie-sandbox: cannot execute ${tool}: Permission denied\n`);
+    const allowed = spawnSync(SANDBOX_HELPER, ['--ro', '/', '--rox', join(PACKAGE_ROOT, 'native', 'build'), '--', tool], { encoding: 'utf8', input });
+    expect(allowed.status).toBe(0);
+    expect(allowed.stdout).toMatch(/^ {5}1\t/);
   });
 
   test('a bad policy on the command line is refused with its own exit code', () => {

@@ -38,6 +38,11 @@ test('the same command succeeds unsandboxed (after an approved bypass)', async (
   expect(readFileSync(join(w.home, 'other', 'yes.txt'), 'utf8')).toBe('x\n');
 });
 
+test('the command sees only the policy\'s environment', async () => {
+  const r = await runTool(w, 'shell', { command: 'echo "[$API_TOKEN] [$LANG] [$TMPDIR]"' }, { env: { HOME: w.home, API_TOKEN: 'secret', LANG: 'C.UTF-8' } });
+  expect(r.out).toBe(`[] [C.UTF-8] [${w.tmpDir}]\n`);
+});
+
 test('bad arguments are reported to the model', async () => {
   expect(await runTool(w, 'shell', {})).toMatchObject({ code: 1, out: 'shell: argument command is required\n' });
   expect(await runTool(w, 'shell', { command: 42 })).toMatchObject({ code: 1, out: 'shell: argument command must be a string\n' });
