@@ -3,7 +3,10 @@
  * stream while another client changes sessions over the Unix socket. Chromium is Debian's, driven by
  * playwright-core.
  */
+import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { Browser, Page } from 'playwright-core';
@@ -11,7 +14,7 @@ import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { buildRenderer, launch, rmrf, root, screenshot, socketPath, tempDir, until } from './helpers.js';
 
 function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve, reject) => {
@@ -188,4 +191,46 @@ describe('web mode', () => {
     await p.locator('[data-session="whiledown"]').waitFor();
     await p.locator('[data-session="kept"]').waitFor();
   });
+});
+
+describe('ollie serve --ui (the built CLI)', () => {
+  it('prints the URL with a fresh token, serves the UI on the asked port, and exits cleanly', async () => {
+    const dir = tempDir('ollie-e2e-cli-');
+    // A free port, to pass as --ui-port.
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const args = [join(root, 'dist/cli/ollie.js'), 'serve', '--ui', '--ui-port', String(port), '--socket', socketPath(dir), '--config', join(dir, 'c'), '--data', join(dir, 'd'), '--no-tools'];
+    const urls: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
+      let out = '';
+      let err = '';
+      proc.stderr!.on('data', (d) => (err += d));
+      const url = await new Promise<string>((resolve, reject) => {
+        proc.stdout!.on('data', (d) => {
+          out += d;
+          const m = /web UI at (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64})\n/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        proc.once('exit', (code) => reject(new Error(`ollie serve --ui exited ${code}: ${err}`)));
+      });
+      urls.push(url);
+      expect(url.startsWith(`http://127.0.0.1:${port}/?token=`)).toBe(true);
+      expect(out).toContain('serving 9P on unix!');
+      const res = await get(url);
+      // It serves the checkout's out/renderer: 200 once `npm run build:app` has run, else 503 saying to run it;
+      // never the app without the token.
+      expect([200, 503]).toContain(res.status);
+      expect((await get(url.replace(/\?token=.*/, ''))).status).toBe(403);
+      proc.kill('SIGTERM');
+      expect(await new Promise((r) => proc.once('exit', r))).toBe(0);
+    }
+    // Each start makes its own token.
+    expect(urls[0]).not.toBe(urls[1]);
+    rmrf(dir);
+  }, 60_000);
 });
