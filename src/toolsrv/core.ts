@@ -181,11 +181,12 @@ export class Core {
   }
 
   private rebuildEnv(s: Scope): void {
-    const path = [...this.opts.toolDirs, this.opts.baseEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
+    // The tool directories come first on PATH, also when the scope sets its own PATH.
+    const path = [...this.opts.toolDirs, s.env.get('PATH') ?? this.opts.baseEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
     const ollie: Record<string, string> = { OLLIE_UNAME: s.uname, OLLIE_AGENT_ID: s.name };
     if (this.opts.sessionId) ollie.OLLIE_SESSION_ID = this.opts.sessionId;
     if (this.opts.ollieAddr) ollie.OLLIE_ADDR = this.opts.ollieAddr;
-    s.callEnv = { ...this.opts.baseEnv, ...ollie, PATH: path, ...Object.fromEntries(s.env) };
+    s.callEnv = { ...this.opts.baseEnv, ...ollie, ...Object.fromEntries(s.env), PATH: path };
   }
 
   info(): ToolsrvInfo & { yolo: boolean; unavailable?: string } {

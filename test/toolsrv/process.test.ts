@@ -203,8 +203,8 @@ describe('SessionTools against a real toolsrv', () => {
     const d = tmp();
     const host = await st.forAgent('agent-1', d, { FOO: 'bar baz' });
     await host.ctl('load sh');
-    const r = await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $FOO $OLLIE_SESSION_ID"' } });
-    expect(r.output).toBe(`${d} bar baz sess-9\n`);
+    const r = await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $FOO $OLLIE_SESSION_ID $OLLIE_UNAME"' } });
+    expect(r.output).toBe(`${d} bar baz sess-9 agent-1\n`);
     await expect(st.forAgent('agent-2', d, { BAD: 'a\nb' })).rejects.toThrow(/newlines/);
   });
 

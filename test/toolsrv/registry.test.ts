@@ -132,15 +132,15 @@ describe('registry', () => {
     env = await startEnv();
     const a = await env.client('agent-a');
     const b = await env.client('agent-b');
-    await a.write('ctl', `load sh\nenv GREETING=hi\ncwd /tmp`);
+    await a.write('ctl', `load sh\nenv GREETING=hi\ncwd /tmp\nenv PATH=/usr/bin:/bin`);
     expect(JSON.parse(await b.readText('tools'))).toEqual([]);
     await b.write('ctl', 'load sh');
-    const ra = await env.call(a, { tool: 'sh', args: { command: 'echo "$GREETING $(pwd) $OLLIE_AGENT_ID $OLLIE_UNAME"' } });
+    const ra = await env.call(a, { tool: 'sh', args: { command: 'echo "$GREETING $(pwd) $OLLIE_AGENT_ID $OLLIE_UNAME $PATH"' } });
     const rb = await env.call(b, { tool: 'sh', args: { command: 'echo "${GREETING:-none} $(pwd) $OLLIE_AGENT_ID"' } });
-    expect(ra.output).toBe('hi /tmp agent-a tester\n');
+    expect(ra.output).toBe(`hi /tmp agent-a tester ${env.toolsDir}:/usr/bin:/bin\n`); // the tools dir stays first on PATH
     expect(rb.output).toBe(`none ${env.dir} agent-b\n`);
     await expect(a.write('ctl', 'cwd relative/path')).rejects.toThrow(/absolute/);
     await expect(a.write('ctl', 'frobnicate')).rejects.toThrow(/unknown command/);
-    expect(await a.readText('ctl')).toBe('cwd /tmp\nenv GREETING=hi\nloaded sh\n');
+    expect(await a.readText('ctl')).toBe('cwd /tmp\nenv GREETING=hi\nenv PATH=/usr/bin:/bin\nloaded sh\n');
   });
 });

@@ -24,7 +24,7 @@ export interface SessionToolsOptions {
   sessionId: string;
   /** Persisted `always` rules; without it, `always` is refused. */
   rules?: BypassRuleStore;
-  /** The uname tool connections attach with (tools see it as OLLIE_UNAME). */
+  /** The uname connections attach with (tools see it as OLLIE_UNAME); default: the agent id. */
   uname?: string;
   /** Runs after close(), e.g. the keeper's release of the toolsrv. */
   onClose?: () => Promise<void>;
@@ -146,7 +146,8 @@ export class ToolsrvSessionTools implements SessionTools {
       if (v.includes('\n')) throw new Error(`env ${k}: values with newlines cannot be passed to tools`);
       cmds.push(`env ${k}=${v}`);
     }
-    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? 'olliesrv');
+    // The agent attaches as itself: tools see its id as OLLIE_UNAME (client_9p expands it in agent paths).
+    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? agentId);
     try {
       await host.ctlLines(cmds);
     } catch (e) {
