@@ -1,0 +1,107 @@
+/**
+ * Unit tests of the renderer's model (no browser): the chat log from log.raw bytes, the parsers of the
+ * daemon's files and events, and the ollie-9p command lines of the 9P console. (They live under e2e/ because
+ * vitest's include covers test/ and e2e/, and test/ belongs to the daemons.)
+ */
+import { describe, expect, it } from 'vitest';
+import { Api, type ConsoleEntry } from '../src/renderer/src/lib/api.js';
+import { ChatLog, isLong, looksLikeDiff, prettyArgs } from '../src/renderer/src/lib/chatlog.js';
+import { parseAgentIdx, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseSessionIdx, treeOrder } from '../src/renderer/src/lib/parse.js';
+import type { Client } from '../src/ninep/index.js';
+
+const line = (o: object): string => `${JSON.stringify(o)}\n`;
+
+describe('ChatLog', () => {
+  it('joins lines cut anywhere, appends partial deltas in place, and lets the final block replace them', () => {
+    const log = new ChatLog();
+    const text = line({ role: 'user', id: 'u', content: 'hi' }) + line({ role: 'assistant', id: 'a', content: 'Hel', partial: true });
+    // Byte-by-byte: nothing shows until a line is complete.
+    for (const ch of text.slice(0, 10)) expect(log.push(ch)).toBe(false);
+    expect(log.push(text.slice(10))).toBe(true);
+    expect(log.blocks.map((b) => b.id)).toEqual(['u', 'a']);
+    log.push(line({ role: 'assistant', id: 'a', content: 'lo', partial: true }));
+    expect(log.get('a')).toMatchObject({ content: 'Hello', partial: true });
+    const before = log.get('a');
+    log.push(line({ role: 'assistant', id: 'a', content: 'Hello, world' }));
+    expect(log.get('a')).toMatchObject({ content: 'Hello, world', partial: false });
+    // A new object for a changed block, so that memoized rows re-render, and only that one.
+    expect(log.get('a')).not.toBe(before);
+    expect(log.blocks).toHaveLength(2);
+  });
+
+  it('hides context blocks, counts bad lines instead of failing, and bumps its version on change only', () => {
+    const log = new ChatLog();
+    log.push(line({ role: 'context', id: 'c', content: 'for the model' }) + 'not json\n' + line({ role: 'info', id: 'i', content: 'x' }) + line({ nope: 1 }));
+    expect(log.blocks.map((b) => b.role)).toEqual(['context', 'info']);
+    expect(log.visible.map((i) => log.blocks[i]!.id)).toEqual(['i']);
+    expect(log.bad).toBe(2);
+    const v = log.version;
+    log.push('\n\n');
+    expect(log.version).toBe(v);
+  });
+
+  it('recognizes diffs, pretty-prints call arguments and collapses long results', () => {
+    expect(looksLikeDiff({ role: 'tool', id: 'x', content: '--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b' })).toBe(true);
+    expect(looksLikeDiff({ role: 'tool', id: 'x', content: 'plain\n+ not a diff' })).toBe(false);
+    expect(looksLikeDiff({ role: 'tool', id: 'x', content: 'x', format: 'diff' })).toBe(true);
+    expect(prettyArgs('{"a":1}')).toBe('{\n  "a": 1\n}');
+    expect(prettyArgs('not json')).toBe('not json');
+    expect(isLong('short')).toBe(false);
+    expect(isLong('x\n'.repeat(13))).toBe(true);
+    expect(isLong('x'.repeat(1501))).toBe(true);
+  });
+});
+
+describe('parsers', () => {
+  it('reads session/idx, agent/idx (tree order) and pending bypass requests in both forms', () => {
+    expect(parseSessionIdx('s1\twork\t1\t0\t-\t/home/me\n')).toEqual([{ id: 's1', name: 'work', paused: true, cwd: '/home/me' }]);
+    const agents = parseAgentIdx('s\tc\tchild\tp\t1\tthinking\ns\tp\tparent\t-\t0\tidle\ns\tg\tgrand\tc\t2\tcalling\ns\to\tother\t-\t0\tidle\n');
+    expect(agents[1]).toEqual({ session: 's', id: 'p', name: 'parent', parent: '', depth: 0, state: 'idle' });
+    expect(treeOrder(agents).map((a) => a.name)).toEqual(['parent', 'child', 'grand', 'other']);
+    expect(parsePending('b1\ta1\tshell\t/w\trm -rf x\n', 's')).toEqual([{ id: 'b1', session: 's', agent: 'a1', tool: 'shell', cwd: '/w', cmd: 'rm -rf x', reason: undefined }]);
+    expect(parsePending('{"id":"b2","agent":"a","tool":"t","cmd":"c","cwd":"/","reason":"net"}\n', 's')[0]).toMatchObject({ id: 'b2', reason: 'net' });
+  });
+
+  it('reads events, key=value files, backends and models', () => {
+    expect(parseEvent('session.S.agent.A.bypass.request b1\tls -l\t/w')).toEqual({ topic: 'session.S.agent.A.bypass.request', payload: 'b1\tls -l\t/w', session: 'S', agent: 'A', kind: 'bypass.request' });
+    expect(parseEvent('session.S.rename old new')).toMatchObject({ session: 'S', kind: 'rename', payload: 'old new' });
+    expect(parseEvent('session.S.kill')).toMatchObject({ session: 'S', kind: 'kill', payload: '' });
+    const overflow = parseEvent('ollie.overflow 12');
+    expect([overflow.kind, overflow.payload, overflow.session]).toEqual(['ollie.overflow', '12', undefined]);
+    expect(parseKv('a=1\nb = two=2\njunk\n')).toEqual({ a: '1', b: 'two=2' });
+    expect(parseBackends('mock*\topenai\thttp://x/v1\tgpt-4o\nclaude\tanthropic\thttp://y\tsonnet\n')).toEqual([
+      { name: 'mock', type: 'openai', url: 'http://x/v1', model: 'gpt-4o', isDefault: true },
+      { name: 'claude', type: 'anthropic', url: 'http://y', model: 'sonnet', isDefault: false },
+    ]);
+    expect(parseModels('mock\tgpt-4o\t128000\nbad\t-\t-\tconnection refused\n')).toEqual([{ backend: 'mock', model: 'gpt-4o', context: 128000 }]);
+  });
+});
+
+describe('9P console', () => {
+  it('logs each operation as the ollie-9p command that replays it, quoted for the shell', async () => {
+    const entries: ConsoleEntry[] = [];
+    const fake = {
+      readText: async () => 'x',
+      write: async () => undefined,
+      rdwrText: async (_path: string, data: string) => {
+        if (data.startsWith('bogus')) throw new Error('bad request');
+        return 'ok';
+      },
+      remove: async () => undefined,
+    } as unknown as Client;
+    const api = new Api(fake, (e) => entries.push(e));
+    await api.read('session/idx');
+    await api.write("session/it's/name", 'new name\n');
+    await api.rdwr('session/new', 'name=a\ncwd=/tmp');
+    await expect(api.rdwr('session/s/ctl', 'bogus\n')).rejects.toThrow('bad request');
+    await api.remove('session/s/agent/a');
+    expect(entries.map((e) => e.command)).toEqual([
+      'ollie-9p read session/idx',
+      `echo 'new name' | ollie-9p write 'session/it'\\''s/name'`,
+      `printf '%s' 'name=a\ncwd=/tmp' | ollie-9p rdwr session/new`,
+      'echo bogus | ollie-9p rdwr session/s/ctl',
+      'ollie-9p rm session/s/agent/a',
+    ]);
+    expect(entries[3]!.error).toBe('bad request');
+  });
+});
