@@ -191,6 +191,29 @@ static int open_canonical(const char *path, char out[PATH_MAX]) {
   return fd;
 }
 
+/*
+ * The canonical form of a denied path, which need not exist: a missing ~/.ssh must still keep a rule on HOME
+ * from covering it (or a tool could create it). The longest existing prefix is canonicalised and the rest
+ * appended, so that it compares correctly with canonical rule paths even below a symlinked directory.
+ */
+static void canonical_denied(const char *path, char out[PATH_MAX]) {
+  int fd = open_canonical(path, out);
+  if (fd >= 0) {
+    close(fd);
+    return;
+  }
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path) {
+    snprintf(out, PATH_MAX, "%s", path);
+    return;
+  }
+  char parent[PATH_MAX];
+  snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+  canonical_denied(parent, out);
+  size_t n = strlen(out);
+  snprintf(out + n, PATH_MAX - n, "%s%s", strcmp(out, "/") ? "" : "", slash + (strcmp(out, "/") ? 0 : 1));
+}
+
 /* 1 when `p` is `dir` or beneath it (both canonical). */
 static int beneath(const char *p, const char *dir) {
   size_t n = strlen(dir);
@@ -471,11 +494,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--deny")) {
       if (!v || v[0] != '/') die(EXIT_POLICY, "--deny needs an absolute path");
       add_item("--deny", &ndenies);
-      /* A denied path that does not exist yet is still denied: keep it as given. */
       char real[PATH_MAX];
-      int fd = open_canonical(v, real);
-      if (fd >= 0) close(fd);
-      denies[ndenies++] = strdup(fd >= 0 ? real : v);
+      canonical_denied(v, real);
+      denies[ndenies++] = strdup(real);
       i++;
     } else if (!strcmp(a, "--net-bind") || !strcmp(a, "--net-connect")) {
       if (!v) die(EXIT_POLICY, "%s needs a port", a);

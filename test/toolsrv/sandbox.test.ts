@@ -4,7 +4,7 @@
  * the environment filter and the cost of the helper.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
@@ -87,6 +87,34 @@ describe('filesystem', () => {
 
     const free = await bash(null, `cat ${secrets.join(' ')}`);
     expect(free.out).toBe('PRIVATE KEY\nPRIVATE KEY\nGPG\n{"apiKey":"sk-secret"}\n');
+  });
+
+  test('an agent working in HOME itself: its entries are writable, the denied paths are not, not even to create', async () => {
+    const p = loadPolicy({ ...w, cwd: w.home });
+    rmSync(join(w.home, '.gnupg'), { recursive: true });
+    const r = await runSandboxed(p, ['/bin/bash', '-c', 'echo ok > other/new.txt && cat other/new.txt; cat .ssh/id_ed25519; mkdir .gnupg; echo k > .ssh/authorized_keys; echo x > top.txt; ls .config/ollie'], { cwd: w.home, env: env() });
+    expect(r.out).toContain('ok\n');
+    expect(r.out).toContain('cat: .ssh/id_ed25519: Permission denied');
+    expect(r.out).toMatch(/mkdir: cannot create directory .\.gnupg.: Permission denied/);
+    expect(r.out).toContain('.ssh/authorized_keys: Permission denied');
+    expect(r.out).toContain("ls: cannot open directory '.config/ollie': Permission denied");
+    // The price of the holes: nothing can be created directly in HOME (a right there would reach ~/.ssh too).
+    expect(r.out).toContain('top.txt: Permission denied');
+    expect(existsSync(join(w.home, '.gnupg'))).toBe(false);
+  });
+
+  test('a denied path below a symlinked directory is still denied', async () => {
+    // HOME reached through a link: the helper compares canonical paths, for paths that exist and that do not.
+    const linked = join(w.root, 'home-link');
+    symlinkSync(w.home, linked);
+    rmSync(join(w.home, '.gnupg'), { recursive: true });
+    const p = loadPolicy({ ...w, home: linked, cwd: linked });
+    const r = await bash(p, `cat ${linked}/.ssh/id_ed25519; mkdir ${w.home}/.gnupg; echo ok > ${w.home}/other/fine.txt && echo wrote`);
+    expect(r.out).toContain('Permission denied');
+    expect(r.out).toMatch(/mkdir: cannot create directory .*\/home\/\.gnupg.: Permission denied/);
+    expect(existsSync(join(w.home, '.gnupg'))).toBe(false);
+    expect(r.out).toContain('wrote');
+    expect(r.out).not.toContain('PRIVATE KEY');
   });
 
   test('the default policy does not grant HOME at all', async () => {
