@@ -124,7 +124,9 @@ static int kernel_abi(int *err) {
 }
 
 static const char *abi_missing_reason(int err) {
-  if (err == ENOSYS) return "the kernel was built without Landlock (CONFIG_SECURITY_LANDLOCK)";
+  if (err == ENOSYS)
+    return "the kernel has no Landlock system calls (built without CONFIG_SECURITY_LANDLOCK, or a container's "
+           "seccomp profile blocks them)";
   if (err == EOPNOTSUPP) return "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)";
   return strerror(err);
 }

@@ -21,6 +21,7 @@
 #include "lib/walk.h"
 
 #define MAX_GLOBS 64
+#define MAX_FILE (64 << 20) /* larger files are skipped while walking (still searched when named) */
 
 static regex_t re;
 static char **globs;
@@ -91,6 +92,10 @@ static void grep_file(const char *name, const char *full, int named) {
   }
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return;
+  }
+  if (st.st_size > MAX_FILE && !named) { /* logs, dumps, databases: not source, and read whole below */
     close(fd);
     return;
   }

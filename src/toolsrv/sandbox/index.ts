@@ -11,8 +11,8 @@
  * and exits with SANDBOX_EXIT.unavailable, in case the kernel differs from what was probed.
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { PACKAGE_ROOT, type SandboxPolicy } from './policy.js';
 
 export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT } from './policy.js';
@@ -54,6 +54,8 @@ export interface SandboxExtra {
   /** The tool may reach the Ollie socket ($OLLIE_ADDR): its .meta says `"sandbox": {"ollieSocket": true}`. */
   allowOllieSocket?: boolean;
 }
+
+const NODE_DIR = dirname(realpathSync(process.execPath));
 
 /** Variables every tool gets, whatever the policy's env list says. */
 const ALWAYS_KEPT = ['PATH', 'OLLIE_SESSION_ID', 'OLLIE_UNAME', 'OLLIE_AGENT_ID', 'TMPDIR'];
@@ -114,6 +116,8 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   // are readable, the tool directories executable. The user's tools live inside the denied config dir: a rule
   // naming them explicitly holds (only broader rules are cut around denied paths).
   a.push('--ro', PACKAGE_ROOT, '--rox', join(PACKAGE_ROOT, 'data', 'tools'), '--rox', join(PACKAGE_ROOT, 'native', 'build'));
+  // The Node that runs Ollie runs its Node tools too, wherever it is installed (nvm, a tarball in HOME…).
+  a.push('--rox', NODE_DIR);
   for (const d of policy.toolDirs) a.push('--rox', d);
   for (const d of fs.deny) a.push('--deny', d);
   const n = policy.network;
