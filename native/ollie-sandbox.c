@@ -160,7 +160,7 @@ static uint64_t parse_port(const char *s) {
   return v;
 }
 
-static void add_item(const char *kind, int *n) {
+static void check_room(const char *kind, const int *n) {
   if (*n >= MAX_ITEMS) die(EXIT_POLICY, "too many %s options (at most %d)", kind, MAX_ITEMS);
 }
 
@@ -490,12 +490,12 @@ int main(int argc, char **argv) {
     if (rights) {
       if (!v) die(EXIT_POLICY, "%s needs a path", a);
       if (v[0] != '/') die(EXIT_POLICY, "%s %s: paths must be absolute", a, v);
-      add_item("path", &nrules);
+      check_room("path", &nrules);
       rules[nrules++] = (struct rule){v, rights};
       i++;
     } else if (!strcmp(a, "--deny")) {
       if (!v || v[0] != '/') die(EXIT_POLICY, "--deny needs an absolute path");
-      add_item("--deny", &ndenies);
+      check_room("--deny", &ndenies);
       char real[PATH_MAX];
       canonical_denied(v, real);
       denies[ndenies++] = strdup(real);
@@ -503,22 +503,22 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--net-bind") || !strcmp(a, "--net-connect")) {
       if (!v) die(EXIT_POLICY, "%s needs a port", a);
       if (a[6] == 'b') {
-        add_item("--net-bind", &nbind);
+        check_room("--net-bind", &nbind);
         bind_ports[nbind++] = parse_port(v);
       } else {
-        add_item("--net-connect", &nconnect);
+        check_room("--net-connect", &nconnect);
         connect_ports[nconnect++] = parse_port(v);
       }
       i++;
     } else if (!strcmp(a, "--env-keep")) {
       if (!v) die(EXIT_POLICY, "--env-keep needs a name");
-      add_item("--env-keep", &nenv_keep);
+      check_room("--env-keep", &nenv_keep);
       env_keep[nenv_keep++] = v;
       env_filter = 1;
       i++;
     } else if (!strcmp(a, "--env-set")) {
       if (!v || !strchr(v, '=')) die(EXIT_POLICY, "--env-set needs VAR=VALUE");
-      add_item("--env-set", &nenv_set);
+      check_room("--env-set", &nenv_set);
       env_set[nenv_set++] = v;
       i++;
     } else if (!strcmp(a, "--abi-max")) {

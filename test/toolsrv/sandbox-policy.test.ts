@@ -119,7 +119,7 @@ describe('a project\'s .ollie-sandbox.yaml narrows', () => {
   deny: ["{CWD}/.env"]
 network:
   connect_tcp: [443]
-env: [PATH, LC_ALL]
+env: [PATH, LC_ALL, LC_M*]
 isolate:
   signals: true
 `, 'project');
@@ -130,7 +130,7 @@ isolate:
     expect(p.filesystem.rox).toEqual(['/usr']);
     expect(p.filesystem.deny).toContain(join(w.cwd, '.env'));
     expect(p.network).toEqual({ enabled: true, bindTcp: [], connectTcp: [443], unix: false });
-    expect(p.env).toEqual(['PATH', 'LC_ALL']);
+    expect(p.env).toEqual(['PATH', 'LC_ALL', 'LC_M*']);
   });
 
   test('can switch the network off', () => {
@@ -145,6 +145,7 @@ isolate:
     ['network:\n  connect_tcp: [22]\n', /:2: network\.connect_tcp: port 22 is not allowed by/],
     ['network:\n  unix: true\n', /:2: network\.unix: Unix sockets are off in .*; a project file cannot turn them on/],
     ['env: [PATH, AWS_SECRET_ACCESS_KEY]\n', /:1: env: AWS_SECRET_ACCESS_KEY is not passed by/],
+    ['env: [PATH, L*]\n', /:1: env: L\* is not passed by/],
     ['filesystem:\n  ro: [/etc\n', /\.ollie-sandbox\.yaml:3: /],
   ])('but never widens: %j', (text, message) => {
     const file = writePolicy(w, text, 'project');

@@ -216,8 +216,11 @@ const within = (p: string, dir: string): boolean => dir === '/' || p === dir || 
 /** Which levels of the base grant at least the rights of `a`. */
 const COVERS: Record<Access, Access[]> = { ro: ['ro', 'rox', 'rw', 'rwx'], rox: ['rox', 'rwx'], rw: ['rw', 'rwx'], rwx: ['rwx'] };
 
-const envCovered = (name: string, base: string[]): boolean =>
-  base.some((b) => (b.endsWith('*') ? name.startsWith(b.slice(0, -1)) : b === name));
+/** Whether the base's env list passes everything `entry` (a name, or a PREFIX* pattern) would. */
+const envCovered = (entry: string, base: string[]): boolean =>
+  entry.endsWith('*')
+    ? base.some((b) => b.endsWith('*') && entry.startsWith(b.slice(0, -1)))
+    : base.some((b) => (b.endsWith('*') ? entry.startsWith(b.slice(0, -1)) : b === entry));
 
 /**
  * Applies a project's `.ollie-sandbox.yaml` to `base`. A project can only take away: each list it sets
@@ -273,9 +276,7 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
 
   if (f.env) {
     for (const name of f.env) {
-      if (!envCovered(name.replace(/\*$/, ''), base.env) || (name.endsWith('*') && !base.env.some((b) => b.endsWith('*') && name.startsWith(b.slice(0, -1))))) {
-        fail('env', `env: ${name} is not passed by ${base.sources[0]}; a project file can only drop variables`);
-      }
+      if (!envCovered(name, base.env)) fail('env', `env: ${name} is not passed by ${base.sources[0]}; a project file can only drop variables`);
     }
     out.env = f.env;
   }
