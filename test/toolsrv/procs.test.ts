@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
@@ -79,6 +79,22 @@ describe('procs', () => {
     const p = [...env!.ts.core.procs.values()][0]!;
     await p.done;
     expect(p.status).toBe('killed');
+  });
+
+  it('a client that hangs up mid-call takes its foreground call with it, not its background procs', async () => {
+    const c = await loaded();
+    const pidFile = join(env!.dir, 'fg.pid');
+    const bgPid = await bg(c, 'sleep 30');
+    const call = env!.call(c, { tool: 'sh', args: { command: `echo $$ > ${pidFile}; exec sleep 30` } });
+    call.catch(() => undefined);
+    const fg = await until(() => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0));
+    c.close();
+    await expect(call).rejects.toThrow();
+    await until(() => !alive(fg));
+    const p = env!.ts.core.procs.get(bgPid)!;
+    expect(p.state).toBe('running');
+    p.terminate('killed', 0);
+    await p.done;
   });
 
   it('a foreground call does not leave processes behind in its group after it exits', async () => {
