@@ -43,7 +43,11 @@ function linkTools() {
     }
     if (!ok) {
       rmSync(link, { force: true });
-      symlinkSync('ollie-sandbox', link);
+      try {
+        symlinkSync('ollie-sandbox', link);
+      } catch (e) {
+        if (e.code !== 'EEXIST') throw e; // a concurrent run made it
+      }
     }
   }
 }
@@ -64,8 +68,10 @@ if (!compiler) {
   process.exit(1);
 }
 
-const obj = join(out, 'obj');
+// Per-process scratch names: test files run in parallel and may all find the binary stale at once.
+const obj = join(out, `obj-${process.pid}`);
 mkdirSync(obj, { recursive: true });
+process.on('exit', () => rmSync(obj, { recursive: true, force: true }));
 const cflags = ['-O2', '-std=gnu11', '-Wall', '-Wextra', '-Werror'];
 function cc(args, what) {
   const r = spawnSync(compiler, args, { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -89,7 +95,8 @@ writeFileSync(
     `struct builtin_tool { const char *name; int (*main)(int, char **); };\n` +
     `const struct builtin_tool builtin_tools[] = {\n${tools.map((t) => `  {"${t}", ollie_tool_${t}},\n`).join('')}  {0, 0},\n};\n`,
 );
-const link = [...cflags, '-o', `${binary}.tmp`, join(native, 'ollie-sandbox.c'), table, ...objects, ...lib.filter((l) => l.endsWith('.c'))];
+const tmp = `${binary}.${process.pid}.tmp`;
+const link = [...cflags, '-o', tmp, join(native, 'ollie-sandbox.c'), table, ...objects, ...lib.filter((l) => l.endsWith('.c'))];
 // Statically linked when the C library allows it: a sandboxed call execs this binary, and skipping the
 // dynamic loader saves about a millisecond per call (measured: file_read 3.0 → 2.1 ms from Node's spawn).
 let r = spawnSync(compiler, ['-static', ...link], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -99,7 +106,6 @@ if (r.status !== 0) {
   process.exit(1);
 }
 // Rename into place so that a concurrent run (or a tool running at that moment) never sees half a binary.
-renameSync(`${binary}.tmp`, binary);
-rmSync(obj, { recursive: true, force: true });
+renameSync(tmp, binary);
 linkTools();
 if (!quiet) console.log(`ollie: built native/build/ollie-sandbox (with ${tools.join(', ')})`);

@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, expect, test } from 'vitest';
-import { makeWorld, readMeta, runTool, type World } from '../sandbox-helpers.js';
+import { afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
+import { buildNative, makeWorld, readMeta, runTool, type World } from '../sandbox-helpers.js';
 
 let w: World;
+beforeAll(() => buildNative());
 beforeEach(() => {
   w = makeWorld();
 });
