@@ -205,6 +205,7 @@ export class Core {
       return refused(`cannot run ${req.tool}: ${known}`);
     }
     if (req.args !== undefined && (typeof req.args !== 'object' || req.args === null || Array.isArray(req.args))) return refused('args must be a JSON object');
+    if (req.flags !== undefined && (typeof req.flags !== 'object' || req.flags === null || Array.isArray(req.flags))) return refused('flags must be a JSON object');
     const args: Record<string, unknown> = { ...(req.args ?? {}) };
     const flags: ProcFlags = { ...(req.flags ?? {}) };
     // The model sees the flags among the arguments; lift them out so the tool's own schema judges only its own.
@@ -235,7 +236,7 @@ export class Core {
         { agent: s.name, tool: tool.name, cmd, cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(session && { session }) },
         signal,
       );
-      if (!approved) return { ...refused('denied by user', tool.name) };
+      if (!approved) return refused('denied by user', tool.name);
       bypassed = true;
     }
 
