@@ -40,7 +40,7 @@ describe('a turn', () => {
 
     const ev = new TextDecoder().decode((await firstEvent).value as Uint8Array);
     expect(ev).toContain(`session.${a.sid}.agent.${a.aid}.state thinking`);
-    await it0.return?.();
+    await it0.return?.(undefined);
 
     const stats = await h.c.readText(`${a.path}/stats`);
     expect(stats).toContain('input_tokens=1000');
