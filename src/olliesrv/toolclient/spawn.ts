@@ -86,6 +86,8 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
   mkdirSync(o.runtimeDir, { recursive: true, mode: 0o700 });
   const socket = join(o.runtimeDir, `toolsrv-${o.name}.sock`);
   const pidFile = join(o.runtimeDir, `toolsrv-${o.name}.pid`);
+  // sun_path holds 108 bytes with its NUL; a longer path would fail later with a less helpful error.
+  if (Buffer.byteLength(socket) > 107) throw new Error(`toolsrv socket path too long for a Unix socket (${Buffer.byteLength(socket)} > 107 bytes): ${socket}`);
   await killStale(pidFile, log);
   rmSync(socket, { force: true });
   const secret = randomBytes(32).toString('hex');
