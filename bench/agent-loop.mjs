@@ -20,6 +20,8 @@ import { dial } from '../dist/ninep/node.js';
 const ROUNDS = Number(process.argv[2] ?? 200);
 const STARTS = Number(process.argv[3] ?? 7);
 const OLLIE = new URL('../dist/cli/ollie.js', import.meta.url).pathname;
+// Run the CLI as its shebang does (node with the flags on its first line).
+const NODE_FLAGS = /^#!\/usr\/bin\/env -S node (.*)$/m.exec(readFileSync(OLLIE, 'utf8').split('\n')[0])?.[1]?.split(' ') ?? [];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
@@ -35,7 +37,7 @@ writeFileSync(join(dir, 'small.txt'), 'one\ntwo\nthree\n');
 try {
   // ---- per-round overhead, in an `ollie serve` child ----
   const socket = join(dir, 'run', 'ollie.sock');
-  const serve = spawn(process.execPath, [OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const serve = spawn(process.execPath, [...NODE_FLAGS, OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise((resolve, reject) => {
     serve.stdout.on('data', (d) => d.toString().includes('serving 9P') && resolve());
     serve.once('exit', (c) => reject(new Error(`ollie serve exited ${c}`)));
@@ -81,7 +83,7 @@ try {
     mock.script([{ text: 'hi' }]);
     const n = mock.requests.length;
     const t0 = Date.now();
-    const p = spawn(process.execPath, [OLLIE, 'run', '--config', config, '--agent', 'bench', '--cwd', dir, 'hello'], { stdio: 'ignore' });
+    const p = spawn(process.execPath, [...NODE_FLAGS, OLLIE, 'run', '--config', config, '--agent', 'bench', '--cwd', dir, 'hello'], { stdio: 'ignore' });
     await new Promise((r) => p.once('exit', r));
     const first = mock.requests.slice(n).find((r) => r.protocol === 'openai');
     if (first) starts.push(first.time - t0);

@@ -1,5 +1,10 @@
-#!/usr/bin/env node
-/** `ollie`: runs the daemons. `ollie serve` runs olliesrv in the foreground. */
+#!/usr/bin/env -S node --max-semi-space-size=2
+/**
+ * `ollie`: runs the daemons. `ollie serve` runs olliesrv in the foreground.
+ *
+ * The shebang's flag: a daemon streams many small short-lived objects (SSE chunks, 9P frames); a 2 MB young
+ * generation collects them as fast and keeps the peak RSS about 20 MB lower (bench/agent-loop.mjs).
+ */
 import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
