@@ -49,7 +49,8 @@ export function writeConfig(configDir: string, mockUrl: string, extraProfiles: R
   writeFileSync(
     join(configDir, 'backends.conf'),
     `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n\n` +
-      `[claude]\ntype = anthropic\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = claude-sonnet-4-5\ncontext = 200000\n`,
+      `[claude]\ntype = anthropic\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = claude-sonnet-4-5\ncontext = 200000\n\n` +
+      `[tiny]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o-mini\ncontext = 1000\n`,
   );
   for (const [name, p] of Object.entries({ test: TEST_PROFILE, ...extraProfiles })) writeFileSync(join(configDir, 'agents', `${name}.json`), JSON.stringify(p));
 }

@@ -372,3 +372,89 @@ describe('events', () => {
     await slow.clunk();
   });
 });
+
+describe('lifecycle', () => {
+  it('compacts on its own when the context passes 75 % of the window', async () => {
+    h = await harness();
+    const a = await h.agent({ backend: 'tiny' });
+    for (let i = 0; i < 5; i++) {
+      h.mock.script([{ text: `answer ${i}` }, { usage: { input: 100, output: 10 } }]);
+      await h.turn(a.path, `question ${i}`);
+    }
+    h.mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }, { usage: { input: 800, output: 10 } }],
+      [{ text: '## Goal\nsummary of it all' }],
+      [{ text: 'continuing after compaction' }],
+    );
+    const blocks = await h.turn(a.path, 'go on');
+    expect(blocks.filter((b) => b.role === 'info' && b.name === 'compaction').map((b) => b.content)[0]).toMatch(/context at \d+% of 1000 tokens/);
+    expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'continuing after compaction' });
+    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('summary of it all');
+  });
+
+  it('inject adds text to the running turn before its next request', async () => {
+    h = await harness({ turns: [[{ delayMs: 60 }, { toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'noted' }]] });
+    const a = await h.agent();
+    await h.c.write(`${a.path}/prompt`, 'work');
+    await h.waitState(a.path, 'thinking');
+    await h.c.rdwrText(`${a.path}/ctl`, 'inject first thought');
+    expect(await h.c.rdwrText(`${a.path}/ctl`, 'inject also use tabs')).toBe('injected\n');
+    await h.waitState(a.path, 'idle');
+    const last = JSON.stringify(h.mock.requests.at(-1)!.body);
+    expect(last).toContain('also use tabs');
+    expect(last).not.toContain('first thought');
+  });
+
+  it('a paused session holds prompts (agents show paused) and runs them on resume', async () => {
+    h = await harness({ turns: [[{ text: 'ran after resume' }]] });
+    const a = await h.agent();
+    await h.c.rdwrText(`session/${a.session}/ctl`, 'pause');
+    expect((await h.c.readText(`${a.path}/state`)).trim()).toBe('paused');
+    await h.c.write(`${a.path}/prompt`, 'wait for it');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(h.mock.requests).toHaveLength(0);
+    expect(JSON.parse(await h.c.readText(`${a.path}/queue`))).toEqual(['wait for it']);
+    const agent = h.daemon.agents.all()[0]!;
+    const done = agent.nextTurn();
+    await h.c.rdwrText(`session/${a.session}/ctl`, 'resume');
+    await done;
+    expect((await h.blocks(a.path)).at(-1)).toMatchObject({ content: 'ran after resume' });
+  });
+
+  it('ctl agent switches profile with a fresh history; rename and rm announce themselves; log.raw ends when the agent dies', async () => {
+    h = await harness({ turns: [[{ text: 'one' }], [{ text: 'two' }]] });
+    const a = await h.agent();
+    await h.turn(a.path, 'zanzibar');
+    expect(await h.c.rdwrText(`${a.path}/ctl`, 'agent reviewer')).toBe('profile reviewer\n');
+    expect(await h.c.readText(`${a.path}/cfg`)).toContain('profile=reviewer');
+    await h.turn(a.path, 'second');
+    const body = h.mock.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> };
+    expect(JSON.stringify(body)).not.toContain('zanzibar');
+    expect(body.messages[0]!.content).toContain('You are a code reviewer');
+    // Exactly the reviewer's tools: the test profile's are unloaded.
+    const tools = (body as unknown as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name).sort();
+    expect(tools).toEqual(['file_glob', 'file_grep', 'file_read', 'reasoning_think', 'shell']);
+
+    const ev = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` })[Symbol.asyncIterator]();
+    const evs = (async () => {
+      let t = '';
+      while (!t.includes('.kill')) t += new TextDecoder().decode((await ev.next()).value as Uint8Array);
+      return t;
+    })();
+    await new Promise((r) => setTimeout(r, 30));
+    await h.c.rename(a.path, 'renamed');
+    const path = `session/${a.session}/agent/renamed`;
+    const reader = (async () => {
+      let n = 0;
+      for await (const chunk of h!.c.stream(`${path}/log.raw`)) n += chunk.length;
+      return n;
+    })();
+    await new Promise((r) => setTimeout(r, 30));
+    await h.c.remove(path);
+    expect(await reader).toBeGreaterThan(0);
+    const text = await evs;
+    expect(text).toContain(`session.${a.sid}.agent.${a.aid}.rename ${a.name} renamed`);
+    expect(text).toContain(`session.${a.sid}.agent.${a.aid}.kill`);
+    expect(await h.c.readText(`session/${a.session}/agent/idx`)).toBe('');
+  });
+});

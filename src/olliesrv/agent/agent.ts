@@ -512,7 +512,13 @@ export class Agent {
     if (st) {
       const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
       host = await st.forAgent(this.id, this.cfg.cwd, sessionEnv);
-      for (const t of new Set([...profile.autoLoad, ...this.cfg.tools])) {
+      // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
+      // the profile's tools and the ones loaded by hand.
+      const wanted = new Set([...profile.autoLoad, ...this.cfg.tools]);
+      const loaded = new Set((await host.list()).tools.map((t) => t.name));
+      for (const t of loaded) if (!wanted.has(t)) await host.ctl(`unload ${t}`).catch(() => undefined);
+      for (const t of wanted) {
+        if (loaded.has(t)) continue;
         await host.ctl(`load ${t}`).catch((e: unknown) => this.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' }));
       }
     }
