@@ -458,3 +458,41 @@ describe('lifecycle', () => {
     expect(await h.c.readText(`session/${a.session}/agent/idx`)).toBe('');
   });
 });
+
+describe('bypass', () => {
+  it('a call asking to leave the sandbox waits for a person: the request shows as an event and in session/bypass; approve runs it, deny refuses it', async () => {
+    h = await harness({
+      turns: [
+        [{ toolCalls: [{ name: 'shell', args: { command: 'echo outside-the-box', bypass: true } }] }],
+        [{ text: 'ran it' }],
+        [{ toolCalls: [{ name: 'shell', args: { command: 'echo second-try', bypass: true } }] }],
+        [{ text: 'was refused' }],
+      ],
+    });
+    const a = await h.agent();
+    const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.bypass.>` })[Symbol.asyncIterator]();
+    const next = async (): Promise<string> => new TextDecoder().decode((await events.next()).value as Uint8Array);
+    await new Promise((r) => setTimeout(r, 30));
+
+    await h.c.write(`${a.path}/prompt`, 'do it');
+    const req = await next();
+    expect(req).toMatch(new RegExp(`^session\\.${a.sid}\\.agent\\.${a.aid}\\.bypass\\.request (\\S+)\\t.*echo outside-the-box.*\\t${h.dir}`));
+    const id = /bypass\.request (\S+)\t/.exec(req)![1]!;
+    const pending = await h.c.readText(`session/${a.session}/bypass`);
+    expect(pending).toMatch(new RegExp(`^${id}\\t${a.aid}\\tshell\\t`));
+    await h.c.write(`session/${a.session}/bypass`, `${id} approve once`);
+    expect(await next()).toContain(`bypass.resolved ${id}\tapproved`);
+    await h.waitState(a.path, 'idle');
+    let blocks = await h.blocks(a.path);
+    expect(blocks.find((b) => b.role === 'tool')!.content).toContain('outside-the-box');
+
+    await h.c.write(`${a.path}/prompt`, 'again');
+    const id2 = /bypass\.request (\S+)\t/.exec(await next())![1]!;
+    await h.c.write(`session/${a.session}/bypass`, `${id2} deny`);
+    await h.waitState(a.path, 'idle');
+    blocks = await h.blocks(a.path);
+    expect(blocks.filter((b) => b.role === 'tool').at(-1)!.content).toMatch(/denied by user/);
+    expect(await h.c.readText(`session/${a.session}/bypass`)).toBe('');
+    await events.return?.(undefined);
+  });
+});
