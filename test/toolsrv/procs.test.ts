@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
+import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import { OUTPUT_CAP, type ProcInterrupt } from '../../src/toolsrv/protocol.js';
 import { sleep, startEnv, until, type Env } from './helpers.js';
 
@@ -237,6 +238,27 @@ describe('procs', () => {
     expect(r.output.endsWith('END\n')).toBe(true);
     const whole = await c.read(`proc/${r.pid}/out`);
     expect(whole.length).toBe(r.outputBytes);
+  });
+
+  it('ToolClient carries replies larger than one 9P message, and refuses a request larger than one', async () => {
+    env = await startEnv();
+    const host = await ToolClient.connect({ socket: env.ts.socket, secret: env.secret }, 'big');
+    try {
+      await host.ctl('load sh echoargs');
+      const big = await host.call({ tool: 'sh', args: { command: `head -c ${OUTPUT_CAP + 5000} /dev/zero | tr '\\0' y` } });
+      expect(big.outputBytes).toBe(OUTPUT_CAP + 5000);
+      expect(JSON.stringify(big).length).toBeGreaterThan(OUTPUT_CAP + 24); // more than one Rread
+      expect(big.output.startsWith('yyyy')).toBe(true);
+      const near = 'z'.repeat(OUTPUT_CAP - 1000);
+      const echoed = await host.call({ tool: 'echoargs', args: { x: 1, pad: near } });
+      expect(echoed.status).toBe('exited');
+      expect(JSON.parse(echoed.output)).toEqual({ x: 1, pad: near });
+      const over = await host.call({ tool: 'echoargs', args: { x: 1, pad: 'z'.repeat(OUTPUT_CAP + 100) } });
+      expect(over).toMatchObject({ status: 'refused', pid: 0 });
+      expect(over.error).toMatch(/the call is \d+ bytes of JSON; toolsrv takes at most \d+/);
+    } finally {
+      await host.close();
+    }
   });
 
   it('runs tty tools in a terminal, with the arguments in OLLIE_ARGS', async () => {

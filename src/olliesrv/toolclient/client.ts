@@ -142,7 +142,13 @@ export class ToolClient implements ToolHost {
   async call(req: ProcRequest, signal?: AbortSignal): Promise<ProcResult> {
     const c = await this.conn();
     const data = new TextEncoder().encode(JSON.stringify(req));
-    if (data.length > c.msize - IOHDRSZ) return this.callSlow(c, data, signal);
+    // A Rdwr request is one Twrite (the namespace library takes each write as a whole request).
+    if (data.length > c.msize - IOHDRSZ) {
+      return {
+        pid: 0, tool: req.tool, status: 'refused', exit: null, output: '', outputBytes: 0,
+        error: `the call is ${data.length} bytes of JSON; toolsrv takes at most ${c.msize - IOHDRSZ} (write large content in parts)`,
+      };
+    }
     // The hot path in two round trips instead of five: walk, open and write go out together (the server
     // applies fid changes in arrival order), the write returns when the tool has exited, one read brings the
     // result (a reply shorter than the iounit is the whole of it), and the clunk is not waited for.
@@ -187,9 +193,6 @@ export class ToolClient implements ToolHost {
 
   private base?: { client: Client; fid: Promise<Fid> };
 
-  private async callSlow(c: Client, data: Uint8Array, signal?: AbortSignal): Promise<ProcResult> {
-    return JSON.parse(new TextDecoder().decode(await c.rdwr('proc/new', data, signal))) as ProcResult;
-  }
 
   /** Starts a background proc and returns its pid (refusals reject with the reason). */
   async start(req: ProcRequest, signal?: AbortSignal): Promise<number> {
