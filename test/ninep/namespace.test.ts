@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { build, Dir, Each, Leaf, NamespaceError, OREAD, ORDWR, OWRITE } from '../../src/ninep/index.js';
+import { build, Dir, Each, EachFile, Leaf, NamespaceError, OREAD, ORDWR, OWRITE } from '../../src/ninep/index.js';
 import { serve, type TestServer } from './helpers.js';
 
 const invalid = (root: Parameters<typeof build>[0]): string => {
@@ -64,6 +64,25 @@ describe('namespace handler kinds over 9P', () => {
     await expect(g.write(1 << 30, new TextEncoder().encode('x'))).rejects.toThrow(/would leave a hole/);
     await g.clunk();
     expect(value).toBe('');
+  });
+
+  it('EachFile: one file per listed name, with the name bound in ctx.params; removable; unlisted names do not walk', async () => {
+    const names = new Set(['bob', 'carol']);
+    const got: string[] = [];
+    srv = (await serve({ fs: build(Dir('/', Dir('peer', EachFile('peer', {
+      list: () => [...names],
+      remove: (ctx) => void names.delete(ctx.params.peer!),
+      file: { mode: 0o222, write: (ctx, data) => void got.push(`${ctx.params.peer}:${new TextDecoder().decode(data)}`) },
+    }))), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    expect((await c.ls('peer')).map((s) => [s.name, s.mode & 0x80000000 ? 'dir' : 'file']).sort()).toEqual([['bob', 'file'], ['carol', 'file']]);
+    await c.write('peer/bob', 'hi bob');
+    expect(got).toEqual(['bob:hi bob']);
+    await expect(c.readText('peer/bob')).rejects.toThrow(/permission|denied/);
+    await expect(c.write('peer/dave', 'x')).rejects.toThrow(/not found/);
+    await c.remove('peer/carol');
+    expect((await c.ls('peer')).map((s) => s.name)).toEqual(['bob']);
+    expect(() => build(Dir('/', EachFile('x', { list: () => [], file: {} })), { uid: 'a' })).toThrow(/a leaf needs a handler/);
   });
 
   it('rdwr: the reply of a write is read on the same fid; write errors reach the writer', async () => {

@@ -73,6 +73,8 @@ export interface EachSpec extends Common {
   rename?: (ctx: Ctx, newName: string) => void | Promise<void>;
   remove?: (ctx: Ctx) => void | Promise<void>;
   children: NodeSpec[];
+  /** Makes the instances files with these handlers instead of directories (see EachFile). */
+  file?: Common & LeafHandlers;
 }
 
 export type NodeSpec = LeafSpec | DirSpec | EachSpec;
@@ -97,6 +99,11 @@ export function Each(param: string, opts: EachOptions, ...children: NodeSpec[]):
   return { kind: 'each', param, ...opts, children };
 }
 
+/** A template file: one file per name that `list` returns, all with the same handlers, e.g. an agent's peer/{name}. */
+export function EachFile(param: string, opts: EachOptions & { file: Common & LeafHandlers }): EachSpec {
+  return { kind: 'each', param, ...opts, children: [] };
+}
+
 const READ_KINDS = ['read', 'text', 'rdwr', 'stream', 'blockOnce', 'rdwrStream'] as const;
 const WRITE_KINDS = ['write', 'text', 'rdwr', 'rdwrStream'] as const;
 const MAY_JOIN_WRITE = new Set(['read', 'stream', 'blockOnce']);
@@ -111,6 +118,8 @@ interface Built {
   statics: Map<string, Built>;
   each?: Built;
   readKind?: (typeof READ_KINDS)[number];
+  /** For the instances of an EachFile: the template (its list/has/key), while `spec` is the leaf they are. */
+  template?: EachSpec;
 }
 
 export class NamespaceError extends Error {
@@ -198,6 +207,13 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     if (!spec.param) problems.push(`${pattern}: template parameter needs a name`);
     if (params.has(spec.param)) problems.push(`${pattern}: parameter {${spec.param}} is already bound above`);
     if (typeof spec.list !== 'function') problems.push(`${pattern}: template directory needs a list function`);
+    if (spec.file) {
+      if (spec.children.length) problems.push(`${pattern}: a template file cannot have children`);
+      const leaf: LeafSpec = { kind: 'leaf', name: label, uid: spec.uid, gid: spec.gid, doc: spec.doc, remove: spec.remove, ...spec.file };
+      const b = compile(leaf, parentPattern, owner, new Set([...params, spec.param]), problems);
+      b.template = spec;
+      return b;
+    }
   }
   const inner = new Set(params);
   if (spec.kind === 'each') inner.add(spec.param);
@@ -253,8 +269,8 @@ export class Namespace implements FileServer<Node> {
     const base = dir.path === '/' ? '' : dir.path;
     if (child) return { built: child, name, params: dir.params, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}` };
     const each = b.each;
-    if (each && each.spec.kind === 'each') {
-      const spec = each.spec;
+    const spec = each?.template ?? (each?.spec.kind === 'each' ? each.spec : undefined);
+    if (each && spec) {
       const ctx = this.ctx(dir, user);
       if (spec.has ? spec.has(ctx, name) : spec.list(ctx).includes(name)) {
         const params = { ...dir.params, [spec.param]: name };
@@ -268,8 +284,9 @@ export class Namespace implements FileServer<Node> {
   readdir(dir: Node, user: User): Node[] {
     const out = [...dir.built.statics.keys()].map((n) => this.walk(dir, n, user));
     const each = dir.built.each;
-    if (each && each.spec.kind === 'each') {
-      for (const name of each.spec.list(this.ctx(dir, user))) {
+    const spec = each?.template ?? (each?.spec.kind === 'each' ? each.spec : undefined);
+    if (spec) {
+      for (const name of spec.list(this.ctx(dir, user))) {
         if (!dir.built.statics.has(name)) out.push(this.walk(dir, name, user));
       }
     }
