@@ -106,7 +106,9 @@ export class Core {
     const changed = this.catalog.scan();
     this.opts.confinement.forget();
     for (const s of this.scopes.values()) this.reresolve(s, changed);
-    return this.catalog.errors();
+    const errors = this.catalog.errors();
+    for (const e of errors) this.log(`invalid tool: ${e}`);
+    return errors;
   }
 
   /** Re-resolves loaded tools (all, or those named) after the definitions or the scope's env changed. */
@@ -189,7 +191,7 @@ export class Core {
     s.callEnv = { ...this.opts.baseEnv, ...ollie, ...Object.fromEntries(s.env), PATH: path };
   }
 
-  info(): ToolsrvInfo & { yolo: boolean; unavailable?: string } {
+  info(): ToolsrvInfo {
     return { platform: process.platform, arch: process.arch, pid: process.pid, ...this.opts.confinement.status() };
   }
 

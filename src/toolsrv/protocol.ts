@@ -146,6 +146,10 @@ export interface ToolsrvInfo {
   /** What the sandbox enforces, in words ("filesystem writes", "TCP bind/connect", …). */
   enforces: string[];
   pid: number;
+  /** Started with --yolo: nothing is sandboxed. */
+  yolo?: boolean;
+  /** Why sandboxed calls are refused here (no Landlock, no helper), when they are. */
+  unavailable?: string;
 }
 
 /** The full output of a tool can be large; proc/new returns at most this much of it. */
