@@ -136,6 +136,9 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
     child.kill('SIGKILL');
     throw e;
   }
+  // A toolsrv never keeps olliesrv (or `ollie run`) alive: when we end, our end of the pipe closes and it follows.
+  child.unref();
+  for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void } | null)?.unref?.();
   return {
     socket, secret, pidFile, child, exited,
     pid: child.pid!,
