@@ -46,6 +46,11 @@ interface Common {
   uid?: string;
   gid?: string;
   doc?: string;
+  /**
+   * Withheld from gateways that re-export the namespace to other protocols (the HTTP gateway): a 9P client sees
+   * the file as usual. On a directory it covers everything below.
+   */
+  internal?: boolean;
 }
 
 export interface LeafSpec extends Common, LeafHandlers {
@@ -120,6 +125,28 @@ interface Built {
   readKind?: (typeof READ_KINDS)[number];
   /** For the instances of an EachFile: the template (its list/has/key), while `spec` is the leaf they are. */
   template?: EachSpec;
+}
+
+/** The declaration as data, for tools that describe or re-export the namespace (OpenAPI, the HTTP gateway). */
+export interface DeclaredNode {
+  kind: 'dir' | 'leaf' | 'each';
+  /** The static name; for a template directory, the parameter name. */
+  name: string;
+  /** e.g. /session/{session}/ctl */
+  pattern: string;
+  mode: number;
+  doc?: string;
+  /** Declared internal here or on a directory above. */
+  internal: boolean;
+  /** What a read does: the leaf's read handler kind, 'list' for directories, undefined for write-only leaves. */
+  read?: (typeof READ_KINDS)[number] | 'list';
+  /** What a write does: the leaf's write handler kind, if any. */
+  write?: (typeof WRITE_KINDS)[number];
+  removable: boolean;
+  renamable: boolean;
+  /** A directory accepting Tcreate. */
+  creatable: boolean;
+  children: DeclaredNode[];
 }
 
 export class NamespaceError extends Error {
@@ -253,6 +280,27 @@ export class Namespace implements FileServer<Node> {
     };
     visit(this.top);
     return `${lines.join('\n')}\n`;
+  }
+
+  /** The declared tree (statics first, then the template directory), with internal inherited downwards. */
+  declared(): DeclaredNode {
+    const visit = (b: Built, inherited: boolean): DeclaredNode => {
+      const spec = b.spec;
+      const internal = inherited || spec.internal === true;
+      const children = [...b.statics.values(), ...(b.each ? [b.each] : [])].map((c) => visit(c, internal));
+      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, internal, children };
+      if (spec.kind === 'leaf') {
+        return {
+          ...base, kind: 'leaf', name: spec.name, read: b.readKind, write: WRITE_KINDS.find((k) => spec[k] !== undefined),
+          removable: spec.remove !== undefined, renamable: false, creatable: false,
+        };
+      }
+      if (spec.kind === 'each') {
+        return { ...base, kind: 'each', name: spec.param, read: 'list', removable: spec.remove !== undefined, renamable: spec.rename !== undefined, creatable: false };
+      }
+      return { ...base, kind: 'dir', name: spec.name, read: 'list', removable: false, renamable: false, creatable: spec.create !== undefined };
+    };
+    return visit(this.top, false);
   }
 
   attach(): Node {
