@@ -22,13 +22,22 @@ export function requireChromium(): void {
 /** Builds src/renderer (same settings as electron.vite.config.ts's renderer) into a fresh directory. */
 export async function buildRenderer(): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), 'ollie-renderer-'));
-  await build({
-    configFile: false,
-    root: join(root, 'src/renderer'),
-    plugins: [react()],
-    logLevel: 'error',
-    build: { outDir: out, emptyOutDir: true, reportCompressedSize: false },
-  });
+  // vitest sets NODE_ENV=test, which would give React's development build (and JSX dev transform): test what ships.
+  const env = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({
+      configFile: false,
+      mode: 'production',
+      root: join(root, 'src/renderer'),
+      plugins: [react()],
+      logLevel: 'error',
+      build: { outDir: out, emptyOutDir: true, reportCompressedSize: false },
+    });
+  } finally {
+    if (env === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = env;
+  }
   return out;
 }
 

@@ -16,13 +16,12 @@ export function Chat() {
   const [showJump, setShowJump] = useState(false);
   const count = chat?.visible.length ?? 0;
 
-  const virt = useVirtualizer({
-    count,
-    getScrollElement: () => scroller.current,
-    estimateSize: () => 80,
-    overscan: 6,
-    getItemKey: (i) => chat?.blocks[chat.visible[i]!]?.id ?? i,
-  });
+  // Stable callbacks: the virtualizer recomputes every row's position when they change identity, which would
+  // make each streamed chunk cost O(blocks) instead of O(rows on screen).
+  const getItemKey = useCallback((i: number) => chat?.blocks[chat.visible[i]!]?.id ?? i, [chat]);
+  const getScrollElement = useCallback(() => scroller.current, []);
+  const estimateSize = useCallback(() => 80, []);
+  const virt = useVirtualizer({ count, getScrollElement, estimateSize, overscan: 6, getItemKey });
 
   const onScroll = useCallback(() => {
     const el = scroller.current;
@@ -38,9 +37,14 @@ export function Chat() {
     setShowJump(false);
   }, [chat]);
 
+  // Stuck to the bottom: follow it whenever the content or its measured height changes (rows measured after
+  // a jump change the total). Setting scrollTop directly costs one layout; the virtualizer's scrollToIndex
+  // re-reads the scroll extent and retries over several frames, on every streamed chunk.
+  const total = virt.getTotalSize();
   useLayoutEffect(() => {
-    if (stuck.current && count > 0) virt.scrollToIndex(count - 1, { align: 'end' });
-  }, [version, count, virt]);
+    const el = scroller.current;
+    if (stuck.current && el && count > 0) el.scrollTop = el.scrollHeight;
+  }, [version, count, total]);
 
   if (!chat) return <div className="chat empty">Select an agent in the tree, or create one (Ctrl+Shift+N).</div>;
   const items = virt.getVirtualItems();
@@ -48,7 +52,7 @@ export function Chat() {
     <div className="chat-wrap">
       <div className="chat" ref={scroller} onScroll={onScroll} data-testid="chat">
         {count === 0 && <div className="empty">No messages yet. Write a prompt below.</div>}
-        <div style={{ height: virt.getTotalSize(), position: 'relative' }}>
+        <div style={{ height: total, position: 'relative' }}>
           {items.map((it) => {
             const b = chat.blocks[chat.visible[it.index]!]!;
             return (
@@ -67,6 +71,7 @@ export function Chat() {
           onClick={() => {
             stuck.current = true;
             virt.scrollToIndex(count - 1, { align: 'end' });
+            setShowJump(false);
           }}
         >
           ↓ Latest
