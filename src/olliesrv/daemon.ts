@@ -14,6 +14,7 @@ import { EventBus } from './event/bus.js';
 import { olliesrvNamespace } from './fs/spec.js';
 import { Agents } from './session/agents.js';
 import { Sessions } from './session/registry.js';
+import { Workflows } from './session/workflows.js';
 import { AgentStore } from './store/agents.js';
 import { openDatabase, type DB } from './store/db.js';
 import { SessionStore } from './store/sessions.js';
@@ -114,8 +115,18 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       ),
       log,
     });
+    const workflows = new Workflows({
+      dirs: [join(opts.configDir, 'workflows'), join(shippedDataDir(), 'workflows')],
+      addr: `unix!${opts.socket}`,
+      binDir: join(dirname(opts.socket), 'bin'),
+      cliDir: join(shippedDataDir(), '..', 'dist', 'cli'),
+      sessions,
+      log,
+    });
     sessions.hooks = {
+      goal: (s) => workflows.start(s),
       kill: (id) => {
+        workflows.stop(id);
         agents.dropSession(id);
         const st = sessionTools.get(id);
         sessionTools.delete(id);
@@ -131,7 +142,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return `reloaded ${backends.path ?? 'the built-in default'}: ${backends.names().join(', ')}\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, sessionTools: (sid) => sessionTools.get(sid), reload },
+      { sessions, agents, bus, backends: pool, profiles, workflows, sessionTools: (sid) => sessionTools.get(sid), reload },
       userInfo().username,
     );
     const server = new Server({ fs: ns, onProtocolError: (m) => log(`closed a connection: ${m}`) });
@@ -155,6 +166,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         closed = true;
         // Connections first: a listening socket only finishes closing once its connections have.
         server.close();
+        workflows.close();
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
         await Promise.all([...sessionTools.values()].map((t) => t.close().catch(() => undefined)));

@@ -35,6 +35,8 @@ export interface AgentCfg {
   compactAt?: number;
   /** Tools loaded with tool_load, reloaded when toolsrv restarts. */
   tools: string[];
+  /** Ids of the agents linked as peers (links are both ways; see Agents.peerAdd). */
+  peers?: string[];
 }
 
 /** Limits of a sub-agent's turn. */

@@ -40,4 +40,10 @@ export interface AgentDeps {
   retryDelay?: (err: unknown, attempt: number) => number | null;
   /** Renames an agent (names are unique in a session, so the registry does it). */
   rename: (agent: Agent, name: string) => void;
+  /** Peer links live in the registry: they join two agents. */
+  peers: {
+    add(agent: Agent, name: string): void;
+    del(agent: Agent, name: string): void;
+    names(agent: Agent): string[];
+  };
 }

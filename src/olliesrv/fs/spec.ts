@@ -2,7 +2,7 @@
  * The olliesrv namespace, declared once. Every file the daemon serves is a line here; `help` is generated
  * from the doc strings. Handlers are one-liners into the objects that own the data.
  */
-import { build, Dir, Each, Leaf, NinepError, type Ctx, type Namespace } from '../../ninep/index.js';
+import { build, Dir, Each, EachFile, Leaf, NinepError, type Ctx, type Namespace } from '../../ninep/index.js';
 import type { Agent } from '../agent/agent.js';
 import type { BackendPool } from '../agent/deps.js';
 import { oneShot } from '../agent/oneshot.js';
@@ -11,6 +11,7 @@ import { renderStats } from '../agent/stats.js';
 import { compileFilter, type EventBus } from '../event/bus.js';
 import { Agents } from '../session/agents.js';
 import type { Sessions } from '../session/registry.js';
+import type { Workflows } from '../session/workflows.js';
 import type { SessionTools } from '../toolclient/host.js';
 import { parseKeyValues, RequestError, splitCommand } from './kv.js';
 
@@ -20,6 +21,7 @@ export interface Olliesrv {
   bus: EventBus;
   backends: BackendPool;
   profiles: Profiles;
+  workflows: Workflows;
   /** The session's toolsrv if one is running (bypass requests live there). */
   sessionTools: (sessionId: string) => SessionTools | undefined;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
@@ -107,16 +109,26 @@ const SESSION_KEYS = ['name', 'cwd'] as const;
 
 function sessionCtl(o: Olliesrv, name: string, request: string): string {
   const { cmd, args } = splitCommand(request);
-  const commands: Record<string, () => string> = {
-    kill: () => (o.sessions.kill(name), 'killed\n'),
-    save: () => (o.sessions.save(), 'saved\n'),
-    pause: () => (o.sessions.setPaused(name, true), 'paused\n'),
-    resume: () => (o.sessions.setPaused(name, false), 'resumed\n'),
+  const commands: Record<string, { usage: string; run: () => string }> = {
+    kill: { usage: 'kill', run: () => (o.sessions.kill(name), 'killed\n') },
+    save: { usage: 'save', run: () => (o.sessions.save(), 'saved\n') },
+    pause: { usage: 'pause', run: () => (o.sessions.setPaused(name, true), 'paused\n') },
+    resume: { usage: 'resume', run: () => (o.sessions.setPaused(name, false), 'resumed\n') },
+    workflow: {
+      usage: 'workflow [NAME]',
+      run: () => {
+        const s = o.sessions.get(name);
+        if (!args) return `${s.workflow}${o.workflows.isRunning(s.id) ? ' (running)' : ''}\nworkflows: ${o.workflows.names().join(' ')}\n`;
+        o.workflows.path(args);
+        o.sessions.setWorkflow(name, args);
+        return `workflow ${args}\n`;
+      },
+    },
   };
-  const run = commands[cmd];
-  if (!run) throw new NinepError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(commands).join(', ')}`);
-  if (args) throw new NinepError(`${cmd} takes no arguments`);
-  return run();
+  const c = commands[cmd];
+  if (!c) throw new NinepError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(commands).join(', ')}`);
+  if (args && !c.usage.includes(' ')) throw new NinepError(`${cmd} takes no arguments`);
+  return c.run();
 }
 
 export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
@@ -201,6 +213,18 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume.',
             rdwr: (ctx, req) => sessionCtl(o, ctx.params.session!, req),
           }),
+          Leaf('goal', {
+            doc: 'The session goal. Writing it starts the session workflow (ctl workflow; default conductor) unless one is running.',
+            text: { get: (ctx) => s(ctx).goal, set: (ctx, v) => (v.trim() ? sessions.setGoal(ctx.params.session!, v) : undefined) },
+          }),
+          Leaf('goalstatus', {
+            doc: 'The goal status: first line running, complete, blocked or error; then a summary. Workflows write it.',
+            text: { get: (ctx) => s(ctx).goalstatus, set: (ctx, v) => (v.trim() ? sessions.setGoalStatus(ctx.params.session!, v) : undefined) },
+          }),
+          Leaf('goalwait', {
+            doc: 'A read blocks until the goal status changes, then returns it.',
+            blockOnce: (ctx, signal) => sessions.waitGoal(ctx.params.session!, signal),
+          }),
           Leaf('bypass', {
             doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command. Write "ID approve|deny [once|session|always:PATTERN]".',
             read: (ctx) => bypassLines(o, s(ctx).id),
@@ -281,6 +305,13 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 doc: 'Write a command, read its result (write "help" for the list).',
                 rdwr: (ctx, req) => ag(ctx).ctl(req),
               }),
+              Dir('peer', { doc: 'One write-only file per peer (ctl peeradd NAME links two agents): a write delivers the text to that agent as a prompt, marked with the sender.' },
+                EachFile('peer', {
+                  list: (ctx) => agents.peerNames(ag(ctx)),
+                  has: (ctx, name) => agents.peerNames(ag(ctx)).includes(name),
+                  file: { write: (ctx, data) => agents.sendPeer(ag(ctx), ctx.params.peer!, new TextDecoder().decode(data)) },
+                }),
+              ),
               Leaf('id', { doc: 'The immutable agent id.', read: (ctx) => `${ag(ctx).id}\n` }),
               Leaf('name', {
                 doc: 'The agent name; write to rename.',

@@ -43,9 +43,13 @@ export class Agents {
 
   constructor(
     private readonly sessions: Sessions,
-    deps: Omit<AgentDeps, 'rename'>,
+    deps: Omit<AgentDeps, 'rename' | 'peers'>,
   ) {
-    this.deps = { ...deps, rename: (a, name) => this.rename(a, name) };
+    this.deps = {
+      ...deps,
+      rename: (a, name) => this.rename(a, name),
+      peers: { add: (a, n) => this.peerAdd(a, n), del: (a, n) => this.peerDel(a, n), names: (a) => this.peerNames(a) },
+    };
   }
 
   private view(sessionId: string): () => SessionView {
@@ -71,7 +75,71 @@ export class Agents {
         }
         m.set(row.name, new Agent(row, this.view(s.id), this.deps));
       }
+      // Peer links are restored after all agents, dropping links to agents that are gone.
+      const ids = new Set([...m.values()].map((a) => a.id));
+      for (const a of m.values()) {
+        const kept = (a.cfg.peers ?? []).filter((id) => ids.has(id));
+        if (kept.length !== (a.cfg.peers ?? []).length) {
+          a.cfg.peers = kept;
+          a.saveCfg();
+        }
+      }
     }
+  }
+
+  private sessionAgents(a: Agent): Map<string, Agent> {
+    const m = this.bySession.get(a.sessionId);
+    if (!m || m.get(a.name) !== a) throw new AgentError(`agent ${a.name} is gone`);
+    return m;
+  }
+
+  private peerByName(a: Agent, name: string): Agent {
+    const b = this.sessionAgents(a).get(name);
+    if (!b) throw new AgentError(`no agent named ${JSON.stringify(name)} in this session`);
+    if (b === a) throw new AgentError('an agent cannot be its own peer');
+    return b;
+  }
+
+  private link(a: Agent, b: Agent, on: boolean): void {
+    for (const [x, y] of [[a, b], [b, a]] as const) {
+      const set = new Set(x.cfg.peers ?? []);
+      if (on) set.add(y.id);
+      else set.delete(y.id);
+      x.cfg.peers = [...set];
+      x.saveCfg();
+      this.deps.bus.publish(`session.${x.sessionId}.agent.${x.id}.peer.${on ? 'add' : 'del'}`, y.name);
+    }
+  }
+
+  /** Links two agents of a session both ways: each gets a peer/{other} file. */
+  peerAdd(a: Agent, name: string): void {
+    this.link(a, this.peerByName(a, name), true);
+  }
+
+  peerDel(a: Agent, name: string): void {
+    const b = this.peerByName(a, name);
+    if (!(a.cfg.peers ?? []).includes(b.id)) throw new AgentError(`${name} is not a peer of ${a.name}`);
+    this.link(a, b, false);
+  }
+
+  peerNames(a: Agent): string[] {
+    const m = this.sessionAgents(a);
+    const byId = new Map([...m.values()].map((x) => [x.id, x.name]));
+    return (a.cfg.peers ?? []).flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+  }
+
+  /**
+   * `peer/{name}`: delivers text to a peer exactly as a prompt (queued while it is busy), marked with the sender.
+   * No link, no delivery: the link is the access control.
+   */
+  sendPeer(from: Agent, toName: string, text: string): void {
+    const to = this.peerByName(from, toName);
+    if (!(from.cfg.peers ?? []).includes(to.id)) throw new AgentError(`${toName} is not a peer of ${from.name}`);
+    const body = text.replace(/\n+$/, '');
+    if (!body.trim()) throw new AgentError('empty peer message');
+    from.log.add('info', `→ ${to.name}: ${body}`, { name: 'peer' });
+    to.enqueue(`<peer-message from="${from.name}">\n${body}\n</peer-message>`);
+    this.deps.bus.publish(`session.${to.sessionId}.agent.${to.id}.peer.message`, from.name);
   }
 
   private map(sessionName: string): Map<string, Agent> {
@@ -212,6 +280,13 @@ export class Agents {
     const m = this.sessions.has(sessionName) ? this.map(sessionName) : undefined;
     if (m?.get(a.name) === a) m.delete(a.name);
     const done = a.kill();
+    // Removing an agent removes it from every peer set.
+    for (const x of m?.values() ?? []) {
+      if ((x.cfg.peers ?? []).includes(a.id)) {
+        x.cfg.peers = x.cfg.peers!.filter((id) => id !== a.id);
+        x.saveCfg();
+      }
+    }
     this.deps.store.delete(a.id);
     this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.kill`);
     await done;

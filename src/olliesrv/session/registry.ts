@@ -50,6 +50,13 @@ export function parseEnv(text: string): string {
   return out.length ? `${out.join('\n')}\n` : '';
 }
 
+export const GOAL_STATES = ['running', 'complete', 'blocked', 'error'];
+
+/** The status word of a goalstatus value (its first word). */
+export function goalState(status: string): string {
+  return status.trim().split(/\s/, 1)[0] ?? '';
+}
+
 export class Session {
   constructor(private row: SessionRow) {}
   get id(): string { return this.row.id; }
@@ -58,6 +65,9 @@ export class Session {
   get env(): string { return this.row.env; }
   get plan(): string { return this.row.plan; }
   get paused(): boolean { return this.row.paused; }
+  get goal(): string { return this.row.goal; }
+  get goalstatus(): string { return this.row.goalstatus; }
+  get workflow(): string { return this.row.workflow; }
   /** @internal */
   update(patch: Partial<SessionRow>): void {
     this.row = { ...this.row, ...patch };
@@ -72,7 +82,14 @@ export interface NewSession {
 export class Sessions {
   private readonly byName = new Map<string, Session>();
   /** Set by the agent registry: end a session's agents before it goes; tell them about pause and resume. */
-  hooks: { kill?: (id: string) => void; paused?: (id: string, paused: boolean) => void } = {};
+  hooks: {
+    kill?: (id: string) => void;
+    paused?: (id: string, paused: boolean) => void;
+    /** A goal was set while no workflow ran: start the session's workflow. */
+    goal?: (s: Session) => void;
+  } = {};
+  /** Readers of goalwait, by session id. */
+  private readonly goalWaiters = new Map<string, Array<() => void>>();
 
   constructor(private readonly store: SessionStore, private readonly bus: EventBus, private readonly defaultCwd: string) {
     for (const row of store.all()) this.byName.set(row.name, new Session(row));
@@ -103,7 +120,7 @@ export class Sessions {
     if (this.byName.has(name)) throw new SessionError(`a session named ${JSON.stringify(name)} already exists`);
     const cwd = opts.cwd ?? this.defaultCwd;
     checkCwd(cwd);
-    const row: SessionRow = { id, name, cwd, env: '', plan: '', paused: false, created: Date.now() };
+    const row: SessionRow = { id, name, cwd, env: '', plan: '', paused: false, created: Date.now(), goal: '', goalstatus: '', workflow: 'conductor' };
     this.store.insert(row);
     const s = new Session(row);
     this.byName.set(name, s);
@@ -152,6 +169,53 @@ export class Sessions {
     const s = this.get(name);
     this.store.setPlan(s.id, plan);
     s.update({ plan });
+  }
+
+  /** Sets the goal; starts the workflow when none runs (status empty, complete, blocked or error). */
+  setGoal(name: string, text: string): void {
+    const s = this.get(name);
+    const goal = text.trim();
+    if (!goal) throw new SessionError('the goal is empty');
+    this.store.setGoal(s.id, `${goal}\n`);
+    s.update({ goal: `${goal}\n` });
+    if (goalState(s.goalstatus) === 'running') return;
+    this.setGoalStatus(name, 'running');
+    this.hooks.goal?.(s);
+  }
+
+  /** First line running|complete|blocked|error, then an optional summary. Wakes goalwait readers. */
+  setGoalStatus(name: string, text: string): void {
+    const s = this.get(name);
+    const state = goalState(text);
+    if (!GOAL_STATES.includes(state)) throw new SessionError(`goal status must start with ${GOAL_STATES.join(', ')}; got ${JSON.stringify(state)}`);
+    const value = `${text.trim()}\n`;
+    this.store.setGoalStatus(s.id, value);
+    s.update({ goalstatus: value });
+    this.bus.publish(`session.${s.id}.goal`, state);
+    const w = this.goalWaiters.get(s.id) ?? [];
+    this.goalWaiters.delete(s.id);
+    for (const f of w) f();
+  }
+
+  /** goalwait: resolves with the status after its next change. */
+  waitGoal(name: string, signal: AbortSignal): Promise<string> {
+    const s = this.get(name);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const list = this.goalWaiters.get(s.id) ?? [];
+      list.push(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(s.goalstatus);
+      });
+      this.goalWaiters.set(s.id, list);
+    });
+  }
+
+  setWorkflow(name: string, workflow: string): void {
+    const s = this.get(name);
+    this.store.setWorkflow(s.id, workflow);
+    s.update({ workflow });
   }
 
   save(): void {

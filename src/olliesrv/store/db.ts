@@ -53,6 +53,10 @@ const MIGRATIONS: string[] = [
      pattern  TEXT NOT NULL UNIQUE,
      created  INTEGER NOT NULL
    )`,
+  // Goals: the text, the workflow's status (first line running|complete|blocked|error, then a summary), the workflow.
+  `ALTER TABLE session ADD COLUMN goal TEXT NOT NULL DEFAULT '';
+   ALTER TABLE session ADD COLUMN goalstatus TEXT NOT NULL DEFAULT '';
+   ALTER TABLE session ADD COLUMN workflow TEXT NOT NULL DEFAULT 'conductor'`,
 ];
 
 export function openDatabase(path: string): DB {

@@ -9,6 +9,9 @@ export interface SessionRow {
   plan: string;
   paused: boolean;
   created: number;
+  goal: string;
+  goalstatus: string;
+  workflow: string;
 }
 
 type Raw = Omit<SessionRow, 'paused'> & { paused: number };
@@ -18,8 +21,13 @@ export class SessionStore {
 
   constructor(private readonly db: DB) {
     this.q = {
-      all: db.prepare<[], Raw>('SELECT id, name, cwd, env, plan, paused, created FROM session ORDER BY created, id'),
-      insert: db.prepare('INSERT INTO session (id, name, cwd, env, plan, paused, created) VALUES (@id, @name, @cwd, @env, @plan, @paused, @created)'),
+      all: db.prepare<[], Raw>('SELECT id, name, cwd, env, plan, paused, created, goal, goalstatus, workflow FROM session ORDER BY created, id'),
+      insert: db.prepare(
+        'INSERT INTO session (id, name, cwd, env, plan, paused, created, goal, goalstatus, workflow) VALUES (@id, @name, @cwd, @env, @plan, @paused, @created, @goal, @goalstatus, @workflow)',
+      ),
+      goal: db.prepare('UPDATE session SET goal = ? WHERE id = ?'),
+      goalstatus: db.prepare('UPDATE session SET goalstatus = ? WHERE id = ?'),
+      workflow: db.prepare('UPDATE session SET workflow = ? WHERE id = ?'),
       rename: db.prepare('UPDATE session SET name = ? WHERE id = ?'),
       env: db.prepare('UPDATE session SET env = ? WHERE id = ?'),
       plan: db.prepare('UPDATE session SET plan = ? WHERE id = ?'),
@@ -51,6 +59,18 @@ export class SessionStore {
 
   setCwd(id: string, cwd: string): void {
     this.q.cwd.run(cwd, id);
+  }
+
+  setGoal(id: string, goal: string): void {
+    this.q.goal.run(goal, id);
+  }
+
+  setGoalStatus(id: string, status: string): void {
+    this.q.goalstatus.run(status, id);
+  }
+
+  setWorkflow(id: string, workflow: string): void {
+    this.q.workflow.run(workflow, id);
   }
 
   setPaused(id: string, paused: boolean): void {

@@ -1,0 +1,137 @@
+/**
+ * Workflows are scripts (`data/workflows/NAME`, overridden by `$XDG_CONFIG_HOME/ollie/workflows/NAME`) that drive
+ * a session's namespace through `ollie-9p` like any other client; the daemon only starts one when a goal is set and
+ * notices when it ends. No workflow logic lives here.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { goalState, type Session, type Sessions } from './registry.js';
+
+export interface WorkflowsOptions {
+  /** Searched in order; the first holding an executable NAME wins (user config before shipped data). */
+  dirs: string[];
+  /** The 9P address workflows talk to. */
+  addr: string;
+  /** Where the `ollie`, `ollie-9p` and `o` wrappers are written (put first on the workflows' PATH). */
+  binDir: string;
+  /** Directory of the built CLIs (dist/cli). */
+  cliDir: string;
+  sessions: Sessions;
+  log: (msg: string) => void;
+}
+
+const TAIL = 2048;
+
+export class Workflows {
+  private readonly running = new Map<string, ChildProcess>();
+
+  constructor(private readonly o: WorkflowsOptions) {
+    mkdirSync(o.binDir, { recursive: true, mode: 0o700 });
+    for (const [name, js] of [['ollie', 'ollie.js'], ['ollie-9p', 'ollie-9p.js'], ['o', 'o.js']]) {
+      writeFileSync(join(o.binDir, name!), `#!/bin/sh\nexec "${process.execPath}" "${join(o.cliDir, js!)}" "$@"\n`, { mode: 0o755 });
+    }
+  }
+
+  /** The executable of workflow `name`; throws naming the places looked in. */
+  path(name: string): string {
+    if (!/^[\w.-]+$/.test(name)) throw new Error(`bad workflow name ${JSON.stringify(name)}`);
+    for (const d of this.o.dirs) {
+      const p = join(d, name);
+      try {
+        accessSync(p, constants.X_OK);
+        return p;
+      } catch {
+        // next directory
+      }
+    }
+    throw new Error(`no workflow named ${JSON.stringify(name)} (looked for an executable in ${this.o.dirs.join(', ')}); workflows: ${this.names().join(', ') || 'none'}`);
+  }
+
+  names(): string[] {
+    const found = new Set<string>();
+    for (const d of this.o.dirs) {
+      try {
+        for (const f of readdirSync(d)) if (!f.startsWith('.') && !f.endsWith('.md')) found.add(f);
+      } catch {
+        // a missing directory holds none
+      }
+    }
+    return [...found].sort();
+  }
+
+  isRunning(sessionId: string): boolean {
+    return this.running.has(sessionId);
+  }
+
+  /** Starts the session's workflow for its goal (status already set to running by the caller). */
+  start(s: Session): void {
+    const fail = (why: string) => {
+      if (this.o.sessions.has(s.name) && goalState(this.o.sessions.get(s.name).goalstatus) === 'running') this.o.sessions.setGoalStatus(s.name, `error\n${why}`);
+    };
+    let file: string;
+    try {
+      file = this.path(s.workflow);
+    } catch (e) {
+      fail((e as Error).message);
+      return;
+    }
+    this.stop(s.id);
+    const child = spawn(file, [], {
+      cwd: s.cwd,
+      env: {
+        ...process.env,
+        OLLIE_ADDR: this.o.addr,
+        OLLIE_SESSION: s.name,
+        OLLIE_SESSION_ID: s.id,
+        OLLIE_GOAL_FILE: `session/${s.name}/goal`,
+        PATH: `${this.o.binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, so stopping it stops whatever it started.
+      detached: true,
+    });
+    this.running.set(s.id, child);
+    let tail = '';
+    const tag = `workflow ${s.workflow}[${child.pid}] (session ${s.name})`;
+    const take = (d: Buffer) => {
+      const text = d.toString();
+      tail = (tail + text).slice(-TAIL);
+      for (const l of text.split('\n')) if (l.trim()) this.o.log(`${tag}: ${l}`);
+    };
+    child.stdout!.on('data', take);
+    child.stderr!.on('data', take);
+    child.on('error', (e) => {
+      this.running.delete(s.id);
+      fail(`workflow ${s.workflow} could not start: ${e.message}`);
+    });
+    child.on('exit', (code, signal) => {
+      if (this.running.get(s.id) === child) this.running.delete(s.id);
+      if (code === 0) {
+        // A workflow that ends without a verdict leaves the goal blocked, with what it said.
+        this.settle(s, `blocked\nworkflow ${s.workflow} ended without setting the goal status${tail.trim() ? `:\n${tail.trim()}` : ''}`);
+      } else {
+        fail(`workflow ${s.workflow} exited with ${signal ?? `code ${code}`}${tail.trim() ? `:\n${tail.trim()}` : ''}`);
+      }
+    });
+  }
+
+  private settle(s: Session, status: string): void {
+    if (this.o.sessions.has(s.name) && goalState(this.o.sessions.get(s.name).goalstatus) === 'running') this.o.sessions.setGoalStatus(s.name, status);
+  }
+
+  stop(sessionId: string): void {
+    const c = this.running.get(sessionId);
+    if (!c?.pid) return;
+    this.running.delete(sessionId);
+    try {
+      process.kill(-c.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+
+  close(): void {
+    for (const id of [...this.running.keys()]) this.stop(id);
+  }
+}
