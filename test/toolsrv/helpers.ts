@@ -28,8 +28,14 @@ export function writeTools(dir: string, tools: Record<string, ToolFile>): void {
 /** A few tools most tests use. */
 export const BASIC: Record<string, ToolFile> = {
   sh: {
-    // A meta-only tool: the cmd reads the JSON arguments on stdin.
-    meta: { description: 'run a command', args: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'], additionalProperties: false }, cmd: 'eval "$(jq -r .command)"' },
+    // A meta-only tool: the cmd reads the JSON arguments on stdin. With jq on the host (a variant) it starts in
+    // a millisecond; without, node does the JSON.
+    meta: {
+      description: 'run a command',
+      args: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'], additionalProperties: false },
+      cmd: `eval "$(${JSON.stringify(process.execPath)} -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>process.stdout.write(JSON.parse(s).command))')"`,
+      variants: [{ binary: 'jq', cmd: 'eval "$(jq -r .command)"' }],
+    },
   },
   echoargs: { meta: { description: 'prints its JSON arguments', scope: 'read', args: { type: 'object', properties: { x: { type: 'number' } } } }, script: '#!/bin/sh\ncat\n' },
   writer: {
