@@ -265,6 +265,13 @@ describe('agents in the renderer', () => {
     await dialog.waitFor({ state: 'detached' });
   });
 
+  it('says when no LLM backend is configured', async () => {
+    expect(await page.getByRole('note').count()).toBe(0);
+    fake.backends = '';
+    await page.reload();
+    await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor();
+  });
+
   it('renames an agent by double-click and kills it from the context menu', async () => {
     await page.locator('[data-agent="main"] .label').dblclick();
     await page.getByLabel('New name').fill('lead');

@@ -50,6 +50,8 @@ export class FakeOlliesrv {
   readonly bus = new EventBus();
   readonly sessions = new Map<string, Session>();
   readonly server: Server<unknown>;
+  /** The root `backends` file (olliesrv's columns: name, * on the default, type, url, model). */
+  backends = 'mock*\topenai\thttp://127.0.0.1:1/v1\tmock-model\n';
 
   constructor() {
     const s = (ctx: { params: Readonly<Record<string, string>> }): Session => this.session(ctx.params.session!);
@@ -57,7 +59,7 @@ export class FakeOlliesrv {
     const kv = (o: Record<string, string>): string => Object.entries(o).map(([k, v]) => `${k}=${v}\n`).join('');
     const ns = build(
       Dir('/',
-        Leaf('backends', { read: () => 'mock\n' }),
+        Leaf('backends', { read: () => this.backends }),
         Leaf('agents', { read: () => 'default\nreviewer\n' }),
         Leaf('event', { rdwrStream: (_c, filter, signal) => this.bus.subscribe(compileFilter(filter), signal) }),
         Dir('session',

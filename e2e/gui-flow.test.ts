@@ -162,6 +162,16 @@ describe('the app with real agents (web mode)', () => {
     await agentNode('builder').waitFor();
     expect((await outside.readText('session/proj/agent/builder/name')).trim()).toBe('builder');
 
+    // Settings of the agent: its cfg, edited as key=value lines.
+    await agentNode('builder').locator('.label').click({ button: 'right' });
+    await page.getByRole('menuitem', { name: 'Settings…' }).click();
+    const cfg = page.getByRole('dialog', { name: 'Settings of builder' }).getByLabel('cfg');
+    await until(async () => (await cfg.inputValue()).includes('profile=e2e'), 'the cfg to load');
+    await cfg.fill(`${await cfg.inputValue()}temperature=0.25\n`);
+    await page.getByRole('dialog').getByRole('button', { name: 'Apply' }).click();
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    expect(await outside.readText('session/proj/agent/builder/cfg')).toContain('temperature=0.25');
+
     // Restart the daemon: the page reconnects by itself and finds the session, the agent and its history.
     const { port, token } = ui;
     await stop();

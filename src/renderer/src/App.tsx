@@ -54,6 +54,7 @@ export function App() {
   const notice = useStore((s) => s.notice);
   const conn = useStore((s) => s.conn);
   const pending = useStore((s) => Object.keys(s.pending).length);
+  const noBackend = useStore((s) => s.conn === 'open' && s.backends.length === 0 && s.loaded);
 
   useEffect(() => {
     ollie.start();
@@ -96,6 +97,12 @@ export function App() {
       </aside>
       <main className="main">
         {conn === 'down' && <div className="banner error">olliesrv is unreachable; reconnecting…</div>}
+        {noBackend && (
+          <div className="banner warn" role="note">
+            No LLM backend is configured: agents cannot answer. Add one to <code>backends.conf</code> in the config directory (see docs/desktop.md), then
+            write <code>reload</code> to the root <code>ctl</code>.
+          </div>
+        )}
         <Chat />
         <Prompt />
         <Console />

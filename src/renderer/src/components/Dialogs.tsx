@@ -3,7 +3,7 @@ import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { parseModels } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
-function Modal({ title, children, onSubmit }: { title: string; children: ReactNode; onSubmit: () => Promise<void> }) {
+function Modal({ title, children, onSubmit, submitLabel = 'Create' }: { title: string; children: ReactNode; onSubmit: () => Promise<void>; submitLabel?: string }) {
   const [busy, setBusy] = useState(false);
   const close = (): void => useStore.setState({ dialog: null });
   const submit = async (e: FormEvent): Promise<void> => {
@@ -19,7 +19,7 @@ function Modal({ title, children, onSubmit }: { title: string; children: ReactNo
         {children}
         <div className="buttons">
           <button type="submit" className="primary" disabled={busy}>
-            Create
+            {submitLabel}
           </button>
           <button type="button" onClick={close}>
             Cancel
@@ -114,10 +114,36 @@ function NewAgent({ session }: { session: string }) {
   );
 }
 
+/** The agent's cfg (backend, model, profile, cwd, generation parameters) as editable key=value lines. */
+function AgentCfg({ session, agent }: { session: string; agent: string }) {
+  const name = useStore((s) => s.agents[session]?.find((a) => a.id === agent)?.name ?? agent);
+  const [text, setText] = useState<string>();
+  useEffect(() => {
+    void act('read cfg', () => ollie.readCfg(session, agent)).then((t) => setText(t ?? ''));
+  }, [session, agent]);
+  return (
+    <Modal
+      title={`Settings of ${name}`}
+      submitLabel="Apply"
+      onSubmit={async () => {
+        const r = await act('cfg', () => ollie.writeCfg(session, agent, text ?? ''));
+        if (r || text === undefined) useStore.setState({ dialog: null });
+      }}
+    >
+      <label>
+        key=value, one per line (backend, model, profile, cwd, temperature, maxTokens, maxSteps, compactAt, …)
+        <textarea aria-label="cfg" rows={10} value={text ?? ''} onChange={(e) => setText(e.target.value)} disabled={text === undefined} />
+      </label>
+      <p className="hint">Changes apply when the agent is idle; while it works olliesrv refuses them and says why.</p>
+    </Modal>
+  );
+}
+
 export function Dialogs() {
   const d = useStore((s) => s.dialog);
   if (!d) return null;
   if (d.kind === 'new-session') return <NewSession />;
   if (d.kind === 'new-agent') return <NewAgent session={d.session} />;
+  if (d.kind === 'agent-cfg') return <AgentCfg session={d.session} agent={d.agent} />;
   return null;
 }

@@ -156,6 +156,7 @@ function ContextMenu({ menu, onRename }: { menu: Menu; onRename: (key: string) =
     ? [
         ['Open', () => ollie.select({ session: menu.session, agent: menu.agent })],
         ['Rename', () => onRename(`${menu.session}/${menu.agent}`)],
+        ['Settings…', () => useStore.setState({ dialog: { kind: 'agent-cfg', session: menu.session, agent: menu.agent! } })],
         ['Stop turn', () => void act('stop', () => ollie.agentCtl(menu.session, menu.agent!, 'stop'))],
         ['Kill agent', () => void act('kill', () => ollie.killAgent(menu.session, menu.agent!))],
         ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],

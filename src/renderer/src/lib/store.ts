@@ -16,6 +16,7 @@ import { openChannel } from './transport.js';
 export type Dialog =
   | { kind: 'new-session' }
   | { kind: 'new-agent'; session: string }
+  | { kind: 'agent-cfg'; session: string; agent: string }
   | null;
 
 export interface Selection {
@@ -51,6 +52,8 @@ export interface State {
   notice?: { text: string; error: boolean };
   backends: BackendInfo[];
   profiles: string[];
+  /** The root files have been read once (so an empty backend list means none is configured). */
+  loaded: boolean;
 }
 
 export const useStore = create<State>(() => ({
@@ -71,6 +74,7 @@ export const useStore = create<State>(() => ({
   dialog: null,
   backends: [],
   profiles: [],
+  loaded: false,
 }));
 
 const set = useStore.setState;
@@ -268,7 +272,7 @@ class Controller {
     const api = this.api;
     if (!api) return;
     const [backends, profiles] = await Promise.all([api.readOr('backends', ''), api.readOr('agents', '')]);
-    set({ backends: parseBackends(backends), profiles: profiles.split('\n').filter(Boolean) });
+    set({ backends: parseBackends(backends), profiles: profiles.split('\n').filter(Boolean), loaded: true });
     await this.reloadSessions();
     await Promise.all(get().sessionOrder.map((sid) => Promise.all([this.reloadAgents(sid), this.reloadPending(sid)])));
   }
@@ -367,6 +371,17 @@ class Controller {
     const a = get().agents[sid]?.find((x) => x.name === name || x.id === name);
     if (a) this.select({ session: sid, agent: a.id });
     return name;
+  }
+
+  readCfg(sid: string, aid: string): Promise<string> {
+    return this.need().read(`${agentPath(sid, aid)}/cfg`);
+  }
+
+  /** Writes key=value lines to the agent's cfg; olliesrv applies them, or refuses (with why) while it works. */
+  async writeCfg(sid: string, aid: string, text: string): Promise<true> {
+    await this.need().write(`${agentPath(sid, aid)}/cfg`, text.endsWith('\n') ? text : `${text}\n`);
+    if (get().selected.agent === aid) await this.reloadStats();
+    return true;
   }
 
   async renameSession(sid: string, name: string): Promise<void> {
