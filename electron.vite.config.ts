@@ -1,8 +1,9 @@
 /**
  * electron-vite builds the desktop app into out/: main (Node, ESM), preload (sandboxed, so CommonJS with
- * everything bundled) and renderer (React, served from out/renderer). The daemon code that main pulls in is
- * bundled too; native and third-party packages listed in package.json "dependencies" (better-sqlite3) stay
- * external, as do Node builtins and electron.
+ * everything bundled) and renderer (React, served from out/renderer; also what `ollie serve --ui` serves).
+ * Main bundles only its own code and the ninep client; olliesrv itself it loads from dist/ at run time, so
+ * that the daemon's paths (dist/toolsrv/main.js, data/) are the ones `ollie serve` uses. Packages listed in
+ * package.json "dependencies" stay external, as do Node builtins and electron.
  */
 import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
