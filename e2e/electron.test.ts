@@ -104,11 +104,12 @@ describe.skipIf(why !== undefined)(`Electron app${why ? ` — SKIPPED: ${why}` :
     await box.press('Enter');
     await page.getByRole('alertdialog').filter({ hasText: 'echo desk-approved' }).waitFor({ timeout: 15_000 });
     // The tray's watcher sees it too (its menu lists it).
-    await until(() => app.evaluate(({ app: a }) => a.getBadgeCount()).then((n) => n === 1), 'the tray badge', 10_000);
+    const trayPending = (): Promise<number> => app.evaluate(() => (globalThis as { ollieTray?: { pending: string[] } }).ollieTray?.pending.length ?? -1);
+    await until(() => trayPending().then((n) => n === 1), 'the tray to list the request', 10_000);
     await screenshot(page, 'electron-approval');
     await page.keyboard.press('a');
     await page.locator('.block[data-role="tool"]', { hasText: 'desk-approved' }).waitFor({ timeout: 15_000 });
-    await until(() => app.evaluate(({ app: a }) => a.getBadgeCount()).then((n) => n === 0), 'the badge to clear', 10_000);
+    await until(() => trayPending().then((n) => n === 0), 'the tray to clear', 10_000);
   });
 
   it('refuses a second instance and remembers the window bounds', async () => {

@@ -117,6 +117,9 @@ function bridgeRenderer(d: Daemon): void {
 }
 
 function updateTray(pending: PendingRequest[]): void {
+  // What the tray shows, readable from the main process's global scope (diagnostics, and the Electron spec:
+  // a tray's tooltip and menu have no getters, and badge counts exist only on some Linux desktops).
+  (globalThis as { ollieTray?: { pending: string[] } }).ollieTray = { pending: pending.map((p) => p.id) };
   if (!tray) return;
   const n = pending.length;
   tray.setImage(nativeImage.createFromBuffer(iconPng(32, n > 0)));
