@@ -31,6 +31,7 @@ program
   .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with a per-start token)')
   .option('--ui-port <n>', 'port of the web UI (default: any free port)', (v) => Number.parseInt(v, 10))
   .option('--yolo', 'run tools WITHOUT the sandbox (loudly logged)')
+  .option('--http [port]', 'also serve the HTTP gateway (REST over the namespace) on 127.0.0.1, with a per-start token (default port: any free one)')
   .option('--shared-toolsrv', 'one toolsrv for all sessions (path locks hold across sessions)')
   .option('--no-tools', 'start no toolsrv: agents run without tools')
   .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string; ui?: boolean; uiPort?: number; yolo?: boolean; sharedToolsrv?: boolean; tools: boolean }) => {
@@ -61,6 +62,19 @@ program
         process.exit(1);
       }
       process.stdout.write(`ollie: web UI at ${ui.url}\n`);
+    }
+    const http = (o as { http?: string | true }).http;
+    if (http !== undefined) {
+      try {
+        const { startHttpGateway } = await import('../gateway/http.js');
+        // Closed with the daemon: server.close() ends its 9P connection, process exit ends its listener.
+        const gw = await startHttpGateway({ server: daemon.server, port: http === true ? 0 : Number.parseInt(http, 10) });
+        process.stdout.write(`ollie: HTTP gateway at ${gw.url}/ (token ${gw.token}; curl -H "Authorization: Bearer ${gw.token}" ${gw.url}/session/idx)\n`);
+      } catch (e) {
+        process.stderr.write(`ollie serve: HTTP gateway: ${(e as Error).message}\n`);
+        await daemon.close();
+        process.exit(1);
+      }
     }
     let stopping = false;
     const stop = (sig: string): void => {

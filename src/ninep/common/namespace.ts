@@ -130,8 +130,10 @@ interface Built {
 /** The declaration as data, for tools that describe or re-export the namespace (OpenAPI, the HTTP gateway). */
 export interface DeclaredNode {
   kind: 'dir' | 'leaf' | 'each';
-  /** The static name; for a template directory, the parameter name. */
+  /** The static name; for a template (Each, EachFile), the parameter name. */
   name: string;
+  /** Set on templates (a template directory, or the files of an EachFile): any listed name walks to them. */
+  param?: string;
   /** e.g. /session/{session}/ctl */
   pattern: string;
   mode: number;
@@ -286,17 +288,21 @@ export class Namespace implements FileServer<Node> {
   declared(): DeclaredNode {
     const visit = (b: Built, inherited: boolean): DeclaredNode => {
       const spec = b.spec;
-      const internal = inherited || spec.internal === true;
+      const internal = inherited || spec.internal === true || b.template?.internal === true;
       const children = [...b.statics.values(), ...(b.each ? [b.each] : [])].map((c) => visit(c, internal));
       const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, internal, children };
       if (spec.kind === 'leaf') {
+        const t = b.template;
         return {
-          ...base, kind: 'leaf', name: spec.name, read: b.readKind, write: WRITE_KINDS.find((k) => spec[k] !== undefined),
-          removable: spec.remove !== undefined, renamable: false, creatable: false,
+          ...base, kind: 'leaf', name: t ? t.param : spec.name, ...(t ? { param: t.param } : {}), read: b.readKind,
+          write: WRITE_KINDS.find((k) => spec[k] !== undefined), removable: spec.remove !== undefined, renamable: t?.rename !== undefined, creatable: false,
         };
       }
       if (spec.kind === 'each') {
-        return { ...base, kind: 'each', name: spec.param, read: 'list', removable: spec.remove !== undefined, renamable: spec.rename !== undefined, creatable: false };
+        return {
+          ...base, kind: 'each', name: spec.param, param: spec.param, read: 'list', removable: spec.remove !== undefined,
+          renamable: spec.rename !== undefined, creatable: false,
+        };
       }
       return { ...base, kind: 'dir', name: spec.name, read: 'list', removable: false, renamable: false, creatable: spec.create !== undefined };
     };
