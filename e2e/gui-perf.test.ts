@@ -145,8 +145,8 @@ describe('GUI figures', () => {
     if (!bench) {
       expect(k10.firstPaintMs).toBeLessThanOrEqual(5000);
       expect(k10.heapMB).toBeLessThanOrEqual(150);
-      // At most a few dropped frames in twenty even on a busy machine.
-      for (const f of [k1, k10]) expect(f.p95FrameMs).toBeLessThanOrEqual(50);
+      // Gross stalls only (six frames in a row lost), which a busy CI machine does not cause by itself.
+      for (const f of [k1, k10]) expect(f.p95FrameMs).toBeLessThanOrEqual(100);
       return;
     }
     const k100 = await measure(100_000);
