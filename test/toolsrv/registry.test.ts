@@ -118,10 +118,10 @@ describe('registry', () => {
     expect(r.status).toBe('timeout');
     const bad = await env.call(c, { tool: 'sh', args: { cmd: 'true' } });
     expect(bad.status).toBe('refused');
-    expect(bad.error).toMatch(/invalid arguments for sh: arguments must have required property 'command'/);
+    expect(bad.error).toMatch(/invalid arguments for sh: missing required argument "command"; unknown argument "cmd"/);
     expect(bad.pid).toBe(0);
     const bad2 = await env.call(c, { tool: 'echoargs', args: { x: 'one' } });
-    expect(bad2.error).toMatch(/argument x must be number/);
+    expect(bad2.error).toMatch(/argument x must be number, not string/);
     const ok = await env.call(c, { tool: 'echoargs', args: { x: 1, background: false } });
     expect(JSON.parse(ok.output)).toEqual({ x: 1 });
     const notLoaded = await env.call(c, { tool: 'writer', args: { path: 'a' } });

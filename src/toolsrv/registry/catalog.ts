@@ -4,7 +4,8 @@
  * given highest precedence first (the user's before the shipped ones); a name found in an earlier directory
  * hides the same name in later ones, even when the earlier .meta is invalid (the user meant to replace it).
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Validator, type OutputUnit } from '@cfworker/json-schema';
+import { DRAFT_07 } from './draft07.js';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CatalogEntry, ProcFlags, ToolInfo } from '../protocol.js';
@@ -30,7 +31,7 @@ export interface Tool {
   def: MetaDef;
   fields: ToolFields;
   variant: number;
-  validate: ValidateFunction;
+  validate: ArgsValidator;
   info: ToolInfo;
   /** What to exec; JSON arguments go to stdin. */
   argv: string[];
@@ -40,12 +41,52 @@ export interface Tool {
   ollieSocket: boolean;
 }
 
+/**
+ * Checks a tool's arguments against its schema; `errors` says what was wrong with the last arguments it rejected.
+ * (@cfworker/json-schema interprets schemas instead of generating code: it loads in a few ms where ajv took ~80 ms
+ * of every toolsrv start, which is on the path of an agent's first request.)
+ */
+export interface ArgsValidator {
+  (args: unknown): boolean;
+  errors: string;
+}
+
+const metaSchema = new Validator(DRAFT_07 as unknown as Record<string, unknown>, '7', false);
+
+/** The innermost failures, in words: where, and what was wrong. */
+function leafErrors(units: OutputUnit[]): OutputUnit[] {
+  // cfworker reports each failing keyword and its parents ("properties", "allOf"…); the deepest say the most.
+  return units.filter((u) => !units.some((o) => o !== u && o.keywordLocation.startsWith(`${u.keywordLocation}/`)));
+}
+
+/** One failure as the model should read it. */
+function say(e: OutputUnit): string | undefined {
+  const where = e.instanceLocation === '#' ? 'arguments' : `argument ${e.instanceLocation.slice(2).replace(/\//g, '.')}`;
+  let m: RegExpExecArray | null;
+  if ((m = /^Instance does not have required property "(.*)"\.$/.exec(e.error))) return `missing required argument "${m[1]}"`;
+  if ((m = /^Property "(.*)" does not match additional properties schema\.$/.exec(e.error))) return `unknown argument "${m[1]}"`;
+  // The boolean schema `false` under additionalProperties: already said as "unknown argument".
+  if (e.keyword === 'false') return undefined;
+  if ((m = /^Instance type "(.*)" is invalid\. Expected "(.*)"\.$/.exec(e.error))) return `${where} must be ${m[2]}, not ${m[1]}`;
+  return `${where}: ${e.error.replace(/\.$/, '')}`;
+}
+
+function validatorFor(schema: Record<string, unknown>): ArgsValidator {
+  const v = new Validator(schema, '7', false);
+  const f = ((args: unknown) => {
+    const r = v.validate(args);
+    f.errors = r.valid ? '' : [...new Set(leafErrors(r.errors).flatMap((e) => say(e) ?? []))].join('; ');
+    return r.valid;
+  }) as ArgsValidator;
+  f.errors = '';
+  return f;
+}
+
 export class Catalog {
-  private readonly ajv = new Ajv({ allErrors: true, strict: false });
   private defs = new Map<string, MetaDef>();
   private bad = new Map<string, CatalogEntry>();
   /** Validators by def and variant index (+1, so the base is 0); compiled once per scan. */
-  private validators = new WeakMap<MetaDef, ValidateFunction[]>();
+  private validators = new WeakMap<MetaDef, ArgsValidator[]>();
 
   /** @param dirs tool directories, highest precedence first */
   constructor(readonly dirs: string[]) {
@@ -87,12 +128,13 @@ export class Catalog {
     return changed;
   }
 
-  private compile(schema: Record<string, unknown>, variant: number): ValidateFunction {
-    try {
-      return this.ajv.compile(schema);
-    } catch (e) {
-      throw new MetaError(`${variant ? `variants[${variant - 1}].` : ''}args: not a valid JSON Schema: ${(e as Error).message}`);
+  private compile(schema: Record<string, unknown>, variant: number): ArgsValidator {
+    const r = metaSchema.validate(schema);
+    if (!r.valid) {
+      const why = leafErrors(r.errors).map((e) => `${e.instanceLocation.slice(1) || '/'}: ${e.error}`).join('; ');
+      throw new MetaError(`${variant ? `variants[${variant - 1}].` : ''}args: not a valid JSON Schema: ${why}`);
     }
+    return validatorFor(schema);
   }
 
   get(name: string): MetaDef | undefined {
@@ -151,13 +193,7 @@ function executableAt(p: string): string | undefined {
   }
 }
 
-/** ajv's errors in a sentence for the model: where, and what was wrong. */
-export function describeErrors(validate: ValidateFunction): string {
-  return (validate.errors ?? [])
-    .map((e) => {
-      const at = e.instancePath ? `argument ${e.instancePath.slice(1).replace(/\//g, '.')}` : 'arguments';
-      const extra = e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty: string }).additionalProperty})` : '';
-      return `${at} ${e.message ?? 'invalid'}${extra}`;
-    })
-    .join('; ');
+/** What was wrong with the arguments `validate` last rejected, in a sentence for the model. */
+export function describeErrors(validate: ArgsValidator): string {
+  return validate.errors;
 }
