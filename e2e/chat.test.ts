@@ -150,6 +150,18 @@ describe('agents in the renderer', () => {
     await page.locator('[data-agent="main"]').getByRole('button', { name: 'Toggle sub-agents' }).click();
     await page.locator('[data-agent="helper"]').waitFor();
     await screenshot(page, 'tree-subagents');
+    // Keyboard: arrows move between rows, Enter opens, Left collapses.
+    await page.locator('[data-session="work"] > .node').focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await page.locator('[data-agent="helper"] .node.selected').waitFor();
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('ArrowLeft');
+    expect(await page.locator('[data-agent="helper"]').count()).toBe(0);
+    await page.keyboard.press('ArrowRight');
+    await page.locator('[data-agent="helper"]').waitFor();
+    await page.locator('[data-agent="main"] .node').click();
     fake.killAgent('work', 'deeper');
     fake.killAgent('work', 'helper');
     await page.locator('[data-agent="helper"]').waitFor({ state: 'detached' });

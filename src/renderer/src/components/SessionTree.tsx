@@ -68,7 +68,27 @@ export function SessionTree() {
 
   if (order.length === 0) return <div className="tree empty">No sessions yet. Create one with + (Ctrl+N).</div>;
   return (
-    <nav className="tree" aria-label="Sessions">
+    <nav
+      className="tree"
+      aria-label="Sessions"
+      onKeyDown={(e) => {
+        // Arrow keys move between rows, Left/Right collapse and expand (the twisty of the focused row).
+        const nodes = [...e.currentTarget.querySelectorAll<HTMLElement>('.node')];
+        const at = nodes.indexOf(document.activeElement as HTMLElement);
+        if (at === -1 || (e.target as HTMLElement).tagName === 'INPUT') return;
+        if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+          e.preventDefault();
+          nodes[Math.max(0, Math.min(nodes.length - 1, at + (e.key === 'ArrowDown' ? 1 : -1)))]?.focus();
+        } else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') {
+          const twisty = nodes[at]!.querySelector<HTMLButtonElement>('button.twisty');
+          const open = twisty?.getAttribute('aria-label') === 'Collapse' || twisty?.textContent === '▾';
+          if (twisty && open === (e.key === 'ArrowLeft')) {
+            e.preventDefault();
+            twisty.click();
+          }
+        }
+      }}
+    >
       <ul role="tree">
         {order.map((sid) => {
           const s = sessions[sid]!;
