@@ -1,0 +1,443 @@
+#!/usr/bin/env node
+/**
+ * `o`: Ollie from a shell, for every day. Each command is a few plain 9P operations on the namespace (the same
+ * files ollie-9p, scripts and the app use); nothing here is a second API.
+ *
+ * The context (which session, which agent) comes from flags (-s, -g) or the environment (OLLIE_SESSION and
+ * OLLIE_AGENT by name, OLLIE_SESSION_ID and OLLIE_UNAME by id, as `o env` prints them and as tools and workflows
+ * get them). It is never guessed: a command that needs one says which flag or variable is missing.
+ */
+import { Command } from 'commander';
+import { userInfo } from 'node:os';
+import { resolve } from 'node:path';
+import { ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
+import { dial } from '../ninep/node.js';
+import { defaultAddress } from '../platform/paths.js';
+
+interface Globals {
+  addr: string;
+  session?: string;
+  agent?: string;
+}
+
+interface Block {
+  role: string;
+  id: string;
+  content: string;
+  name?: string;
+  partial?: boolean;
+}
+
+class UsageError extends Error {}
+
+const program = new Command('o')
+  .description('Ollie from the shell: sessions, agents, prompts, goals and approvals, as plain 9P operations.')
+  .option('-a, --addr <addr>', 'olliesrv address: unix!/path or tcp!host!port', defaultAddress())
+  .option('-s, --session <name>', 'session (default: $OLLIE_SESSION, or the session whose id is $OLLIE_SESSION_ID)')
+  .option('-g, --agent <name>', 'agent (default: $OLLIE_AGENT, or the agent whose id is $OLLIE_UNAME)')
+  .showHelpAfterError();
+
+const enc = new TextEncoder();
+const quote = (v: string): string => (/^[^\s"\\]+$/.test(v) ? v : `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+const kv = (pairs: Record<string, string | undefined>): string =>
+  Object.entries(pairs).filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => `${k}=${quote(v!)}`).join(' ');
+const rows = (text: string): string[][] => text.split('\n').filter(Boolean).map((l) => l.split('\t'));
+
+function out(s: string | Uint8Array): Promise<void> {
+  return new Promise((res) => (process.stdout.write(s) ? res() : process.stdout.once('drain', res)));
+}
+
+/** Lines of a file read as a stream (log.raw, event), until EOF or the signal. */
+async function* linesOf(f: Fid, signal: AbortSignal): AsyncGenerator<string> {
+  const dec = new TextDecoder();
+  let buf = '';
+  for (let offset = 0; ;) {
+    const chunk = await f.read(offset, f.iounit, signal);
+    if (chunk.length === 0) return;
+    offset += chunk.length;
+    buf += dec.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) !== -1) {
+      yield buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+    }
+  }
+}
+
+/** Aborted on Ctrl-C, so pending reads are flushed and fids clunked before exit. */
+function interruptible(): AbortController {
+  const ac = new AbortController();
+  process.once('SIGINT', () => ac.abort(new Error('interrupted')));
+  return ac;
+}
+
+/** The resolved context of one command, over one connection. */
+class Ctx {
+  constructor(readonly c: Client, private readonly g: Globals) {}
+
+  /** The session's name (the namespace addresses sessions by name). */
+  async session(): Promise<string> {
+    if (this.g.session) return this.g.session;
+    const env = process.env;
+    if (env.OLLIE_SESSION) return env.OLLIE_SESSION;
+    if (env.OLLIE_SESSION_ID) {
+      const row = rows(await this.c.readText('session/idx')).find((r) => r[0] === env.OLLIE_SESSION_ID);
+      if (!row) throw new UsageError(`no session has the id in $OLLIE_SESSION_ID (${env.OLLIE_SESSION_ID})`);
+      return row[1]!;
+    }
+    throw new UsageError('no session given: use -s NAME, or set OLLIE_SESSION (a name) or OLLIE_SESSION_ID (an id; see `o env`)');
+  }
+
+  async agent(): Promise<{ session: string; agent: string; path: string }> {
+    const session = await this.session();
+    let agent = this.g.agent ?? process.env.OLLIE_AGENT;
+    if (!agent && process.env.OLLIE_UNAME) {
+      const id = process.env.OLLIE_UNAME;
+      const row = rows(await this.c.readText(`session/${session}/agent/idx`)).find((r) => r[1] === id);
+      if (!row) throw new UsageError(`no agent of session ${session} has the id in $OLLIE_UNAME (${id})`);
+      agent = row[2]!;
+    }
+    if (!agent) throw new UsageError(`no agent given (session ${session}): use -g NAME, or set OLLIE_AGENT (a name) or OLLIE_UNAME (an agent id; see \`o env\`)`);
+    return { session, agent, path: `session/${session}/agent/${agent}` };
+  }
+}
+
+function action(fn: (ctx: Ctx, ...args: never[]) => Promise<number | void>): (...args: unknown[]) => Promise<void> {
+  return async (...args: unknown[]) => {
+    const g = program.opts<Globals>();
+    const c = await dial(g.addr, { uname: userInfo().username });
+    try {
+      const code = await fn(new Ctx(c, g), ...(args as never[]));
+      if (typeof code === 'number') process.exitCode = code;
+    } finally {
+      c.close();
+    }
+  };
+}
+
+function table(header: string[], data: string[][]): string {
+  const all = [header, ...data];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  return all.map((r) => r.map((f, i) => (i === r.length - 1 ? f : f.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+// ---- sessions ----------------------------------------------------------------------------------------------
+
+const sess = program.command('sess').description('sessions');
+
+sess.command('new').description('create a session; prints its name')
+  .argument('[name]').option('--cwd <dir>', 'working directory (default: here)')
+  .action(action(async (x, name?: string, o?: { cwd?: string }) => {
+    await out(await x.c.rdwrText('session/new', kv({ name, cwd: resolve(o?.cwd ?? process.cwd()) })));
+  }));
+
+sess.command('ls').description('list sessions: name, id, paused, cwd')
+  .action(action(async (x) => {
+    const r = rows(await x.c.readText('session/idx'));
+    await out(table(['NAME', 'ID', 'PAUSED', 'CWD'], r.map((f) => [f[1]!, f[0]!, f[2] === '1' ? 'yes' : 'no', f[5] ?? ''])));
+  }));
+
+sess.command('kill').description('kill a session (the given one, else the context\'s)')
+  .argument('[name]')
+  .action(action(async (x, name?: string) => {
+    await out(await x.c.rdwrText(`session/${name ?? (await x.session())}/ctl`, 'kill'));
+  }));
+
+sess.command('rename').description('rename a session: rename NEW (the context\'s session) or rename OLD NEW')
+  .argument('<a>').argument('[b]')
+  .action(action(async (x, a: string, b?: string) => {
+    const [from, to] = b === undefined ? [await x.session(), a] : [a, b];
+    await x.c.rename(`session/${from}`, to);
+    await out(`${to}\n`);
+  }));
+
+sess.command('ctl').description('write a command to the session\'s ctl (kill, save, pause, resume, workflow NAME…), print the reply')
+  .argument('<words...>')
+  .action(action(async (x, words: string[]) => {
+    await out(await x.c.rdwrText(`session/${await x.session()}/ctl`, words.join(' ')));
+  }));
+
+interface Pending { id: string; agent: string; tool: string; cwd: string; cmd: string }
+
+async function pending(x: Ctx, session: string): Promise<Pending[]> {
+  const reqs = rows(await x.c.readText(`session/${session}/bypass`));
+  if (!reqs.length) return [];
+  const names = new Map(rows(await x.c.readText(`session/${session}/agent/idx`)).map((r) => [r[1]!, r[2]!]));
+  return reqs.map(([id = '', agent = '', tool = '', cwd = '', ...cmd]) => ({ id, agent: names.get(agent) ?? agent, tool, cwd, cmd: cmd.join('\t') }));
+}
+
+sess.command('bypass').description('pending requests to run outside the sandbox: id, agent, cwd, command')
+  .action(action(async (x) => {
+    const p = await pending(x, await x.session());
+    if (p.length) await out(table(['ID', 'AGENT', 'CWD', 'COMMAND'], p.map((r) => [r.id, r.agent, r.cwd, r.cmd])));
+  }));
+
+function resolveBypass(decision: 'approve' | 'deny') {
+  return action(async (x, id?: string, o?: { remember?: string }) => {
+    const session = await x.session();
+    if (!id) {
+      // Without an id only an unambiguous request is resolved: approving the wrong one is what the id prevents.
+      const p = await pending(x, session);
+      if (p.length === 0) throw new UsageError(`session ${session} has no pending bypass request`);
+      if (p.length > 1) throw new UsageError(`session ${session} has ${p.length} pending bypass requests; give the id: ${p.map((r) => `${r.id} (${r.agent}: ${r.cmd})`).join(', ')}`);
+      id = p[0]!.id;
+    }
+    await x.c.write(`session/${session}/bypass`, `${id} ${decision}${o?.remember ? ` ${o.remember}` : ''}`);
+    await out(`${decision === 'approve' ? 'approved' : 'denied'} ${id}\n`);
+  });
+}
+
+sess.command('approve').description('approve a pending bypass request (the only one, or ID)')
+  .argument('[id]').option('--remember <scope>', 'once (default), session, or always:PATTERN')
+  .action(resolveBypass('approve'));
+sess.command('deny').description('deny a pending bypass request (the only one, or ID)')
+  .argument('[id]').option('--remember <scope>', 'once (default), session, or always:PATTERN')
+  .action(resolveBypass('deny'));
+
+// ---- agents ------------------------------------------------------------------------------------------------
+
+const agent = program.command('agent').description('agents');
+
+agent.command('new').description('create an agent in the session; prints its name')
+  .argument('[name]')
+  .option('-p, --profile <profile>', 'agent profile (default: default)')
+  .option('--backend <name>').option('--model <name>').option('--cwd <dir>', 'working directory (default: the session\'s)')
+  .action(action(async (x, name?: string, o?: { profile?: string; backend?: string; model?: string; cwd?: string }) => {
+    const session = await x.session();
+    await out(await x.c.rdwrText(`session/${session}/agent/new`, kv({ name, agent: o?.profile, backend: o?.backend, model: o?.model, cwd: o?.cwd && resolve(o.cwd) })));
+  }));
+
+agent.command('ls').description('list the session\'s agents: name, state, depth, parent, id')
+  .action(action(async (x) => {
+    const r = rows(await x.c.readText(`session/${await x.session()}/agent/idx`));
+    const names = new Map(r.map((f) => [f[1]!, f[2]!]));
+    await out(table(['NAME', 'STATE', 'DEPTH', 'PARENT', 'ID'], r.map((f) => [f[2]!, f[5]!, f[4]!, f[3] === '-' ? '-' : (names.get(f[3]!) ?? f[3]!), f[1]!])));
+  }));
+
+// ---- talking to an agent -----------------------------------------------------------------------------------
+
+/**
+ * Plain text of one streamed log block, as the `log` file renders finished ones. `after` ends an answer: a blank
+ * line in a log, a newline for `o prompt`, whose output is the answer.
+ */
+function render(b: Block, streamed: Set<string>, after = '\n\n'): string {
+  switch (b.role) {
+    case 'assistant':
+      if (b.partial) {
+        streamed.add(b.id);
+        return b.content;
+      }
+      return streamed.delete(b.id) ? after : `${b.content}${after}`;
+    case 'context':
+    case 'reasoning':
+      return '';
+    case 'user':
+      return b.partial ? '' : `> ${b.content.replace(/\n/g, '\n> ')}\n\n`;
+    case 'call':
+      return b.partial ? '' : `→ ${b.name ?? 'tool'} ${b.content}\n`;
+    case 'tool': {
+      if (b.partial) return '';
+      const lines = b.content.split('\n');
+      const shown = lines.length > 12 ? [...lines.slice(0, 12), `… (${lines.length - 12} more lines)`] : lines;
+      return `${shown.join('\n').replace(/\n?$/, '\n')}\n`;
+    }
+    default:
+      return b.partial ? '' : `[${b.role}] ${b.content}\n`;
+  }
+}
+
+/**
+ * Reads what log.raw holds already: it hands its backlog over at once, so the first quiet moment ends it. The read
+ * still in flight is returned, to be continued from.
+ */
+async function backlog(f: Fid, signal: AbortSignal): Promise<{ offset: number; next: Promise<Uint8Array> }> {
+  let offset = 0;
+  for (;;) {
+    const next = f.read(offset, f.iounit, signal);
+    next.catch(() => undefined); // its reader handles the rejection; this only keeps it from counting as unhandled
+    const got = await Promise.race([next, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60))]);
+    if (got === undefined || got.length === 0) return { offset, next };
+    offset += got.length;
+  }
+}
+
+program.command('prompt').description('send a prompt to the agent and print its answer as it streams (stdin when no text is given)')
+  .argument('[words...]')
+  .action(action(async (x, words: string[]) => {
+    const text = (words.length ? words.join(' ') : await readStdin()).replace(/\n+$/, '');
+    if (!text.trim()) throw new UsageError('empty prompt: give the text as arguments or on stdin');
+    const { session, path } = await x.agent();
+    if (text.startsWith('/')) {
+      // A slash command runs at once and answers: the ctl file is the same thing with a reply.
+      await out(await x.c.rdwrText(`${path}/ctl`, text.slice(1)));
+      return;
+    }
+    const life = interruptible();
+    const sid = (await x.c.readText(`session/${session}/id`)).trim();
+    const aid = (await x.c.readText(`${path}/id`)).trim();
+    // Subscribe to the agent's state and open its log before the prompt goes in, so that nothing is missed.
+    const events = await x.c.open('event', ORDWR);
+    await events.writeAll(enc.encode(`session.${sid}.agent.${aid}.state`));
+    const log = await x.c.open(`${path}/log.raw`, OREAD);
+    const before = await backlog(log, life.signal);
+    let failed = '';
+    let atLineStart = true;
+    // Only what follows our own prompt's block is this turn's (the agent may have been busy with others).
+    let ours = false;
+    const follow = (async () => {
+      const streamed = new Set<string>();
+      const dec = new TextDecoder();
+      let buf = '';
+      let offset = before.offset;
+      let pendingRead: Promise<Uint8Array> | undefined = before.next;
+      for (;;) {
+        const chunk = await (pendingRead ?? log.read(offset, log.iounit, life.signal));
+        pendingRead = undefined;
+        if (chunk.length === 0) return;
+        offset += chunk.length;
+        buf += dec.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) !== -1) {
+          const b = JSON.parse(buf.slice(0, nl)) as Block;
+          buf = buf.slice(nl + 1);
+          if (!ours) {
+            ours = b.role === 'user' && !b.partial && b.content === text;
+            continue;
+          }
+          if (b.role === 'error' && !b.partial) failed = b.content;
+          const s = render(b, streamed, '\n');
+          if (!s) continue;
+          if (b.role !== 'assistant' && !atLineStart) await out('\n');
+          await out(s);
+          atLineStart = s.endsWith('\n');
+        }
+      }
+    })();
+    // The turn is over when the agent is idle after our prompt's block: state events wake the check, and the state
+    // file decides (an event of an earlier turn may still be on its way when our block has arrived).
+    const ended = (async () => {
+      const it = linesOf(events, life.signal)[Symbol.asyncIterator]();
+      // Aborting rejects the pending read; these catches keep that from counting as unhandled.
+      let next: Promise<unknown> = it.next();
+      next.catch(() => undefined);
+      for (;;) {
+        const woke: unknown = await Promise.race([next, new Promise((r) => setTimeout(r, 250, 'tick'))]);
+        if (woke !== 'tick') {
+          next = (woke as IteratorResult<string>).done ? new Promise(() => undefined) : it.next();
+          next.catch(() => undefined);
+        }
+        if (ours && (await x.c.readText(`${path}/state`, life.signal)).trim() === 'idle') return;
+      }
+    })();
+    try {
+      await x.c.write(`${path}/prompt`, text);
+      await Promise.race([ended, follow]);
+      // The log's last blocks were sent before the state changed; one more round trip makes sure they are in.
+      await x.c.readText(`${path}/state`);
+      await new Promise((r) => setImmediate(r));
+    } catch (e) {
+      if (life.signal.aborted) return 130;
+      throw e;
+    } finally {
+      life.abort(new Error('done'));
+      await follow.catch(() => undefined);
+      await ended.catch(() => undefined);
+      await events.clunk().catch(() => undefined);
+      await log.clunk().catch(() => undefined);
+    }
+    if (!atLineStart) await out('\n');
+    if (failed) process.stderr.write(`o: the turn ended in an error: ${failed}\n`);
+    return failed ? 1 : 0;
+  }));
+
+program.command('read').description('print the agent\'s log; with -l follow its log as it grows (until Ctrl-C)')
+  .option('-l, --follow', 'follow log.raw, rendered')
+  .action(action(async (x, o?: { follow?: boolean }) => {
+    const { path } = await x.agent();
+    if (!o?.follow) return void (await out(await x.c.readText(`${path}/log`)));
+    const life = interruptible();
+    const log = await x.c.open(`${path}/log.raw`, OREAD);
+    const streamed = new Set<string>();
+    try {
+      for await (const l of linesOf(log, life.signal)) await out(render(JSON.parse(l) as Block, streamed));
+    } catch (e) {
+      if (!life.signal.aborted) throw e;
+    } finally {
+      await log.clunk().catch(() => undefined);
+    }
+  }));
+
+program.command('ctl').description('write a command to the agent\'s ctl (stop, compact, peeradd NAME, model M, help…), print the reply')
+  .argument('<words...>')
+  .action(action(async (x, words: string[]) => {
+    const { path } = await x.agent();
+    await out(await x.c.rdwrText(`${path}/ctl`, words.join(' ')));
+  }));
+
+// ---- goals -------------------------------------------------------------------------------------------------
+
+const state = (status: string): string => status.trim().split(/\s/, 1)[0] ?? '';
+
+program.command('goal').description('`o goal TEXT…` sets the session goal (starting its workflow); `o goal wait` waits for the verdict and prints it (exit 0 when complete); `o goal` prints the status')
+  .argument('[words...]')
+  .action(action(async (x, words: string[]) => {
+    const session = await x.session();
+    const base = `session/${session}`;
+    if (words.length === 0) return void (await out(await x.c.readText(`${base}/goalstatus`)));
+    if (words.length > 1 || words[0] !== 'wait') {
+      await x.c.write(`${base}/goal`, words.join(' '), { truncate: true });
+      await out(`goal set; status: ${state(await x.c.readText(`${base}/goalstatus`))}\n`);
+      return;
+    }
+    const life = interruptible();
+    try {
+      for (;;) {
+        // The wait is pending on the server before the status is read, so a change in between is not missed.
+        const w = await x.c.open(`${base}/goalwait`, OREAD, life.signal);
+        const changed = w.readAll(life.signal);
+        changed.catch(() => undefined);
+        try {
+          const now = await x.c.readText(`${base}/goalstatus`, life.signal);
+          if (state(now) !== 'running') {
+            await out(now || 'no goal\n');
+            return state(now) === 'complete' ? 0 : 1;
+          }
+          await changed;
+        } finally {
+          await w.clunk().catch(() => undefined);
+        }
+      }
+    } catch (e) {
+      if (life.signal.aborted) return 130;
+      throw e;
+    }
+  }));
+
+// ---- environment -------------------------------------------------------------------------------------------
+
+program.command('env').description('print shell exports of the context (eval "$(o -s S -g A env)"): OLLIE_SESSION_ID, and OLLIE_UNAME when an agent is given')
+  .action(action(async (x) => {
+    const session = await x.session();
+    const sid = (await x.c.readText(`session/${session}/id`)).trim();
+    const hasAgent = Boolean(program.opts<Globals>().agent ?? process.env.OLLIE_AGENT ?? process.env.OLLIE_UNAME);
+    const line = [`OLLIE_SESSION_ID=${sid}`];
+    if (hasAgent) {
+      const { path } = await x.agent();
+      line.push(`OLLIE_UNAME=${(await x.c.readText(`${path}/id`)).trim()}`);
+    }
+    await out(`export ${line.join(' ')}\n`);
+  }));
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return '';
+  const parts: Buffer[] = [];
+  for await (const chunk of process.stdin) parts.push(chunk as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+try {
+  await program.parseAsync();
+} catch (e) {
+  process.stderr.write(`o: ${(e as Error).message}\n`);
+  process.exitCode = e instanceof UsageError ? 2 : 1;
+}
