@@ -4,7 +4,7 @@
  * stdout and the tool calls to stderr, and exits 0 when the turn ends well, 1 when it ends in an error.
  * Everything goes through the 9P namespace, exactly as any other client would do it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { OREAD, ORDWR, type Client, type Fid } from '../ninep/index.js';
@@ -65,15 +65,20 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
   let scratch: string | undefined;
   let addr = o.addr;
   if (!addr) {
-    // Loaded only here: with -a, the daemon's code (SQLite, providers) is never loaded at all.
-    const { startDaemon } = await import('../olliesrv/daemon.js');
     scratch = mkdtempSync(join(tmpdir(), 'ollie-run-'));
     const socket = join(scratch, 'run', 'ollie.sock');
+    // toolsrv boots (a Node process of its own) while this one loads the daemon: the session takes it over.
+    const { spawnToolsrv } = await import('../olliesrv/toolclient/spawn.js');
+    mkdirSync(join(scratch, 'run'), { mode: 0o700 });
+    const early = spawnToolsrv({ runtimeDir: join(scratch, 'run'), name: 'run', yolo: o.yolo, ollieAddr: `unix!${socket}` });
+    early.catch(() => undefined);
+    // Loaded only here: with -a, the daemon's code (SQLite, providers) is never loaded at all.
+    const { startDaemon } = await import('../olliesrv/daemon.js');
     daemon = await startDaemon({
       socket,
       dataDir: o.data ? resolve(o.data) : join(scratch, 'data'),
       configDir: o.config ? resolve(o.config) : defaultConfigDir(),
-      toolsrv: { yolo: o.yolo },
+      toolsrv: { yolo: o.yolo, spare: early },
       log: (m) => process.stderr.write(`olliesrv: ${m}\n`),
     });
     addr = `unix!${socket}`;

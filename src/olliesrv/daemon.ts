@@ -21,7 +21,7 @@ import { SessionStore } from './store/sessions.js';
 import { BypassRuleStore } from './store/bypass.js';
 import type { SessionTools } from './toolclient/host.js';
 import { ToolsrvSessionTools } from './toolclient/session-tools.js';
-import { ToolsrvKeeper } from './toolclient/spawn.js';
+import { ToolsrvKeeper, type ToolsrvProcess } from './toolclient/spawn.js';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -37,7 +37,7 @@ export interface DaemonOptions {
    * How sessions get their toolsrv: spawned (the default; `shared` = one for all sessions, `yolo` = no sandbox,
    * `toolDirs` = extra tool directories), or `false` for none (agents then run without tools).
    */
-  toolsrv?: false | { shared?: boolean; yolo?: boolean; toolDirs?: string[] };
+  toolsrv?: false | { shared?: boolean; yolo?: boolean; toolDirs?: string[]; spare?: boolean | Promise<ToolsrvProcess> };
   /** Overrides the LLM retry policy (tests use short waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
 }
@@ -76,6 +76,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
       shared: ts.shared,
+      spare: ts.spare ?? true,
       yolo: ts.yolo,
       toolDirs: ts.toolDirs,
       ollieAddr: `unix!${opts.socket}`,
@@ -88,11 +89,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       let p = opening.get(sid);
       if (!p) {
         p = (async () => {
-          const { proc, release } = await keeper.acquire(sid);
-          const st = await ToolsrvSessionTools.open({ toolsrv: proc, sessionId: sid, rules, onClose: release, log });
+          // A lease, not one process: a toolsrv that dies is replaced on next use and the agents keep their hosts.
+          const lease = keeper.lease(sid);
+          const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log });
           st.onBypass((e) => {
             if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
-            else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : 'denied'}`);
+            else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
           });
           sessionTools.set(sid, st);
           return st;

@@ -507,10 +507,10 @@ export class Agent {
     void this.deps.backends.get(this.cfg.backend).prepare?.();
     const profile = this.deps.profiles.get(this.cfg.profile);
     const env = this.env();
-    const prompt = await resolvePrompt(profile.prompt, this.cfg.cwd, env);
+    // The prompt commands and the toolsrv connection are independent: run them side by side.
+    const [prompt, st] = await Promise.all([resolvePrompt(profile.prompt, this.cfg.cwd, env), this.deps.tools(this.sessionId)]);
     for (const w of prompt.warnings) this.log.add('info', w, { name: 'prompt' });
     let host: ToolHost | undefined;
-    const st = await this.deps.tools(this.sessionId);
     if (st) {
       const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
       host = await st.forAgent(this.id, this.cfg.cwd, sessionEnv);

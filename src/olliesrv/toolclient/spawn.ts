@@ -159,10 +159,49 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
  * The toolsrv processes of an olliesrv: one per session, or one shared by all (`shared`). A process that died
  * is replaced on the next acquire; a shared one stops when its last session releases it.
  */
+const SPARE_DELAY_MS = 2000;
+
 export class ToolsrvKeeper {
   private readonly running = new Map<string, { proc: Promise<ToolsrvProcess>; users: number }>();
+  /** A toolsrv started ahead of need, taken by the next session (its session id is set per scope with `env`). */
+  private spare?: Promise<ToolsrvProcess>;
+  private closed = false;
 
-  constructor(private readonly opts: Omit<SpawnOptions, 'name' | 'sessionId'> & { shared?: boolean }) {}
+  /**
+   * @param opts.spare keep one toolsrv started ahead of need, so a new session's first prompt does not wait the
+   *   ~150 ms a toolsrv takes to start (per-session mode only); a promise hands over one its caller already started
+   */
+  constructor(private readonly opts: Omit<SpawnOptions, 'name' | 'sessionId'> & { shared?: boolean; spare?: boolean | Promise<ToolsrvProcess> }) {
+    if (opts.spare instanceof Promise) {
+      const p = opts.spare;
+      this.spare = p;
+      p.catch(() => {
+        if (this.spare === p) this.spare = undefined;
+      });
+    } else if (opts.spare && !opts.shared) this.prewarm();
+  }
+
+  private prewarm(): void {
+    if (this.closed || this.spare) return;
+    const p = spawnToolsrv({ ...this.opts, name: `spare-${randomBytes(4).toString('hex')}` });
+    this.spare = p;
+    p.catch(() => {
+      if (this.spare === p) this.spare = undefined;
+    });
+  }
+
+  /** The spare if it is alive (and a new one started behind it), else a fresh toolsrv for `sessionId`. */
+  private start(name: string, sessionId: string): Promise<ToolsrvProcess> {
+    const spare = this.spare;
+    if (!spare) return spawnToolsrv({ ...this.opts, name, sessionId });
+    this.spare = undefined;
+    // The next spare starts a little later: now it would compete for the CPU with the session that starts.
+    if (this.opts.spare === true) setTimeout(() => this.prewarm(), SPARE_DELAY_MS).unref();
+    return spare.then(
+      (p) => (p.alive ? p : spawnToolsrv({ ...this.opts, name, sessionId })),
+      () => spawnToolsrv({ ...this.opts, name, sessionId }),
+    );
+  }
 
   async acquire(sessionId: string): Promise<{ proc: ToolsrvProcess; release: () => Promise<void> }> {
     const name = this.opts.shared ? 'shared' : sessionId;
@@ -175,7 +214,7 @@ export class ToolsrvKeeper {
       }
     }
     if (!entry) {
-      entry = { proc: spawnToolsrv({ ...this.opts, name, ...(!this.opts.shared && { sessionId }) }), users: 0 };
+      entry = { proc: this.opts.shared ? spawnToolsrv({ ...this.opts, name }) : this.start(name, sessionId), users: 0 };
       this.running.set(name, entry);
       entry.proc.catch(() => this.running.delete(name));
     }
@@ -228,7 +267,10 @@ export class ToolsrvKeeper {
   }
 
   async close(): Promise<void> {
-    const all = [...this.running.values()];
+    this.closed = true;
+    const spare = this.spare;
+    this.spare = undefined;
+    const all = [...this.running.values(), ...(spare ? [{ proc: spare, users: 0 }] : [])];
     this.running.clear();
     await Promise.all(all.map(async (e) => (await e.proc.catch(() => undefined))?.stop()));
   }
