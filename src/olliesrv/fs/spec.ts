@@ -90,7 +90,7 @@ function rootCtl(o: Olliesrv, request: string): string {
 
 function bypassLines(o: Olliesrv, sessionId: string): string {
   return (o.sessionTools(sessionId)?.pending() ?? [])
-    .map((r) => `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${r.cmd.replace(/\s+/g, ' ')}\n`)
+    .map((r) => `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${r.cmd.replace(/\s+/g, ' ')}\t${r.reason.replace(/\s+/g, ' ')}\n`)
     .join('');
 }
 
@@ -226,7 +226,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             blockOnce: (ctx, signal) => sessions.waitGoal(ctx.params.session!, signal),
           }),
           Leaf('bypass', {
-            doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command. Write "ID approve|deny [once|session|always:PATTERN]".',
+            doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command, reason. Write "ID approve|deny [once|session|always:PATTERN]".',
             read: (ctx) => bypassLines(o, s(ctx).id),
             write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
           }),

@@ -100,7 +100,9 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
   if (o.idleMs !== undefined) args.push('--idle-ms', String(o.idleMs));
   if (o.graceMs !== undefined) args.push('--grace-ms', String(o.graceMs));
   if (o.procTtlMs !== undefined) args.push('--proc-ttl-ms', String(o.procTtlMs));
-  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  // Inside Electron, execPath is the Electron binary: ELECTRON_RUN_AS_NODE makes it plain Node for this child only.
+  const env = process.versions.electron ? { ...process.env, ELECTRON_RUN_AS_NODE: '1' } : process.env;
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
   let alive = true;
   const exited = new Promise<void>((r) => child.once('exit', () => ((alive = false), r())));
   child.stdin!.on('error', () => undefined);
