@@ -299,6 +299,13 @@ export class Agent {
   private async turn(text: string, signal: AbortSignal): Promise<TurnResult> {
     this.setState('thinking');
     const rt = await this.ensureRuntime();
+    if (this.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
+      try {
+        for (const c of await this.deps.enrich({ agent: this, prompt: text, tools: [...rt.tools.values()], cwd: this.cfg.cwd })) this.addContext(c.text, c.name);
+      } catch (e) {
+        this.log.add('info', `could not match skills and tools to the prompt: ${errText(e)}`, { name: 'enrich' });
+      }
+    }
     this.log.add('user', text);
     this.history.append({ role: 'user', content: text });
     const backend = this.deps.backends.get(this.cfg.backend);

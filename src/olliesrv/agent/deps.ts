@@ -3,6 +3,7 @@ import type { Backend } from '../backend/types.js';
 import type { EventBus } from '../event/bus.js';
 import type { AgentStore } from '../store/agents.js';
 import type { SessionTools } from '../toolclient/host.js';
+import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { Agent } from './agent.js';
 import type { Profiles } from './profiles.js';
 
@@ -36,6 +37,11 @@ export interface AgentDeps {
   /** Environment the prompt commands run with (PATH, HOME, OLLIE_DATA…). */
   baseEnv: Record<string, string>;
   log: (msg: string) => void;
+  /**
+   * Context for a user prompt before it goes to the model (matched skills, tool hints): each item becomes a
+   * `context` block (name = its kind) sent with the prompt. Failures are logged, never fatal to the turn.
+   */
+  enrich?: (req: { agent: Agent; prompt: string; tools: readonly ToolInfo[]; cwd: string }) => Promise<Array<{ name: string; text: string }>>;
   /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
   /** Renames an agent (names are unique in a session, so the registry does it). */
