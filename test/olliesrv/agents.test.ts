@@ -496,3 +496,33 @@ describe('bypass', () => {
     await events.return?.(undefined);
   });
 });
+
+describe('background processes', () => {
+  it('show under the agent\'s proc/ (idx, live out, wait, stat), and their exit comes back as the next prompt', async () => {
+    h = await harness({
+      turns: [
+        [{ toolCalls: [{ name: 'shell', args: { command: 'echo started; sleep 0.4; echo finished', background: true } }] }],
+        [{ text: 'it runs in the background' }],
+        [{ text: 'it finished' }],
+      ],
+    });
+    const a = await h.agent();
+    const blocks = await h.turn(a.path, 'start it');
+    expect(blocks.find((b) => b.role === 'tool')!.content).toMatch(/started in the background as process (\d+)/);
+    const idx = (await h.c.readText(`${a.path}/proc/idx`)).trim().split('\t');
+    expect(idx[1]).toBe('shell');
+    expect(idx[2]).toBe('running');
+    const pid = idx[0]!;
+    let out = '';
+    for await (const chunk of h.c.stream(`${a.path}/proc/${pid}/out`)) out += new TextDecoder().decode(chunk);
+    expect(out).toBe('started\nfinished\n');
+    expect((await h.c.readText(`${a.path}/proc/${pid}/wait`)).trim()).toBe('0');
+    expect(await h.c.readText(`${a.path}/proc/${pid}/stat`)).toMatch(/exit=0/);
+    // The exit notice is queued as a prompt and runs as the next turn.
+    const agent = h.daemon.agents.all()[0]!;
+    while (!(await h.blocks(a.path)).some((b) => b.role === 'assistant' && b.content === 'it finished')) await agent.nextTurn();
+    const users = (await h.blocks(a.path)).filter((b) => b.role === 'user');
+    expect(users.at(-1)!.content).toMatch(/^<system-proc-interrupt id="\d+".*status="exited".*exit="0"[^>]*>[\s\S]*finished/);
+    expect((await h.c.readText(`${a.path}/proc/idx`)).split('\t')[2]).toBe('exited');
+  });
+});

@@ -60,6 +60,21 @@ export const PLAN_EVERY = 10;
 
 const NOTHING_TO_COMPACT = 'nothing to compact\n';
 
+/** A background process an agent started, as its proc/ directory shows it. */
+export interface BackgroundProc {
+  pid: number;
+  tool: string;
+  /** The call's arguments, as the model wrote them. */
+  args: string;
+  started: number;
+  /** Set when it has exited. */
+  status?: string;
+  exit?: number | null;
+}
+
+/** How many finished background processes an agent keeps listing. */
+const KEEP_FINISHED_PROCS = 20;
+
 export class AgentError extends Error {
   override name = 'AgentError';
 }
@@ -109,6 +124,8 @@ export class Agent {
   /** Removed when its one turn ends (a sub-agent). */
   transient = false;
   budget: Budget = {};
+  /** Background processes started by this agent, by pid (mirrored as proc/{pid}). */
+  readonly procs = new Map<number, BackgroundProc>();
 
   private st: AgentState = 'idle';
   private running = false;
@@ -471,6 +488,7 @@ export class Agent {
           else {
             try {
               const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
+              if (res.status === 'background') this.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
               r = forModel(res, { dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
             } catch (e) {
               if (signal.aborted) return;
@@ -540,7 +558,12 @@ export class Agent {
   /** Background processes that finished come back as prompts (queued while a turn runs). */
   private async followInterrupts(host: ToolHost, signal: AbortSignal): Promise<void> {
     try {
-      for await (const i of host.interrupts!(signal)) if (!this.dead) this.enqueue(i.text);
+      for await (const i of host.interrupts!(signal)) {
+        const p = this.procs.get(i.pid);
+        if (p) Object.assign(p, { status: i.status, exit: i.exit });
+        this.forgetFinishedProcs();
+        if (!this.dead) this.enqueue(i.text);
+      }
     } catch (e) {
       if (!signal.aborted) this.deps.log(`agent ${this.id}: lost background-process notifications: ${errText(e)}`);
     }
@@ -567,6 +590,18 @@ export class Agent {
     this.runtime = undefined;
     old?.life.abort();
     await old?.host?.close().catch(() => undefined);
+  }
+
+  private forgetFinishedProcs(): void {
+    const done = [...this.procs.values()].filter((p) => p.status);
+    for (const p of done.slice(0, Math.max(0, done.length - KEEP_FINISHED_PROCS))) this.procs.delete(p.pid);
+  }
+
+  /** The toolsrv connection, for the proc/ mirror; refuses when there is none. */
+  async procHost(): Promise<ToolHost> {
+    const h = (await this.ensureRuntime()).host;
+    if (!h) throw new AgentError('no tool server runs for this session');
+    return h;
   }
 
   /** Loaded tools, as the model sees them. */

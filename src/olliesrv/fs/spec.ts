@@ -82,6 +82,12 @@ async function applyCfg(o: Olliesrv, a: Agent, text: string): Promise<void> {
   if (kv.cwd !== undefined && kv.cwd !== a.cfg.cwd) await a.ctl(`cwd ${kv.cwd}`);
 }
 
+async function* procStream(a: Agent, pid: number, signal: AbortSignal): AsyncIterable<Uint8Array> {
+  const h = await a.procHost();
+  if (!h.output) throw new NinepError('this toolsrv connection cannot stream proc output');
+  yield* h.output(pid, signal);
+}
+
 function rootCtl(o: Olliesrv, request: string): string {
   const { cmd, args } = splitCommand(request);
   if (cmd === 'reload' && !args) return o.reload();
@@ -305,6 +311,49 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 doc: 'Write a command, read its result (write "help" for the list).',
                 rdwr: (ctx, req) => ag(ctx).ctl(req),
               }),
+              Dir('proc', { doc: "The agent's background processes (a mirror of its toolsrv's proc/), by pid." },
+                Leaf('idx', {
+                  doc: 'One line per background process: pid, tool, status (running, or how it ended), exit code (- while running), arguments.',
+                  read: (ctx) => [...ag(ctx).procs.values()]
+                    .map((p) => `${p.pid}\t${p.tool}\t${p.status ?? 'running'}\t${p.exit ?? '-'}\t${p.args.replace(/\s+/g, ' ')}\n`)
+                    .join(''),
+                }),
+                Each('pid', {
+                  list: (ctx) => [...ag(ctx).procs.keys()].map(String),
+                  has: (ctx, pid) => ag(ctx).procs.has(Number(pid)),
+                },
+                  Leaf('out', {
+                    doc: 'The output, from the start and live until the process exits (ANSI colours as the tool wrote them).',
+                    stream: (ctx, signal) => procStream(ag(ctx), Number(ctx.params.pid), signal),
+                  }),
+                  Leaf('stat', {
+                    doc: 'key=value: state, runtime, tool, exit.',
+                    blockOnce: async (ctx) => {
+                      const h = await ag(ctx).procHost();
+                      if (!h.stat) throw new NinepError('this toolsrv connection has no proc stat');
+                      return Object.entries(await h.stat(Number(ctx.params.pid))).map(([k, v]) => `${k}=${v}\n`).join('');
+                    },
+                  }),
+                  Leaf('wait', {
+                    doc: 'A read blocks until the process exits, then returns its exit code.',
+                    blockOnce: async (ctx, signal) => {
+                      const h = await ag(ctx).procHost();
+                      if (!h.wait) throw new NinepError('this toolsrv connection cannot wait for procs');
+                      return `${await h.wait(Number(ctx.params.pid), signal)}\n`;
+                    },
+                  }),
+                  Leaf('ctl', {
+                    doc: 'Write signal N, term, kill or dismiss.',
+                    write: async (ctx, data) => {
+                      const h = await ag(ctx).procHost();
+                      if (!h.procCtl) throw new NinepError('this toolsrv connection cannot control procs');
+                      const cmd = new TextDecoder().decode(data).trim();
+                      await h.procCtl(Number(ctx.params.pid), cmd);
+                      if (cmd === 'dismiss') ag(ctx).procs.delete(Number(ctx.params.pid));
+                    },
+                  }),
+                ),
+              ),
               Dir('peer', { doc: 'One write-only file per peer (ctl peeradd NAME links two agents): a write delivers the text to that agent as a prompt, marked with the sender.' },
                 EachFile('peer', {
                   list: (ctx) => agents.peerNames(ag(ctx)),

@@ -19,6 +19,14 @@ export interface ToolHost {
    * the `<system-proc-interrupt>` block (`text`) to queue as the agent's next prompt. (The 9P client implements it.)
    */
   interrupts?(signal: AbortSignal): AsyncIterable<ProcInterrupt>;
+  /** A proc's output, live until it exits (olliesrv mirrors it as the agent's proc/{pid}/out). */
+  output?(pid: number, signal?: AbortSignal): AsyncIterable<Uint8Array>;
+  /** Blocks until the proc exits; its exit code. */
+  wait?(pid: number, signal?: AbortSignal): Promise<number>;
+  /** proc/{pid}/stat as key=value pairs. */
+  stat?(pid: number): Promise<Record<string, string>>;
+  /** `signal N`, `term`, `kill` or `dismiss`. */
+  procCtl?(pid: number, command: string): Promise<void>;
   close(): Promise<void>;
 }
 
