@@ -263,7 +263,8 @@ async function backlog(f: Fid, signal: AbortSignal): Promise<{ offset: number; n
 
 program.command('prompt').description('send a prompt to the agent and print its answer as it streams (stdin when no text is given)')
   .argument('[words...]')
-  .action(action(async (x, words: string[]) => {
+  .option('-f, --final', 'print only the turn\'s last answer, once the turn is over (for scripts)')
+  .action(action(async (x, words: string[], opts?: { final?: boolean }) => {
     const text = (words.length ? words.join(' ') : await readStdin()).replace(/\n+$/, '');
     if (!text.trim()) throw new UsageError('empty prompt: give the text as arguments or on stdin');
     const { session, path } = await x.agent();
@@ -284,6 +285,7 @@ program.command('prompt').description('send a prompt to the agent and print its 
     let atLineStart = true;
     // Only what follows our own prompt's block is this turn's (the agent may have been busy with others).
     let ours = false;
+    let lastReply = '';
     const follow = (async () => {
       const streamed = new Set<string>();
       const dec = new TextDecoder();
@@ -305,6 +307,8 @@ program.command('prompt').description('send a prompt to the agent and print its 
             continue;
           }
           if (b.role === 'error' && !b.partial) failed = b.content;
+          if (b.role === 'assistant' && !b.partial) lastReply = b.content;
+          if (opts?.final) continue;
           const s = render(b, streamed, '\n');
           if (!s) continue;
           if (b.role !== 'assistant' && !atLineStart) await out('\n');
@@ -346,6 +350,7 @@ program.command('prompt').description('send a prompt to the agent and print its 
       await log.clunk().catch(() => undefined);
     }
     if (!atLineStart) await out('\n');
+    if (opts?.final && lastReply) await out(`${lastReply.replace(/\n+$/, '')}\n`);
     if (failed) process.stderr.write(`o: the turn ended in an error: ${failed}\n`);
     return failed ? 1 : 0;
   }));
