@@ -526,3 +526,25 @@ describe('background processes', () => {
     expect((await h.c.readText(`${a.path}/proc/idx`)).split('\t')[2]).toBe('exited');
   });
 });
+
+describe('search', () => {
+  it('finds past messages of every session by their words, and forgets an agent that is removed', async () => {
+    h = await harness({ tools: false, turns: [[{ text: 'The flux capacitor needs 1.21 gigawatts.' }], [{ text: 'Nothing about that here.' }]] });
+    const a = await h.agent();
+    const b = await h.agent();
+    await h.turn(a.path, 'what does the capacitor need?');
+    await h.turn(b.path, 'something else entirely');
+    const hits = (await h.c.rdwrText('search', 'gigawatts capacitor')).trim().split('\n').map((l) => l.split('\t'));
+    expect(hits).toHaveLength(1);
+    expect(hits[0]!.slice(0, 2)).toEqual([a.session, a.name]);
+    expect(hits[0]![3]).toBe('assistant');
+    expect(hits[0]![4]).toContain('[gigawatts]');
+    const block = JSON.parse(await h.c.rdwrText(`${a.path}/block`, hits[0]![2]!)) as { content: string };
+    expect(block.content).toBe('The flux capacitor needs 1.21 gigawatts.');
+    // Words that are FTS5 syntax are only words here.
+    expect(await h.c.rdwrText('search', 'capacitor AND OR NOT "(')).toBe('');
+    expect((await h.c.rdwrText('search', 'capacitor')).split('\n').filter(Boolean)).toHaveLength(2);
+    await h.c.remove(a.path);
+    expect(await h.c.rdwrText('search', 'capacitor')).toBe('');
+  });
+});

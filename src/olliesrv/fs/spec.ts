@@ -166,6 +166,10 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       }),
       Leaf('agents', { doc: 'Agent profile names, one per line.', read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
       Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', rdwr: (_ctx, req) => rootCtl(o, req) }),
+      Leaf('search', {
+        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets].',
+        rdwr: (_ctx, req) => agents.search(req),
+      }),
       Leaf('generate', {
         doc: 'One-shot generation, no history, no tools: write optional key=value lines (backend, model, system, temperature, maxTokens…), a blank line and the prompt; read the reply.',
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'generate', signal),

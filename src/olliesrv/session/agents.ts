@@ -315,6 +315,20 @@ export class Agents {
     }
   }
 
+  /** Root `search`: matching blocks of every live agent, as `session\tagent\tblock-id\trole\tsnippet` lines. */
+  search(text: string): string {
+    const byId = new Map(this.all().map((a) => [a.id, a]));
+    const names = new Map(this.sessions.all().map((s) => [s.id, s.name]));
+    return this.deps.store
+      .search(text)
+      .flatMap((h) => {
+        const a = byId.get(h.agent);
+        const s = a && names.get(a.sessionId);
+        return a && s ? [`${s}\t${a.name}\t${h.id}\t${h.role}\t${h.snippet.replace(/\s+/g, ' ')}\n`] : [];
+      })
+      .join('');
+  }
+
   /** `agent/idx`: session-id, agent-id, name, parent-id, depth, state. */
   idx(sessionName: string): string {
     const s = this.sessions.get(sessionName);

@@ -21,6 +21,19 @@ export interface AgentRow {
   created: number;
 }
 
+export interface SearchHit {
+  agent: string;
+  id: string;
+  role: string;
+  /** The matching part of the block, terms in [brackets]. */
+  snippet: string;
+}
+
+/** Every word of a user's query as a quoted FTS5 term: plain words in, no query-syntax errors out. */
+export function ftsQuery(text: string): string {
+  return (text.match(/[\p{L}\p{N}_]+/gu) ?? []).map((w) => `"${w}"`).join(' ');
+}
+
 export class AgentStore {
   private readonly q;
 
@@ -40,6 +53,9 @@ export class AgentStore {
       blocks: db.prepare<[string], { body: string }>('SELECT body FROM block WHERE agent = ? ORDER BY seq'),
       maxBlock: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM block WHERE agent = ?'),
       addBlock: db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)'),
+      search: db.prepare<[string, number], SearchHit>(
+        "SELECT agent, id, role, snippet(block_fts, 0, '[', ']', '…', 16) AS snippet FROM block_fts WHERE block_fts MATCH ? ORDER BY rank LIMIT ?",
+      ),
     };
   }
 
@@ -98,6 +114,12 @@ export class AgentStore {
 
   nextBlockSeq(agent: string): number {
     return (this.q.maxBlock.get(agent)?.m ?? -1) + 1;
+  }
+
+  /** Blocks of every agent matching all words of `text`, best first. */
+  search(text: string, limit = 50): SearchHit[] {
+    const q = ftsQuery(text);
+    return q ? this.q.search.all(q, limit) : [];
   }
 
   addBlock(agent: string, seq: number, id: string, body: string): void {

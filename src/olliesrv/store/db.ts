@@ -57,6 +57,17 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE session ADD COLUMN goal TEXT NOT NULL DEFAULT '';
    ALTER TABLE session ADD COLUMN goalstatus TEXT NOT NULL DEFAULT '';
    ALTER TABLE session ADD COLUMN workflow TEXT NOT NULL DEFAULT 'conductor'`,
+  // Full-text search over every agent's chat log (context blocks excluded: they are not what anyone said).
+  // Filled by trigger as blocks are appended; an agent's rows go when the agent does.
+  `CREATE VIRTUAL TABLE block_fts USING fts5(content, agent UNINDEXED, id UNINDEXED, role UNINDEXED, tokenize = 'unicode61');
+   CREATE TRIGGER block_fts_add AFTER INSERT ON block WHEN json_extract(new.body, '$.role') != 'context' BEGIN
+     INSERT INTO block_fts (content, agent, id, role) VALUES (json_extract(new.body, '$.content'), new.agent, new.id, json_extract(new.body, '$.role'));
+   END;
+   CREATE TRIGGER block_fts_drop AFTER DELETE ON agent BEGIN
+     DELETE FROM block_fts WHERE agent = old.id;
+   END;
+   INSERT INTO block_fts (content, agent, id, role)
+     SELECT json_extract(body, '$.content'), agent, id, json_extract(body, '$.role') FROM block WHERE json_extract(body, '$.role') != 'context'`,
 ];
 
 export function openDatabase(path: string): DB {
