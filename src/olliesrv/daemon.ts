@@ -15,6 +15,7 @@ import { olliesrvNamespace } from './fs/spec.js';
 import { Agents } from './session/agents.js';
 import { Sessions } from './session/registry.js';
 import { Workflows } from './session/workflows.js';
+import { ConfigFiles } from './config/files.js';
 import { AgentStore } from './store/agents.js';
 import { openDatabase, type DB } from './store/db.js';
 import { SessionStore } from './store/sessions.js';
@@ -69,6 +70,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     };
     const profiles = new Profiles([join(shippedDataDir(), 'agents'), join(opts.configDir, 'agents')]);
     const sessions = new Sessions(new SessionStore(db), bus, homedir());
+    const config = new ConfigFiles({ configDir: opts.configDir, dataDir: opts.dataDir, env, profiles, reloadBackends: () => backends.reload() });
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
@@ -116,7 +118,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
       ),
       log,
-    });
+    }, () => config.defaultProfile());
     const workflows = new Workflows({
       dirs: [join(opts.configDir, 'workflows'), join(shippedDataDir(), 'workflows')],
       addr: `unix!${opts.socket}`,
@@ -144,7 +146,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return `reloaded ${backends.path ?? 'the built-in default'}: ${backends.names().join(', ')}\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, sessionTools: (sid) => sessionTools.get(sid), reload },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), reload },
       userInfo().username,
     );
     const server = new Server({ fs: ns, onProtocolError: (m) => log(`closed a connection: ${m}`) });

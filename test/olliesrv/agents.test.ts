@@ -548,3 +548,24 @@ describe('search', () => {
     expect(await h.c.rdwrText('search', 'capacitor')).toBe('');
   });
 });
+
+describe('config files', () => {
+  it('a write is checked by the file\'s own parser: a bad one is refused with file:line and changes nothing, a good one applies', async () => {
+    h = await harness({ tools: false });
+    const before = await h.c.readText('config/backends.conf');
+    expect(before).toContain('[mock]');
+    await expect(h.c.write('config/backends.conf', '[x]\ntype = nonsense\n')).rejects.toThrow(/backends\.conf:2: .*nonsense/);
+    expect(await h.c.readText('config/backends.conf')).toBe(before);
+    await h.c.write('config/backends.conf', `${before}\n[other]\ntype = openai\nurl = ${h.mock.url}/v1\nkey = k\nmodel = m2\n`);
+    expect(await h.c.readText('backends')).toMatch(/^other\topenai/m);
+
+    await expect(h.c.write('config/sandbox.yaml', 'filesystem:\n  rw: /tmp\n')).rejects.toThrow(/sandbox\.yaml:2: filesystem\.rw: must be a list/);
+    await h.c.write('config/sandbox.yaml', 'network:\n  enabled: false\n');
+    expect(await h.c.readText('config/sandbox.yaml')).toBe('network:\n  enabled: false\n');
+
+    await expect(h.c.write('config/profile', 'nobody')).rejects.toThrow(/no agent profile named "nobody"/);
+    await h.c.write('config/profile', 'reviewer');
+    const name = (await h.c.rdwrText(`session/${(await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim()}/agent/new`, '')).trim();
+    expect(name).toBe('reviewer');
+  });
+});

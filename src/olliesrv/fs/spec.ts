@@ -12,6 +12,7 @@ import { compileFilter, type EventBus } from '../event/bus.js';
 import { Agents } from '../session/agents.js';
 import type { Sessions } from '../session/registry.js';
 import type { Workflows } from '../session/workflows.js';
+import type { ConfigFiles } from '../config/files.js';
 import type { SessionTools } from '../toolclient/host.js';
 import { parseKeyValues, RequestError, splitCommand } from './kv.js';
 
@@ -22,6 +23,7 @@ export interface Olliesrv {
   backends: BackendPool;
   profiles: Profiles;
   workflows: Workflows;
+  config: ConfigFiles;
   /** The session's toolsrv if one is running (bypass requests live there). */
   sessionTools: (sessionId: string) => SessionTools | undefined;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
@@ -166,6 +168,22 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       }),
       Leaf('agents', { doc: 'Agent profile names, one per line.', read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
       Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', rdwr: (_ctx, req) => rootCtl(o, req) }),
+      Dir('config', { doc: 'The configuration files. A write is checked by the parser that reads the file and lands only when it parses.' },
+        Leaf('backends.conf', {
+          doc: 'The LLM backends (INI); written, it is reloaded at once.',
+          mode: 0o600,
+          // An empty write (an OTRUNC open with nothing written) must not wipe the file: a file is never emptied here.
+          text: { get: () => o.config.read('backends.conf'), set: (_ctx, v) => void (v.trim() && o.config.writeBackends(v)) },
+        }),
+        Leaf('sandbox.yaml', {
+          doc: 'The sandbox policy; applies to the tool servers started after the write.',
+          text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
+        }),
+        Leaf('profile', {
+          doc: 'The profile new agents get when agent/new names none.',
+          text: { get: () => `${o.config.defaultProfile()}\n`, set: (_ctx, v) => (v.trim() ? o.config.writeDefaultProfile(v) : undefined) },
+        }),
+      ),
       Leaf('search', {
         doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets].',
         rdwr: (_ctx, req) => agents.search(req),

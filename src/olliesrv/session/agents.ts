@@ -44,6 +44,8 @@ export class Agents {
   constructor(
     private readonly sessions: Sessions,
     deps: Omit<AgentDeps, 'rename' | 'peers'>,
+    /** The profile of an agent whose creator names none. */
+    private readonly defaultProfile: () => string = () => 'default',
   ) {
     this.deps = {
       ...deps,
@@ -178,7 +180,7 @@ export class Agents {
   create(sessionName: string, opts: NewAgent & { transient?: boolean; params?: GenerationParams }): Agent {
     const session = this.sessions.get(sessionName);
     const m = this.map(sessionName);
-    const profileName = opts.agent ?? 'default';
+    const profileName = opts.agent ?? this.defaultProfile();
     const profile = this.deps.profiles.get(profileName);
     const backend = opts.backend ?? profile.backend ?? this.deps.backends.defaultName;
     this.deps.backends.get(backend);

@@ -1,0 +1,82 @@
+/**
+ * The user's configuration files as the namespace's `config/` serves them (the GUI's settings, or any editor):
+ * each write is checked by the same parser that reads the file, and lands on disk only when it parses — a bad
+ * write gets the parser's `file:line` error and changes nothing.
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseBackendsConfig } from '../backend/config.js';
+import type { Profiles } from '../agent/profiles.js';
+
+export const DEFAULT_PROFILE_FILE = 'default-profile';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export interface ConfigFilesOptions {
+  configDir: string;
+  dataDir: string;
+  env: NodeJS.ProcessEnv;
+  profiles: Profiles;
+  /** Re-reads backends.conf in the running daemon; returns an error when it does not load. */
+  reloadBackends: () => Error | undefined;
+}
+
+export class ConfigFiles {
+  constructor(private readonly o: ConfigFilesOptions) {}
+
+  private path(name: string): string {
+    return join(this.o.configDir, name);
+  }
+
+  read(name: string): string {
+    try {
+      return readFileSync(this.path(name), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
+      throw e;
+    }
+  }
+
+  /** Writes through a temporary file and a rename, so a reader never sees half a file. Private: it may hold keys. */
+  private commit(name: string, text: string): void {
+    mkdirSync(this.o.configDir, { recursive: true, mode: 0o700 });
+    const tmp = this.path(`.${name}.${process.pid}.tmp`);
+    writeFileSync(tmp, text, { mode: 0o600 });
+    renameSync(tmp, this.path(name));
+  }
+
+  /** backends.conf: parsed (every section, env: keys resolved) before it is written; the daemon reloads it. */
+  writeBackends(text: string): string {
+    const file = this.path('backends.conf');
+    parseBackendsConfig(text, file, this.o.env);
+    this.commit('backends.conf', text);
+    const err = this.o.reloadBackends();
+    if (err) throw new ConfigError(`written, but the daemon could not load it: ${err.message}`);
+    return file;
+  }
+
+  /** sandbox.yaml: parsed as toolsrv parses it; applies to tool calls of toolsrv processes started from now on. */
+  async writeSandbox(text: string): Promise<string> {
+    const file = this.path('sandbox.yaml');
+    // Loaded only here: YAML and the policy code are toolsrv's business on every other path.
+    const { parsePolicyFile } = await import('../../toolsrv/sandbox/policy.js');
+    const home = homedir();
+    parsePolicyFile(file, text, { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: home, home, runtimeDir: tmpdir(), tmpDir: join(tmpdir(), 'ollie-policy-check') });
+    this.commit('sandbox.yaml', text);
+    return file;
+  }
+
+  /** The profile new agents get when `agent/new` names none. */
+  defaultProfile(): string {
+    return this.read(DEFAULT_PROFILE_FILE).trim() || 'default';
+  }
+
+  writeDefaultProfile(text: string): void {
+    const name = text.trim();
+    this.o.profiles.get(name);
+    this.commit(DEFAULT_PROFILE_FILE, `${name}\n`);
+  }
+}
