@@ -107,7 +107,7 @@ try {
   for (let i = 0; i < RUNS; i++) {
     one.push(await timed(1));
     const kids = childrenOf(serve.pid);
-    const before = { daemon: cpuOf(serve.pid) - kids.reduce((a, k) => a, 0), toolsrv: kids.reduce((a, k) => a + cpuOf(k), 0), mock: process.cpuUsage() };
+    const before = { daemon: cpuOf(serve.pid), toolsrv: kids.reduce((a, k) => a + cpuOf(k), 0), mock: process.cpuUsage() };
     many.push(await timed(N));
     cpu.daemon += cpuOf(serve.pid) - before.daemon;
     cpu.toolsrv += kids.reduce((a, k) => a + cpuOf(k), 0) - before.toolsrv;
