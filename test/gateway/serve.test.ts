@@ -1,0 +1,54 @@
+/**
+ * `ollie serve --http` from the built CLI: it prints the gateway's URL and a token that is new on every start, the
+ * gateway answers with it and refuses without it, and SIGTERM still ends the daemon cleanly.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const OLLIE = new URL('../../dist/cli/ollie.js', import.meta.url).pathname;
+const started: Array<{ p: ChildProcess; dir: string }> = [];
+
+afterEach(async () => {
+  for (const { p, dir } of started.splice(0)) {
+    if (p.exitCode === null) {
+      p.kill('SIGKILL');
+      await new Promise((r) => p.once('exit', r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+async function serve(extra: string[]): Promise<{ p: ChildProcess; url: string; token: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
+  const p = spawn(process.execPath, [OLLIE, 'serve', '--no-tools', '--socket', join(dir, 'run', 'ollie.sock'), '--config', join(dir, 'config'), '--data', join(dir, 'data'), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push({ p, dir });
+  let out = '';
+  const m = await new Promise<RegExpExecArray>((resolve, reject) => {
+    p.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const r = /HTTP gateway at (http:\/\/127\.0\.0\.1:\d+)\/ \(token ([0-9a-f]{64});/.exec(out);
+      if (r) resolve(r);
+    });
+    p.once('exit', (c) => reject(new Error(`ollie serve exited ${c}: ${out}`)));
+  });
+  return { p, url: m[1]!, token: m[2]! };
+}
+
+describe('ollie serve --http', () => {
+  it('prints the URL and a fresh token; the gateway needs it; SIGTERM ends it all', async () => {
+    const a = await serve(['--http']);
+    const b = await serve(['--http', '0']);
+    expect(a.token).not.toBe(b.token);
+    expect((await fetch(`${a.url}/session/idx`)).status).toBe(401);
+    const created = await fetch(`${a.url}/session/new`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` }, body: 'name=web' });
+    expect(await created.text()).toBe('web\n');
+    const idx = (await (await fetch(`${a.url}/session/idx?token=${a.token}`)).json()) as Array<{ name: string }>;
+    expect(idx.map((s) => s.name)).toEqual(['web']);
+    a.p.kill('SIGTERM');
+    expect(await new Promise((r) => a.p.once('exit', r))).toBe(0);
+    await expect(fetch(`${a.url}/session/idx?token=${a.token}`)).rejects.toThrow();
+  });
+});
