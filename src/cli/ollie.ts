@@ -11,6 +11,7 @@ import { formatAddress, type Address } from '../ninep/index.js';
 import { run, type RunOptions } from './run.js';
 import type { WebUi } from '../webui/server.js';
 import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
+import { registerModels } from './models.js';
 
 function parseHostPort(v: string): Address & { kind: 'tcp' } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(v);
@@ -49,6 +50,8 @@ program
       process.stderr.write(`ollie serve: ${(e as Error).message}\n`);
       process.exit(1);
     }
+    // A library's stray rejection must not take every client's sessions down with it: log it and keep serving.
+    process.on('unhandledRejection', (e) => process.stderr.write(`ollie: internal error (still serving): ${(e as Error)?.stack ?? String(e)}\n`));
     for (const a of daemon.addresses) process.stdout.write(`ollie: serving 9P on ${formatAddress(a)}\n`);
     let ui: WebUi | undefined;
     if (o.ui || o.uiPort !== undefined) {
@@ -111,5 +114,7 @@ program
       process.exitCode = 1;
     }
   });
+
+registerModels(program);
 
 await program.parseAsync();

@@ -54,7 +54,25 @@ function surfaceErrorLines(): TransformStream<Uint8Array, Uint8Array> {
 const ollamaFetch: typeof fetch = async (input, init) => {
   const res = await fetch(input, init);
   if (!res.ok || !res.body) return res;
-  return new Response(res.body.pipeThrough(surfaceErrorLines()), { status: res.status, statusText: res.statusText, headers: res.headers });
+  // The provider cancels its reader on abort without handling the promise (`cancel() { reader.cancel() }`), and
+  // cancelling an errored stream rejects: an unhandled rejection, which ends a Node process. So the body it reads
+  // is ours: on abort it ends quietly, and its cancel never rejects.
+  const src = res.body.pipeThrough(surfaceErrorLines()).getReader();
+  const signal = init?.signal;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      try {
+        const { done, value } = await src.read();
+        if (done) c.close();
+        else c.enqueue(value);
+      } catch (e) {
+        if (signal?.aborted) c.close();
+        else c.error(e);
+      }
+    },
+    cancel: (reason) => src.cancel(reason).catch(() => undefined),
+  });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 };
 /** Ollama's own default window, used when /api/show does not say. */
 const OLLAMA_DEFAULT_CONTEXT = 4096;
