@@ -178,7 +178,8 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
       }
     });
     expect(r.error).toBe(reason);
-    expect(Date.now() - abortedAt).toBeLessThan(120);
+    // Far less than the 6 s the rest of the stream would take: the abort does not wait for it.
+    expect(Date.now() - abortedAt).toBeLessThan(1500);
     expect(r.events.filter((e) => e.type === 'text').length).toBeLessThan(3);
   });
 
