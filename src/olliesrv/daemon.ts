@@ -23,6 +23,7 @@ import { BypassRuleStore } from './store/bypass.js';
 import type { SessionTools } from './toolclient/host.js';
 import { ToolsrvSessionTools } from './toolclient/session-tools.js';
 import { ToolsrvKeeper, type ToolsrvProcess } from './toolclient/spawn.js';
+import { SkillMatcher, type SkillMatcherOptions } from './skills/matcher.js';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -39,6 +40,11 @@ export interface DaemonOptions {
    * `toolDirs` = extra tool directories), or `false` for none (agents then run without tools).
    */
   toolsrv?: false | { shared?: boolean; yolo?: boolean; toolDirs?: string[]; spare?: boolean | Promise<ToolsrvProcess> };
+  /**
+   * Skills and tool hints matched to each user prompt (src/olliesrv/skills): on by default, with the config dir's
+   * embedding.conf and skills/; `false` turns matching off. Tests point `modelsDir`/`shippedDir` elsewhere.
+   */
+  skills?: false | Omit<SkillMatcherOptions, 'configDir' | 'log'>;
   /** Overrides the LLM retry policy (tests use short waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
 }
@@ -106,12 +112,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       return p;
     };
+    const skills = opts.skills === false ? undefined : new SkillMatcher({ ...opts.skills, configDir: opts.configDir, log });
     const agents = new Agents(sessions, {
       store: new AgentStore(db),
       bus,
       backends: pool,
       profiles,
       tools: toolsFor,
+      ...(skills && { enrich: (r) => skills.enrich(r), skills }),
       retryDelay: opts.retryDelay,
       outputDir: join(tmpdir(), `ollie-${userInfo().uid}`, 'output'),
       baseEnv: Object.fromEntries(
@@ -151,6 +159,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     );
     const server = new Server({ fs: ns, onProtocolError: (m) => log(`closed a connection: ${m}`) });
     listeners.push(await listen(server, { kind: 'unix', path: opts.socket }));
+    // The default provider's SDK takes ~100 ms to load; load it now, while clients connect, not in the first turn.
+    void backends.default.prepare?.();
     if (opts.tcp) {
       if (!['127.0.0.1', '::1', 'localhost'].includes(opts.tcp.host)) {
         log(`warning: serving 9P without authentication on ${opts.tcp.host}, reachable beyond this machine`);
