@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import { OREAD, ORDWR, type Client, type Fid } from '../ninep/index.js';
+import { lines, OREAD, ORDWR, type Client } from '../ninep/index.js';
 import { dial } from '../ninep/node.js';
 import type { Daemon } from '../olliesrv/daemon.js';
 import { configDir as defaultConfigDir } from '../platform/paths.js';
@@ -43,22 +43,6 @@ function write(stream: NodeJS.WriteStream, s: string): Promise<void> {
   return new Promise((res) => (stream.write(s) ? res() : stream.once('drain', res)));
 }
 
-async function* linesOf(f: Fid, signal: AbortSignal): AsyncGenerator<string> {
-  const dec = new TextDecoder();
-  let buf = '';
-  let offset = 0;
-  for (;;) {
-    const chunk = await f.read(offset, f.iounit, signal);
-    if (chunk.length === 0) return;
-    offset += chunk.length;
-    buf += dec.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) !== -1) {
-      yield buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-    }
-  }
-}
 
 export async function run(prompt: string, o: RunOptions): Promise<number> {
   let daemon: Daemon | undefined;
@@ -106,7 +90,7 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
     const streamed = new Set<string>();
     let atLineStart = true;
     const follow = (async () => {
-      for await (const l of linesOf(log, life.signal)) {
+      for await (const l of lines(log.chunks(life.signal))) {
         const b = JSON.parse(l) as Block;
         if (b.role === 'assistant') {
           if (b.partial) {
@@ -138,7 +122,7 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
 
     const ended = (async () => {
       let started = false;
-      for await (const l of linesOf(events, life.signal)) {
+      for await (const l of lines(events.chunks(life.signal))) {
         const sp = l.indexOf(' ');
         const topic = sp === -1 ? l : l.slice(0, sp);
         const payload = sp === -1 ? '' : l.slice(sp + 1);

@@ -8,6 +8,6 @@ export * from './common/address.js';
 export { Server, Connection, DEFAULT_MAX_MSIZE } from './common/server.js';
 export type { User, OpenFile, FileServer, AuthConversation, AuthProvider, ServerOptions } from './common/server.js';
 export { sharedSecretAuth, sharedSecretResponder } from './common/auth.js';
-export { Client, Fid, splitPath } from './common/client.js';
+export { Client, Fid, lines, splitPath } from './common/client.js';
 export type { ClientOptions } from './common/client.js';
 export * from './common/namespace.js';

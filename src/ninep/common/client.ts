@@ -379,6 +379,16 @@ export class Fid {
     return r.count;
   }
 
+  /** The file's content in chunks as reads return it, from offset 0 until EOF (a stream: until it ends). */
+  async *chunks(signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    for (let offset = 0; ;) {
+      const d = await this.read(offset, this.iounit, signal);
+      if (d.length === 0) return;
+      offset += d.length;
+      yield d;
+    }
+  }
+
   /** Reads from offset 0 until EOF. */
   async readAll(signal?: AbortSignal): Promise<Uint8Array> {
     const parts: Uint8Array[] = [];
@@ -439,3 +449,19 @@ export class Fid {
 }
 
 export { OREAD, OWRITE, ORDWR, OTRUNC };
+
+/** Splits a byte stream into lines (a 9P read may end anywhere); empty lines are skipped. */
+export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const dec = new TextDecoder();
+  let buf = '';
+  for await (const c of chunks) {
+    buf += dec.decode(c, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line) yield line;
+    }
+  }
+  if (buf) yield buf;
+}

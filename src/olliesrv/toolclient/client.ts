@@ -7,7 +7,7 @@
  * loaded tools), so an agent keeps its ToolHost for life. A call in flight when the connection broke fails
  * (it cannot be known whether the tool ran); `rev` changes, so the agent re-reads its tools.
  */
-import { IOHDRSZ, ORDWR, sharedSecretResponder, Type, type Client, type Fid } from '../../ninep/index.js';
+import { IOHDRSZ, lines, ORDWR, sharedSecretResponder, Type, type Client, type Fid } from '../../ninep/index.js';
 import { dial } from '../../ninep/node.js';
 import type { CatalogEntry, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from '../../toolsrv/protocol.js';
 import type { ToolHost } from './host.js';
@@ -28,21 +28,6 @@ export function connectToolsrv(addr: ToolsrvAddress, aname: string, uname = 'oll
   return dial({ kind: 'unix', path: addr.socket }, { uname, aname, authenticate: sharedSecretResponder(addr.secret) });
 }
 
-/** Splits a byte stream into lines (a 9P read may end anywhere). */
-export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
-  const dec = new TextDecoder();
-  let buf = '';
-  for await (const c of chunks) {
-    buf += dec.decode(c, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      if (line) yield line;
-    }
-  }
-  if (buf) yield buf;
-}
 
 /** The scope's setup as ctl commands have made it, to replay on a new connection. */
 class Setup {

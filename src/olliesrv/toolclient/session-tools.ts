@@ -15,7 +15,8 @@
 import type { Client } from '../../ninep/index.js';
 import type { BypassRequest, BypassResolution } from '../../toolsrv/protocol.js';
 import type { BypassRuleStore } from '../store/bypass.js';
-import { addressOf, connectToolsrv, lines, ToolClient, type ToolsrvSource } from './client.js';
+import { lines } from '../../ninep/index.js';
+import { addressOf, connectToolsrv, ToolClient, type ToolsrvSource } from './client.js';
 import type { BypassEvent, SessionTools, ToolHost } from './host.js';
 
 export interface SessionToolsOptions {
