@@ -76,6 +76,13 @@ export const COMMANDS: Record<string, Command> = {
       return tools.length ? tools.map((t) => `${t.name}\t${t.scope}\t${t.description.split('\n')[0]}\n`).join('') : 'no tools loaded\n';
     },
   },
+  skills: {
+    usage: 'skills [NAME]',
+    run: (_a, args, d) => {
+      if (!d.skills) throw new CommandError('skills are not available in this daemon');
+      return d.skills.command(args);
+    },
+  },
   tool_load: { usage: 'tool_load NAME', run: async (a, args) => (await a.loadTool(needArg('tool_load', args)), `loaded ${args}\n`) },
   cwd: {
     usage: 'cwd [PATH]',

@@ -42,6 +42,8 @@ export interface AgentDeps {
    * `context` block (name = its kind) sent with the prompt. Failures are logged, never fatal to the turn.
    */
   enrich?: (req: { agent: Agent; prompt: string; tools: readonly ToolInfo[]; cwd: string }) => Promise<Array<{ name: string; text: string }>>;
+  /** The skills behind the `skills` ctl command (src/olliesrv/skills/matcher.ts: SkillMatcher.command). */
+  skills?: { command(args: string): Promise<string> };
   /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
   /** Renames an agent (names are unique in a session, so the registry does it). */
