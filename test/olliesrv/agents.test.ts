@@ -569,3 +569,18 @@ describe('config files', () => {
     expect(name).toBe('reviewer');
   });
 });
+
+describe('plan', () => {
+  it('the session plan is re-injected every 10 tool rounds', async () => {
+    h = await harness({ turns: [...Array.from({ length: 10 }, (_, i) => [{ toolCalls: [{ name: 'shell', args: { command: `echo ${i}` } }] }]), [{ text: 'done' }]] });
+    const a = await h.agent();
+    await h.c.write(`session/${a.session}/plan`, '- [x] step one\n- [ ] step two\n');
+    const blocks = await h.turn(a.path, 'go');
+    const plans = blocks.filter((b) => b.role === 'context' && b.name === 'plan');
+    expect(plans).toHaveLength(1);
+    expect(plans[0]!.content).toContain('- [ ] step two');
+    // It came after the tenth round, before the last request.
+    expect(blocks.findIndex((b) => b === plans[0])).toBeGreaterThan(blocks.map((b) => b.role).lastIndexOf('tool'));
+    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('step two');
+  });
+});
