@@ -103,6 +103,16 @@ describe('agents and prompts', () => {
     expect(last.messages.at(-1)).toMatchObject({ role: 'user', content: 'a prompt\non two lines' });
   });
 
+  it('prompt to a busy agent waits its turn and prints its own answer only', async () => {
+    h.mock.script([{ delayMs: 60 }, { text: 'the slow first answer' }], [{ text: 'The queued answer.' }]);
+    await h.c.write('session/work/agent/ann/prompt', 'take your time');
+    await h.waitState('session/work/agent/ann', 'thinking');
+    const r = await o(['-s', 'work', '-g', 'ann', 'prompt', 'then this']);
+    expect(r).toMatchObject({ code: 0, out: 'The queued answer.\n' });
+    const log = await h.c.readText('session/work/agent/ann/log');
+    expect(log.indexOf('the slow first answer')).toBeLessThan(log.indexOf('The queued answer.'));
+  });
+
   it('prompt exits 1 when the turn ends in an error', async () => {
     h.mock.script([{ status: 400, message: 'bad request from the mock' }]);
     const r = await o(['-s', 'work', '-g', 'ann', 'prompt', 'fail please']);
