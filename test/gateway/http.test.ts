@@ -143,6 +143,14 @@ describe('verbs', () => {
     expect(h.daemon.sessions.has('epsilon')).toBe(false);
   });
 
+  it('names are URL-decoded path elements; a name cannot smuggle a slash', async () => {
+    expect(await (await call('/session/new', { method: 'POST', body: 'name=café' })).text()).toBe('café\n');
+    expect(await (await call('/session/caf%C3%A9/name')).text()).toBe('café\n');
+    expect((await call('/session/caf%C3%A9', { method: 'DELETE' })).status).toBe(204);
+    expect((await call('/session/a%2Fb/name')).status).toBe(400);
+    expect((await call('/session/%E0%A4%A/name')).status).toBe(400);
+  });
+
   it('refuses verbs a file does not have (405 with Allow) and passes on the server\'s errors', async () => {
     const g = await call('/session/alpha/agent/bob/prompt');
     expect(g.status).toBe(405);
