@@ -72,6 +72,8 @@ export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, 
     dataDir,
     configDir,
     toolsrv: opts.tools === false ? false : {},
+    // Skill and tool-hint matching adds context blocks to prompts; it has its own tests (test/skills).
+    skills: false,
     log: () => undefined,
     // The real policy, with waits a hundred times shorter.
     retryDelay: (e, n) => {
