@@ -11,6 +11,7 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { BypassBroker } from './bypass/broker.js';
 import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine.js';
+import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
 import { Feed } from './feed.js';
@@ -31,6 +32,8 @@ export interface CoreOptions {
   ollieAddr?: string;
   /** Exited procs are collected this long after their last read (default 10 minutes). */
   procTtlMs?: number;
+  /** Resident tool hosts stop after this long without a call (default 10 minutes). */
+  hostIdleMs?: number;
   log?: (m: string) => void;
 }
 
@@ -58,6 +61,8 @@ export class Core {
   readonly locks = new LockTable();
   readonly bypass: BypassBroker;
   readonly procs = new Map<number, Proc>();
+  /** Resident hosts of the tools whose .meta names one (exec/hosts.ts). */
+  readonly hosts: HostPool;
   private readonly scopes = new Map<string, Scope>();
   private nextPid = 1;
   private readonly gc: NodeJS.Timeout;
@@ -70,6 +75,7 @@ export class Core {
     for (const e of this.catalog.errors()) this.log(`invalid tool: ${e}`);
     this.bypass = new BypassBroker(this.log);
     this.ttl = opts.procTtlMs ?? PROC_TTL_MS;
+    this.hosts = new HostPool(opts.hostIdleMs);
     this.gc = setInterval(() => this.collect(), Math.max(10, Math.min(this.ttl / 4, 60_000)));
     this.gc.unref();
   }
@@ -105,6 +111,8 @@ export class Core {
   reload(): string[] {
     const changed = this.catalog.scan();
     this.opts.confinement.forget();
+    // Hosts run the code and the policy they were started with: new calls get new ones.
+    this.hosts.retireAll();
     for (const s of this.scopes.values()) this.reresolve(s, changed);
     const errors = this.catalog.errors();
     for (const e of errors) this.log(`invalid tool: ${e}`);
@@ -246,7 +254,9 @@ export class Core {
     let proc: Proc;
     try {
       const callEnv = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
-      const wrapped = this.opts.confinement.wrap(tool.argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket });
+      // A hosted tool's command is its host's: the same wrapping, so the host runs under this call's rules.
+      const argv = tool.host ? [process.execPath, tool.host.program, ...this.hosts.programArgs()] : tool.argv;
+      const wrapped = this.opts.confinement.wrap(argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox });
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
@@ -254,7 +264,8 @@ export class Core {
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
-      await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout);
+      if (tool.host) this.hosts.run(tool.host.name, wrapped, s.cwd, proc, { tool: tool.name, args }, timeout);
+      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout);
     } catch (e) {
       release?.();
       throw e;
@@ -331,7 +342,9 @@ export class Core {
         const sig = /^\d+$/.test(arg) ? Number(arg) : (arg.toUpperCase().startsWith('SIG') ? arg.toUpperCase() : `SIG${arg.toUpperCase()}`);
         p.markKilled();
         try {
-          if (p.state === 'running' && p.osPid) process.kill(-p.osPid, sig as NodeJS.Signals);
+          // A hosted call shares its host's process with other calls: the signal becomes a cancel of this call.
+          if (p.hosted) p.killGroup(sig as NodeJS.Signals);
+          else if (p.state === 'running' && p.osPid) process.kill(-p.osPid, sig as NodeJS.Signals);
         } catch (e) {
           throw new RequestError(`signal ${arg}: ${(e as Error).message}`);
         }
@@ -374,6 +387,7 @@ export class Core {
   close(): void {
     clearInterval(this.gc);
     for (const p of this.procs.values()) p.terminate('killed', 0);
+    this.hosts.close();
     this.bypass.close();
   }
 }

@@ -28,6 +28,8 @@ export interface ToolsrvOptions {
   sessionId?: string;
   ollieAddr?: string;
   procTtlMs?: number;
+  /** Resident tool hosts stop after this long without a call (default 10 minutes). */
+  hostIdleMs?: number;
   /** The sandbox module to load (tests point it elsewhere); default src/toolsrv/sandbox. */
   sandboxModule?: string;
   /** Environment tools start from; default toolsrv's own. */
@@ -67,6 +69,7 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     ...(o.sessionId && { sessionId: o.sessionId }),
     ...(o.ollieAddr && { ollieAddr: o.ollieAddr }),
     ...(o.procTtlMs !== undefined && { procTtlMs: o.procTtlMs }),
+    ...(o.hostIdleMs !== undefined && { hostIdleMs: o.hostIdleMs }),
     log,
   });
   const server = new Server({ fs: toolsrvNamespace(core, userInfo().username), auth: sharedSecretAuth(o.secret), onProtocolError: (m) => log(`closed a connection: ${m}`) });

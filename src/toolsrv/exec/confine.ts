@@ -9,6 +9,7 @@
  */
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
+import type { SandboxExtra } from '../sandbox/index.js';
 
 export interface SandboxDirs {
   configDir: string;
@@ -31,7 +32,7 @@ export interface ConfinementOptions {
 interface SandboxModule {
   loadPolicy(o: SandboxDirs & { cwd: string }): unknown;
   landlockStatus(): { abi: number; enforces: string[]; reason?: string };
-  sandboxCommand(policy: never, argv: string[], extra?: { allowOllieSocket?: boolean }): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
+  sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
 export type Wrapped = { file: string; args: string[]; env: Record<string, string> } | { refused: string };
@@ -89,9 +90,9 @@ export class Confinement {
 
   /**
    * The command that runs `argv` sandboxed in `cwd` with `env` (filtered by the policy), or why it cannot
-   * run. `unconfined` skips the sandbox (an approved bypass).
+   * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta).
    */
-  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean }): Wrapped {
+  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra }): Wrapped {
     if (this.yolo || o.unconfined) return { file: argv[0]!, args: argv.slice(1), env };
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {
@@ -103,7 +104,8 @@ export class Confinement {
         if (Array.isArray(p.toolDirs)) p.toolDirs = [...new Set([...(p.toolDirs as string[]), ...this.toolDirs])];
         this.policies.set(cwd, policy);
       }
-      const cmd = this.mod.sandboxCommand(policy as never, argv, o.ollieSocket ? { allowOllieSocket: true } : {});
+      const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }) };
+      const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
       return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env };
     } catch (e) {
       return { refused: `sandbox unavailable: ${(e as Error).message}` };

@@ -41,6 +41,15 @@ const DRAIN_MS = 2000;
 
 type Stop = 'timeout' | 'killed';
 
+/** A call served by a resident tool host (exec/hosts.ts): its output and its end arrive from the host. */
+export interface HostedCall {
+  output(text: string): void;
+  /** The host finished the call: an exit code, or the signal it honoured (a cancel). */
+  exit(code: number | null, signal?: NodeJS.Signals | null): void;
+  /** The host died or could not start during the call: it ends with `reason`. */
+  lost(reason: string): void;
+}
+
 export class Proc {
   readonly started = Date.now();
   ended?: number;
@@ -62,6 +71,8 @@ export class Proc {
   private timer?: NodeJS.Timeout;
   private finish!: () => void;
   private kill9?: NodeJS.Timeout;
+  /** Set for a hosted call: signals become cancel requests to the host, never signals to its process. */
+  private cancelHosted?: (sig: NodeJS.Signals | number) => void;
 
   constructor(readonly meta: ProcMeta) {
     this.done = new Promise((r) => (this.finish = r));
@@ -79,6 +90,36 @@ export class Proc {
     }
     if (spec.tty) await this.startPty(spec);
     else this.startPipes(spec);
+  }
+
+  /**
+   * Runs in a resident tool host instead of a process of its own: `osPid` is the host's (for stat), `cancel`
+   * asks the host to stop this call. Timeouts and kills work as for a process, through `cancel`.
+   */
+  startHosted(osPid: number, cancel: (sig: NodeJS.Signals | number) => void, timeoutS?: number): HostedCall {
+    if (timeoutS !== undefined) {
+      this.timer = setTimeout(() => this.terminate('timeout'), timeoutS * 1000);
+      this.timer.unref();
+    }
+    this.osPid = osPid;
+    this.cancelHosted = cancel;
+    const enc = new TextEncoder();
+    return {
+      output: (t) => {
+        if (this.state === 'running') this.output(enc.encode(t));
+      },
+      exit: (code, signal = null) => this.exited(code, signal),
+      lost: (reason) => {
+        if (this.state === 'exited') return;
+        this.error = reason;
+        this.status = this.stop ?? 'killed';
+        this.end();
+      },
+    };
+  }
+
+  get hosted(): boolean {
+    return this.cancelHosted !== undefined;
   }
 
   private startPipes(spec: SpawnSpec): void {
@@ -191,6 +232,14 @@ export class Proc {
 
   /** Sends a signal to the whole group. */
   killGroup(sig: NodeJS.Signals | number): boolean {
+    if (this.cancelHosted) {
+      // The host's process serves other calls too: a signal to this call is a cancel request to the host.
+      if (this.state !== 'running') return false;
+      this.cancelHosted(sig);
+      // SIGKILL cannot be waited on: the call ends now, whatever the host is doing; its late reply is dropped.
+      if (sig === 'SIGKILL' || sig === osConstants.signals.SIGKILL) this.exited(null, 'SIGKILL');
+      return true;
+    }
     if (!this.osPid) return false;
     try {
       process.kill(-this.osPid, sig);

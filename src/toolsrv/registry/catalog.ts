@@ -9,7 +9,9 @@ import { DRAFT_07 } from './draft07.js';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CatalogEntry, ProcFlags, ToolInfo } from '../protocol.js';
+import type { SandboxExtra } from '../sandbox/index.js';
 import { MetaError, parseMeta, resolveVariant, type HostFacts, type MetaDef, type ToolFields } from './meta.js';
+import { parseToolSandbox } from './sandbox-rules.js';
 
 /** The dispatch flags every tool accepts, shown to the model in each tool's schema. */
 export const FLAG_SCHEMAS: Record<keyof ProcFlags, Record<string, unknown>> = {
@@ -39,6 +41,10 @@ export interface Tool {
   liftable: Array<keyof ProcFlags>;
   /** The .meta's `"sandbox": {"ollieSocket": true}`: the sandbox lets it reach the Ollie socket. */
   ollieSocket: boolean;
+  /** The .meta's own sandbox rules (`"sandbox": {…}`, registry/sandbox-rules.ts), laid over the policy for it. */
+  sandbox: SandboxExtra;
+  /** For a hosted tool (`"host": NAME`): the host and the program that serves it (exec/hosts.ts). */
+  host?: { name: string; program: string };
 }
 
 /**
@@ -87,6 +93,7 @@ export class Catalog {
   private bad = new Map<string, CatalogEntry>();
   /** Validators by def and variant index (+1, so the base is 0); compiled once per scan. */
   private validators = new WeakMap<MetaDef, ArgsValidator[]>();
+  private sandboxes = new WeakMap<MetaDef, SandboxExtra>();
 
   /** @param dirs tool directories, highest precedence first */
   constructor(readonly dirs: string[]) {
@@ -114,7 +121,10 @@ export class Catalog {
         try {
           if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name)) throw new MetaError('tool names are letters, digits, _ . and - (and start with a letter, digit or _)');
           const def = parseMeta(name, file, dir, readFileSync(file, 'utf8'), executableAt(join(dir, name)));
-          this.validators.set(def, [def.base, ...def.variants.map((v) => ({ ...def.base, ...v.fields }))].map((fl, i) => this.compile(fl.args, i)));
+          const all = [def.base, ...def.variants.map((v) => ({ ...def.base, ...v.fields }))];
+          this.validators.set(def, all.map((fl, i) => this.compile(fl.args, i)));
+          this.sandboxes.set(def, parseToolSandbox(def.extra.sandbox));
+          for (const fl of all) if (fl.host && !this.hostProgram(fl.host, dir)) throw new MetaError(`host ${fl.host}: no hosts/${fl.host}.mjs in ${[dir, ...this.dirs.filter((d) => d !== dir)].join(', ')}`);
           this.defs.set(name, def);
         } catch (e) {
           this.bad.set(name, { name, file, error: (e as Error).message });
@@ -135,6 +145,19 @@ export class Catalog {
       throw new MetaError(`${variant ? `variants[${variant - 1}].` : ''}args: not a valid JSON Schema: ${why}`);
     }
     return validatorFor(schema);
+  }
+
+  /** The program of host `name`: hosts/NAME.mjs next to the tool's .meta, else in the tool dirs in order. */
+  hostProgram(name: string, dir: string): string | undefined {
+    for (const d of [dir, ...this.dirs]) {
+      const p = join(d, 'hosts', `${name}.mjs`);
+      try {
+        if (statSync(p).isFile()) return p;
+      } catch {
+        // not in this directory
+      }
+    }
+    return undefined;
   }
 
   get(name: string): MetaDef | undefined {
@@ -177,9 +200,14 @@ export class Catalog {
       ...(fields.outputFormat !== undefined && { outputFormat: fields.outputFormat }),
     };
     // A cmd wins over an executable: a variant may swap the script for a one-liner over a CLI that is present.
-    const argv = fields.cmd ? ['/bin/sh', '-c', fields.cmd] : [def.executable!];
-    const sandbox = def.extra.sandbox as { ollieSocket?: unknown } | undefined;
-    return { name, def, fields, variant, validate, info, argv, liftable, ollieSocket: sandbox?.ollieSocket === true };
+    const program = fields.host ? this.hostProgram(fields.host, def.dir) : undefined;
+    if (fields.host && !program) throw new Error(`${def.file}: host ${fields.host}: no hosts/${fields.host}.mjs in the tool directories`);
+    const argv = fields.host ? [] : fields.cmd ? ['/bin/sh', '-c', fields.cmd] : [def.executable!];
+    const sandbox = this.sandboxes.get(def) ?? {};
+    return {
+      name, def, fields, variant, validate, info, argv, liftable, ollieSocket: sandbox.allowOllieSocket === true, sandbox,
+      ...(fields.host && program && { host: { name: fields.host, program } }),
+    };
   }
 }
 

@@ -11,6 +11,8 @@
  *   cmd           a shell command string (run with /bin/sh -c): a tool with no executable
  *   timeout       seconds (default DEFAULT_TIMEOUT_S)
  *   tty           run in a pseudo-terminal
+ *   host          run in the resident tool host of this name (hosts/NAME.mjs in a tool directory), a long-lived
+ *                 process that serves many calls, instead of a process per call (exec/hosts.ts)
  *   variants      a list of objects with the same fields plus host conditions; the first whose conditions
  *                 all hold is laid over the base fields. Conditions (a string or a list of strings, all must hold):
  *                   binary  on PATH        file  exists         os    process.platform is one of
@@ -36,6 +38,7 @@ export interface ToolFields {
   cmd?: string;
   timeout: number;
   tty: boolean;
+  host?: string;
 }
 
 export interface Conditions {
@@ -69,7 +72,7 @@ export class MetaError extends Error {
   override name = 'MetaError';
 }
 
-const FIELD_KEYS = ['description', 'prompt', 'args', 'tier', 'scope', 'pathArg', 'outputFormat', 'cmd', 'timeout', 'tty'] as const;
+const FIELD_KEYS = ['description', 'prompt', 'args', 'tier', 'scope', 'pathArg', 'outputFormat', 'cmd', 'timeout', 'tty', 'host'] as const;
 const COND_KEYS = ['binary', 'file', 'os', 'arch', 'env', 'nenv'] as const;
 const TIERS: readonly string[] = ['hot', 'warm', 'cold'];
 const SCOPES: readonly string[] = ['read', 'write', 'global'];
@@ -95,6 +98,9 @@ function parseFields(o: Record<string, unknown>, where: string): Partial<ToolFie
   const cmd = str('cmd');
   if (cmd !== undefined && cmd.trim() === '') throw new MetaError(`${where}cmd: must not be empty`);
   set('cmd', cmd);
+  const host = str('host');
+  if (host !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(host)) throw new MetaError(`${where}host: ${JSON.stringify(host)} is not a host name (letters, digits, _ . -)`);
+  set('host', host);
   const tier = str('tier');
   if (tier !== undefined && !TIERS.includes(tier)) throw new MetaError(`${where}tier: ${JSON.stringify(tier)} is not one of ${TIERS.join(', ')}`);
   set('tier', tier as ToolTier | undefined);
@@ -169,6 +175,7 @@ export function parseMeta(name: string, file: string, dir: string, text: string,
     ...(fields.pathArg !== undefined && { pathArg: fields.pathArg }),
     ...(fields.outputFormat !== undefined && { outputFormat: fields.outputFormat }),
     ...(fields.cmd !== undefined && { cmd: fields.cmd }),
+    ...(fields.host !== undefined && { host: fields.host }),
   };
   const def: MetaDef = { name, file, dir, base, variants, extra, ...(executable && { executable }) };
   // Every variant must make a runnable tool, so a host that picks it never meets a broken definition.
@@ -178,7 +185,11 @@ export function parseMeta(name: string, file: string, dir: string, text: string,
 }
 
 function checkResolved(def: MetaDef, f: ToolFields, where: string): void {
-  if (!f.cmd && !def.executable) throw new MetaError(`${where}no cmd and no executable ${def.name} next to the .meta`);
+  if (f.host) {
+    // A hosted tool is a name the host answers to: it has nothing of its own to execute.
+    if (f.cmd) throw new MetaError(`${where}host and cmd exclude each other (a hosted tool runs in its host)`);
+    if (f.tty) throw new MetaError(`${where}a hosted tool cannot have tty (its host has no terminal per call)`);
+  } else if (!f.cmd && !def.executable) throw new MetaError(`${where}no cmd and no executable ${def.name} next to the .meta`);
   if (f.scope === 'write' && !f.pathArg) throw new MetaError(`${where}scope write needs pathArg (the argument naming the path to lock)`);
   if (f.pathArg) {
     const props = (f.args.properties ?? {}) as Record<string, unknown>;

@@ -50,9 +50,26 @@ export interface SandboxCommand {
   env(base: NodeJS.ProcessEnv): Record<string, string>;
 }
 
+/**
+ * What one tool's .meta adds to the policy for that tool alone (`"sandbox": {…}`, parsed in
+ * registry/sandbox-rules.ts). Each field widens the policy narrowly; a tool without them gets the policy as is.
+ */
 export interface SandboxExtra {
   /** The tool may reach the Ollie socket ($OLLIE_ADDR): its .meta says `"sandbox": {"ollieSocket": true}`. */
   allowOllieSocket?: boolean;
+  /**
+   * TCP ports the tool may connect to (or bind), `"sandbox": {"network": {"connect_tcp": [80, 443]}}`. With the
+   * policy's network off, the tool gets exactly these ports (Landlock); with the policy's port lists, the union;
+   * with the policy's network open, nothing changes. UDP is not governed by Landlock, so a tool with a network
+   * rule can resolve names (and send UDP) like any tool under `network: {enabled: true}`.
+   */
+  network?: { connectTcp?: number[]; bindTcp?: number[] };
+}
+
+/** A stable key for the helper flags an extra produces (the flags are cached per policy and key). */
+export function extraKey(extra: SandboxExtra): string {
+  const n = extra.network;
+  return `${extra.allowOllieSocket === true ? 'o' : '-'}|${(n?.connectTcp ?? []).join(',')}|${(n?.bindTcp ?? []).join(',')}`;
 }
 
 const NODE_DIR = dirname(realpathSync(process.execPath));
@@ -121,10 +138,13 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   for (const d of policy.toolDirs) a.push('--rox', d);
   for (const d of fs.deny) a.push('--deny', d);
   const n = policy.network;
-  if (!n.enabled) a.push('--no-net');
-  else {
-    for (const p of n.bindTcp) a.push('--net-bind', String(p));
-    for (const p of n.connectTcp) a.push('--net-connect', String(p));
+  const toolNet = extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0) ? extra.network : undefined;
+  if (!n.enabled && !toolNet) a.push('--no-net');
+  else if (!n.enabled || n.bindTcp.length || n.connectTcp.length) {
+    // Ports only: the policy's lists (when its network is on) and the tool's own rule.
+    const on = n.enabled;
+    for (const p of new Set([...(on ? n.bindTcp : []), ...(toolNet?.bindTcp ?? [])])) a.push('--net-bind', String(p));
+    for (const p of new Set([...(on ? n.connectTcp : []), ...(toolNet?.connectTcp ?? [])])) a.push('--net-connect', String(p));
   }
   a.push(n.unix || extra.allowOllieSocket ? '--allow-unix' : '--deny-unix');
   if (policy.isolate.signals) a.push('--scope-signals');
@@ -134,7 +154,7 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   return a;
 }
 
-const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<boolean, string[]>>();
+const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();
 
 function keep(name: string, patterns: string[]): boolean {
   return patterns.some((p) => (p.endsWith('*') ? name.startsWith(p.slice(0, -1)) : p === name));
@@ -153,8 +173,9 @@ export function sandboxCommand(policy: SandboxPolicy, argv: string[], extra: San
   const ollie = extra.allowOllieSocket === true;
   let perPolicy = ARGS_CACHE.get(policy);
   if (!perPolicy) ARGS_CACHE.set(policy, (perPolicy = new Map()));
-  let flags = perPolicy.get(ollie);
-  if (!flags) perPolicy.set(ollie, (flags = policyArgs(policy, extra)));
+  const key = extraKey(extra);
+  let flags = perPolicy.get(key);
+  if (!flags) perPolicy.set(key, (flags = policyArgs(policy, extra)));
 
   const patterns = [...policy.env, ...ALWAYS_KEPT, ...(ollie ? ['OLLIE_ADDR'] : [])];
   return {
