@@ -247,15 +247,17 @@ function render(b: Block, streamed: Set<string>, after = '\n\n'): string {
 }
 
 /**
- * Reads what log.raw holds already: it hands its backlog over at once, so the first quiet moment ends it. The read
- * still in flight is returned, to be continued from.
+ * Reads what log.raw holds already. A new reader gets the whole backlog at once, in its first read: when the log
+ * is known not to be empty that read is awaited, however long it takes; after it (a backlog longer than one read)
+ * and for an empty log, the first quiet moment ends the backlog. The read still in flight is returned, to be
+ * continued from.
  */
-async function backlog(f: Fid, signal: AbortSignal): Promise<{ offset: number; next: Promise<Uint8Array> }> {
+async function backlog(f: Fid, hasBlocks: boolean, signal: AbortSignal): Promise<{ offset: number; next: Promise<Uint8Array> }> {
   let offset = 0;
-  for (;;) {
+  for (let first = true; ; first = false) {
     const next = f.read(offset, f.iounit, signal);
     next.catch(() => undefined); // its reader handles the rejection; this only keeps it from counting as unhandled
-    const got = await Promise.race([next, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60))]);
+    const got = first && hasBlocks ? await next : await Promise.race([next, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60))]);
     if (got === undefined || got.length === 0) return { offset, next };
     offset += got.length;
   }
@@ -280,7 +282,8 @@ program.command('prompt').description('send a prompt to the agent and print its 
     const events = await x.c.open('event', ORDWR);
     await events.writeAll(enc.encode(`session.${sid}.agent.${aid}.state`));
     const log = await x.c.open(`${path}/log.raw`, OREAD);
-    const before = await backlog(log, life.signal);
+    // The rendered log is empty when there is no block to replay (bar hidden ones, which cannot match a prompt).
+    const before = await backlog(log, (await x.c.readText(`${path}/log`)) !== '', life.signal);
     let failed = '';
     let atLineStart = true;
     // Only what follows our own prompt's block is this turn's (the agent may have been busy with others).
