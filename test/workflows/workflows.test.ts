@@ -40,8 +40,9 @@ function ask(body: { messages?: Msg[] }): Ask {
     : /You are the foreman/.test(system) ? 'foreman'
       : /You are a panelist/.test(system) ? 'panelist'
         : /general-purpose coding agent/.test(system) ? 'default' : 'other';
+  // The prompt is the last user message that is not context the loop added (skill hints, nudges: <context>…).
   let last = messages.length - 1;
-  while (last >= 0 && messages[last]!.role !== 'user') last--;
+  while (last >= 0 && !(messages[last]!.role === 'user' && !text(messages[last]!.content).startsWith('<context>'))) last--;
   const rounds = messages.slice(last + 1).filter((m) => m.role === 'assistant').length;
   return { role, prompt: last >= 0 ? text(messages[last]!.content) : '', rounds, messages };
 }
