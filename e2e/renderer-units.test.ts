@@ -6,7 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { Api, type ConsoleEntry } from '../src/renderer/src/lib/api.js';
 import { ChatLog, isLong, looksLikeDiff, prettyArgs } from '../src/renderer/src/lib/chatlog.js';
-import { parseAgentIdx, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseSessionIdx, treeOrder } from '../src/renderer/src/lib/parse.js';
+import { AnsiText, applySgr, color256, segmentCss } from '../src/renderer/src/lib/ansi.js';
+import {
+  errorLine, groupHits, parseAgentIdx, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
+  procCommand, snippetParts, treeOrder,
+} from '../src/renderer/src/lib/parse.js';
 import type { Client } from '../src/ninep/index.js';
 
 const line = (o: object): string => `${JSON.stringify(o)}\n`;
@@ -103,5 +107,84 @@ describe('9P console', () => {
       'ollie-9p rm session/s/agent/a',
     ]);
     expect(entries[3]!.error).toBe('bad request');
+  });
+});
+
+describe('ANSI output', () => {
+  const styled = (t: AnsiText) => t.segments.map((s) => [s.text, s.style]);
+
+  it('turns SGR colours and attributes into styled segments and drops every other escape', () => {
+    const t = new AnsiText();
+    t.push('plain \x1b[31mred\x1b[0m \x1b[1;4;92mbold\x1b[22m under\x1b[m\x1b[2K\x1b]0;title\x07 end\n');
+    expect(styled(t)).toEqual([
+      ['plain ', {}],
+      ['red', { fg: '#ef2929' }],
+      [' ', {}],
+      ['bold', { bold: true, underline: true, fg: '#8ae234' }],
+      [' under', { bold: false, dim: false, underline: true, fg: '#8ae234' }],
+      [' end\n', {}],
+    ]);
+    expect(t.toString()).toBe('plain red bold under end\n');
+  });
+
+  it('reads 256-colour and true-colour forms, inverse and backgrounds', () => {
+    expect(applySgr({}, [38, 5, 196])).toEqual({ fg: color256(196) });
+    expect(color256(196)).toBe('#ff0000');
+    expect(color256(244)).toBe('#808080');
+    expect(applySgr({}, [48, 2, 1, 2, 3])).toEqual({ bg: '#010203' });
+    expect(applySgr({ fg: '#111111' }, [7, 44])).toMatchObject({ inverse: true, bg: '#3465a4' });
+    expect(segmentCss({ fg: '#111111', bg: '#222222', inverse: true, bold: true })).toEqual({ color: '#222222', backgroundColor: '#111111', fontWeight: '700' });
+  });
+
+  it('keeps an escape sequence or a CR cut by a chunk boundary for the next chunk', () => {
+    const t = new AnsiText();
+    for (const ch of 'a\x1b[3') t.push(ch);
+    t.push('2mgreen\r');
+    t.push('\nnext');
+    expect(styled(t)).toEqual([['a', {}], ['green\nnext', { fg: '#4e9a06' }]]);
+  });
+
+  it('lets a lone carriage return overwrite the line (progress bars) and a backspace erase', () => {
+    const t = new AnsiText();
+    t.push('done\n 10%\r 50%\r\x1b[32m100%\x1b[0m\nab\bc\n');
+    expect(t.toString()).toBe('done\n100%\nac\n');
+  });
+
+  it('keeps only the newest text past its cap, counting what it dropped', () => {
+    const t = new AnsiText(10);
+    t.push('0123456789');
+    t.push('\x1b[31mabcde');
+    expect(t.toString()).toBe('56789abcde');
+    expect(t.dropped).toBe(5);
+  });
+});
+
+describe('proc, search and config parsers', () => {
+  it('reads proc/idx with running and finished processes, and the command out of JSON arguments', () => {
+    const ps = parseProcIdx('3\tshell\trunning\t-\t{"command":"sleep 9","background":true}\n4\tshell\tkilled\t-\tx\n5\tshell\texited\t0\ty\n');
+    expect(ps).toEqual([
+      { pid: 3, tool: 'shell', status: 'running', exit: undefined, args: '{"command":"sleep 9","background":true}' },
+      { pid: 4, tool: 'shell', status: 'killed', exit: undefined, args: 'x' },
+      { pid: 5, tool: 'shell', status: 'exited', exit: '0', args: 'y' },
+    ]);
+    expect(procCommand(ps[0]!.args)).toBe('sleep 9');
+    expect(procCommand('not json')).toBe('not json');
+  });
+
+  it('reads search hits, groups them by session and agent in rank order, and finds the [matched] words', () => {
+    const hits = parseSearch('s1\ta\tb1\tuser\tthe [flux] thing\ns2\tc\tb2\tassistant\t[flux]\ns1\ta\tb3\ttool\tmore [flux]\ns1\td\tb4\tuser\tx\n');
+    expect(hits[0]).toEqual({ session: 's1', agent: 'a', block: 'b1', role: 'user', snippet: 'the [flux] thing' });
+    expect(groupHits(hits).map((g) => [g.session, g.agents.map((a) => [a.agent, a.hits.map((h) => h.block)])])).toEqual([
+      ['s1', [['a', ['b1', 'b3']], ['d', ['b4']]]],
+      ['s2', [['c', ['b2']]]],
+    ]);
+    expect(snippetParts('…the [flux] and [capacitor]!')).toEqual([
+      { text: '…the ', hit: false }, { text: 'flux', hit: true }, { text: ' and ', hit: false }, { text: 'capacitor', hit: true }, { text: '!', hit: false },
+    ]);
+  });
+
+  it('finds the line a config parser named', () => {
+    expect(errorLine('/home/u/.config/ollie/backends.conf:12: unknown type "x"')).toBe(12);
+    expect(errorLine('no such profile')).toBeUndefined();
   });
 });

@@ -1,13 +1,19 @@
-/** The window: session tree | chat + prompt, status bar, 9P console, dialogs. Shortcuts work in both modes. */
+/**
+ * The window: session tree | chat + prompt (or search, or settings) with the processes panel beside the chat,
+ * status bar, 9P console, dialogs. Shortcuts work in both modes.
+ */
 import { useEffect } from 'react';
 import { Approval } from './components/Approval.js';
 import { Chat } from './components/Chat.js';
 import { Console } from './components/Console.js';
 import { Dialogs } from './components/Dialogs.js';
+import { Processes } from './components/Processes.js';
 import { Prompt } from './components/Prompt.js';
+import { Search } from './components/Search.js';
+import { Settings } from './components/Settings.js';
 import { SessionTree } from './components/SessionTree.js';
 import { StatusBar } from './components/StatusBar.js';
-import { act, ollie, useStore } from './lib/store.js';
+import { act, ollie, useStore, type View } from './lib/store.js';
 
 /** Commands shared by the keyboard, the Electron menu and notifications (`open-agent SID AID`). */
 export function runCommand(command: string): void {
@@ -33,6 +39,18 @@ export function runCommand(command: string): void {
     case 'approvals':
       useStore.setState({ approving: s.approving ?? Object.keys(s.pending)[0] });
       break;
+    case 'search':
+    case 'settings':
+      // The same key again goes back to the chat.
+      useStore.setState({ view: s.view === name ? 'chat' : name });
+      break;
+    case 'chat':
+      useStore.setState({ view: 'chat' });
+      break;
+    case 'toggle-procs':
+      useStore.setState({ procsOpen: !s.procsOpen, view: 'chat' });
+      if (!s.procsOpen && session && agent) void ollie.reloadProcs(session, agent);
+      break;
     case 'open-agent':
       if (args[0]) ollie.select({ session: args[0], agent: args[1] });
       break;
@@ -48,13 +66,45 @@ const KEYS: Record<string, string> = {
   'ctrl+`': 'toggle-console',
   'ctrl+l': 'focus-prompt',
   'ctrl+shift+a': 'approvals',
+  'ctrl+shift+f': 'search',
+  'ctrl+,': 'settings',
+  'ctrl+shift+p': 'toggle-procs',
 };
+
+const VIEWS: { view: View; label: string; keys: string }[] = [
+  { view: 'chat', label: 'Chat', keys: '' },
+  { view: 'search', label: 'Search', keys: 'Ctrl+Shift+F' },
+  { view: 'settings', label: 'Settings', keys: 'Ctrl+,' },
+];
+
+function Toolbar() {
+  const view = useStore((s) => s.view);
+  const procsOpen = useStore((s) => s.procsOpen);
+  const live = useStore((s) => s.procs.filter((p) => p.status === 'running').length);
+  const all = useStore((s) => s.procs.length);
+  return (
+    <nav className="toolbar" aria-label="Views">
+      <div role="tablist" aria-label="Main view">
+        {VIEWS.map((v) => (
+          <button key={v.view} type="button" role="tab" aria-selected={view === v.view} title={v.keys ? `${v.label} (${v.keys})` : v.label} onClick={() => runCommand(v.view)}>
+            {v.label}
+          </button>
+        ))}
+      </div>
+      <button type="button" className={procsOpen ? 'on' : ''} aria-pressed={procsOpen} title="Background processes of the selected agent (Ctrl+Shift+P)" onClick={() => runCommand('toggle-procs')}>
+        Processes{all > 0 ? ` (${live > 0 ? `${live} running` : all})` : ''}
+      </button>
+    </nav>
+  );
+}
 
 export function App() {
   const notice = useStore((s) => s.notice);
   const conn = useStore((s) => s.conn);
   const pending = useStore((s) => Object.keys(s.pending).length);
   const noBackend = useStore((s) => s.conn === 'open' && s.backends.length === 0 && s.loaded);
+  const view = useStore((s) => s.view);
+  const procsOpen = useStore((s) => s.procsOpen);
 
   useEffect(() => {
     ollie.start();
@@ -99,12 +149,27 @@ export function App() {
         {conn === 'down' && <div className="banner error">olliesrv is unreachable; reconnecting…</div>}
         {noBackend && (
           <div className="banner warn" role="note">
-            No LLM backend is configured: agents cannot answer. Add one to <code>backends.conf</code> in the config directory (see docs/desktop.md), then
-            write <code>reload</code> to the root <code>ctl</code>.
+            No LLM backend is configured: agents cannot answer. Add one in{' '}
+            <button type="button" className="link" onClick={() => useStore.setState({ view: 'settings' })}>
+              Settings
+            </button>{' '}
+            (backends.conf).
           </div>
         )}
-        <Chat />
-        <Prompt />
+        <Toolbar />
+        {view === 'search' ? (
+          <Search />
+        ) : view === 'settings' ? (
+          <Settings />
+        ) : (
+          <>
+            <div className={`work${procsOpen ? ' with-procs' : ''}`}>
+              <Chat />
+              <Processes />
+            </div>
+            <Prompt />
+          </>
+        )}
         <Console />
       </main>
       <StatusBar />

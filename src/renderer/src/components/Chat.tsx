@@ -11,6 +11,7 @@ export function Chat() {
   const chat = useStore((s) => s.chat);
   const version = useStore((s) => s.chatVersion);
   const ended = useStore((s) => s.chatEnded);
+  const highlight = useStore((s) => s.highlight);
   const scroller = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
@@ -40,6 +41,21 @@ export function Chat() {
   // Stuck to the bottom: follow it whenever the content or its measured height changes (rows measured after
   // a jump change the total). Setting scrollTop directly costs one layout; the virtualizer's scrollToIndex
   // re-reads the scroll extent and retries over several frames, on every streamed chunk.
+  // A search hit opened here: once its block has arrived, stop following the bottom and bring it into view.
+  const shownHighlight = useRef<string>(undefined);
+  useEffect(() => {
+    if (!chat || !highlight || shownHighlight.current === highlight) return;
+    const at = chat.visible.findIndex((i) => chat.blocks[i]!.id === highlight);
+    if (at === -1) return;
+    shownHighlight.current = highlight;
+    stuck.current = false;
+    setShowJump(true);
+    virt.scrollToIndex(at, { align: 'center' });
+  }, [chat, highlight, version, virt]);
+  useEffect(() => {
+    if (!highlight) shownHighlight.current = undefined;
+  }, [highlight]);
+
   const total = virt.getTotalSize();
   useLayoutEffect(() => {
     const el = scroller.current;
@@ -56,7 +72,7 @@ export function Chat() {
           {items.map((it) => {
             const b = chat.blocks[chat.visible[it.index]!]!;
             return (
-              <div key={it.key} data-index={it.index} ref={virt.measureElement} className="row" style={{ position: 'absolute', top: 0, left: 0, right: 0, transform: `translateY(${it.start}px)` }}>
+              <div key={it.key} data-index={it.index} ref={virt.measureElement} className={b.id === highlight ? 'row highlight' : 'row'} style={{ position: 'absolute', top: 0, left: 0, right: 0, transform: `translateY(${it.start}px)` }}>
                 <BlockView block={b} />
               </div>
             );

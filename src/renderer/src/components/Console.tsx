@@ -7,7 +7,10 @@ export function Console() {
   const open = useStore((s) => s.consoleOpen);
   const entries = useStore((s) => s.console);
   const end = useRef<HTMLDivElement>(null);
-  useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [entries, open]);
+  // Braces matter: Chromium's scrollIntoView returns a promise, and an effect may only return a cleanup function.
+  useEffect(() => {
+    end.current?.scrollIntoView({ block: 'end' });
+  }, [entries, open]);
   if (!open) return null;
   return (
     <section className="console" aria-label="9P console">

@@ -16,7 +16,9 @@ interface Menu {
 function Rename({ value, onDone }: { value: string; onDone: (v?: string) => void }) {
   const [v, setV] = useState(value);
   const ref = useRef<HTMLInputElement>(null);
-  useEffect(() => ref.current?.select(), []);
+  useEffect(() => {
+    ref.current?.select();
+  }, []);
   const key = (e: KeyboardEvent): void => {
     if (e.key === 'Enter') onDone(v.trim() && v.trim() !== value ? v.trim() : undefined);
     if (e.key === 'Escape') onDone();

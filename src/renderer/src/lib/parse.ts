@@ -173,3 +173,82 @@ export function parseModels(text: string): { backend: string; model: string; con
     .filter((f) => f[1] && f[1] !== '-')
     .map((f) => ({ backend: f[0] ?? '', model: f[1]!, context: Number(f[2]) || undefined }));
 }
+
+export interface ProcInfo {
+  pid: number;
+  tool: string;
+  /** `running`, or how it ended (exited, killed, …). */
+  status: string;
+  /** Exit code; undefined while it runs. */
+  exit?: string;
+  args: string;
+}
+
+/** `…/agent/{a}/proc/idx`: pid, tool, status, exit (`-` while running), arguments. */
+export function parseProcIdx(text: string): ProcInfo[] {
+  return lines(text)
+    .map((l) => {
+      const f = l.split('\t');
+      const exit = f[3] ?? '-';
+      return { pid: Number(f[0]), tool: f[1] ?? '', status: f[2] || 'running', exit: exit === '-' || exit === '' ? undefined : exit, args: f.slice(4).join('\t') };
+    })
+    .filter((p) => Number.isInteger(p.pid));
+}
+
+/** The command a process runs, from its JSON arguments (`command`), else the arguments as they are. */
+export function procCommand(args: string): string {
+  try {
+    const v = JSON.parse(args) as Record<string, unknown>;
+    if (v && typeof v.command === 'string') return v.command;
+  } catch {
+    // Not JSON: show it raw.
+  }
+  return args;
+}
+
+export interface SearchHit {
+  session: string;
+  agent: string;
+  block: string;
+  role: string;
+  snippet: string;
+}
+
+/** Root `search`'s reply: session, agent, block id, role, snippet (matched words in [brackets]). */
+export function parseSearch(text: string): SearchHit[] {
+  return lines(text).map((l) => {
+    const f = l.split('\t');
+    return { session: f[0] ?? '', agent: f[1] ?? '', block: f[2] ?? '', role: f[3] ?? '', snippet: f.slice(4).join('\t') };
+  });
+}
+
+/** A snippet cut into plain and matched parts (the words olliesrv put in [brackets]). */
+export function snippetParts(snippet: string): { text: string; hit: boolean }[] {
+  const out: { text: string; hit: boolean }[] = [];
+  const re = /\[([^\]\n]*)\]/g;
+  let at = 0;
+  for (let m = re.exec(snippet); m; m = re.exec(snippet)) {
+    if (m.index > at) out.push({ text: snippet.slice(at, m.index), hit: false });
+    out.push({ text: m[1]!, hit: true });
+    at = m.index + m[0].length;
+  }
+  if (at < snippet.length) out.push({ text: snippet.slice(at), hit: false });
+  return out;
+}
+
+/** Search hits grouped by session, then agent, in the order olliesrv ranked them (best group first). */
+export function groupHits(hits: SearchHit[]): { session: string; agents: { agent: string; hits: SearchHit[] }[] }[] {
+  const sessions = new Map<string, Map<string, SearchHit[]>>();
+  for (const h of hits) {
+    let agents = sessions.get(h.session);
+    if (!agents) sessions.set(h.session, (agents = new Map()));
+    agents.set(h.agent, [...(agents.get(h.agent) ?? []), h]);
+  }
+  return [...sessions].map(([session, agents]) => ({ session, agents: [...agents].map(([agent, list]) => ({ agent, hits: list })) }));
+}
+
+/** `path:LINE: message` (a config parser's error) → the line number, if the message names one. */
+export function errorLine(message: string): number | undefined {
+  const m = /:(\d+):/.exec(message);
+  return m ? Number(m[1]) : undefined;
+}

@@ -8,8 +8,8 @@ import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import {
-  parseAgentIdx, parseBackends, parseEvent, parseKv, parsePending, parseSessionIdx, treeOrder,
-  type AgentInfo, type BackendInfo, type Event, type Pending, type SessionInfo,
+  parseAgentIdx, parseBackends, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
+  type AgentInfo, type BackendInfo, type Event, type Pending, type ProcInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
 
@@ -18,6 +18,18 @@ export type Dialog =
   | { kind: 'new-agent'; session: string }
   | { kind: 'agent-cfg'; session: string; agent: string }
   | null;
+
+/** What the main area shows: the selected agent's chat, full-text search, or the configuration files. */
+export type View = 'chat' | 'search' | 'settings';
+
+export interface SearchState {
+  query: string;
+  hits: SearchHit[];
+  busy: boolean;
+  /** The query the hits answer (undefined before the first search). */
+  done?: string;
+  error?: string;
+}
 
 export interface Selection {
   session?: string;
@@ -54,6 +66,15 @@ export interface State {
   profiles: string[];
   /** The root files have been read once (so an empty backend list means none is configured). */
   loaded: boolean;
+  view: View;
+  /** The selected agent's background processes (its `proc/idx`), and whether their panel is open. */
+  procs: ProcInfo[];
+  procsOpen: boolean;
+  /** The process whose output the panel shows. */
+  procPid?: number;
+  search: SearchState;
+  /** A block to scroll to and mark in the chat (a search result that was opened). */
+  highlight?: string;
 }
 
 export const useStore = create<State>(() => ({
@@ -75,6 +96,10 @@ export const useStore = create<State>(() => ({
   backends: [],
   profiles: [],
   loaded: false,
+  view: 'chat',
+  procs: [],
+  procsOpen: false,
+  search: { query: '', hits: [], busy: false },
 }));
 
 const set = useStore.setState;
@@ -90,6 +115,12 @@ export const agentKey = (sid: string, aid: string): string => `${sid}/${aid}`;
 export const findAgent = (sid?: string, aid?: string): AgentInfo | undefined =>
   sid && aid ? get().agents[sid]?.find((a) => a.id === aid) : undefined;
 
+/** Runs `fn` on the next animation frame, or soon when the page is hidden (where frames do not come). */
+export function nextFrame(fn: () => void): void {
+  if (typeof requestAnimationFrame === 'function' && document.visibilityState === 'visible') requestAnimationFrame(() => fn());
+  else setTimeout(fn, 16);
+}
+
 export function notify(text: string, error = false): void {
   set({ notice: { text, error } });
 }
@@ -103,8 +134,7 @@ function bumpChat(): void {
     frameQueued = false;
     set((s) => ({ chatVersion: s.chatVersion + 1 }));
   };
-  if (typeof requestAnimationFrame === 'function' && document.visibilityState === 'visible') requestAnimationFrame(flush);
-  else setTimeout(flush, 16);
+  nextFrame(flush);
 }
 
 class Controller {
@@ -245,8 +275,11 @@ class Controller {
     const sel = get().selected;
     if (sel.session === sid && sel.agent === aid) {
       void this.reloadStats();
-      // A turn starting or ending is when olliesrv takes a prompt off the queue.
+      // A turn starting or ending is when olliesrv takes a prompt off the queue; a background process starts in
+      // a tool call (state calling → thinking) and its exit arrives as a prompt (a new turn): state changes are
+      // when proc/idx changes, so nothing polls it.
       void this.reloadQueue(sid, aid);
+      void this.reloadProcs(sid, aid);
     }
   }
 
@@ -313,9 +346,11 @@ class Controller {
   }
 
   select(sel: Selection): void {
+    // Picking an agent (the tree, a notification, a search hit) is asking to see its chat.
+    if (sel.agent && get().view !== 'chat') set({ view: 'chat' });
     const cur = get().selected;
     if (cur.session === sel.session && cur.agent === sel.agent) return;
-    set({ selected: sel, stats: {}, cfg: {} });
+    set({ selected: sel, stats: {}, cfg: {}, procs: [], procPid: undefined, highlight: undefined });
     this.chatAbort?.abort();
     this.chatAbort = undefined;
     set({ chat: undefined, chatEnded: false });
@@ -332,10 +367,20 @@ class Controller {
     const log = new ChatLog();
     set({ chat: log, chatEnded: false, chatVersion: get().chatVersion + 1 });
     void this.reloadStats();
+    void this.reloadProcs(sid, aid);
     void (async () => {
       try {
+        let seen = 0;
         for await (const text of api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal })) {
-          if (log.push(text)) bumpChat();
+          if (!log.push(text)) continue;
+          bumpChat();
+          // A background process that ended comes back as a <system-proc-interrupt> prompt: its status changed.
+          let ended = false;
+          for (; seen < log.blocks.length; seen++) {
+            const b = log.blocks[seen]!;
+            if (b.role === 'user' && b.content.startsWith('<system-proc-interrupt')) ended = true;
+          }
+          if (ended && log.blocks.length > 0) void this.reloadProcs(sid, aid);
         }
         if (!abort.signal.aborted) set({ chatEnded: true });
       } catch (e) {
@@ -443,6 +488,71 @@ class Controller {
     await this.need().write(`${sessionPath(p.session)}/bypass`, `${id} ${decision}${remember ? ` ${remember}` : ''}\n`);
     // The resolved event removes it too; doing it now keeps the dialog from showing a decided request.
     this.dropPending(id);
+  }
+
+  /** The selected agent's background processes, from its `proc/idx`. */
+  async reloadProcs(sid: string, aid: string): Promise<void> {
+    const api = this.api;
+    const sel = get().selected;
+    if (!api || sel.session !== sid || sel.agent !== aid) return;
+    const procs = parseProcIdx(await api.readOr(`${agentPath(sid, aid)}/proc/idx`, ''));
+    const now = get().selected;
+    if (now.session !== sid || now.agent !== aid) return;
+    set((s) => {
+      // A process that just started is shown; otherwise the picked one stays while it exists, else the newest.
+      const known = new Set(s.procs.map((p) => p.pid));
+      const fresh = procs.filter((p) => !known.has(p.pid)).at(-1);
+      const keep = s.procPid !== undefined && procs.some((p) => p.pid === s.procPid) ? s.procPid : procs.at(-1)?.pid;
+      return { procs, procPid: fresh && s.procs.length > 0 ? fresh.pid : keep };
+    });
+  }
+
+  procPath(sid: string, aid: string, pid: number): string {
+    return `${agentPath(sid, aid)}/proc/${pid}`;
+  }
+
+  /** `term`, `kill`, `signal N` or `dismiss`, written to the process's ctl. */
+  async procCtl(sid: string, aid: string, pid: number, cmd: string): Promise<void> {
+    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${cmd}\n`);
+    await this.reloadProcs(sid, aid);
+  }
+
+  /** Root `search`: write the words, read the hits. */
+  async search(query: string): Promise<void> {
+    const q = query.trim();
+    set((s) => ({ search: { ...s.search, query, busy: true, error: undefined } }));
+    try {
+      const hits = q ? parseSearch(await this.need().rdwr('search', `${q}\n`)) : [];
+      set((s) => (s.search.query === query ? { search: { query, hits, busy: false, done: q } } : {}));
+    } catch (e) {
+      set((s) => ({ search: { ...s.search, busy: false, hits: [], done: q, error: (e as Error).message } }));
+    }
+  }
+
+  /**
+   * Opens a search hit: reads the block from its agent's `block` file (it may be gone since), then shows the
+   * agent's chat scrolled to it. Returns the block's role, or throws when the agent or the block is gone.
+   */
+  async openHit(hit: SearchHit): Promise<string> {
+    const s = Object.values(get().sessions).find((x) => x.name === hit.session);
+    const a = s && get().agents[s.id]?.find((x) => x.name === hit.agent);
+    if (!s || !a) throw new Error(`${hit.session}/${hit.agent} is gone`);
+    const block = JSON.parse(await this.need().rdwr(`${agentPath(s.id, a.id)}/block`, `${hit.block}\n`)) as { role?: string };
+    this.select({ session: s.id, agent: a.id });
+    set({ view: 'chat', highlight: hit.block });
+    return block.role ?? '';
+  }
+
+  /** A file under the root `config/` (empty when it does not exist yet). */
+  readConfig(name: string): Promise<string> {
+    return this.need().read(`config/${name}`);
+  }
+
+  /** Writes a config file; olliesrv parses it first and refuses it (with `file:line`) when it is bad. */
+  async writeConfig(name: string, text: string): Promise<void> {
+    await this.need().write(`config/${name}`, text.endsWith('\n') ? text : `${text}\n`);
+    // A new backends.conf is live at once: the new-agent dialog and the status bar read `backends`.
+    if (name === 'backends.conf') set({ backends: parseBackends(await this.need().readOr('backends', '')) });
   }
 
   private need(): Api {

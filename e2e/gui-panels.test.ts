@@ -1,0 +1,227 @@
+/**
+ * The processes panel, search and settings against the whole product in web mode: the real olliesrv, the mock
+ * LLM over HTTP, a real toolsrv running the background processes, the built renderer in Debian's Chromium.
+ * A background process shows with its live, coloured output and ends; a long one is killed and dismissed;
+ * search finds a past message and opens it in its chat; a bad backends.conf is refused (error shown, file
+ * unchanged) and a good one adds a backend the new-agent dialog offers; the default profile applies to the
+ * next agent. Every step's file operations show in the 9P console.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
+import type { Client } from '../src/ninep/index.js';
+import { dial } from '../src/ninep/node.js';
+import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
+import { startWebUi, type WebUi } from '../src/webui/server.js';
+import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+
+describe('processes, search and settings with real agents (web mode)', () => {
+  let rendererDir: string;
+  let browser: Browser;
+  let dir: string;
+  let work: string;
+  let mock: MockLlm;
+  let daemon: Daemon;
+  let ui: WebUi;
+  let outside: Client;
+  let page: Page;
+
+  beforeAll(async () => {
+    [rendererDir, browser, mock] = await Promise.all([buildRenderer(), launch(), startMockLlm()]);
+    dir = tempDir('ollie-e2e-panels-');
+    work = join(dir, 'work');
+    mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
+    mkdirSync(work);
+    writeFileSync(
+      join(dir, 'config', 'backends.conf'),
+      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
+    );
+    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
+    const sock = socketPath(dir);
+    daemon = await startDaemon({ socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined, retryDelay: () => 10 });
+    ui = await startWebUi({ server: daemon.server, rendererDir });
+    outside = await dial(`unix!${sock}`, { uname: userInfo().username });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  }, 60_000);
+  afterAll(async () => {
+    await page?.close();
+    await browser?.close();
+    outside?.close();
+    await ui?.close();
+    await daemon?.close();
+    await mock?.close();
+    rmrf(rendererDir, dir);
+  });
+
+  const block = (role: string, text: string) => page.locator(`.block[data-role="${role}"]`, { hasText: text });
+  const proc = (pid: string) => page.locator(`.proc-list li[data-pid="${pid}"]`);
+  const consoleText = () => page.getByRole('region', { name: '9P console' }).textContent();
+  const prompt = async (text: string): Promise<void> => {
+    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    await box.fill(text);
+    await box.press('Enter');
+  };
+  /** The pid of the newest background process, as olliesrv lists it. */
+  const newestPid = async (): Promise<string> =>
+    until(async () => (await outside.readText('session/proj/agent/coder/proc/idx')).trim().split('\n').at(-1)?.split('\t')[0] ?? '', 'a background process');
+
+  it('shows background processes live, kills one, finds a past message, and edits the configuration', async () => {
+    await outside.rdwrText('session/new', `name=proj cwd=${work}\n`);
+    await outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e\n');
+    await page.goto(ui.url);
+    await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+    await page.locator('[data-agent="coder"] .node').click();
+    await page.getByTestId('chat').waitFor();
+
+    // The panel, before anything runs: it says how a process comes to be.
+    await page.keyboard.press('Control+Shift+P');
+    const panel = page.getByRole('complementary', { name: 'Processes' });
+    await panel.getByText('No background processes').waitFor();
+
+    // A background process that prints in colour, waits for a file the test creates, then prints again and exits:
+    // the first line must be on screen while it still runs (live), the second only once the test lets it go.
+    const go = join(work, 'go');
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: `printf '\\033[31mred-line\\033[0m plain\\n'; while [ ! -e ${go} ]; do sleep 0.05; done; printf '\\033[1;32mgreen-done\\033[0m\\n'`, background: true } }] }],
+      [{ text: 'started it in the background' }],
+      [{ text: 'the zebraquux process ended' }],
+    );
+    await prompt('start the zebraquux process');
+    await block('assistant', 'started it in the background').waitFor({ timeout: 15_000 });
+    const pid1 = await newestPid();
+    await proc(pid1).and(page.locator('[data-status="running"]')).waitFor();
+    const out = panel.getByTestId('proc-out');
+    await out.getByText('red-line').waitFor();
+    expect(await out.textContent()).not.toContain('green-done');
+    // Rendered as a coloured span (SGR 31), the escape codes themselves gone.
+    expect(await out.locator('span', { hasText: 'red-line' }).evaluate((e) => (e as unknown as { style: { color: string } }).style.color)).toBe('rgb(239, 41, 41)');
+    const shown = (await out.textContent()) ?? '';
+    expect(shown.includes('\u001b') || shown.includes('[31m')).toBe(false);
+    await panel.getByText('● live').waitFor();
+    await screenshot(page, 'gui-procs-live');
+    writeFileSync(go, '');
+    await out.getByText('green-done').waitFor({ timeout: 10_000 });
+    expect(await out.locator('span', { hasText: 'green-done' }).evaluate((e) => (e as unknown as { style: { fontWeight: string } }).style.fontWeight)).toBe('700');
+    // The exit: status and code in the list (from proc/idx, re-read on the agent's events), and the notice as a turn.
+    await proc(pid1).and(page.locator('[data-status="exited"]')).waitFor({ timeout: 10_000 });
+    expect(await proc(pid1).textContent()).toContain('exited 0');
+    await block('user', '<system-proc-interrupt').first().waitFor();
+    await block('assistant', 'the zebraquux process ended').waitFor({ timeout: 15_000 });
+    await page.locator('[data-agent="coder"][data-state="idle"]').waitFor();
+    expect(existsSync(go)).toBe(true);
+
+    // A long one: it shows as the newest, Kill ends it, Dismiss removes it.
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'echo long-start; sleep 300', background: true } }] }],
+      [{ text: 'the long one runs' }],
+      [{ text: 'noted the kill' }],
+    );
+    await prompt('start the long one');
+    await block('assistant', 'the long one runs').waitFor({ timeout: 15_000 });
+    const pid2 = await until(async () => {
+      const p = await newestPid();
+      return p !== pid1 ? p : '';
+    }, 'the second process');
+    await proc(pid2).and(page.locator('[aria-selected="true"][data-status="running"]')).waitFor();
+    await out.getByText('long-start').waitFor();
+    await panel.getByRole('button', { name: 'Kill' }).click();
+    await proc(pid2).and(page.locator('[data-status="killed"]')).waitFor({ timeout: 10_000 });
+    expect((await outside.readText('session/proj/agent/coder/proc/idx')).split('\n').find((l) => l.startsWith(`${pid2}\t`))).toMatch(/\tkilled\t/);
+    await panel.locator('.proc-foot', { hasText: 'killed' }).waitFor();
+    await block('assistant', 'noted the kill').waitFor({ timeout: 15_000 });
+    await screenshot(page, 'gui-procs-killed');
+    await panel.getByRole('button', { name: 'Dismiss' }).click();
+    await proc(pid2).waitFor({ state: 'detached' });
+    expect(await outside.readText('session/proj/agent/coder/proc/idx')).not.toMatch(new RegExp(`^${pid2}\\t`, 'm'));
+    await proc(pid1).waitFor();
+
+    await page.keyboard.press('Control+`');
+    const ops = await consoleText();
+    expect(ops).toContain('ollie-9p read session/proj/agent/coder/proc/idx');
+    expect(ops).toContain(`ollie-9p read session/proj/agent/coder/proc/${pid2}/out`);
+    expect(ops).toContain(`echo kill | ollie-9p write session/proj/agent/coder/proc/${pid2}/ctl`);
+    expect(ops).toContain(`echo dismiss | ollie-9p write session/proj/agent/coder/proc/${pid2}/ctl`);
+    await page.keyboard.press('Control+`');
+
+    // Search: a word of the first prompt, now far up the chat; the hit opens the chat at that block.
+    await page.keyboard.press('Control+Shift+F');
+    const search = page.getByRole('region', { name: 'Search' });
+    await search.getByLabel('Search words').fill('zebraquux');
+    await search.getByLabel('Search words').press('Enter');
+    const results = search.getByTestId('search-results');
+    await results.locator('.hit-session[data-session="proj"] .hit-agent[data-agent="coder"] .hit').first().waitFor();
+    expect(await results.locator('.hit').count()).toBe(2);
+    expect(await results.locator('.hit mark').first().textContent()).toBe('zebraquux');
+    await screenshot(page, 'gui-search');
+    const userHit = results.locator('.hit', { hasText: 'start the' });
+    const id = await userHit.getAttribute('data-block');
+    await userHit.click();
+    const target = page.locator('.row.highlight .block[data-role="user"]', { hasText: 'start the zebraquux process' });
+    await target.waitFor();
+    expect(await target.getAttribute('data-id')).toBe(id);
+    // In view: inside the chat's visible area, though the chat is longer than the window.
+    await until(async () => {
+      const [box, chat] = await Promise.all([target.boundingBox(), page.getByTestId('chat').boundingBox()]);
+      return box && chat && box.y >= chat.y - 1 && box.y + Math.min(box.height, 40) <= chat.y + chat.height + 1;
+    }, 'the hit to be scrolled into view');
+    const chatBox = page.getByTestId('chat');
+    expect(await chatBox.evaluate((e) => (e as unknown as { scrollHeight: number; clientHeight: number }).scrollHeight > (e as unknown as { clientHeight: number }).clientHeight)).toBe(true);
+    await screenshot(page, 'gui-search-opened');
+
+    // Settings: a bad backends.conf is refused with the parser's file:line, and the file stays as it was.
+    await page.keyboard.press('Control+,');
+    const settings = page.getByRole('region', { name: 'Settings' });
+    const conf = settings.getByRole('textbox', { name: 'backends.conf' });
+    await until(async () => (await conf.inputValue()).includes('[mock]'), 'backends.conf to load');
+    const before = await outside.readText('config/backends.conf');
+    expect(await conf.inputValue()).toBe(before);
+    await conf.fill(`${before}\n[broken]\ntype = nonsense\n`);
+    await settings.locator('[data-file="backends.conf"]').getByRole('button', { name: 'Save' }).click();
+    const err = settings.locator('[data-file="backends.conf"] .field-error');
+    await err.waitFor();
+    const brokenLine = before.split('\n').length + 2;
+    expect(await err.textContent()).toMatch(new RegExp(`backends\\.conf:${brokenLine}: .*nonsense`));
+    await err.getByRole('button', { name: `Go to line ${brokenLine}` }).waitFor();
+    expect(await conf.getAttribute('aria-invalid')).toBe('true');
+    expect(await outside.readText('config/backends.conf')).toBe(before);
+    await screenshot(page, 'gui-settings-refused');
+
+    // A good one: saved, reloaded at once, and the new-agent dialog offers the new backend.
+    await conf.fill(`${before}\n[second]\ntype = openai\nurl = ${mock.url}/v1\nkey = k2\nmodel = m2\n`);
+    await settings.locator('[data-file="backends.conf"]').getByRole('button', { name: 'Save' }).click();
+    await settings.getByText('Saved and reloaded.').waitFor();
+    await err.waitFor({ state: 'detached' });
+    expect(await outside.readText('config/backends.conf')).toContain('[second]');
+    expect(await outside.readText('backends')).toMatch(/^second\topenai/m);
+
+    // The default profile: picked here, written to config/profile, and the next agent made without one gets it.
+    const picker = settings.getByRole('combobox', { name: 'Default profile' });
+    await until(async () => (await picker.inputValue()) === 'default', 'the default profile to load');
+    await picker.selectOption('e2e');
+    await until(async () => (await outside.readText('config/profile')).trim() === 'e2e', 'config/profile to be written');
+
+    await page.keyboard.press('Control+Shift+N');
+    const dialog = page.getByRole('dialog', { name: 'New agent in proj' });
+    expect(await dialog.getByLabel('Backend').locator('option').allTextContents()).toContain('second (openai, m2)');
+    await dialog.getByLabel('Name').fill('next');
+    await dialog.getByLabel('Backend').selectOption('second');
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    await page.locator('[data-agent="next"]').waitFor();
+    const cfg = await outside.readText('session/proj/agent/next/cfg');
+    expect(cfg).toContain('profile=e2e');
+    expect(cfg).toContain('backend=second');
+    // Selecting the new agent went back to its chat.
+    await page.getByTestId('chat').waitFor();
+
+    await page.keyboard.press('Control+`');
+    const ops2 = await consoleText();
+    expect(ops2).toContain('echo zebraquux | ollie-9p rdwr search');
+    expect(ops2).toContain(`echo ${id} | ollie-9p rdwr session/proj/agent/coder/block`);
+    expect(ops2).toContain('ollie-9p read config/backends.conf');
+    expect(ops2).toMatch(/\| ollie-9p write config\/backends\.conf/);
+    expect(ops2).toContain('echo e2e | ollie-9p write config/profile');
+  }, 120_000);
+});

@@ -1,0 +1,189 @@
+/**
+ * The selected agent's background processes (`proc/idx`), the output of one of them streamed from its
+ * `proc/{pid}/out` with ANSI colours rendered as styled spans, and stop / kill / dismiss (its `ctl`). The list
+ * is re-read when the agent's state changes or an exit notice arrives in its log (store.ts), never polled.
+ */
+import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { AnsiText, segmentCss, type Segment } from '../lib/ansi.js';
+import { procCommand, type ProcInfo } from '../lib/parse.js';
+import { act, nextFrame, ollie, useStore } from '../lib/store.js';
+import { CopyButton } from './CopyButton.js';
+
+const running = (p: ProcInfo): boolean => p.status === 'running';
+
+/** The output as spans: React sets each span's text, so nothing the process printed is parsed as HTML. */
+const AnsiSpans = memo(function AnsiSpans({ segments }: { segments: Segment[]; version: number }) {
+  return (
+    <>
+      {segments.map((s, i) => {
+        const css = segmentCss(s.style);
+        return Object.keys(css).length ? (
+          <span key={i} style={css}>
+            {s.text}
+          </span>
+        ) : (
+          <span key={i}>{s.text}</span>
+        );
+      })}
+    </>
+  );
+});
+
+function ProcOutput({ session, agent, proc }: { session: string; agent: string; proc: ProcInfo }) {
+  const [out] = useState(() => new AnsiText());
+  const [version, setVersion] = useState(0);
+  const [state, setState] = useState<'streaming' | 'ended' | 'error'>('streaming');
+  const [error, setError] = useState<string>();
+  const pre = useRef<HTMLPreElement>(null);
+  const stuck = useRef(true);
+  const isRunning = running(proc);
+
+  useEffect(() => {
+    const api = ollie.api;
+    if (!api) return;
+    const abort = new AbortController();
+    let queued = false;
+    // Output can arrive in many small chunks: render at most once a frame.
+    const bump = (): void => {
+      if (queued) return;
+      queued = true;
+      nextFrame(() => {
+        queued = false;
+        setVersion((v) => v + 1);
+      });
+    };
+    void (async () => {
+      try {
+        for await (const chunk of api.stream(`${ollie.procPath(session, agent, proc.pid)}/out`, { signal: abort.signal })) {
+          out.push(chunk);
+          bump();
+        }
+        if (abort.signal.aborted) return;
+        setState('ended');
+        // The stream ends when the process does: its status in proc/idx is what changed.
+        void ollie.reloadProcs(session, agent);
+      } catch (e) {
+        if (abort.signal.aborted) return;
+        setState('error');
+        setError((e as Error).message);
+      }
+    })();
+    return () => abort.abort();
+    // One stream per process: the key of this component is the pid.
+  }, [session, agent, proc.pid, out]);
+
+  useLayoutEffect(() => {
+    const el = pre.current;
+    if (el && stuck.current) el.scrollTop = el.scrollHeight;
+  }, [version]);
+  const onScroll = useCallback(() => {
+    const el = pre.current;
+    if (el) stuck.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+  }, []);
+
+  const ctl = (cmd: string, what: string): void => void act(what, () => ollie.procCtl(session, agent, proc.pid, cmd));
+  return (
+    <div className="proc-view" data-pid={proc.pid}>
+      <div className="proc-head">
+        <code className="proc-cmd" title={proc.args}>
+          {procCommand(proc.args)}
+        </code>
+        <div className="proc-buttons">
+          <button type="button" title="Ask it to stop (SIGTERM, then SIGKILL after a grace period)" onClick={() => ctl('term', 'stop')} disabled={!isRunning}>
+            Stop
+          </button>
+          <button type="button" className="danger" title="SIGKILL" onClick={() => ctl('kill', 'kill')} disabled={!isRunning}>
+            Kill
+          </button>
+          <button type="button" title="Remove it from the list" onClick={() => ctl('dismiss', 'dismiss')} disabled={isRunning}>
+            Dismiss
+          </button>
+          <CopyButton text={out.toString()} label="Copy output" />
+        </div>
+      </div>
+      <pre className="proc-out" ref={pre} onScroll={onScroll} data-testid="proc-out" aria-label={`Output of process ${proc.pid}`} aria-live="off">
+        {out.dropped > 0 && <span className="dim">[{out.dropped.toLocaleString()} earlier characters not shown]{'\n'}</span>}
+        <AnsiSpans segments={out.segments} version={version} />
+        {state === 'streaming' && version === 0 && <span className="dim">(no output yet)</span>}
+      </pre>
+      <div className="proc-foot">
+        {state === 'error' ? (
+          <span className="errmsg">output unavailable: {error}</span>
+        ) : state === 'ended' || !isRunning ? (
+          <span>
+            {proc.status === 'running' ? 'output ended' : proc.status}
+            {proc.exit !== undefined ? `, exit code ${proc.exit}` : ''}
+          </span>
+        ) : (
+          <span className="live">● live</span>
+        )}
+      </div>
+    </div>
+  );
+}
+
+export function Processes() {
+  const open = useStore((s) => s.procsOpen);
+  const procs = useStore((s) => s.procs);
+  const pid = useStore((s) => s.procPid);
+  const { session, agent } = useStore((s) => s.selected);
+  const agentName = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.name : undefined));
+  if (!open) return null;
+  const current = procs.find((p) => p.pid === pid);
+  return (
+    <aside className="procs" aria-label="Processes">
+      <header>
+        <b>Processes</b>
+        {agentName && <span className="dim">of {agentName}</span>}
+        <button type="button" aria-label="Close processes" title="Close (Ctrl+Shift+P)" onClick={() => useStore.setState({ procsOpen: false })}>
+          ✕
+        </button>
+      </header>
+      {!session || !agent ? (
+        <p className="empty">Select an agent to see its background processes.</p>
+      ) : procs.length === 0 ? (
+        <p className="empty">
+          No background processes. An agent starts one with a tool call that has <code>&quot;background&quot;: true</code>; it shows here with its live
+          output.
+        </p>
+      ) : (
+        <>
+          <ul className="proc-list" role="listbox" aria-label="Background processes">
+            {procs.map((p) => (
+              <li
+                key={p.pid}
+                role="option"
+                tabIndex={0}
+                aria-selected={p.pid === pid}
+                data-pid={p.pid}
+                data-status={p.status}
+                className={p.pid === pid ? 'picked' : ''}
+                onClick={() => useStore.setState({ procPid: p.pid })}
+                onKeyDown={(e) => {
+                  if (e.key === 'Enter' || e.key === ' ') useStore.setState({ procPid: p.pid });
+                  else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+                    const i = procs.indexOf(p) + (e.key === 'ArrowDown' ? 1 : -1);
+                    const next = procs[Math.max(0, Math.min(procs.length - 1, i))]!;
+                    useStore.setState({ procPid: next.pid });
+                    (e.currentTarget.parentElement?.querySelector(`[data-pid="${next.pid}"]`) as HTMLElement | null)?.focus();
+                    e.preventDefault();
+                  }
+                }}
+              >
+                <span className={`pstatus st-${running(p) ? 'running' : p.exit === '0' ? 'ok' : 'failed'}`}>
+                  {p.status}
+                  {p.exit !== undefined ? ` ${p.exit}` : ''}
+                </span>
+                <code className="proc-cmd">{procCommand(p.args)}</code>
+                <span className="dim">
+                  {p.tool} #{p.pid}
+                </span>
+              </li>
+            ))}
+          </ul>
+          {current ? <ProcOutput key={`${session}/${agent}/${current.pid}`} session={session} agent={agent} proc={current} /> : <p className="empty">Pick a process to see its output.</p>}
+        </>
+      )}
+    </aside>
+  );
+}

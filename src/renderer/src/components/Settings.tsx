@@ -1,0 +1,204 @@
+/**
+ * The configuration files under the root `config/`: backends.conf and sandbox.yaml as text, and the default
+ * profile for new agents. olliesrv parses every write with the file's own parser and refuses a bad one with
+ * `file:line: what is wrong`; the editor shows that next to the text, puts the cursor on the line, and keeps
+ * the user's text so it can be fixed (the file on disk is unchanged).
+ */
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { errorLine } from '../lib/parse.js';
+import { act, ollie, useStore } from '../lib/store.js';
+
+function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: string; hint: string; emptyHint: string }) {
+  const conn = useStore((s) => s.conn);
+  const [saved, setSaved] = useState<string>();
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string>();
+  const [loadError, setLoadError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const [ok, setOk] = useState(false);
+  const area = useRef<HTMLTextAreaElement>(null);
+
+  const load = useCallback(async () => {
+    setError(undefined);
+    setOk(false);
+    try {
+      const t = await ollie.readConfig(file);
+      setSaved(t);
+      setText(t);
+      setLoadError(undefined);
+    } catch (e) {
+      setLoadError((e as Error).message);
+    }
+  }, [file]);
+  useEffect(() => {
+    if (conn === 'open') void load();
+  }, [conn, load]);
+
+  /** Puts the cursor on the line the parser named, so the fix starts there. */
+  const showLine = (n: number): void => {
+    const el = area.current;
+    if (!el) return;
+    const lines = el.value.split('\n');
+    const start = lines.slice(0, n - 1).reduce((a, l) => a + l.length + 1, 0);
+    el.focus();
+    el.setSelectionRange(start, start + (lines[n - 1]?.length ?? 0));
+    // Scroll the line into view: the textarea's line height times the lines above it.
+    const lh = parseFloat(getComputedStyle(el).lineHeight) || 18;
+    el.scrollTop = Math.max(0, (n - 3) * lh);
+  };
+
+  const save = async (): Promise<void> => {
+    setOk(false);
+    if (!text.trim()) {
+      setError('olliesrv never empties a configuration file: an empty save is not written.');
+      return;
+    }
+    setBusy(true);
+    try {
+      await ollie.writeConfig(file, text);
+      setError(undefined);
+      setOk(true);
+      setSaved(text.endsWith('\n') ? text : `${text}\n`);
+      setText((t) => (t.endsWith('\n') ? t : `${t}\n`));
+    } catch (e) {
+      const msg = (e as Error).message;
+      setError(msg);
+      const n = errorLine(msg);
+      if (n) showLine(n);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const dirty = saved !== undefined && text !== saved;
+  const line = error ? errorLine(error) : undefined;
+  const id = `cfg-${file.replace(/\W/g, '-')}`;
+  return (
+    <section className="cfg-file" aria-labelledby={`${id}-h`} data-file={file}>
+      <h3 id={`${id}-h`}>
+        {title} <code className="dim">config/{file}</code>
+        {dirty && <span className="tag">modified</span>}
+      </h3>
+      <p className="hint">{hint}</p>
+      {loadError ? (
+        <p className="errmsg" role="alert">
+          Cannot read config/{file}: {loadError}
+        </p>
+      ) : (
+        <>
+          {saved === '' && <p className="hint">{emptyHint}</p>}
+          <textarea
+            ref={area}
+            aria-label={file}
+            aria-invalid={error ? true : undefined}
+            aria-describedby={error ? `${id}-err` : undefined}
+            spellCheck={false}
+            rows={14}
+            value={text}
+            disabled={saved === undefined}
+            onChange={(e) => {
+              setText(e.target.value);
+              setOk(false);
+            }}
+            onKeyDown={(e) => {
+              if ((e.ctrlKey || e.metaKey) && e.key === 's') {
+                e.preventDefault();
+                void save();
+              }
+            }}
+          />
+          {error && (
+            <div className="field-error" role="alert" id={`${id}-err`}>
+              <b>Not saved</b> — {error}
+              {line !== undefined && (
+                <button type="button" onClick={() => showLine(line)}>
+                  Go to line {line}
+                </button>
+              )}
+              <div className="dim">The file on disk is unchanged.</div>
+            </div>
+          )}
+          {ok && !dirty && (
+            <p className="saved" role="status">
+              Saved{file === 'backends.conf' ? ' and reloaded' : ''}.
+            </p>
+          )}
+          <div className="buttons">
+            <button type="button" className="primary" onClick={() => void save()} disabled={busy || !dirty || conn !== 'open'} title="Save (Ctrl+S in the text)">
+              {busy ? 'Saving…' : 'Save'}
+            </button>
+            <button type="button" onClick={() => void load()} disabled={busy || conn !== 'open'} title="Discard the changes and read the file again">
+              Revert
+            </button>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+function DefaultProfile() {
+  const conn = useStore((s) => s.conn);
+  const profiles = useStore((s) => s.profiles);
+  const [current, setCurrent] = useState<string>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    if (conn !== 'open') return;
+    void act('read default profile', () => ollie.readConfig('profile')).then((t) => t !== undefined && setCurrent(t.trim()));
+  }, [conn]);
+  const pick = async (name: string): Promise<void> => {
+    try {
+      await ollie.writeConfig('profile', name);
+      setCurrent(name);
+      setError(undefined);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  return (
+    <section className="cfg-file" aria-labelledby="cfg-profile-h">
+      <h3 id="cfg-profile-h">
+        Default profile <code className="dim">config/profile</code>
+      </h3>
+      <p className="hint">The profile a new agent gets when none is chosen (the new-agent dialog&apos;s “(default)”). Agents that exist keep theirs.</p>
+      <label className="inline">
+        Profile
+        <select aria-label="Default profile" value={current ?? ''} disabled={current === undefined || conn !== 'open'} onChange={(e) => void pick(e.target.value)}>
+          {current !== undefined && !profiles.includes(current) && <option value={current}>{current}</option>}
+          {profiles.map((p) => (
+            <option key={p} value={p}>
+              {p}
+            </option>
+          ))}
+        </select>
+      </label>
+      {error && (
+        <div className="field-error" role="alert">
+          <b>Not changed</b> — {error}
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function Settings() {
+  return (
+    <section className="settings-view" aria-label="Settings">
+      <h2>Settings</h2>
+      <p className="hint">These are olliesrv&apos;s configuration files; any 9P client edits the same ones. A save is checked by the parser that reads the file and lands only when it parses.</p>
+      <DefaultProfile />
+      <ConfigEditor
+        file="backends.conf"
+        title="LLM backends"
+        hint="One INI section per backend (type, url, key, model); [default] names the default. Saved, it is reloaded at once."
+        emptyHint="No backends.conf yet: agents cannot answer until one backend is configured."
+      />
+      <ConfigEditor
+        file="sandbox.yaml"
+        title="Sandbox policy"
+        hint="What tools may read, write and reach. Applies to tool servers started after the save (new sessions)."
+        emptyHint="No sandbox.yaml in the config directory: the shipped default policy applies. Saving writes one."
+      />
+    </section>
+  );
+}
