@@ -233,6 +233,7 @@ export class Core {
     const cmd = describeCall(tool.name, args);
     let lock: LockKind | undefined;
     if (tool.fields.scope === 'global') lock = { kind: 'global' };
+    else if (tool.fields.scope === 'write' && tool.fields.lockPath) lock = { kind: 'path', path: tool.fields.lockPath };
     else if (tool.fields.scope === 'write') {
       const p = args[tool.fields.pathArg!];
       // Without a usable path the call cannot say what it touches: it takes everything.

@@ -7,6 +7,9 @@
  *   tier          hot | warm | cold (default warm)
  *   scope         read | write | global (default global: a tool must opt in to running alongside others)
  *   pathArg       for scope write: the argument naming the path the lock is taken on
+ *   lockPath      for scope write: a fixed path locked by every call instead (a store the tool writes whatever
+ *                 its arguments: memory_remember's "{XDG_DATA_HOME}/ollie/memory"); {XDG_DATA_HOME},
+ *                 {XDG_CONFIG_HOME} and {HOME} are expanded with toolsrv's environment
  *   outputFormat  fence language of the output (text, markdown, diff, json, …)
  *   cmd           a shell command string (run with /bin/sh -c): a tool with no executable
  *   timeout       seconds (default DEFAULT_TIMEOUT_S)
@@ -22,7 +25,9 @@
  * Fields this module does not know are kept (`extra`) for other readers of the file (the sandbox).
  */
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { homedir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join, normalize } from 'node:path';
+import { configDir, dataDir } from '../../platform/paths.js';
 import type { ToolScope, ToolTier } from '../protocol.js';
 
 export const DEFAULT_TIMEOUT_S = 300;
@@ -34,6 +39,8 @@ export interface ToolFields {
   tier: ToolTier;
   scope: ToolScope;
   pathArg?: string;
+  /** Absolute, placeholders expanded. */
+  lockPath?: string;
   outputFormat?: string;
   cmd?: string;
   timeout: number;
@@ -72,7 +79,7 @@ export class MetaError extends Error {
   override name = 'MetaError';
 }
 
-const FIELD_KEYS = ['description', 'prompt', 'args', 'tier', 'scope', 'pathArg', 'outputFormat', 'cmd', 'timeout', 'tty', 'host'] as const;
+const FIELD_KEYS = ['description', 'prompt', 'args', 'tier', 'scope', 'pathArg', 'lockPath', 'outputFormat', 'cmd', 'timeout', 'tty', 'host'] as const;
 const COND_KEYS = ['binary', 'file', 'os', 'arch', 'env', 'nenv'] as const;
 const TIERS: readonly string[] = ['hot', 'warm', 'cold'];
 const SCOPES: readonly string[] = ['read', 'write', 'global'];
@@ -94,6 +101,13 @@ function parseFields(o: Record<string, unknown>, where: string): Partial<ToolFie
   set('description', str('description'));
   set('prompt', str('prompt'));
   set('pathArg', str('pathArg'));
+  const lockPath = str('lockPath');
+  if (lockPath !== undefined) {
+    const vars: Record<string, string> = { XDG_DATA_HOME: dirname(dataDir()), XDG_CONFIG_HOME: dirname(configDir()), HOME: homedir() };
+    const p = lockPath.replace(/\{([A-Z_]+)\}/g, (m, k: string) => vars[k] ?? m);
+    if (!isAbsolute(p) || /\{[A-Z_]+\}/.test(p)) throw new MetaError(`${where}lockPath: ${JSON.stringify(lockPath)} must be an absolute path (placeholders: {XDG_DATA_HOME}, {XDG_CONFIG_HOME}, {HOME})`);
+    out.lockPath = normalize(p);
+  }
   set('outputFormat', str('outputFormat'));
   const cmd = str('cmd');
   if (cmd !== undefined && cmd.trim() === '') throw new MetaError(`${where}cmd: must not be empty`);
@@ -173,6 +187,7 @@ export function parseMeta(name: string, file: string, dir: string, text: string,
     timeout: fields.timeout ?? DEFAULT_TIMEOUT_S,
     tty: fields.tty ?? false,
     ...(fields.pathArg !== undefined && { pathArg: fields.pathArg }),
+    ...(fields.lockPath !== undefined && { lockPath: fields.lockPath }),
     ...(fields.outputFormat !== undefined && { outputFormat: fields.outputFormat }),
     ...(fields.cmd !== undefined && { cmd: fields.cmd }),
     ...(fields.host !== undefined && { host: fields.host }),
@@ -190,7 +205,8 @@ function checkResolved(def: MetaDef, f: ToolFields, where: string): void {
     if (f.cmd) throw new MetaError(`${where}host and cmd exclude each other (a hosted tool runs in its host)`);
     if (f.tty) throw new MetaError(`${where}a hosted tool cannot have tty (its host has no terminal per call)`);
   } else if (!f.cmd && !def.executable) throw new MetaError(`${where}no cmd and no executable ${def.name} next to the .meta`);
-  if (f.scope === 'write' && !f.pathArg) throw new MetaError(`${where}scope write needs pathArg (the argument naming the path to lock)`);
+  if (f.scope === 'write' && !f.pathArg && !f.lockPath) throw new MetaError(`${where}scope write needs pathArg (the argument naming the path to lock) or lockPath (a fixed path)`);
+  if (f.pathArg && f.lockPath) throw new MetaError(`${where}pathArg and lockPath exclude each other (the lock is on one path)`);
   if (f.pathArg) {
     const props = (f.args.properties ?? {}) as Record<string, unknown>;
     if (!(f.pathArg in props)) throw new MetaError(`${where}pathArg ${JSON.stringify(f.pathArg)} is not one of the arguments`);

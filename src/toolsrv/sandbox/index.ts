@@ -11,7 +11,7 @@
  * and exits with SANDBOX_EXIT.unavailable, in case the kernel differs from what was probed.
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, realpathSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PACKAGE_ROOT, type SandboxPolicy } from './policy.js';
 
@@ -64,12 +64,17 @@ export interface SandboxExtra {
    * rule can resolve names (and send UDP) like any tool under `network: {enabled: true}`.
    */
   network?: { connectTcp?: number[]; bindTcp?: number[] };
+  /** Absolute directories the tool may read / read and write (`"sandbox": {"rw": ["{XDG_DATA_HOME}/ollie/memory"]}`); rw ones are created. */
+  ro?: string[];
+  rw?: string[];
+  /** Variables the tool keeps beyond the policy's env list. */
+  env?: string[];
 }
 
 /** A stable key for the helper flags an extra produces (the flags are cached per policy and key). */
 export function extraKey(extra: SandboxExtra): string {
   const n = extra.network;
-  return `${extra.allowOllieSocket === true ? 'o' : '-'}|${(n?.connectTcp ?? []).join(',')}|${(n?.bindTcp ?? []).join(',')}`;
+  return `${extra.allowOllieSocket === true ? 'o' : '-'}|${(n?.connectTcp ?? []).join(',')}|${(n?.bindTcp ?? []).join(',')}|${(extra.ro ?? []).join(':')}|${(extra.rw ?? []).join(':')}|${(extra.env ?? []).join(',')}`;
 }
 
 const NODE_DIR = dirname(realpathSync(process.execPath));
@@ -129,6 +134,7 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   const a: string[] = [];
   const fs = policy.filesystem;
   for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of fs[level]) a.push(`--${level}`, p);
+  for (const level of ['ro', 'rw'] as const) for (const p of extra[level] ?? []) a.push(`--${level}`, p);
   // The tools themselves and what they run on: Ollie's own files (dist/ for client_9p's ollie-9p, node_modules)
   // are readable, the tool directories executable. The user's tools live inside the denied config dir: a rule
   // naming them explicitly holds (only broader rules are cut around denied paths).
@@ -149,7 +155,7 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   a.push(n.unix || extra.allowOllieSocket ? '--allow-unix' : '--deny-unix');
   if (policy.isolate.signals) a.push('--scope-signals');
   if (policy.isolate.abstractUnix) a.push('--scope-abstract-unix');
-  for (const v of [...new Set([...policy.env, ...ALWAYS_KEPT, ...(extra.allowOllieSocket ? ['OLLIE_ADDR'] : [])])]) a.push('--env-keep', v);
+  for (const v of [...new Set([...policy.env, ...ALWAYS_KEPT, ...(extra.allowOllieSocket ? ['OLLIE_ADDR'] : []), ...(extra.env ?? [])])]) a.push('--env-keep', v);
   a.push('--env-set', `TMPDIR=${policy.tmpDir}`);
   return a;
 }
@@ -175,9 +181,13 @@ export function sandboxCommand(policy: SandboxPolicy, argv: string[], extra: San
   if (!perPolicy) ARGS_CACHE.set(policy, (perPolicy = new Map()));
   const key = extraKey(extra);
   let flags = perPolicy.get(key);
-  if (!flags) perPolicy.set(key, (flags = policyArgs(policy, extra)));
+  if (!flags) {
+    // The helper grants only paths that exist: a tool's rw directory (the memory store's) is made on first use.
+    for (const d of extra.rw ?? []) mkdirSync(d, { recursive: true, mode: 0o700 });
+    perPolicy.set(key, (flags = policyArgs(policy, extra)));
+  }
 
-  const patterns = [...policy.env, ...ALWAYS_KEPT, ...(ollie ? ['OLLIE_ADDR'] : [])];
+  const patterns = [...policy.env, ...ALWAYS_KEPT, ...(ollie ? ['OLLIE_ADDR'] : []), ...(extra.env ?? [])];
   return {
     file: SANDBOX_HELPER,
     args: [...flags, '--', ...argv],
