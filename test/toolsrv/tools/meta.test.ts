@@ -11,7 +11,8 @@ beforeAll(() => buildNative());
 
 test('the core tools are all there', () => {
   const names = readdirSync(TOOLS_DIR).filter((f) => f.endsWith('.meta')).map((f) => f.slice(0, -5)).sort();
-  expect(names).toEqual([...CORE].sort());
+  // Other tools (code intelligence, memory, web_fetch…) are tested with their features.
+  expect(names).toEqual(expect.arrayContaining(CORE));
 });
 
 test.each(CORE)('%s.meta: description, object schema, scope, and an executable or a cmd', (name) => {
