@@ -584,3 +584,26 @@ describe('plan', () => {
     expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('step two');
   });
 });
+
+describe('subagent_spawn', () => {
+  it('an agent runs a sub-agent through the tool (sandboxed, over the Ollie socket) and gets its reply as the result', async () => {
+    h = await harness({
+      turns: [
+        [{ toolCalls: [{ name: 'subagent_spawn', args: { prompt: 'count the files', profile: 'test' } }] }],
+        [{ text: 'there are 3 files' }],
+        [{ text: 'the sub-agent says 3' }],
+      ],
+    });
+    const a = await h.agent();
+    await h.c.rdwrText(`${a.path}/ctl`, 'tool_load subagent_spawn');
+    const blocks = await h.turn(a.path, 'delegate it');
+    const tool = blocks.find((b) => b.role === 'tool')!;
+    expect(tool).toMatchObject({ name: 'subagent_spawn', content: 'there are 3 files\n' });
+    expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'the sub-agent says 3' });
+    // The sub-agent's request carried the parent's history (its prompt) and its own task.
+    const sub = JSON.stringify(h.mock.requests[1]!.body);
+    expect(sub).toContain('delegate it');
+    expect(sub).toContain('count the files');
+    expect((await h.c.readText(`session/${a.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+});

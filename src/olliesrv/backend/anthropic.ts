@@ -8,7 +8,7 @@
  *   the last two messages, so that each request reads the prefix the previous one wrote. Four breakpoints are allowed;
  *   three are used.
  */
-import { BaseBackend } from './base.js';
+import { BaseBackend, perModel } from './base.js';
 import { getJson, type LanguageModelV3, type LanguageModelV3CallOptions, type PromptOptions } from './sdk.js';
 import type { ModelInfo, StreamRequest } from './types.js';
 
@@ -28,7 +28,7 @@ export class AnthropicBackend extends BaseBackend {
         apiKey: this.config.key ?? '',
         headers: this.config.headers,
       });
-      this.create = (m) => provider.messages(m);
+      this.create = perModel((m) => provider.messages(m));
     }
     return this.create(model);
   }

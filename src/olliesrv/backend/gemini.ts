@@ -4,7 +4,7 @@
  * streamed. Gemini 3 signs function calls (thoughtSignature); the signature travels on ToolCall.signature and is
  * sent back with the call, which Gemini 3 requires.
  */
-import { BaseBackend } from './base.js';
+import { BaseBackend, perModel } from './base.js';
 import { getJson, type LanguageModelV3, type LanguageModelV3CallOptions, type PromptOptions } from './sdk.js';
 import type { ModelInfo, StreamRequest } from './types.js';
 
@@ -15,7 +15,7 @@ export class GeminiBackend extends BaseBackend {
     if (!this.create) {
       const { createGoogleGenerativeAI } = await import('@ai-sdk/google');
       const provider = createGoogleGenerativeAI({ baseURL: this.url, apiKey: this.config.key ?? '', headers: this.config.headers });
-      this.create = (m) => provider.chat(m);
+      this.create = perModel((m) => provider.chat(m));
     }
     return this.create(model.replace(/^models\//, ''));
   }

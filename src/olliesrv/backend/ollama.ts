@@ -8,7 +8,7 @@
  * We send the window we report: the `context` of backends.conf, else the model's own length capped at
  * OLLAMA_CONTEXT_CAP (a model's full 128k window can need more memory than the machine has).
  */
-import { BaseBackend } from './base.js';
+import { BaseBackend, perModel } from './base.js';
 import { getJson, type DriveOptions, type LanguageModelV3, type LanguageModelV3CallOptions } from './sdk.js';
 import type { ModelInfo, StreamRequest } from './types.js';
 
@@ -93,7 +93,7 @@ export class OllamaBackend extends BaseBackend {
         headers: { ...this.config.headers, ...(this.config.key ? { authorization: `Bearer ${this.config.key}` } : {}) },
         fetch: ollamaFetch,
       });
-      this.create = (m) => provider.chat(m);
+      this.create = perModel((m) => provider.chat(m));
     }
     return this.create(model);
   }

@@ -6,7 +6,7 @@
  * not know are added per server: OpenAI's reasoning models refuse `max_tokens` (they take `max_completion_tokens`,
  * which all its chat models accept), OpenRouter reports the cost only when asked (`usage: {include: true}`).
  */
-import { BaseBackend } from './base.js';
+import { BaseBackend, perModel } from './base.js';
 import { getJson, type LanguageModelV3, type LanguageModelV3CallOptions } from './sdk.js';
 import type { ModelInfo, StreamRequest } from './types.js';
 
@@ -64,7 +64,7 @@ export class OpenAIBackend extends BaseBackend {
             }
           : {}),
       });
-      this.cached = { key, create: (m) => provider.chatModel(m) };
+      this.cached = { key, create: perModel((m) => provider.chatModel(m)) };
     }
     return this.cached.create(model);
   }

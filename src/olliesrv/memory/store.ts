@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { dataDir } from '../../platform/paths.js';
 import { cosine } from '../skills/embed.js';
+import { STOP } from '../skills/index.js';
 
 export interface Memory {
   id: number;
@@ -86,9 +87,12 @@ const toMemory = (r: Row): Memory => ({
   id: r.id, project: r.project, text: r.text, tags: r.tags ? r.tags.split(' ') : [], created: r.created, session: r.session, agent: r.agent,
 });
 
-/** A query as FTS5 reads it: every word quoted (no operators from the model's text), any of them matching. */
+/**
+ * A query as FTS5 reads it: every word quoted (no operators from the model's text), any of them matching, stop
+ * words left out (with OR, "the" would match nearly every memory).
+ */
 export function ftsQuery(q: string): string {
-  const words = q.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
+  const words = (q.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? []).filter((w) => !STOP.has(w));
   return [...new Set(words)].map((w) => `"${w}"`).join(' OR ');
 }
 

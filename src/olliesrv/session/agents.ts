@@ -278,6 +278,7 @@ export class Agents {
   }
 
   private async remove(sessionName: string, a: Agent): Promise<void> {
+    // (sessionName may be the session's id: map() resolves both.)
     if (a.isDead()) return;
     const m = this.sessions.has(sessionName) ? this.map(sessionName) : undefined;
     if (m?.get(a.name) === a) m.delete(a.name);

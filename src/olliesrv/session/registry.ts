@@ -103,14 +103,21 @@ export class Sessions {
     return [...this.byName.values()];
   }
 
+  /** By name, or by id: tools know their session by OLLIE_SESSION_ID, which a rename does not change. */
   has(name: string): boolean {
-    return this.byName.has(name);
+    return this.byName.has(name) || this.byId(name) !== undefined;
   }
 
   get(name: string): Session {
-    const s = this.byName.get(name);
+    const s = this.byName.get(name) ?? this.byId(name);
     if (!s) throw new SessionError(`no session named ${JSON.stringify(name)}`);
     return s;
+  }
+
+  private byId(id: string): Session | undefined {
+    if (id.length !== 36) return undefined;
+    for (const s of this.byName.values()) if (s.id === id) return s;
+    return undefined;
   }
 
   create(opts: NewSession): Session {
@@ -128,8 +135,9 @@ export class Sessions {
     return s;
   }
 
-  rename(oldName: string, newName: string): Session {
-    const s = this.get(oldName);
+  rename(nameOrId: string, newName: string): Session {
+    const s = this.get(nameOrId);
+    const oldName = s.name;
     if (oldName === newName) return s;
     checkName(newName);
     if (this.byName.has(newName)) throw new SessionError(`a session named ${JSON.stringify(newName)} already exists`);
@@ -141,11 +149,11 @@ export class Sessions {
     return s;
   }
 
-  kill(name: string): void {
-    const s = this.get(name);
+  kill(nameOrId: string): void {
+    const s = this.get(nameOrId);
     this.hooks.kill?.(s.id);
     this.store.delete(s.id);
-    this.byName.delete(name);
+    this.byName.delete(s.name);
     this.bus.publish(`session.${s.id}.kill`);
   }
 

@@ -106,7 +106,9 @@ export class Workflows {
       fail(`workflow ${s.workflow} could not start: ${e.message}`);
     });
     child.on('exit', (code, signal) => {
-      if (this.running.get(s.id) === child) this.running.delete(s.id);
+      // A run that was replaced or stopped says nothing about the goal any more (it may be a newer one's).
+      if (this.running.get(s.id) !== child) return;
+      this.running.delete(s.id);
       if (code === 0) {
         // A workflow that ends without a verdict leaves the goal blocked, with what it said.
         this.settle(s, `blocked\nworkflow ${s.workflow} ended without setting the goal status${tail.trim() ? `:\n${tail.trim()}` : ''}`);

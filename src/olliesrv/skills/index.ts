@@ -23,7 +23,8 @@ export interface Match<T> {
   score: number;
 }
 
-const STOP = new Set(
+/** Words too common to say anything about a match (BM25 here, the memory's full-text queries). */
+export const STOP = new Set(
   ('a an and are as at be but by can could do does for from has have how i if in into is it its me my no not of on or our ' +
     'please should so than that the their them then there these this those to was we were what when where which who why will ' +
     'with would you your')

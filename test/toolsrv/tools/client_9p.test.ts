@@ -72,11 +72,11 @@ describe('client_9p', () => {
 });
 
 describe('subagent_spawn', () => {
-  test('writes prompt=… (quoted) to session/$OLLIE_SESSION_ID/agent/new and returns the reply', async () => {
+  test('writes name=, agent=, parent=$OLLIE_UNAME and prompt=… (quoted, last) to session/$OLLIE_SESSION_ID/agent/new and prints the reply', async () => {
     const prompt = 'Review "src/a.ts"\nand report back \\ briefly.';
-    const r = await runTool(w, 'subagent_spawn', { prompt, name: 'reviewer' }, { env: env() });
-    expect(r).toMatchObject({ code: 0, out: 'started sub-agent helper-1\n' });
-    expect(requests).toEqual(['prompt="Review \\"src/a.ts\\"\nand report back \\\\ briefly." name="reviewer"\n']);
+    const r = await runTool(w, 'subagent_spawn', { prompt, name: 'reviewer', profile: 'reviewer' }, { env: env() });
+    expect(r).toMatchObject({ code: 0, out: 'helper-1\n' });
+    expect(requests).toEqual(['name="reviewer" agent="reviewer" parent="alice" prompt="Review \\"src/a.ts\\"\nand report back \\\\ briefly."\n']);
   });
 
   test('an empty prompt is refused before anything is sent', async () => {
