@@ -61,6 +61,9 @@ export class OnnxEmbedder implements Embedder {
   static async load(dir: string, opts: { maxLength?: number; threads?: number } = {}): Promise<OnnxEmbedder> {
     const tokenizer = WordPieceTokenizer.fromFile(join(dir, 'tokenizer.json'), opts);
     const ort = (await import('onnxruntime-node')) as typeof Ort;
+    // Warnings would land in a tool's output (the model reads it): onnxruntime's telemetry cannot persist its
+    // device id inside the sandbox, and says so on every start.
+    ort.env.logLevel = 'error';
     let session: Ort.InferenceSession;
     try {
       session = await ort.InferenceSession.create(join(dir, 'model.onnx'), {
