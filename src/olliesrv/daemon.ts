@@ -161,6 +161,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     listeners.push(await listen(server, { kind: 'unix', path: opts.socket }));
     // The default provider's SDK takes ~100 ms to load; load it now, while clients connect, not in the first turn.
     void backends.default.prepare?.();
+    // Skills and the embedding model too (the log then says whether matching uses embeddings or BM25).
+    void skills?.method().catch((e: unknown) => log(`skills: ${(e as Error).message}`));
     if (opts.tcp) {
       if (!['127.0.0.1', '::1', 'localhost'].includes(opts.tcp.host)) {
         log(`warning: serving 9P without authentication on ${opts.tcp.host}, reachable beyond this machine`);
