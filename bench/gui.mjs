@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+/**
+ * GUI figures (issue 5 §4), in Debian's Chromium against the built renderer in web mode: a chat of 1,000, 10,000
+ * (≈5 MB) and 100,000 blocks, side by side in one run —
+ *   - first paint: from clicking the agent in the tree until its last block is on screen (log.raw read from the
+ *     start, parsed, the virtualized chat rendered at the bottom);
+ *   - JS heap after load (after a forced GC);
+ *   - p95 frame time while a reply streams at 200 chunks/s for 2 s: the time between animation frames at
+ *     Chromium's 60 Hz, so a frame whose work overruns 16.7 ms shows as a 33 ms interval.
+ * Targets: first paint ≤ 1 s and heap ≤ 150 MB at 10k; p95 frame ≤ 16.7 ms (5% allowed for timer jitter); and
+ * 100k costing at most 1.5× of 1k (p95 frame, and heap per block) — the history must not make streaming slower.
+ *
+ * The daemon is e2e/fake-olliesrv.ts (the namespace the renderer reads, filled directly: no LLM, so loading
+ * 100k blocks takes seconds), loaded through Vite's module runner; the renderer is built the way
+ * electron.vite.config.ts builds it. Run it alone (timings on a busy machine are noise):
+ *
+ *   npm run build:node && node bench/gui.mjs [SIZES=1000,10000,100000]
+ *
+ * Exit status 1 when a target is missed.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import react from '@vitejs/plugin-react';
+import { chromium } from 'playwright-core';
+import { build, runnerImport } from 'vite';
+import { startWebUi } from '../dist/webui/server.js';
+
+const root = new URL('..', import.meta.url).pathname;
+const CHROMIUM = process.env.OLLIE_CHROMIUM ?? '/usr/bin/chromium';
+const SIZES = (process.argv[2] ?? '1000,10000,100000').split(',').map(Number);
+const STREAM_CHUNKS = 400;
+const CHUNK_EVERY_MS = 5;
+
+const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
+
+/** A realistic mix: prompts, markdown replies, tool calls and (long, collapsed) results; ≈500 bytes a block. */
+function fill(fake, agent, n) {
+  for (let i = 0; i < n; i++) {
+    const kind = i % 4;
+    const b =
+      kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
+      : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
+      : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
+      : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
+    fake.block('perf', agent, b);
+  }
+  let bytes = 0;
+  for (const l of fake.agent('perf', agent).log) bytes += Buffer.byteLength(l);
+  return bytes;
+}
+
+async function buildRenderer() {
+  const out = mkdtempSync(join(tmpdir(), 'ollie-bench-renderer-'));
+  process.env.NODE_ENV = 'production';
+  await build({
+    configFile: false,
+    mode: 'production',
+    root: join(root, 'src/renderer'),
+    plugins: [react()],
+    logLevel: 'error',
+    build: { outDir: out, emptyOutDir: true, reportCompressedSize: false },
+  });
+  return out;
+}
+
+async function measure(browser, fake, url, n) {
+  const name = `a${n}`;
+  fake.addAgent('perf', name);
+  const bytes = fill(fake, name, n);
+  const lastId = /"id":"([^"]+)"/.exec(fake.agent('perf', name).log.at(-1))[1];
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  try {
+    await page.goto(url);
+    await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+    const t0 = performance.now();
+    await page.locator(`[data-agent="${name}"] .node`).click();
+    await page.locator(`.block[data-id="${lastId}"]`).waitFor({ timeout: 120_000 });
+    const firstPaintMs = performance.now() - t0;
+
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('HeapProfiler.collectGarbage');
+    await cdp.send('Performance.enable');
+    const { metrics } = await cdp.send('Performance.getMetrics');
+    const heapMB = (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0) / 1e6;
+    const rows = await page.locator('.row').count();
+
+    // The page records the time between animation frames while the reply streams in.
+    await page.evaluate(() => {
+      globalThis.__frames = [];
+      globalThis.__stop = false;
+      let last = 0;
+      const tick = (t) => {
+        if (last) globalThis.__frames.push(t - last);
+        last = t;
+        if (!globalThis.__stop) globalThis.requestAnimationFrame(tick);
+      };
+      globalThis.requestAnimationFrame(tick);
+    });
+    const id = fake.block('perf', name, { role: 'assistant', partial: true, content: 'Streaming: ' });
+    await new Promise((resolve) => {
+      let i = 0;
+      const timer = setInterval(() => {
+        fake.block('perf', name, { id, role: 'assistant', partial: true, content: `word${i} ` });
+        if (++i >= STREAM_CHUNKS) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, CHUNK_EVERY_MS);
+    });
+    await page.locator(`.block[data-id="${id}"]`, { hasText: `word${STREAM_CHUNKS - 1}` }).waitFor({ timeout: 10_000 });
+    const frames = await page.evaluate(() => {
+      globalThis.__stop = true;
+      return globalThis.__frames;
+    });
+    const sorted = [...frames].sort((a, b) => a - b);
+    const p95FrameMs = sorted[Math.floor(sorted.length * 0.95)] ?? 0;
+    return { blocks: n, megabytes: bytes / 1e6, firstPaintMs, heapMB, p95FrameMs, frames: frames.length, rows };
+  } finally {
+    await page.close();
+    fake.killAgent('perf', name);
+  }
+}
+
+const rendererDir = await buildRenderer();
+const { module: fakeModule } = await runnerImport(join(root, 'e2e/fake-olliesrv.ts'), { configFile: false, logLevel: 'error', root });
+const fake = new fakeModule.FakeOlliesrv();
+fake.addSession('perf');
+const ui = await startWebUi({ server: fake.server, rendererDir });
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+const results = [];
+try {
+  for (const n of SIZES) {
+    process.stderr.write(`measuring ${n.toLocaleString()} blocks…\n`);
+    results.push(await measure(browser, fake, ui.url, n));
+  }
+} finally {
+  await browser.close();
+  await ui.close();
+  fake.server.close();
+  rmSync(rendererDir, { recursive: true, force: true });
+}
+
+const FRAME = 16.7 * 1.05;
+const out = [];
+out.push('GUI figures (Chromium, web mode; first paint = select agent → last block shown; frames while streaming 200 chunks/s)');
+out.push('  blocks      MB   first paint     JS heap   p95 frame   frames   DOM rows');
+for (const r of results) {
+  out.push(
+    `  ${r.blocks.toLocaleString().padStart(7)} ${r.megabytes.toFixed(1).padStart(6)}  ${r.firstPaintMs.toFixed(0).padStart(8)} ms  ${r.heapMB.toFixed(1).padStart(7)} MB  ${r.p95FrameMs.toFixed(1).padStart(7)} ms  ${String(r.frames).padStart(7)}  ${String(r.rows).padStart(9)}`,
+  );
+}
+const by = (n) => results.find((r) => r.blocks === n);
+const checks = [];
+const k1 = by(1000);
+const k10 = by(10000);
+const k100 = by(100000);
+if (k10) {
+  checks.push([`10k first paint ${k10.firstPaintMs.toFixed(0)} ms ≤ 1000 ms`, k10.firstPaintMs <= 1000]);
+  checks.push([`10k JS heap ${k10.heapMB.toFixed(1)} MB ≤ 150 MB`, k10.heapMB <= 150]);
+}
+for (const r of results) checks.push([`${r.blocks.toLocaleString()} p95 frame ${r.p95FrameMs.toFixed(1)} ms ≤ 16.7 ms (+5% timer jitter)`, r.p95FrameMs <= FRAME]);
+if (k1 && k100) {
+  checks.push([`100k p95 frame ${(k100.p95FrameMs / k1.p95FrameMs).toFixed(2)}× of 1k ≤ 1.5×`, k100.p95FrameMs <= 1.5 * k1.p95FrameMs]);
+  const perBlock = k100.heapMB / 100_000 / (k1.heapMB / 1_000);
+  checks.push([`100k heap per block ${perBlock.toFixed(2)}× of 1k ≤ 1.5×`, perBlock <= 1.5]);
+  const paintPerBlock = k100.firstPaintMs / 100_000 / (k1.firstPaintMs / 1_000);
+  checks.push([`100k first paint per block ${paintPerBlock.toFixed(2)}× of 1k ≤ 1.5×`, paintPerBlock <= 1.5]);
+}
+out.push('targets:');
+for (const [what, ok] of checks) out.push(`  ${ok ? 'ok  ' : 'MISS'} ${what}`);
+process.stdout.write(`${out.join('\n')}\n`);
+process.exitCode = checks.every(([, ok]) => ok) ? 0 : 1;
