@@ -27,14 +27,17 @@ export interface Sym {
 }
 
 interface Rule {
-  kind: string | ((n: Node, inContainer: string | undefined) => string);
+  /** The kind, or a function of the node and the enclosing declaration's kind (a function in a class is a method). */
+  kind: string | ((n: Node, containerKind: string | undefined) => string);
   container?: boolean;
   name?: (n: Node) => string | undefined;
   /** Several symbols from one node (`const a = 1, b = 2`). */
   many?: (n: Node) => Array<{ node: Node; name: string; kind: string }>;
 }
 
-const field = (f: string) => (n: Node): string | undefined => n.childForFieldName(f)?.text;
+/** Kinds whose functions are methods. */
+const TYPES = new Set(['class', 'struct', 'interface', 'impl', 'trait', 'union']);
+const fnOrMethod = (fn: string) => (_n: Node, c: string | undefined): string => (c && TYPES.has(c) ? 'method' : fn);
 
 /** A C/C++ declarator down to the declared name. */
 function declName(n: Node | null): string | undefined {
@@ -87,7 +90,7 @@ const JS: Record<string, Rule> = {
 };
 
 const PY: Record<string, Rule> = {
-  function_definition: { kind: (_n, c) => (c ? 'method' : 'function') },
+  function_definition: { kind: fnOrMethod('function') },
   class_definition: { kind: 'class', container: true },
   assignment: { kind: 'variable', name: (n) => (n.childForFieldName('left')?.type === 'identifier' ? n.childForFieldName('left')!.text : undefined) },
 };
@@ -102,8 +105,8 @@ const GO: Record<string, Rule> = {
 };
 
 const RUST: Record<string, Rule> = {
-  function_item: { kind: (_n, c) => (c ? 'method' : 'fn') },
-  function_signature_item: { kind: (_n, c) => (c ? 'method' : 'fn') },
+  function_item: { kind: fnOrMethod('fn') },
+  function_signature_item: { kind: fnOrMethod('fn') },
   struct_item: { kind: 'struct' },
   enum_item: { kind: 'enum' },
   union_item: { kind: 'union' },
@@ -125,7 +128,7 @@ const RUST: Record<string, Rule> = {
 };
 
 const C_FAMILY: Record<string, Rule> = {
-  function_definition: { kind: (_n, c) => (c ? 'method' : 'function'), name: (n) => declName(n.childForFieldName('declarator')) },
+  function_definition: { kind: fnOrMethod('function'), name: (n) => declName(n.childForFieldName('declarator')) },
   declaration: { kind: 'function', name: (n) => (hasFunctionDeclarator(n.childForFieldName('declarator')) ? declName(n.childForFieldName('declarator')) : undefined) },
   field_declaration: {
     kind: (n) => (hasFunctionDeclarator(n.childForFieldName('declarator')) ? 'method' : 'field'),
@@ -160,9 +163,9 @@ interface Table {
 }
 
 const TABLES: Partial<Record<LangId, Table>> = {
-  typescript: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'statement_block', 'class']), maxDepth: 8 },
-  tsx: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'statement_block', 'class', 'jsx_element']), maxDepth: 8 },
-  javascript: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'statement_block', 'class', 'jsx_element']), maxDepth: 8 },
+  typescript: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'class']), maxDepth: 8 },
+  tsx: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'class', 'jsx_element']), maxDepth: 8 },
+  javascript: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'class', 'jsx_element']), maxDepth: 8 },
   python: { rules: PY, stop: new Set(['lambda', 'call', 'list', 'dictionary']), maxDepth: 8 },
   go: { rules: GO, stop: new Set(['func_literal', 'block']), maxDepth: 4 },
   rust: { rules: RUST, stop: new Set(['closure_expression', 'block']), maxDepth: 8 },
@@ -182,7 +185,7 @@ function signature(n: Node, text: string): string {
 
 function walkTree(root: Node, table: Table, text: string): Sym[] {
   const out: Sym[] = [];
-  const visit = (n: Node, depth: number, container: string | undefined): void => {
+  const visit = (n: Node, depth: number, container: string | undefined, containerKind: string | undefined): void => {
     for (const c of n.namedChildren) {
       if (!c) continue;
       const rule = table.rules[c.type];
@@ -193,23 +196,25 @@ function walkTree(root: Node, table: Table, text: string): Sym[] {
         }
         const name = rule.name ? rule.name(c) : c.childForFieldName('name')?.text;
         if (name) {
-          const kind = typeof rule.kind === 'string' ? rule.kind : rule.kind(c, container);
+          const kind = typeof rule.kind === 'string' ? rule.kind : rule.kind(c, containerKind);
           out.push(sym(c, kind, name, depth, container, text));
-          if (rule.container && depth < table.maxDepth) visit(c, depth + 1, name);
+          if (rule.container && depth < table.maxDepth) visit(c, depth + 1, name, kind);
           continue;
         }
         // A nameless match (an anonymous struct, a declaration that is not a prototype): look inside.
       }
-      if (!table.stop.has(c.type)) visit(c, depth, container);
+      if (!table.stop.has(c.type)) visit(c, depth, container, containerKind);
     }
   };
-  visit(root, 0, undefined);
+  visit(root, 0, undefined, undefined);
   return out;
 }
 
 function sym(n: Node, kind: string, name: string, depth: number, container: string | undefined, text: string): Sym {
   return {
-    kind, name: name.replace(/\s+/g, ' '), line: n.startPosition.row + 1, col: n.startPosition.column + 1, endLine: n.endPosition.row + 1, depth,
+    kind, name: name.replace(/\s+/g, ' '), line: n.startPosition.row + 1, col: n.startPosition.column + 1,
+    // A node that ends with its line's newline (a #define) ends on that line, not at column 0 of the next.
+    endLine: n.endPosition.column === 0 && n.endPosition.row > n.startPosition.row ? n.endPosition.row : n.endPosition.row + 1, depth,
     ...(container && { container }), signature: signature(n, text),
   };
 }

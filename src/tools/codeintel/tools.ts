@@ -23,7 +23,7 @@ function symLine(s: Sym, width: number): string {
   let text: string;
   if (s.kind === 'key') text = s.name;
   else if (/^h\d$/.test(s.kind)) text = s.signature;
-  else if (!s.signature.includes(s.name)) text = `${s.kind} ${s.name}`;
+  else if (!s.signature.includes(s.name) || s.signature === `${s.name} ${s.kind}`) text = `${s.kind} ${s.name}`;
   else text = SAYS_KIND.test(s.signature) || s.signature.startsWith(`${s.kind} `) || s.signature.startsWith(`${s.kind}(`) ? s.signature : `${s.kind} ${s.signature}`;
   return `${range.padEnd(width)}  ${'  '.repeat(s.depth)}${text}`;
 }
@@ -53,7 +53,7 @@ export const codebaseOverview: Handler = async (args, ctx) => {
     const l = languageOf(f) ?? 'other';
     counts.set(l, (counts.get(l) ?? 0) + 1);
   }
-  const out = new Bounded(num(args.max_bytes, 24 * 1024, 1024, 1 << 20));
+  const out = new Bounded(num(args.max_bytes, 24 * 1024, 256, 1 << 20));
   const summary = [...counts].sort((a, b) => b[1] - a[1]).map(([l, n]) => `${l} ${n}`).join(', ');
   out.push(`${show(ctx.cwd, root)}: ${plural(files.length, 'file')}${truncated ? '+ (walk stopped at max_files)' : ''}${summary ? ` (${summary})` : ''}`);
   let lastDir: string[] = [];
