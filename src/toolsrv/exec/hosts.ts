@@ -174,7 +174,7 @@ class Host {
         p.sink.output(`${tail}\n`);
         p.sink.exit(code);
       } else {
-        p.sink.lost(`the ${this.name} tool host ${this.hello ? 'died during the call' : 'could not start'} (${how})${tail ? `: ${tail.split('\n').slice(-5).join(' | ')}` : ''}; it is started again on the next call`);
+        p.sink.lost(`the ${this.name} tool host ${this.hello ? 'died during the call' : 'could not start'} (${how})${tail ? `: ${lastWords(tail)}` : ''}; it is started again on the next call`);
       }
     }
     for (const w of this.waiting.values()) w(undefined);
@@ -211,6 +211,13 @@ class Host {
   info(): HostInfo {
     return { name: this.name, cwd: this.cwd, pid: this.pid, startedAt: this.startedAt, calls: this.calls, inflight: this.pending.size };
   }
+}
+
+/** What a dead host's stderr says, in a line: its error messages (not the stack), else its last lines. */
+function lastWords(stderr: string): string {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const errors = lines.filter((l) => /^([A-Za-z]*Error\b|ollie-sandbox:)/.test(l));
+  return (errors.length ? errors.slice(0, 2) : lines.slice(-3)).join(' | ');
 }
 
 export class HostPool {
