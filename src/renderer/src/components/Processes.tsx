@@ -30,7 +30,9 @@ const AnsiSpans = memo(function AnsiSpans({ segments }: { segments: Segment[]; v
 });
 
 function ProcOutput({ session, agent, proc }: { session: string; agent: string; proc: ProcInfo }) {
-  const [out] = useState(() => new AnsiText());
+  // After a reconnect the old stream is dead: read the output again, from the start, on the new connection.
+  const open = useStore((s) => s.conn === 'open');
+  const [out, setOut] = useState(() => new AnsiText());
   const [version, setVersion] = useState(0);
   const [state, setState] = useState<'streaming' | 'ended' | 'error'>('streaming');
   const [error, setError] = useState<string>();
@@ -40,8 +42,12 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
 
   useEffect(() => {
     const api = ollie.api;
-    if (!api) return;
+    if (!api || !open) return;
     const abort = new AbortController();
+    const out = new AnsiText();
+    setOut(out);
+    setState('streaming');
+    setError(undefined);
     let queued = false;
     // Output can arrive in many small chunks: render at most once a frame.
     const bump = (): void => {
@@ -69,8 +75,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
       }
     })();
     return () => abort.abort();
-    // One stream per process: the key of this component is the pid.
-  }, [session, agent, proc.pid, out]);
+  }, [session, agent, proc.pid, open]);
 
   useLayoutEffect(() => {
     const el = pre.current;
@@ -104,7 +109,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
       <pre className="proc-out" ref={pre} onScroll={onScroll} data-testid="proc-out" aria-label={`Output of process ${proc.pid}`} aria-live="off">
         {out.dropped > 0 && <span className="dim">[{out.dropped.toLocaleString()} earlier characters not shown]{'\n'}</span>}
         <AnsiSpans segments={out.segments} version={version} />
-        {state === 'streaming' && version === 0 && <span className="dim">(no output yet)</span>}
+        {state === 'streaming' && out.segments.length === 0 && <span className="dim">(no output yet)</span>}
       </pre>
       <div className="proc-foot">
         {state === 'error' ? (
