@@ -122,6 +122,8 @@ export class Server {
   dead = false;
   private stderr = '';
   lastUsed = Date.now();
+  /** Requests (and starts) in progress: a busy server is never idle. */
+  busy = 0;
 
   constructor(readonly spec: ServerSpec, readonly root: string, env: Record<string, string>) {
     const [cmd, ...args] = spec.command();
@@ -204,7 +206,7 @@ export class Server {
   }
 
   async request<T>(method: string, params: unknown, signal: AbortSignal): Promise<T> {
-    this.lastUsed = Date.now();
+    this.busy++;
     const cts = new CancellationTokenSource();
     const onAbort = (): void => cts.cancel();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -213,6 +215,8 @@ export class Server {
     } finally {
       signal.removeEventListener('abort', onAbort);
       cts.dispose();
+      this.busy--;
+      this.lastUsed = Date.now();
     }
   }
 
@@ -304,26 +308,32 @@ export class Servers {
         if (this.servers.get(key) === started) this.servers.delete(key);
       });
     }
-    this.touch(key, s);
+    s.busy++;
     try {
       await s.ready;
     } catch (e) {
       this.servers.delete(key);
       throw e;
+    } finally {
+      s.busy--;
+      s.lastUsed = Date.now();
     }
+    this.touch(key, s);
     return s;
   }
 
-  /** Restarts the idle clock of a server (also while a long request runs, from the tools). */
-  touch(key: string, s: Server): void {
+  /** (Re)arms the idle clock of a server: it stops `idleMs` after its last request ended, never while busy. */
+  private touch(key: string, s: Server, ms = this.idleMs): void {
     clearTimeout(this.timers.get(key));
     const t = setTimeout(() => {
       this.timers.delete(key);
       if (this.servers.get(key) !== s) return;
+      const quiet = Date.now() - s.lastUsed;
+      if (s.busy > 0 || quiet < this.idleMs) return this.touch(key, s, s.busy > 0 ? this.idleMs : this.idleMs - quiet);
       this.servers.delete(key);
       this.stopped[s.spec.id] = (this.stopped[s.spec.id] ?? 0) + 1;
       void s.stop();
-    }, this.idleMs);
+    }, ms);
     t.unref();
     this.timers.set(key, t);
   }
