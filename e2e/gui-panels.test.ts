@@ -108,7 +108,11 @@ describe('processes, search and settings with real agents (web mode)', () => {
     // The exit: status and code in the list (from proc/idx, re-read on the agent's events), and the notice as a turn.
     await proc(pid1).and(page.locator('[data-status="exited"]')).waitFor({ timeout: 10_000 });
     expect(await proc(pid1).textContent()).toContain('exited 0');
-    await block('user', '<system-proc-interrupt').first().waitFor();
+    // The exit notice in the chat: what ended and how, its output in colour, a way to the panel.
+    const notice = page.locator('.block[data-role="user"] .proc-ended', { hasText: 'green-done' });
+    await notice.waitFor();
+    expect(await notice.textContent()).toContain(`exited 0 #${pid1} shell printf`);
+    expect(await notice.locator('span', { hasText: 'green-done' }).evaluate((e) => (e as unknown as { style: { fontWeight: string } }).style.fontWeight)).toBe('700');
     await block('assistant', 'the zebraquux process ended').waitFor({ timeout: 15_000 });
     await page.locator('[data-agent="coder"][data-state="idle"]').waitFor();
     expect(existsSync(go)).toBe(true);
@@ -133,6 +137,11 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await panel.locator('.proc-foot', { hasText: 'killed' }).waitFor();
     await block('assistant', 'noted the kill').waitFor({ timeout: 15_000 });
     await screenshot(page, 'gui-procs-killed');
+    await page.locator('.block[data-role="user"] .proc-ended', { hasText: `killed #${pid2}` }).waitFor();
+    // The first notice's link picks that process in the panel again.
+    await notice.getByRole('button', { name: 'show in Processes' }).click();
+    await proc(pid1).and(page.locator('[aria-selected="true"]')).waitFor();
+    await proc(pid2).click();
     await panel.getByRole('button', { name: 'Dismiss' }).click();
     await proc(pid2).waitFor({ state: 'detached' });
     expect(await outside.readText('session/proj/agent/coder/proc/idx')).not.toMatch(new RegExp(`^${pid2}\\t`, 'm'));

@@ -8,7 +8,7 @@ import { Api, type ConsoleEntry } from '../src/renderer/src/lib/api.js';
 import { ChatLog, isLong, looksLikeDiff, prettyArgs } from '../src/renderer/src/lib/chatlog.js';
 import { AnsiText, applySgr, color256, segmentCss } from '../src/renderer/src/lib/ansi.js';
 import {
-  errorLine, groupHits, parseAgentIdx, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
+  errorLine, groupHits, parseAgentIdx, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
   procCommand, snippetParts, treeOrder,
 } from '../src/renderer/src/lib/parse.js';
 import type { Client } from '../src/ninep/index.js';
@@ -181,6 +181,13 @@ describe('proc, search and config parsers', () => {
     expect(snippetParts('…the [flux] and [capacitor]!')).toEqual([
       { text: '…the ', hit: false }, { text: 'flux', hit: true }, { text: ' and ', hit: false }, { text: 'capacitor', hit: true }, { text: '!', hit: false },
     ]);
+  });
+
+  it('reads a background process\'s exit notice, attributes unescaped, output kept as written', () => {
+    const text = '<system-proc-interrupt id="7" cmd="shell echo &quot;a&lt;b&quot; &amp;&amp; x" status="exited" exit="2">\n\x1b[31mred\x1b[0m\nlast\n</system-proc-interrupt>\n';
+    expect(parseProcInterrupt(text)).toEqual({ pid: 7, cmd: 'shell echo "a<b" && x', status: 'exited', exit: '2', output: '\x1b[31mred\x1b[0m\nlast\n' });
+    expect(parseProcInterrupt('<system-proc-interrupt id="8" cmd="sleep 9" status="killed">\n</system-proc-interrupt>\n')).toMatchObject({ pid: 8, status: 'killed', exit: undefined, output: '' });
+    expect(parseProcInterrupt('a prompt that mentions <system-proc-interrupt id="1">')).toBeUndefined();
   });
 
   it('finds the line a config parser named', () => {

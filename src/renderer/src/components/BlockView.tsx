@@ -1,6 +1,9 @@
 /** One chat block, by role. Memoized on the block object: a streaming chunk re-renders only its own block. */
 import { memo, useState } from 'react';
 import { isLong, looksLikeDiff, prettyArgs, type Block } from '../lib/chatlog.js';
+import { parseProcInterrupt, type ProcInterrupt } from '../lib/parse.js';
+import { useStore } from '../lib/store.js';
+import { Ansi } from './Ansi.js';
 import { Code } from './Code.js';
 import { CopyButton } from './CopyButton.js';
 import { Markdown } from './Markdown.js';
@@ -45,6 +48,32 @@ function ToolResult({ block }: { block: Block }) {
   );
 }
 
+/** A background process's exit notice (a prompt toolsrv sends): what ended and how, its last output in colour. */
+function ProcEnded({ p }: { p: ProcInterrupt }) {
+  const ok = p.status === 'exited' && p.exit === '0';
+  return (
+    <div className="proc-ended">
+      <div>
+        <span className={`pstatus st-${ok ? 'ok' : 'failed'}`}>
+          {p.status}
+          {p.exit !== undefined ? ` ${p.exit}` : ''}
+        </span>{' '}
+        <code>
+          #{p.pid} {p.cmd}
+        </code>{' '}
+        <button type="button" className="link" onClick={() => useStore.setState({ procsOpen: true, procPid: p.pid, view: 'chat' })}>
+          show in Processes
+        </button>
+      </div>
+      {p.output && (
+        <pre className="proc-out small">
+          <Ansi text={p.output} />
+        </pre>
+      )}
+    </div>
+  );
+}
+
 const LABEL: Record<string, string> = {
   user: 'You', assistant: 'Assistant', reasoning: 'Reasoning', call: 'Tool call', tool: 'Result',
   error: 'Error', info: 'Info', retry: 'Retry', stalled: 'Stalled',
@@ -74,13 +103,15 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
     case 'tool':
       body = <ToolResult block={block} />;
       break;
-    default:
-      body = <pre className="text">{block.content}</pre>;
+    default: {
+      const ended = role === 'user' ? parseProcInterrupt(block.content) : undefined;
+      body = ended ? <ProcEnded p={ended} /> : <pre className="text">{block.content}</pre>;
+    }
   }
   return (
     <div className={`block role-${role}${block.partial ? ' partial' : ''}`} data-role={role} data-id={block.id}>
       <div className="block-head">
-        <span className="who">{LABEL[role] ?? role}</span>
+        <span className="who">{role === 'user' && block.content.startsWith('<system-proc-interrupt') ? 'Process ended' : (LABEL[role] ?? role)}</span>
         {block.name && <span className="tool-name">{block.name}</span>}
         {block.partial && <span className="streaming" aria-label="streaming">●</span>}
         {role !== 'tool' && role !== 'call' && <CopyButton text={block.content} />}

@@ -3,31 +3,14 @@
  * `proc/{pid}/out` with ANSI colours rendered as styled spans, and stop / kill / dismiss (its `ctl`). The list
  * is re-read when the agent's state changes or an exit notice arrives in its log (store.ts), never polled.
  */
-import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { AnsiText, segmentCss, type Segment } from '../lib/ansi.js';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { AnsiText } from '../lib/ansi.js';
 import { procCommand, type ProcInfo } from '../lib/parse.js';
 import { act, nextFrame, ollie, useStore } from '../lib/store.js';
+import { AnsiSpans } from './Ansi.js';
 import { CopyButton } from './CopyButton.js';
 
 const running = (p: ProcInfo): boolean => p.status === 'running';
-
-/** The output as spans: React sets each span's text, so nothing the process printed is parsed as HTML. */
-const AnsiSpans = memo(function AnsiSpans({ segments }: { segments: Segment[]; version: number }) {
-  return (
-    <>
-      {segments.map((s, i) => {
-        const css = segmentCss(s.style);
-        return Object.keys(css).length ? (
-          <span key={i} style={css}>
-            {s.text}
-          </span>
-        ) : (
-          <span key={i}>{s.text}</span>
-        );
-      })}
-    </>
-  );
-});
 
 function ProcOutput({ session, agent, proc }: { session: string; agent: string; proc: ProcInfo }) {
   // After a reconnect the old stream is dead: read the output again, from the start, on the new connection.

@@ -252,3 +252,26 @@ export function errorLine(message: string): number | undefined {
   const m = /:(\d+):/.exec(message);
   return m ? Number(m[1]) : undefined;
 }
+
+export interface ProcInterrupt {
+  pid: number;
+  cmd: string;
+  status: string;
+  exit?: string;
+  /** The last lines of its output, escape sequences as written. */
+  output: string;
+}
+
+/**
+ * The prompt toolsrv sends when a background process ends: `<system-proc-interrupt id="N" cmd="…" status="…"
+ * exit="…">` + the last lines of output + the closing tag. Attribute values are XML-escaped (&amp; &quot; &lt;).
+ */
+export function parseProcInterrupt(content: string): ProcInterrupt | undefined {
+  const m = /^<system-proc-interrupt ([^>]*)>\n?([\s\S]*?)<\/system-proc-interrupt>\s*$/.exec(content);
+  if (!m) return undefined;
+  const attrs: Record<string, string> = {};
+  for (const a of m[1]!.matchAll(/(\w+)="([^"]*)"/g)) attrs[a[1]!] = a[2]!.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&amp;/g, '&');
+  const pid = Number(attrs.id);
+  if (!Number.isInteger(pid)) return undefined;
+  return { pid, cmd: attrs.cmd ?? '', status: attrs.status ?? '', exit: attrs.exit, output: m[2]! };
+}
