@@ -24,7 +24,7 @@ class FetchError extends Error {}
 
 function toMarkdown(html: string): { title?: string; markdown: string } {
   const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
-  td.remove(['script', 'style', 'noscript', 'iframe', 'svg', 'canvas', 'template', 'head', 'form'] as TurndownService.Filter);
+  td.remove(['script', 'style', 'noscript', 'iframe', 'svg', 'canvas', 'template', 'head', 'title', 'meta', 'link', 'form'] as TurndownService.Filter);
   const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.replace(/\s+/g, ' ').trim();
   const markdown = td.turndown(html).replace(/\n{3,}/g, '\n\n').trim();
   return { ...(title && { title: decodeEntities(title) }), markdown };
@@ -77,8 +77,8 @@ function describeError(e: unknown): string {
   if (err.name === 'TimeoutError') return 'timed out';
   const c = err.cause;
   if (c) {
-    const why = c.code === 'EACCES' || /EACCES/.test(c.message) ? ' (the sandbox allows this tool only TCP ports 80 and 443)' : '';
-    return `${c.message}${why}`;
+    const why = c.code === 'EACCES' || /EACCES/.test(c.message) ? ' (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)' : '';
+    return `${c.message.replace(/ - Local \([^)]*\)$/, '')}${why}`;
   }
   return err.message;
 }

@@ -1,0 +1,54 @@
+/** Per-tool sandbox rules: the .meta's `sandbox` value checked, and the helper flags it adds to a policy. */
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { parseToolSandbox } from '../../src/toolsrv/registry/sandbox-rules.js';
+import { loadPolicy, policyArgs, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
+import { makeWorld, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
+
+let w: World;
+beforeEach(() => {
+  w = makeWorld();
+});
+afterEach(() => w.cleanup());
+
+/** The network flags of the helper's command line. */
+const netFlags = (p: SandboxPolicy, extra = {}): string[] => {
+  const a = policyArgs(p, extra);
+  const out: string[] = [];
+  a.forEach((x, i) => {
+    if (x === '--no-net') out.push(x);
+    if (x === '--net-connect' || x === '--net-bind') out.push(`${x} ${a[i + 1]}`);
+  });
+  return out;
+};
+
+describe('parseToolSandbox', () => {
+  test('ollieSocket and network rules', () => {
+    expect(parseToolSandbox(undefined)).toEqual({});
+    expect(parseToolSandbox({ ollieSocket: true })).toEqual({ allowOllieSocket: true });
+    expect(parseToolSandbox({ network: { connect_tcp: [80, 443, 443] } })).toEqual({ network: { connectTcp: [80, 443] } });
+    expect(parseToolSandbox({ network: { bind_tcp: [8080] } })).toEqual({ network: { bindTcp: [8080] } });
+  });
+
+  test('mistakes are reported', () => {
+    expect(() => parseToolSandbox([])).toThrow('sandbox: must be an object like {"ollieSocket": true}');
+    expect(() => parseToolSandbox({ ollieSocket: 'yes' })).toThrow('sandbox.ollieSocket: must be true or false');
+    expect(() => parseToolSandbox({ network: { connect_tcp: [0] } })).toThrow('sandbox.network.connect_tcp: must be a list of TCP ports (1-65535), not [0]');
+    expect(() => parseToolSandbox({ network: { udp: [53] } })).toThrow('sandbox.network.udp: unknown (known: connect_tcp, bind_tcp)');
+    expect(() => parseToolSandbox({ network: {} })).toThrow('sandbox.network: names no port (a tool gets network access port by port)');
+  });
+});
+
+describe('the network rule in the helper flags', () => {
+  test('with the network off, a tool with a rule gets exactly its ports; others none', () => {
+    const p = loadPolicy(w);
+    expect(netFlags(p)).toEqual(['--no-net']);
+    expect(netFlags(p, { network: { connectTcp: [80, 443] } })).toEqual(['--net-connect 80', '--net-connect 443']);
+  });
+
+  test('with port lists, the union; with the network open, nothing changes', () => {
+    writePolicy(w, 'network:\n  enabled: true\n  connect_tcp: [8080]\n');
+    expect(netFlags(loadPolicy(w), { network: { connectTcp: [443] } })).toEqual(['--net-connect 8080', '--net-connect 443']);
+    writePolicy(w, 'network:\n  enabled: true\n');
+    expect(netFlags(loadPolicy(w), { network: { connectTcp: [443] } })).toEqual([]);
+  });
+});
