@@ -113,9 +113,20 @@ export class SkillMatcher {
       const dirs = [...config.skillDirs, join(this.o.configDir, 'skills'), this.o.shippedDir ?? join(shippedDataDir(), 'skills')];
       const set = loadSkills(dirs);
       for (const e of set.errors) this.log(`skill not loaded: ${e}`);
-      const { embedder, why } = await openEmbedder(config.model, this.o.modelsDir);
-      const cached = embedder && new CachedEmbedder(embedder);
-      const skills = await Index.build(set.skills, (s) => `${s.name.replace(/[-_]/g, ' ')}: ${s.description}`, cached);
+      const opened = await openEmbedder(config.model, this.o.modelsDir);
+      let { embedder, why } = opened;
+      let cached = embedder && new CachedEmbedder(embedder);
+      const text = (s: Skill): string => `${s.name.replace(/[-_]/g, ' ')}: ${s.description}`;
+      let skills: Index<Skill>;
+      try {
+        skills = await Index.build(set.skills, text, cached);
+      } catch (e) {
+        // A model that loads but fails on real input must not leave every later prompt without matching.
+        why = `the embedding model at ${embedder?.path} failed: ${(e as Error).message}`;
+        embedder = undefined;
+        cached = undefined;
+        skills = await Index.build(set.skills, text);
+      }
       const loadMs = performance.now() - t0;
       this.log(
         `skills: ${set.skills.length} from ${dirs.join(', ')}; matching prompts by ${embedder ? `embeddings (${embedder.path}, ${embedder.dim}-d)` : `BM25: ${why}`} (ready in ${loadMs.toFixed(0)} ms)`,
