@@ -197,6 +197,11 @@ describe('processes, search and settings with real agents (web mode)', () => {
     expect(await conf.getAttribute('aria-invalid')).toBe('true');
     expect(await outside.readText('config/backends.conf')).toBe(before);
     await screenshot(page, 'gui-settings-refused');
+    // Esc goes to the chat and the unsaved text waits for the way back.
+    await page.keyboard.press('Escape');
+    await page.getByTestId('chat').waitFor();
+    await page.keyboard.press('Control+,');
+    await until(async () => (await conf.inputValue()).includes('[broken]'), 'the unsaved text to come back');
 
     // A good one: saved, reloaded at once, and the new-agent dialog offers the new backend.
     await conf.fill(`${before}\n[second]\ntype = openai\nurl = ${mock.url}/v1\nkey = k2\nmodel = m2\n`);

@@ -110,6 +110,12 @@ export function App() {
     ollie.start();
     window.ollie?.onCommand(runCommand);
     const onKey = (e: KeyboardEvent): void => {
+      // Esc leaves search or settings for the chat, unless a dialog (which handles Esc itself) is open.
+      const st = useStore.getState();
+      if (e.key === 'Escape' && !e.defaultPrevented && st.view !== 'chat' && !st.dialog && !st.approving) {
+        runCommand('chat');
+        return;
+      }
       if (!(e.ctrlKey || e.metaKey)) return;
       const combo = `ctrl+${e.shiftKey ? 'shift+' : ''}${e.key.toLowerCase()}`;
       const cmd = KEYS[combo];

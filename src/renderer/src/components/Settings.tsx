@@ -8,6 +8,12 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorLine } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
+/**
+ * Unsaved text per file, kept while the view is away (another view, a reconnect): leaving Settings must not
+ * throw an edit away. A save or a revert drops it.
+ */
+const drafts = new Map<string, string>();
+
 function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: string; hint: string; emptyHint: string }) {
   const conn = useStore((s) => s.conn);
   const [saved, setSaved] = useState<string>();
@@ -18,13 +24,14 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
   const [ok, setOk] = useState(false);
   const area = useRef<HTMLTextAreaElement>(null);
 
-  const load = useCallback(async () => {
+  const load = useCallback(async (revert = false) => {
     setError(undefined);
     setOk(false);
+    if (revert) drafts.delete(file);
     try {
       const t = await ollie.readConfig(file);
       setSaved(t);
-      setText(t);
+      setText(drafts.get(file) ?? t);
       setLoadError(undefined);
     } catch (e) {
       setLoadError((e as Error).message);
@@ -58,6 +65,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
       await ollie.writeConfig(file, text);
       setError(undefined);
       setOk(true);
+      drafts.delete(file);
       setSaved(text.endsWith('\n') ? text : `${text}\n`);
       setText((t) => (t.endsWith('\n') ? t : `${t}\n`));
     } catch (e) {
@@ -98,6 +106,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
             disabled={saved === undefined}
             onChange={(e) => {
               setText(e.target.value);
+              drafts.set(file, e.target.value);
               setOk(false);
             }}
             onKeyDown={(e) => {
@@ -127,7 +136,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
             <button type="button" className="primary" onClick={() => void save()} disabled={busy || !dirty || conn !== 'open'} title="Save (Ctrl+S in the text)">
               {busy ? 'Saving…' : 'Save'}
             </button>
-            <button type="button" onClick={() => void load()} disabled={busy || conn !== 'open'} title="Discard the changes and read the file again">
+            <button type="button" onClick={() => void load(true)} disabled={busy || conn !== 'open'} title="Discard the changes and read the file again">
               Revert
             </button>
           </div>
