@@ -29,6 +29,8 @@ async function lspEnv(hostIdleMs?: number): Promise<LspEnv> {
   buildNative();
   const root = mkdtempSync(join(tmpdir(), 'lsp-'));
   cpSync(FIXTURE, root, { recursive: true });
+  // A file with type errors, written here so that the repository's own typecheck does not meet it.
+  writeFileSync(join(root, 'src/broken.ts'), "import { makeGreeter } from './greeter.js';\n\nconst n: number = makeGreeter().greet(42);\nexport default n;\n");
   const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: root, ...(hostIdleMs !== undefined && { hostIdleMs }) });
   const c = await env.client('agent1');
   await c.write('ctl', `load ${LSP_TOOLS.join(' ')}`);

@@ -13,7 +13,7 @@ import type { Client } from '../../src/ninep/index.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { sleep, startEnv, until, type Env } from './helpers.js';
+import { startEnv, until, type Env } from './helpers.js';
 import { buildNative } from './sandbox-helpers.js';
 
 /** A host with tools that sleep, stream, crash, read and connect, built on the real host runtime. */
