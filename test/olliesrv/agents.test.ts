@@ -2,9 +2,11 @@
  * The agent loop end to end: a real daemon, the mock LLM over HTTP, a real toolsrv running the core tools, all
  * driven through the 9P namespace.
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
+import { shippedDataDir } from '../../src/platform/paths.js';
 import { harness, parseBlocks, type Harness } from './agent-harness.js';
 
 let h: Harness | undefined;
@@ -433,7 +435,8 @@ describe('lifecycle', () => {
     expect(body.messages[0]!.content).toContain('You are a code reviewer');
     // Exactly the reviewer's tools: the test profile's are unloaded.
     const tools = (body as unknown as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name).sort();
-    expect(tools).toEqual(['file_glob', 'file_grep', 'file_read', 'reasoning_think', 'shell']);
+    const reviewer = JSON.parse(readFileSync(join(shippedDataDir(), 'agents', 'reviewer.json'), 'utf8')) as { autoLoad: string[] };
+    expect(tools).toEqual([...reviewer.autoLoad].sort());
 
     const ev = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` })[Symbol.asyncIterator]();
     const evs = (async () => {
@@ -605,5 +608,18 @@ describe('subagent_spawn', () => {
     expect(sub).toContain('delegate it');
     expect(sub).toContain('count the files');
     expect((await h.c.readText(`session/${a.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('shipped profiles', () => {
+  it('parse, and load only tools that exist; the default profile has every tool', () => {
+    const tools = new Set(readdirSync(join(shippedDataDir(), 'tools')).filter((f) => f.endsWith('.meta')).map((f) => f.slice(0, -5)));
+    const dir = join(shippedDataDir(), 'agents');
+    for (const f of readdirSync(dir)) {
+      const p = parseProfile(f.slice(0, -5), join(dir, f), readFileSync(join(dir, f), 'utf8'));
+      for (const t of p.autoLoad) expect(tools, `${f} loads ${t}`).toContain(t);
+    }
+    const def = parseProfile('default', 'default.json', readFileSync(join(dir, 'default.json'), 'utf8'));
+    expect([...def.autoLoad].sort()).toEqual([...tools].sort());
   });
 });
