@@ -27,8 +27,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     const api = ollie.api;
     if (!api || !open) return;
     const abort = new AbortController();
-    const out = new AnsiText();
-    setOut(out);
+    const text = new AnsiText();
+    setOut(text);
     setState('streaming');
     setError(undefined);
     let queued = false;
@@ -44,7 +44,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     void (async () => {
       try {
         for await (const chunk of api.stream(`${ollie.procPath(session, agent, proc.pid)}/out`, { signal: abort.signal })) {
-          out.push(chunk);
+          text.push(chunk);
           bump();
         }
         if (abort.signal.aborted) return;
