@@ -106,6 +106,7 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await out.getByText('green-done').waitFor({ timeout: 10_000 });
     expect(await out.locator('span', { hasText: 'green-done' }).evaluate((e) => (e as unknown as { style: { fontWeight: string } }).style.fontWeight)).toBe('700');
     // The exit: status and code in the list (from proc/idx, re-read on the agent's events), and the notice as a turn.
+    await panel.locator('.proc-foot', { hasText: /^exited, exit code 0 · ran .* · \d+ bytes of output$/ }).waitFor();
     await proc(pid1).and(page.locator('[data-status="exited"]')).waitFor({ timeout: 10_000 });
     expect(await proc(pid1).textContent()).toContain('exited 0');
     // The exit notice in the chat: what ended and how, its output in colour, a way to the panel.
@@ -134,7 +135,8 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await panel.getByRole('button', { name: 'Kill' }).click();
     await proc(pid2).and(page.locator('[data-status="killed"]')).waitFor({ timeout: 10_000 });
     expect((await outside.readText('session/proj/agent/coder/proc/idx')).split('\n').find((l) => l.startsWith(`${pid2}\t`))).toMatch(/\tkilled\t/);
-    await panel.locator('.proc-foot', { hasText: 'killed' }).waitFor();
+    // How it ended, from its stat: killed by a signal.
+    await panel.locator('.proc-foot', { hasText: /^killed.*signal \S+ · ran / }).waitFor();
     await block('assistant', 'noted the kill').waitFor({ timeout: 15_000 });
     await screenshot(page, 'gui-procs-killed');
     await page.locator('.block[data-role="user"] .proc-ended', { hasText: `killed #${pid2}` }).waitFor();

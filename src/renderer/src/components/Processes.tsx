@@ -5,12 +5,23 @@
  */
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { AnsiText } from '../lib/ansi.js';
-import { procCommand, type ProcInfo } from '../lib/parse.js';
+import { parseKv, procCommand, type ProcInfo } from '../lib/parse.js';
 import { act, nextFrame, ollie, useStore } from '../lib/store.js';
 import { AnsiSpans } from './Ansi.js';
 import { CopyButton } from './CopyButton.js';
 
 const running = (p: ProcInfo): boolean => p.status === 'running';
+
+/** How a process ended, from its stat when read (else proc/idx): `killed, signal SIGKILL · ran 1.2 s · 14 bytes`. */
+function ending(p: ProcInfo, stat?: Record<string, string>): string {
+  const status = stat?.status && stat.status !== 'running' ? stat.status : p.status === 'running' ? 'output ended' : p.status;
+  const exit = stat?.exit || p.exit;
+  const parts = [status + (exit ? `, exit code ${exit}` : '') + (stat?.signal ? `, signal ${stat.signal}` : '')];
+  const ms = Number(stat?.runtime_ms);
+  if (stat?.runtime_ms && Number.isFinite(ms)) parts.push(`ran ${ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`}`);
+  if (stat?.output_bytes) parts.push(`${Number(stat.output_bytes).toLocaleString()} bytes of output`);
+  return parts.join(' · ');
+}
 
 function ProcOutput({ session, agent, proc }: { session: string; agent: string; proc: ProcInfo }) {
   // After a reconnect the old stream is dead: read the output again, from the start, on the new connection.
@@ -19,6 +30,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
   const [version, setVersion] = useState(0);
   const [state, setState] = useState<'streaming' | 'ended' | 'error'>('streaming');
   const [error, setError] = useState<string>();
+  /** The process's `stat` (status, exit, signal, runtime_ms, output_bytes…), read once its output has ended. */
+  const [stat, setStat] = useState<Record<string, string>>();
   const pre = useRef<HTMLPreElement>(null);
   const stuck = useRef(true);
   const isRunning = running(proc);
@@ -31,6 +44,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     setOut(text);
     setState('streaming');
     setError(undefined);
+    setStat(undefined);
+    const path = ollie.procPath(session, agent, proc.pid);
     let queued = false;
     // Output can arrive in many small chunks: render at most once a frame.
     const bump = (): void => {
@@ -43,14 +58,17 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     };
     void (async () => {
       try {
-        for await (const chunk of api.stream(`${ollie.procPath(session, agent, proc.pid)}/out`, { signal: abort.signal })) {
+        for await (const chunk of api.stream(`${path}/out`, { signal: abort.signal })) {
           text.push(chunk);
           bump();
         }
         if (abort.signal.aborted) return;
         setState('ended');
-        // The stream ends when the process does: its status in proc/idx is what changed.
+        // The stream ends when the process does: its status in proc/idx is what changed, and stat says how it
+        // ended before olliesrv has heard of it (the exit notice comes a moment later).
         void ollie.reloadProcs(session, agent);
+        const st = parseKv(await api.readOr(`${path}/stat`, ''));
+        if (!abort.signal.aborted && Object.keys(st).length) setStat(st);
       } catch (e) {
         if (abort.signal.aborted) return;
         setState('error');
@@ -98,10 +116,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
         {state === 'error' ? (
           <span className="errmsg">output unavailable: {error}</span>
         ) : state === 'ended' || !isRunning ? (
-          <span>
-            {proc.status === 'running' ? 'output ended' : proc.status}
-            {proc.exit !== undefined ? `, exit code ${proc.exit}` : ''}
-          </span>
+          <span>{ending(proc, stat)}</span>
         ) : (
           <span className="live">● live</span>
         )}
