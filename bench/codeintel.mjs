@@ -68,15 +68,16 @@ try {
   await host.ctl('load code_outline');
   await host.ctl('load lsp_hover');
   const first = { code_outline: [], lsp_hover: [] };
+  const per = [];
   const warm = { code_outline: [], lsp_hover: [] };
   for (let r = 0; r < ROUNDS; r++) {
     // No host runs now: the next call of each starts its host.
     await host.ctl('reload');
     for (const [name, req] of Object.entries(cases)) first[name].push(await timed(() => host.call(req)));
     for (let i = 0; i < Math.ceil(N / ROUNDS); i++) for (const [name, req] of Object.entries(cases)) warm[name].push(await timed(() => host.call(req)));
+    // In the same rounds, so that the load of the machine falls on both alike.
+    per.push(await timed(perProcess));
   }
-  const per = [];
-  for (let i = 0; i < ROUNDS; i++) per.push(await timed(perProcess));
   for (const name of Object.keys(cases)) results[name] = { first: stats(first[name]), warm: stats(warm[name]) };
   results.code_outline.perProcess = stats(per);
   await host.close();
