@@ -235,6 +235,8 @@ export class Proc {
     if (this.cancelHosted) {
       // The host's process serves other calls too: a signal to this call is a cancel request to the host.
       if (this.state !== 'running') return false;
+      // Signal 0 only asks whether the target exists.
+      if (sig === 0) return true;
       this.cancelHosted(sig);
       // SIGKILL cannot be waited on: the call ends now, whatever the host is doing; its late reply is dropped.
       if (sig === 'SIGKILL' || sig === osConstants.signals.SIGKILL) this.exited(null, 'SIGKILL');
