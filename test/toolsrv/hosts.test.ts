@@ -242,6 +242,26 @@ describe('resident tool hosts', () => {
     expect(new Set(hosts.map((x) => x.pid)).size).toBe(2);
   });
 
+  test('an approved bypass runs in an unconfined host of its own', async () => {
+    const h = await hostEnv();
+    const outside = mkdtempSync(join(tmpdir(), 'hosts-outside-'));
+    opened[opened.length - 1]!.dirs.push(outside);
+    writeFileSync(join(outside, 'secret.txt'), 'secret\n');
+    expect((await h.call('read', { path: join(outside, 'secret.txt') })).output).toMatch(/EACCES/);
+    const ctl = await h.env.client('');
+    const ac = new AbortController();
+    const pending = ctl.stream('bypass/pending', { signal: ac.signal });
+    const call = h.call('read', { path: join(outside, 'secret.txt') }, { flags: { bypass: true } });
+    const req = JSON.parse(new TextDecoder().decode((await pending.next()).value as Uint8Array)) as { id: string };
+    await ctl.write('bypass/resolve', `${req.id} approve`);
+    expect(await call).toMatchObject({ status: 'exited', exit: 0, output: 'secret\n', bypassed: true });
+    ac.abort();
+    await pending.return(undefined);
+    // The sandboxed host is untouched and still refuses.
+    expect((await h.call('read', { path: join(outside, 'secret.txt') })).output).toMatch(/EACCES/);
+    expect(h.env.ts.core.hosts.list()).toHaveLength(2);
+  });
+
   test('ctl reload retires the hosts: running calls finish, new calls get a new host', async () => {
     const h = await hostEnv();
     await h.call('echo');
