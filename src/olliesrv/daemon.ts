@@ -84,7 +84,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
       shared: ts.shared,
-      spare: ts.spare ?? true,
+      spare: ts.spare ?? false,
       yolo: ts.yolo,
       toolDirs: ts.toolDirs,
       ollieAddr: `unix!${opts.socket}`,
