@@ -33,6 +33,9 @@ export function buildMenu(getWindow: () => BrowserWindow | undefined, extra: { s
       label: '&View',
       submenu: [
         { label: '9P &Console', accelerator: 'CmdOrCtrl+`', click: send('toggle-console') },
+        { label: '&Processes', accelerator: 'CmdOrCtrl+Shift+P', click: send('toggle-procs') },
+        { label: 'Searc&h', accelerator: 'CmdOrCtrl+Shift+F', click: send('search') },
+        { label: 'Se&ttings', accelerator: 'CmdOrCtrl+,', click: send('settings') },
         { type: 'separator' },
         { role: 'reload' },
         { role: 'toggleDevTools' },

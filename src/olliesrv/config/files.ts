@@ -8,6 +8,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBackendsConfig } from '../backend/config.js';
 import type { Profiles } from '../agent/profiles.js';
+import { shippedDataDir } from '../../platform/paths.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -31,12 +32,13 @@ export class ConfigFiles {
     return join(this.o.configDir, name);
   }
 
+  /** The user's file; for sandbox.yaml without one, the shipped default (what applies), so an editor starts there. */
   read(name: string): string {
     try {
       return readFileSync(this.path(name), 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
-      throw e;
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      return name === 'sandbox.yaml' ? readFileSync(join(shippedDataDir(), 'sandbox.yaml'), 'utf8') : '';
     }
   }
 
