@@ -1,4 +1,6 @@
 /** code_outline on a file of each language, through toolsrv and the sandboxed codeintel host. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { codeEnv, type CodeEnv } from './helpers.js';
 
@@ -80,6 +82,29 @@ describe('code_outline', () => {
     expect(await body('config.yaml')).toEqual(['1-5  server', '2      port', '3-5    hosts', '6    debug']);
     expect(await body('README.md')).toEqual(['1      # Fixture', '5        ## Install', '12       ## Usage', '15         ### Details']);
     expect(await body('scripts/build.sh')).toEqual(['2-4  function build()']);
+  });
+
+  test('PHP, Java, Ruby and C# (grammars of @vscode/tree-sitter-wasm), with their imports', async () => {
+    const files: Record<string, string> = {
+      'more/app.php': '<?php\nnamespace App\\Models;\nuse Foo\\Bar;\nrequire_once "util.php";\nclass User extends Model {\n  private $name;\n  const MAX = 3;\n  public function area(): float { return 1.0; }\n}\nfunction helper($x) { return $x; }\n',
+      'more/util.php': '<?php function u() {}\n',
+      'more/Foo.java': 'package a.b;\nimport java.util.List;\npublic class Foo<T> {\n  private int x, y;\n  public Foo() {}\n  public List<T> get(int i) { return null; }\n  enum E { A, B }\n}\n',
+      'more/app.rb': "require 'json'\nrequire_relative 'util'\nmodule App\n  class User < Base\n    def initialize(name)\n      @name = name\n    end\n  end\nend\n",
+      'more/util.rb': 'def u; end\n',
+      'more/User.cs': 'using System.Collections.Generic;\nnamespace App {\n  public class User {\n    private int x;\n    public void Run(int a) {}\n  }\n  interface IShape { double Area(); }\n}\n',
+    };
+    for (const [p, t] of Object.entries(files)) {
+      mkdirSync(dirname(join(e.root, p)), { recursive: true });
+      writeFileSync(join(e.root, p), t);
+    }
+    expect(await body('more/app.php')).toEqual(['2      namespace App\\Models;', '5-9    class User extends Model', '6        property $name', '7        const MAX = 3', '8        public function area(): float', '10     function helper($x)']);
+    expect(await body('more/Foo.java')).toEqual(['3-8  public class Foo<T>', '4      field x', '4      field y', '5      public Foo()', '6      public List<T> get(int i)', '7      enum E', '7        constant A', '7        constant B']);
+    expect(await body('more/app.rb')).toEqual(['3-9  module App', '4-8    class User < Base', '5-7      def initialize(name)']);
+    expect(await body('more/User.cs')).toEqual(['2-8  namespace App', '3-6    public class User', '4        field x', '5        public void Run(int a)', '7      interface IShape', '7        method double Area();']);
+    expect(await e.ok('code_dependencies', { path: 'more/app.php' })).toBe('more/app.php: php, 2 dependencies\n3: use Foo\\Bar (external)\n4: require util.php -> more/util.php\n');
+    expect(await e.ok('code_dependencies', { path: 'more/app.rb' })).toBe('more/app.rb: ruby, 2 dependencies\n1: require json (external)\n2: require util -> more/util.rb\n');
+    expect(await e.ok('code_dependencies', { path: 'more/Foo.java' })).toBe('more/Foo.java: java, 1 dependency\n2: import java.util.List (external)\n');
+    expect(await e.ok('code_dependencies', { path: 'more/User.cs' })).toBe('more/User.cs: csharp, 1 dependency\n1: using System.Collections.Generic (external)\n');
   });
 
   test('errors come back as words for the model', async () => {

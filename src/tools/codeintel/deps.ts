@@ -33,6 +33,14 @@ const QUERIES: Partial<Record<LangId, string>> = {
 (mod_item !body name: (identifier) @mod)`,
   c: `(preproc_include path: [(string_literal) (system_lib_string)] @include)`,
 };
+QUERIES.php = `(namespace_use_clause [(qualified_name) (name)] @use)
+(require_once_expression (_) @require)
+(require_expression (_) @require)
+(include_expression (_) @include)
+(include_once_expression (_) @include)`;
+QUERIES.java = `(import_declaration [(scoped_identifier) (identifier)] @import)`;
+QUERIES.ruby = `(call method: (identifier) @_m (#any-of? @_m "require" "require_relative" "load") arguments: (argument_list (string (string_content) @require)))`;
+QUERIES.csharp = `(using_directive [(qualified_name) (identifier)] @using)`;
 QUERIES.tsx = QUERIES.typescript;
 QUERIES.javascript = QUERIES.typescript;
 QUERIES.cpp = QUERIES.c;
@@ -99,8 +107,15 @@ function resolveTarget(file: string, lang: LangId, kind: string, target: string)
       return { external: !/^(crate|self|super)::/.test(target) };
     }
     case 'go':
-      // The standard library has no dot in its first element; modules do (github.com/…).
       return { external: true };
+    case 'php':
+    case 'ruby': {
+      if (kind === 'use') return { external: true };
+      // A file next to this one (require_relative, include 'x.php') is local; Ruby's other requires are gems.
+      const t = unquote(target);
+      for (const c of [resolve(dir, t), resolve(dir, `${t}.rb`)]) if (isFile(c)) return { resolved: c, external: false };
+      return { external: lang === 'ruby' };
+    }
     default:
       return { external: true };
   }
@@ -124,8 +139,8 @@ export async function depsOf(file: string, lang: LangId, root: Node): Promise<De
   for (const c of (await q).captures(root)) {
     if (c.name.startsWith('_')) continue;
     let target = c.node.text;
-    if (c.name === 'include') target = c.node.type === 'system_lib_string' ? target : unquote(target);
-    else if (lang !== 'rust' && lang !== 'python') target = unquote(target);
+    if (c.name === 'include' && (lang === 'c' || lang === 'cpp')) target = c.node.type === 'system_lib_string' ? target : unquote(target);
+    else if (!['rust', 'python', 'java', 'csharp'].includes(lang)) target = unquote(target);
     target = target.replace(/\s+/g, ' ');
     const line = c.node.startPosition.row + 1;
     const key = `${line}:${target}`;

@@ -14,7 +14,7 @@ import { Language, Parser, type Tree } from 'web-tree-sitter';
 const require = createRequire(import.meta.url);
 const pkgDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
 
-export type LangId = 'typescript' | 'tsx' | 'javascript' | 'python' | 'go' | 'rust' | 'c' | 'cpp' | 'json' | 'yaml' | 'markdown' | 'bash';
+export type LangId = 'typescript' | 'tsx' | 'javascript' | 'python' | 'go' | 'rust' | 'c' | 'cpp' | 'json' | 'yaml' | 'markdown' | 'bash' | 'php' | 'java' | 'ruby' | 'csharp';
 
 interface LangDef {
   exts: string[];
@@ -37,13 +37,17 @@ export const LANGUAGES: Record<LangId, LangDef> = {
   yaml: { exts: ['.yaml', '.yml'], wasm: () => join(pkgDir('@tree-sitter-grammars/tree-sitter-yaml'), 'tree-sitter-yaml.wasm') },
   markdown: { exts: ['.md', '.markdown'] },
   bash: { exts: ['.sh', '.bash'], wasm: vscode('bash') },
+  php: { exts: ['.php', '.phtml'], wasm: vscode('php') },
+  java: { exts: ['.java'], wasm: vscode('java') },
+  ruby: { exts: ['.rb', '.rake'], wasm: vscode('ruby') },
+  csharp: { exts: ['.cs'], wasm: vscode('c-sharp') },
 };
 
 const BY_EXT = new Map<string, LangId>();
 for (const [id, d] of Object.entries(LANGUAGES) as Array<[LangId, LangDef]>) for (const e of d.exts) BY_EXT.set(e, id);
 
 /** Names the model may use for `language` arguments, mapped to ours. */
-const ALIASES: Record<string, LangId> = { ts: 'typescript', js: 'javascript', jsx: 'javascript', py: 'python', rs: 'rust', 'c++': 'cpp', cc: 'cpp', yml: 'yaml', md: 'markdown', sh: 'bash', golang: 'go' };
+const ALIASES: Record<string, LangId> = { ts: 'typescript', js: 'javascript', jsx: 'javascript', py: 'python', rs: 'rust', 'c++': 'cpp', cc: 'cpp', yml: 'yaml', md: 'markdown', sh: 'bash', golang: 'go', rb: 'ruby', 'c#': 'csharp', cs: 'csharp', 'c-sharp': 'csharp' };
 
 export function languageByName(name: string): LangId | undefined {
   const n = name.toLowerCase();

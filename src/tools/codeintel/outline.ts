@@ -155,6 +155,61 @@ const YAML_RULES: Record<string, Rule> = {
 };
 const BASH: Record<string, Rule> = { function_definition: { kind: 'function' } };
 
+/** Each named child of type `type` of a declaration, named by `name` (a field, or the first child of that type). */
+const each = (type: string, kind: string, name: string) => (n: Node): Array<{ node: Node; name: string; kind: string }> =>
+  n.namedChildren.flatMap((c) => {
+    if (!c || c.type !== type) return [];
+    const nm = c.childForFieldName(name) ?? c.namedChildren.find((x) => x?.type === name) ?? null;
+    return nm ? [{ node: c, name: nm.text, kind }] : [];
+  });
+
+const PHP: Record<string, Rule> = {
+  namespace_definition: { kind: 'namespace', container: true },
+  function_definition: { kind: 'function' },
+  class_declaration: { kind: 'class', container: true },
+  interface_declaration: { kind: 'interface', container: true },
+  trait_declaration: { kind: 'trait', container: true },
+  enum_declaration: { kind: 'enum', container: true },
+  enum_case: { kind: 'case' },
+  method_declaration: { kind: 'method' },
+  property_declaration: { kind: 'property', many: each('property_element', 'property', 'name') },
+  const_declaration: { kind: 'const', many: each('const_element', 'const', 'name') },
+};
+
+const JAVA: Record<string, Rule> = {
+  class_declaration: { kind: 'class', container: true },
+  interface_declaration: { kind: 'interface', container: true },
+  enum_declaration: { kind: 'enum', container: true },
+  enum_constant: { kind: 'constant' },
+  record_declaration: { kind: 'record', container: true },
+  annotation_type_declaration: { kind: 'annotation' },
+  method_declaration: { kind: 'method' },
+  constructor_declaration: { kind: 'constructor' },
+  field_declaration: { kind: 'field', many: each('variable_declarator', 'field', 'name') },
+};
+
+const RUBY: Record<string, Rule> = {
+  module: { kind: 'module', container: true },
+  class: { kind: 'class', container: true },
+  method: { kind: (_n, c) => (c ? 'method' : 'def') },
+  singleton_method: { kind: 'method' },
+};
+
+const CSHARP: Record<string, Rule> = {
+  namespace_declaration: { kind: 'namespace', container: true },
+  file_scoped_namespace_declaration: { kind: 'namespace' },
+  class_declaration: { kind: 'class', container: true },
+  interface_declaration: { kind: 'interface', container: true },
+  struct_declaration: { kind: 'struct', container: true },
+  record_declaration: { kind: 'record', container: true },
+  enum_declaration: { kind: 'enum' },
+  delegate_declaration: { kind: 'delegate' },
+  method_declaration: { kind: 'method' },
+  constructor_declaration: { kind: 'constructor' },
+  property_declaration: { kind: 'property' },
+  field_declaration: { kind: 'field', many: (n) => n.namedChildren.flatMap((c) => (c?.type === 'variable_declaration' ? each('variable_declarator', 'field', 'name')(c) : [])) },
+};
+
 interface Table {
   rules: Record<string, Rule>;
   /** Never walked into: bodies of functions written as expressions, sequences of data. */
@@ -174,6 +229,10 @@ const TABLES: Partial<Record<LangId, Table>> = {
   json: { rules: JSON_RULES, stop: new Set(['array']), maxDepth: 2 },
   yaml: { rules: YAML_RULES, stop: new Set(['block_sequence', 'flow_sequence']), maxDepth: 2 },
   bash: { rules: BASH, stop: new Set(['compound_statement']), maxDepth: 2 },
+  php: { rules: PHP, stop: new Set(['compound_statement', 'anonymous_function', 'arrow_function']), maxDepth: 6 },
+  java: { rules: JAVA, stop: new Set(['block', 'lambda_expression', 'object_creation_expression']), maxDepth: 8 },
+  ruby: { rules: RUBY, stop: new Set(['block', 'do_block', 'lambda']), maxDepth: 8 },
+  csharp: { rules: CSHARP, stop: new Set(['block', 'lambda_expression', 'accessor_list']), maxDepth: 8 },
 };
 
 function signature(n: Node, text: string): string {

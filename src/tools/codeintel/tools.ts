@@ -32,7 +32,7 @@ export const codeOutline: Handler = async (args, ctx) => {
   const file = resolvePath(ctx.cwd, args.path);
   if (isDir(file)) throw new ToolError(`${show(ctx.cwd, file)} is a directory: code_outline takes one file (codebase_overview shows a tree)`);
   const text = readText(file);
-  if (!languageOf(file, text)) throw new ToolError(`${show(ctx.cwd, file)}: ${extname(file) || 'this file'} is not a language known here (known: TypeScript, TSX, JavaScript, Python, Go, Rust, C, C++, JSON, YAML, Markdown, shell)`);
+  if (!languageOf(file, text)) throw new ToolError(`${show(ctx.cwd, file)}: ${extname(file) || 'this file'} is not a language known here (known: TypeScript, TSX, JavaScript, Python, Go, Rust, C, C++, PHP, Java, Ruby, C#, JSON, YAML, Markdown, shell)`);
   const o = (await outlineOf(file))!;
   const maxDepth = num(args.max_depth, 99, 0);
   const syms = o.symbols.filter((s) => s.depth <= maxDepth);
@@ -182,7 +182,7 @@ export const codeDependencies: Handler = async (args, ctx) => {
   }
   if (!isDir(target)) {
     const r = await fileDeps(target);
-    if (!r) throw new ToolError(`${show(ctx.cwd, target)}: imports are known for TypeScript, JavaScript, Python, Go, Rust, C and C++ files`);
+    if (!r) throw new ToolError(`${show(ctx.cwd, target)}: imports are known for TypeScript, JavaScript, Python, Go, Rust, C, C++, PHP, Java, Ruby and C# files`);
     out.push(`${show(ctx.cwd, target)}: ${r.lang}, ${`${r.deps.length} ${r.deps.length === 1 ? 'dependency' : 'dependencies'}`}`);
     for (const d of r.deps) out.push(line(d));
     return out.done();
