@@ -68,7 +68,7 @@ export default defineConfig(
     rules: restrict(NODE_BUILTINS, ELECTRON, DAEMON_CODE),
   },
   {
-    files: ['src/olliesrv/**', 'src/toolsrv/**', 'src/cli/**', 'src/platform/**', 'src/devtools/**', 'src/webui/**', 'src/gateway/**'],
+    files: ['src/olliesrv/**', 'src/toolsrv/**', 'src/cli/**', 'src/platform/**', 'src/devtools/**', 'src/webui/**', 'src/gateway/**', 'src/tools/**'],
     rules: restrict(ELECTRON, REACT, APP_CODE),
   },
   {
