@@ -146,6 +146,23 @@ describe('resident tool hosts', () => {
     expect(f).toMatchObject({ status: 'exited', exit: 1, output: 'fail: it went wrong\n' });
   });
 
+  test('path locks hold for hosted calls: writes to one path wait for each other, not for other paths', async () => {
+    const h = await hostEnv();
+    const dir = h.env.ts.core.catalog.dirs[0]!;
+    writeFileSync(join(dir, 'hold.meta'), JSON.stringify({ description: 'hold a path', scope: 'write', pathArg: 'path', host: 'testhost', args: { type: 'object', properties: { path: { type: 'string' }, ms: { type: 'number' } }, required: ['path'] } }));
+    // The host serves it under its own name: an alias of sleep.
+    writeFileSync(join(dir, 'hosts', 'testhost.mjs'), HOST.replace("sleep: async", "hold: async (args, ctx) => { await wait(args.ms, ctx.signal); return 'held\\n'; },\n    sleep: async"));
+    await h.c.write('ctl', 'reload\nload hold');
+    await h.call('echo');
+    let t = Date.now();
+    await Promise.all([h.call('hold', { path: 'a', ms: 400 }), h.call('hold', { path: 'a', ms: 400 })]);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(790);
+    t = Date.now();
+    const rs = await Promise.all([h.call('hold', { path: 'a', ms: 400 }), h.call('hold', { path: 'b', ms: 400 })]);
+    expect(rs.map((r) => r.output)).toEqual(['held\n', 'held\n']);
+    expect(Date.now() - t).toBeLessThan(780);
+  });
+
   test('a flushed call is cancelled in the host; the others go on in the same process', async () => {
     const h = await hostEnv();
     await h.call('echo');
