@@ -98,7 +98,8 @@ export const codebaseOverview: Handler = async (args, ctx) => {
     out.push(`${'  '.repeat(depth)}${name} (${o.lines})${names.length ? `: ${names.join(', ')}${more}` : ''}`);
   }
   flushOthers(lastDir.join('/'), lastDir.length);
-  return out.done((n) => `[… ${n} more lines not shown: give a subdirectory as path, or raise max_bytes]`);
+  // The walk stops once the output is full, so how much is left is not known: say where to look instead.
+  return out.done(() => `[… the rest of the tree is not shown: give a subdirectory as path, or raise max_bytes]`);
 };
 
 export const codeSymbols: Handler = async (args, ctx) => {
