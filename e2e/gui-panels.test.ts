@@ -213,13 +213,17 @@ describe('processes, search and settings with real agents (web mode)', () => {
     expect(await outside.readText('config/backends.conf')).toContain('[second]');
     expect(await outside.readText('backends')).toMatch(/^second\topenai/m);
 
-    // sandbox.yaml the same way: there is none in the config directory yet, and a bad one does not make one.
+    // sandbox.yaml the same way: there is none in the config directory yet, so the shipped default is what shows
+    // (and applies); a bad one changes nothing.
     const sandbox = settings.locator('[data-file="sandbox.yaml"]');
-    await sandbox.getByText('the shipped default policy applies').waitFor();
-    await sandbox.getByRole('textbox', { name: 'sandbox.yaml' }).fill('network:\n  enabled: false\n  ports: [443]\n');
+    const shipped = await outside.readText('config/sandbox.yaml');
+    expect(shipped).toContain('filesystem:');
+    const box = sandbox.getByRole('textbox', { name: 'sandbox.yaml' });
+    await until(async () => (await box.inputValue()) === shipped, 'the shipped default policy to show');
+    await box.fill('network:\n  enabled: false\n  ports: [443]\n');
     await sandbox.getByRole('button', { name: 'Save' }).click();
     expect(await sandbox.locator('.field-error').textContent()).toMatch(/sandbox\.yaml:3: network\.ports: unknown setting/);
-    expect(await outside.readText('config/sandbox.yaml')).toBe('');
+    expect(await outside.readText('config/sandbox.yaml')).toBe(shipped);
 
     // The default profile: picked here, written to config/profile, and the next agent made without one gets it.
     const picker = settings.getByRole('combobox', { name: 'Default profile' });
