@@ -304,7 +304,8 @@ static void install_socket_filter(void) {
 #ifdef NATIVE_ARCH
   uint32_t unix_verdict = deny_unix ? DENY : ALLOW;
   uint32_t other_verdict = no_net ? DENY : ALLOW;
-  struct sock_filter f[32];
+  int ports = !no_net && (nbind || nconnect);
+  struct sock_filter f[40];
   int n = 0;
   f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
   f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 6, 0);
@@ -327,11 +328,24 @@ static void install_socket_filter(void) {
   f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1);
   f[n++] = (struct sock_filter)RET(unix_verdict);
   f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0);
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, no_net ? 5 : 1);
+  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, no_net ? 5 : ports ? 6 : 1);
   if (no_net) {
     f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
     f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* strip SOCK_NONBLOCK/CLOEXEC */
     f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 1);
+    f[n++] = (struct sock_filter)RET(ALLOW);
+    f[n++] = (struct sock_filter)RET(DENY);
+  } else if (ports) {
+    /* Ports listed: TCP (Landlock's rules) and UDP (name lookups) only. A raw socket would go around the TCP
+       port rules altogether. */
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf);
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 1, 0);
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 0, 1);
+    f[n++] = (struct sock_filter)RET(ALLOW);
+    f[n++] = (struct sock_filter)RET(DENY);
+    /* Other families: netlink stays (getaddrinfo asks it about interfaces); packet sockets and the rest go. */
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1);
     f[n++] = (struct sock_filter)RET(ALLOW);
     f[n++] = (struct sock_filter)RET(DENY);
   } else {
@@ -610,7 +624,7 @@ int main(int argc, char **argv) {
   if (syscall(__NR_landlock_restrict_self, ruleset_fd, flags) < 0)
     die(EXIT_SETUP, "landlock_restrict_self: %s", strerror(errno));
   close(ruleset_fd);
-  if (deny_unix || no_net) install_socket_filter();
+  if (deny_unix || no_net || nbind || nconnect) install_socket_filter();
 
   char **envp = build_env();
   const char *file = argv[i];

@@ -171,6 +171,14 @@ describe('network', () => {
       // Listing only connect ports leaves binding closed.
       const b = await node(p, `require('net').createServer().on('error', (e) => console.log(e.code)).listen(0, '127.0.0.1', () => { console.log('bound'); process.exit(0); })`);
       expect(b.out).toBe('EACCES\n');
+      // With ports listed, TCP is Landlock's and UDP stays (name lookups); a raw or packet socket, which would go
+      // around the port rules, is refused by the sandbox (EACCES, where the kernel alone says EPERM to non-root).
+      const sock = (policy: SandboxPolicy | null, family: string, type: string, proto: number) =>
+        runSandboxed(policy, ['/usr/bin/perl', '-e', `use Socket; socket(my $s, ${family}, ${type}, ${proto}) or die "$!\\n"; print "ok\\n"`], { cwd: w.cwd, env: env() });
+      expect((await sock(p, 'PF_INET', 'SOCK_DGRAM', 17)).out).toBe('ok\n');
+      expect((await sock(p, 'PF_INET', 'SOCK_RAW', 1)).out).toBe('Permission denied\n');
+      expect((await sock(p, '17', 'SOCK_RAW', 0)).out).toBe('Permission denied\n');
+      if (process.getuid?.() === 0) expect((await sock(null, 'PF_INET', 'SOCK_RAW', 1)).out).toBe('ok\n');
     } finally {
       other.close();
     }
