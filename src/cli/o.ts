@@ -13,6 +13,7 @@ import { resolve } from 'node:path';
 import { ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import { dial } from '../ninep/node.js';
 import { defaultAddress } from '../platform/paths.js';
+import type { Block } from '../olliesrv/agent/chatlog.js';
 
 interface Globals {
   addr: string;
@@ -20,13 +21,6 @@ interface Globals {
   agent?: string;
 }
 
-interface Block {
-  role: string;
-  id: string;
-  content: string;
-  name?: string;
-  partial?: boolean;
-}
 
 class UsageError extends Error {}
 

@@ -11,6 +11,7 @@ import { lines, OREAD, ORDWR, type Client } from '../ninep/index.js';
 import { dial } from '../ninep/node.js';
 import type { Daemon } from '../olliesrv/daemon.js';
 import { configDir as defaultConfigDir } from '../platform/paths.js';
+import type { Block } from '../olliesrv/agent/chatlog.js';
 
 export interface RunOptions {
   addr?: string;
@@ -25,13 +26,6 @@ export interface RunOptions {
   reasoning?: boolean;
 }
 
-interface Block {
-  role: string;
-  id: string;
-  content: string;
-  name?: string;
-  partial?: boolean;
-}
 
 const quote = (v: string): string => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 const oneLine = (s: string, n: number): string => {
