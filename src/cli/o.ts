@@ -10,7 +10,7 @@
 import { Command } from 'commander';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
-import { ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
+import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import { dial } from '../ninep/node.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
@@ -39,23 +39,6 @@ const rows = (text: string): string[][] => text.split('\n').filter(Boolean).map(
 
 function out(s: string | Uint8Array): Promise<void> {
   return new Promise((res) => (process.stdout.write(s) ? res() : process.stdout.once('drain', res)));
-}
-
-/** Lines of a file read as a stream (log.raw, event), until EOF or the signal. */
-async function* linesOf(f: Fid, signal: AbortSignal): AsyncGenerator<string> {
-  const dec = new TextDecoder();
-  let buf = '';
-  for (let offset = 0; ;) {
-    const chunk = await f.read(offset, f.iounit, signal);
-    if (chunk.length === 0) return;
-    offset += chunk.length;
-    buf += dec.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) !== -1) {
-      yield buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-    }
-  }
 }
 
 /** Aborted on Ctrl-C, so pending reads are flushed and fids clunked before exit. */
@@ -317,7 +300,7 @@ program.command('prompt').description('send a prompt to the agent and print its 
     // The turn is over when the agent is idle after our prompt's block: state events wake the check, and the state
     // file decides (an event of an earlier turn may still be on its way when our block has arrived).
     const ended = (async () => {
-      const it = linesOf(events, life.signal)[Symbol.asyncIterator]();
+      const it = lines(events.chunks(life.signal))[Symbol.asyncIterator]();
       // Aborting rejects the pending read; these catches keep that from counting as unhandled.
       let next: Promise<unknown> = it.next();
       next.catch(() => undefined);
@@ -361,7 +344,7 @@ program.command('read').description('print the agent\'s log; with -l follow its 
     const log = await x.c.open(`${path}/log.raw`, OREAD);
     const streamed = new Set<string>();
     try {
-      for await (const l of linesOf(log, life.signal)) await out(render(JSON.parse(l) as Block, streamed));
+      for await (const l of lines(log.chunks(life.signal))) await out(render(JSON.parse(l) as Block, streamed));
     } catch (e) {
       if (!life.signal.aborted) throw e;
     } finally {
