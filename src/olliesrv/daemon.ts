@@ -6,7 +6,8 @@ import { homedir, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Server, type Address } from '../ninep/index.js';
 import { listen, type Listener } from '../ninep/node.js';
-import { shippedDataDir } from '../platform/paths.js';
+import { cacheDir, shippedDataDir } from '../platform/paths.js';
+import { ToolCache } from './agent/toolcache.js';
 import type { BackendPool } from './agent/deps.js';
 import { Profiles } from './agent/profiles.js';
 import { Backends } from './backend/pool.js';
@@ -45,6 +46,8 @@ export interface DaemonOptions {
    * embedding.conf and skills/; `false` turns matching off. Tests point `modelsDir`/`shippedDir` elsewhere.
    */
   skills?: false | Omit<SkillMatcherOptions, 'configDir' | 'log'>;
+  /** Where tool schemas are remembered between runs ($XDG_CACHE_HOME/ollie/tools.json); false: not at all. */
+  toolCacheFile?: string | false;
   /** Overrides the LLM retry policy (tests use short waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
 }
@@ -119,6 +122,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       backends: pool,
       profiles,
       tools: toolsFor,
+      ...(ts && opts.toolCacheFile !== false && {
+        toolCache: new ToolCache(opts.toolCacheFile ?? join(cacheDir(), 'tools.json'), [
+          ...(ts.toolDirs ?? []),
+          join(opts.configDir, 'tools'),
+          join(shippedDataDir(), 'tools'),
+        ]),
+      }),
       ...(skills && { enrich: (r) => skills.enrich(r), skills }),
       retryDelay: opts.retryDelay,
       outputDir: join(tmpdir(), `ollie-${userInfo().uid}`, 'output'),

@@ -20,6 +20,11 @@ export function dataDir(): string {
   return join(env('XDG_DATA_HOME') ?? join(homedir(), '.local', 'share'), 'ollie');
 }
 
+/** Things worth keeping but safe to lose ($XDG_CACHE_HOME/ollie): remembered tool schemas. */
+export function cacheDir(): string {
+  return join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'ollie');
+}
+
 export function runtimeDir(): string {
   const xdg = env('XDG_RUNTIME_DIR');
   if (xdg) return join(xdg, 'ollie');

@@ -72,6 +72,7 @@ export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, 
     dataDir,
     configDir,
     toolsrv: opts.tools === false ? false : {},
+    toolCacheFile: join(dir, 'cache', 'tools.json'),
     // Skill and tool-hint matching adds context blocks to prompts; it has its own tests (test/skills).
     skills: false,
     log: () => undefined,

@@ -623,3 +623,26 @@ describe('shipped profiles', () => {
     expect([...def.autoLoad].sort()).toEqual([...tools].sort());
   });
 });
+
+describe('tool schema cache', () => {
+  it('a new session\'s first request uses the schemas toolsrv gave before, and its calls still run through toolsrv', async () => {
+    h = await harness({
+      turns: [
+        [{ toolCalls: [{ name: 'shell', args: { command: 'echo first' } }] }],
+        [{ text: 'one' }],
+        [{ toolCalls: [{ name: 'shell', args: { command: 'echo second' } }] }],
+        [{ text: 'two' }],
+      ],
+    });
+    const a = await h.agent();
+    await h.turn(a.path, 'go');
+    const cache = JSON.parse(readFileSync(join(h.dir, 'cache', 'tools.json'), 'utf8')) as Record<string, Array<{ name: string }>>;
+    expect(Object.values(cache).map((ts) => ts.map((t) => t.name).sort())).toContainEqual(['file_read', 'shell']);
+    // Another session: its own toolsrv, which has to start; the agent does not wait for it to send its request.
+    const b = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim() });
+    const blocks = await h.turn(b.path, 'go');
+    expect(blocks.find((x) => x.role === 'tool')!.content).toBe('second\n');
+    const first = h.mock.requests.filter((r) => r.protocol === 'openai')[2]!.body as { tools: Array<{ function: { name: string } }> };
+    expect(first.tools.map((t) => t.function.name).sort()).toEqual(['file_read', 'shell']);
+  });
+});

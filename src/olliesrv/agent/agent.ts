@@ -89,6 +89,8 @@ interface Runtime {
   system: string;
   /** Aborted when the runtime is dropped. */
   life: AbortController;
+  /** Settles when the toolsrv connection is set up (at once, unless the tools came from the cache). */
+  ready: Promise<unknown>;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -474,6 +476,7 @@ export class Agent {
   }
 
   private async runTools(rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
+    await rt.ready;
     const prepared = calls.map((c) => prepare(c, rt.tools));
     const results: ModelResult[] = new Array<ModelResult>(prepared.length);
     const spillDir = join(this.deps.outputDir, this.sessionId, this.id);
@@ -509,6 +512,7 @@ export class Agent {
   private async shell(cmd: string, signal: AbortSignal): Promise<TurnResult> {
     this.setState('calling');
     const rt = await this.ensureRuntime();
+    await rt.ready;
     this.log.add('user', `!${cmd}`);
     if (!rt.host) throw new AgentError('no tool server runs for this session');
     const res = await rt.host.call({ tool: 'shell', args: { command: cmd } }, signal);
@@ -532,26 +536,45 @@ export class Agent {
     void this.deps.backends.get(this.cfg.backend).prepare?.();
     const profile = this.deps.profiles.get(this.cfg.profile);
     const env = this.env();
-    // The prompt commands and the toolsrv connection are independent: run them side by side.
-    const [prompt, st] = await Promise.all([resolvePrompt(profile.prompt, this.cfg.cwd, env), this.deps.tools(this.sessionId)]);
-    for (const w of prompt.warnings) this.log.add('info', w, { name: 'prompt' });
-    let host: ToolHost | undefined;
-    if (st) {
-      const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
-      host = await st.forAgent(this.id, this.cfg.cwd, sessionEnv);
-      // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
-      // the profile's tools and the ones loaded by hand.
-      const wanted = new Set([...profile.autoLoad, ...this.cfg.tools]);
-      const loaded = new Set((await host.list()).tools.map((t) => t.name));
-      for (const t of loaded) if (!wanted.has(t)) await host.ctl(`unload ${t}`).catch(() => undefined);
-      for (const t of wanted) {
-        if (loaded.has(t)) continue;
-        await host.ctl(`load ${t}`).catch((e: unknown) => this.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' }));
+    const wanted = [...new Set([...profile.autoLoad, ...this.cfg.tools])];
+    const cacheKey = this.deps.toolCache?.key(wanted);
+    const cached = cacheKey ? this.deps.toolCache!.get(cacheKey) : undefined;
+    const rt: Runtime = {
+      profile, promptText: '', rev: -1, tools: new Map(), specs: [], system: '', life: new AbortController(), ready: Promise.resolve(),
+    };
+    const connect = async (): Promise<void> => {
+      const st = await this.deps.tools(this.sessionId);
+      if (st) {
+        const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
+        const host = await st.forAgent(this.id, this.cfg.cwd, sessionEnv);
+        // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
+        // the profile's tools and the ones loaded by hand.
+        const loaded = new Set((await host.list()).tools.map((t) => t.name));
+        for (const t of loaded) if (!wanted.includes(t)) await host.ctl(`unload ${t}`).catch(() => undefined);
+        for (const t of wanted) {
+          if (loaded.has(t)) continue;
+          await host.ctl(`load ${t}`).catch((e: unknown) => this.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' }));
+        }
+        rt.host = host;
       }
+      await this.refreshTools(rt, true);
+      if (cacheKey && rt.host) this.deps.toolCache!.set(cacheKey, [...rt.tools.values()]);
+      if (rt.host?.interrupts) void this.followInterrupts(rt.host, rt.life.signal);
+    };
+    if (cached) {
+      // The schemas toolsrv gave last time: the first request goes out while toolsrv starts; calls wait for it.
+      const prompt = await resolvePrompt(profile.prompt, this.cfg.cwd, env);
+      for (const w of prompt.warnings) this.log.add('info', w, { name: 'prompt' });
+      rt.promptText = prompt.text;
+      this.setTools(rt, cached);
+      rt.ready = connect().catch((e: unknown) => this.log.add('error', `the tool server did not start: ${errText(e)}`, { name: 'tools' }));
+    } else {
+      // The prompt commands and the toolsrv connection are independent: run them side by side.
+      const [prompt] = await Promise.all([resolvePrompt(profile.prompt, this.cfg.cwd, env), connect()]);
+      for (const w of prompt.warnings) this.log.add('info', w, { name: 'prompt' });
+      rt.promptText = prompt.text;
+      this.setTools(rt, [...rt.tools.values()]);
     }
-    const rt: Runtime = { profile, promptText: prompt.text, host, rev: -1, tools: new Map(), specs: [], system: '', life: new AbortController() };
-    await this.refreshTools(rt, true);
-    if (host?.interrupts) void this.followInterrupts(host, rt.life.signal);
     return rt;
   }
 
@@ -571,13 +594,15 @@ export class Agent {
 
   /** Re-reads the loaded tools when toolsrv's registry revision moved (or when forced). */
   private async refreshTools(rt: Runtime, force = false): Promise<void> {
-    if (!rt.host) {
-      rt.system = rt.promptText;
-      return;
-    }
+    if (!rt.host) return;
     if (!force && (await rt.host.rev()) === rt.rev) return;
     const { rev, tools } = await rt.host.list();
     rt.rev = rev;
+    this.setTools(rt, tools);
+  }
+
+  /** The tools the model sees, and the system prompt with their prompts. */
+  private setTools(rt: Runtime, tools: ToolInfo[]): void {
     rt.tools = new Map(tools.map((t) => [t.name, t]));
     rt.specs = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
     const toolPrompts = tools.filter((t) => t.prompt.trim()).map((t) => `### ${t.name}\n${t.prompt.trim()}`);
@@ -599,9 +624,10 @@ export class Agent {
 
   /** The toolsrv connection, for the proc/ mirror; refuses when there is none. */
   async procHost(): Promise<ToolHost> {
-    const h = (await this.ensureRuntime()).host;
-    if (!h) throw new AgentError('no tool server runs for this session');
-    return h;
+    const rt = await this.ensureRuntime();
+    await rt.ready;
+    if (!rt.host) throw new AgentError('no tool server runs for this session');
+    return rt.host;
   }
 
   /** Loaded tools, as the model sees them. */
@@ -611,6 +637,7 @@ export class Agent {
 
   async loadTool(name: string): Promise<void> {
     const rt = await this.ensureRuntime();
+    await rt.ready;
     if (!rt.host) throw new AgentError('no tool server runs for this session');
     await rt.host.ctl(`load ${name}`);
     if (!this.cfg.tools.includes(name)) this.cfg.tools.push(name);

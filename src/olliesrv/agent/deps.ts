@@ -6,6 +6,7 @@ import type { SessionTools } from '../toolclient/host.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { Agent } from './agent.js';
 import type { Profiles } from './profiles.js';
+import type { ToolCache } from './toolcache.js';
 
 export interface BackendPool {
   names(): string[];
@@ -44,6 +45,8 @@ export interface AgentDeps {
   enrich?: (req: { agent: Agent; prompt: string; tools: readonly ToolInfo[]; cwd: string }) => Promise<Array<{ name: string; text: string }>>;
   /** The skills behind the `skills` ctl command (src/olliesrv/skills/matcher.ts: SkillMatcher.command). */
   skills?: { command(args: string): Promise<string> };
+  /** Tool schemas remembered from earlier runs, so a first request need not wait for toolsrv to start. */
+  toolCache?: ToolCache;
   /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
   /** Renames an agent (names are unique in a session, so the registry does it). */

@@ -1,0 +1,76 @@
+/**
+ * The tool schemas an agent's first request needs, remembered from the last time toolsrv reported them, so that
+ * request does not wait the ~150 ms a toolsrv takes to start. The key covers everything the list depends on: the
+ * tools asked for, every .meta file of the tool directories (name, size, mtime) and PATH (variants choose by the
+ * binaries present). toolsrv stays the authority: the runtime takes its real list as soon as it is up, and a call
+ * whose arguments a changed schema refuses is refused by toolsrv in words.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { ToolInfo } from '../../toolsrv/protocol.js';
+
+/** How many tool sets (profiles × configurations) are remembered. */
+const KEEP = 32;
+
+export class ToolCache {
+  private entries?: Map<string, ToolInfo[]>;
+
+  /** @param file where the cache is kept ($XDG_CACHE_HOME/ollie/tools.json) @param dirs the tool directories */
+  constructor(private readonly file: string, private readonly dirs: string[]) {}
+
+  key(wanted: readonly string[]): string {
+    const h = createHash('sha256');
+    h.update([...wanted].sort().join(','));
+    h.update(`\0${process.env.PATH ?? ''}`);
+    for (const d of this.dirs) {
+      let names: string[];
+      try {
+        names = readdirSync(d).filter((f) => f.endsWith('.meta')).sort();
+      } catch {
+        continue;
+      }
+      h.update(`\0${d}`);
+      for (const f of names) {
+        try {
+          const st = statSync(join(d, f));
+          h.update(`\0${f}:${st.size}:${st.mtimeMs}`);
+        } catch {
+          // gone since the readdir: the key simply differs
+        }
+      }
+    }
+    return h.digest('hex');
+  }
+
+  private load(): Map<string, ToolInfo[]> {
+    if (!this.entries) {
+      try {
+        this.entries = new Map(Object.entries(JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, ToolInfo[]>));
+      } catch {
+        // No cache yet, or a damaged one: start afresh.
+        this.entries = new Map();
+      }
+    }
+    return this.entries;
+  }
+
+  get(key: string): ToolInfo[] | undefined {
+    return this.load().get(key);
+  }
+
+  set(key: string, tools: ToolInfo[]): void {
+    const m = this.load();
+    m.delete(key);
+    m.set(key, tools);
+    while (m.size > KEEP) m.delete(m.keys().next().value!);
+    try {
+      mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify(Object.fromEntries(m)), { mode: 0o600 });
+      renameSync(tmp, this.file);
+    } catch {
+      // A cache that cannot be written only costs the next start its head start.
+    }
+  }
+}
