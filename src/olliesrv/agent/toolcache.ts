@@ -61,6 +61,9 @@ export class ToolCache {
 
   set(key: string, tools: ToolInfo[]): void {
     const m = this.load();
+    // The usual case (every sub-agent's runtime): nothing changed, so nothing is written.
+    const had = m.get(key);
+    if (had && JSON.stringify(had) === JSON.stringify(tools)) return;
     m.delete(key);
     m.set(key, tools);
     while (m.size > KEEP) m.delete(m.keys().next().value!);
