@@ -18,12 +18,10 @@
  *
  * Exit status 1 when a target is missed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import react from '@vitejs/plugin-react';
 import { chromium } from 'playwright-core';
-import { build, runnerImport } from 'vite';
+import { runnerImport } from 'vite';
 import { startWebUi } from '../dist/webui/server.js';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -32,42 +30,10 @@ const SIZES = (process.argv[2] ?? '1000,10000,100000').split(',').map(Number);
 const STREAM_CHUNKS = 400;
 const CHUNK_EVERY_MS = 5;
 
-const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
-
-/** A realistic mix: prompts, markdown replies, tool calls and (long, collapsed) results; ≈500 bytes a block. */
-function fill(fake, agent, n) {
-  for (let i = 0; i < n; i++) {
-    const kind = i % 4;
-    const b =
-      kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
-      : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
-      : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
-      : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
-    fake.block('perf', agent, b);
-  }
-  let bytes = 0;
-  for (const l of fake.agent('perf', agent).log) bytes += Buffer.byteLength(l);
-  return bytes;
-}
-
-async function buildRenderer() {
-  const out = mkdtempSync(join(tmpdir(), 'ollie-bench-renderer-'));
-  process.env.NODE_ENV = 'production';
-  await build({
-    configFile: false,
-    mode: 'production',
-    root: join(root, 'src/renderer'),
-    plugins: [react()],
-    logLevel: 'error',
-    build: { outDir: out, emptyOutDir: true, reportCompressedSize: false },
-  });
-  return out;
-}
-
 async function measure(browser, fake, url, n) {
   const name = `a${n}`;
   fake.addAgent('perf', name);
-  const bytes = fill(fake, name, n);
+  const bytes = fake.fillSynthetic('perf', name, n);
   const lastId = /"id":"([^"]+)"/.exec(fake.agent('perf', name).log.at(-1))[1];
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   try {
@@ -122,8 +88,10 @@ async function measure(browser, fake, url, n) {
   }
 }
 
-const rendererDir = await buildRenderer();
-const { module: fakeModule } = await runnerImport(join(root, 'e2e/fake-olliesrv.ts'), { configFile: false, logLevel: 'error', root });
+// The fake daemon, the synthetic chat and the renderer build are the e2e suite's own (TypeScript, loaded by vite).
+const load = async (file) => (await runnerImport(join(root, file), { configFile: false, logLevel: 'error', root })).module;
+const [fakeModule, helpers] = await Promise.all([load('e2e/fake-olliesrv.ts'), load('e2e/helpers.ts')]);
+const rendererDir = await helpers.buildRenderer();
 const fake = new fakeModule.FakeOlliesrv();
 fake.addSession('perf');
 const ui = await startWebUi({ server: fake.server, rendererDir });

@@ -10,22 +10,6 @@ import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { FakeOlliesrv } from './fake-olliesrv.js';
 import { buildRenderer, CHROMIUM, requireChromium, rmrf } from './helpers.js';
 
-const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
-
-/** The same mix as bench/gui.mjs: prompts, markdown replies, tool calls and long (collapsed) results. */
-function fill(fake: FakeOlliesrv, agent: string, n: number): number {
-  for (let i = 0; i < n; i++) {
-    const kind = i % 4;
-    const b =
-      kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
-      : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
-      : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
-      : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
-    fake.block('perf', agent, b);
-  }
-  return fake.agent('perf', agent).log.reduce((n, l) => n + Buffer.byteLength(l), 0);
-}
-
 describe('a large chat', () => {
   let rendererDir: string;
   let browser: Browser;
@@ -49,7 +33,7 @@ describe('a large chat', () => {
 
   it('loads 10,000 blocks virtualized, in little memory, and streams a reply over them in one block', async () => {
     fake.addAgent('perf', 'big');
-    expect(fill(fake, 'big', 10_000)).toBeGreaterThan(4e6);
+    expect(fake.fillSynthetic('perf', 'big', 10_000)).toBeGreaterThan(4e6);
     const lastId = /"id":"([^"]+)"/.exec(fake.agent('perf', 'big').log.at(-1)!)![1]!;
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
