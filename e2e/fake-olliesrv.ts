@@ -7,14 +7,8 @@
 import { Dir, Each, Leaf, NinepError, Server, build } from '../src/ninep/index.js';
 import { compileFilter, EventBus } from '../src/olliesrv/event/bus.js';
 
-export interface Block {
-  role: string;
-  id: string;
-  content: string;
-  name?: string;
-  format?: string;
-  partial?: boolean;
-}
+import type { Block } from '../src/olliesrv/agent/chatlog.js';
+export type { Block };
 
 interface Agent {
   id: string;

@@ -11,14 +11,8 @@ import { startMockLlm, type MockLlm, type Turn } from '../../src/devtools/mock-l
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { retryDelay } from '../../src/olliesrv/backend/retry.js';
 
-export interface Block {
-  role: string;
-  id: string;
-  content: string;
-  name?: string;
-  format?: string;
-  partial?: boolean;
-}
+import type { Block } from '../../src/olliesrv/agent/chatlog.js';
+export type { Block };
 
 export interface Harness {
   dir: string;
