@@ -7,7 +7,7 @@
  */
 import net from 'node:net';
 import {
-  build, decode, DEFAULT_MAX_MSIZE, Dir, DMDIR, Each, encode, Framer, Leaf, NOFID, NOTAG, nullStat, Server, Type,
+  build, concatBytes, decode, DEFAULT_MAX_MSIZE, Dir, DMDIR, Each, encode, Framer, Leaf, NOFID, NOTAG, nullStat, Server, Type,
   type Client, type Message, type Node as NsNode, type Stat,
 } from '../ninep/index.js';
 
@@ -53,15 +53,7 @@ export class Rng {
   }
 }
 
-export const concat = (parts: Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
-};
+export const concat = concatBytes;
 export const setSize = (f: Uint8Array, size = f.length): Uint8Array => {
   new DataView(f.buffer, f.byteOffset, f.byteLength).setUint32(0, size >>> 0, true);
   return f;

@@ -4,7 +4,7 @@
  * after the server has acknowledged the flush.
  */
 import type { ByteChannel } from './channel.js';
-import { decode, encode, nullStat, unpackStats, type Message, type Qid, type RMessage, type Rversion, type Stat, type TMessage } from './codec.js';
+import { concatBytes, decode, encode, nullStat, unpackStats, type Message, type Qid, type RMessage, type Rversion, type Stat, type TMessage } from './codec.js';
 import { DMDIR, IOHDRSZ, MAXWELEM, NOFID, NOTAG, OREAD, ORDWR, OTRUNC, OWRITE, Type, VERSION } from './constants.js';
 import { NinepError, ProtocolError } from './errors.js';
 import { Framer } from './framer.js';
@@ -399,14 +399,7 @@ export class Fid {
       parts.push(d);
       offset += d.length;
     }
-    if (parts.length === 1) return parts[0]!;
-    const out = new Uint8Array(offset);
-    let pos = 0;
-    for (const p of parts) {
-      out.set(p, pos);
-      pos += p.length;
-    }
-    return out;
+    return concatBytes(parts);
   }
 
   /** Writes all of `data` from offset 0, in iounit-sized pieces. An empty write is still sent once. */

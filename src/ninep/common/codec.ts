@@ -420,3 +420,15 @@ export function truncateUtf8(s: string, maxBytes: number): string {
   const c = s.charCodeAt(lo - 1);
   return s.slice(0, c >= 0xd800 && c <= 0xdbff ? lo - 1 : lo);
 }
+
+/** Joins byte arrays (a single part is returned as is). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let pos = 0;
+  for (const p of parts) {
+    out.set(p, pos);
+    pos += p.length;
+  }
+  return out;
+}

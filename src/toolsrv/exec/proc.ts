@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
+import { concatBytes } from '../../ninep/index.js';
 import { Feed } from '../feed.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
 
@@ -281,7 +282,7 @@ export class Proc {
 
   /** The output for a result: all of it up to OUTPUT_CAP, else its head and tail around a note. */
   resultOutput(): string {
-    const all = concat(this.chunks);
+    const all = concatBytes(this.chunks);
     if (all.length <= OUTPUT_CAP) return new TextDecoder().decode(all);
     const half = OUTPUT_CAP / 2;
     const dec = new TextDecoder();
@@ -300,13 +301,3 @@ export class Proc {
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
-}
