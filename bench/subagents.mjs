@@ -62,7 +62,7 @@ writeFileSync(join(config, 'backends.conf'), `[default]\nbackend = mock\n\n[mock
 writeFileSync(join(config, 'agents', 'bench.json'), JSON.stringify({ prompt: 'You are a benchmark.', autoLoad: ['file_read'], maxSteps: ROUNDS + 10 }));
 
 const socket = join(dir, 'run', 'ollie.sock');
-const serve = spawn(process.execPath, [...NODE_FLAGS, OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'inherit'] });
+const serve = spawn(process.execPath, [...NODE_FLAGS, ...(process.env.BENCH_PROF ? ["--cpu-prof", "--cpu-prof-dir=" + process.env.BENCH_PROF] : []), OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'inherit'] });
 try {
   await new Promise((resolve, reject) => {
     serve.stdout.on('data', (d) => d.toString().includes('serving 9P') && resolve());
@@ -104,15 +104,20 @@ try {
   // CPU of the three parties while the N run: the daemon, its toolsrv (with the reaped sandboxed tool processes),
   // and this process (the mock LLM and the 9P client).
   const cpu = { daemon: 0, toolsrv: 0, mock: 0 };
-  for (let i = 0; i < RUNS; i++) {
-    one.push(await timed(1));
+  const cpu1 = { daemon: 0, toolsrv: 0, mock: 0 };
+  const measured = async (n, into) => {
     const kids = childrenOf(serve.pid);
     const before = { daemon: cpuOf(serve.pid), toolsrv: kids.reduce((a, k) => a + cpuOf(k), 0), mock: process.cpuUsage() };
-    many.push(await timed(N));
-    cpu.daemon += cpuOf(serve.pid) - before.daemon;
-    cpu.toolsrv += kids.reduce((a, k) => a + cpuOf(k), 0) - before.toolsrv;
+    const ms = await timed(n);
+    into.daemon += cpuOf(serve.pid) - before.daemon;
+    into.toolsrv += kids.reduce((a, k) => a + cpuOf(k), 0) - before.toolsrv;
     const m = process.cpuUsage(before.mock);
-    cpu.mock += (m.user + m.system) / 1000;
+    into.mock += (m.user + m.system) / 1000;
+    return ms;
+  };
+  for (let i = 0; i < RUNS; i++) {
+    one.push(await measured(1, cpu1));
+    many.push(await measured(N, cpu));
   }
   c.close();
   const f = (n) => n.toFixed(0);
@@ -124,6 +129,7 @@ try {
   console.log(`  ${N} in parallel:     median ${f(median(many))} ms, best ${f(Math.min(...many))} ms   (runs ${many.map(f).join(' ')})`);
   console.log(`  ${N} in parallel / 1 alone: ${ratio.toFixed(2)}× (medians), ${best.toFixed(2)}× (best runs)   (target ≤ 2.5× on 2 cores; ${N}× would be no parallelism at all)`);
   const per = (ms) => (ms / RUNS).toFixed(0);
+  console.log(`  CPU per run of 1: daemon ${per(cpu1.daemon)} ms, toolsrv + tools ${per(cpu1.toolsrv)} ms, mock + client ${per(cpu1.mock)} ms (wall ${f(one.reduce((a, b) => a + b, 0) / RUNS)} ms)`);
   console.log(`  CPU per run of ${N}: daemon ${per(cpu.daemon)} ms, toolsrv + tools ${per(cpu.toolsrv)} ms, mock + client ${per(cpu.mock)} ms (wall ${f(many.reduce((a, b) => a + b, 0) / RUNS)} ms × ${availableParallelism()} cores available)`);
 } finally {
   serve.kill('SIGTERM');
