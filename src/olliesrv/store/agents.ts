@@ -2,6 +2,11 @@
  * Agent rows, history and chat log in SQLite. Everything is appended as it happens (a message when it is
  * complete, a block when it is final), so a `kill -9` loses at most the block being streamed. A compaction or a
  * `clear` starts a new history epoch instead of deleting: older epochs are the recovery record.
+ *
+ * The full-text index (block_fts) is derived data and lags behind: the blocks appended since the last batch are
+ * indexed together in one transaction, FTS_DELAY after the first of them, before any search, and on open for
+ * what a crash left unindexed (agent.fts_seq is each agent's watermark). One FTS5 insert per block, each in its
+ * own transaction, cost two thirds of the append.
  */
 import type { DB } from './db.js';
 
@@ -34,8 +39,14 @@ export function ftsQuery(text: string): string {
   return (text.match(/[\p{L}\p{N}_]+/gu) ?? []).map((w) => `"${w}"`).join(' ');
 }
 
+/** How long appended blocks wait to be indexed together (a search never waits: it indexes them first). */
+const FTS_DELAY = 500;
+
 export class AgentStore {
   private readonly q;
+  /** Agents with blocks appended since their last indexing. */
+  private readonly unindexed = new Set<string>();
+  private indexTimer?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly db: DB) {
     this.q = {
@@ -53,10 +64,21 @@ export class AgentStore {
       blocks: db.prepare<[string], { body: string }>('SELECT body FROM block WHERE agent = ? ORDER BY seq'),
       maxBlock: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM block WHERE agent = ?'),
       addBlock: db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)'),
+      // An agent's blocks past its watermark into the index, and the watermark moved past them.
+      index: db.prepare(
+        `INSERT INTO block_fts (content, agent, id, role)
+           SELECT json_extract(body, '$.content'), agent, id, json_extract(body, '$.role') FROM block
+           WHERE agent = @agent AND seq > (SELECT fts_seq FROM agent WHERE id = @agent) AND json_extract(body, '$.role') != 'context'`,
+      ),
+      indexed: db.prepare('UPDATE agent SET fts_seq = COALESCE((SELECT MAX(seq) FROM block WHERE agent = @agent), fts_seq) WHERE id = @agent'),
+      behind: db.prepare<[], { id: string }>('SELECT id FROM agent WHERE fts_seq < (SELECT COALESCE(MAX(seq), -1) FROM block WHERE block.agent = agent.id)'),
       search: db.prepare<[string, number], SearchHit>(
         "SELECT agent, id, role, snippet(block_fts, 0, '[', ']', '…', 16) AS snippet FROM block_fts WHERE block_fts MATCH ? ORDER BY rank LIMIT ?",
       ),
     };
+    // Blocks appended by a daemon that died before indexing them.
+    for (const r of this.q.behind.all()) this.unindexed.add(r.id);
+    this.indexNow();
   }
 
   bySession(session: string): AgentRow[] {
@@ -119,10 +141,39 @@ export class AgentStore {
   /** Blocks of every agent matching all words of `text`, best first. */
   search(text: string, limit = 50): SearchHit[] {
     const q = ftsQuery(text);
-    return q ? this.q.search.all(q, limit) : [];
+    if (!q) return [];
+    this.indexNow();
+    return this.q.search.all(q, limit);
   }
 
   addBlock(agent: string, seq: number, id: string, body: string): void {
     this.q.addBlock.run(agent, seq, id, body);
+    this.unindexed.add(agent);
+    if (!this.indexTimer) {
+      this.indexTimer = setTimeout(() => {
+        try {
+          this.indexNow();
+        } catch {
+          // The database is busy or failing: the blocks stay queued for the next batch or search.
+        }
+      }, FTS_DELAY);
+      // Nothing is lost to an exit before it fires: the next open catches up from the watermarks.
+      this.indexTimer.unref?.();
+    }
+  }
+
+  /** Indexes every block appended since the last batch, in one transaction. */
+  indexNow(): void {
+    clearTimeout(this.indexTimer);
+    this.indexTimer = undefined;
+    if (!this.unindexed.size || !this.db.open) return;
+    // A deleted agent's blocks are gone, so it indexes nothing and has no watermark to move.
+    this.db.transaction(() => {
+      for (const agent of this.unindexed) {
+        this.q.index.run({ agent });
+        this.q.indexed.run({ agent });
+      }
+    })();
+    this.unindexed.clear();
   }
 }

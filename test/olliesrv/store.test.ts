@@ -1,0 +1,99 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentStore, type AgentRow } from '../../src/olliesrv/store/agents.js';
+import { openDatabase, type DB } from '../../src/olliesrv/store/db.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ollie-store-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function addAgent(db: DB, store: AgentStore, id: string): void {
+  if (!db.prepare('SELECT 1 FROM session WHERE id = ?').get('s')) {
+    db.prepare("INSERT INTO session (id, name, cwd, created) VALUES ('s', 's', '/', 0)").run();
+  }
+  const row: AgentRow = { id, session: 's', name: id, parent: '', depth: 0, cfg: '{}', epoch: 0, stats: '{}', running: 0, created: 0 };
+  store.insert(row);
+}
+
+const block = (role: string, content: string): string => JSON.stringify({ role, id: 'x', content });
+
+describe('chat-log search index', () => {
+  it('finds a block searched for right after it was appended, context blocks excepted', () => {
+    const db = openDatabase(join(dir, 'a.db'));
+    const store = new AgentStore(db);
+    addAgent(db, store, 'a1');
+    store.addBlock('a1', 0, 'b0', block('user', 'where is the flux capacitor'));
+    store.addBlock('a1', 1, 'b1', block('context', 'capacitor in a context block'));
+    expect(store.search('capacitor').map((h) => [h.agent, h.id, h.role])).toEqual([['a1', 'b0', 'user']]);
+    store.addBlock('a1', 2, 'b2', block('assistant', 'the capacitor is in the car'));
+    expect(store.search('capacitor')).toHaveLength(2);
+    store.delete('a1');
+    expect(store.search('capacitor')).toEqual([]);
+    db.close();
+  });
+
+  it('indexes on its own after a short while, each block once', async () => {
+    const db = openDatabase(join(dir, 'a.db'));
+    const store = new AgentStore(db);
+    addAgent(db, store, 'a1');
+    store.addBlock('a1', 0, 'b0', block('user', 'gigawatts'));
+    const rows = (): number => (db.prepare("SELECT COUNT(*) AS n FROM block_fts WHERE block_fts MATCH 'gigawatts'").get() as { n: number }).n;
+    expect(rows()).toBe(0);
+    await new Promise((r) => setTimeout(r, 700));
+    expect(rows()).toBe(1);
+    store.indexNow();
+    expect(store.search('gigawatts')).toHaveLength(1);
+    db.close();
+  });
+
+  it('catches up on open with the blocks a killed daemon never indexed', () => {
+    const path = join(dir, 'a.db');
+    const db = openDatabase(path);
+    const store = new AgentStore(db);
+    addAgent(db, store, 'a1');
+    addAgent(db, store, 'a2');
+    store.addBlock('a1', 0, 'b0', block('user', 'indexed before the crash'));
+    store.indexNow();
+    store.addBlock('a1', 1, 'b1', block('assistant', 'appended after the last batch'));
+    store.addBlock('a2', 0, 'c0', block('user', 'another agent, also after the last batch'));
+    // As a kill -9 would leave it: the blocks are committed, the index is behind.
+    db.close();
+    const db2 = openDatabase(path);
+    const count = (): number => (db2.prepare('SELECT COUNT(*) AS n FROM block_fts').get() as { n: number }).n;
+    expect(count()).toBe(1);
+    const store2 = new AgentStore(db2);
+    expect(count()).toBe(3);
+    expect(store2.search('batch').map((h) => h.id).sort()).toEqual(['b1', 'c0']);
+    expect(store2.search('crash').map((h) => h.id)).toEqual(['b0']);
+    db2.close();
+  });
+
+  it('migrates a database indexed by the old trigger without indexing its blocks twice', () => {
+    const path = join(dir, 'old.db');
+    // Schema version 4 (made by winding the current one back): the trigger indexed every block as it was inserted.
+    const db = openDatabase(path);
+    db.exec(`ALTER TABLE agent DROP COLUMN fts_seq;
+      CREATE TRIGGER block_fts_add AFTER INSERT ON block WHEN json_extract(new.body, '$.role') != 'context' BEGIN
+        INSERT INTO block_fts (content, agent, id, role) VALUES (json_extract(new.body, '$.content'), new.agent, new.id, json_extract(new.body, '$.role'));
+      END;
+      PRAGMA user_version = 4;`);
+    db.exec("INSERT INTO session (id, name, cwd, created) VALUES ('s', 's', '/', 0)");
+    db.exec("INSERT INTO agent (id, session, name, cfg, created) VALUES ('a1', 's', 'a1', '{}', 0)");
+    db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)').run('a1', 0, 'b0', block('user', 'old words'));
+    db.close();
+    const raw = new Database(path);
+    expect(raw.pragma('user_version', { simple: true })).toBe(4);
+    raw.close();
+    const db2 = openDatabase(path);
+    const store = new AgentStore(db2);
+    expect(store.search('old words').map((h) => h.id)).toEqual(['b0']);
+    store.addBlock('a1', 1, 'b1', block('assistant', 'new words'));
+    expect(store.search('words').map((h) => h.id).sort()).toEqual(['b0', 'b1']);
+    db2.close();
+  });
+});
