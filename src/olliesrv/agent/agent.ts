@@ -549,12 +549,14 @@ export class Agent {
         const host = await st.forAgent(this.id, this.cfg.cwd, sessionEnv);
         // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
         // the profile's tools and the ones loaded by hand.
+        // The commands are independent (one tool each), so they go out together: one round trip, not one each.
         const loaded = new Set((await host.list()).tools.map((t) => t.name));
-        for (const t of loaded) if (!wanted.includes(t)) await host.ctl(`unload ${t}`).catch(() => undefined);
-        for (const t of wanted) {
-          if (loaded.has(t)) continue;
-          await host.ctl(`load ${t}`).catch((e: unknown) => this.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' }));
-        }
+        await Promise.all([
+          ...[...loaded].filter((t) => !wanted.includes(t)).map((t) => host.ctl(`unload ${t}`).catch(() => undefined)),
+          ...wanted.filter((t) => !loaded.has(t)).map((t) =>
+            host.ctl(`load ${t}`).catch((e: unknown) => this.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' })),
+          ),
+        ]);
         rt.host = host;
       }
       await this.refreshTools(rt, true);

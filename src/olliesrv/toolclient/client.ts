@@ -7,7 +7,7 @@
  * loaded tools), so an agent keeps its ToolHost for life. A call in flight when the connection broke fails
  * (it cannot be known whether the tool ran); `rev` changes, so the agent re-reads its tools.
  */
-import { IOHDRSZ, lines, ORDWR, sharedSecretResponder, Type, type Client, type Fid } from '../../ninep/index.js';
+import { concatBytes, IOHDRSZ, lines, OREAD, ORDWR, OWRITE, sharedSecretResponder, Type, type Client, type Fid } from '../../ninep/index.js';
 import { dial } from '../../ninep/node.js';
 import type { CatalogEntry, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from '../../toolsrv/protocol.js';
 import type { ToolHost } from './host.js';
@@ -99,28 +99,29 @@ export class ToolClient implements ToolHost {
   }
 
   async list(): Promise<{ rev: number; tools: ToolInfo[] }> {
-    // rev is read on both sides of the list, so a change in between is seen and the list read again.
+    // rev is read on both sides of the list, so a change in between is seen and the list read again. The three
+    // reads go out together: toolsrv answers each of these files at once, in the order they arrive.
     for (;;) {
-      const before = await this.rev();
-      const tools = JSON.parse(await (await this.conn()).readText('tools')) as ToolInfo[];
-      if ((await this.rev()) === before) return { rev: before, tools };
+      const c = await this.conn();
+      const [before, list, after] = await Promise.all([this.readSmall(c, 'rev'), this.readSmall(c, 'tools'), this.readSmall(c, 'rev')]);
+      if (Number(before.trim()) === Number(after.trim())) return { rev: Number(before.trim()), tools: JSON.parse(list) as ToolInfo[] };
     }
   }
 
   async rev(): Promise<number> {
-    return Number((await (await this.conn()).readText('rev')).trim());
+    return Number((await this.readSmall(await this.conn(), 'rev')).trim());
   }
 
   async ctl(command: string): Promise<void> {
     if (command.includes('\n')) throw new Error('a ctl command is one line (values with newlines cannot be set)');
-    await (await this.conn()).write('ctl', command);
+    await this.writeSmall(await this.conn(), 'ctl', command);
     this.setup.note(command);
   }
 
   /** Several ctl commands in one write (one round trip); all are applied up to the first that fails. */
   async ctlLines(commands: string[]): Promise<void> {
     for (const c of commands) if (c.includes('\n')) throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
-    await (await this.conn()).write('ctl', `${commands.join('\n')}\n`);
+    await this.writeSmall(await this.conn(), 'ctl', `${commands.join('\n')}\n`);
     for (const c of commands) this.setup.note(c);
   }
 
@@ -134,37 +135,65 @@ export class ToolClient implements ToolHost {
         error: `the call is ${data.length} bytes of JSON; toolsrv takes at most ${c.msize - IOHDRSZ} (write large content in parts)`,
       };
     }
-    // The hot path in two round trips instead of five: walk, open and write go out together (the server
-    // applies fid changes in arrival order), the write returns when the tool has exited, one read brings the
-    // result (a reply shorter than the iounit is the whole of it), and the clunk is not waited for.
+    // The hot path in two round trips instead of five: walk, open and write go out together, the write returns
+    // when the tool has exited, one read brings the result (a reply shorter than the iounit is the whole of it),
+    // and the clunk is not waited for.
+    const reply = await this.pipelined(c, ['proc', 'new'], ORDWR, async (fid, opened) => {
+      await c.rpc({ type: Type.Twrite, fid, offset: 0, data }, signal);
+      const { iounit } = await opened;
+      const count = Math.min(iounit || c.msize - IOHDRSZ, c.msize - IOHDRSZ);
+      return this.readRest(c, fid, count, signal);
+    });
+    return JSON.parse(new TextDecoder().decode(reply)) as ProcResult;
+  }
+
+  /** Reads `fid` from offset 0 until a reply shorter than `count` (toolsrv's whole-reply files). */
+  private async readRest(c: Client, fid: number, count: number, signal?: AbortSignal): Promise<Uint8Array> {
+    const parts = [(await c.rpc({ type: Type.Tread, fid, offset: 0, count }, signal)).data];
+    for (let off = parts[0]!.length; parts.at(-1)!.length === count; off += parts.at(-1)!.length) {
+      const more = (await c.rpc({ type: Type.Tread, fid, offset: off, count }, signal)).data;
+      if (!more.length) break;
+      parts.push(more);
+    }
+    return parts.length === 1 ? parts[0]! : concatBytes(parts);
+  }
+
+  /**
+   * Reads one of toolsrv's small files (rev, tools) in one round trip instead of five: walk, open and read go out
+   * together, the clunk is not waited for, and a reply shorter than asked for is the whole file (toolsrv serves
+   * these from a snapshot taken at offset 0).
+   */
+  private async readSmall(c: Client, name: string): Promise<string> {
+    const count = c.msize - IOHDRSZ;
+    return new TextDecoder().decode(await this.pipelined(c, [name], OREAD, (fid) => this.readRest(c, fid, count)));
+  }
+
+  /** Writes a short request (a ctl line) to one of toolsrv's files in one round trip: walk, open, write together. */
+  private async writeSmall(c: Client, name: string, text: string): Promise<void> {
+    const data = new TextEncoder().encode(text);
+    if (data.length > c.msize - IOHDRSZ) return void (await c.write(name, data));
+    await this.pipelined(c, [name], OWRITE, async (fid) => void (await c.rpc({ type: Type.Twrite, fid, offset: 0, data })));
+  }
+
+  /**
+   * Walks a new fid from the base fid and opens it, sending the first requests of `io` in the same write (the
+   * server applies fid changes in arrival order), then clunks it without waiting for the answer.
+   */
+  private async pipelined<T>(c: Client, wnames: string[], mode: number, io: (fid: number, opened: Promise<{ iounit: number }>) => Promise<T>): Promise<T> {
     const base = await this.baseFid(c);
     const fid = c.allocFid();
-    const walk = c.rpc({ type: Type.Twalk, fid: base.fid, newfid: fid, wnames: ['proc', 'new'] });
-    const open = c.rpc({ type: Type.Topen, fid, mode: ORDWR });
-    const write = c.rpc({ type: Type.Twrite, fid, offset: 0, data }, signal);
+    const walk = c.rpc({ type: Type.Twalk, fid: base.fid, newfid: fid, wnames });
+    const open = c.rpc({ type: Type.Topen, fid, mode });
+    const done = io(fid, open);
     let walked = false;
     try {
-      const w = await walk;
-      walked = w.qids.length === 2;
-      if (!walked) throw new Error('proc/new: file not found');
-      const { iounit } = await open;
-      await write;
-      const count = Math.min(iounit || c.msize - IOHDRSZ, c.msize - IOHDRSZ);
-      let reply = (await c.rpc({ type: Type.Tread, fid, offset: 0, count }, signal)).data;
-      if (reply.length === count) {
-        const parts = [reply];
-        for (let off = reply.length; ; ) {
-          const more = (await c.rpc({ type: Type.Tread, fid, offset: off, count }, signal)).data;
-          if (!more.length) break;
-          parts.push(more);
-          off += more.length;
-        }
-        reply = Buffer.concat(parts);
-      }
-      return JSON.parse(new TextDecoder().decode(reply)) as ProcResult;
+      walked = (await walk).qids.length === wnames.length;
+      if (!walked) throw new Error(`${wnames.join('/')}: file not found`);
+      await open;
+      return await done;
     } finally {
       open.catch(() => undefined);
-      write.catch(() => undefined);
+      done.catch(() => undefined);
       if (walked) void c.rpc({ type: Type.Tclunk, fid }).then(() => c.releaseFid(fid), () => undefined);
       else c.releaseFid(fid);
     }
