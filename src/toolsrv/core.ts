@@ -14,6 +14,7 @@ import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
+import type { Spawner } from './exec/spawner.js';
 import { Feed } from './feed.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
@@ -34,6 +35,8 @@ export interface CoreOptions {
   procTtlMs?: number;
   /** Resident tool hosts stop after this long without a call (default 10 minutes). */
   hostIdleMs?: number;
+  /** Starts tool processes (toolsrv's fork server); without it, Node's spawn does. */
+  spawner?: Spawner;
   log?: (m: string) => void;
 }
 
@@ -266,7 +269,7 @@ export class Core {
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
       if (tool.host) this.hosts.run(tool.host.name, wrapped, s.cwd, proc, { tool: tool.name, args }, timeout);
-      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout);
+      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout, this.opts.spawner);
     } catch (e) {
       release?.();
       throw e;
@@ -388,6 +391,7 @@ export class Core {
   close(): void {
     clearInterval(this.gc);
     for (const p of this.procs.values()) p.terminate('killed', 0);
+    this.opts.spawner?.close();
     this.hosts.close();
     this.bypass.close();
   }

@@ -13,6 +13,7 @@ import { prepareUnixSocket, socketChannel } from '../ninep/node.js';
 import { configDir, dataDir } from '../platform/paths.js';
 import { Core } from './core.js';
 import { Confinement } from './exec/confine.js';
+import { SPAWNER, Spawner } from './exec/spawner.js';
 import { toolsrvNamespace } from './fs/spec.js';
 
 /** The shipped tools: data/tools of the installation (two levels above src/toolsrv or dist/toolsrv). */
@@ -34,6 +35,8 @@ export interface ToolsrvOptions {
   sandboxModule?: string;
   /** Environment tools start from; default toolsrv's own. */
   baseEnv?: Record<string, string>;
+  /** false: start tool processes with Node's spawn even where native/build/ollie-spawner is built. */
+  spawner?: false;
   log?: (m: string) => void;
 }
 
@@ -60,6 +63,8 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     // The runtime dir the sandbox denies is where our socket (and, as olliesrv places it, the Ollie socket) lives.
     dirs: { configDir: configDir(), dataDir: dataDir(), home: homedir(), runtimeDir: dirname(o.socket), tmpDir },
   });
+  // Tool processes start from the fork server when it is built (it is wherever the sandbox helper is).
+  const spawner = o.spawner === false ? undefined : Spawner.find(SPAWNER);
   const baseEnv = o.baseEnv ?? (Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>);
   const core = new Core({
     toolDirs,
@@ -70,6 +75,7 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     ...(o.ollieAddr && { ollieAddr: o.ollieAddr }),
     ...(o.procTtlMs !== undefined && { procTtlMs: o.procTtlMs }),
     ...(o.hostIdleMs !== undefined && { hostIdleMs: o.hostIdleMs }),
+    ...(spawner && { spawner }),
     log,
   });
   const server = new Server({ fs: toolsrvNamespace(core, userInfo().username), auth: sharedSecretAuth(o.secret), onProtocolError: (m) => log(`closed a connection: ${m}`) });

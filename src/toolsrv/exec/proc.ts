@@ -10,6 +10,7 @@ import { constants as osConstants } from 'node:os';
 import { concatBytes } from '../../ninep/index.js';
 import { Feed } from '../feed.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
+import type { Spawner } from './spawner.js';
 
 export interface SpawnSpec {
   file: string;
@@ -83,13 +84,17 @@ export class Proc {
     return this.meta.id;
   }
 
-  /** Starts the process; `timeoutS` (seconds) kills the group when it runs longer. */
-  async start(spec: SpawnSpec, timeoutS?: number): Promise<void> {
+  /**
+   * Starts the process, through `spawner` when there is one (see exec/spawner.ts; Node's own spawn otherwise);
+   * `timeoutS` (seconds) kills the group when it runs longer.
+   */
+  async start(spec: SpawnSpec, timeoutS?: number, spawner?: Spawner): Promise<void> {
     if (timeoutS !== undefined) {
       this.timer = setTimeout(() => this.terminate('timeout'), timeoutS * 1000);
       this.timer.unref();
     }
     if (spec.tty) await this.startPty(spec);
+    else if (spawner) await this.startSpawned(spawner, spec);
     else this.startPipes(spec);
   }
 
@@ -162,6 +167,51 @@ export class Proc {
         settle();
       });
     });
+  }
+
+  private async startSpawned(spawner: Spawner, spec: SpawnSpec): Promise<void> {
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let closed = false;
+    let drain: NodeJS.Timeout | undefined;
+    const settle = (): void => {
+      if (closed && exited) this.exited(exited.code, exited.signal);
+    };
+    let abandon = (): void => undefined;
+    try {
+      const spawned = await spawner.spawn(spec, {
+        output: (b) => this.output(b),
+        exited: (code, signal) => {
+          exited = { code, signal };
+          // The spawner has killed the rest of the group; a process that left it may hold the pipe.
+          if (!closed) {
+            drain = setTimeout(() => {
+              abandon();
+              closed = true;
+              settle();
+            }, DRAIN_MS);
+            drain.unref();
+          }
+          settle();
+        },
+        closed: () => {
+          clearTimeout(drain);
+          closed = true;
+          settle();
+        },
+        lost: (reason) => {
+          if (this.state === 'exited') return;
+          this.error = reason;
+          this.status = this.stop ?? 'killed';
+          this.end();
+        },
+      });
+      abandon = spawned.abandonOutput;
+      this.osPid = spawned.pid;
+      // A stop asked for while the spawner was starting it reaches the group now that there is one.
+      if (this.stop && this.state === 'running') this.killGroup(this.stop === 'timeout' ? 'SIGTERM' : 'SIGKILL');
+    } catch (e) {
+      this.failed((e as Error).message);
+    }
   }
 
   private async startPty(spec: SpawnSpec): Promise<void> {

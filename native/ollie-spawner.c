@@ -1,0 +1,435 @@
+/*
+ * ollie-spawner: starts toolsrv's tool processes, so that toolsrv (a large Node process) never forks.
+ *
+ * Node's child_process.spawn forks the whole Node process and then waits, with its event loop blocked, until
+ * the child has exec'd: measured here at 2.3 ms of blocked toolsrv per tool call, during which no other call
+ * makes progress. This program is small, so its fork costs tens of microseconds, and it forks on toolsrv's
+ * behalf. It is a fork server in the manner of a zygote: one per toolsrv, started once, driven over its
+ * stdin and stdout with the binary frames below, exiting when its stdin closes (toolsrv gone), after
+ * killing the process groups it started.
+ *
+ * Every frame is: u32 length of what follows, u8 type, u32 id, payload (little-endian integers).
+ *   toolsrv -> spawner
+ *     'S' spawn   u32 argc, argc NUL-terminated strings (argv[0] is the program: a path, or a name found on
+ *                 the child's PATH); u32 envc, envc "K=V" strings; the cwd, NUL-terminated; the rest is
+ *                 written to the child's stdin, which is then closed.
+ *     'C' close   stop reading the child's output: toolsrv gave up waiting for a pipe that a process which
+ *                 left the group still holds, and the descriptor must not stay open here for as long as it runs.
+ *   spawner -> toolsrv
+ *     'P' started u32 pid (the child leads a new session, so its process group is -pid)
+ *     'F' failed  a message saying what could not be done (chdir, exec) and why; nothing runs
+ *     'O' output  bytes the child wrote to stdout or stderr (one pipe: they arrive in the order written)
+ *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited)
+ *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer)
+ * A protocol error (a frame that does not parse) is reported on stderr and ends the spawner: toolsrv is its
+ * only client, so a bad frame is a bug there, and the in-flight calls fail with that message.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_FRAME (64u << 20) /* argv + env + stdin; toolsrv's own limits are far below */
+#define READ_CHUNK 65536
+
+struct child {
+  uint32_t id;
+  pid_t pid;        /* 0 once reaped */
+  int out;          /* read end of stdout+stderr, -1 once closed */
+  int in;           /* write end of stdin, -1 once all of it is written */
+  char *in_buf;     /* stdin still to write */
+  size_t in_len, in_off;
+};
+
+static struct child *kids;
+static size_t nkids, capkids;
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("ollie-spawner: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+/* ---- frames to toolsrv ----------------------------------------------------------------------------- */
+
+static void write_all(int fd, const void *p, size_t n) {
+  const char *b = p;
+  while (n) {
+    ssize_t w = write(fd, b, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        struct pollfd pf = {fd, POLLOUT, 0};
+        poll(&pf, 1, -1);
+        continue;
+      }
+      exit(0); /* toolsrv is gone: nobody is left to tell */
+    }
+    b += w;
+    n -= (size_t)w;
+  }
+}
+
+static void put_u32(char *p, uint32_t v) {
+  p[0] = (char)v, p[1] = (char)(v >> 8), p[2] = (char)(v >> 16), p[3] = (char)(v >> 24);
+}
+
+static uint32_t get_u32(const char *p) {
+  const unsigned char *u = (const unsigned char *)p;
+  return u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static void send_frame(char type, uint32_t id, const void *payload, size_t len) {
+  char head[9];
+  put_u32(head, (uint32_t)(5 + len));
+  head[4] = type;
+  put_u32(head + 5, id);
+  struct iovec iov[2] = {{head, 9}, {(void *)payload, len}};
+  /* One writev for small frames (the common case); write_all finishes a partial one. */
+  ssize_t w;
+  do w = writev(1, iov, len ? 2 : 1);
+  while (w < 0 && errno == EINTR);
+  if (w < 0 && errno != EAGAIN) exit(0);
+  size_t done = w < 0 ? 0 : (size_t)w;
+  if (done < 9) {
+    write_all(1, head + done, 9 - done);
+    done = 9;
+  }
+  if (done - 9 < len) write_all(1, (const char *)payload + (done - 9), len - (done - 9));
+}
+
+static void send_failed(uint32_t id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void send_failed(uint32_t id, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  send_frame('F', id, msg, n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+}
+
+/* ---- children ------------------------------------------------------------------------------------- */
+
+static struct child *add_child(void) {
+  if (nkids == capkids) {
+    capkids = capkids ? capkids * 2 : 16;
+    kids = realloc(kids, capkids * sizeof *kids);
+    if (!kids) die("out of memory");
+  }
+  return &kids[nkids++];
+}
+
+/* A child is forgotten once it is reaped, its output closed and its stdin written. */
+static void sweep(void) {
+  size_t j = 0;
+  for (size_t i = 0; i < nkids; i++) {
+    if (kids[i].pid || kids[i].out >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
+  }
+  nkids = j;
+}
+
+static void close_stdin(struct child *c) {
+  if (c->in >= 0) close(c->in);
+  c->in = -1;
+  free(c->in_buf);
+  c->in_buf = NULL;
+}
+
+static void pump_stdin(struct child *c) {
+  while (c->in >= 0 && c->in_off < c->in_len) {
+    ssize_t w = write(c->in, c->in_buf + c->in_off, c->in_len - c->in_off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      break; /* EPIPE: a tool that never reads its arguments */
+    }
+    c->in_off += (size_t)w;
+  }
+  close_stdin(c);
+}
+
+static void drain_output(struct child *c) {
+  static char buf[READ_CHUNK];
+  for (;;) {
+    ssize_t r = read(c->out, buf, sizeof buf);
+    if (r > 0) {
+      send_frame('O', c->id, buf, (size_t)r);
+      if ((size_t)r < sizeof buf) return; /* likely drained; poll says when there is more */
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) return;
+    close(c->out);
+    c->out = -1;
+    send_frame('E', c->id, NULL, 0);
+    return;
+  }
+}
+
+/* Looks `name` up on the PATH of the child's environment, as execvp would with that environment. */
+static void exec_in_path(const char *name, char **argv, char **envp) {
+  if (strchr(name, '/')) {
+    execve(name, argv, envp);
+    return;
+  }
+  const char *path = "/usr/local/bin:/usr/bin:/bin";
+  for (char **e = envp; *e; e++)
+    if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
+  int saved = ENOENT;
+  char full[4096];
+  for (const char *p = path;; p++) {
+    const char *end = strchrnul(p, ':');
+    int n = snprintf(full, sizeof full, "%.*s%s%s", (int)(end - p), p, end == p ? "" : "/", name);
+    if (n > 0 && (size_t)n < sizeof full) {
+      execve(full, argv, envp);
+      if (errno == EACCES) saved = EACCES; /* as execvp: a later ENOENT does not hide a permission problem */
+      else if (errno != ENOENT && errno != ENOTDIR) saved = errno;
+    }
+    if (!*end) break;
+    p = end;
+  }
+  errno = saved;
+}
+
+/*
+ * Parses a spawn frame and starts the child. The child reports a failed chdir or exec through a close-on-exec
+ * pipe (as libuv does): a successful exec closes it empty, so the parent learns the outcome before it answers.
+ */
+static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmask) {
+  char *end = p + len;
+#define NEED(n) \
+  if ((size_t)(end - p) < (size_t)(n)) die("spawn frame %u is truncated", id)
+  NEED(4);
+  uint32_t argc = get_u32(p);
+  p += 4;
+  if (argc == 0 || argc > 1u << 20) die("spawn frame %u has %u arguments", id, argc);
+  char **argv = calloc(argc + 1, sizeof *argv);
+  for (uint32_t i = 0; i < argc; i++) {
+    char *z = memchr(p, 0, (size_t)(end - p));
+    if (!z) die("spawn frame %u: argument %u is not NUL-terminated", id, i);
+    argv[i] = p;
+    p = z + 1;
+  }
+  NEED(4);
+  uint32_t envc = get_u32(p);
+  p += 4;
+  if (envc > 1u << 20) die("spawn frame %u has %u environment entries", id, envc);
+  char **envp = calloc(envc + 1, sizeof *envp);
+  for (uint32_t i = 0; i < envc; i++) {
+    char *z = memchr(p, 0, (size_t)(end - p));
+    if (!z) die("spawn frame %u: environment entry %u is not NUL-terminated", id, i);
+    envp[i] = p;
+    p = z + 1;
+  }
+  char *z = memchr(p, 0, (size_t)(end - p));
+  if (!z) die("spawn frame %u: the cwd is not NUL-terminated", id);
+  const char *cwd = p;
+  p = z + 1;
+#undef NEED
+
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+    send_failed(id, "cannot start %s: pipe: %s", argv[0], strerror(errno));
+    free(argv), free(envp);
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The child: a session of its own (its group is killed as one), the default signal handling toolsrv's
+     * children had, stdin from the pipe, stdout and stderr into one pipe. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+    setsid();
+    const char *stage = "chdir ", *what = cwd;
+    if (chdir(cwd) == 0) {
+      stage = "exec", what = "";
+      if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0) stage = "dup2";
+      else exec_in_path(argv[0], argv, envp);
+    }
+    int e = errno;
+    char msg[512];
+    const char *name = strerrorname_np(e);
+    int n = snprintf(msg, sizeof msg, "%s%s: %s (%s)", stage, what, name ? name : "error", strerror(e));
+    if (write(err[1], msg, (size_t)n) < 0) _exit(127);
+    _exit(127);
+  }
+  int fork_errno = errno;
+  close(in[0]), close(out[1]), close(err[1]);
+  if (pid < 0) {
+    close(in[1]), close(out[0]), close(err[0]);
+    send_failed(id, "cannot start %s: fork: %s", argv[0], strerror(fork_errno));
+    free(argv), free(envp);
+    return;
+  }
+  char why[512];
+  ssize_t n;
+  do n = read(err[0], why, sizeof why - 1);
+  while (n < 0 && errno == EINTR);
+  close(err[0]);
+  if (n > 0) {
+    why[n] = 0;
+    close(in[1]), close(out[0]);
+    /* The child has _exit'ed or is about to; its reaping in reap() finds no entry and is dropped. */
+    waitpid(pid, NULL, 0);
+    send_failed(id, "cannot start %s: %s", argv[0], why);
+    free(argv), free(envp);
+    return;
+  }
+  fcntl(in[1], F_SETFL, O_NONBLOCK);
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  struct child *c = add_child();
+  *c = (struct child){.id = id, .pid = pid, .out = out[0], .in = in[1]};
+  size_t stdin_len = (size_t)(end - p);
+  if (stdin_len) {
+    c->in_buf = malloc(stdin_len);
+    if (!c->in_buf) die("out of memory");
+    memcpy(c->in_buf, p, stdin_len);
+    c->in_len = stdin_len;
+  }
+  char pidb[4];
+  put_u32(pidb, (uint32_t)pid);
+  send_frame('P', id, pidb, 4);
+  pump_stdin(c);
+  free(argv), free(envp);
+}
+
+static void reap(void) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (size_t i = 0; i < nkids; i++) {
+      if (kids[i].pid != pid) continue;
+      /* Output written before the exit goes out before it. */
+      if (kids[i].out >= 0) drain_output(&kids[i]);
+      char x[8];
+      put_u32(x, WIFEXITED(status) ? (uint32_t)WEXITSTATUS(status) : (uint32_t)-1);
+      put_u32(x + 4, WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
+      send_frame('X', kids[i].id, x, 8);
+      kids[i].pid = 0;
+      /* Like toolsrv did for its own children: what the leader left running in its group dies with it. */
+      kill(-pid, SIGKILL);
+      break;
+    }
+  }
+}
+
+/* ---- requests from toolsrv ------------------------------------------------------------------------ */
+
+static void stop_output(uint32_t id) {
+  for (size_t i = 0; i < nkids; i++) {
+    if (kids[i].id != id || kids[i].out < 0) continue;
+    close(kids[i].out);
+    kids[i].out = -1;
+  }
+}
+
+static char *req;
+static size_t req_len, req_cap;
+
+static void shutdown_all(void) {
+  for (size_t i = 0; i < nkids; i++)
+    if (kids[i].pid) kill(-kids[i].pid, SIGKILL);
+  exit(0);
+}
+
+/* Reads what toolsrv sent; returns 0 at end of file. */
+static int read_requests(const sigset_t *oldmask) {
+  if (req_cap - req_len < READ_CHUNK) {
+    req_cap = req_cap ? req_cap * 2 : 2 * READ_CHUNK;
+    req = realloc(req, req_cap);
+    if (!req) die("out of memory");
+  }
+  ssize_t r = read(0, req + req_len, req_cap - req_len);
+  if (r < 0) return errno == EINTR || errno == EAGAIN;
+  if (r == 0) return 0;
+  req_len += (size_t)r;
+  size_t off = 0;
+  while (req_len - off >= 4) {
+    uint32_t flen = get_u32(req + off);
+    if (flen < 5 || flen > MAX_FRAME) die("a frame of %u bytes (5 to %u allowed)", flen, MAX_FRAME);
+    if (req_len - off - 4 < flen) {
+      /* Incomplete: make room for the whole frame. */
+      if (req_cap < flen + 4) {
+        memmove(req, req + off, req_len - off);
+        req_len -= off, off = 0;
+        req_cap = flen + 4 + READ_CHUNK;
+        req = realloc(req, req_cap);
+        if (!req) die("out of memory");
+      }
+      break;
+    }
+    char type = req[off + 4];
+    uint32_t id = get_u32(req + off + 5);
+    if (type == 'S') spawn_child(id, req + off + 9, flen - 5, oldmask);
+    else if (type == 'C') stop_output(id);
+    else die("unknown frame type 0x%02x", (unsigned char)type);
+    off += 4 + flen;
+  }
+  memmove(req, req + off, req_len - off);
+  req_len -= off;
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  (void)argv;
+  if (argc != 1) die("takes no arguments: it is driven by toolsrv over stdin and stdout");
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t chld, oldmask;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &oldmask);
+  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) die("signalfd: %s", strerror(errno));
+  fcntl(1, F_SETFD, FD_CLOEXEC);
+  fcntl(0, F_SETFD, FD_CLOEXEC);
+  struct pollfd *pfds = NULL;
+  size_t pcap = 0;
+  for (;;) {
+    sweep();
+    size_t n = 2 + 2 * nkids;
+    if (n > pcap) {
+      pcap = n * 2;
+      pfds = realloc(pfds, pcap * sizeof *pfds);
+      if (!pfds) die("out of memory");
+    }
+    pfds[0] = (struct pollfd){0, POLLIN, 0};
+    pfds[1] = (struct pollfd){sfd, POLLIN, 0};
+    for (size_t i = 0; i < nkids; i++) {
+      pfds[2 + 2 * i] = (struct pollfd){kids[i].out, POLLIN, 0};
+      pfds[3 + 2 * i] = (struct pollfd){kids[i].in_off < kids[i].in_len ? kids[i].in : -1, POLLOUT, 0};
+    }
+    if (poll(pfds, n, -1) < 0) {
+      if (errno == EINTR) continue;
+      die("poll: %s", strerror(errno));
+    }
+    /* Children's pipes first, then exits, so that output precedes the exit it came before. */
+    size_t before = nkids;
+    for (size_t i = 0; i < before; i++) {
+      if (pfds[2 + 2 * i].revents && kids[i].out >= 0) drain_output(&kids[i]);
+      if (pfds[3 + 2 * i].revents && kids[i].in >= 0) pump_stdin(&kids[i]);
+    }
+    if (pfds[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) > 0) {
+      }
+      reap();
+    }
+    if (pfds[0].revents && !read_requests(&oldmask)) shutdown_all();
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The client of native/ollie-spawner, toolsrv's fork server. Node's spawn forks all of toolsrv and blocks its
+ * event loop until the child has exec'd (2.3 ms a call here, during which no other call moves); the spawner
+ * is a small C process that forks instead, so toolsrv only writes a frame and reads the answers. The frames
+ * are described in native/ollie-spawner.c.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { concatBytes } from '../../ninep/index.js';
+import { PACKAGE_ROOT } from '../sandbox/policy.js';
+
+/** The fork server, built by scripts/build-native.mjs beside the sandbox helper. */
+export const SPAWNER = join(PACKAGE_ROOT, 'native', 'build', 'ollie-spawner');
+
+/** What a spawned process reports, by the frames of its id. */
+export interface SpawnedHandlers {
+  output(bytes: Uint8Array): void;
+  exited(code: number | null, signal: NodeJS.Signals | null): void;
+  /** The output pipe reached end of file. */
+  closed(): void;
+  /** The spawner died while the process ran: nothing more will be heard of it. */
+  lost(reason: string): void;
+}
+
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin: string;
+}
+
+/** A started process, as the spawner knows it. */
+export interface Spawned {
+  pid: number;
+  /** Stops reading its output (a process that left its group may hold the pipe long after the call). */
+  abandonOutput(): void;
+}
+
+interface Pending extends SpawnedHandlers {
+  started?: { resolve(s: Spawned): void; reject(e: Error): void };
+  /** Its exit and the end of its output come in either order; it is forgotten after both. */
+  exitSeen?: boolean;
+  closeSeen?: boolean;
+}
+
+const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
+const enc = new TextEncoder();
+
+export class Spawner {
+  private child?: ChildProcess;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private buf = new Uint8Array(0);
+  private errTail = '';
+
+  constructor(private readonly binary: string) {}
+
+  /** The spawner at `binary` when it is there and executable, else undefined (no native build here). */
+  static find(binary: string): Spawner | undefined {
+    try {
+      accessSync(binary, constants.X_OK);
+      return new Spawner(binary);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Starts a process; resolves with its pid once it has exec'd, or rejects with what stopped it (a missing
+   * program or cwd). The handlers then hear its output, its exit and the end of its output, in that order.
+   */
+  spawn(req: SpawnRequest, handlers: SpawnedHandlers): Promise<Spawned> {
+    const child = this.ensure();
+    const id = this.nextId++;
+    const started = new Promise<Spawned>((resolve, reject) => this.pending.set(id, { ...handlers, started: { resolve, reject } }));
+    this.holdOpen();
+    const strings = (xs: string[]): Uint8Array[] => xs.map((x) => enc.encode(`${x}\0`));
+    const argv = strings([req.file, ...req.args]);
+    const env = strings(Object.entries(req.env).map(([k, v]) => `${k}=${v}`));
+    const parts = [u32(argv.length), ...argv, u32(env.length), ...env, enc.encode(`${req.cwd}\0`), enc.encode(req.stdin)];
+    child.stdin!.write(frame('S', id, parts));
+    return started;
+  }
+
+  /** Ends the spawner; it kills the process groups it started. */
+  close(): void {
+    this.child?.stdin!.end();
+  }
+
+  private ensure(): ChildProcess {
+    if (this.child) return this.child;
+    const child = spawn(this.binary, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = child;
+    this.buf = new Uint8Array(0);
+    this.errTail = '';
+    child.stdin!.on('error', () => undefined);
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (d: string) => (this.errTail = (this.errTail + d).slice(-2000)));
+    child.stdout!.on('data', (b: Buffer) => this.receive(b));
+    const gone = (why: string): void => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      const reason = `the process spawner ${why}${this.errTail.trim() ? `: ${this.errTail.trim()}` : ''}`;
+      const lost = [...this.pending.values()];
+      this.pending.clear();
+      for (const p of lost) {
+        if (p.started) p.started.reject(new Error(reason));
+        else p.lost(reason);
+      }
+    };
+    child.once('error', (e) => gone(`could not start (${e.message})`));
+    // 'close' rather than 'exit': its stderr (the reason) and any last frames have been read by then.
+    child.once('close', (code, signal) => gone(signal ? `was killed by ${signal}` : `exited with status ${code}`));
+    return child;
+  }
+
+  /** The spawner keeps toolsrv alive only while one of its processes runs, as a child process would. */
+  private holdOpen(): void {
+    const child = this.child;
+    if (!child) return;
+    const streams = [child.stdin, child.stdout, child.stderr] as (Readable | Writable | null)[];
+    if (this.pending.size) {
+      child.ref();
+      for (const s of streams) (s as unknown as { ref?(): void })?.ref?.();
+    } else {
+      child.unref();
+      for (const s of streams) (s as unknown as { unref?(): void })?.unref?.();
+    }
+  }
+
+  private receive(chunk: Uint8Array): void {
+    let b = this.buf.length ? concatBytes([this.buf, chunk]) : chunk;
+    let off = 0;
+    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    while (b.length - off >= 4) {
+      const len = view.getUint32(off, true);
+      if (b.length - off - 4 < len) break;
+      const type = String.fromCharCode(b[off + 4]!);
+      const id = view.getUint32(off + 5, true);
+      const payload = b.subarray(off + 9, off + 4 + len);
+      off += 4 + len;
+      this.dispatch(type, id, payload);
+    }
+    b = b.subarray(off);
+    // Kept as a copy: the chunk's memory belongs to the stream.
+    this.buf = b.length ? b.slice() : new Uint8Array(0);
+    this.holdOpen();
+  }
+
+  private dispatch(type: string, id: number, payload: Uint8Array): void {
+    const p = this.pending.get(id);
+    if (!p) return; // a process whose output was given up on
+    const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+    switch (type) {
+      case 'P': {
+        const abandonOutput = (): void => {
+          if (!this.pending.delete(id)) return;
+          this.child?.stdin!.write(frame('C', id, []));
+          this.holdOpen();
+        };
+        p.started?.resolve({ pid: view.getUint32(0, true), abandonOutput });
+        delete p.started;
+        return;
+      }
+      case 'F':
+        this.pending.delete(id);
+        p.started?.reject(new Error(new TextDecoder().decode(payload)));
+        return;
+      case 'O':
+        // Copied: the payload is a view of a buffer that the next read reuses.
+        p.output(payload.slice());
+        return;
+      case 'X': {
+        const code = view.getInt32(0, true);
+        const sig = view.getInt32(4, true);
+        p.exitSeen = true;
+        if (p.closeSeen) this.pending.delete(id);
+        p.exited(code < 0 ? null : code, sig ? (SIGNAL_NAMES.get(sig) ?? null) : null);
+        return;
+      }
+      case 'E':
+        p.closeSeen = true;
+        if (p.exitSeen) this.pending.delete(id);
+        p.closed();
+        return;
+    }
+  }
+}
+
+function u32(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n, true);
+  return b;
+}
+
+function frame(type: string, id: number, parts: Uint8Array[]): Uint8Array {
+  const len = parts.reduce((a, p) => a + p.length, 0);
+  const out = new Uint8Array(9 + len);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, 5 + len, true);
+  out[4] = type.charCodeAt(0);
+  view.setUint32(5, id, true);
+  let off = 9;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
