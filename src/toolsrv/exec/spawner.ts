@@ -86,6 +86,11 @@ export class Spawner {
     return started;
   }
 
+  /** The spawner's own pid while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Ends the spawner; it kills the process groups it started. */
   close(): void {
     this.child?.stdin!.end();

@@ -1,0 +1,189 @@
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SPAWNER, Spawner, type SpawnedHandlers } from '../../src/toolsrv/exec/spawner.js';
+import { startEnv, until, type Env } from './helpers.js';
+
+/** What one process reported, in order. */
+function recorder() {
+  const events: string[] = [];
+  let out = '';
+  const dec = new TextDecoder();
+  let resolveEnd!: () => void;
+  const ended = new Promise<void>((r) => (resolveEnd = r));
+  let exited = false;
+  let closed = false;
+  const handlers: SpawnedHandlers = {
+    output: (b) => (out += dec.decode(b)),
+    exited: (code, signal) => {
+      events.push(`exit ${code} ${signal}`);
+      exited = true;
+      if (closed) resolveEnd();
+    },
+    closed: () => {
+      events.push('closed');
+      closed = true;
+      if (exited) resolveEnd();
+    },
+    lost: (reason) => {
+      events.push(`lost ${reason}`);
+      resolveEnd();
+    },
+  };
+  return { handlers, events, ended, out: () => out };
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
+let spawner: Spawner | undefined;
+let dir: string | undefined;
+let env: Env | undefined;
+afterEach(async () => {
+  spawner?.close();
+  spawner = undefined;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+  await env?.close();
+  env = undefined;
+});
+
+function start(): Spawner {
+  spawner = Spawner.find(SPAWNER);
+  if (!spawner) throw new Error(`${SPAWNER} is not built: run node scripts/build-native.mjs`);
+  return spawner;
+}
+
+describe('ollie-spawner', () => {
+  it('runs a process: stdin written whole (1 MiB, beyond a pipe buffer), stdout and stderr in order, the exit code', async () => {
+    const s = start();
+    const input = 'x'.repeat(1 << 20);
+    const r = recorder();
+    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'wc -c; echo err >&2; echo out; exit 3'], cwd: tmpdir(), env: ENV, stdin: input }, r.handlers);
+    expect(pid).toBeGreaterThan(0);
+    await r.ended;
+    expect(r.out()).toBe(`${1 << 20}\nerr\nout\n`);
+    expect(r.events.sort()).toEqual(['closed', 'exit 3 null']);
+  });
+
+  it('runs each process as the leader of its own session, in the cwd and with the environment it was given', async () => {
+    const s = start();
+    dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
+    const r = recorder();
+    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'echo "$(pwd) $FOO $(ps -o sid= -p $$ | tr -d " ")"'], cwd: dir, env: { ...ENV, FOO: 'bar' }, stdin: '' }, r.handlers);
+    await r.ended;
+    expect(r.out()).toBe(`${dir} bar ${pid}\n`);
+  });
+
+  it('finds a bare program name on the PATH of the environment it was given, not its own', async () => {
+    const s = start();
+    dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
+    writeFileSync(join(dir, 'only-here'), '#!/bin/sh\necho found me\n');
+    chmodSync(join(dir, 'only-here'), 0o755);
+    const r = recorder();
+    await s.spawn({ file: 'only-here', args: [], cwd: dir, env: { PATH: `/nonexistent:${dir}` }, stdin: '' }, r.handlers);
+    await r.ended;
+    expect(r.out()).toBe('found me\n');
+  });
+
+  it('refuses with the reason when the program or the cwd is missing, and nothing runs', async () => {
+    const s = start();
+    const r = recorder();
+    await expect(s.spawn({ file: 'no-such-program', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(
+      /cannot start no-such-program: exec: ENOENT \(No such file or directory\)/,
+    );
+    await expect(s.spawn({ file: 'sh', args: [], cwd: '/no/such/dir', env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(/cannot start sh: chdir \/no\/such\/dir: ENOENT/);
+    dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
+    writeFileSync(join(dir, 'not-executable'), 'echo no\n', { mode: 0o644 });
+    await expect(s.spawn({ file: join(dir, 'not-executable'), args: [], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(/exec: EACCES/);
+    // The spawner is still serving.
+    const ok = recorder();
+    await s.spawn({ file: 'true', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, ok.handlers);
+    await ok.ended;
+    expect(ok.events).toContain('exit 0 null');
+  });
+
+  it('reports a signal, and kills what the leader left in its group when it exits', async () => {
+    const s = start();
+    dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
+    const r = recorder();
+    const { pid } = await s.spawn({ file: 'sh', args: ['-c', `sleep 30 & echo $! > ${dir}/pid; kill -TERM $$`], cwd: dir, env: ENV, stdin: '' }, r.handlers);
+    await r.ended;
+    expect(r.events).toContain('exit null SIGTERM');
+    const grandchild = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+    await until(() => !alive(grandchild));
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('reports the exit of a process whose output another one holds, and lets go of the pipe when asked', async () => {
+    const s = start();
+    dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
+    const r = recorder();
+    // setsid leaves the group, so the escaped sleep keeps the output pipe open after its parent exits (the
+    // parent waits for the pid file, written once setsid has run, or the group's end would kill it first).
+    const spawned = await s.spawn(
+      { file: 'sh', args: ['-c', `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 30' & while [ ! -s ${dir}/pid ]; do sleep 0.01; done; echo bye`], cwd: dir, env: ENV, stdin: '' },
+      r.handlers,
+    );
+    await until(() => r.events.includes('exit 0 null'));
+    expect(r.events).not.toContain('closed');
+    const fds = () => readdirSync(`/proc/${s.pid}/fd`).length;
+    const before = fds();
+    spawned.abandonOutput();
+    await until(() => fds() === before - 1);
+    process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), 'SIGKILL');
+  });
+
+  it('a spawner that dies fails its running processes with the reason, and the next spawn starts a new one', async () => {
+    const s = start();
+    const r = recorder();
+    await s.spawn({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers);
+    const first = s.pid!;
+    process.kill(first, 'SIGKILL');
+    await r.ended;
+    expect(r.events).toEqual(['lost the process spawner was killed by SIGKILL']);
+    const again = recorder();
+    await s.spawn({ file: 'echo', args: ['again'], cwd: tmpdir(), env: ENV, stdin: '' }, again.handlers);
+    await again.ended;
+    expect(again.out()).toBe('again\n');
+    expect(s.pid).not.toBe(first);
+  });
+
+  it('hands a process only its stdin, stdout and stderr: no descriptor of toolsrv or the spawner crosses', async () => {
+    const s = start();
+    const r = recorder();
+    await s.spawn({ file: 'ls', args: ['/proc/self/fd'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers);
+    await r.ended;
+    // ls's own directory handle on /proc/self/fd is the only one beyond 0-2.
+    expect(r.out().trim().split('\n').map(Number).filter((fd) => fd > 2)).toHaveLength(1);
+  });
+
+  it('kills the process groups it started when toolsrv closes it', async () => {
+    const s = start();
+    const r = recorder();
+    const { pid } = await s.spawn({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers);
+    const self = s.pid!;
+    s.close();
+    await until(() => !alive(pid) && !alive(self));
+  });
+});
+
+describe('toolsrv without the spawner', () => {
+  it("runs calls with Node's spawn (where the native build is missing)", async () => {
+    env = await startEnv(undefined, { spawner: false });
+    expect(env.ts.core).toBeDefined();
+    const c = await env.client();
+    await c.write('ctl', 'load sh');
+    const r = await env.call(c, { tool: 'sh', args: { command: 'echo out; echo err >&2; exit 3' } });
+    expect(r).toMatchObject({ status: 'exited', exit: 3 });
+    expect(r.output).toContain('out\n');
+    expect(r.output).toContain('err\n');
+  });
+});
