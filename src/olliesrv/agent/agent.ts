@@ -301,8 +301,10 @@ export class Agent {
     this.abort = undefined;
     this.injection = undefined;
     if (!this.dead) {
-      this.deps.store.setRunning(this.id, false);
-      this.deps.store.setStats(this.id, JSON.stringify(this.stats));
+      this.deps.store.batch(() => {
+        this.deps.store.setRunning(this.id, false);
+        this.deps.store.setStats(this.id, JSON.stringify(this.stats));
+      });
       this.setState('idle');
     }
     const waiters = this.turnWaiters;
@@ -325,8 +327,10 @@ export class Agent {
         this.log.add('info', `could not match skills and tools to the prompt: ${errText(e)}`, { name: 'enrich' });
       }
     }
-    this.log.add('user', text);
-    this.history.append({ role: 'user', content: text });
+    this.deps.store.batch(() => {
+      this.log.add('user', text);
+      this.history.append({ role: 'user', content: text });
+    });
     const backend = this.deps.backends.get(this.cfg.backend);
     const maxSteps = this.budget.steps ?? this.cfg.maxSteps ?? rt.profile.maxSteps;
     let steps = 0;
@@ -352,13 +356,16 @@ export class Agent {
       const r = await this.respond(backend, rt, finalRound ? [] : rt.specs, signal);
       if (!r) return { reply, stopped: true };
       if (r.text.trim()) reply = r.text;
-      // Anthropic refuses a continuation whose thinking lost its signature; Gemini 3 the same for calls (kept in r.calls).
-      this.history.append({
-        role: 'assistant',
-        content: r.text,
-        ...(r.reasoning ? { reasoning: r.reasoning } : {}),
-        ...(r.signature ? { reasoningSignature: r.signature } : {}),
-        ...(r.calls.length ? { toolCalls: r.calls } : {}),
+      this.deps.store.batch(() => {
+        for (const c of r.calls) this.log.add('call', c.args, { name: c.name });
+        // Anthropic refuses a continuation whose thinking lost its signature; Gemini 3 the same for calls (kept in r.calls).
+        this.history.append({
+          role: 'assistant',
+          content: r.text,
+          ...(r.reasoning ? { reasoning: r.reasoning } : {}),
+          ...(r.signature ? { reasoningSignature: r.signature } : {}),
+          ...(r.calls.length ? { toolCalls: r.calls } : {}),
+        });
       });
       if (!r.calls.length || finalRound) break;
       steps++;
@@ -395,8 +402,10 @@ export class Agent {
 
   /** A context block: sent to the model, hidden in the chat view. */
   private addContext(text: string, name: string): void {
-    this.log.add('context', text, { name });
-    this.history.append({ role: 'user', content: `<context>\n${text}\n</context>` });
+    this.deps.store.batch(() => {
+      this.log.add('context', text, { name });
+      this.history.append({ role: 'user', content: `<context>\n${text}\n</context>` });
+    });
   }
 
   /** One model response, with our retry policy. Undefined when the turn was stopped. */
@@ -447,7 +456,6 @@ export class Agent {
         if (reasonId) this.log.end(reasonId);
         if (textId) this.log.end(textId);
         if (!usageSeen) this.stats.requests++;
-        for (const c of calls) this.log.add('call', c.args, { name: c.name });
         return { text, reasoning, signature, calls };
       } catch (e) {
         if (reasonId) this.log.end(reasonId);
@@ -500,8 +508,10 @@ export class Agent {
             }
           }
           results[i] = r;
-          this.log.add('tool', r.full, { name: p.call.name, ...(r.format ? { format: r.format } : {}) });
-          this.history.append({ role: 'tool', toolCallId: p.call.id, name: p.call.name, content: r.content, ...(r.isError ? { isError: true } : {}) });
+          this.deps.store.batch(() => {
+            this.log.add('tool', r.full, { name: p.call.name, ...(r.format ? { format: r.format } : {}) });
+            this.history.append({ role: 'tool', toolCallId: p.call.id, name: p.call.name, content: r.content, ...(r.isError ? { isError: true } : {}) });
+          });
         }),
       );
     }

@@ -244,7 +244,10 @@ export class Agents {
     if (parent) {
       const snapshot = [...parent.history.messages];
       snapshot.push(...closeDanglingCalls(snapshot, 'You are the sub-agent that this call started. Your task is the next message; do it and reply with the result.'));
-      for (const msg of snapshot) a.history.append(msg);
+      // One commit for the whole snapshot, not one per message.
+      this.deps.store.batch(() => {
+        for (const msg of snapshot) a.history.append(msg);
+      });
     }
     const onAbort = () => void this.remove(sessionName, a);
     signal.addEventListener('abort', onAbort, { once: true });

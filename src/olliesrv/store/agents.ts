@@ -81,6 +81,14 @@ export class AgentStore {
     this.indexNow();
   }
 
+  /**
+   * Runs `fn`'s writes as one transaction: what one step of an agent appends together (a tool result's block and
+   * message) costs one commit instead of one each. Committed before it returns, as a single write would be.
+   */
+  batch<T>(fn: () => T): T {
+    return this.db.inTransaction ? fn() : this.db.transaction(fn)();
+  }
+
   bySession(session: string): AgentRow[] {
     return this.q.bySession.all(session);
   }
