@@ -5,7 +5,7 @@
  * the agent's cwd, so a prompt can include the repository's own state.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GenerationParams } from '../backend/types.js';
 
@@ -27,6 +27,8 @@ export interface Profile {
 
 export const DEFAULT_MAX_STEPS = 100;
 export const DEFAULT_COMPACT_AT = 0.75;
+/** How close to a directory's mtime a listing must not be to be reused (coarse file system clocks). */
+const RACY_MS = 1000;
 
 const PARAM_KEYS: Record<keyof GenerationParams, 'number' | 'string' | 'string[]'> = {
   temperature: 'number',
@@ -89,21 +91,36 @@ export function parseProfile(name: string, file: string, text: string): Profile 
   };
 }
 
-/** The profiles of the shipped data dir and the user's config dir (which wins), read fresh on each call. */
+/**
+ * The profiles of the shipped data dir and the user's config dir (which wins), read fresh on each call. A
+ * directory is listed again only when its mtime moved (a file added, removed or renamed into place); a listing
+ * taken within RACY_MS of the directory's mtime is not trusted, since a change in the same clock tick would not
+ * move it (git's racy-index rule). A profile's own file is read on every get, so an edit in place shows at once.
+ */
 export class Profiles {
+  private readonly listings = new Map<string, { mtimeMs: number; at: number; names: string[] }>();
+
   constructor(private readonly dirs: string[]) {}
+
+  private list(dir: string): string[] {
+    const st = statSync(dir, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) return [];
+    const had = this.listings.get(dir);
+    if (had && had.mtimeMs === st.mtimeMs && had.at - had.mtimeMs > RACY_MS) return had.names;
+    const at = Date.now();
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    } catch {
+      return [];
+    }
+    this.listings.set(dir, { mtimeMs: st.mtimeMs, at, names });
+    return names;
+  }
 
   private files(): Map<string, string> {
     const found = new Map<string, string>();
-    for (const dir of this.dirs) {
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch {
-        continue;
-      }
-      for (const f of names) if (f.endsWith('.json')) found.set(f.slice(0, -5), join(dir, f));
-    }
+    for (const dir of this.dirs) for (const f of this.list(dir)) found.set(f.slice(0, -5), join(dir, f));
     return found;
   }
 

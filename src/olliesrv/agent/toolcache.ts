@@ -12,6 +12,8 @@ import type { ToolInfo } from '../../toolsrv/protocol.js';
 
 /** How many tool sets (profiles × configurations) are remembered. */
 const KEEP = 32;
+/** How long a look at the tool directories is reused for keys (see toolFiles). */
+const FILES_TTL = 1000;
 
 export class ToolCache {
   private entries?: Map<string, ToolInfo[]>;
@@ -23,6 +25,20 @@ export class ToolCache {
     const h = createHash('sha256');
     h.update([...wanted].sort().join(','));
     h.update(`\0${process.env.PATH ?? ''}`);
+    h.update(this.toolFiles());
+    return h.digest('hex');
+  }
+
+  /**
+   * Every .meta file of the tool directories (name, size, mtime), as text for the key. Taken at most once every
+   * FILES_TTL ms: each sub-agent's runtime asks for a key, and listing and statting the tool directories cost more
+   * than the rest of its creation. What an edit made in the last FILES_TTL ms can cost is one request with the
+   * schemas of before, which toolsrv's real list replaces as soon as it is read (the cache is only a head start).
+   */
+  private toolFiles(): string {
+    const now = Date.now();
+    if (this.files && now - this.files.at < FILES_TTL) return this.files.text;
+    let text = '';
     for (const d of this.dirs) {
       let names: string[];
       try {
@@ -30,18 +46,21 @@ export class ToolCache {
       } catch {
         continue;
       }
-      h.update(`\0${d}`);
+      text += `\0${d}`;
       for (const f of names) {
         try {
           const st = statSync(join(d, f));
-          h.update(`\0${f}:${st.size}:${st.mtimeMs}`);
+          text += `\0${f}:${st.size}:${st.mtimeMs}`;
         } catch {
           // gone since the readdir: the key simply differs
         }
       }
     }
-    return h.digest('hex');
+    this.files = { at: now, text };
+    return text;
   }
+
+  private files?: { at: number; text: string };
 
   private load(): Map<string, ToolInfo[]> {
     if (!this.entries) {
