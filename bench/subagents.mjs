@@ -5,7 +5,10 @@
  * through toolsrv) against the mock LLM answering at once; the total wall time of the 8, side by side with one
  * sub-agent alone, each the median of RUNS runs. Target: 8 in parallel ≤ 2.5 × one alone, on 2 cores.
  *
- *   node bench/subagents.mjs [N=8] [ROUNDS=5] [RUNS=5]     (after npm run build:node)
+ * With CHUNK_MS > 0 the mock sends each chunk of its streams CHUNK_MS apart, like a model that takes time to
+ * answer: this shows how the sub-agents overlap when they wait, which the instant mock (all CPU) cannot.
+ *
+ *   node bench/subagents.mjs [N=8] [ROUNDS=5] [RUNS=5] [CHUNK_MS=0]     (after npm run build:node)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +20,8 @@ import { dial } from '../dist/ninep/node.js';
 const N = Number(process.argv[2] ?? 8);
 const ROUNDS = Number(process.argv[3] ?? 5);
 const RUNS = Number(process.argv[4] ?? 5);
+const CHUNK_MS = Number(process.argv[5] ?? 0);
+const paced = (steps) => (CHUNK_MS > 0 ? [...steps, { delayMs: CHUNK_MS }] : steps);
 const OLLIE = new URL('../dist/cli/ollie.js', import.meta.url).pathname;
 const NODE_FLAGS = /^#!\/usr\/bin\/env -S node (.*)$/m.exec(readFileSync(OLLIE, 'utf8').split('\n')[0])?.[1]?.split(' ') ?? [];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -53,7 +58,7 @@ const mock = await startMockLlm({
     while (last >= 0 && !(msgs[last].role === 'user' && /^(hello|read the files)/.test(msgs[last].content))) last--;
     const rounds = msgs.slice(last + 1).filter((m) => m.role === 'tool').length;
     if (msgs[last]?.content === 'hello') return void mock.script([{ text: 'ready' }]);
-    mock.script(rounds < ROUNDS ? [{ toolCalls: [{ name: 'file_read', args: { path: join(dir, `small-${rounds}.txt`) } }] }] : [{ text: 'done' }]);
+    mock.script(paced(rounds < ROUNDS ? [{ toolCalls: [{ name: 'file_read', args: { path: join(dir, `small-${rounds}.txt`) } }] }] : [{ text: 'done' }]));
   },
 });
 const config = join(dir, 'config');
@@ -124,7 +129,8 @@ try {
   const ratio = median(many) / median(one);
   // The best runs too: on a machine doing other work the medians carry its noise, the minima less so.
   const best = Math.min(...many) / Math.min(...one);
-  console.log(`sub-agents: ${ROUNDS} tool rounds each (file_read through a sandboxed toolsrv), mock LLM answering at once, ${availableParallelism()} cores`);
+  const pace = CHUNK_MS > 0 ? `mock LLM sending a stream chunk every ${CHUNK_MS} ms` : 'mock LLM answering at once';
+  console.log(`sub-agents: ${ROUNDS} tool rounds each (file_read through a sandboxed toolsrv), ${pace}, ${availableParallelism()} cores`);
   console.log(`  1 alone:           median ${f(median(one))} ms, best ${f(Math.min(...one))} ms   (runs ${one.map(f).join(' ')})`);
   console.log(`  ${N} in parallel:     median ${f(median(many))} ms, best ${f(Math.min(...many))} ms   (runs ${many.map(f).join(' ')})`);
   console.log(`  ${N} in parallel / 1 alone: ${ratio.toFixed(2)}× (medians), ${best.toFixed(2)}× (best runs)   (target ≤ 2.5× on 2 cores; ${N}× would be no parallelism at all)`);
