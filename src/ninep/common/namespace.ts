@@ -15,7 +15,7 @@
 import { DMDIR, OTRUNC, QTDIR, QTFILE } from './constants.js';
 import { modeString, NOLENGTH, type Qid, type Stat } from './codec.js';
 import { Ename, NinepError } from './errors.js';
-import type { FileServer, OpenFile, User } from './server.js';
+import type { FileServer, OpenFile, Pending, User } from './server.js';
 
 export type Content = string | Uint8Array;
 
@@ -475,12 +475,17 @@ class LeafFile implements OpenFile {
   private reply?: Uint8Array;
   private textBuf?: Uint8Array;
   private stream?: StreamReader;
-  private readonly life = new AbortController();
+  /** Aborted when the fid is clunked; made only for the streams that take it (an abort() makes a DOMException). */
+  private lifeController?: AbortController;
   private wroteText = false;
 
   constructor(private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean) {}
 
-  read(offset: number, count: number, signal: AbortSignal): Uint8Array | Promise<Uint8Array> {
+  private get life(): AbortSignal {
+    return (this.lifeController ??= new AbortController()).signal;
+  }
+
+  read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array> {
     const s = this.spec;
     switch (this.kind) {
       case 'read':
@@ -491,24 +496,24 @@ class LeafFile implements OpenFile {
         return (this.reply ?? EMPTY).subarray(offset, offset + count);
       case 'blockOnce':
         if (offset === 0 || !this.snapshot) {
-          return s.blockOnce!(this.ctx, signal).then((c) => {
+          return s.blockOnce!(this.ctx, req.signal).then((c) => {
             this.snapshot = toBytes(c);
             return this.snapshot.subarray(0, count);
           });
         }
         return this.snapshot.subarray(offset, offset + count);
       case 'stream':
-        this.stream ??= new StreamReader(() => s.stream!(this.ctx, this.life.signal));
-        return this.stream.read(count, signal);
+        this.stream ??= new StreamReader(() => s.stream!(this.ctx, this.life));
+        return this.stream.read(count, req.signal);
       case 'rdwrStream':
-        this.stream ??= new StreamReader(() => s.rdwrStream!(this.ctx, '', this.life.signal));
-        return this.stream.read(count, signal);
+        this.stream ??= new StreamReader(() => s.rdwrStream!(this.ctx, '', this.life));
+        return this.stream.read(count, req.signal);
       default:
         throw new NinepError(`${Ename.perm}: ${this.ctx.path} is write-only`);
     }
   }
 
-  async write(offset: number, data: Uint8Array, signal: AbortSignal): Promise<number> {
+  async write(offset: number, data: Uint8Array, req: Pending): Promise<number> {
     const s = this.spec;
     if (s.write) {
       await s.write(this.ctx, data, offset);
@@ -530,12 +535,12 @@ class LeafFile implements OpenFile {
     const request = new TextDecoder().decode(data);
     if (s.rdwr) {
       this.reply = undefined;
-      this.reply = toBytes(await s.rdwr(this.ctx, request, signal));
+      this.reply = toBytes(await s.rdwr(this.ctx, request, req.signal));
       return data.length;
     }
     if (s.rdwrStream) {
       this.stream?.close();
-      const it = s.rdwrStream(this.ctx, request, this.life.signal);
+      const it = s.rdwrStream(this.ctx, request, this.life);
       this.stream = new StreamReader(() => it);
       return data.length;
     }
@@ -543,7 +548,7 @@ class LeafFile implements OpenFile {
   }
 
   close(): void {
-    this.life.abort();
+    this.lifeController?.abort();
     this.stream?.close();
     if (this.trunc && !this.wroteText && this.spec.text) void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
   }

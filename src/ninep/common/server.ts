@@ -19,10 +19,18 @@ export interface User {
   readonly groups: readonly string[];
 }
 
+/**
+ * The request a read or write serves. Its signal aborts when the request is flushed or the connection ends; it is
+ * made on first use, so a handler that answers at once (most do) costs no AbortController.
+ */
+export interface Pending {
+  readonly signal: AbortSignal;
+}
+
 /** An open file: the per-open state a FileServer hands back from open(). */
 export interface OpenFile {
-  read(offset: number, count: number, signal: AbortSignal): Uint8Array | Promise<Uint8Array>;
-  write(offset: number, data: Uint8Array, signal: AbortSignal): number | Promise<number>;
+  read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array>;
+  write(offset: number, data: Uint8Array, req: Pending): number | Promise<number>;
   /** Called once when the fid is clunked or its connection ends. */
   close(): void;
 }
@@ -99,15 +107,21 @@ interface Fid<N> {
   auth?: AuthConversation;
 }
 
-class Request {
+class Request implements Pending {
   private controller?: AbortController;
+  private aborted = false;
   flushed = false;
   constructor(readonly tag: number) {}
   get signal(): AbortSignal {
-    this.controller ??= new AbortController();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      // Asked for after the flush: born aborted.
+      if (this.aborted) this.controller.abort(new NinepError(Ename.interrupted));
+    }
     return this.controller.signal;
   }
   abort(): void {
+    this.aborted = true;
     this.controller?.abort(new NinepError(Ename.interrupted));
   }
 }
@@ -245,8 +259,8 @@ export class Connection<N> {
       case Type.Twalk: return this.walk(m.tag, m.fid, m.newfid, m.wnames);
       case Type.Topen: return this.open(m.tag, m.fid, m.mode);
       case Type.Tcreate: return this.create(m.tag, m.fid, m.name, m.perm, m.mode);
-      case Type.Tread: return this.read(m.tag, m.fid, m.offset, m.count, req.signal);
-      case Type.Twrite: return this.write(m.tag, m.fid, m.offset, m.data, req.signal);
+      case Type.Tread: return this.read(m.tag, m.fid, m.offset, m.count, req);
+      case Type.Twrite: return this.write(m.tag, m.fid, m.offset, m.data, req);
       case Type.Tclunk: return this.clunk(m.tag, m.fid);
       case Type.Tremove: return this.remove(m.tag, m.fid);
       case Type.Tstat: return this.stat(m.tag, m.fid);
@@ -388,13 +402,13 @@ export class Connection<N> {
     return { type: Type.Rcreate, tag, qid: st.qid, iounit: this.msize - IOHDRSZ };
   }
 
-  private read(tag: number, fidno: number, offset: number, count: number, signal: AbortSignal): Reply {
+  private read(tag: number, fidno: number, offset: number, count: number, req: Pending): Reply {
     const f = this.fid(fidno);
     if (count > this.msize - IOHDRSZ) throw new NinepError(`${Ename.badCount}: ${count} > ${this.msize - IOHDRSZ}`);
     if (f.auth) return Promise.resolve(f.auth.read(count)).then((data) => ({ type: Type.Rread, tag, data }));
     if (f.mode === undefined || !readable(f.mode)) throw new NinepError(Ename.notOpen);
     if (f.dir) return { type: Type.Rread, tag, data: this.readDir(f, offset, count) };
-    const data = f.file!.read(offset, count, signal);
+    const data = f.file!.read(offset, count, req);
     if (data instanceof Promise) return data.then((d) => ({ type: Type.Rread, tag, data: d.length > count ? d.subarray(0, count) : d }));
     return { type: Type.Rread, tag, data: data.length > count ? data.subarray(0, count) : data };
   }
@@ -425,14 +439,14 @@ export class Connection<N> {
     return buf;
   }
 
-  private write(tag: number, fidno: number, offset: number, data: Uint8Array, signal: AbortSignal): Reply {
+  private write(tag: number, fidno: number, offset: number, data: Uint8Array, req: Pending): Reply {
     const f = this.fid(fidno);
     if (data.length > this.msize - IOHDRSZ) throw new NinepError(`${Ename.badCount}: ${data.length} > ${this.msize - IOHDRSZ}`);
     if (f.auth) return Promise.resolve(f.auth.write(data)).then((count) => ({ type: Type.Rwrite, tag, count }));
     if (f.mode === undefined || !writable(f.mode)) throw new NinepError(Ename.notOpen);
     if (f.dir) throw new NinepError(Ename.isDir);
     // Incoming data is a view into the connection's receive buffer; handlers may keep it.
-    const n = f.file!.write(offset, data.slice(), signal);
+    const n = f.file!.write(offset, data.slice(), req);
     if (n instanceof Promise) return n.then((count) => ({ type: Type.Rwrite, tag, count }));
     return { type: Type.Rwrite, tag, count: n };
   }
