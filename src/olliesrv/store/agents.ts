@@ -47,8 +47,11 @@ export class AgentStore {
   /** Agents with blocks appended since their last indexing. */
   private readonly unindexed = new Set<string>();
   private indexTimer?: ReturnType<typeof setTimeout>;
+  /** One wrapper for every batch (better-sqlite3 builds five functions per transaction() call). */
+  private readonly inTransaction: (fn: () => unknown) => unknown;
 
   constructor(private readonly db: DB) {
+    this.inTransaction = db.transaction((fn: () => unknown) => fn());
     this.q = {
       bySession: db.prepare<[string], AgentRow>('SELECT * FROM agent WHERE session = ? ORDER BY created, id'),
       insert: db.prepare('INSERT INTO agent (id, session, name, parent, depth, cfg, epoch, stats, running, created) VALUES (@id, @session, @name, @parent, @depth, @cfg, @epoch, @stats, @running, @created)'),
@@ -86,8 +89,10 @@ export class AgentStore {
    * message) costs one commit instead of one each. Committed before it returns, as a single write would be.
    */
   batch<T>(fn: () => T): T {
-    return this.db.inTransaction ? fn() : this.db.transaction(fn)();
+    return this.db.inTransaction ? fn() : (this.inTransaction(fn) as T);
   }
+
+
 
   bySession(session: string): AgentRow[] {
     return this.q.bySession.all(session);
