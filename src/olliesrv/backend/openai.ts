@@ -30,6 +30,10 @@ function contextOf(m: Record<string, unknown>): number | undefined {
   return undefined;
 }
 
+/** The provider package, imported once: an import() of a loaded module still costs ~10 µs, on every request here. */
+let sdk: Promise<typeof import('@ai-sdk/openai-compatible')> | undefined;
+const loadSdk = (): Promise<typeof import('@ai-sdk/openai-compatible')> => (sdk ??= import('@ai-sdk/openai-compatible'));
+
 export class OpenAIBackend extends BaseBackend {
   private cached: { key: string; create: (model: string) => LanguageModelV3 } | undefined;
 
@@ -45,7 +49,7 @@ export class OpenAIBackend extends BaseBackend {
 
   protected async languageModel(model: string): Promise<LanguageModelV3> {
     // Copilot's token exchange and the package import overlap.
-    const [ep, { createOpenAICompatible }] = await Promise.all([this.endpoint(), import('@ai-sdk/openai-compatible')]);
+    const [ep, { createOpenAICompatible }] = await Promise.all([this.endpoint(), loadSdk()]);
     const key = `${ep.baseURL}\n${ep.apiKey ?? ''}`;
     if (this.cached?.key !== key) {
       const isOpenAI = /^https:\/\/api\.openai\.com\//.test(ep.baseURL + '/');
