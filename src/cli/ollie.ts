@@ -113,6 +113,11 @@ program
       process.stderr.write(`ollie run: ${(e as Error).message}\n`);
       process.exitCode = 1;
     }
+    // One turn, then out (once stdout and stderr are written): nothing the closed daemon may have left behind
+    // keeps us, e.g. a toolsrv connection still being opened when the turn ended (the first request does not
+    // wait for toolsrv, so a quick turn can end first; the daemon then reconnects to a new toolsrv).
+    await Promise.all([process.stdout, process.stderr].map((s) => new Promise((r) => s.write('', r))));
+    process.exit();
   });
 
 registerModels(program);
