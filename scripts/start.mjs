@@ -47,6 +47,8 @@ function step(what, args, output) {
 function build() {
   if (!existsSync(join(root, 'dist/cli/ollie.js')) || newest(join(root, 'src/olliesrv')) > newest(join(root, 'dist/olliesrv'))) {
     step('building dist/ (npm run build:node)', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.node.json'], join(root, 'dist/cli/ollie.js'));
+    // tsc wrote the unbundled dist/cli/ollie.js and dist/toolsrv/main.js (they work too): bundle them again.
+    step('bundling the ollie CLI and toolsrv (scripts/bundle.mjs)', [join(root, 'scripts/bundle.mjs'), '--quiet'], join(root, 'dist/cli/ollie.js'));
   }
   const sources = Math.max(newest(join(root, 'src/renderer')), newest(join(root, 'src/main')), newest(join(root, 'src/preload')));
   if (!existsSync(join(root, 'out/renderer/index.html')) || sources > newest(join(root, 'out'))) {
