@@ -76,7 +76,8 @@ export class Client {
       const fid = c.allocFid();
       const r = await c.rpc({ type: Type.Tattach, fid, afid, uname, aname });
       c.root = new Fid(c, fid, r.qid);
-      if (afid !== NOFID) await c.rpc({ type: Type.Tclunk, fid: afid });
+      // The auth fid has served its purpose: its clunk need not be waited for (requests are handled in order).
+      if (afid !== NOFID) void c.rpc({ type: Type.Tclunk, fid: afid }).then(() => c.releaseFid(afid), () => undefined);
       return c;
     } catch (e) {
       c.close();
