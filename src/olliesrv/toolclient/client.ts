@@ -108,12 +108,25 @@ export class ToolClient implements ToolHost {
     }
   }
 
+  /**
+   * The registry's revision. Right after a call it is the one read together with the call's result (the agent
+   * asks after every tool round, and this saves the round trip); the value is used once.
+   */
   async rev(): Promise<number> {
+    const after = this.revAfterCall;
+    this.revAfterCall = undefined;
+    if (after && after.client === this.current && after.ctls === this.ctls && !after.client.closed) return after.rev;
     return Number((await this.readSmall(await this.conn(), 'rev')).trim());
   }
 
+  /** The rev read with the last call's result, while no ctl command (a load) was sent since it was asked for. */
+  private revAfterCall?: { rev: number; client: Client; ctls: number };
+  /** ctl writes started on this client: a rev read before one may be out of date. */
+  private ctls = 0;
+
   async ctl(command: string): Promise<void> {
     if (command.includes('\n')) throw new Error('a ctl command is one line (values with newlines cannot be set)');
+    this.ctls++;
     await this.writeSmall(await this.conn(), 'ctl', command);
     this.setup.note(command);
   }
@@ -121,6 +134,7 @@ export class ToolClient implements ToolHost {
   /** Several ctl commands in one write (one round trip); all are applied up to the first that fails. */
   async ctlLines(commands: string[]): Promise<void> {
     for (const c of commands) if (c.includes('\n')) throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
+    this.ctls++;
     await this.writeSmall(await this.conn(), 'ctl', `${commands.join('\n')}\n`);
     for (const c of commands) this.setup.note(c);
   }
@@ -142,7 +156,13 @@ export class ToolClient implements ToolHost {
       await c.rpc({ type: Type.Twrite, fid, offset: 0, data }, signal);
       const { iounit } = await opened;
       const count = Math.min(iounit || c.msize - IOHDRSZ, c.msize - IOHDRSZ);
-      return this.readRest(c, fid, count, signal);
+      // The registry's revision now that the tool has run goes out with the result's read (see rev()).
+      const ctls = this.ctls;
+      const rev = this.readSmall(c, 'rev').then((r) => Number(r.trim()), () => undefined);
+      const out = await this.readRest(c, fid, count, signal);
+      const n = await rev;
+      if (n !== undefined && Number.isFinite(n) && ctls === this.ctls) this.revAfterCall = { rev: n, client: c, ctls };
+      return out;
     });
     return JSON.parse(new TextDecoder().decode(reply)) as ProcResult;
   }
