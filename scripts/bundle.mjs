@@ -22,14 +22,15 @@
  *
  *   node scripts/bundle.mjs [--quiet]      (after tsc -p tsconfig.node.json; part of `npm run build:node`)
  */
-import { chmodSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const src = join(root, 'src');
+// Real paths: the bundler names modules by theirs, even when the checkout is reached through a symlink.
+const root = realpathSync(join(dirname(fileURLToPath(import.meta.url)), '..'));
+const src = realpathSync(join(root, 'src'));
 const dist = join(root, 'dist');
 const quiet = process.argv.includes('--quiet');
 
