@@ -92,8 +92,6 @@ export class AgentStore {
     return this.db.inTransaction ? fn() : (this.inTransaction(fn) as T);
   }
 
-
-
   bySession(session: string): AgentRow[] {
     return this.q.bySession.all(session);
   }
@@ -181,12 +179,12 @@ export class AgentStore {
     this.indexTimer = undefined;
     if (!this.unindexed.size || !this.db.open) return;
     // A deleted agent's blocks are gone, so it indexes nothing and has no watermark to move.
-    this.db.transaction(() => {
+    this.batch(() => {
       for (const agent of this.unindexed) {
         this.q.index.run({ agent });
         this.q.indexed.run({ agent });
       }
-    })();
+    });
     this.unindexed.clear();
   }
 }
