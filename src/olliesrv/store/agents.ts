@@ -54,7 +54,10 @@ export class AgentStore {
     this.inTransaction = db.transaction((fn: () => unknown) => fn());
     this.q = {
       bySession: db.prepare<[string], AgentRow>('SELECT * FROM agent WHERE session = ? ORDER BY created, id'),
-      insert: db.prepare('INSERT INTO agent (id, session, name, parent, depth, cfg, epoch, stats, running, created) VALUES (@id, @session, @name, @parent, @depth, @cfg, @epoch, @stats, @running, @created)'),
+      insert: db.prepare(
+        `INSERT INTO agent (id, session, name, parent, depth, cfg, epoch, stats, running, created, fts_key)
+           VALUES (@id, @session, @name, @parent, @depth, @cfg, @epoch, @stats, @running, @created, (SELECT COALESCE(MAX(fts_key), 0) + 1 FROM agent))`,
+      ),
       rename: db.prepare('UPDATE agent SET name = ? WHERE id = ?'),
       cfg: db.prepare('UPDATE agent SET cfg = ? WHERE id = ?'),
       stats: db.prepare('UPDATE agent SET stats = ? WHERE id = ?'),
@@ -69,9 +72,10 @@ export class AgentStore {
       addBlock: db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)'),
       // An agent's blocks past its watermark into the index, and the watermark moved past them.
       index: db.prepare(
-        `INSERT INTO block_fts (content, agent, id, role)
-           SELECT json_extract(body, '$.content'), agent, id, json_extract(body, '$.role') FROM block
-           WHERE agent = @agent AND seq > (SELECT fts_seq FROM agent WHERE id = @agent) AND json_extract(body, '$.role') != 'context'`,
+        `INSERT INTO block_fts (rowid, content, agent, id, role)
+           SELECT (a.fts_key << 32) + b.seq, json_extract(b.body, '$.content'), b.agent, b.id, json_extract(b.body, '$.role')
+           FROM agent a JOIN block b ON b.agent = a.id AND b.seq > a.fts_seq
+           WHERE a.id = @agent AND json_extract(b.body, '$.role') != 'context'`,
       ),
       indexed: db.prepare('UPDATE agent SET fts_seq = COALESCE((SELECT MAX(seq) FROM block WHERE agent = @agent), fts_seq) WHERE id = @agent'),
       behind: db.prepare<[], { id: string }>('SELECT id FROM agent WHERE fts_seq < (SELECT COALESCE(MAX(seq), -1) FROM block WHERE block.agent = agent.id)'),

@@ -74,6 +74,19 @@ const MIGRATIONS: string[] = [
   `DROP TRIGGER block_fts_add;
    ALTER TABLE agent ADD COLUMN fts_seq INTEGER NOT NULL DEFAULT -1;
    UPDATE agent SET fts_seq = COALESCE((SELECT MAX(seq) FROM block WHERE block.agent = agent.id), -1)`,
+  // An agent's index rows found by rowid, not by a scan of the whole index (FTS5 cannot look an UNINDEXED column
+  // up: dropping a sub-agent cost a pass over every block of every agent). A block's row is fts_key << 32 | seq;
+  // the index is rebuilt with such rowids, by AgentStore's catch-up from the reset watermarks.
+  `ALTER TABLE agent ADD COLUMN fts_key INTEGER;
+   UPDATE agent SET fts_key = rowid;
+   CREATE UNIQUE INDEX agent_fts_key ON agent (fts_key);
+   DROP TRIGGER block_fts_drop;
+   DROP TABLE block_fts;
+   CREATE VIRTUAL TABLE block_fts USING fts5(content, agent UNINDEXED, id UNINDEXED, role UNINDEXED, tokenize = 'unicode61');
+   UPDATE agent SET fts_seq = -1;
+   CREATE TRIGGER block_fts_drop BEFORE DELETE ON agent BEGIN
+     DELETE FROM block_fts WHERE rowid IN (SELECT (old.fts_key << 32) + seq FROM block WHERE agent = old.id AND seq <= old.fts_seq);
+   END`,
 ];
 
 export function openDatabase(path: string): DB {
