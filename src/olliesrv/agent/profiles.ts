@@ -103,8 +103,12 @@ export class Profiles {
   constructor(private readonly dirs: string[]) {}
 
   private list(dir: string): string[] {
-    const st = statSync(dir, { throwIfNoEntry: false });
-    if (!st?.isDirectory()) return [];
+    let st;
+    try {
+      st = statSync(dir);
+    } catch {
+      return [];
+    }
     const had = this.listings.get(dir);
     if (had && had.mtimeMs === st.mtimeMs && had.at - had.mtimeMs > RACY_MS) return had.names;
     const at = Date.now();
