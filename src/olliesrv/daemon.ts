@@ -95,8 +95,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     });
     const rules = new BypassRuleStore(db);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
+    let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
       if (!keeper) return Promise.resolve(undefined);
+      if (closed) return Promise.reject(new Error('olliesrv is shutting down'));
       let p = opening.get(sid);
       if (!p) {
         p = (async () => {
@@ -179,7 +181,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       listeners.push(await listen(server, opts.tcp));
     }
-    let closed = false;
     return {
       addresses: listeners.map((l) => l.address),
       server: server as Server<unknown>,
@@ -195,6 +196,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         workflows.close();
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
+        // A session's toolsrv connection may still be opening (a first turn does not wait for it): let it
+        // finish, so that it is closed below rather than left open behind a closed daemon.
+        await Promise.allSettled([...opening.values()]);
         await Promise.all([...sessionTools.values()].map((t) => t.close().catch(() => undefined)));
         await keeper?.close();
         sessions.save();

@@ -206,6 +206,8 @@ export class ToolsrvKeeper {
   }
 
   async acquire(sessionId: string): Promise<{ proc: ToolsrvProcess; release: () => Promise<void> }> {
+    // A toolsrv started after close would outlive its olliesrv (and keep a CLI's event loop alive).
+    if (this.closed) throw new Error('olliesrv is shutting down: no toolsrv is started any more');
     const name = this.opts.shared ? 'shared' : sessionId;
     let entry = this.running.get(name);
     if (entry) {
@@ -222,6 +224,11 @@ export class ToolsrvKeeper {
     }
     entry.users++;
     const proc = await entry.proc;
+    if (this.closed) {
+      // close() came while it started: close stopped what it found running, and this one is stopped here.
+      await proc.stop();
+      throw new Error('olliesrv is shutting down: no toolsrv is started any more');
+    }
     let released = false;
     return {
       proc,
