@@ -184,6 +184,14 @@ agent.command('new').description('create an agent in the session; prints its nam
     await out(await x.c.rdwrText(`session/${session}/agent/new`, kv({ name, agent: o?.profile, backend: o?.backend, model: o?.model, cwd: o?.cwd && resolve(o.cwd) })));
   }));
 
+agent.command('kill').description('kill an agent (the given one, else the context\'s): its turn stops and it is removed')
+  .argument('[name]')
+  .action(action(async (x, name?: string) => {
+    const path = name ? `session/${await x.session()}/agent/${name}` : (await x.agent()).path;
+    await x.c.remove(path);
+    await out('killed\n');
+  }));
+
 agent.command('ls').description('list the session\'s agents: name, state, depth, parent, id')
   .action(action(async (x) => {
     const r = rows(await x.c.readText(`session/${await x.session()}/agent/idx`));
@@ -313,15 +321,27 @@ program.command('prompt').description('send a prompt to the agent and print its 
         if (ours && (await x.c.readText(`${path}/state`, life.signal)).trim() === 'idle') return;
       }
     })();
+    let sent = false;
     try {
       await x.c.write(`${path}/prompt`, text);
+      sent = true;
       await Promise.race([ended, follow]);
       // The log's last blocks were sent before the state changed; one more round trip makes sure they are in.
       await x.c.readText(`${path}/state`);
       await new Promise((r) => setImmediate(r));
     } catch (e) {
-      if (life.signal.aborted) return 130;
-      throw e;
+      if (!life.signal.aborted) throw e;
+      // Ctrl-C interrupts the agent, as in any agent's terminal: the turn stops (the prompt stays in its history).
+      if (sent && ours) {
+        await x.c.rdwrText(`${path}/ctl`, 'stop').catch(() => undefined);
+        process.stderr.write(`${atLineStart ? '' : '\n'}o: interrupted: stopped the agent's turn\n`);
+        atLineStart = true;
+      } else if (sent) {
+        // Our prompt is still queued behind another turn, which is not ours to stop: say where it is.
+        process.stderr.write(`${atLineStart ? '' : '\n'}o: interrupted: the prompt was queued behind another turn; it stays queued (see \`o ctl queue\`)\n`);
+        atLineStart = true;
+      }
+      return 130;
     } finally {
       life.abort(new Error('done'));
       await follow.catch(() => undefined);

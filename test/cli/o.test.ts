@@ -73,6 +73,18 @@ describe('sessions', () => {
 });
 
 describe('agents and prompts', () => {
+  it('agent kill removes the named agent, or the context\'s', async () => {
+    await o(['sess', 'new', 'doomed']);
+    await o(['-s', 'doomed', 'agent', 'new', 'a1', '-p', 'test']);
+    await o(['-s', 'doomed', 'agent', 'new', 'a2', '-p', 'test']);
+    expect(await o(['-s', 'doomed', 'agent', 'kill', 'a1'])).toMatchObject({ code: 0, out: 'killed\n' });
+    expect(await o(['agent', 'kill'], { env: { OLLIE_SESSION: 'doomed', OLLIE_AGENT: 'a2' } })).toMatchObject({ code: 0, out: 'killed\n' });
+    expect(await h.c.readText('session/doomed/agent/idx')).toBe('');
+    const gone = await o(['-s', 'doomed', 'agent', 'kill', 'a1']);
+    expect(gone.code).not.toBe(0);
+    expect(gone.err).toContain('a1');
+  });
+
   it('agent new and ls; env prints the ids, which are a context of their own', async () => {
     await o(['sess', 'new', 'work']);
     expect(await o(['-s', 'work', 'agent', 'new', 'ann', '-p', 'test'])).toMatchObject({ code: 0, out: 'ann\n' });
@@ -111,6 +123,16 @@ describe('agents and prompts', () => {
     expect(r).toMatchObject({ code: 0, out: 'The queued answer.\n' });
     const log = await h.c.readText('session/work/agent/ann/log');
     expect(log.indexOf('the slow first answer')).toBeLessThan(log.indexOf('The queued answer.'));
+  });
+
+  it('Ctrl-C during prompt stops the agent\'s turn and exits 130', async () => {
+    h.mock.script([{ text: 'streaming slowly and on and on' }, { delayMs: 400 }]);
+    const r = await o(['-s', 'work', '-g', 'ann', 'prompt', 'interrupt me'], { until: (out) => out.length > 0 });
+    expect(r.code).toBe(130);
+    expect(r.err).toContain("o: interrupted: stopped the agent's turn");
+    await h.waitState('session/work/agent/ann', 'idle', 3000);
+    // The stream was cut: the rest of the answer never arrived.
+    expect(await h.c.readText('session/work/agent/ann/log')).not.toContain('on and on');
   });
 
   it('prompt exits 1 when the turn ends in an error', async () => {
