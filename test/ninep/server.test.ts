@@ -271,4 +271,20 @@ describe('9P authentication', () => {
       await srv.close();
     }
   });
+
+  it('takes a one-message secret sent together with the attach', async () => {
+    const ns = build(Dir('/', Leaf('x', { read: () => 'x' })), { uid: 'alice' });
+    const srv = await serve({ fs: ns, auth: sharedSecretAuth('s3cret') });
+    const open = await serve({ fs: ns });
+    try {
+      const good = await srv.client({ authData: 's3cret' });
+      expect(await good.readText('x')).toBe('x');
+      await expect(srv.client({ authData: 'wrong' })).rejects.toThrow(Ename.authFailed);
+      // A server without authentication says so on the Tauth, and that is the error given.
+      await expect(open.client({ authData: 's3cret' })).rejects.toThrow(Ename.noAuth);
+    } finally {
+      await srv.close();
+      await open.close();
+    }
+  });
 });

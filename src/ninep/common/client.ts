@@ -16,6 +16,12 @@ export interface ClientOptions {
   msize?: number;
   /** Runs the authentication exchange on an auth fid; without it the client attaches with afid = NOFID. */
   authenticate?: (write: (data: Uint8Array) => Promise<void>) => Promise<void>;
+  /**
+   * A one-message authentication (a shared secret), instead of `authenticate`: Tauth, its write and Tattach go out
+   * together, one round trip instead of three. For servers that apply pipelined requests in order, as this
+   * library's does.
+   */
+  authData?: string | Uint8Array;
 }
 
 type Untagged<T> = T extends unknown ? Omit<T, 'tag'> : never;
@@ -63,9 +69,20 @@ export class Client {
       c.framer.maxSize = v.msize;
       const uname = opts.uname ?? 'none';
       const aname = opts.aname ?? '';
-      let afid = NOFID;
-      if (opts.authenticate) {
-        afid = c.allocFid();
+      const afid = opts.authData !== undefined || opts.authenticate ? c.allocFid() : NOFID;
+      const fid = c.allocFid();
+      let r;
+      if (opts.authData !== undefined) {
+        const auth = c.rpc({ type: Type.Tauth, afid, uname, aname });
+        const write = c.rpc({ type: Type.Twrite, fid: afid, offset: 0, data: toBytes(opts.authData) });
+        const attach = c.rpc({ type: Type.Tattach, fid, afid, uname, aname });
+        // The first failure is the one that says why (no auth here, a refused secret); the others follow from it.
+        attach.catch(() => undefined);
+        write.catch(() => undefined);
+        await auth;
+        await write;
+        r = await attach;
+      } else if (opts.authenticate) {
         await c.rpc({ type: Type.Tauth, afid, uname, aname });
         const auth = new Fid(c, afid, { type: 0, vers: 0, path: 0n });
         auth.iounit = c.msize - IOHDRSZ;
@@ -73,8 +90,7 @@ export class Client {
           await auth.write(0, data);
         });
       }
-      const fid = c.allocFid();
-      const r = await c.rpc({ type: Type.Tattach, fid, afid, uname, aname });
+      r ??= await c.rpc({ type: Type.Tattach, fid, afid, uname, aname });
       c.root = new Fid(c, fid, r.qid);
       // The auth fid has served its purpose: its clunk need not be waited for (requests are handled in order).
       if (afid !== NOFID) void c.rpc({ type: Type.Tclunk, fid: afid }).then(() => c.releaseFid(afid), () => undefined);

@@ -7,7 +7,7 @@
  * loaded tools), so an agent keeps its ToolHost for life. A call in flight when the connection broke fails
  * (it cannot be known whether the tool ran); `rev` changes, so the agent re-reads its tools.
  */
-import { concatBytes, IOHDRSZ, lines, OREAD, ORDWR, OWRITE, sharedSecretResponder, Type, type Client, type Fid } from '../../ninep/index.js';
+import { concatBytes, IOHDRSZ, lines, OREAD, ORDWR, OWRITE, Type, type Client, type Fid } from '../../ninep/index.js';
 import { dial } from '../../ninep/node.js';
 import type { CatalogEntry, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from '../../toolsrv/protocol.js';
 import type { ToolHost } from './host.js';
@@ -23,9 +23,9 @@ export type ToolsrvSource = ToolsrvAddress | (() => Promise<ToolsrvAddress>);
 
 export const addressOf = (src: ToolsrvSource): Promise<ToolsrvAddress> => (typeof src === 'function' ? src() : Promise.resolve(src));
 
-/** A raw authenticated 9P connection to toolsrv in scope `aname`. */
+/** A raw authenticated 9P connection to toolsrv in scope `aname` (every agent opens one: auth and attach together). */
 export function connectToolsrv(addr: ToolsrvAddress, aname: string, uname = 'olliesrv'): Promise<Client> {
-  return dial({ kind: 'unix', path: addr.socket }, { uname, aname, authenticate: sharedSecretResponder(addr.secret) });
+  return dial({ kind: 'unix', path: addr.socket }, { uname, aname, authData: addr.secret });
 }
 
 
