@@ -18,7 +18,7 @@ function processesWith(needle: string): number[] {
 }
 
 test.each([0, 50, 150])('a daemon closed %i ms into a session opening its toolsrv leaves no toolsrv behind', async (delay) => {
-  const h = await harness({ turns: [{ text: 'hi' }, { text: 'hi' }] });
+  const h = await harness({ turns: [[{ text: 'hi' }], [{ text: 'hi' }]] });
   // A first session's turn fills the tool schema cache, so the next session's first request does not wait for
   // its toolsrv: its turn can end while the toolsrv connection is still opening.
   await h.turn((await h.agent()).path, 'warm up');
