@@ -137,6 +137,12 @@ try {
   const per = (ms) => (ms / RUNS).toFixed(0);
   console.log(`  CPU per run of 1: daemon ${per(cpu1.daemon)} ms, toolsrv + tools ${per(cpu1.toolsrv)} ms, mock + client ${per(cpu1.mock)} ms (wall ${f(one.reduce((a, b) => a + b, 0) / RUNS)} ms)`);
   console.log(`  CPU per run of ${N}: daemon ${per(cpu.daemon)} ms, toolsrv + tools ${per(cpu.toolsrv)} ms, mock + client ${per(cpu.mock)} ms (wall ${f(many.reduce((a, b) => a + b, 0) / RUNS)} ms × ${availableParallelism()} cores available)`);
+  // The least the ratio can be with this much CPU: the run of N cannot end before its CPU is spread over every core,
+  // nor before the daemon's one thread has done its part; one alone ends after its own (mostly serial) CPU.
+  const oneMean = one.reduce((a, b) => a + b, 0) / RUNS;
+  const spread = (cpu.daemon + cpu.toolsrv + cpu.mock) / RUNS / availableParallelism() / oneMean;
+  const daemonThread = cpu.daemon / RUNS / oneMean;
+  console.log(`  floor set by CPU: ${Math.max(spread, daemonThread).toFixed(2)}× (all CPU over ${availableParallelism()} cores: ${spread.toFixed(2)}×; the daemon's thread: ${daemonThread.toFixed(2)}×)`);
 } finally {
   serve.kill('SIGTERM');
   await new Promise((r) => serve.once('exit', r));
