@@ -25,6 +25,7 @@
  * only client, so a bad frame is a bug there, and the in-flight calls fail with that message.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -55,6 +57,15 @@ struct child {
 static struct child *kids;
 static size_t nkids, capkids;
 
+/* Every way out ends the groups it started: with the spawner gone nobody could stop them any more, and a
+ * tool must not outlive the server that answers for it. */
+static void leave(int code) __attribute__((noreturn));
+static void leave(int code) {
+  for (size_t i = 0; i < nkids; i++)
+    if (kids[i].pid) kill(-kids[i].pid, SIGKILL);
+  exit(code);
+}
+
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void die(const char *fmt, ...) {
   va_list ap;
@@ -63,7 +74,7 @@ static void die(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-  exit(1);
+  leave(1);
 }
 
 /* ---- frames to toolsrv ----------------------------------------------------------------------------- */
@@ -79,7 +90,7 @@ static void write_all(int fd, const void *p, size_t n) {
         poll(&pf, 1, -1);
         continue;
       }
-      exit(0); /* toolsrv is gone: nobody is left to tell */
+      leave(0); /* toolsrv is gone: nobody is left to tell */
     }
     b += w;
     n -= (size_t)w;
@@ -105,7 +116,7 @@ static void send_frame(char type, uint32_t id, const void *payload, size_t len) 
   ssize_t w;
   do w = writev(1, iov, len ? 2 : 1);
   while (w < 0 && errno == EINTR);
-  if (w < 0 && errno != EAGAIN) exit(0);
+  if (w < 0 && errno != EAGAIN) leave(0);
   size_t done = w < 0 ? 0 : (size_t)w;
   if (done < 9) {
     write_all(1, head + done, 9 - done);
@@ -164,13 +175,16 @@ static void pump_stdin(struct child *c) {
   close_stdin(c);
 }
 
+/* Relays what the child wrote, two chunks at most: a tool writing without pause must not hold up the spawns,
+ * exits and output of the others (poll brings it back for the rest). */
 static void drain_output(struct child *c) {
   static char buf[READ_CHUNK];
-  for (;;) {
+  for (int chunks = 0; chunks < 2;) {
     ssize_t r = read(c->out, buf, sizeof buf);
     if (r > 0) {
       send_frame('O', c->id, buf, (size_t)r);
       if ((size_t)r < sizeof buf) return; /* likely drained; poll says when there is more */
+      chunks++;
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -182,14 +196,37 @@ static void drain_output(struct child *c) {
   }
 }
 
+/* The symbolic name of an errno (strerrorname_np is glibc 2.32 and later only). */
+static const char *errno_name(int e) {
+  switch (e) {
+#define N(x) case x: return #x;
+    N(ENOENT) N(EACCES) N(EPERM) N(ENOEXEC) N(ENOTDIR) N(EISDIR) N(ELOOP) N(ENAMETOOLONG) N(E2BIG) N(ENOMEM)
+    N(ETXTBSY) N(EMFILE) N(ENFILE) N(EFAULT) N(EIO) N(EINVAL) N(ELIBBAD) N(ENXIO)
+#undef N
+    default: return "error";
+  }
+}
+
 /* Closes every descriptor from `lowest` on (close_range needs Linux 5.9; older kernels get the loop). */
 static void close_from(int lowest) {
 #ifdef SYS_close_range
   if (syscall(SYS_close_range, (unsigned)lowest, ~0U, 0) == 0) return;
 #endif
-  long max = sysconf(_SC_OPEN_MAX);
-  if (max < 0 || max > 65536) max = 65536;
-  for (int fd = lowest; fd < max; fd++) close(fd);
+  /* The open descriptors as the kernel lists them: a loop up to a limit would miss any above it. */
+  DIR *d = opendir("/proc/self/fd");
+  if (d) {
+    int self = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      int fd = atoi(e->d_name);
+      if (fd >= lowest && fd != self) close(fd);
+    }
+    closedir(d);
+    return;
+  }
+  struct rlimit rl;
+  rlim_t max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 1u << 20;
+  for (rlim_t fd = (rlim_t)lowest; fd < max; fd++) close((int)fd);
 }
 
 /* Looks `name` up on the PATH of the child's environment, as execvp would with that environment. */
@@ -230,6 +267,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   p += 4;
   if (argc == 0 || argc > 1u << 20) die("spawn frame %u has %u arguments", id, argc);
   char **argv = calloc(argc + 1, sizeof *argv);
+  if (!argv) die("out of memory");
   for (uint32_t i = 0; i < argc; i++) {
     char *z = memchr(p, 0, (size_t)(end - p));
     if (!z) die("spawn frame %u: argument %u is not NUL-terminated", id, i);
@@ -241,6 +279,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   p += 4;
   if (envc > 1u << 20) die("spawn frame %u has %u environment entries", id, envc);
   char **envp = calloc(envc + 1, sizeof *envp);
+  if (!envp) die("out of memory");
   for (uint32_t i = 0; i < envc; i++) {
     char *z = memchr(p, 0, (size_t)(end - p));
     if (!z) die("spawn frame %u: environment entry %u is not NUL-terminated", id, i);
@@ -253,9 +292,15 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   p = z + 1;
 #undef NEED
 
-  int in[2], out[2], err[2];
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-    send_failed(id, "cannot start %s: pipe: %s", argv[0], strerror(errno));
+    int e = errno;
+    for (int i = 0; i < 2; i++) {
+      if (in[i] >= 0) close(in[i]);
+      if (out[i] >= 0) close(out[i]);
+      if (err[i] >= 0) close(err[i]);
+    }
+    send_failed(id, "cannot start %s: pipe: %s (%s)", argv[0], errno_name(e), strerror(e));
     free(argv), free(envp);
     return;
   }
@@ -282,8 +327,9 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
     }
     int e = errno;
     char msg[512];
-    const char *name = strerrorname_np(e);
-    int n = snprintf(msg, sizeof msg, "%s%s: %s (%s)", stage, what, name ? name : "error", strerror(e));
+    int n = snprintf(msg, sizeof msg, "%s%s: %s (%s)", stage, what, errno_name(e), strerror(e));
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
     if (write(report, msg, (size_t)n) < 0) _exit(127);
     _exit(127);
   }
@@ -351,20 +397,15 @@ static void reap(void) {
 
 static void stop_output(uint32_t id) {
   for (size_t i = 0; i < nkids; i++) {
-    if (kids[i].id != id || kids[i].out < 0) continue;
-    close(kids[i].out);
+    if (kids[i].id != id) continue;
+    if (kids[i].out >= 0) close(kids[i].out);
     kids[i].out = -1;
+    close_stdin(&kids[i]); /* and the arguments it may never read */
   }
 }
 
 static char *req;
 static size_t req_len, req_cap;
-
-static void shutdown_all(void) {
-  for (size_t i = 0; i < nkids; i++)
-    if (kids[i].pid) kill(-kids[i].pid, SIGKILL);
-  exit(0);
-}
 
 /* Reads what toolsrv sent; returns 0 at end of file. */
 static int read_requests(const sigset_t *oldmask) {
@@ -448,6 +489,6 @@ int main(int argc, char **argv) {
       }
       reap();
     }
-    if (pfds[0].revents && !read_requests(&oldmask)) shutdown_all();
+    if (pfds[0].revents && !read_requests(&oldmask)) leave(0);
   }
 }

@@ -91,8 +91,11 @@ for (const t of tools) {
   cc([...cflags, `-Dmain=ollie_tool_${t}`, '-c', '-o', o, join(toolDir, `${t}.c`)], t);
   objects.push(o);
 }
-/** Links `sources` into `binary`, statically when the C library allows it, renamed into place when done. */
-function link(target, sources, what) {
+/**
+ * Links `sources` into `binary`, statically when the C library allows it, renamed into place when done. Returns
+ * whether it worked; a failure of a `required` binary ends the build.
+ */
+function link(target, sources, what, required = true) {
   const tmp = `${target}.${process.pid}.tmp`;
   const args = [...cflags, '-o', tmp, ...sources];
   // Static: a sandboxed call execs ollie-sandbox, and skipping the dynamic loader saves about a millisecond per
@@ -101,13 +104,20 @@ function link(target, sources, what) {
   if (r.status !== 0) r = spawnSync(compiler, args, { stdio: ['ignore', 'inherit', 'inherit'] });
   if (r.status !== 0) {
     console.error(`ollie: linking ${what} failed (${compiler} ${args.join(' ')})`);
-    process.exit(1);
+    if (required) process.exit(1);
+    return false;
   }
   // Renamed into place so that a concurrent run (or a tool running at that moment) never sees half a binary.
   renameSync(tmp, target);
+  return true;
 }
 
-if (!spawnerFresh()) link(spawner, [spawnerSource], 'ollie-spawner');
+// The spawner only makes toolsrv faster (without it toolsrv uses Node's spawn): its failure must not cost the
+// sandbox, which is not optional.
+if (!spawnerFresh() && !link(spawner, [spawnerSource], 'ollie-spawner', false)) {
+  rmSync(spawner, { force: true });
+  console.error('ollie: continuing without ollie-spawner: toolsrv will start tools with Node\'s spawn (slower)');
+}
 if (!force && built >= 0 && sources.every((s) => mtime(s) <= built)) {
   linkTools();
   process.exit(0);

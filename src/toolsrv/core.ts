@@ -168,6 +168,8 @@ export class Core {
         const eq = arg.indexOf('=');
         const k = eq < 0 ? arg : arg.slice(0, eq);
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new RequestError(`bad variable name ${JSON.stringify(k)}`);
+        // An environment string ends at its first NUL: a value holding one cannot be passed to a process.
+        if (arg.includes('\0')) throw new RequestError(`the value of ${k} contains a NUL byte`);
         if (eq < 0) s.env.delete(k);
         else s.env.set(k, arg.slice(eq + 1));
         this.rebuildEnv(s);

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Proc } from '../../src/toolsrv/exec/proc.js';
 import { SPAWNER, Spawner, type SpawnedHandlers } from '../../src/toolsrv/exec/spawner.js';
 import { startEnv, until, type Env } from './helpers.js';
 
@@ -93,6 +95,47 @@ describe('ollie-spawner', () => {
     expect(r.out()).toBe('found me\n');
   });
 
+  it('refuses a string with a NUL byte in it (it would shift every field after it), and keeps serving', async () => {
+    const s = start();
+    const r = recorder();
+    await expect(s.spawn({ file: 'sh', args: ['-c', 'echo hi'], cwd: tmpdir(), env: { ...ENV, X: 'a\0/' }, stdin: '' }, r.handlers)).rejects.toThrow(/contains a NUL byte/);
+    await expect(s.spawn({ file: 'echo', args: ['a\0b'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(/contains a NUL byte/);
+    const ok = recorder();
+    await s.spawn({ file: 'echo', args: ['fine'], cwd: tmpdir(), env: ENV, stdin: '' }, ok.handlers);
+    await ok.ended;
+    expect(ok.out()).toBe('fine\n');
+  });
+
+  it('ends the groups it started on every way out: a frame it cannot parse too', async () => {
+    // Driven by hand here, as toolsrv drives it, to send what toolsrv never would.
+    const p = spawn(SPAWNER, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const frame = (type: string, id: number, payload: Buffer): Buffer => {
+      const head = Buffer.alloc(9);
+      head.writeUInt32LE(5 + payload.length, 0);
+      head.write(type, 4);
+      head.writeUInt32LE(id, 5);
+      return Buffer.concat([head, payload]);
+    };
+    const u32 = (n: number): Buffer => {
+      const b = Buffer.alloc(4);
+      b.writeUInt32LE(n);
+      return b;
+    };
+    const spawnFrame = frame('S', 1, Buffer.concat([u32(2), Buffer.from('sleep\x0030\x00'), u32(1), Buffer.from('PATH=/usr/bin:/bin\x00'), Buffer.from(`${tmpdir()}\x00`)]));
+    const pid = await new Promise<number>((resolve) => {
+      p.stdout.once('data', (b: Buffer) => resolve(b.readUInt32LE(9)));
+      p.stdin.write(spawnFrame);
+    });
+    expect(alive(pid)).toBe(true);
+    p.stdin.write(frame('Z', 2, Buffer.alloc(0)));
+    const code = await new Promise<number | null>((r) => p.once('close', r));
+    expect(code).toBe(1);
+    expect(err).toContain('unknown frame type 0x5a');
+    await until(() => !alive(pid));
+  });
+
   it('refuses with the reason when the program or the cwd is missing, and nothing runs', async () => {
     const s = start();
     const r = recorder();
@@ -139,6 +182,18 @@ describe('ollie-spawner', () => {
     spawned.abandonOutput();
     await until(() => fds() === before - 1);
     process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), 'SIGKILL');
+  });
+
+  it('a call whose spawner is killed outright ends with the reason, and its process group with it', async () => {
+    const spawner = start();
+    const proc = new Proc({ id: 1, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
+    await proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false }, undefined, spawner);
+    expect(alive(proc.osPid)).toBe(true);
+    process.kill(spawner.pid!, 'SIGKILL');
+    await proc.done;
+    expect(proc.status).toBe('killed');
+    expect(proc.error).toMatch(/the process spawner was killed by SIGKILL/);
+    await until(() => !alive(proc.osPid));
   });
 
   it('a spawner that dies fails its running processes with the reason, and the next spawn starts a new one', async () => {

@@ -73,6 +73,8 @@ export class Proc {
   private timer?: NodeJS.Timeout;
   private finish!: () => void;
   private kill9?: NodeJS.Timeout;
+  /** A terminate that came before there was a group to signal (see onStarted). */
+  private deferredGrace?: number;
   /** Set for a hosted call: signals become cancel requests to the host, never signals to its process. */
   private cancelHosted?: (sig: NodeJS.Signals | number) => void;
 
@@ -199,19 +201,30 @@ export class Proc {
           settle();
         },
         lost: (reason) => {
+          clearTimeout(drain);
           if (this.state === 'exited') return;
+          // Its exit was already heard: that is how it ended, whatever became of the spawner since.
+          if (exited) return this.exited(exited.code, exited.signal);
+          // A spawner that died without ending its groups (killed outright) leaves them to us.
+          this.killGroup('SIGKILL');
           this.error = reason;
           this.status = this.stop ?? 'killed';
           this.end();
         },
       });
       abandon = spawned.abandonOutput;
-      this.osPid = spawned.pid;
-      // A stop asked for while the spawner was starting it reaches the group now that there is one.
-      if (this.stop && this.state === 'running') this.killGroup(this.stop === 'timeout' ? 'SIGTERM' : 'SIGKILL');
+      this.onStarted(spawned.pid);
     } catch (e) {
       this.failed((e as Error).message);
     }
+  }
+
+  /** The process runs as `pid`: a stop asked for while it was being started reaches its group now. */
+  private onStarted(pid: number): void {
+    this.osPid = pid;
+    const grace = this.deferredGrace;
+    this.deferredGrace = undefined;
+    if (grace !== undefined && this.state === 'running') this.terminate(this.stop ?? 'killed', grace);
   }
 
   private async startPty(spec: SpawnSpec): Promise<void> {
@@ -223,7 +236,7 @@ export class Proc {
       this.failed(`cannot start ${spec.file} in a terminal: ${(e as Error).message}`);
       return;
     }
-    this.osPid = term.pid;
+    this.onStarted(term.pid);
     const enc = new TextEncoder();
     term.onData((d) => this.output(enc.encode(d)));
     term.onExit(({ exitCode, signal }) => {
@@ -306,6 +319,12 @@ export class Proc {
   terminate(why: Stop, graceMs = KILL_GRACE_MS): void {
     if (this.state === 'exited') return;
     this.stop ??= why;
+    if (!this.osPid && !this.cancelHosted) {
+      // Still being started (by the spawner, or node-pty loading): the group gets it once it exists, the shortest
+      // grace asked for meanwhile counting.
+      this.deferredGrace = Math.min(this.deferredGrace ?? graceMs, graceMs);
+      return;
+    }
     if (graceMs <= 0) {
       this.killGroup('SIGKILL');
       return;

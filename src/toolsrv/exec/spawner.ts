@@ -74,6 +74,9 @@ export class Spawner {
    * program or cwd). The handlers then hear its output, its exit and the end of its output, in that order.
    */
   spawn(req: SpawnRequest, handlers: SpawnedHandlers): Promise<Spawned> {
+    // Strings travel NUL-terminated: one with a NUL inside would shift every field after it (as execve would cut it).
+    const bad = [req.file, ...req.args, req.cwd, ...Object.entries(req.env).flat()].find((x) => x.includes('\0'));
+    if (bad !== undefined) return Promise.reject(new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${JSON.stringify(bad)} contains a NUL byte`));
     const child = this.ensure();
     const id = this.nextId++;
     const started = new Promise<Spawned>((resolve, reject) => this.pending.set(id, { ...handlers, started: { resolve, reject } }));
