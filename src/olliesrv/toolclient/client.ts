@@ -161,7 +161,12 @@ export class ToolClient implements ToolHost {
       const rev = this.readSmall(c, 'rev').then((r) => Number(r.trim()), () => undefined);
       const out = await this.readRest(c, fid, count, signal);
       const n = await rev;
-      if (n !== undefined && Number.isFinite(n) && ctls === this.ctls) this.revAfterCall = { rev: n, client: c, ctls };
+      // Calls of one round end in any order, and a long result may hold an older read: rev only grows, so the
+      // highest read is the registry's latest.
+      const prev = this.revAfterCall;
+      if (n !== undefined && Number.isFinite(n) && ctls === this.ctls && !(prev && prev.client === c && prev.ctls === ctls && prev.rev > n)) {
+        this.revAfterCall = { rev: n, client: c, ctls };
+      }
       return out;
     });
     return JSON.parse(new TextDecoder().decode(reply)) as ProcResult;
