@@ -196,11 +196,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         workflows.close();
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
+        // The keeper first: it stops the toolsrvs, and one still starting is stopped as soon as it is up
+        // instead of being waited for.
+        const keeperClosed = keeper?.close();
         // A session's toolsrv connection may still be opening (a first turn does not wait for it): let it
-        // finish, so that it is closed below rather than left open behind a closed daemon.
+        // settle, so that it is closed below rather than left open behind a closed daemon.
         await Promise.allSettled([...opening.values()]);
         await Promise.all([...sessionTools.values()].map((t) => t.close().catch(() => undefined)));
-        await keeper?.close();
+        await keeperClosed;
         sessions.save();
         db.close();
       },
