@@ -332,13 +332,22 @@ program.command('prompt').description('send a prompt to the agent and print its 
     } catch (e) {
       if (!life.signal.aborted) throw e;
       // Ctrl-C interrupts the agent, as in any agent's terminal: the turn stops (the prompt stays in its history).
-      if (sent && ours) {
-        await x.c.rdwrText(`${path}/ctl`, 'stop').catch(() => undefined);
-        process.stderr.write(`${atLineStart ? '' : '\n'}o: interrupted: stopped the agent's turn\n`);
-        atLineStart = true;
-      } else if (sent) {
-        // Our prompt is still queued behind another turn, which is not ours to stop: say where it is.
-        process.stderr.write(`${atLineStart ? '' : '\n'}o: interrupted: the prompt was queued behind another turn; it stays queued (see \`o ctl queue\`)\n`);
+      // Whether the running turn is ours is the agent's to say, not the log's: our prompt's block appears only
+      // once its turn has set up (tools loaded), and the turn is ours from the moment the prompt left the queue.
+      if (sent) {
+        const flat = text.replace(/\n/g, ' ');
+        const queued = await x.c.rdwrText(`${path}/ctl`, 'queue').then(
+          (q) => q.split('\n').some((l) => l.slice(l.indexOf('\t') + 1) === flat),
+          () => false,
+        );
+        const nl = atLineStart ? '' : '\n';
+        if (queued) {
+          // Behind another turn, which is not ours to stop: say where the prompt is.
+          process.stderr.write(`${nl}o: interrupted: the prompt is queued behind another turn and stays queued (see \`o ctl queue\`)\n`);
+        } else {
+          await x.c.rdwrText(`${path}/ctl`, 'stop').catch(() => undefined);
+          process.stderr.write(`${nl}o: interrupted: stopped the agent's turn\n`);
+        }
         atLineStart = true;
       }
       return 130;

@@ -25,7 +25,7 @@ interface Run {
 }
 
 /** Runs `o` with the daemon's address and only the context variables given. */
-function o(args: string[], opts: { env?: Record<string, string>; input?: string; until?: (out: string) => boolean } = {}): Promise<Run> {
+function o(args: string[], opts: { env?: Record<string, string>; input?: string; until?: (out: string) => boolean; interruptAfterMs?: number } = {}): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env, OLLIE_ADDR: `unix!${h.socket}`, ...opts.env };
   for (const k of ['OLLIE_SESSION', 'OLLIE_AGENT', 'OLLIE_SESSION_ID', 'OLLIE_UNAME']) if (!opts.env?.[k]) delete env[k];
   const p = spawn(process.execPath, [O, ...args], { env, cwd: h.dir });
@@ -37,6 +37,7 @@ function o(args: string[], opts: { env?: Record<string, string>; input?: string;
   });
   p.stderr.on('data', (d: Buffer) => (err += d.toString()));
   p.stdin.end(opts.input ?? '');
+  if (opts.interruptAfterMs !== undefined) setTimeout(() => p.kill('SIGINT'), opts.interruptAfterMs);
   return new Promise((resolve) => p.on('close', (code) => resolve({ code, out, err })));
 }
 
@@ -133,6 +134,20 @@ describe('agents and prompts', () => {
     await h.waitState('session/work/agent/ann', 'idle', 3000);
     // The stream was cut: the rest of the answer never arrived.
     expect(await h.c.readText('session/work/agent/ann/log')).not.toContain('on and on');
+  });
+
+  it('Ctrl-C on a prompt queued behind another turn leaves that turn alone and the prompt queued', async () => {
+    h.mock.script([{ text: 'the long first answer' }, { delayMs: 150 }], [{ text: 'The queued answer.' }]);
+    await h.c.write('session/work/agent/ann/prompt', 'keep busy');
+    await h.waitState('session/work/agent/ann', 'thinking');
+    const r = await o(['-s', 'work', '-g', 'ann', 'prompt', 'wait for me'], { interruptAfterMs: 500 });
+    expect(r.code).toBe(130);
+    expect(r.err).toContain('the prompt is queued behind another turn and stays queued');
+    // The other turn was not stopped, and the queued prompt then ran.
+    await h.waitState('session/work/agent/ann', 'idle', 10000);
+    const log = await h.c.readText('session/work/agent/ann/log');
+    expect(log).toContain('the long first answer');
+    expect(log).toContain('The queued answer.');
   });
 
   it('prompt exits 1 when the turn ends in an error', async () => {
