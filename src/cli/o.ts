@@ -273,6 +273,7 @@ program.command('prompt').description('send a prompt to the agent and print its 
     let atLineStart = true;
     // Only what follows our own prompt's block is this turn's (the agent may have been busy with others).
     let ours = false;
+    let nextTurn = false;
     let lastReply = '';
     const follow = (async () => {
       const streamed = new Set<string>();
@@ -293,6 +294,12 @@ program.command('prompt').description('send a prompt to the agent and print its 
           if (!ours) {
             ours = b.role === 'user' && !b.partial && b.content === text;
             continue;
+          }
+          // The next prompt (not an injection into ours) starts another turn: ours is over, whether or not the
+          // state was seen idle in between.
+          if (b.role === 'user' && !b.partial && b.name !== 'inject') {
+            nextTurn = true;
+            return;
           }
           if (b.role === 'error' && !b.partial) failed = b.content;
           if (b.role === 'assistant' && !b.partial) lastReply = b.content;
@@ -334,7 +341,7 @@ program.command('prompt').description('send a prompt to the agent and print its 
       // Ctrl-C interrupts the agent, as in any agent's terminal: the turn stops (the prompt stays in its history).
       // Whether the running turn is ours is the agent's to say, not the log's: our prompt's block appears only
       // once its turn has set up (tools loaded), and the turn is ours from the moment the prompt left the queue.
-      if (sent) {
+      if (sent && !nextTurn) {
         const flat = text.replace(/\n/g, ' ');
         const queued = await x.c.rdwrText(`${path}/ctl`, 'queue').then(
           (q) => q.split('\n').some((l) => l.slice(l.indexOf('\t') + 1) === flat),

@@ -150,6 +150,22 @@ describe('agents and prompts', () => {
     expect(log).toContain('The queued answer.');
   });
 
+  it('prompt ends with its own turn when the next queued prompt follows without the agent going idle', async () => {
+    h.mock.script([{ text: 'busy answer' }, { delayMs: 100 }], [{ text: 'Mine.' }], [{ text: 'theirs, slowly' }, { delayMs: 400 }]);
+    await h.c.write('session/work/agent/ann/prompt', 'be busy');
+    await h.waitState('session/work/agent/ann', 'thinking');
+    const mine = o(['-s', 'work', '-g', 'ann', 'prompt', 'my question']);
+    // Queued behind ours (once ours is in the queue), so it starts the moment ours ends.
+    for (let i = 0; !(await h.c.rdwrText('session/work/agent/ann/ctl', 'queue')).includes('my question'); i++) {
+      if (i > 200) throw new Error('o prompt never queued its prompt');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await h.c.write('session/work/agent/ann/prompt', 'their question');
+    const r = await mine;
+    expect(r).toMatchObject({ code: 0, out: 'Mine.\n' });
+    await h.waitState('session/work/agent/ann', 'idle', 10000);
+  });
+
   it('prompt exits 1 when the turn ends in an error', async () => {
     h.mock.script([{ status: 400, message: 'bad request from the mock' }]);
     const r = await o(['-s', 'work', '-g', 'ann', 'prompt', 'fail please']);
