@@ -196,6 +196,19 @@ describe('ollie-spawner', () => {
     await until(() => !alive(proc.osPid));
   });
 
+  it('a stop asked for while the spawner is still starting the process reaches its group once it exists', async () => {
+    const spawner = start();
+    const proc = new Proc({ id: 2, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
+    const starting = proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '' }, undefined, spawner);
+    // No pid yet: the started frame has not come back.
+    expect(proc.osPid).toBe(0);
+    proc.terminate('killed', 0);
+    await starting;
+    await proc.done;
+    expect(proc.status).toBe('killed');
+    expect(proc.signal).toBe('SIGKILL');
+  });
+
   it('a spawner that dies fails its running processes with the reason, and the next spawn starts a new one', async () => {
     const s = start();
     const r = recorder();
