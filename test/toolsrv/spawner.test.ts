@@ -199,7 +199,7 @@ describe('ollie-spawner', () => {
   it('a stop asked for while the spawner is still starting the process reaches its group once it exists', async () => {
     const spawner = start();
     const proc = new Proc({ id: 2, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
-    const starting = proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '' }, undefined, spawner);
+    const starting = proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false }, undefined, spawner);
     // No pid yet: the started frame has not come back.
     expect(proc.osPid).toBe(0);
     proc.terminate('killed', 0);
