@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
+import type { Socket } from 'node:net';
 import { concatBytes } from '../../ninep/index.js';
 import { PACKAGE_ROOT } from '../sandbox/policy.js';
 
@@ -130,13 +130,14 @@ export class Spawner {
   private holdOpen(): void {
     const child = this.child;
     if (!child) return;
-    const streams = [child.stdin, child.stdout, child.stderr] as (Readable | Writable | null)[];
+    // Piped stdio are sockets, which hold the event loop open on their own.
+    const streams = [child.stdin, child.stdout, child.stderr] as (Socket | null)[];
     if (this.pending.size) {
       child.ref();
-      for (const s of streams) (s as unknown as { ref?(): void })?.ref?.();
+      for (const s of streams) s?.ref();
     } else {
       child.unref();
-      for (const s of streams) (s as unknown as { unref?(): void })?.unref?.();
+      for (const s of streams) s?.unref();
     }
   }
 
