@@ -57,7 +57,10 @@ const spawnerSource = join(native, 'ollie-spawner.c');
 const spawner = join(out, 'ollie-spawner');
 const built = mtime(binary);
 const spawnerFresh = () => !force && mtime(spawner) >= Math.max(mtime(spawnerSource), mtime(fileURLToPath(import.meta.url)));
-if (!force && built >= 0 && sources.every((s) => mtime(s) <= built) && spawnerFresh()) {
+const addonSource = join(native, 'addon', 'peercred.c');
+const addon = join(out, 'peercred.node');
+const addonFresh = () => !force && mtime(addon) >= Math.max(mtime(addonSource), mtime(fileURLToPath(import.meta.url)));
+if (!force && built >= 0 && sources.every((s) => mtime(s) <= built) && spawnerFresh() && addonFresh()) {
   linkTools();
   process.exit(0);
 }
@@ -110,6 +113,22 @@ function link(target, sources, what, required = true) {
   // Renamed into place so that a concurrent run (or a tool running at that moment) never sees half a binary.
   renameSync(tmp, target);
   return true;
+}
+
+// The peer-credentials module: without it olliesrv cannot tell who is at the other end of its socket, and
+// refuses every connection there (fails closed), so it is required. Node-API headers come with Node: next to
+// the binary in the official builds, in /usr/include/node with distribution packages.
+if (!addonFresh()) {
+  const candidates = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
+  const include = candidates.find((d) => existsSync(join(d, 'node_api.h')));
+  if (!include) {
+    console.error(`ollie: the Node-API headers (node_api.h) were not found in ${candidates.join(', ')}.`);
+    console.error('ollie: install them (Debian/Ubuntu: apt-get install libnode-dev, or use an official Node build) and run `node scripts/build-native.mjs`.');
+    process.exit(1);
+  }
+  const tmp = `${addon}.${process.pid}.tmp`;
+  cc([...cflags, '-shared', '-fPIC', '-I', include, '-o', tmp, addonSource], 'peercred.node');
+  renameSync(tmp, addon);
 }
 
 // The spawner only makes toolsrv faster (without it toolsrv uses Node's spawn): its failure must not cost the

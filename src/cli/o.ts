@@ -7,11 +7,10 @@
  * OLLIE_AGENT by name, OLLIE_SESSION_ID and OLLIE_UNAME by id, as `o env` prints them and as tools and workflows
  * get them). It is never guessed: a command that needs one says which flag or variable is missing.
  */
+import { dialOllie } from '../platform/dial.js';
 import { Command } from 'commander';
-import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
-import { dial } from '../ninep/node.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
 
@@ -82,7 +81,7 @@ class Ctx {
 function action(fn: (ctx: Ctx, ...args: never[]) => Promise<number | void>): (...args: unknown[]) => Promise<void> {
   return async (...args: unknown[]) => {
     const g = program.opts<Globals>();
-    const c = await dial(g.addr, { uname: userInfo().username });
+    const c = await dialOllie(g.addr);
     try {
       const code = await fn(new Ctx(c, g), ...(args as never[]));
       if (typeof code === 'number') process.exitCode = code;

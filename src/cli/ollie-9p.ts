@@ -3,11 +3,10 @@
  * `ollie-9p`: a 9P client for the shell. Reads stream (a file that blocks, like log.raw, is followed until
  * it ends); writes take stdin; rdwr writes stdin and prints the reply read on the same fid.
  */
+import { dialOllie } from '../platform/dial.js';
 import { Command } from 'commander';
-import { userInfo } from 'node:os';
 import { basename, dirname } from 'node:path';
 import { Client, DMDIR, modeString, OREAD, ORDWR, OTRUNC, OWRITE, type Stat } from '../ninep/index.js';
-import { dial } from '../ninep/node.js';
 import { defaultAddress } from '../platform/paths.js';
 
 const program = new Command('ollie-9p')
@@ -15,7 +14,7 @@ const program = new Command('ollie-9p')
   .option('-a, --addr <addr>', 'server address: unix!/path or tcp!host!port', defaultAddress());
 
 async function withClient<T>(fn: (c: Client) => Promise<T>): Promise<T> {
-  const c = await dial(program.opts<{ addr: string }>().addr, { uname: userInfo().username });
+  const c = await dialOllie(program.opts<{ addr: string }>().addr);
   try {
     return await fn(c);
   } finally {

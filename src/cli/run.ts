@@ -4,11 +4,11 @@
  * stdout and the tool calls to stderr, and exits 0 when the turn ends well, 1 when it ends in an error.
  * Everything goes through the 9P namespace, exactly as any other client would do it.
  */
+import { dialOllie } from '../platform/dial.js';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { lines, OREAD, ORDWR, type Client } from '../ninep/index.js';
-import { dial } from '../ninep/node.js';
 import type { Daemon } from '../olliesrv/daemon.js';
 import { configDir as defaultConfigDir } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
@@ -61,7 +61,7 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
     });
     addr = `unix!${socket}`;
   }
-  const c: Client = await dial(addr, { uname: userInfo().username });
+  const c: Client = await dialOllie(addr);
   const life = new AbortController();
   const onSig = () => life.abort(new Error('interrupted'));
   process.once('SIGINT', onSig);

@@ -113,7 +113,8 @@ export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGa
   const formats = opts.formats ?? OLLIESRV_FORMATS;
   const token = opts.token ?? randomBytes(32).toString('hex');
   const [mine, theirs] = channelPair();
-  opts.server.serve(theirs);
+  // The gateway checked the caller's token itself: its channel is the owner's (olliesrv's 'local' origin).
+  opts.server.serve(theirs, { kind: 'local' });
   const c = await Client.connect(mine, { uname: opts.uname ?? userInfo().username });
   let port = 0;
   const origins = (): string[] => [`${HOST}:${port}`, `localhost:${port}`];

@@ -111,7 +111,7 @@ function bridgeRenderer(d: Daemon): void {
   ipcMain.on('ollie:9p-connect', (e) => {
     if (!e.senderFrame || !isOurPage(e.senderFrame.url)) return;
     const { port1, port2 } = new MessageChannelMain();
-    d.server.serve(portMainChannel(port1));
+    d.server.serve(portMainChannel(port1), { kind: 'local' });
     e.sender.postMessage('ollie:9p-port', null, [port2]);
   });
 }
@@ -161,7 +161,7 @@ function notify(title: string, body: string, onClick: () => void): void {
 /** The tray's and notifications' own 9P client, over an in-process channel to the daemon. */
 async function startWatcher(d: Daemon): Promise<void> {
   const { port1, port2 } = new MessageChannel();
-  d.server.serve(messagePortChannel(port1 as unknown as MessagePortLike));
+  d.server.serve(messagePortChannel(port1 as unknown as MessagePortLike), { kind: 'local' });
   const client = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: userInfo().username });
   watcher = new Watcher(client, {
     pending: updateTray,

@@ -4,7 +4,7 @@
  */
 import { homedir, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Server, type Address } from '../ninep/index.js';
+import { Server, tokenAuth, type Address } from '../ninep/index.js';
 import { listen, type Listener } from '../ninep/node.js';
 import { cacheDir, shippedDataDir } from '../platform/paths.js';
 import { ToolCache } from './agent/toolcache.js';
@@ -25,6 +25,10 @@ import type { SessionTools } from './toolclient/host.js';
 import { ToolsrvSessionTools } from './toolclient/session-tools.js';
 import { ToolsrvKeeper, type ToolsrvProcess } from './toolclient/spawn.js';
 import { SkillMatcher, type SkillMatcherOptions } from './skills/matcher.js';
+import { Principals, type Origin, type Principal } from './auth/principals.js';
+import { confinedPids } from './auth/confined.js';
+import { peerCredentials } from '../platform/peercred.js';
+import { rmSync, writeFileSync } from 'node:fs';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -54,6 +58,8 @@ export interface DaemonOptions {
 
 export interface Daemon {
   readonly addresses: Address[];
+  /** Who may connect as what (tokens for agents, sessions and TCP owners). */
+  readonly principals: Principals;
   readonly server: Server<unknown>;
   readonly sessions: Sessions;
   readonly agents: Agents;
@@ -79,6 +85,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     };
     const profiles = new Profiles([join(shippedDataDir(), 'agents'), join(opts.configDir, 'agents')]);
     const sessions = new Sessions(new SessionStore(db), bus, homedir());
+    // Filled in below, once the agents exist: whether a token's session or agent still does.
+    let exists: (p: Principal) => boolean = () => false;
+    const principals = new Principals({
+      uid: process.getuid?.() ?? -1,
+      uname: userInfo().username,
+      confinedRoots: confinedPids,
+      exists: (p) => exists(p),
+    });
     const config = new ConfigFiles({ configDir: opts.configDir, dataDir: opts.dataDir, env, profiles, reloadBackends: () => backends.reload() });
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
@@ -133,6 +147,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }),
       ...(skills && { enrich: (r) => skills.enrich(r), skills }),
       retryDelay: opts.retryDelay,
+      token: (sid, aid) => principals.agentToken(sid, aid),
       outputDir: join(tmpdir(), `ollie-${userInfo().uid}`, 'output'),
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
@@ -145,8 +160,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       binDir: join(dirname(opts.socket), 'bin'),
       cliDir: join(shippedDataDir(), '..', 'dist', 'cli'),
       sessions,
+      token: (sid) => principals.sessionToken(sid),
       log,
     });
+    exists = (p) => {
+      if (p.kind === 'owner') return true;
+      if (!sessions.has(p.session) || sessions.get(p.session).id !== p.session) return false;
+      if (p.kind === 'session') return true;
+      try {
+        return agents.find(p.session, p.agent).id === p.agent;
+      } catch {
+        return false;
+      }
+    };
     sessions.hooks = {
       goal: (s) => workflows.start(s),
       kill: (id) => {
@@ -169,20 +195,38 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), reload },
       userInfo().username,
     );
-    const server = new Server({ fs: ns, onProtocolError: (m) => log(`closed a connection: ${m}`) });
-    listeners.push(await listen(server, { kind: 'unix', path: opts.socket }));
+    const server = new Server({
+      fs: ns,
+      auth: tokenAuth(),
+      authorize: (req) => principals.authorize(req),
+      onProtocolError: (m) => log(`closed a connection: ${m}`),
+    });
+    listeners.push(await listen(server, { kind: 'unix', path: opts.socket }, {
+      origin: (sock): Origin => {
+        const peer = peerCredentials(sock);
+        return 'error' in peer ? principals.unixOrigin(undefined, peer.error) : principals.unixOrigin(peer);
+      },
+    }));
     // The default provider's SDK takes ~100 ms to load; load it now, while clients connect, not in the first turn.
     void backends.default.prepare?.();
     // Skills and the embedding model too (the log then says whether matching uses embeddings or BM25).
     void skills?.method().catch((e: unknown) => log(`skills: ${(e as Error).message}`));
+    let tokenFile: string | undefined;
     if (opts.tcp) {
-      if (!['127.0.0.1', '::1', 'localhost'].includes(opts.tcp.host)) {
-        log(`warning: serving 9P without authentication on ${opts.tcp.host}, reachable beyond this machine`);
-      }
-      listeners.push(await listen(server, opts.tcp));
+      // Over TCP nothing says who connects: every client must present the owner token, which only the owner
+      // can read (0600 in the private runtime directory).
+      tokenFile = join(dirname(opts.socket), 'owner.token');
+      rmSync(tokenFile, { force: true });
+      writeFileSync(tokenFile, `${principals.ownerToken}\n`, { mode: 0o600, flag: 'wx' });
+      const l = await listen(server, opts.tcp, { origin: (sock): Origin => ({ kind: 'tcp', remote: `${sock.remoteAddress}:${sock.remotePort}` }) });
+      listeners.push(l);
+      const where = l.address.kind === 'tcp' ? `${l.address.host}:${l.address.port}` : '';
+      const beyond = !['127.0.0.1', '::1', 'localhost'].includes(opts.tcp.host);
+      log(`9P on tcp!${where}${beyond ? ' (reachable beyond this machine)' : ''} exposes the whole namespace to clients presenting the owner token in ${tokenFile}; others are refused`);
     }
     return {
       addresses: listeners.map((l) => l.address),
+      principals,
       server: server as Server<unknown>,
       sessions,
       agents,
@@ -206,6 +250,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         await keeperClosed;
         sessions.save();
         db.close();
+        if (tokenFile) rmSync(tokenFile, { force: true });
       },
     };
   } catch (e) {

@@ -127,7 +127,8 @@ export async function startWebUi(opts: WebUiOptions): Promise<WebUi> {
     if (origin !== undefined && !allowedHosts().some((h) => origin === `http://${h}`)) return refuse(403, 'Forbidden');
     if (url.pathname !== '/9p' || !sameToken(url.searchParams.get('token'), token)) return refuse(403, 'Forbidden');
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-      opts.server.serve(webSocketChannel(ws as unknown as WebSocketLike));
+      // The page presented this start's token (checked above): its channel is the owner's ('local' origin).
+      opts.server.serve(webSocketChannel(ws as unknown as WebSocketLike), { kind: 'local' });
     });
   });
 

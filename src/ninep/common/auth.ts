@@ -39,3 +39,35 @@ export function sharedSecretAuth(secret: string | Uint8Array): AuthProvider {
 export function sharedSecretResponder(secret: string): (afidWrite: (data: Uint8Array) => Promise<void>) => Promise<void> {
   return (write) => write(utf8.encode(secret));
 }
+
+/**
+ * A conversation that only collects what the client writes on its auth fid (a bearer token), for the server's
+ * authorize hook to judge with whatever it knows of the connection. It proves nothing by itself.
+ */
+export class TokenConversation implements AuthConversation {
+  private got = new Uint8Array(0);
+  constructor(private readonly max: number) {}
+  read(): Uint8Array {
+    return new Uint8Array(0);
+  }
+  write(data: Uint8Array): number {
+    if (this.got.length + data.length > this.max) throw new Error('auth: token too long');
+    const next = new Uint8Array(this.got.length + data.length);
+    next.set(this.got);
+    next.set(data, this.got.length);
+    this.got = next;
+    return data.length;
+  }
+  authenticated(): boolean {
+    return false;
+  }
+  /** What the client wrote, as text (surrounding whitespace dropped). */
+  token(): string {
+    return new TextDecoder().decode(this.got).trim();
+  }
+}
+
+/** Offers every client an auth fid that collects a token (see TokenConversation); pair with an authorize hook. */
+export function tokenAuth(maxLength = 1024): AuthProvider {
+  return { start: () => new TokenConversation(maxLength) };
+}

@@ -27,6 +27,19 @@ export interface Ctx {
   readonly path: string;
 }
 
+/**
+ * What a client is about to do to a node: `walk` (reach it at all: walking into it, seeing it listed, statting
+ * it), `read` and `write` (opening it so), `create` (in a directory), `remove`, `rename`.
+ */
+export type AccessOp = 'walk' | 'read' | 'write' | 'create' | 'remove' | 'rename';
+
+/**
+ * Decides whether `ctx.user` may do `op` here: undefined allows, a string refuses with that reason (the 9P
+ * error the client sees). A node's own rule applies to that node only; nodes without one get the namespace's
+ * default rule (BuildOptions.access), so a file added without a rule gets the default, never more.
+ */
+export type Access = (ctx: Ctx, op: AccessOp) => string | undefined;
+
 export interface LeafHandlers {
   read?: (ctx: Ctx) => Content;
   write?: (ctx: Ctx, data: Uint8Array, offset: number) => void | Promise<void>;
@@ -51,6 +64,8 @@ interface Common {
    * the file as usual. On a directory it covers everything below.
    */
   internal?: boolean;
+  /** Who may reach this node and how (see Access); the namespace's default rule when absent. */
+  access?: Access;
 }
 
 export interface LeafSpec extends Common, LeafHandlers {
@@ -125,6 +140,8 @@ interface Built {
   readKind?: (typeof READ_KINDS)[number];
   /** For the instances of an EachFile: the template (its list/has/key), while `spec` is the leaf they are. */
   template?: EachSpec;
+  /** The node's own rule, else the namespace's default. */
+  access?: Access;
 }
 
 /** The declaration as data, for tools that describe or re-export the namespace (OpenAPI, the HTTP gateway). */
@@ -160,6 +177,8 @@ export interface BuildOptions {
   gid?: string;
   /** Adds /help, generated from the doc strings. */
   help?: boolean;
+  /** The rule of every node that declares none (see Access). Without one, every node allows everything. */
+  access?: Access;
 }
 
 /** A walked file: a declaration plus the template values that led to it. */
@@ -170,6 +189,8 @@ export interface Node {
   readonly parent: Node | undefined;
   readonly keyPath: string;
   readonly path: string;
+  /** Who walked here: a stat runs a file's read handler as them, so they see the length of what they would read. */
+  readonly user?: User;
   qidPath?: bigint;
 }
 
@@ -201,19 +222,20 @@ function hash32(b: Uint8Array): number {
 export function build(root: DirSpec, opts: BuildOptions): Namespace {
   const problems: string[] = [];
   const withHelp: DirSpec = opts.help
-    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', read: () => ns.help() })] }
+    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', read: () => ns.help(), access: () => undefined })] }
     : root;
-  const top = compile(withHelp, '', { uid: opts.uid, gid: opts.gid ?? opts.uid }, new Set(), problems);
+  const top = compile(withHelp, '', { uid: opts.uid, gid: opts.gid ?? opts.uid, access: opts.access }, new Set(), problems);
   if (problems.length) throw new NamespaceError(`invalid namespace:\n  ${problems.join('\n  ')}`);
   const ns = new Namespace(top);
   return ns;
 }
 
-function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gid: string }, params: Set<string>, problems: string[]): Built {
+function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gid: string; access?: Access }, params: Set<string>, problems: string[]): Built {
   const label = spec.kind === 'each' ? `{${spec.param}}` : spec.name;
   const pattern = spec.kind === 'dir' && parentPattern === '' ? '/' : `${parentPattern === '/' ? '' : parentPattern}/${label}`;
   const uid = spec.uid ?? owner.uid;
   const gid = spec.gid ?? owner.gid;
+  const access = spec.access ?? owner.access;
   if (spec.kind !== 'each' && !(parentPattern === '' && spec.kind === 'dir')) {
     if (!spec.name || spec.name === '.' || spec.name === '..' || spec.name.includes('/')) problems.push(`${pattern}: bad name ${JSON.stringify(spec.name)}`);
   }
@@ -230,7 +252,7 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     const mode = spec.mode ?? derived;
     if (mode & 0o444 && !reads.length) problems.push(`${pattern}: mode ${mode.toString(8)} allows reading but there is no read handler`);
     if (mode & 0o222 && !writes.length) problems.push(`${pattern}: mode ${mode.toString(8)} allows writing but there is no write handler`);
-    return { spec, pattern, mode, uid, gid, statics: new Map(), readKind: reads[0] };
+    return { spec, pattern, mode, uid, gid, statics: new Map(), readKind: reads[0], access };
   }
   if (spec.kind === 'each') {
     if (!spec.param) problems.push(`${pattern}: template parameter needs a name`);
@@ -238,7 +260,7 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     if (typeof spec.list !== 'function') problems.push(`${pattern}: template directory needs a list function`);
     if (spec.file) {
       if (spec.children.length) problems.push(`${pattern}: a template file cannot have children`);
-      const leaf: LeafSpec = { kind: 'leaf', name: label, uid: spec.uid, gid: spec.gid, doc: spec.doc, remove: spec.remove, ...spec.file };
+      const leaf: LeafSpec = { kind: 'leaf', name: label, uid: spec.uid, gid: spec.gid, doc: spec.doc, remove: spec.remove, access: spec.access, ...spec.file };
       const b = compile(leaf, parentPattern, owner, new Set([...params, spec.param]), problems);
       b.template = spec;
       return b;
@@ -246,10 +268,10 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
   }
   const inner = new Set(params);
   if (spec.kind === 'each') inner.add(spec.param);
-  const built: Built = { spec, pattern, mode: 0, uid, gid, statics: new Map() };
+  const built: Built = { spec, pattern, mode: 0, uid, gid, statics: new Map(), access };
   let writableChildren = false;
   for (const c of spec.children) {
-    const b = compile(c, pattern, { uid, gid }, inner, problems);
+    const b = compile(c, pattern, { uid, gid, access: owner.access }, inner, problems);
     if (c.kind === 'each') {
       if (built.each) problems.push(`${pattern}: more than one template directory`);
       built.each = b;
@@ -309,19 +331,37 @@ export class Namespace implements FileServer<Node> {
     return visit(this.top, false);
   }
 
-  attach(): Node {
-    return { built: this.top, name: '/', params: {}, parent: undefined, keyPath: '', path: '/' };
+  attach(user: User): Node {
+    const root: Node = { built: this.top, name: '/', params: {}, parent: undefined, keyPath: '', path: '/', user };
+    this.check(root, user, 'walk');
+    return root;
   }
 
   private ctx(n: Node, user: User): Ctx {
     return { params: n.params, user, path: n.path };
   }
 
+  /** Throws the rule's refusal when `user` may not do `op` to `n`. */
+  private check(n: Node, user: User, op: AccessOp): void {
+    const why = n.built.access?.(this.ctx(n, user), op);
+    if (why !== undefined) throw new NinepError(`${Ename.perm}: ${n.path}: ${why}`);
+  }
+
+  private allowed(n: Node, user: User, op: AccessOp): boolean {
+    return n.built.access?.(this.ctx(n, user), op) === undefined;
+  }
+
   walk(dir: Node, name: string, user: User): Node {
+    const n = this.lookup(dir, name, user);
+    this.check(n, user, 'walk');
+    return n;
+  }
+
+  private lookup(dir: Node, name: string, user: User): Node {
     const b = dir.built;
     const child = b.statics.get(name);
     const base = dir.path === '/' ? '' : dir.path;
-    if (child) return { built: child, name, params: dir.params, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}` };
+    if (child) return { built: child, name, params: dir.params, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}`, user };
     const each = b.each;
     const spec = each?.template ?? (each?.spec.kind === 'each' ? each.spec : undefined);
     if (each && spec) {
@@ -329,22 +369,23 @@ export class Namespace implements FileServer<Node> {
       if (spec.has ? spec.has(ctx, name) : spec.list(ctx).includes(name)) {
         const params = { ...dir.params, [spec.param]: name };
         const key = spec.key ? spec.key({ ...ctx, params }, name) : name;
-        return { built: each, name, params, parent: dir, keyPath: `${dir.keyPath}/${key}`, path: `${base}/${name}` };
+        return { built: each, name, params, parent: dir, keyPath: `${dir.keyPath}/${key}`, path: `${base}/${name}`, user };
       }
     }
     throw new NinepError(`${Ename.notFound}: ${base}/${name}`);
   }
 
+  /** The entries `user` may reach; the others are left out, as if they were not there. */
   readdir(dir: Node, user: User): Node[] {
-    const out = [...dir.built.statics.keys()].map((n) => this.walk(dir, n, user));
+    const out = [...dir.built.statics.keys()].map((n) => this.lookup(dir, n, user));
     const each = dir.built.each;
     const spec = each?.template ?? (each?.spec.kind === 'each' ? each.spec : undefined);
     if (spec) {
       for (const name of spec.list(this.ctx(dir, user))) {
-        if (!dir.built.statics.has(name)) out.push(this.walk(dir, name, user));
+        if (!dir.built.statics.has(name)) out.push(this.lookup(dir, name, user));
       }
     }
-    return out;
+    return out.filter((n) => this.allowed(n, user, 'walk'));
   }
 
   stat(n: Node): Stat {
@@ -355,7 +396,7 @@ export class Namespace implements FileServer<Node> {
     let vers = 0;
     const spec = b.spec;
     if (spec.kind === 'leaf') {
-      const ctx = this.ctx(n, { name: b.uid, groups: [] });
+      const ctx = this.ctx(n, n.user ?? { name: b.uid, groups: [] });
       const get = spec.read ?? spec.text?.get;
       if (spec.version) vers = spec.version(ctx) >>> 0;
       else if (get) {
@@ -374,6 +415,8 @@ export class Namespace implements FileServer<Node> {
   open(n: Node, mode: number, user: User): OpenFile {
     const spec = n.built.spec;
     if (spec.kind !== 'leaf') throw new NinepError(Ename.isDir);
+    if ((mode & 3) !== 1) this.check(n, user, 'read');
+    if ((mode & 3) === 1 || (mode & 3) === 2 || mode & OTRUNC) this.check(n, user, 'write');
     return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0);
   }
 
@@ -381,6 +424,7 @@ export class Namespace implements FileServer<Node> {
     const spec = dir.built.spec;
     if (spec.kind !== 'dir' || !spec.create) throw new NinepError(`${Ename.noCreate} in ${dir.path}`);
     if (dir.built.statics.has(name)) throw new NinepError(`${Ename.exists}: ${name}`);
+    this.check(dir, user, 'create');
     await spec.create(this.ctx(dir, user), name, perm, mode);
     return this.walk(dir, name, user);
   }
@@ -389,6 +433,7 @@ export class Namespace implements FileServer<Node> {
     const spec = n.built.spec;
     const hook = spec.kind === 'each' || spec.kind === 'leaf' ? spec.remove : undefined;
     if (!hook) throw new NinepError(`${Ename.noRemove}: ${n.path}`);
+    this.check(n, user, 'remove');
     await hook(this.ctx(n, user));
   }
 
@@ -399,11 +444,13 @@ export class Namespace implements FileServer<Node> {
     if (!unchanged) throw new NinepError(`${Ename.noWstat}: only the name (and the length of text files) can change`);
     if (changes.length !== NOLENGTH) {
       if (spec.kind !== 'leaf' || !spec.text || changes.length !== 0) throw new NinepError(`${Ename.noWstat}: cannot set the length of ${n.path}`);
+      this.check(n, user, 'write');
       await spec.text.set(ctx, '');
     }
     if (changes.name === '' || changes.name === n.name) return n;
     if (spec.kind !== 'each' || !spec.rename) throw new NinepError(`${Ename.noWstat}: ${n.path} cannot be renamed`);
     if (changes.name.includes('/') || changes.name === '.' || changes.name === '..') throw new NinepError(`bad name: ${JSON.stringify(changes.name)}`);
+    this.check(n, user, 'rename');
     await spec.rename(ctx, changes.name);
     return this.walk(n.parent!, changes.name, user);
   }

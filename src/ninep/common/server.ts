@@ -17,6 +17,11 @@ import { Framer } from './framer.js';
 export interface User {
   readonly name: string;
   readonly groups: readonly string[];
+  /**
+   * Who the server decided this connection belongs to (ServerOptions.authorize): the file server's own notion of
+   * identity, opaque to the protocol core. Absent without an authorize hook.
+   */
+  readonly principal?: unknown;
 }
 
 /**
@@ -61,7 +66,18 @@ export interface AuthConversation {
 }
 
 export interface AuthProvider {
-  start(uname: string, aname: string): AuthConversation;
+  /** `origin` is what the transport knew of the connection (Server.serve's second argument). */
+  start(uname: string, aname: string, origin: unknown): AuthConversation;
+}
+
+/** What an attach says about itself, for ServerOptions.authorize. */
+export interface AttachRequest {
+  readonly uname: string;
+  readonly aname: string;
+  /** What the transport knew of the connection (Server.serve's second argument), e.g. the peer's credentials. */
+  readonly origin: unknown;
+  /** The conversation held by the attach's afid, if it gave one. */
+  readonly auth?: AuthConversation;
 }
 
 export interface ServerOptions<N> {
@@ -70,6 +86,13 @@ export interface ServerOptions<N> {
   maxMsize?: number;
   /** When absent, Tauth is answered with "no auth required" and attach takes afid = NOFID. */
   auth?: AuthProvider;
+  /**
+   * Decides who an attaching client is, from facts it cannot forge (the connection's origin, what its auth
+   * conversation proved), and returns the User its fids act as; throws to refuse the attach with that message.
+   * With this hook the claimed uname is only a claim: an afid that proved nothing is not a refusal by itself
+   * (clients such as plan9port's try to authenticate whenever the server offers it), the hook decides.
+   */
+  authorize?: (req: AttachRequest) => User;
   groupsOf?: (uname: string) => readonly string[];
   /** Told about connections closed for protocol errors, so the daemon can log them. */
   onProtocolError?: (message: string) => void;
@@ -84,9 +107,12 @@ export class Server<N> {
   readonly connections = new Set<Connection<N>>();
   constructor(readonly options: ServerOptions<N>) {}
 
-  /** Serves 9P on a channel until it closes. */
-  serve(channel: ByteChannel): Connection<N> {
-    const conn = new Connection(this, channel);
+  /**
+   * Serves 9P on a channel until it closes. `origin` is what the transport knows of the other end (peer
+   * credentials, "this is the embedding app's own channel"), handed to the auth and authorize hooks.
+   */
+  serve(channel: ByteChannel, origin?: unknown): Connection<N> {
+    const conn = new Connection(this, channel, origin);
     this.connections.add(conn);
     return conn;
   }
@@ -154,7 +180,7 @@ export class Connection<N> {
   private versioned = false;
   private closed = false;
 
-  constructor(private readonly server: Server<N>, private readonly channel: ByteChannel) {
+  constructor(private readonly server: Server<N>, private readonly channel: ByteChannel, private readonly origin: unknown) {
     this.fs = server.options.fs;
     this.msize = server.options.maxMsize ?? DEFAULT_MAX_MSIZE;
     this.framer = new Framer(this.msize);
@@ -306,17 +332,25 @@ export class Connection<N> {
     if (!provider) return err(tag, Ename.noAuth);
     this.newFid(afid);
     const qid: Qid = { type: QTAUTH, vers: 0, path: 0n };
-    this.fids.set(afid, { path: [], user: this.user(uname), qid, auth: provider.start(uname, aname), mode: ORDWR });
+    this.fids.set(afid, { path: [], user: this.user(uname), qid, auth: provider.start(uname, aname, this.origin), mode: ORDWR });
     return { type: Type.Rauth, tag, aqid: qid };
   }
 
   private attach(tag: number, fid: number, afid: number, uname: string, aname: string): Reply {
     this.newFid(fid);
-    if (this.server.options.auth) {
+    let user: User;
+    const { auth, authorize } = this.server.options;
+    if (authorize) {
       const a = afid === NOFID ? undefined : this.fids.get(afid)?.auth;
-      if (!a || !a.authenticated(uname, aname)) return err(tag, Ename.authFailed);
-    } else if (afid !== NOFID) return err(tag, Ename.noAuth);
-    const user = this.user(uname);
+      if (afid !== NOFID && !a) return err(tag, Ename.badFid);
+      user = authorize({ uname, aname, origin: this.origin, ...(a && { auth: a }) });
+    } else {
+      if (auth) {
+        const a = afid === NOFID ? undefined : this.fids.get(afid)?.auth;
+        if (!a || !a.authenticated(uname, aname)) return err(tag, Ename.authFailed);
+      } else if (afid !== NOFID) return err(tag, Ename.noAuth);
+      user = this.user(uname);
+    }
     const root = this.fs.attach(user, aname);
     const qid = this.fs.stat(root).qid;
     this.fids.set(fid, { path: [root], user, qid });

@@ -83,11 +83,28 @@ export interface Listener {
   close(): Promise<void>;
 }
 
+export interface ListenOptions {
+  /**
+   * What the server should know of each connection (Server.serve's origin), e.g. the peer's credentials. A
+   * throw refuses the connection: it is closed before any 9P is read from it.
+   */
+  origin?: (sock: net.Socket, address: Address) => unknown;
+}
+
 /** Serves `server` on a Unix socket (created 0600) or on TCP (loopback unless a host is given). */
-export async function listen<N>(server: Server<N>, address: Address | string): Promise<Listener> {
+export async function listen<N>(server: Server<N>, address: Address | string, opts: ListenOptions = {}): Promise<Listener> {
   const addr = typeof address === 'string' ? parseAddress(address) : address;
   if (addr.kind === 'unix') await prepareUnixSocket(addr.path);
-  const ns = net.createServer((sock) => server.serve(socketChannel(sock)));
+  const ns = net.createServer((sock) => {
+    let origin: unknown;
+    try {
+      origin = opts.origin?.(sock, addr);
+    } catch {
+      sock.destroy();
+      return;
+    }
+    server.serve(socketChannel(sock), origin);
+  });
   await new Promise<void>((resolve, reject) => {
     ns.once('error', reject);
     if (addr.kind === 'unix') ns.listen(addr.path, resolve);

@@ -556,7 +556,9 @@ export class Agent {
       const st = await this.deps.tools(this.sessionId);
       if (st) {
         const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
-        const host = await st.forAgent(this.id, this.cfg.cwd, sessionEnv);
+        // Last, so that nothing in the session's environment stands in for it.
+        const token: Record<string, string> = this.deps.token ? { OLLIE_TOKEN: this.deps.token(this.sessionId, this.id) } : {};
+        const host = await st.forAgent(this.id, this.cfg.cwd, { ...sessionEnv, ...token });
         // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
         // the profile's tools and the ones loaded by hand.
         // The commands are independent (one tool each), so they go out together: one round trip, not one each.

@@ -37,6 +37,11 @@ export interface AgentDeps {
   outputDir: string;
   /** Environment the prompt commands run with (PATH, HOME, OLLIE_DATA…). */
   baseEnv: Record<string, string>;
+  /**
+   * The credential an agent's tools dial back with ($OLLIE_TOKEN; only the tools whose .meta asks for the Ollie
+   * socket get it): it makes their connection that agent, and nothing more. Absent: tools get none.
+   */
+  token?: (sessionId: string, agentId: string) => string;
   log: (msg: string) => void;
   /**
    * Context for a user prompt before it goes to the model (matched skills, tool hints): each item becomes a

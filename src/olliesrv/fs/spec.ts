@@ -15,6 +15,10 @@ import type { Workflows } from '../session/workflows.js';
 import type { ConfigFiles } from '../config/files.js';
 import type { SessionTools } from '../toolclient/host.js';
 import { parseKeyValues, RequestError, splitCommand } from './kv.js';
+import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY, principalOf, relate, type Scope } from '../auth/access.js';
+import { MAX_DEPTH } from '../session/agents.js';
+import { realpathSync } from 'node:fs';
+import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
 export interface Olliesrv {
   sessions: Sessions;
@@ -43,6 +47,58 @@ function parseAgentRequest(req: string): Partial<Record<(typeof AGENT_KEYS)[numb
   const head = parseKeyValues(req.slice(0, m.index), AGENT_KEYS);
   if (head.prompt !== undefined) throw new RequestError('key prompt given twice');
   return { ...head, prompt: req.slice(m.index + m[0].length).replace(/\n$/, '') };
+}
+
+/** Whether `dir` is `root` or inside it, both with symlinks resolved (a link in the workspace is not a way out). */
+function inside(root: string, dir: string): boolean {
+  let r: string;
+  let d: string;
+  try {
+    r = realpathSync(root);
+    d = realpathSync(dir);
+  } catch {
+    return false;
+  }
+  const rel = relative(r, d);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * What an agent or a workflow may ask of agent/new: never more than it has. An agent's new agent is its
+ * sub-agent (its parent is the caller or one of the caller's sub-agents, within the depth limit), works in the
+ * caller's directory or below, and uses the caller's backend; a workflow's agents work in the session's
+ * directory or below. Returns the request as it applies.
+ */
+function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgentRequest>): ReturnType<typeof parseAgentRequest> {
+  const p = principalOf(ctx);
+  if (!p || p.kind === 'owner') return kv;
+  const sessionName = ctx.params.session!;
+  const session = o.sessions.get(sessionName);
+  if (p.kind === 'session') {
+    const cwd = kv.cwd === undefined ? session.cwd : resolvePath(session.cwd, kv.cwd);
+    if (!inside(session.cwd, cwd)) throw new NinepError(`refused: cwd ${cwd} is outside the session's directory ${session.cwd}; a workflow's agents work inside it`);
+    return { ...kv, cwd };
+  }
+  const caller = o.agents.find(sessionName, p.agent);
+  const cwd = kv.cwd === undefined ? caller.cfg.cwd : resolvePath(caller.cfg.cwd, kv.cwd);
+  if (!inside(caller.cfg.cwd, cwd)) throw new NinepError(`refused: cwd ${cwd} is outside ${caller.cfg.cwd}; an agent's sub-agents work inside its own directory`);
+  if (kv.backend !== undefined && kv.backend !== caller.cfg.backend) throw new NinepError(`refused: an agent's sub-agents use its own backend (${caller.cfg.backend}), not ${kv.backend}`);
+  let parent = caller;
+  if (kv.parent !== undefined) {
+    const named = o.agents.find(sessionName, kv.parent);
+    const rel = relate(o, sessionName, caller.id, named);
+    if (rel !== 'self' && rel !== 'descendant') throw new NinepError(`refused: parent=${kv.parent} is not this agent nor one of its sub-agents`);
+    parent = named;
+  }
+  if (parent.depth + 1 > MAX_DEPTH) throw new NinepError(`refused: sub-agent depth limit: ${parent.name} is at depth ${parent.depth}, and sub-agents may nest at most ${MAX_DEPTH} deep`);
+  return { ...kv, cwd, backend: caller.cfg.backend, parent: parent.id };
+}
+
+/** Refuses a command an agent may not give (see checkAgentCommand). */
+function agentCommand(ctx: Ctx, command: string): string {
+  const why = checkAgentCommand(principalOf(ctx), command);
+  if (why) throw new NinepError(`refused: ${why}`);
+  return command;
 }
 
 function positiveInt(key: string, v: string | undefined): number | undefined {
@@ -141,10 +197,16 @@ function sessionCtl(o: Olliesrv, name: string, request: string): string {
 
 export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
   const { sessions, agents } = o;
+  const scope: Scope = o;
+  // Who may reach what (auth/access.ts): everything not given a rule here is the owner's alone.
+  const both = ['walk', 'read', 'write'] as const;
+  const reads = ['walk', 'read'] as const;
+  const agentView = onAgent(scope, { session: both, agent: { self: reads, descendant: reads, peer: reads } });
+  const agentOwn = onAgent(scope, { session: both, agent: { self: both, descendant: both } });
   const s = (ctx: { params: Readonly<Record<string, string>> }) => sessions.get(ctx.params.session!);
   const ag = (ctx: Ctx) => agents.get(ctx.params.session!, ctx.params.agent!);
   return build(
-    Dir('/',
+    Dir('/', { access: ANYONE },
       Leaf('backends', {
         doc: 'The configured LLM backends, one per line: name, type, url, default model; the default backend is marked with *.',
         read: () => o.backends.names().map((n) => {
@@ -166,7 +228,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           return parts.join('');
         },
       }),
-      Leaf('agents', { doc: 'Agent profile names, one per line.', read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
+      Leaf('agents', { doc: 'Agent profile names, one per line.', access: ANYONE_READS, read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
       Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', rdwr: (_ctx, req) => rootCtl(o, req) }),
       Dir('config', { doc: 'The configuration files. A write is checked by the parser that reads the file and lands only when it parses.' },
         Leaf('backends.conf', {
@@ -185,8 +247,12 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }),
       ),
       Leaf('search', {
-        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets].',
-        rdwr: (_ctx, req) => agents.search(req),
+        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets]. Agents and workflows find only their own session\'s.',
+        access: ANYONE,
+        rdwr: (ctx, req) => {
+          const p = principalOf(ctx);
+          return agents.search(req, p?.kind === 'owner' ? undefined : p?.session ?? '-');
+        },
       }),
       Leaf('generate', {
         doc: 'One-shot generation, no history, no tools: write optional key=value lines (backend, model, system, temperature, maxTokens…), a blank line and the prompt; read the reply.',
@@ -202,6 +268,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       }),
       Dir('session', {
         doc: 'Sessions, by name. mkdir creates one, rm kills one, mv renames one.',
+        access: ANYONE_READS,
         create: (_ctx, name, perm) => {
           if (!(perm & 0x80000000)) throw new NinepError('only directories (sessions) can be created here');
           sessions.create({ name });
@@ -217,24 +284,28 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }),
         Each('session', {
           doc: 'One session.',
+          access: inSession(scope, { session: ['walk'], agent: ['walk'] }),
           list: () => sessions.names(),
           has: (_ctx, name) => sessions.has(name),
           key: (_ctx, name) => sessions.get(name).id,
           rename: (ctx, newName) => void sessions.rename(ctx.params.session!, newName),
           remove: (ctx) => sessions.kill(ctx.params.session!),
         },
-          Leaf('id', { doc: 'The immutable session UUID.', read: (ctx) => `${s(ctx).id}\n` }),
+          Leaf('id', { doc: 'The immutable session UUID.', access: inSession(scope, { session: reads, agent: reads }), read: (ctx) => `${s(ctx).id}\n` }),
           Leaf('name', {
             doc: 'The session name; write to rename (the directory moves).',
+            access: inSession(scope, { session: reads, agent: reads }),
             text: { get: (ctx) => `${s(ctx).name}\n`, set: (ctx, v) => void sessions.rename(ctx.params.session!, v.trim()) },
           }),
-          Leaf('cwd', { doc: 'The session working directory.', read: (ctx) => `${s(ctx).cwd}\n` }),
+          Leaf('cwd', { doc: 'The session working directory.', access: inSession(scope, { session: reads, agent: reads }), read: (ctx) => `${s(ctx).cwd}\n` }),
           Leaf('env', {
-            doc: 'Session environment: KEY=value lines. Writing replaces it.',
+            doc: 'Session environment: KEY=value lines. Writing replaces it (the owner only; workflows may read it).',
+            access: inSession(scope, { session: reads }),
             text: { get: (ctx) => s(ctx).env, set: (ctx, v) => sessions.setEnv(ctx.params.session!, v) },
           }),
           Leaf('plan', {
             doc: 'The session plan, a markdown checklist. Writing replaces it.',
+            access: inSession(scope, { session: both, agent: both }),
             text: { get: (ctx) => s(ctx).plan, set: (ctx, v) => sessions.setPlan(ctx.params.session!, v) },
           }),
           Leaf('ctl', {
@@ -243,14 +314,17 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           }),
           Leaf('goal', {
             doc: 'The session goal. Writing it starts the session workflow (ctl workflow; default conductor) unless one is running.',
+            access: inSession(scope, { session: reads, agent: reads }),
             text: { get: (ctx) => s(ctx).goal, set: (ctx, v) => (v.trim() ? sessions.setGoal(ctx.params.session!, v) : undefined) },
           }),
           Leaf('goalstatus', {
             doc: 'The goal status: first line running, complete, blocked or error; then a summary. Workflows write it.',
+            access: inSession(scope, { session: both, agent: both }),
             text: { get: (ctx) => s(ctx).goalstatus, set: (ctx, v) => (v.trim() ? sessions.setGoalStatus(ctx.params.session!, v) : undefined) },
           }),
           Leaf('goalwait', {
             doc: 'A read blocks until the goal status changes, then returns it.',
+            access: inSession(scope, { session: reads, agent: reads }),
             blockOnce: (ctx, signal) => sessions.waitGoal(ctx.params.session!, signal),
           }),
           Leaf('bypass', {
@@ -258,11 +332,12 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             read: (ctx) => bypassLines(o, s(ctx).id),
             write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
           }),
-          Dir('agent', { doc: 'The agents of this session, by name. rm kills one, mv renames one.' },
+          Dir('agent', { doc: 'The agents of this session, by name. rm kills one, mv renames one.', access: inSession(scope, { session: reads, agent: reads }) },
             Leaf('new', {
               doc: 'Write key=value (name, cwd, backend, model, agent=PROFILE, generation parameters), read the new agent\'s name. With prompt= (last, may be unquoted): a sub-agent runs the prompt (parent=CALLER gives it a snapshot of the caller\'s history; steps=, tokens= are its budget), the read returns its reply, and it is removed.',
+              access: inSession(scope, { session: both, agent: both }),
               rdwr: async (ctx, req, signal) => {
-                const kv = parseAgentRequest(req);
+                const kv = confineNewAgent(o, ctx, parseAgentRequest(req));
                 const opts = { name: kv.name, cwd: kv.cwd, backend: kv.backend, model: kv.model, agent: kv.agent, parent: kv.parent, params: Agents.params(kv) };
                 if (kv.prompt !== undefined) {
                   if (!kv.prompt.trim()) throw new RequestError('prompt= is empty');
@@ -273,11 +348,17 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               },
             }),
             Leaf('idx', {
-              doc: 'One line per agent: session id, agent id, name, parent id (- for none), depth, state (tab-separated).',
-              read: (ctx) => agents.idx(ctx.params.session!),
+              doc: 'One line per agent: session id, agent id, name, parent id (- for none), depth, state (tab-separated). An agent sees itself, its sub-agents and its peers.',
+              access: inSession(scope, { session: reads, agent: reads }),
+              read: (ctx) => {
+                const p = principalOf(ctx);
+                const sn = ctx.params.session!;
+                return agents.idx(sn, p?.kind === 'agent' ? (a) => relate(scope, sn, p.agent, a) !== 'none' : undefined);
+              },
             }),
             Each('agent', {
               doc: 'One agent.',
+              access: onAgent(scope, { agent: { self: ['walk'], descendant: ['walk', 'remove'], peer: ['walk'] } }),
               list: (ctx) => agents.list(ctx.params.session!).map((a) => a.name),
               has: (ctx, name) => agents.has(ctx.params.session!, name),
               key: (ctx, name) => agents.get(ctx.params.session!, name).id,
@@ -286,16 +367,23 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             },
               Leaf('prompt', {
                 doc: 'Write a prompt (each write is one); it runs now, or waits in the queue while a turn runs. /cmd is a ctl command, !cmd a shell command.',
-                write: async (ctx, data) => void (await ag(ctx).submit(new TextDecoder().decode(data))),
+                access: agentOwn,
+                write: async (ctx, data) => {
+                  const text = new TextDecoder().decode(data);
+                  if (text.startsWith('/')) agentCommand(ctx, text.slice(1));
+                  await ag(ctx).submit(text);
+                },
               }),
               Leaf('fifo', {
                 doc: 'The prompt queue as a FIFO: a write enqueues a prompt, a read pops the oldest (empty when none).',
+                access: onAgent(scope, { agent: {} }),
                 write: (ctx, data) => void ag(ctx).enqueue(new TextDecoder().decode(data)),
                 // Not `read`: that one is also evaluated for stat (length, version), and popping is not idempotent.
                 blockOnce: async (ctx) => ag(ctx).queue.shift() ?? '',
               }),
               Leaf('queue', {
                 doc: 'The queued prompts as a JSON array of strings; writing an array replaces the queue.',
+                access: onAgent(scope, { agent: { self: reads, descendant: reads } }),
                 text: {
                   get: (ctx) => `${JSON.stringify(ag(ctx).queue)}\n`,
                   set: (ctx, v) => {
@@ -313,43 +401,51 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               }),
               Leaf('log.raw', {
                 doc: 'The chat log as JSONL blocks {role, id, content, name?, format?, partial?}, from the start, then live; EOF when the agent dies.',
+                access: agentView,
                 stream: (ctx, signal) => ag(ctx).log.stream(signal),
               }),
-              Leaf('log', { doc: 'The chat log as plain text, the last 64 KiB.', read: (ctx) => ag(ctx).log.rendered() }),
+              Leaf('log', { doc: 'The chat log as plain text, the last 64 KiB.', access: agentView, read: (ctx) => ag(ctx).log.rendered() }),
               Leaf('block', {
                 doc: 'Write a block id, read that block\'s JSON.',
+                access: onAgent(scope, { agent: { self: both, descendant: both, peer: both } }),
                 rdwr: (ctx, req) => {
                   const b = ag(ctx).log.get(req.trim());
                   if (!b) throw new NinepError(`no block ${JSON.stringify(req.trim())}`);
                   return b;
                 },
               }),
-              Leaf('state', { doc: 'idle, thinking, calling, paused or compacting.', read: (ctx) => `${ag(ctx).state}\n` }),
+              Leaf('state', { doc: 'idle, thinking, calling, paused or compacting.', access: agentView, read: (ctx) => `${ag(ctx).state}\n` }),
               Leaf('cfg', {
-                doc: 'key=value: backend, model, profile, cwd, generation parameters, maxSteps, compactAt. Writes apply, or are refused while a turn runs.',
+                doc: 'key=value: backend, model, profile, cwd, generation parameters, maxSteps, compactAt. Writes apply, or are refused while a turn runs. Agents may read their own and their sub-agents\'.',
+                access: onAgent(scope, { session: both, agent: { self: reads, descendant: reads } }),
                 text: { get: (ctx) => renderCfg(ag(ctx)), set: (ctx, v) => applyCfg(o, ag(ctx), v) },
               }),
               Leaf('ctl', {
-                doc: 'Write a command, read its result (write "help" for the list).',
-                rdwr: (ctx, req) => ag(ctx).ctl(req),
+                doc: 'Write a command, read its result (write "help" for the list). Agents may give themselves and their sub-agents the commands that widen nothing.',
+                access: agentOwn,
+                rdwr: (ctx, req) => ag(ctx).ctl(agentCommand(ctx, req)),
               }),
-              Dir('proc', { doc: "The agent's background processes (a mirror of its toolsrv's proc/), by pid." },
+              Dir('proc', { doc: "The agent's background processes (a mirror of its toolsrv's proc/), by pid.", access: agentOwn },
                 Leaf('idx', {
                   doc: 'One line per background process: pid, tool, status (running, or how it ended), exit code (- while running), arguments.',
+                  access: agentOwn,
                   read: (ctx) => [...ag(ctx).procs.values()]
                     .map((p) => `${p.pid}\t${p.tool}\t${p.status ?? 'running'}\t${p.exit ?? '-'}\t${p.args.replace(/\s+/g, ' ')}\n`)
                     .join(''),
                 }),
                 Each('pid', {
+                  access: agentOwn,
                   list: (ctx) => [...ag(ctx).procs.keys()].map(String),
                   has: (ctx, pid) => ag(ctx).procs.has(Number(pid)),
                 },
                   Leaf('out', {
                     doc: 'The output, from the start and live until the process exits (ANSI colours as the tool wrote them).',
+                    access: agentOwn,
                     stream: (ctx, signal) => procStream(ag(ctx), Number(ctx.params.pid), signal),
                   }),
                   Leaf('stat', {
                     doc: 'key=value: state, runtime, tool, exit.',
+                    access: agentOwn,
                     blockOnce: async (ctx) => {
                       const h = await ag(ctx).procHost();
                       if (!h.stat) throw new NinepError('this toolsrv connection has no proc stat');
@@ -358,6 +454,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   }),
                   Leaf('wait', {
                     doc: 'A read blocks until the process exits, then returns its exit code.',
+                    access: agentOwn,
                     blockOnce: async (ctx, signal) => {
                       const h = await ag(ctx).procHost();
                       if (!h.wait) throw new NinepError('this toolsrv connection cannot wait for procs');
@@ -366,6 +463,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   }),
                   Leaf('ctl', {
                     doc: 'Write signal N, term, kill or dismiss.',
+                    access: agentOwn,
                     write: async (ctx, data) => {
                       const h = await ag(ctx).procHost();
                       if (!h.procCtl) throw new NinepError('this toolsrv connection cannot control procs');
@@ -376,20 +474,26 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   }),
                 ),
               ),
-              Dir('peer', { doc: 'One write-only file per peer (ctl peeradd NAME links two agents): a write delivers the text to that agent as a prompt, marked with the sender.' },
+              Dir('peer', {
+                doc: 'One write-only file per peer (ctl peeradd NAME links two agents): a write delivers the text to that agent as a prompt, marked with the sender.',
+                access: onAgent(scope, { agent: { self: reads } }),
+              },
                 EachFile('peer', {
+                  access: onAgent(scope, { agent: { self: ['walk', 'write'] } }),
                   list: (ctx) => agents.peerNames(ag(ctx)),
                   has: (ctx, name) => agents.peerNames(ag(ctx)).includes(name),
                   file: { write: (ctx, data) => agents.sendPeer(ag(ctx), ctx.params.peer!, new TextDecoder().decode(data)) },
                 }),
               ),
-              Leaf('id', { doc: 'The immutable agent id.', read: (ctx) => `${ag(ctx).id}\n` }),
+              Leaf('id', { doc: 'The immutable agent id.', access: agentView, read: (ctx) => `${ag(ctx).id}\n` }),
               Leaf('name', {
                 doc: 'The agent name; write to rename.',
+                access: agentView,
                 text: { get: (ctx) => `${ag(ctx).name}\n`, set: (ctx, v) => void (v.trim() && agents.rename(ag(ctx), v.trim())) },
               }),
               Leaf('stats', {
                 doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD), context estimate, length and percent.',
+                access: agentView,
                 blockOnce: async (ctx) => {
                   const a = ag(ctx);
                   const len = await a.contextLength().catch(() => 0);
@@ -401,6 +505,6 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         ),
       ),
     ),
-    { uid: owner, help: true },
+    { uid: owner, help: true, access: OWNER_ONLY },
   );
 }

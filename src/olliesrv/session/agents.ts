@@ -321,9 +321,12 @@ export class Agents {
     }
   }
 
-  /** Root `search`: matching blocks of every live agent, as `session\tagent\tblock-id\trole\tsnippet` lines. */
-  search(text: string): string {
-    const byId = new Map(this.all().map((a) => [a.id, a]));
+  /**
+   * Root `search`: matching blocks of every live agent (of session `sessionId` only, when given), as
+   * `session\tagent\tblock-id\trole\tsnippet` lines.
+   */
+  search(text: string, sessionId?: string): string {
+    const byId = new Map(this.all().filter((a) => sessionId === undefined || a.sessionId === sessionId).map((a) => [a.id, a]));
     const names = new Map(this.sessions.all().map((s) => [s.id, s.name]));
     return this.deps.store
       .search(text)
@@ -335,10 +338,11 @@ export class Agents {
       .join('');
   }
 
-  /** `agent/idx`: session-id, agent-id, name, parent-id, depth, state. */
-  idx(sessionName: string): string {
+  /** `agent/idx`: session-id, agent-id, name, parent-id, depth, state; of the agents `shown` keeps, if given. */
+  idx(sessionName: string, shown?: (a: Agent) => boolean): string {
     const s = this.sessions.get(sessionName);
     return this.list(sessionName)
+      .filter((a) => !shown || shown(a))
       .map((a) => `${s.id}\t${a.id}\t${a.name}\t${a.parent || '-'}\t${a.depth}\t${a.state}\n`)
       .join('');
   }

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { confine } from '../auth/confined.js';
 import { goalState, type Session, type Sessions } from './registry.js';
 
 export interface WorkflowsOptions {
@@ -18,6 +19,8 @@ export interface WorkflowsOptions {
   /** Directory of the built CLIs (dist/cli). */
   cliDir: string;
   sessions: Sessions;
+  /** The session token a workflow of session `id` authenticates with. */
+  token: (sessionId: string) => string;
   log: (msg: string) => void;
 }
 
@@ -82,6 +85,8 @@ export class Workflows {
       env: {
         ...process.env,
         OLLIE_ADDR: this.o.addr,
+        // The workflow's credential: it acts as this session, never as the owner (docs/security.md).
+        OLLIE_TOKEN: this.o.token(s.id),
         OLLIE_SESSION: s.name,
         OLLIE_SESSION_ID: s.id,
         OLLIE_GOAL_FILE: `session/${s.name}/goal`,
@@ -91,6 +96,7 @@ export class Workflows {
       // Its own process group, so stopping it stops whatever it started.
       detached: true,
     });
+    confine(child);
     this.running.set(s.id, child);
     let tail = '';
     const tag = `workflow ${s.workflow}[${child.pid}] (session ${s.name})`;

@@ -4,6 +4,7 @@
  * by an earlier olliesrv (its pid file names it) is killed first. One per session by default; the keeper's
  * `shared` mode runs one per host, so that path locks hold across sessions.
  */
+import { confine } from '../auth/confined.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -103,6 +104,7 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
   // Inside Electron, execPath is the Electron binary: ELECTRON_RUN_AS_NODE makes it plain Node for this child only.
   const env = process.versions.electron ? { ...process.env, ELECTRON_RUN_AS_NODE: '1' } : process.env;
   const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+  confine(child);
   let alive = true;
   const exited = new Promise<void>((r) => child.once('exit', () => ((alive = false), r())));
   child.stdin!.on('error', () => undefined);

@@ -93,7 +93,12 @@ export class Confinement {
    * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta).
    */
   wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra }): Wrapped {
-    if (this.yolo || o.unconfined) return { file: argv[0]!, args: argv.slice(1), env };
+    if (this.yolo || o.unconfined) {
+      // Out of the sandbox too, only the tools that dial back carry the agent's credential.
+      if (o.ollieSocket || env.OLLIE_TOKEN === undefined) return { file: argv[0]!, args: argv.slice(1), env };
+      const { OLLIE_TOKEN: _t, ...rest } = env;
+      return { file: argv[0]!, args: argv.slice(1), env: rest };
+    }
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {
       let policy = this.policies.get(cwd);

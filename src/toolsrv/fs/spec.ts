@@ -103,7 +103,7 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
     attach: (user, aname) => {
       // The scope is made by its first attach, whose uname its tools see as OLLIE_UNAME.
       core.scope(aname, user.name);
-      return { ...ns.attach(), params: { scope: aname } };
+      return { ...ns.attach(user), params: { scope: aname } };
     },
     walk: (d, n, u) => ns.walk(d, n, u),
     stat: (n) => ns.stat(n),

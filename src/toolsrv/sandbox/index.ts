@@ -155,10 +155,13 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   a.push(n.unix || extra.allowOllieSocket ? '--allow-unix' : '--deny-unix');
   if (policy.isolate.signals) a.push('--scope-signals');
   if (policy.isolate.abstractUnix) a.push('--scope-abstract-unix');
-  for (const v of [...new Set([...policy.env, ...ALWAYS_KEPT, ...(extra.allowOllieSocket ? ['OLLIE_ADDR'] : []), ...(extra.env ?? [])])]) a.push('--env-keep', v);
+  for (const v of [...new Set([...policy.env, ...ALWAYS_KEPT, ...(extra.allowOllieSocket ? OLLIE_SOCKET_ENV : []), ...(extra.env ?? [])])]) a.push('--env-keep', v);
   a.push('--env-set', `TMPDIR=${policy.tmpDir}`);
   return a;
 }
+
+/** What a tool that may reach the Ollie socket gets: the address, and the agent's token to present there. */
+const OLLIE_SOCKET_ENV = ['OLLIE_ADDR', 'OLLIE_TOKEN'];
 
 const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();
 
@@ -187,13 +190,17 @@ export function sandboxCommand(policy: SandboxPolicy, argv: string[], extra: San
     perPolicy.set(key, (flags = policyArgs(policy, extra)));
   }
 
-  const patterns = [...policy.env, ...ALWAYS_KEPT, ...(ollie ? ['OLLIE_ADDR'] : []), ...(extra.env ?? [])];
+  const patterns = [...policy.env, ...ALWAYS_KEPT, ...(ollie ? OLLIE_SOCKET_ENV : []), ...(extra.env ?? [])];
   return {
     file: SANDBOX_HELPER,
     args: [...flags, '--', ...argv],
     env(base) {
       const out: Record<string, string> = {};
-      for (const [k, v] of Object.entries(base)) if (v !== undefined && keep(k, patterns)) out[k] = v;
+      for (const [k, v] of Object.entries(base)) {
+        // The agent's credential goes to the tools that dial back, whatever the policy's patterns say.
+        if (k === 'OLLIE_TOKEN' && !ollie) continue;
+        if (v !== undefined && keep(k, patterns)) out[k] = v;
+      }
       out.TMPDIR = policy.tmpDir;
       return out;
     },

@@ -1,0 +1,21 @@
+/**
+ * The processes olliesrv starts to act for agents and workflows (toolsrv, workflows, prompt commands). Whatever
+ * descends from one of them is never the owner on the Unix socket, whatever its uid (principals.ts): a tool
+ * that gets a Unix socket (a policy with `network.unix`, an approved bypass) still reaches the namespace only as
+ * its agent.
+ */
+import type { ChildProcess } from 'node:child_process';
+
+const live = new Set<number>();
+
+/** Registers `child` until it exits. Call right after spawning, before it can run anything. */
+export function confine(child: ChildProcess): void {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  live.add(pid);
+  child.once('exit', () => live.delete(pid));
+}
+
+export function confinedPids(): Iterable<number> {
+  return live;
+}
