@@ -231,9 +231,7 @@ export class Client {
       do {
         const part = names.slice(i, i + MAXWELEM);
         const r = await this.rpc({ type: Type.Twalk, fid: walked ? fid : from.fid, newfid: fid, wnames: part }, signal);
-        if (r.qids.length < part.length) {
-          throw new NinepError(`${names.slice(0, i + r.qids.length + 1).join('/')}: file not found`);
-        }
+        if (r.qids.length < part.length) throw await this.walkError(names, i + r.qids.length, signal);
         walked = true;
         if (r.qids.length) qid = r.qids[r.qids.length - 1]!;
         i += MAXWELEM;
@@ -243,6 +241,39 @@ export class Client {
       if (walked) await this.rpc({ type: Type.Tclunk, fid }).catch(() => undefined);
       this.releaseFid(fid);
       throw e;
+    }
+  }
+
+  /**
+   * Why `names[k]` could not be walked. A walk that fails past its first element answers with the qids it got,
+   * not the reason (the protocol's rule), so the failing element is walked alone, which answers with the
+   * server's own error ("permission denied: …" says more than "not found"). Costs two round trips, on failure only.
+   */
+  private async walkError(names: string[], k: number, signal?: AbortSignal): Promise<Error> {
+    const fallback = new NinepError(`${names.slice(0, k + 1).join('/')}: file not found`);
+    const tmp = this.allocFid();
+    let made = false;
+    try {
+      for (let i = 0; i < k || !made; i += MAXWELEM) {
+        await this.rpc({ type: Type.Twalk, fid: made ? tmp : this.root!.fid, newfid: tmp, wnames: names.slice(i, Math.min(i + MAXWELEM, k)) }, signal);
+        made = true;
+      }
+      const probe = this.allocFid();
+      try {
+        const r = await this.rpc({ type: Type.Twalk, fid: tmp, newfid: probe, wnames: [names[k]!] }, signal);
+        // It walks now (the tree changed meanwhile): the first answer stands.
+        if (r.qids.length) await this.rpc({ type: Type.Tclunk, fid: probe }).catch(() => undefined);
+        return fallback;
+      } catch (e) {
+        return e instanceof NinepError ? new NinepError(`${names.slice(0, k + 1).join('/')}: ${e.message}`) : fallback;
+      } finally {
+        this.releaseFid(probe);
+      }
+    } catch {
+      return fallback;
+    } finally {
+      if (made) await this.rpc({ type: Type.Tclunk, fid: tmp }).catch(() => undefined);
+      this.releaseFid(tmp);
     }
   }
 

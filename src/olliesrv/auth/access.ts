@@ -84,8 +84,13 @@ export function onAgent(s: Scope, rules: { session?: readonly AccessOp[]; agent:
     if (sid !== p.session) return `${describe(p)} may reach only its own session`;
     if (p.kind === 'session') return !rules.session || rules.session.includes(op) ? undefined : `a session's workflow may not ${op} ${ctx.path} (the owner's alone)`;
     const name = ctx.params.agent!;
-    if (!s.agents.has(ctx.params.session!, name)) return undefined; // the walk itself says "not found"
-    const rel = relate(s, ctx.params.session!, p.agent, s.agents.get(ctx.params.session!, name));
+    let target: Agent;
+    try {
+      target = s.agents.find(ctx.params.session!, name);
+    } catch {
+      return undefined; // the walk itself says "not found"
+    }
+    const rel = relate(s, ctx.params.session!, p.agent, target);
     if (rel === 'none') return `${describe(p)} may reach only itself, the sub-agents it started and its peers, not ${name}`;
     return rules.agent[rel]?.includes(op) ? undefined : `${describe(p)} may not ${op === 'walk' ? 'reach' : op} ${ctx.path} (${rel === 'self' ? 'its own' : `its ${rel}'s`} file; the owner's alone)`;
   };

@@ -204,7 +204,8 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
   const agentView = onAgent(scope, { session: both, agent: { self: reads, descendant: reads, peer: reads } });
   const agentOwn = onAgent(scope, { session: both, agent: { self: both, descendant: both } });
   const s = (ctx: { params: Readonly<Record<string, string>> }) => sessions.get(ctx.params.session!);
-  const ag = (ctx: Ctx) => agents.get(ctx.params.session!, ctx.params.agent!);
+  // An agent's directory answers to its name and to its id ($OLLIE_UNAME in a tool's environment).
+  const ag = (ctx: Ctx) => agents.find(ctx.params.session!, ctx.params.agent!);
   return build(
     Dir('/', { access: ANYONE },
       Leaf('backends', {
@@ -360,8 +361,8 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               doc: 'One agent.',
               access: onAgent(scope, { agent: { self: ['walk'], descendant: ['walk', 'remove'], peer: ['walk'] } }),
               list: (ctx) => agents.list(ctx.params.session!).map((a) => a.name),
-              has: (ctx, name) => agents.has(ctx.params.session!, name),
-              key: (ctx, name) => agents.get(ctx.params.session!, name).id,
+              has: (ctx, name) => agents.has(ctx.params.session!, name) || (sessions.has(ctx.params.session!) && agents.list(ctx.params.session!).some((a) => a.id === name)),
+              key: (ctx, name) => agents.find(ctx.params.session!, name).id,
               rename: (ctx, newName) => agents.rename(ag(ctx), newName),
               remove: (ctx) => agents.kill(ctx.params.session!, ctx.params.agent!),
             },
