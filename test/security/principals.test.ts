@@ -228,6 +228,35 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 });
 
+describe('a workflow (session principal)', () => {
+  it('drives its own session, and cannot approve, reconfigure, leave its directory or reach other sessions', async () => {
+    h = await harness();
+    const a = await h.agent();
+    const other = await h.agent();
+    const wf = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.sessionToken(a.sid) });
+    try {
+      const s = `session/${a.session}`;
+      // What workflows do.
+      expect((await wf.rdwrText(`${s}/agent/new`, 'name=helper')).trim()).toBe('helper');
+      await wf.write(`${s}/goalstatus`, 'complete\nok\n');
+      expect(await wf.readText(`${s}/env`)).toBe('');
+      await wf.rdwrText(`${s}/agent/${a.name}/ctl`, 'peeradd helper');
+      // What they may not.
+      await expect(wf.readText(`${s}/bypass`)).rejects.toThrow(/only the owner may use this file, not session .*'s workflow/);
+      await expect(wf.write(`${s}/env`, 'LD_PRELOAD=/tmp/x.so\n')).rejects.toThrow(/may not write/);
+      await expect(wf.rdwrText(`${s}/ctl`, 'kill')).rejects.toThrow(/only the owner/);
+      await expect(wf.readText('config/backends.conf')).rejects.toThrow(/only the owner/);
+      await expect(wf.rdwrText(`${s}/agent/new`, 'name=out cwd=/')).rejects.toThrow(/refused: cwd \/ is outside the session's directory/);
+      await expect(wf.rdwrText(`${s}/agent/${a.name}/ctl`, 'cwd /')).rejects.toThrow(/refused: cwd \/ is outside the session's directory/);
+      await expect(wf.write(`${s}/agent/${a.name}/cfg`, 'cwd=/\n')).rejects.toThrow(/refused: cwd \/ is outside the session's directory/);
+      await expect(wf.readText(`${other.path}/log`)).rejects.toThrow(/may reach only its own session/);
+      expect(h.daemon.agents.get(a.session, a.name).cfg.cwd).toBe(h.dir);
+    } finally {
+      wf.close();
+    }
+  });
+});
+
 describe('who connects: never the claimed name', () => {
   it('a sandboxed process that may open Unix sockets still cannot be the owner, whatever uname it claims or token it forges', async () => {
     // The owner lets tools reach local daemons: Unix sockets are allowed to every tool. (toolsrv reads the

@@ -76,7 +76,7 @@ function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgent
   const session = o.sessions.get(sessionName);
   if (p.kind === 'session') {
     const cwd = kv.cwd === undefined ? session.cwd : resolvePath(session.cwd, kv.cwd);
-    if (!inside(session.cwd, cwd)) throw new NinepError(`refused: cwd ${cwd} is outside the session's directory ${session.cwd}; a workflow's agents work inside it`);
+    checkSessionCwd(o, ctx, cwd);
     return { ...kv, cwd };
   }
   const caller = o.agents.find(sessionName, p.agent);
@@ -95,10 +95,23 @@ function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgent
 }
 
 /** Refuses a command an agent may not give (see checkAgentCommand). */
-function agentCommand(ctx: Ctx, command: string): string {
-  const why = checkAgentCommand(principalOf(ctx), command);
+/**
+ * Refuses a command the caller may not give an agent: an agent, the ones that widen (checkAgentCommand); a
+ * workflow, a working directory outside its session's.
+ */
+function agentCommand(o: Olliesrv, ctx: Ctx, command: string): string {
+  const p = principalOf(ctx);
+  const why = checkAgentCommand(p, command);
   if (why) throw new NinepError(`refused: ${why}`);
+  const { cmd, args } = splitCommand(command);
+  if (p?.kind === 'session' && cmd === 'cwd' && args) checkSessionCwd(o, ctx, resolvePath(o.agents.find(ctx.params.session!, ctx.params.agent!).cfg.cwd, args));
   return command;
+}
+
+/** A workflow's agents work inside the session's directory. */
+function checkSessionCwd(o: Olliesrv, ctx: Ctx, cwd: string): void {
+  const session = o.sessions.get(ctx.params.session!);
+  if (!inside(session.cwd, cwd)) throw new NinepError(`refused: cwd ${cwd} is outside the session's directory ${session.cwd}; a workflow's agents work inside it`);
 }
 
 function positiveInt(key: string, v: string | undefined): number | undefined {
@@ -371,7 +384,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 access: agentOwn,
                 write: async (ctx, data) => {
                   const text = new TextDecoder().decode(data);
-                  if (text.startsWith('/')) agentCommand(ctx, text.slice(1));
+                  if (text.startsWith('/')) agentCommand(o, ctx, text.slice(1));
                   await ag(ctx).submit(text);
                 },
               }),
@@ -419,12 +432,19 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('cfg', {
                 doc: 'key=value: backend, model, profile, cwd, generation parameters, maxSteps, compactAt. Writes apply, or are refused while a turn runs. Agents may read their own and their sub-agents\'.',
                 access: onAgent(scope, { session: both, agent: { self: reads, descendant: reads } }),
-                text: { get: (ctx) => renderCfg(ag(ctx)), set: (ctx, v) => applyCfg(o, ag(ctx), v) },
+                text: {
+                  get: (ctx) => renderCfg(ag(ctx)),
+                  set: (ctx, v) => {
+                    const cwd = principalOf(ctx)?.kind === 'session' ? parseKeyValues(v, CFG_KEYS).cwd : undefined;
+                    if (cwd !== undefined) checkSessionCwd(o, ctx, resolvePath(ag(ctx).cfg.cwd, cwd));
+                    return applyCfg(o, ag(ctx), v);
+                  },
+                },
               }),
               Leaf('ctl', {
                 doc: 'Write a command, read its result (write "help" for the list). Agents may give themselves and their sub-agents the commands that widen nothing.',
                 access: agentOwn,
-                rdwr: (ctx, req) => ag(ctx).ctl(agentCommand(ctx, req)),
+                rdwr: (ctx, req) => ag(ctx).ctl(agentCommand(o, ctx, req)),
               }),
               Dir('proc', { doc: "The agent's background processes (a mirror of its toolsrv's proc/), by pid.", access: agentOwn },
                 Leaf('idx', {
