@@ -277,8 +277,15 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
       }),
       Leaf('event', {
-        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines.',
-        rdwrStream: (_ctx, filter, signal) => o.bus.subscribe(compileFilter(filter), signal),
+        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only.',
+        access: (ctx, op) => (principalOf(ctx)?.kind === 'session' ? undefined : OWNER_ONLY(ctx, op)),
+        rdwrStream: (ctx, filter, signal) => {
+          const p = principalOf(ctx);
+          const wanted = compileFilter(filter);
+          if (p?.kind !== 'session') return o.bus.subscribe(wanted, signal);
+          const mine = `session.${p.session}.`;
+          return o.bus.subscribe((topic) => topic.startsWith(mine) && wanted(topic), signal);
+        },
       }),
       Dir('session', {
         doc: 'Sessions, by name. mkdir creates one, rm kills one, mv renames one.',
