@@ -251,6 +251,16 @@ describe('a workflow (session principal)', () => {
       await expect(wf.write(`${s}/agent/${a.name}/cfg`, 'cwd=/\n')).rejects.toThrow(/refused: cwd \/ is outside the session's directory/);
       await expect(wf.readText(`${other.path}/log`)).rejects.toThrow(/may reach only its own session/);
       expect(h.daemon.agents.get(a.session, a.name).cfg.cwd).toBe(h.dir);
+      // Its event stream carries its own session's events only, whatever filter it writes.
+      const ac = new AbortController();
+      const events = wf.stream('event', { request: '>', signal: ac.signal });
+      const first = events.next();
+      await h.c.write(`session/${other.session}/goalstatus`, 'blocked\nother\n');
+      await h.c.write(`session/${a.session}/goalstatus`, 'blocked\nmine\n');
+      const seen = new TextDecoder().decode((await first).value!);
+      ac.abort();
+      expect(seen).toContain(`session.${a.sid}.goal`);
+      expect(seen).not.toContain(other.sid);
     } finally {
       wf.close();
     }
