@@ -295,8 +295,19 @@ describe('who connects: never the claimed name', () => {
     ].join('\n'));
     const forged = `ollie-agent.${a.sid}.${a.aid}.${'0'.repeat(64)}`;
     const run = (args: string) => ({ name: 'shell', args: { command: `node ${probe} unix!${h!.socket} ${args}` } });
-    h.mock.script(...script(run(userInfo().username), run('root'), run(`${userInfo().username} ${forged}`), run(`${userInfo().username} ${h.daemon.principals.ownerToken.slice(0, -1)}x`)));
+    // A process that left the tool's tree: double-forked with setsid, it waits until its parent is gone (it is
+    // reparented), then dials; the call waits for its answer.
+    const orphan = join(h.dir, 'orphan.mjs');
+    writeFileSync(orphan, [
+      "import { spawnSync } from 'node:child_process';",
+      'while (process.ppid === Number(process.env.PARENT)) spawnSync("sleep", ["0.02"]);',
+      `await import(${JSON.stringify(probe)});`,
+      '',
+    ].join('\n'));
+    const escape = { name: 'shell', args: { command: `o=$TMPDIR/out; rm -f $o; (export PARENT=$BASHPID; setsid node ${orphan} unix!${h.socket} ${userInfo().username} > $o 2>&1 &); while [ ! -s $o ]; do sleep 0.02; done; sleep 0.1; cat $o` } };
+    h.mock.script(...script(run(userInfo().username), run('root'), run(`${userInfo().username} ${forged}`), run(`${userInfo().username} ${h.daemon.principals.ownerToken.slice(0, -1)}x`), escape));
     const out = results(await h.turn(a.path, 'attack'));
+    expect(out[4]).toMatch(/REFUSED .*refused: pid \d+ is a process Ollie started/);
     expect(out[0]).toMatch(/REFUSED .*refused: pid \d+ is a process Ollie started for an agent or a workflow/);
     expect(out[1]).toMatch(/REFUSED .*refused: pid \d+ is a process Ollie started/);
     expect(out[2]).toMatch(/REFUSED .*authentication failed: the token is not valid/);

@@ -73,7 +73,7 @@ export class Principals {
   /** What a connection's peer on the Unix socket is; computed when it connects, while its pid is its own. */
   unixOrigin(peer: { pid: number; uid: number; gid: number } | undefined, error?: string): Origin {
     if (!peer) return { kind: 'unix', error: error ?? 'its credentials could not be read' };
-    return { kind: 'unix', peer, confined: descendsFrom(peer.pid, new Set(this.o.confinedRoots())) };
+    return { kind: 'unix', peer, confined: descendsFrom(peer.pid, new Set(this.o.confinedRoots())) || moreFiltered(peer.pid) };
   }
 
   /** ninep's authorize hook: the User an attach acts as, or a refusal that says why and what to do. */
@@ -104,6 +104,32 @@ export class Principals {
     }
     return OWNER;
   }
+}
+
+/** The number of seccomp filters a process runs under (/proc/PID/status, Linux 5.9+); undefined when unknown. */
+function seccompFilters(pid: number | 'self'): number | undefined {
+  try {
+    const m = /^Seccomp_filters:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The daemon's own count; null when the kernel does not report it (before 5.9: the check is skipped). */
+let ownFilters: number | null | undefined;
+
+/**
+ * Whether `pid` runs under more seccomp filters than the daemon: the sandbox helper installs one in every tool,
+ * and filters are inherited and never removed, so a process that left the tool's process tree (reparented to
+ * init after its parent exited) still carries it. A second sign beside descendsFrom, for the case where the
+ * tree was left; a peer whose status cannot be read counts as filtered (fail closed).
+ */
+export function moreFiltered(pid: number): boolean {
+  if (ownFilters === undefined) ownFilters = seccompFilters('self') ?? null;
+  if (ownFilters === null) return false;
+  const theirs = seccompFilters(pid);
+  return theirs === undefined ? true : theirs > ownFilters;
 }
 
 /** The parent pid from /proc/PID/stat (the field after the command name, which may itself hold spaces and ')'). */
