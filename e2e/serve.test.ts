@@ -3,9 +3,9 @@
  * user would from a shell. Needs `npm run build:node` first (npm test does it).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
@@ -130,7 +130,13 @@ describe('ollie serve + ollie-9p', () => {
         if (m) r(m);
       });
     });
-    const { stdout } = await run(process.execPath, [NINEP, '-a', `tcp!127.0.0.1!${tcp[1]}`, 'read', 'session/idx'], { encoding: 'utf8' });
+    const addr = `tcp!127.0.0.1!${tcp[1]}`;
+    // TCP serves the owner only: a client without the owner token is refused; with it (the daemon writes it
+    // beside its socket, 0600), served.
+    const env = { ...process.env, XDG_RUNTIME_DIR: dir };
+    await expect(run(process.execPath, [NINEP, '-a', addr, 'read', 'session/idx'], { encoding: 'utf8', env })).rejects.toThrow(/authentication required: 9P over TCP/);
+    const token = readFileSync(join(dirname(sock), 'owner.token'), 'utf8').trim();
+    const { stdout } = await run(process.execPath, [NINEP, '-a', addr, 'read', 'session/idx'], { encoding: 'utf8', env: { ...env, OLLIE_TOKEN: token } });
     expect(stdout).toBe('');
   });
 });
