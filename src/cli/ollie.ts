@@ -6,6 +6,7 @@
  * generation collects them as fast and keeps the peak RSS about 20 MB lower (bench/agent-loop.mjs).
  */
 import { Command, InvalidArgumentError } from 'commander';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
 import { run, type RunOptions } from './run.js';
@@ -20,13 +21,16 @@ function parseHostPort(v: string): Address & { kind: 'tcp' } {
   return { kind: 'tcp', host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
-const program = new Command('ollie').description('Ollie: a runtime for AI coding agents, served as a 9P filesystem.');
+/** The package's version: src/cli/ and dist/cli/ are both two levels below the package root. */
+const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const program = new Command('ollie').description('Ollie: a runtime for AI coding agents, served as a 9P filesystem.').version(version, '-V, --version');
 
 program
   .command('serve')
   .description('run olliesrv in the foreground')
   .option('--socket <path>', 'Unix socket to serve on', defaultSocketPath())
-  .option('--tcp <host:port>', 'also serve on TCP (loopback unless a host is given; no authentication)', parseHostPort)
+  .option('--tcp <host:port>', 'also serve on TCP (loopback unless a host is given), to clients presenting the owner token (owner.token beside the socket)', parseHostPort)
   .option('--config <dir>', 'configuration directory', configDir())
   .option('--data <dir>', 'data directory (ollie.db)', dataDir())
   .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with a per-start token)')

@@ -18,7 +18,6 @@ function Diff({ text }: { text: string }) {
           return (
             <span key={i} className={cls}>
               {l}
-              {'\n'}
             </span>
           );
         })}
