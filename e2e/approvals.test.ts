@@ -59,7 +59,9 @@ describe('approvals in the app (web mode, real daemon)', () => {
   });
 
   const block = (role: string, text: string) => page.locator(`.block[data-role="${role}"]`, { hasText: text });
-  const panel = () => page.getByRole('dialog', { name: /Approval needed/ });
+  // By its title, whatever its role: the same locator finds the modal dialog this panel replaced, so the test
+  // runs (and fails) against that one too.
+  const panel = () => page.locator('[aria-labelledby="approval-title"]');
   const pending = async (): Promise<string[]> => (await outside.readText('session/proj/bypass')).split('\n').filter(Boolean);
   const focused = (): Promise<string | null> => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? null);
 
@@ -69,22 +71,29 @@ describe('approvals in the app (web mode, real daemon)', () => {
     await page.locator('[data-agent="coder"] .node').click();
     const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
 
-    // A long command whose end matters: all of it must be on screen, nothing cut.
+    // A long command whose end matters: all of it must be on screen, nothing cut. The model asks for it only
+    // once a first tool call, which waits for a file, ends: the test makes the file while the person types.
     const long = `echo approved-run ${Array.from({ length: 40 }, (_, i) => `--option-${i}`).join(' ')} --the-very-end`;
     mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo waited' } }] }],
       [{ toolCalls: [{ name: 'shell', args: { command: long, bypass: true } }] }],
       [{ text: 'first done' }],
       [{ text: 'queued prompt answered' }],
     );
     await box.fill('run it');
     await box.press('Enter');
-    // The person goes on typing the next prompt; the request arrives meanwhile.
+    await page.locator('.block[data-role="call"]', { hasText: 'while' }).waitFor({ timeout: 15_000 });
+    // The person types the next prompt; the request arrives meanwhile.
     await box.focus();
     await page.keyboard.type('apps ');
+    expect(await panel().count()).toBe(0);
+    writeFileSync(join(dir, 'work', 'go'), '');
     await panel().waitFor({ timeout: 15_000 });
+    await page.keyboard.type('say');
+    expect(await pending(), 'typing approved the request').toHaveLength(1);
     expect(await focused()).toBe('Prompt');
     // Every letter the old dialog took as a shortcut (A approve, S session, P always), then Enter and Space.
-    await page.keyboard.type('say yes please, approve ');
+    await page.keyboard.type(' yes please, approve ');
     await page.keyboard.press('Enter');
     await page.keyboard.type(' ');
     expect(await focused()).toBe('Prompt');
