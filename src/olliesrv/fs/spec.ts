@@ -105,7 +105,7 @@ function rootCtl(o: Olliesrv, request: string): string {
  * other control or invisible character \u{HEX}, so that nothing in it can pass for something else (a newline
  * flattened to a space would make `npm test⏎rm -rf ~` read as arguments of npm).
  */
-export function escapeField(text: string): string {
+function escapeField(text: string): string {
   const named: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r' };
   return [...text].map((c) => named[c] ?? (hiddenChar(c) ? `\\u{${c.codePointAt(0)!.toString(16)}}` : c)).join('');
 }
