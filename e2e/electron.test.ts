@@ -102,12 +102,13 @@ describe.skipIf(why !== undefined)(`Electron app${why ? ` — SKIPPED: ${why}` :
     mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo desk-approved', bypass: true } }] }], [{ text: 'ok' }]);
     await box.fill('approve me');
     await box.press('Enter');
-    await page.getByRole('alertdialog').filter({ hasText: 'echo desk-approved' }).waitFor({ timeout: 15_000 });
+    const approval = page.getByRole('dialog', { name: /Approval needed/ }).filter({ hasText: 'echo desk-approved' });
+    await approval.waitFor({ timeout: 15_000 });
     // The tray's watcher sees it too (its menu lists it).
     const trayPending = (): Promise<number> => app.evaluate(() => (globalThis as { ollieTray?: { pending: string[] } }).ollieTray?.pending.length ?? -1);
     await until(() => trayPending().then((n) => n === 1), 'the tray to list the request', 10_000);
     await screenshot(page, 'electron-approval');
-    await page.keyboard.press('a');
+    await approval.getByRole('button', { name: 'Approve once' }).click();
     await page.locator('.block[data-role="tool"]', { hasText: 'desk-approved' }).waitFor({ timeout: 15_000 });
     await until(() => trayPending().then((n) => n === 0), 'the tray to clear', 10_000);
   });

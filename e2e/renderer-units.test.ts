@@ -8,8 +8,8 @@ import { Api, type ConsoleEntry } from '../src/renderer/src/lib/api.js';
 import { ChatLog, isLong, looksLikeDiff, prettyArgs } from '../src/renderer/src/lib/chatlog.js';
 import { AnsiText, applySgr, color256, segmentCss } from '../src/renderer/src/lib/ansi.js';
 import {
-  errorLine, groupHits, parseAgentIdx, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
-  procCommand, snippetParts, treeOrder,
+  errorLine, groupHits, parseAgentIdx, parseBypassRules, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
+  procCommand, snippetParts, treeOrder, unescapeField, visibleCommand,
 } from '../src/renderer/src/lib/parse.js';
 import type { Client } from '../src/ninep/index.js';
 
@@ -64,6 +64,19 @@ describe('parsers', () => {
     expect(treeOrder(agents).map((a) => a.name)).toEqual(['parent', 'child', 'grand', 'other']);
     expect(parsePending('b1\ta1\tshell\t/w\trm -rf x\n', 's')).toEqual([{ id: 'b1', session: 's', agent: 'a1', tool: 'shell', cwd: '/w', cmd: 'rm -rf x', reason: undefined }]);
     expect(parsePending('{"id":"b2","agent":"a","tool":"t","cmd":"c","cwd":"/","reason":"net"}\n', 's')[0]).toMatchObject({ id: 'b2', reason: 'net' });
+  });
+
+  it('reads the escaped command and the rule of a bypass line, and shows what would not show for itself', () => {
+    const [p] = parsePending('7\ta1\tshell\t/w\tshell npm test\\necho \\\\n \\u{202e}x\treason\tonce\t\n', 's');
+    expect(p).toMatchObject({ id: '7', cmd: 'shell npm test\necho \\n \u202ex', reason: 'reason', remember: 'once', rule: '' });
+    expect(parsePending('8\ta\tshell\t/w\tshell npm test\tr\tprefix\tnpm test\n', 's')[0]).toMatchObject({ remember: 'prefix', rule: 'npm test' });
+    expect(unescapeField('a\\tb\\\\c\\u{1F600}')).toBe('a\tb\\c\u{1F600}');
+    expect(visibleCommand('npm test\nrm -rf ~\u202e')).toEqual([
+      'npm test', { mark: '↵', title: 'newline: a second command' }, '\nrm -rf ~', { mark: '⟨U+202E⟩', title: 'invisible character U+202E' },
+    ]);
+    expect(parseBypassRules('3\tshell\tprefix\tnpm test\tsession work\t2026-01-01T00:00:00.000Z\n')).toEqual([
+      { id: '3', tool: 'shell', kind: 'prefix', rule: 'npm test', scope: 'session work', created: '2026-01-01T00:00:00.000Z' },
+    ]);
   });
 
   it('reads events, key=value files, backends and models', () => {

@@ -139,7 +139,8 @@ async function pending(x: Ctx, session: string): Promise<Pending[]> {
   const reqs = rows(await x.c.readText(`session/${session}/bypass`));
   if (!reqs.length) return [];
   const names = new Map(rows(await x.c.readText(`session/${session}/agent/idx`)).map((r) => [r[1]!, r[2]!]));
-  return reqs.map(([id = '', agent = '', tool = '', cwd = '', ...cmd]) => ({ id, agent: names.get(agent) ?? agent, tool, cwd, cmd: cmd.join('\t') }));
+  // The command column is escaped by olliesrv (\n, \t, \\, \u{HEX}): printed as it is, a newline in it shows.
+  return reqs.map(([id = '', agent = '', tool = '', cwd = '', cmd = '']) => ({ id, agent: names.get(agent) ?? agent, tool, cwd, cmd }));
 }
 
 sess.command('bypass').description('pending requests to run outside the sandbox: id, agent, cwd, command')
@@ -164,10 +165,10 @@ function resolveBypass(decision: 'approve' | 'deny') {
 }
 
 sess.command('approve').description('approve a pending bypass request (the only one, or ID)')
-  .argument('[id]').option('--remember <scope>', 'once (default), session, or always:PATTERN')
+  .argument('[id]').option('--remember <scope>', 'once (default), session or always: the rule olliesrv computes from the request (the bypass file shows it)')
   .action(resolveBypass('approve'));
 sess.command('deny').description('deny a pending bypass request (the only one, or ID)')
-  .argument('[id]').option('--remember <scope>', 'once (default), session, or always:PATTERN')
+  .argument('[id]')
   .action(resolveBypass('deny'));
 
 // ---- agents ------------------------------------------------------------------------------------------------

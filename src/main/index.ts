@@ -17,7 +17,7 @@ import type { configDir as ConfigDir, dataDir as DataDir, defaultSocketPath as D
 import { portMainChannel } from './bridge.js';
 import { iconPng } from './icon.js';
 import { buildMenu } from './menu.js';
-import { Watcher, type PendingRequest } from './watcher.js';
+import { middleEllipsis, visible, Watcher, wrapLines, type PendingRequest } from './watcher.js';
 import { loadWindowState, trackWindowState } from './window-state.js';
 
 /** The checkout or the packaged app: out/main/index.js is two levels below it. */
@@ -129,9 +129,12 @@ function updateTray(pending: PendingRequest[]): void {
   const decide = (p: PendingRequest, d: 'approve' | 'deny') => () => {
     watcher?.resolve(p.id, d).catch((e: unknown) => dialog.showErrorBox('Ollie', `${d} ${p.id}: ${(e as Error).message}`));
   };
+  // The label may be cut in the middle (its tail stays); the submenu holds the whole command, line by line.
   const items = pending.map((p) => ({
-    label: `⚠ ${p.agent}: ${p.cmd.length > 60 ? `${p.cmd.slice(0, 57)}…` : p.cmd}`,
+    label: `⚠ ${p.agent}: ${middleEllipsis(visible(p.cmd), 70)}`,
     submenu: [
+      ...wrapLines(visible(p.cmd), 80).map((l) => ({ label: l, enabled: false })),
+      { type: 'separator' as const },
       { label: `${p.tool || 'tool'} in ${p.cwd}`, enabled: false },
       { label: `session ${p.session}`, enabled: false },
       { type: 'separator' as const },
@@ -167,7 +170,9 @@ async function startWatcher(d: Daemon): Promise<void> {
     pending: updateTray,
     request: (p) => {
       win?.flashFrame(!win.isFocused());
-      notify(`Approval needed — ${p.agent}`, `${p.cmd}\nin ${p.cwd} (session ${p.session})`, () => openAgent(p.sessionId, p.agentId));
+      // A desktop may clip a long body: the end of the command (where something rides along) comes first.
+      const cmd = visible(p.cmd);
+      notify(`Approval needed — ${p.agent}`, `${cmd.length > 200 ? `…${[...cmd].slice(-120).join('')}\n\n` : ''}${cmd}\nin ${p.cwd} (session ${p.session})`, () => openAgent(p.sessionId, p.agentId));
     },
     turnEnded: (e) => {
       if (win?.isFocused()) return;

@@ -26,6 +26,39 @@ export interface WatcherEvents {
   turnEnded(e: { sessionId: string; session: string; agentId: string; agent: string }): void;
 }
 
+/**
+ * The command column of a session's bypass file back to the command: olliesrv escapes \\ \n \t \r and invisible
+ * characters (\u{HEX}) so that a line holds one request. (The renderer's parse.ts reads it the same way; main
+ * may not import renderer code.)
+ */
+export function unescapeField(text: string): string {
+  return text.replace(/\\(u\{([0-9a-fA-F]{1,6})\}|[\\ntr])/g, (_m, e: string, hex?: string) =>
+    hex ? String.fromCodePoint(parseInt(hex, 16)) : ({ n: '\n', t: '\t', r: '\r', '\\': '\\' } as Record<string, string>)[e] ?? e);
+}
+
+/** A command a person can read in one menu line: newlines and invisible characters as marks, nothing dropped. */
+export function visible(cmd: string): string {
+  return [...cmd].map((c) => (c === '\n' ? ' ↵ ' : /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u.test(c) || (/\p{Zs}/u.test(c) && c !== ' ') ? `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩` : c)).join('');
+}
+
+/**
+ * Shortened for a menu label by cutting the middle, never the end: the tail is where `; curl x | sh` would be.
+ */
+export function middleEllipsis(text: string, max: number): string {
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  const head = Math.ceil((max - 1) * 0.4);
+  return `${chars.slice(0, head).join('')}…${chars.slice(chars.length - (max - 1 - head)).join('')}`;
+}
+
+/** The whole of a command in lines of at most `width` characters (the tray's full view, one menu item each). */
+export function wrapLines(text: string, width: number): string[] {
+  const chars = [...text];
+  const out: string[] = [];
+  for (let i = 0; i < chars.length; i += width) out.push(chars.slice(i, i + width).join(''));
+  return out.length ? out : [''];
+}
+
 /** Events the watcher subscribes to: one filter per kind, space-separated (the bus's filter syntax). */
 export const WATCH_FILTER = 'session.*.agent.*.state session.*.agent.*.bypass.> session.*.rename session.*.kill ollie.overflow';
 
@@ -88,8 +121,9 @@ export class Watcher {
       await this.reloadAgents(sname);
       const text = await this.client.readText(`session/${sname}/bypass`).catch(() => '');
       for (const l of text.split('\n')) {
-        const [id, agentId = '', tool = '', cwd = '', cmd = ''] = l.split('\t');
+        const [id, agentId = '', tool = '', cwd = '', escaped = ''] = l.split('\t');
         if (!id) continue;
+        const cmd = unescapeField(escaped);
         seen.add(id);
         if (!this.pendingById.has(id)) this.add({ id, sessionId: sid, session: sname, agentId, agent: this.agents.get(agentId)?.name ?? agentId, tool, cmd, cwd }, false);
       }
@@ -149,10 +183,11 @@ export class Watcher {
     } else if (kind === 'bypass.request') {
       const [id = '', cmd = '', cwd = ''] = payload.split('\t');
       if (!id) return;
-      // The event has id, command and cwd; the session's bypass file adds the tool.
+      // The event has id, a flattened command and cwd; the session's bypass file adds the tool and the command
+      // whole (a newline in it is what a flattened one would hide).
       const line = (await this.client.readText(`session/${session}/bypass`).catch(() => '')).split('\n').find((l) => l.startsWith(`${id}\t`));
-      const tool = line?.split('\t')[2] ?? '';
-      this.add({ id, sessionId: sid, session, agentId: aid, agent: agent.name, tool, cmd, cwd }, true);
+      const f = line?.split('\t') ?? [];
+      this.add({ id, sessionId: sid, session, agentId: aid, agent: agent.name, tool: f[2] ?? '', cmd: f[4] !== undefined ? unescapeField(f[4]) : cmd, cwd }, true);
       this.on.pending(this.pending);
     } else if (kind === 'bypass.resolved') {
       const [id = ''] = payload.split('\t');

@@ -107,7 +107,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       ollieAddr: `unix!${opts.socket}`,
       log,
     });
-    const rules = new BypassRuleStore(db);
+    const rules = new BypassRuleStore(db, log);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
@@ -192,7 +192,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return `reloaded ${backends.path ?? 'the built-in default'}: ${backends.names().join(', ')}\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), reload },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload },
       userInfo().username,
     );
     const server = new Server({

@@ -249,7 +249,7 @@ export class Core {
     if (flags.bypass && !this.opts.confinement.yolo) {
       const session = s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId;
       const approved = await this.bypass.request(
-        { agent: s.name, tool: tool.name, cmd, cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(session && { session }) },
+        { agent: s.name, tool: tool.name, cmd, ...(commandOf(args) !== undefined && { command: commandOf(args) }), cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(session && { session }) },
         signal,
       );
       if (!approved) return refused('denied by user', tool.name);
@@ -399,9 +399,17 @@ export class Core {
   }
 }
 
-/** The command in words: the tool and its `command` argument when it has one, else its arguments as JSON. */
+/**
+ * The command line of a call whose only argument is `command`. With any other argument it is not the whole
+ * call: a person asked to approve it must see every argument (as JSON), not the command alone.
+ */
+export function commandOf(args: Record<string, unknown>): string | undefined {
+  return typeof args.command === 'string' && Object.keys(args).length === 1 ? args.command : undefined;
+}
+
+/** The command in words: the tool and its command line when that is the whole call, else its arguments as JSON. */
 export function describeCall(tool: string, args: Record<string, unknown>): string {
-  return `${tool} ${typeof args.command === 'string' ? args.command : JSON.stringify(args)}`;
+  return `${tool} ${commandOf(args) ?? JSON.stringify(args)}`;
 }
 
 function lastLines(s: string, n: number): string {

@@ -19,7 +19,7 @@
  *                  background, bypassed, output_bytes, cmd)
  *   proc/{pid}/ctl   write: `signal N`, `term`, `kill`, `dismiss`
  *   bypass/pending (stream) one BypassRequest JSON per line, for every request not yet resolved (from the start)
- *   bypass/resolve write: `ID approve|deny [once|session|always:PATTERN]`
+ *   bypass/resolve write: `ID approve|deny [once|session|always]` (remembering is olliesrv's; toolsrv logs it)
  *
  * Extensions (added with the toolsrv issue; the shapes above are unchanged):
  *   catalog        read: CatalogEntry[] as JSON: every tool on disk (loaded or not) and every invalid .meta
@@ -96,8 +96,10 @@ export interface BypassRequest {
   /** Agent id (the attach aname) of the caller. */
   agent: string;
   tool: string;
-  /** The exact command line or arguments that will run unsandboxed. */
+  /** The exact command line or arguments that will run unsandboxed: `TOOL COMMAND` or `TOOL JSON-ARGUMENTS`. */
   cmd: string;
+  /** The command line alone, when it is the call's only argument (what remembered approvals parse into words). */
+  command?: string;
   cwd: string;
   /** What the sandbox refused, or why a bypass was asked. */
   reason: string;

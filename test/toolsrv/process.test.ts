@@ -208,7 +208,7 @@ describe('SessionTools against a real toolsrv', () => {
     await expect(st.forAgent('agent-2', d, { BAD: 'a\nb' })).rejects.toThrow(/newlines/);
   });
 
-  it('approve and deny, remembered for the session (this exact command) and always (a persisted pattern)', async () => {
+  it('approve and deny, remembered for the session and always by the rule computed from the request', async () => {
     // Not yolo: the real sandbox (Landlock) confines the calls that are not approved bypasses.
     const p = await start({ yolo: false });
     const db = openDatabase(':memory:');
@@ -234,45 +234,48 @@ describe('SessionTools against a real toolsrv', () => {
     let call = bypass('echo one');
     await until(() => st.pending().length === 1);
     const r1 = st.pending()[0]!;
-    expect(r1).toMatchObject({ agent: 'ag', tool: 'sh', cmd: 'sh echo one', session: 'S' });
+    expect(r1).toMatchObject({ agent: 'ag', tool: 'sh', cmd: 'sh echo one', command: 'echo one', session: 'S' });
     await st.resolve(r1.id, 'deny');
     expect(await call).toMatchObject({ status: 'refused', error: 'denied by user' });
     await until(() => events.length === 2);
     expect(events).toEqual([{ kind: 'request', req: r1 }, { kind: 'resolved', id: r1.id, agent: 'ag', approved: false }]);
 
-    // Approve for the session: the same command then runs without asking, another one still asks.
+    // Approve for the session: the same command (and with more arguments) then runs without asking, another one still asks.
     call = bypass('echo one');
     await until(() => st.pending().length === 1);
     const r2 = st.pending()[0]!;
     await st.resolve(r2.id, 'approve', 'session');
     expect(await call).toMatchObject({ status: 'exited', output: 'one\n', bypassed: true });
-    expect(await bypass('echo one')).toMatchObject({ status: 'exited', output: 'one\n', bypassed: true });
+    expect(await bypass('echo one more')).toMatchObject({ status: 'exited', output: 'one more\n', bypassed: true });
     await until(() => events.filter((e) => e.kind === 'resolved').length === 3);
-    expect(events.at(-1)).toMatchObject({ kind: 'resolved', approved: true, remembered: 'session' });
-    expect(st.sessionApprovals()).toEqual(['sh echo one']);
+    expect(events.at(-1)).toMatchObject({ kind: 'resolved', approved: true, remembered: 'session:prefix echo one' });
+    expect(rules.list()).toMatchObject([{ tool: 'sh', kind: 'prefix', rule: 'echo one', session: 'S' }]);
     call = bypass('echo two');
     await until(() => st.pending().length === 1);
     const r3 = st.pending()[0]!;
     expect(r3.cmd).toBe('sh echo two');
+    // A rule is never taken from the caller.
+    await expect(st.resolve(r3.id, 'approve', 'always:sh echo t*')).rejects.toThrow(/a rule is not given, it is computed from the request/);
 
-    // Always, with a pattern: persisted, so another SessionTools (after a restart) honours it.
-    await st.resolve(r3.id, 'approve', 'always:sh echo t*');
+    // Always: persisted, so another SessionTools (after a restart) honours it; the session rule is gone with its session.
+    await st.resolve(r3.id, 'approve', 'always');
     expect(await call).toMatchObject({ output: 'two\n', bypassed: true });
-    expect(rules.list().map((r) => r.pattern)).toEqual(['sh echo t*']);
     await st.close();
+    expect(rules.list()).toMatchObject([{ tool: 'sh', kind: 'prefix', rule: 'echo two', session: null }]);
     const again = await session(p, 'S', new BypassRuleStore(db));
     const host2 = await again.st.forAgent('ag2', tmp(), {});
     await host2.ctl('load sh');
-    expect(await host2.call({ tool: 'sh', args: { command: 'echo three' }, flags: { bypass: true } })).toMatchObject({ output: 'three\n', bypassed: true });
+    expect(await host2.call({ tool: 'sh', args: { command: 'echo two three' }, flags: { bypass: true } })).toMatchObject({ output: 'two three\n', bypassed: true });
     await until(() => again.events.length === 2);
-    expect(again.events[1]).toMatchObject({ kind: 'resolved', approved: true, remembered: 'always:sh echo t*' });
+    expect(again.events[1]).toMatchObject({ kind: 'resolved', approved: true, remembered: 'always:prefix echo two' });
     // Revoked: it asks again.
-    expect(rules.remove('sh echo t*')).toBe(true);
-    const asked = host2.call({ tool: 'sh', args: { command: 'echo three' }, flags: { bypass: true } });
+    expect(rules.remove(rules.list()[0]!.id)).toBe(true);
+    const asked = host2.call({ tool: 'sh', args: { command: 'echo two' }, flags: { bypass: true } });
     await until(() => again.st.pending().length === 1);
     await again.st.resolve(again.st.pending()[0]!.id, 'approve');
-    expect(await asked).toMatchObject({ output: 'three\n' });
+    expect(await asked).toMatchObject({ output: 'two\n' });
     await expect(again.st.resolve('999', 'approve')).rejects.toThrow(/no pending bypass request 999/);
+    await again.st.close();
     db.close();
   });
 

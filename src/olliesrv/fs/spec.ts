@@ -14,6 +14,8 @@ import type { Sessions } from '../session/registry.js';
 import type { Workflows } from '../session/workflows.js';
 import type { ConfigFiles } from '../config/files.js';
 import type { SessionTools } from '../toolclient/host.js';
+import { ruleFor, type BypassRuleStore } from '../store/bypass.js';
+import { hiddenChar } from '../store/shellwords.js';
 import { parseKeyValues, RequestError, splitCommand } from './kv.js';
 import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY, principalOf, relate, type Scope } from '../auth/access.js';
 import { MAX_DEPTH } from '../session/agents.js';
@@ -30,6 +32,8 @@ export interface Olliesrv {
   config: ConfigFiles;
   /** The session's toolsrv if one is running (bypass requests live there). */
   sessionTools: (sessionId: string) => SessionTools | undefined;
+  /** Remembered bypass approvals (listed and revoked through `bypassrules`). */
+  rules?: BypassRuleStore;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
   reload: () => string;
 }
@@ -165,21 +169,57 @@ function rootCtl(o: Olliesrv, request: string): string {
   throw new NinepError(`unknown command ${JSON.stringify(request.trim())}; known commands: reload`);
 }
 
+/**
+ * A command as one field of a line, whole: a backslash, newline, tab, carriage return become \\ \n \t \r and any
+ * other control or invisible character \u{HEX}, so that nothing in it can pass for something else (a newline
+ * flattened to a space would make `npm test⏎rm -rf ~` read as arguments of npm).
+ */
+function escapeField(text: string): string {
+  const named: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r' };
+  return [...text].map((c) => named[c] ?? (hiddenChar(c) ? `\\u{${c.codePointAt(0)!.toString(16)}}` : c)).join('');
+}
+
 function bypassLines(o: Olliesrv, sessionId: string): string {
   return (o.sessionTools(sessionId)?.pending() ?? [])
-    .map((r) => `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${r.cmd.replace(/\s+/g, ' ')}\t${r.reason.replace(/\s+/g, ' ')}\n`)
+    .map((r) => {
+      const rule = ruleFor(r);
+      const remember = 'refused' in rule ? 'once\t' : `${rule.kind}\t${rule.rule}`;
+      return `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${escapeField(r.cmd)}\t${r.reason.replace(/\s+/g, ' ')}\t${remember}\n`;
+    })
     .join('');
 }
 
 async function resolveBypass(o: Olliesrv, sessionId: string, request: string): Promise<string> {
   const [id, decision, remember, ...rest] = request.trim().split(/\s+/);
   if (!id || (decision !== 'approve' && decision !== 'deny') || rest.length) {
-    throw new RequestError('expected: ID approve|deny [once|session|always:PATTERN]');
+    throw new RequestError('expected: ID approve|deny [once|session|always]');
   }
   const st = o.sessionTools(sessionId);
   if (!st) throw new NinepError('no tool server runs for this session: there is nothing to approve');
   await st.resolve(id, decision, remember);
   return `${decision === 'approve' ? 'approved' : 'denied'} ${id}\n`;
+}
+
+function ruleLines(o: Olliesrv): string {
+  const names = new Map(o.sessions.all().map((x) => [x.id, x.name]));
+  return (o.rules?.list() ?? [])
+    .map((r) => `${r.id}\t${r.tool}\t${r.kind}\t${r.rule}\t${r.session === null ? 'global' : `session ${names.get(r.session) ?? r.session}`}\t${new Date(r.created).toISOString()}\n`)
+    .join('');
+}
+
+/** `revoke ID` lines; every line is checked before any rule goes, so a bad write changes nothing. */
+function revokeRules(o: Olliesrv, text: string): void {
+  const ids: number[] = [];
+  for (const [n, line] of text.split('\n').entries()) {
+    if (!line.trim()) continue;
+    const m = /^\s*revoke\s+(\d+)\s*$/.exec(line);
+    if (!m) throw new RequestError(`bypassrules line ${n + 1}: expected "revoke ID", got ${JSON.stringify(line.trim())}`);
+    ids.push(Number(m[1]));
+  }
+  const known = new Set((o.rules?.list() ?? []).map((r) => r.id));
+  const missing = ids.filter((id) => !known.has(id));
+  if (missing.length) throw new NinepError(`bypassrules: no rule ${missing.join(', ')} (read the file for the ids)`);
+  for (const id of ids) o.rules!.remove(id);
 }
 
 const SESSION_KEYS = ['name', 'cwd'] as const;
@@ -244,6 +284,12 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       }),
       Leaf('agents', { doc: 'Agent profile names, one per line.', access: ANYONE_READS, read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
       Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', rdwr: (_ctx, req) => rootCtl(o, req) }),
+      Leaf('bypassrules', {
+        doc: 'Remembered bypass approvals, one per line: id, tool, prefix|exact, rule, scope (global, or session NAME), created. Write "revoke ID" (one per line) to remove one.',
+        mode: 0o600,
+        read: () => ruleLines(o),
+        write: (_ctx, data) => revokeRules(o, new TextDecoder().decode(data)),
+      }),
       Dir('config', { doc: 'The configuration files. A write is checked by the parser that reads the file and lands only when it parses.' },
         Leaf('backends.conf', {
           doc: 'The LLM backends (INI); written, it is reloaded at once.',
@@ -349,7 +395,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             blockOnce: (ctx, signal) => sessions.waitGoal(ctx.params.session!, signal),
           }),
           Leaf('bypass', {
-            doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command, reason. Write "ID approve|deny [once|session|always:PATTERN]".',
+            doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command (\\n, \\t, \\\\ and \\u{HEX} escaped), reason, and the rule "session" or "always" would store: prefix|exact and the rule, or once and nothing when it can only be approved once. Write "ID approve|deny [once|session|always]".',
             read: (ctx) => bypassLines(o, s(ctx).id),
             write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
           }),

@@ -87,6 +87,17 @@ const MIGRATIONS: string[] = [
    CREATE TRIGGER block_fts_drop BEFORE DELETE ON agent BEGIN
      DELETE FROM block_fts WHERE rowid IN (SELECT (old.fts_key << 32) + seq FROM block WHERE agent = old.id AND seq <= old.fts_seq);
    END`,
+  // Remembered bypass approvals on the words of a command (store/bypass.ts), global or for one session. They
+  // replace bypass_rule's globs, which BypassRuleStore drops with a log line when it opens.
+  `CREATE TABLE approval_rule (
+     id       INTEGER PRIMARY KEY AUTOINCREMENT,
+     tool     TEXT NOT NULL,
+     kind     TEXT NOT NULL CHECK (kind IN ('prefix', 'exact')),
+     rule     TEXT NOT NULL,
+     session  TEXT,
+     created  INTEGER NOT NULL
+   );
+   CREATE UNIQUE INDEX approval_rule_key ON approval_rule (tool, kind, rule, IFNULL(session, ''))`,
 ];
 
 export function openDatabase(path: string): DB {

@@ -36,7 +36,10 @@ export interface SessionTools {
   forAgent(agentId: string, cwd: string, env: Record<string, string>): Promise<ToolHost>;
   /** Bypass requests waiting for a person. */
   pending(): BypassRequest[];
-  /** Resolve a pending request: `approve` or `deny`, remembered for `once` (default), `session`, or `always:PATTERN`. */
+  /**
+   * Resolve a pending request: `approve` or `deny`, remembered `once` (default), for the `session` or `always`
+   * by the rule store/bypass.ts's ruleFor computes from the request.
+   */
   resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void>;
   /** Called for every new request and every resolution; returns an unsubscribe function. */
   onBypass(listener: (e: BypassEvent) => void): () => void;

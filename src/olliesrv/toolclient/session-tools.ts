@@ -1,8 +1,8 @@
 /**
  * SessionTools over a running toolsrv: opens a ToolClient per agent, follows bypass/pending on a connection
- * of its own, approves by itself what a person approved before (`session`: this exact command, in this
- * session, in memory; `always:PATTERN`: a glob kept in SQLite), and tells listeners about every request and
- * resolution. On a shared toolsrv it sees only the requests of its own session.
+ * of its own, approves by itself what a person approved before (a rule computed from the approved request,
+ * store/bypass.ts: for this session or always), and tells listeners about every request and resolution. On a
+ * shared toolsrv it sees only the requests of its own session.
  *
  * When `toolsrv` is a provider (ToolsrvKeeper.lease), a toolsrv that dies is replaced: the bypass queue is
  * followed again on the new one, and every ToolHost handed out reconnects on its next use.
@@ -14,7 +14,7 @@
  */
 import type { Client } from '../../ninep/index.js';
 import type { BypassRequest, BypassResolution } from '../../toolsrv/protocol.js';
-import type { BypassRuleStore } from '../store/bypass.js';
+import { ruleFor, type BypassRuleStore } from '../store/bypass.js';
 import { lines } from '../../ninep/index.js';
 import { addressOf, connectToolsrv, ToolClient, type ToolsrvSource } from './client.js';
 import type { BypassEvent, SessionTools, ToolHost } from './host.js';
@@ -23,7 +23,7 @@ export interface SessionToolsOptions {
   /** The toolsrv: a fixed address, or a provider that returns a live one (replacing a dead one). */
   toolsrv: ToolsrvSource;
   sessionId: string;
-  /** Persisted `always` rules; without it, `always` is refused. */
+  /** Remembered approvals (session and always); without it, only `once` is accepted. */
   rules?: BypassRuleStore;
   /** The uname connections attach with (tools see it as OLLIE_UNAME); default: the agent id. */
   uname?: string;
@@ -37,8 +37,6 @@ type Listener = (e: BypassEvent) => void;
 export class ToolsrvSessionTools implements SessionTools {
   private readonly waiting = new Map<string, BypassRequest>();
   private readonly listeners = new Set<Listener>();
-  /** Commands approved for the rest of this session. */
-  private readonly sessionApproved = new Set<string>();
   /** Why a request was approved automatically, by id, until its resolution arrives. */
   private readonly autoReason = new Map<string, string>();
   private readonly hosts = new Set<ToolClient>();
@@ -106,7 +104,7 @@ export class ToolsrvSessionTools implements SessionTools {
     if (req.session && req.session !== this.o.sessionId) return;
     this.waiting.set(req.id, req);
     this.emit({ kind: 'request', req });
-    const why = this.remembered(req.cmd);
+    const why = this.remembered(req);
     if (why) void this.send(req.id, 'approve', why);
   }
 
@@ -121,17 +119,16 @@ export class ToolsrvSessionTools implements SessionTools {
     });
   }
 
-  /** Which remembered approval covers `cmd`, in words, if any. */
-  private remembered(cmd: string): string | undefined {
-    if (this.sessionApproved.has(cmd)) return 'session';
-    const rule = this.o.rules?.match(cmd);
-    return rule ? `always:${rule.pattern}` : undefined;
+  /** Which remembered approval covers `req`, in words (`session:prefix npm test`), if any. */
+  private remembered(req: BypassRequest): string | undefined {
+    const rule = this.o.rules?.match(req, this.o.sessionId);
+    return rule ? `${rule.session === null ? 'always' : 'session'}:${rule.kind} ${rule.rule}` : undefined;
   }
 
   private async send(id: string, decision: 'approve' | 'deny', auto?: string): Promise<void> {
     if (auto) this.autoReason.set(id, auto);
     try {
-      await this.control.write('bypass/resolve', `${id} ${decision}${auto ? ` ${auto.startsWith('always') ? 'always' : auto}` : ''}\n`);
+      await this.control.write('bypass/resolve', `${id} ${decision}${auto ? ` ${auto.startsWith('always') ? 'always' : 'session'}` : ''}\n`);
     } catch (e) {
       this.autoReason.delete(id);
       // Resolved elsewhere or cancelled meanwhile: the stream tells; anything else is worth a line in the log.
@@ -169,38 +166,33 @@ export class ToolsrvSessionTools implements SessionTools {
   }
 
   /**
-   * `remember`: `once` (default), `session` (this exact command, for this session), `always` (this exact
-   * command, persisted) or `always:PATTERN` (a glob, persisted). Only approvals are remembered.
+   * `remember`: `once` (default), `session` or `always`: the rule ruleFor computes from the request (the one
+   * the bypass file shows), for this session or persisted. Only approvals are remembered; a rule is never
+   * taken from the caller, so `always:PATTERN` is refused.
    */
   async resolve(id: string, decision: 'approve' | 'deny', remember = 'once'): Promise<void> {
     const req = this.waiting.get(id);
     if (!req) throw new Error(`no pending bypass request ${id}`);
-    if (!['once', 'session', 'always'].includes(remember) && !remember.startsWith('always:')) {
-      throw new Error(`remember must be once, session, always or always:PATTERN, not ${JSON.stringify(remember)}`);
+    if (remember.startsWith('always:')) {
+      throw new Error(`${JSON.stringify(remember)}: a rule is not given, it is computed from the request (the bypass file's last columns show it); write "${id} approve always"`);
     }
-    if (decision === 'approve' && remember === 'session') this.sessionApproved.add(req.cmd);
-    if (decision === 'approve' && remember.startsWith('always')) {
-      if (!this.o.rules) throw new Error('always: no rule store here (approve once or for the session)');
-      this.o.rules.add(remember === 'always' ? req.cmd : remember.slice('always:'.length));
+    if (!['once', 'session', 'always'].includes(remember)) throw new Error(`remember must be once, session or always, not ${JSON.stringify(remember)}`);
+    if (decision === 'approve' && remember !== 'once') {
+      if (!this.o.rules) throw new Error(`${remember}: no rule store here (approve once)`);
+      const rule = ruleFor(req);
+      if ('refused' in rule) throw new Error(`${remember}: ${rule.refused}`);
+      this.o.rules.add(rule, remember === 'session' ? this.o.sessionId : undefined);
     }
     await this.send(id, decision);
     if (decision === 'approve' && remember !== 'once') {
       // Others already waiting that the new approval covers go through too.
       for (const r of [...this.waiting.values()]) {
-        const why = r.id !== id && !this.autoReason.has(r.id) ? this.remembered(r.cmd) : undefined;
+        const why = r.id !== id && !this.autoReason.has(r.id) ? this.remembered(r) : undefined;
         if (why) await this.send(r.id, 'approve', why);
       }
     }
   }
 
-  /** Commands approved for this session (remember = session). */
-  sessionApprovals(): string[] {
-    return [...this.sessionApproved];
-  }
-
-  forgetSessionApproval(cmd: string): boolean {
-    return this.sessionApproved.delete(cmd);
-  }
 
   onBypass(listener: Listener): () => void {
     this.listeners.add(listener);
@@ -214,6 +206,7 @@ export class ToolsrvSessionTools implements SessionTools {
     for (const h of [...this.hosts]) await h.close();
     this.control.close();
     await this.following;
+    this.o.rules?.forgetSession(this.o.sessionId);
     await this.o.onClose?.();
   }
 }

@@ -46,7 +46,7 @@ export class BypassBroker {
   resolveLine(line: string): void {
     const [id, decision, remember, ...rest] = line.trim().split(/\s+/);
     if (!id || (decision !== 'approve' && decision !== 'deny') || rest.length) {
-      throw new Error(`expected "ID approve|deny [once|session|always:PATTERN]", got ${JSON.stringify(line.trim())}`);
+      throw new Error(`expected "ID approve|deny [once|session|always]", got ${JSON.stringify(line.trim())}`);
     }
     this.resolve(id, decision, remember);
   }

@@ -89,7 +89,7 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           stream: (_ctx, signal) => core.bypass.follow(signal),
         }),
         Leaf('resolve', {
-          doc: 'Write: ID approve|deny [once|session|always:PATTERN].',
+          doc: 'Write: ID approve|deny [once|session|always].',
           write: (_ctx, data) => {
             for (const line of text(data).split('\n')) if (line.trim()) guard(() => core.bypass.resolveLine(line));
           },

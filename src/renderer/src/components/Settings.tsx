@@ -1,11 +1,11 @@
 /**
- * The configuration files under the root `config/`: backends.conf and sandbox.yaml as text, and the default
- * profile for new agents. olliesrv parses every write with the file's own parser and refuses a bad one with
+ * The configuration files under the root `config/`: backends.conf and sandbox.yaml as text, the default
+ * profile for new agents, and the remembered bypass approvals (root `bypassrules`) with a revoke button each. olliesrv parses every write with the file's own parser and refuses a bad one with
  * `file:line: what is wrong`; the editor shows that next to the text, puts the cursor on the line, and keeps
  * the user's text so it can be fixed (the file on disk is unchanged).
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { errorLine } from '../lib/parse.js';
+import { errorLine, type BypassRule } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
 /**
@@ -190,6 +190,80 @@ function DefaultProfile() {
   );
 }
 
+function BypassRules() {
+  const conn = useStore((s) => s.conn);
+  // A request approved elsewhere may have added a rule: re-read when one resolves (its count drops).
+  const pending = useStore((s) => Object.keys(s.pending).length);
+  const [rules, setRules] = useState<BypassRule[]>();
+  const [error, setError] = useState<string>();
+  const load = useCallback(async () => {
+    try {
+      setRules(await ollie.bypassRules());
+      setError(undefined);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  }, []);
+  useEffect(() => {
+    if (conn === 'open') void load();
+  }, [conn, pending, load]);
+  const revoke = async (id: string): Promise<void> => {
+    try {
+      await ollie.revokeBypassRule(id);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+    await load();
+  };
+  return (
+    <section className="cfg-file" aria-labelledby="cfg-rules-h">
+      <h3 id="cfg-rules-h">
+        Remembered approvals <code className="dim">bypassrules</code>
+      </h3>
+      <p className="hint">
+        Commands allowed to run outside the sandbox without asking: “prefix” rules cover the same words with more arguments (never with other
+        commands, pipes or redirections added), “exact” ones only that command. Revoked, the next such request asks again.
+      </p>
+      {error && (
+        <div className="field-error" role="alert">
+          {error}
+        </div>
+      )}
+      {rules && rules.length === 0 && <p className="hint">None.</p>}
+      {rules && rules.length > 0 && (
+        <table className="bypass-rules" aria-label="Remembered approvals">
+          <thead>
+            <tr>
+              <th>Tool</th>
+              <th>Match</th>
+              <th>Rule</th>
+              <th>Scope</th>
+              <th>Created</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {rules.map((r) => (
+              <tr key={r.id} data-rule={r.id}>
+                <td>{r.tool}</td>
+                <td>{r.kind}</td>
+                <td className="rule">{r.rule}</td>
+                <td>{r.scope}</td>
+                <td>{r.created ? new Date(r.created).toLocaleString() : ''}</td>
+                <td>
+                  <button type="button" className="danger" disabled={conn !== 'open'} onClick={() => void revoke(r.id)} aria-label={`Revoke ${r.rule}`}>
+                    Revoke
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 export function Settings() {
   return (
     <section className="settings-view" aria-label="Settings">
@@ -208,6 +282,7 @@ export function Settings() {
         hint="What tools may read, write and reach. Applies to tool servers started after the save (new sessions)."
         emptyHint="No sandbox.yaml in the config directory: the shipped default policy applies. Saving writes one."
       />
+      <BypassRules />
     </section>
   );
 }

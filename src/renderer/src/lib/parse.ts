@@ -27,6 +27,24 @@ export interface Pending {
   cwd: string;
   tool?: string;
   reason?: string;
+  /**
+   * What approving for the session or always would store, as olliesrv computed it from the request: a
+   * `prefix` rule (these words, and the same with more arguments), an `exact` one, or `once` when the command
+   * can only be approved once. Unknown until the session's bypass file has been read.
+   */
+  remember?: 'prefix' | 'exact' | 'once';
+  rule?: string;
+}
+
+/** One remembered approval, a line of the root `bypassrules`. */
+export interface BypassRule {
+  id: string;
+  tool: string;
+  kind: string;
+  rule: string;
+  /** `global`, or `session NAME`. */
+  scope: string;
+  created: string;
 }
 
 const lines = (text: string): string[] => text.split('\n').filter((l) => l.trim() !== '');
@@ -98,9 +116,50 @@ export function parseEvent(line: string): Event {
   return { topic, payload, kind: topic };
 }
 
+/** A field olliesrv escaped (\\ \n \t \r \u{HEX}) back to its text. */
+export function unescapeField(text: string): string {
+  return text.replace(/\\(u\{([0-9a-fA-F]{1,6})\}|[\\ntr])/g, (_m, e: string, hex?: string) => {
+    if (hex) return String.fromCodePoint(parseInt(hex, 16));
+    return ({ n: '\n', t: '\t', r: '\r', '\\': '\\' } as Record<string, string>)[e] ?? e;
+  });
+}
+
 /**
- * session/{s}/bypass, the pending requests: tab-separated `id agent tool cwd command [reason]` (olliesrv), or one JSON
- * BypassRequest per line (id, agent, tool, cmd, cwd, reason), toolsrv's own form.
+ * A command as a person must see it: every character that would not show for what it is (controls, invisible
+ * formatting such as bidi overrides, odd spaces) as a visible mark, and a newline as ↵ before the line break,
+ * so that a second command never passes for a wrapped line of the first.
+ */
+export function visibleCommand(cmd: string): Array<string | { mark: string; title: string }> {
+  const out: Array<string | { mark: string; title: string }> = [];
+  let plain = '';
+  for (const c of cmd) {
+    const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u.test(c) || (/\p{Zs}/u.test(c) && c !== ' ');
+    if (!hidden) {
+      plain += c;
+      continue;
+    }
+    if (plain) out.push(plain);
+    const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+    out.push(c === '\n' ? { mark: '↵', title: 'newline: a second command' } : c === '\t' ? { mark: '⇥', title: 'tab' } : { mark: `⟨${code}⟩`, title: `invisible character ${code}` });
+    // The line break itself stays, after its mark.
+    plain = c === '\n' ? '\n' : '';
+  }
+  if (plain) out.push(plain);
+  return out;
+}
+
+/** The root `bypassrules`: id, tool, prefix|exact, rule, scope, created. */
+export function parseBypassRules(text: string): BypassRule[] {
+  return lines(text).map((l) => {
+    const [id = '', tool = '', kind = '', rule = '', scope = '', created = ''] = l.split('\t');
+    return { id, tool, kind, rule, scope, created };
+  });
+}
+
+/**
+ * session/{s}/bypass, the pending requests: tab-separated `id agent tool cwd command reason remember rule`
+ * (olliesrv; the command escaped), or one JSON BypassRequest per line (id, agent, tool, cmd, cwd, reason),
+ * toolsrv's own form.
  */
 export function parsePending(text: string, session: string): Pending[] {
   const out: Pending[] = [];
@@ -114,8 +173,13 @@ export function parsePending(text: string, session: string): Pending[] {
       // Not JSON: the tab-separated form.
     }
     const f = l.split('\t');
-    // olliesrv flattens whitespace in the command, so it holds no tab; a sixth column, if any, is the reason.
-    if (f[0]) out.push({ id: f[0], session, agent: f[1] ?? '', tool: f[2] || undefined, cwd: f[3] ?? '', cmd: f[4] ?? '', reason: f[5] || undefined });
+    const remember = f[6] === 'prefix' || f[6] === 'exact' || f[6] === 'once' ? f[6] : undefined;
+    if (f[0]) {
+      out.push({
+        id: f[0], session, agent: f[1] ?? '', tool: f[2] || undefined, cwd: f[3] ?? '', cmd: unescapeField(f[4] ?? ''), reason: f[5] || undefined,
+        ...(remember && { remember, rule: f[7] ?? '' }),
+      });
+    }
   }
   return out;
 }

@@ -8,8 +8,8 @@ import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import {
-  parseAgentIdx, parseBackends, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
-  type AgentInfo, type BackendInfo, type Event, type Pending, type ProcInfo, type SearchHit, type SessionInfo,
+  parseAgentIdx, parseBackends, parseBypassRules, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
+  type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
 
@@ -488,6 +488,15 @@ class Controller {
     await this.need().write(`${sessionPath(p.session)}/bypass`, `${id} ${decision}${remember ? ` ${remember}` : ''}\n`);
     // The resolved event removes it too; doing it now keeps the dialog from showing a decided request.
     this.dropPending(id);
+  }
+
+  /** The remembered bypass approvals (the root `bypassrules`). */
+  async bypassRules(): Promise<BypassRule[]> {
+    return parseBypassRules(await this.need().read('bypassrules'));
+  }
+
+  async revokeBypassRule(id: string): Promise<void> {
+    await this.need().write('bypassrules', `revoke ${id}\n`);
   }
 
   /** The selected agent's background processes, from its `proc/idx`. */
