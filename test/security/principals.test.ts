@@ -95,7 +95,7 @@ describe('an agent attacking the control plane through its own tools', () => {
     expect(out[1]).toMatch(/refused: cwd .* is outside/);
     expect(out[2]).toMatch(/refused: an agent's sub-agents use its own backend \(mock\), not claude/);
     expect(out[3]).toMatch(/refused: parent=other is not this agent nor one of its sub-agents/);
-    expect(out[4].trim()).toBe('kid');
+    expect(out[4]!.trim()).toBe('kid');
     const names = h.daemon.agents.list(a.session).map((x) => x.name).sort();
     expect(names).toEqual(['attacker', 'kid', 'other'].sort());
     const kid = h.daemon.agents.get(a.session, 'kid');
@@ -163,7 +163,7 @@ describe('an agent attacking the control plane through its own tools', () => {
     for (const o of out.slice(0, 4)) expect(o).toMatch(/permission denied: .*may reach only its own session/);
     // Its search finds its own call (the words it searched for), never the other session's reply.
     expect(out[4]).not.toMatch(/password is/);
-    expect(out[4].split('\n').filter(Boolean).every((l) => l.startsWith(`${a.session}\t`))).toBe(true);
+    expect(out[4]!.split('\n').filter(Boolean).every((l) => l.startsWith(`${a.session}\t`))).toBe(true);
     expect(out[5]).toMatch(/only the owner may use this file/);
     expect(out[6]).toMatch(/may reach only its own session/);
     expect(h.daemon.sessions.has(secret.session)).toBe(true);
@@ -221,7 +221,7 @@ describe('an agent attacking the control plane through its own tools', () => {
     const out = results(await h.turn(a.path, 'work'));
     expect(out[0]).toMatch(/wrote 15 bytes/);
     expect(out[1]).toMatch(/wrote/);
-    expect(out[2].trim()).toMatch(/calling|thinking/);
+    expect(out[2]!.trim()).toMatch(/calling|thinking/);
     expect(out[3]).toMatch(/^stop/m);
     expect(out[4]).toContain('hi from the sub-agent');
     expect(await h.c.readText(`session/${a.session}/plan`)).toBe('- [x] step one\n');
