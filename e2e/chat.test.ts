@@ -97,7 +97,14 @@ describe('agents in the renderer', () => {
     await block('t1').locator('pre .line span[style*="color"]').first().waitFor({ timeout: 10_000 });
 
     await block('t2').locator('.add', { hasText: '+const a = 2;' }).waitFor();
-    expect(await block('t2').locator('.del').textContent()).toBe('-const a = 1;\n');
+    expect(await block('t2').locator('.del').textContent()).toBe('-const a = 1;');
+    // Each line is laid out inside the diff, one under the other: added lines used to land off to the right.
+    const pre = (await block('t2').locator('pre').boundingBox())!;
+    const del = (await block('t2').locator('.del').boundingBox())!;
+    const add = (await block('t2').locator('.add').boundingBox())!;
+    expect(add.x).toBeGreaterThanOrEqual(pre.x);
+    expect(add.x + add.width).toBeLessThanOrEqual(pre.x + pre.width + 1);
+    expect(add.y).toBeGreaterThanOrEqual(del.y + del.height - 1);
 
     expect(await block('rt').getAttribute('data-role')).toBe('retry');
     expect(await block('rt').textContent()).toContain('retrying in 2s');
