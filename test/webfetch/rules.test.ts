@@ -33,7 +33,7 @@ describe('parseToolSandbox', () => {
     expect(() => parseToolSandbox([])).toThrow('sandbox: must be an object like {"ollieSocket": true}');
     expect(() => parseToolSandbox({ ollieSocket: 'yes' })).toThrow('sandbox.ollieSocket: must be true or false');
     expect(() => parseToolSandbox({ network: { connect_tcp: [0] } })).toThrow('sandbox.network.connect_tcp: must be a list of TCP ports (1-65535), not [0]');
-    expect(() => parseToolSandbox({ network: { udp: [53] } })).toThrow('sandbox.network.udp: unknown (known: connect_tcp, bind_tcp)');
+    expect(() => parseToolSandbox({ network: { udp: [53] } })).toThrow('sandbox.network.udp: unknown (known: connect_tcp, bind_tcp, allow_private)');
     expect(() => parseToolSandbox({ network: {} })).toThrow('sandbox.network: names no port (a tool gets network access port by port)');
   });
 });
