@@ -99,11 +99,15 @@ const V6: Range[] = [
   range('ff00::/8', 'a multicast address'),
 ];
 
-/** Forms that carry an IPv4 address: where it sits (bit offset from the right) and whether it is inverted. */
-const EMBEDS: Array<Range & { shift: bigint; invert?: boolean }> = [
-  { ...range('::ffff:0:0/96', 'an IPv4-mapped address'), shift: 0n },
+/**
+ * Forms that carry an IPv4 address: where it sits (bit offset from the right), whether it is inverted, and
+ * whether a public one makes the whole address public (the well-known NAT64 prefix lies inside the reserved
+ * ::/8 below, yet reaches the public IPv4 address it embeds).
+ */
+const EMBEDS: Array<Range & { shift: bigint; invert?: boolean; passes?: boolean }> = [
+  { ...range('::ffff:0:0/96', 'an IPv4-mapped address'), shift: 0n, passes: true },
   { ...range('::ffff:0:0:0/96', 'an IPv4-translated address'), shift: 0n },
-  { ...range('64:ff9b::/96', 'a NAT64 address'), shift: 0n },
+  { ...range('64:ff9b::/96', 'a NAT64 address'), shift: 0n, passes: true },
   { ...range('2002::/16', 'a 6to4 address'), shift: 80n },
   // Teredo: the server's IPv4 address in bits 32-63, the client's inverted in the last 32.
   { ...range('2001::/32', 'a Teredo address'), shift: 64n },
@@ -122,8 +126,8 @@ export function whyNotPublic(n: bigint, spelledV6 = false): string | undefined {
     if (e.invert) inner ^= 0xffff_ffffn;
     const why = v4Why(inner);
     if (why) return `${e.what} of ${v4Text(inner)}, ${why}`;
+    if (e.passes) return undefined;
   }
-  if (n >> 32n === 0xffffn) return undefined;
   return V6.find((r) => inRange(n, r))?.what;
 }
 
