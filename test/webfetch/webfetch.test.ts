@@ -8,6 +8,7 @@
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,8 @@ function serve(): Promise<http.Server> {
     else if (url === '/json') res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1,"b":[true,null]}');
     else if (url === '/bin') res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]));
     else if (url === '/latin1') res.writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' }).end(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    else if (url === '/gz') res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync('compressed text\n'));
+    else if (url === '/hang') res.writeHead(200, { 'content-type': 'text/plain' }).write('the start');
     else if (url === '/loop') res.writeHead(301, { location: '/loop' }).end();
     else res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not here</h1>');
   });
@@ -88,6 +91,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.close();
   await shipped?.close();
+  srv?.closeAllConnections();
   srv?.close();
   other?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -127,6 +131,8 @@ describe('web_fetch', () => {
     const bin = await fetchUrl({ url: `${base}/bin` });
     expect(bin.output).toBe(`URL: ${base}/bin\nStatus: 200 OK\nContent-Type: image/png\nSize: 7 bytes\n\n[binary content (image/png), not shown]\n`);
     expect((await fetchUrl({ url: `${base}/latin1` })).output).toMatch(/\n\ncafé\n$/);
+    expect((await fetchUrl({ url: `${base}/gz` })).output).toBe(`URL: ${base}/gz\nStatus: 200 OK\nContent-Type: text/plain\nSize: 16 bytes\n\ncompressed text\n`);
+    expect((await fetchUrl({ url: `${base}/hang`, timeout: 0.5 })).output).toBe(`web_fetch: reading ${base}/hang failed: timed out\n`);
     const missing = await fetchUrl({ url: `${base}/nope` });
     expect(missing).toMatchObject({ status: 'exited', exit: 1 });
     expect(missing.output).toContain('Status: 404 Not Found\n');

@@ -169,8 +169,7 @@ async function readCapped(a: Answer, max: number): Promise<{ bytes: Uint8Array; 
 }
 
 function describeError(e: unknown): string {
-  const err = e as Error & { code?: string; cause?: Error };
-  if (err.name === 'TimeoutError' || (err.name === 'AbortError' && err.cause?.name === 'TimeoutError')) return 'timed out';
+  const err = e as Error & { code?: string };
   if (err instanceof RefusedError) return err.message;
   const why = err.code === 'EACCES' ? ' (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)' : '';
   return `${err.message.replace(/ - Local \([^)]*\)$/, '')}${why}`;
@@ -209,7 +208,7 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
   } catch (e) {
     if (e instanceof FetchError) return { output: `web_fetch: ${e.message}\n`, exit: 1 };
     const via = chain.length ? ` (redirected: ${chain.join(' -> ')})` : '';
-    return { output: `web_fetch: cannot fetch ${url.href}${via}: ${describeError(e)}\n`, exit: 1 };
+    return { output: `web_fetch: cannot fetch ${url.href}${via}: ${signal.aborted ? 'timed out' : describeError(e)}\n`, exit: 1 };
   }
   const ctype = String(res.headers['content-type'] ?? '');
   const mime = ctype.split(';')[0]!.trim().toLowerCase();
@@ -218,7 +217,7 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
   try {
     body = await readCapped(res, maxBytes);
   } catch (e) {
-    return { output: `web_fetch: reading ${url.href} failed: ${describeError(e)}\n`, exit: 1 };
+    return { output: `web_fetch: reading ${url.href} failed: ${signal.aborted ? 'timed out' : describeError(e)}\n`, exit: 1 };
   }
   const head = [
     `URL: ${url.href}`,
