@@ -65,9 +65,12 @@ beforeAll(async () => {
   dirs.push(userTools, cwd);
   writeFileSync(join(userTools, 'web_fetch.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [A, T], allow_private: [`127.0.0.1:${A}`] } } }));
   symlinkSync(join(SHIPPED_TOOLS, 'web_fetch'), join(userTools, 'web_fetch'));
+  // The control: the same executable and ports, with the target allow-listed.
+  writeFileSync(join(userTools, 'web_fetch_open.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [A, T], allow_private: [`127.0.0.1:${T}`] } } }));
+  symlinkSync(join(SHIPPED_TOOLS, 'web_fetch'), join(userTools, 'web_fetch_open'));
   env = await startEnv({}, { yolo: false, toolDirs: [userTools, SHIPPED_TOOLS], cwd });
   c = await env.client('agent1');
-  await c.write('ctl', 'load web_fetch');
+  await c.write('ctl', 'load web_fetch web_fetch_open');
 }, 30_000);
 
 afterAll(async () => {
@@ -90,8 +93,9 @@ describe('the control: what the rule allows still works', () => {
   });
 
   test('the sandbox would let web_fetch reach the target: only web_fetch itself stands between', async () => {
-    // The same executable, unsandboxed and with the target allow-listed, reads it: the port is open to it.
-    const r = await webFetch({ url: `http://127.0.0.1:${T}/secret` }, { allowPrivate: parseAllowList([`127.0.0.1:${T}`], 'test') });
+    // The same executable under the same ports, with the target allow-listed instead, reads it.
+    const r = await env.call(c, { tool: 'web_fetch_open', args: { url: `http://127.0.0.1:${T}/secret` } });
+    expect(r, r.output).toMatchObject({ status: 'exited', exit: 0 });
     expect(r.output).toContain(SECRET);
     expect(hits).toHaveLength(1);
   });
