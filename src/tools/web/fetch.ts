@@ -36,9 +36,7 @@ const DEFAULTS = { redirects: 5, bytes: 2 << 20, chars: 64 * 1024, timeoutS: 30 
 class FetchError extends Error {}
 
 /** An address web_fetch will not connect to; the message says which and why. */
-class RefusedError extends Error {
-  readonly code = 'EREFUSEDADDRESS';
-}
+class RefusedError extends Error {}
 
 export interface FetchOptions {
   /** Hosts, addresses and networks that may be reached although they are not public. */
