@@ -14,6 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, extname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -119,7 +120,9 @@ interface Diags {
   gen: number;
 }
 
-/** How long a server may take from its start to its answer to `initialize`. */
+const seconds = (ms: number): string => `${Math.ceil(ms / 100) / 10} s`;
+
+/** How long a server may take from its start to its answer to `initialize`, by default. */
 const START_TIMEOUT_MS = 60_000;
 
 /** Why a process could not be started, in words a person can act on. */
@@ -156,7 +159,7 @@ export class Server {
   /** Requests (and starts) in progress: a busy server is never idle. */
   busy = 0;
 
-  constructor(readonly spec: ServerSpec, readonly root: string, env: Record<string, string>) {
+  constructor(readonly spec: ServerSpec, readonly root: string, env: Record<string, string>, startTimeoutMs = START_TIMEOUT_MS) {
     const [cmd, ...args] = spec.command();
     const bin = which(cmd!, env.PATH ?? process.env.PATH ?? '');
     if (!bin) throw new ToolError(`no ${spec.id} language server here: ${cmd} is not on PATH (${spec.install})`);
@@ -164,7 +167,8 @@ export class Server {
     this.gone.catch(() => undefined);
     this.child = spawn(bin, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     // Without these a failed spawn, or a write to a server that died (EPIPE, ERR_STREAM_DESTROYED), would be
-    // an uncaught error and end the whole host. What went wrong is told by the process's 'error' or 'exit'.
+    // an uncaught error and end the whole host. What went wrong is told by the process's 'error' or 'exit'
+    // (and writes go through input(), below).
     this.child.on('error', (e: NodeJS.ErrnoException) => this.fail(this.child.pid === undefined ? `could not start: ${spawnFailure(e, bin)}` : `failed: ${e.message}`));
     for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream!.on('error', () => undefined);
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-4096)));
@@ -180,7 +184,7 @@ export class Server {
       const t = setTimeout(report, 250);
       this.child.stderr!.once('close', report);
     });
-    this.conn = createMessageConnection(new StreamMessageReader(this.child.stdout!), new StreamMessageWriter(this.child.stdin!));
+    this.conn = createMessageConnection(new StreamMessageReader(this.child.stdout!), new StreamMessageWriter(this.input()));
     this.conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; diagnostics: Diagnostic[] }) => {
       this.diags.set(p.uri, { items: p.diagnostics, gen: ++this.diagGen });
       for (const w of [...this.diagWaiters]) w();
@@ -195,13 +199,33 @@ export class Server {
     this.conn.listen();
     // Nothing is written before the process exists: a server that cannot start gets no write to fail.
     const spawned = new Promise<void>((resolve) => this.child.once('spawn', () => resolve()));
-    const slow = setTimeout(() => this.fail(`did not answer initialize within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
+    const slow = setTimeout(() => this.fail(`did not answer initialize within ${seconds(startTimeoutMs)}`), startTimeoutMs);
     slow.unref();
     const init = spawned.then(() => this.race(this.initialize())).then(() => {
       this.initialized = true;
     });
     this.ready = Promise.race([this.gone, init]).finally(() => clearTimeout(slow));
     this.ready.catch(() => undefined);
+  }
+
+  /**
+   * The server's stdin as the connection sees it. A write that fails is not passed on: vscode-jsonrpc turns a
+   * failed request write into a rejection nothing can catch (a throw inside an async Promise executor), which
+   * would end the host. The write is dropped instead, and the server's failure reaches the caller through
+   * `gone`: its exit, which usually follows at once (a pipe breaks when its reader is gone), or, if it lives
+   * on without reading, a failure of its own a second later.
+   */
+  private input(): Writable {
+    const stdin = this.child.stdin!;
+    return new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        if (this.dead || this.exited || stdin.destroyed || !stdin.writable) return done();
+        stdin.write(chunk, (err) => {
+          if (err) setTimeout(() => this.exited || this.fail(`stopped reading its input (${(err as NodeJS.ErrnoException).code ?? err.message})`), 1000).unref();
+          done();
+        });
+      },
+    });
   }
 
   /** The server's label in messages: `the go language server (gopls)`. */
@@ -367,8 +391,6 @@ interface Failure {
   retryAt: number;
 }
 
-const seconds = (ms: number): string => `${Math.ceil(ms / 100) / 10} s`;
-
 /** A server that ran this long before dying is not "failing in a row": its next failure pauses it 1 s again. */
 const STABLE_MS = 60_000;
 
@@ -383,8 +405,16 @@ export class Servers {
   /** Servers that failed (could not start, or died), per language. */
   readonly failed: Record<string, number> = {};
 
+  readonly backoffMs: number;
+  readonly maxBackoffMs: number;
+  readonly startTimeoutMs: number;
+
   /** `backoffMs`: the pause after a first failure, doubled after each further one, at most `maxBackoffMs`. */
-  constructor(readonly idleMs: number, readonly backoffMs = 1000, readonly maxBackoffMs = 60_000) {}
+  constructor(readonly idleMs: number, o: { backoffMs?: number; maxBackoffMs?: number; startTimeoutMs?: number } = {}) {
+    this.backoffMs = o.backoffMs ?? 1000;
+    this.maxBackoffMs = o.maxBackoffMs ?? 60_000;
+    this.startTimeoutMs = o.startTimeoutMs ?? START_TIMEOUT_MS;
+  }
 
   async get(file: string, cwd: string, env: Record<string, string>): Promise<Server> {
     const spec = specFor(file);
@@ -399,7 +429,7 @@ export class Servers {
       const f = this.failures.get(key);
       const wait = f ? f.retryAt - Date.now() : 0;
       if (f && wait > 0) throw new ToolError(`${f.reason}; it is started again on a call after ${seconds(wait)} (${f.count} failure${f.count === 1 ? '' : 's'} in a row)`);
-      s = new Server(spec, root, env);
+      s = new Server(spec, root, env, this.startTimeoutMs);
       this.started[spec.id] = (this.started[spec.id] ?? 0) + 1;
       this.servers.set(key, s);
       const started = s;
