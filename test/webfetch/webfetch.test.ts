@@ -1,11 +1,14 @@
 /**
  * web_fetch against a local HTTP server, run by a real sandboxed toolsrv. The shipped .meta allows TCP 80 and
  * 443 only, so the tests run the same executable under a user .meta whose rule names the test server's port
- * (as a user could), and check that the rule is all it gets: another port, the shipped rule and a tool without
- * a rule are all refused by the sandbox.
+ * (as a user could) and lets it reach 127.0.0.1 (allow_private: the test server is on loopback, which web_fetch
+ * refuses otherwise; test/security/webfetch-ssrf.test.ts attacks that), and check that the rule is all it
+ * gets: another port is refused by the sandbox, the shipped rule reaches no local address, and a tool without
+ * a rule cannot connect at all.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +37,8 @@ function serve(): Promise<http.Server> {
     else if (url === '/json') res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1,"b":[true,null]}');
     else if (url === '/bin') res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]));
     else if (url === '/latin1') res.writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' }).end(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    else if (url === '/gz') res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync('compressed text\n'));
+    else if (url === '/hang') res.writeHead(200, { 'content-type': 'text/plain' }).write('the start');
     else if (url === '/loop') res.writeHead(301, { location: '/loop' }).end();
     else res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not here</h1>');
   });
@@ -59,12 +64,12 @@ beforeAll(async () => {
   const port = (srv.address() as AddressInfo).port;
   otherPort = (other.address() as AddressInfo).port;
   base = `http://127.0.0.1:${port}`;
-  // A user tool dir: web_fetch with the shipped executable and a rule for the test server's port.
+  // A user tool dir: web_fetch with the shipped executable and a rule for the test server's port and address.
   const userTools = mkdtempSync(join(tmpdir(), 'webfetch-tools-'));
   const cwd = mkdtempSync(join(tmpdir(), 'webfetch-cwd-'));
   dirs.push(userTools, cwd);
   mkdirSync(userTools, { recursive: true });
-  writeFileSync(join(userTools, 'web_fetch.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [port] } } }));
+  writeFileSync(join(userTools, 'web_fetch.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [port], allow_private: ['127.0.0.1'] } } }));
   symlinkSync(join(SHIPPED_TOOLS, 'web_fetch'), join(userTools, 'web_fetch'));
   env = await startEnv({}, { yolo: false, toolDirs: [userTools, SHIPPED_TOOLS], cwd });
   c = await env.client('agent1');
@@ -86,6 +91,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.close();
   await shipped?.close();
+  srv?.closeAllConnections();
   srv?.close();
   other?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -94,7 +100,7 @@ afterAll(async () => {
 describe('web_fetch', () => {
   test('HTML becomes Markdown: headings, links, lists, code; scripts, styles and the head dropped', async () => {
     const r = await fetchUrl({ url: `${base}/page` });
-    expect(r).toMatchObject({ status: 'exited', exit: 0, format: 'markdown' });
+    expect(r, r.output).toMatchObject({ status: "exited", exit: 0, format: "markdown" });
     expect(r.output).toBe(
       `URL: ${base}/page\nStatus: 200 OK\nContent-Type: text/html; charset=utf-8\nSize: ${Buffer.byteLength(PAGE)} bytes\nTitle: Fixture & Page\n\n# Hello\n\nRead the [docs](/docs) and **enjoy**.\n\n-   one\n-   two\n\n\`\`\`\nconst x = 1;\n\`\`\`\n`,
     );
@@ -125,6 +131,8 @@ describe('web_fetch', () => {
     const bin = await fetchUrl({ url: `${base}/bin` });
     expect(bin.output).toBe(`URL: ${base}/bin\nStatus: 200 OK\nContent-Type: image/png\nSize: 7 bytes\n\n[binary content (image/png), not shown]\n`);
     expect((await fetchUrl({ url: `${base}/latin1` })).output).toMatch(/\n\ncafé\n$/);
+    expect((await fetchUrl({ url: `${base}/gz` })).output).toBe(`URL: ${base}/gz\nStatus: 200 OK\nContent-Type: text/plain\nSize: 16 bytes\n\ncompressed text\n`);
+    expect((await fetchUrl({ url: `${base}/hang`, timeout: 0.5 })).output).toBe(`web_fetch: reading ${base}/hang failed: timed out\n`);
     const missing = await fetchUrl({ url: `${base}/nope` });
     expect(missing).toMatchObject({ status: 'exited', exit: 1 });
     expect(missing.output).toContain('Status: 404 Not Found\n');
@@ -141,9 +149,9 @@ describe('the network rule is narrow', () => {
     expect(r.output).toBe(`web_fetch: cannot fetch http://127.0.0.1:${otherPort}/page: connect EACCES 127.0.0.1:${otherPort} (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)\n`);
   });
 
-  test('the shipped rule (80 and 443) does not reach the test server', async () => {
+  test('the shipped rule (80 and 443, no allow_private) does not reach the test server', async () => {
     const r = await fetchUrl({ url: `${base}/page` }, cShipped);
-    expect(r.output).toMatch(/^web_fetch: cannot fetch .*: connect EACCES 127\.0\.0\.1:\d+/);
+    expect(r.output).toBe(`web_fetch: cannot fetch ${base}/page: refused: 127.0.0.1 is a loopback address; add it to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n`);
   });
 
   test('a tool without a network rule cannot connect at all', async () => {

@@ -4,10 +4,23 @@
  * text as is, binary content described rather than shown. It runs in the sandbox with its .meta's network rule
  * (TCP 80 and 443 only): every other tool keeps the policy's network (off by default).
  *
- * Exit 0 for a 2xx answer, 1 for anything else (an HTTP error status, too many redirects, a network error),
- * always with what happened in words.
+ * The sandbox governs ports, not addresses, so web_fetch itself refuses loopback, private, link-local,
+ * multicast and other non-public addresses (address.ts) unless its rule's `allow_private` names them. The
+ * check sits where the connection is made: a literal address is checked before connecting, a name is
+ * resolved once by a lookup that hands the socket only addresses it has vetted (no second resolution a DNS
+ * rebinding could answer differently), and every redirect hop is a new request through the same gate.
+ *
+ * Exit 0 for a 2xx answer, 1 for anything else (an HTTP error status, too many redirects, a refused address,
+ * a network error), always with what happened in words.
  */
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { pipeline } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import TurndownService from 'turndown';
+import { ALLOW_PRIVATE_ENV, coversAddress, isLocalhostName, namesHost, normalHost, parseAllowList, parseIp, whyNotPublicAddress, type AllowEntry } from './address.js';
 
 export interface FetchArgs {
   url: string;
@@ -21,6 +34,90 @@ export interface FetchArgs {
 const DEFAULTS = { redirects: 5, bytes: 2 << 20, chars: 64 * 1024, timeoutS: 30 };
 
 class FetchError extends Error {}
+
+/** An address web_fetch will not connect to; the message says which and why. */
+class RefusedError extends Error {}
+
+export interface FetchOptions {
+  /** Hosts, addresses and networks that may be reached although they are not public. */
+  allowPrivate?: AllowEntry[];
+  /** Name resolution (dns.lookup); tests give a resolver that answers what an attacker's DNS would. */
+  lookup?: typeof dnsLookup;
+}
+
+const hint = (what: string): string => `add ${what} to allow_private in web_fetch's network rule (web_fetch.meta) to allow`;
+
+/** Refuses a URL's host before any connection when it is a non-public literal address or a localhost name. */
+function checkHost(url: URL, port: number, allow: AllowEntry[]): void {
+  const host = normalHost(url.hostname);
+  if (namesHost(allow, host, port)) return;
+  const ip = parseIp(host);
+  if (ip !== undefined) {
+    const why = whyNotPublicAddress(host);
+    if (why && !coversAddress(allow, ip, port)) throw new RefusedError(`refused: ${host} is ${why}; ${hint('it')}`);
+    return;
+  }
+  if (isLocalhostName(host)) throw new RefusedError(`refused: ${host} is the local machine (a loopback name); ${hint('it')}`);
+}
+
+/**
+ * The lookup the socket uses for a name: one resolution, every answer checked, only vetted addresses handed
+ * on. When none is left the connection fails with the first refusal.
+ */
+function guardedLookup(host: string, port: number, allow: AllowEntry[], resolve: typeof dnsLookup): LookupFunction {
+  return ((hostname: string, options: { family?: number; hints?: number; all?: boolean }, cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+    const o: LookupAllOptions = { all: true, ...(options.family && { family: options.family }), ...(options.hints !== undefined && { hints: options.hints }) };
+    resolve(hostname, o, (err, addrs) => {
+      if (err) return cb(err, '');
+      const ok: LookupAddress[] = [];
+      let refusal: string | undefined;
+      for (const a of addrs) {
+        const ip = parseIp(a.address);
+        const why = whyNotPublicAddress(a.address);
+        if (!why || (ip !== undefined && coversAddress(allow, ip, port))) ok.push(a);
+        else refusal ??= `refused: ${host} resolves to ${a.address}, ${why}; ${hint(`${host} (or ${a.address})`)}`;
+      }
+      if (!ok.length) return cb(new RefusedError(refusal ?? `refused: ${host} resolves to no address`), '');
+      if (options.all) cb(null, ok);
+      else cb(null, ok[0]!.address, ok[0]!.family);
+    });
+  }) as LookupFunction;
+}
+
+const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = { gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress };
+
+interface Answer {
+  status: number;
+  statusText: string;
+  headers: IncomingMessage['headers'];
+  res: IncomingMessage;
+}
+
+/** One GET, through the address gate. */
+function get(url: URL, allow: AllowEntry[], resolve: typeof dnsLookup, signal: AbortSignal): Promise<Answer> {
+  const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+  checkHost(url, port, allow);
+  const host = normalHost(url.hostname);
+  // A host the allow-list names may resolve to anything: the owner vouched for the name.
+  const lookup = namesHost(allow, host, port) ? (resolve as LookupFunction) : guardedLookup(host, port, allow, resolve);
+  const mod = url.protocol === 'https:' ? https : http;
+  return new Promise((ok, fail) => {
+    const req = mod.request(url, {
+      method: 'GET',
+      agent: false,
+      signal,
+      lookup,
+      headers: {
+        'user-agent': 'Ollie-web_fetch/1',
+        accept: 'text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5',
+        'accept-encoding': 'gzip, deflate, br',
+      },
+    });
+    req.once('response', (res) => ok({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: res.headers, res }));
+    req.once('error', fail);
+    req.end();
+  });
+}
 
 function toMarkdown(html: string): { title?: string; markdown: string } {
   const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
@@ -44,46 +141,41 @@ function kindOf(mime: string): 'html' | 'json' | 'text' | 'binary' {
   return 'binary';
 }
 
-async function readCapped(res: Response, max: number): Promise<{ bytes: Uint8Array; truncated: boolean }> {
-  if (!res.body) return { bytes: new Uint8Array(0), truncated: false };
-  const reader = res.body.getReader();
-  const parts: Uint8Array[] = [];
+/** Reads the (decoded) body up to `max` bytes; the rest is not read. */
+async function readCapped(a: Answer, max: number): Promise<{ bytes: Uint8Array; truncated: boolean }> {
+  const enc = String(a.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const decoder = DECODERS[enc]?.();
+  const body = (decoder ? pipeline(a.res, decoder, () => undefined) : a.res) as AsyncIterable<Buffer>;
+  const parts: Buffer[] = [];
   let n = 0;
   let truncated = false;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (n + value.length > max) {
-      parts.push(value.subarray(0, max - n));
-      n = max;
-      truncated = true;
-      await reader.cancel();
-      break;
+  try {
+    for await (const value of body) {
+      if (n + value.length > max) {
+        parts.push(value.subarray(0, max - n));
+        n = max;
+        truncated = true;
+        break;
+      }
+      parts.push(value);
+      n += value.length;
     }
-    parts.push(value);
-    n += value.length;
+  } finally {
+    a.res.destroy();
   }
-  const bytes = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    bytes.set(p, o);
-    o += p.length;
-  }
-  return { bytes, truncated };
+  return { bytes: Buffer.concat(parts, n), truncated };
 }
 
 function describeError(e: unknown): string {
-  const err = e as Error & { cause?: Error & { code?: string } };
-  if (err.name === 'TimeoutError') return 'timed out';
-  const c = err.cause;
-  if (c) {
-    const why = c.code === 'EACCES' || /EACCES/.test(c.message) ? ' (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)' : '';
-    return `${c.message.replace(/ - Local \([^)]*\)$/, '')}${why}`;
-  }
-  return err.message;
+  const err = e as Error & { code?: string };
+  if (err instanceof RefusedError) return err.message;
+  const why = err.code === 'EACCES' ? ' (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)' : '';
+  return `${err.message.replace(/ - Local \([^)]*\)$/, '')}${why}`;
 }
 
-export async function webFetch(a: FetchArgs): Promise<{ output: string; exit: number }> {
+export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ output: string; exit: number }> {
+  const allow = o.allowPrivate ?? [];
+  const resolve = o.lookup ?? dnsLookup;
   let url: URL;
   try {
     url = new URL(a.url);
@@ -96,17 +188,13 @@ export async function webFetch(a: FetchArgs): Promise<{ output: string; exit: nu
   const maxChars = Math.max(1024, Math.min(1 << 20, a.max_chars ?? DEFAULTS.chars));
   const signal = AbortSignal.timeout(Math.max(1, Math.min(300, a.timeout ?? DEFAULTS.timeoutS)) * 1000);
   const chain: string[] = [];
-  let res: Response;
+  let res: Answer;
   try {
     for (;;) {
-      res = await fetch(url, {
-        redirect: 'manual',
-        signal,
-        headers: { 'user-agent': 'Ollie-web_fetch/1', accept: 'text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5' },
-      });
-      const loc = res.headers.get('location');
+      res = await get(url, allow, resolve, signal);
+      const loc = res.headers.location;
       if (res.status >= 300 && res.status < 400 && loc) {
-        await res.body?.cancel();
+        res.res.destroy();
         chain.push(`${res.status} ${url.href}`);
         if (chain.length > maxRedirects) throw new FetchError(`too many redirects (more than ${maxRedirects}): ${chain.join(' -> ')} -> ${new URL(loc, url).href}`);
         url = new URL(loc, url);
@@ -117,16 +205,17 @@ export async function webFetch(a: FetchArgs): Promise<{ output: string; exit: nu
     }
   } catch (e) {
     if (e instanceof FetchError) return { output: `web_fetch: ${e.message}\n`, exit: 1 };
-    return { output: `web_fetch: cannot fetch ${url.href}: ${describeError(e)}\n`, exit: 1 };
+    const via = chain.length ? ` (redirected: ${chain.join(' -> ')})` : '';
+    return { output: `web_fetch: cannot fetch ${url.href}${via}: ${signal.aborted ? 'timed out' : describeError(e)}\n`, exit: 1 };
   }
-  const ctype = res.headers.get('content-type') ?? '';
+  const ctype = String(res.headers['content-type'] ?? '');
   const mime = ctype.split(';')[0]!.trim().toLowerCase();
   const charset = /charset=["']?([^"';\s]+)/i.exec(ctype)?.[1] ?? 'utf-8';
   let body: { bytes: Uint8Array; truncated: boolean };
   try {
     body = await readCapped(res, maxBytes);
   } catch (e) {
-    return { output: `web_fetch: reading ${url.href} failed: ${describeError(e)}\n`, exit: 1 };
+    return { output: `web_fetch: reading ${url.href} failed: ${signal.aborted ? 'timed out' : describeError(e)}\n`, exit: 1 };
   }
   const head = [
     `URL: ${url.href}`,
@@ -183,7 +272,22 @@ export async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const r = await webFetch(args);
+  let allowPrivate: AllowEntry[];
+  const where = `$${ALLOW_PRIVATE_ENV} (allow_private of web_fetch's network rule)`;
+  try {
+    let list: unknown;
+    try {
+      list = JSON.parse(process.env[ALLOW_PRIVATE_ENV] || '[]');
+    } catch {
+      throw new Error(`${where}: not a JSON list: ${process.env[ALLOW_PRIVATE_ENV]}`);
+    }
+    allowPrivate = parseAllowList(list, where);
+  } catch (e) {
+    process.stdout.write(`web_fetch: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const r = await webFetch(args, { allowPrivate });
   process.stdout.write(r.output);
   process.exitCode = r.exit;
 }

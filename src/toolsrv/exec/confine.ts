@@ -7,6 +7,7 @@
  * Tests may substitute another module with the same API (`module`), to exercise wrapping and refusals
  * whatever the kernel offers.
  */
+import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { SandboxExtra } from '../sandbox/index.js';
@@ -94,10 +95,13 @@ export class Confinement {
    */
   wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra }): Wrapped {
     if (this.yolo || o.unconfined) {
+      const out = { ...env };
       // Out of the sandbox too, only the tools that dial back carry the agent's credential.
-      if (o.ollieSocket || env.OLLIE_TOKEN === undefined) return { file: argv[0]!, args: argv.slice(1), env };
-      const { OLLIE_TOKEN: _t, ...rest } = env;
-      return { file: argv[0]!, args: argv.slice(1), env: rest };
+      if (!o.ollieSocket) delete out.OLLIE_TOKEN;
+      // Unsandboxed, the tool's allow-list still comes from its rule alone, as the helper's --env-set does it.
+      delete out[ALLOW_PRIVATE_ENV];
+      if (o.sandbox?.network) out[ALLOW_PRIVATE_ENV] = JSON.stringify(o.sandbox.network.allowPrivate ?? []);
+      return { file: argv[0]!, args: argv.slice(1), env: out };
     }
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {

@@ -4,7 +4,8 @@
  *
  *   ollieSocket   true: the tool may create Unix sockets and gets $OLLIE_ADDR (client_9p, subagent_spawn)
  *   network       {"connect_tcp": [PORT…], "bind_tcp": [PORT…]}: TCP ports the tool may connect to / bind
- *                 although the policy's network is off (web_fetch: 80 and 443)
+ *                 although the policy's network is off (web_fetch: 80 and 443); "allow_private": [HOST[:PORT],
+ *                 ADDRESS[:PORT], NETWORK/PREFIX…]: the non-public hosts web_fetch may reach (none as shipped)
  *   ro, rw        ["{XDG_DATA_HOME}/ollie/NAME", …]: directories of Ollie's data dir the tool may read / read and
  *                 write (the memory tools: memory/ rw, models/ ro). Nothing else may be named: the data dir's own
  *                 files (ollie.db) stay out of reach, and so does everything the policy does not grant.
@@ -17,10 +18,11 @@
  */
 import { join } from 'node:path';
 import { dataDir } from '../../platform/paths.js';
+import { parseAllowList } from '../../tools/web/address.js';
 import type { SandboxExtra } from '../sandbox/index.js';
 import { MetaError } from './meta.js';
 
-const NET_KEYS = ['connect_tcp', 'bind_tcp'] as const;
+const NET_KEYS = ['connect_tcp', 'bind_tcp', 'allow_private'] as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -59,7 +61,16 @@ export function parseToolSandbox(v: unknown): SandboxExtra {
     const connectTcp = n.connect_tcp === undefined ? [] : ports(n.connect_tcp, 'sandbox.network.connect_tcp');
     const bindTcp = n.bind_tcp === undefined ? [] : ports(n.bind_tcp, 'sandbox.network.bind_tcp');
     if (!connectTcp.length && !bindTcp.length) throw new MetaError('sandbox.network: names no port (a tool gets network access port by port)');
-    extra.network = { ...(connectTcp.length ? { connectTcp } : {}), ...(bindTcp.length ? { bindTcp } : {}) };
+    let allowPrivate: string[] = [];
+    if (n.allow_private !== undefined) {
+      try {
+        parseAllowList(n.allow_private, 'sandbox.network.allow_private');
+      } catch (e) {
+        throw new MetaError((e as Error).message);
+      }
+      allowPrivate = [...new Set(n.allow_private as string[])];
+    }
+    extra.network = { ...(connectTcp.length ? { connectTcp } : {}), ...(bindTcp.length ? { bindTcp } : {}), ...(allowPrivate.length ? { allowPrivate } : {}) };
   }
   for (const level of ['ro', 'rw'] as const) {
     if (v[level] === undefined) continue;

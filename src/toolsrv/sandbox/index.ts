@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PACKAGE_ROOT, type SandboxPolicy } from './policy.js';
+import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 
 export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT } from './policy.js';
 export type { SandboxPolicy, PolicyContext, Access } from './policy.js';
@@ -62,8 +63,12 @@ export interface SandboxExtra {
    * policy's network off, the tool gets exactly these ports (Landlock); with the policy's port lists, the union;
    * with the policy's network open, nothing changes. UDP is not governed by Landlock, so a tool with a network
    * rule can resolve names (and send UDP) like any tool under `network: {enabled: true}`.
+   *
+   * `allowPrivate` (`"allow_private": ["docs.internal", "127.0.0.1:8000", "10.0.0.0/8"]`) is not the kernel's
+   * to enforce (Landlock knows ports, not addresses): the tool gets it as $OLLIE_WEB_ALLOW_PRIVATE and web_fetch
+   * refuses every non-public address it does not name (src/tools/web/address.ts).
    */
-  network?: { connectTcp?: number[]; bindTcp?: number[] };
+  network?: { connectTcp?: number[]; bindTcp?: number[]; allowPrivate?: string[] };
   /** Absolute directories the tool may read / read and write (`"sandbox": {"rw": ["{XDG_DATA_HOME}/ollie/memory"]}`); rw ones are created. */
   ro?: string[];
   rw?: string[];
@@ -74,7 +79,7 @@ export interface SandboxExtra {
 /** A stable key for the helper flags an extra produces (the flags are cached per policy and key). */
 export function extraKey(extra: SandboxExtra): string {
   const n = extra.network;
-  return `${extra.allowOllieSocket === true ? 'o' : '-'}|${(n?.connectTcp ?? []).join(',')}|${(n?.bindTcp ?? []).join(',')}|${(extra.ro ?? []).join(':')}|${(extra.rw ?? []).join(':')}|${(extra.env ?? []).join(',')}`;
+  return `${extra.allowOllieSocket === true ? 'o' : '-'}|${(n?.connectTcp ?? []).join(',')}|${(n?.bindTcp ?? []).join(',')}|${JSON.stringify(n?.allowPrivate ?? [])}|${(extra.ro ?? []).join(':')}|${(extra.rw ?? []).join(':')}|${(extra.env ?? []).join(',')}`;
 }
 
 const NODE_DIR = dirname(realpathSync(process.execPath));
@@ -157,6 +162,7 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   if (policy.isolate.abstractUnix) a.push('--scope-abstract-unix');
   for (const v of [...new Set([...policy.env, ...ALWAYS_KEPT, ...(extra.allowOllieSocket ? OLLIE_SOCKET_ENV : []), ...(extra.env ?? [])])]) a.push('--env-keep', v);
   a.push('--env-set', `TMPDIR=${policy.tmpDir}`);
+  if (extra.network) a.push('--env-set', `${ALLOW_PRIVATE_ENV}=${JSON.stringify(extra.network.allowPrivate ?? [])}`);
   return a;
 }
 
