@@ -7,6 +7,7 @@
  * Tests may substitute another module with the same API (`module`), to exercise wrapping and refusals
  * whatever the kernel offers.
  */
+import { spillDirFor } from '../../platform/paths.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { SandboxExtra } from '../sandbox/index.js';
@@ -48,6 +49,7 @@ export class Confinement {
     private readonly missing: string | undefined,
     private readonly dirs: SandboxDirs,
     private readonly toolDirs: string[],
+    private readonly log: (m: string) => void = () => undefined,
   ) {}
 
   static async create(opts: ConfinementOptions): Promise<Confinement> {
@@ -56,7 +58,7 @@ export class Confinement {
       return new Confinement(true, undefined, undefined, opts.dirs, opts.toolDirs);
     }
     if (!opts.module) {
-      const c = new Confinement(false, real as unknown as SandboxModule, undefined, opts.dirs, opts.toolDirs);
+      const c = new Confinement(false, real as unknown as SandboxModule, undefined, opts.dirs, opts.toolDirs, opts.log);
       const s = c.status();
       if (s.unavailable) opts.log(`the sandbox is unavailable (${s.unavailable}); sandboxed tool calls will be refused`);
       return c;
@@ -64,7 +66,7 @@ export class Confinement {
     try {
       const mod = (await import(opts.module)) as SandboxModule;
       if (typeof mod.sandboxCommand !== 'function' || typeof mod.loadPolicy !== 'function') throw new Error('it does not export loadPolicy and sandboxCommand');
-      return new Confinement(false, mod, undefined, opts.dirs, opts.toolDirs);
+      return new Confinement(false, mod, undefined, opts.dirs, opts.toolDirs, opts.log);
     } catch (e) {
       const why = `the sandbox module ${opts.module} could not be loaded: ${(e as Error).message}`;
       opts.log(`${why}; sandboxed tool calls will be refused`);
@@ -90,9 +92,10 @@ export class Confinement {
 
   /**
    * The command that runs `argv` sandboxed in `cwd` with `env` (filtered by the policy), or why it cannot
-   * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta).
+   * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta);
+   * `owner` the session and agent calling, whose own spill files (long outputs saved whole) the tool may read.
    */
-  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra }): Wrapped {
+  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra; owner?: { session?: string; agent: string } }): Wrapped {
     if (this.yolo || o.unconfined) return { file: argv[0]!, args: argv.slice(1), env };
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {
@@ -103,8 +106,11 @@ export class Confinement {
         const p = policy as { toolDirs?: unknown };
         if (Array.isArray(p.toolDirs)) p.toolDirs = [...new Set([...(p.toolDirs as string[]), ...this.toolDirs])];
         this.policies.set(cwd, policy);
+        for (const n of (policy as { notices?: string[] }).notices ?? []) this.log(n);
       }
-      const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }) };
+      // The spill dir lies in the data dir, which no policy grants: the agent's own directory alone is added.
+      const spill = o.owner?.session ? spillDirFor(this.dirs.dataDir, o.owner.session, o.owner.agent) : undefined;
+      const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }), ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }) };
       const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
       return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env };
     } catch (e) {
