@@ -144,7 +144,7 @@ function filesystemRules(policy: SandboxPolicy, extra: SandboxExtra): Array<[Acc
   const denied = fs.deny.map(canonical);
   const roots = policy.execRoots.map(canonical).filter((r) => !denied.some((d) => within(r, d)));
   const rules: Array<[Access, string]> = [];
-  for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of fs[level]) rules.push([level, canonical(p)]);
+  for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of policy.resolved?.[level] ?? fs[level].map(canonical)) rules.push([level, p]);
   const exec = (a: Access): Access => (a === 'ro' ? 'rox' : a === 'rw' ? 'rwx' : a);
   const out: Array<[Access, string]> = rules.map(([a, p]) => [roots.some((r) => within(p, r)) ? exec(a) : a, p]);
   for (const r of roots) {

@@ -49,6 +49,11 @@ export interface SandboxPolicy {
   sources: string[];
   /** What the owner should know about how the policy was made (an untrusted project file that was ignored). */
   notices: string[];
+  /**
+   * The filesystem rules resolved when the policy was loaded (loadPolicy), which the helper is given: resolving
+   * them later would follow a symlink planted since (a sub-agent's workspace swapped for a link to /).
+   */
+  resolved?: Record<Access, string[]>;
 }
 
 export interface PolicyContext {
@@ -116,6 +121,8 @@ export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
   if (project?.text !== undefined) policy = narrow(policy, project.file, project.text, ctx);
   else if (project?.notice) policy.notices.push(project.notice);
   mkdirSync(ctx.tmpDir, { recursive: true, mode: 0o700 });
+  policy.resolved = { ro: [], rox: [], rw: [], rwx: [] };
+  for (const a of ACCESS) policy.resolved[a] = policy.filesystem[a].map(canonical);
   return policy;
 }
 
