@@ -14,8 +14,9 @@ import { forModel } from '../../src/olliesrv/agent/dispatch.js';
 import { openDatabase } from '../../src/olliesrv/store/db.js';
 import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import { spawnToolsrv, TOOLSRV_ENTRY, type ToolsrvProcess } from '../../src/olliesrv/toolclient/spawn.js';
-import { landlockStatus, loadPolicy, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
+import { landlockStatus, loadPolicy, PACKAGE_ROOT, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
 import { trust } from '../../src/toolsrv/sandbox/trust.js';
+import { harness } from '../olliesrv/agent-harness.js';
 import { buildNative, makeWorld, runSandboxed, runTool, TOOLS_DIR, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
 
 const status = landlockStatus();
@@ -61,7 +62,7 @@ describe.skipIf(!ready)('a project\'s .ollie-sandbox.yaml cannot widen the polic
     writePolicy(w, 'filesystem:\n  ro:\n    - "~/.ssh"\n  rw: ["{CWD}"]\n', 'project');
     const out = await attempt(`cat ${w.home}/.ssh/id_ed25519`);
     expect(out).not.toContain('PRIVATE KEY');
-    expect(out).toMatch(/\.ollie-sandbox\.yaml:3: filesystem\.ro: ~?.*\.ssh is inside .*\.ssh, which no policy file can grant/);
+    expect(out).toMatch(/\.ollie-sandbox\.yaml:3: filesystem\.ro: ~?.*\.ssh is .*\.ssh, which no policy file can grant/);
   });
 
   test('a symlink in the workspace to ~/.ssh grants nothing: the rule is judged where it resolves', async () => {
@@ -70,7 +71,7 @@ describe.skipIf(!ready)('a project\'s .ollie-sandbox.yaml cannot widen the polic
     const out = await attempt(`cat keys/id_ed25519; echo planted > keys/authorized_keys`);
     expect(out).not.toContain('PRIVATE KEY');
     expect(existsSync(join(w.home, '.ssh', 'authorized_keys'))).toBe(false);
-    expect(out).toMatch(/:4: filesystem\.rw: .*\/keys \(it resolves to .*\/home\/\.ssh\) is inside/);
+    expect(out).toMatch(/:4: filesystem\.rw: .*\/keys \(it resolves to .*\/home\/\.ssh\) is .*\.ssh, which no policy file can grant/);
   });
 
   test('a symlink in the workspace to / is not "inside the workspace"', async () => {
@@ -368,5 +369,71 @@ describe.skipIf(!ready)('through a real toolsrv started with --config and --data
     const sh = await h.call({ tool: 'shell', args: { command: `cat ${join(data, 'output', 'S2', 'A1', 'c1.txt')} | head -1; ls ${join(data, 'output')} && echo LISTED` } });
     expect(sh.output).not.toContain('other-session-output');
     expect(sh.output).not.toContain('LISTED');
+  });
+});
+
+/** The daemon, the mock LLM and a toolsrv per session: the model's own tool calls, scripted. */
+describe.skipIf(!ready)('end to end: a model pages through its own spilled output', () => {
+  test('file_read of the spill path the model was told works for its agent, and is denied to another session\'s', async () => {
+    const h = await harness();
+    try {
+      const a = await h.agent();
+      const other = await h.agent();
+      const spilled = join(h.dataDir, 'output', a.sid, a.aid, 'big1.txt');
+      h.mock.script(
+        [{ toolCalls: [{ id: 'big1', name: 'shell', args: { command: 'seq 1 30000' } }] }],
+        [{ toolCalls: [{ id: 'read1', name: 'file_read', args: { path: spilled, offset: 29990, limit: 2 } }] }],
+        [{ text: 'read it' }],
+      );
+      await h.turn(a.path, 'count to 30000, then look at the end');
+      const toolMessages = () => {
+        const body = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as { messages: Array<{ role: string; content?: unknown }> };
+        return body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+      };
+      const [told, read] = toolMessages().slice(-2);
+      expect(told).toContain(`The whole output is in ${spilled}`);
+      expect(read).toContain('29990');
+      expect(read).not.toMatch(/Permission denied/);
+
+      h.mock.script([{ toolCalls: [{ id: 'peek', name: 'file_read', args: { path: spilled } }] }], [{ text: 'denied' }]);
+      await h.turn(other.path, `read ${spilled}`);
+      const peek = toolMessages().at(-1)!;
+      expect(peek).toMatch(/Permission denied/);
+      expect(peek).not.toContain('29990');
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`', () => {
+  test('config/trust lists sha256<TAB>path, takes trust/untrust lines, refuses anything else', async () => {
+    const h = await harness({ tools: false });
+    try {
+      const proj = join(h.dir, 'proj');
+      mkdirSync(proj);
+      const file = join(proj, '.ollie-sandbox.yaml');
+      writeFileSync(file, 'network:\n  enabled: false\n');
+      await h.c.write('config/trust', `trust ${proj}\n`);
+      const sha = execFileSync('sha256sum', [file], { encoding: 'utf8' }).split(' ')[0];
+      expect(await h.c.readText('config/trust')).toBe(`${sha}\t${file}\n`);
+      expect(statSync(join(h.configDir, 'trusted-projects')).mode & 0o777).toBe(0o600);
+      await expect(h.c.write('config/trust', 'trust relative/path\n')).rejects.toThrow(/expected "trust \/abs\/path" or "untrust \/abs\/path"/);
+      await expect(h.c.write('config/trust', `trust ${join(h.dir, 'nope')}\n`)).rejects.toThrow(/nope: no such file/);
+      await h.c.write('config/trust', `untrust ${file}\n`);
+      expect(await h.c.readText('config/trust')).toBe('');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('`ollie trust [PATH]` trusts the file as it is, `--list` shows it, `--untrust` forgets it', () => {
+    writePolicy(w, 'network:\n  enabled: false\n', 'project', { trusted: false });
+    const ollie = (...args: string[]) => execFileSync(process.execPath, [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'trust', '--config', w.configDir, ...args], { encoding: 'utf8', cwd: w.cwd });
+    expect(ollie()).toMatch(new RegExp(`^trusted [0-9a-f]{64}\\t${w.cwd}/\\.ollie-sandbox\\.yaml\\n$`));
+    expect(loadPolicy(w).sources).toHaveLength(2);
+    expect(ollie('--list')).toContain(`${w.cwd}/.ollie-sandbox.yaml`);
+    expect(ollie('--untrust')).toContain('untrusted');
+    expect(loadPolicy(w).sources).toHaveLength(1);
   });
 });

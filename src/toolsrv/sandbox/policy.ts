@@ -311,7 +311,7 @@ function checkDenied(f: PolicyFile, ctx: PolicyContext): void {
       if (!hit) return;
       const via = real === p ? '' : ` (it resolves to ${real})`;
       throw new PolicyError(
-        `${f.file}:${f.lines[a]?.[i] ?? f.at.get(`filesystem.${a}`) ?? 1}: filesystem.${a}: ${p}${via} is inside ${hit.d}, which no policy file can grant ` +
+        `${f.file}:${f.lines[a]?.[i] ?? f.at.get(`filesystem.${a}`) ?? 1}: filesystem.${a}: ${p}${via} is ${real === hit.real ? '' : 'inside '}${hit.d}, which no policy file can grant ` +
           `(Ollie's config, data and runtime dirs, ~/.ssh and ~/.gnupg are always denied; a tool that needs them must be run with bypass and a person's approval)`,
       );
     });
