@@ -258,6 +258,7 @@ export class Core {
 
     const release = lock ? await this.locks.acquire(lock, signal) : undefined;
     let proc: Proc;
+    let notice: string | undefined;
     try {
       const callEnv = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
       // A hosted tool's command is its host's: the same wrapping, so the host runs under this call's rules.
@@ -269,6 +270,7 @@ export class Core {
         release?.();
         return refused(wrapped.refused, tool.name);
       }
+      notice = wrapped.notice;
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
@@ -293,7 +295,7 @@ export class Core {
       signal.removeEventListener('abort', onAbort);
       release?.();
     }
-    return this.result(proc);
+    return notice ? { ...this.result(proc), notice } : this.result(proc);
   }
 
   result(p: Proc): ProcResult {

@@ -407,6 +407,26 @@ describe.skipIf(!ready)('end to end: a model pages through its own spilled outpu
 });
 
 describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`', () => {
+  test('a tool call in a project with an untrusted policy file says so in its result (and the file changes nothing)', async () => {
+    const h = await harness();
+    try {
+      const file = join(h.dir, '.ollie-sandbox.yaml');
+      writeFileSync(file, 'filesystem:\n  ro: ["{CWD}"]\n  rw: []\n');
+      // The harness keeps its config and data dirs in the session's cwd: denied, they leave its top level
+      // read-only (docs/sandbox.md), so the honest write goes one level down.
+      mkdirSync(join(h.dir, 'src'));
+      const a = await h.agent();
+      h.mock.script([{ toolCalls: [{ id: 'w1', name: 'shell', args: { command: 'echo x > src/written.txt && echo wrote' } }] }], [{ text: 'ok' }]);
+      const blocks = await h.turn(a.path, 'write a file');
+      const tool = blocks.filter((b) => b.role === 'tool').at(-1)!.content;
+      expect(tool).toContain('wrote');
+      expect(tool).toContain(`[sandbox: ${file} is not trusted, so it was ignored`);
+      expect(tool).toContain(`write "trust ${file}" to config/trust`);
+    } finally {
+      await h.close();
+    }
+  });
+
   test('config/trust lists sha256<TAB>path, takes trust/untrust lines, refuses anything else', async () => {
     const h = await harness({ tools: false });
     try {

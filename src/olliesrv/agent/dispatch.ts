@@ -121,6 +121,8 @@ export function forModel(r: ProcResult, to: SpillTarget): ModelResult {
     else if (r.exit) body += `\n[exit code ${r.exit}]`;
     if (r.outputBytes > Buffer.byteLength(r.output)) body += `\n[toolsrv kept only the first ${Buffer.byteLength(r.output)} of ${r.outputBytes} bytes of output]`;
   }
+  // The model relays it: only the owner can act on it (trusting a project file is not a tool's business).
+  if (r.notice) body += `\n[sandbox: ${r.notice}]`;
   const full = body;
   if (Buffer.byteLength(body) <= MODEL_OUTPUT_CAP) return { content: body, isError, format: r.format, full };
   let where: string;

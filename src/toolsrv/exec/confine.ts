@@ -36,7 +36,8 @@ interface SandboxModule {
   sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
-export type Wrapped = { file: string; args: string[]; env: Record<string, string> } | { refused: string };
+/** `notice`: said once, with the first call after the cwd's policy was loaded (an ignored project file). */
+export type Wrapped = { file: string; args: string[]; env: Record<string, string>; notice?: string } | { refused: string };
 
 export class Confinement {
   /** Policies by cwd: `{CWD}` and a project's .ollie-sandbox.yaml depend on it. Loaded once per cwd. */
@@ -100,19 +101,22 @@ export class Confinement {
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {
       let policy = this.policies.get(cwd);
+      let notice: string | undefined;
       if (policy === undefined) {
         policy = this.mod.loadPolicy({ ...this.dirs, cwd });
         // The policy grants read+exec on the shipped and the user's tool dirs; toolsrv may have been given others.
         const p = policy as { toolDirs?: unknown };
         if (Array.isArray(p.toolDirs)) p.toolDirs = [...new Set([...(p.toolDirs as string[]), ...this.toolDirs])];
         this.policies.set(cwd, policy);
-        for (const n of (policy as { notices?: string[] }).notices ?? []) this.log(n);
+        const notices = (policy as { notices?: string[] }).notices ?? [];
+        for (const n of notices) this.log(n);
+        if (notices.length) notice = notices.join('\n');
       }
       // The spill dir lies in the data dir, which no policy grants: the agent's own directory alone is added.
       const spill = o.owner?.session ? spillDirFor(this.dirs.dataDir, o.owner.session, o.owner.agent) : undefined;
       const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }), ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }) };
       const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
-      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env };
+      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(notice && { notice }) };
     } catch (e) {
       return { refused: `sandbox unavailable: ${(e as Error).message}` };
     }
