@@ -140,6 +140,15 @@ const within = (p: string, dir: string): boolean => dir === '/' || p === dir || 
  * explicit rule would hold (the helper honours rules naming paths inside denied ones) and open a way in.
  */
 function filesystemRules(policy: SandboxPolicy, extra: SandboxExtra): Array<[Access, string]> {
+  let out = RULES_CACHE.get(policy);
+  // Resolving is a few dozen realpath calls: once per policy, not once per agent (whose spill rule differs).
+  if (!out) RULES_CACHE.set(policy, (out = policyRules(policy)));
+  return [...out, ...(['ro', 'rw'] as const).flatMap((level) => (extra[level] ?? []).map((p): [Access, string] => [level, canonical(p)]))];
+}
+
+const RULES_CACHE = new WeakMap<SandboxPolicy, Array<[Access, string]>>();
+
+function policyRules(policy: SandboxPolicy): Array<[Access, string]> {
   const fs = policy.filesystem;
   const denied = fs.deny.map(canonical);
   const roots = policy.execRoots.map(canonical).filter((r) => !denied.some((d) => within(r, d)));
@@ -154,7 +163,7 @@ function filesystemRules(policy: SandboxPolicy, extra: SandboxExtra): Array<[Acc
     const writable = above.some(([a]) => a === 'rw' || a === 'rwx');
     out.push([writable ? 'rwx' : 'rox', r]);
   }
-  for (const level of ['ro', 'rw'] as const) for (const p of extra[level] ?? []) out.push([level, canonical(p)]);
+  for (const d of policy.toolDirs) out.push(['rox', canonical(d)]);
   return out;
 }
 
@@ -169,7 +178,6 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   a.push('--ro', PACKAGE_ROOT_REAL, '--rox', join(PACKAGE_ROOT_REAL, 'data', 'tools'), '--rox', join(PACKAGE_ROOT_REAL, 'native', 'build'));
   // The Node that runs Ollie runs its Node tools too, wherever it is installed (nvm, a tarball in HOME…).
   a.push('--rox', NODE_DIR);
-  for (const d of policy.toolDirs) a.push('--rox', canonical(d));
   for (const d of fs.deny) a.push('--deny', d);
   const n = policy.network;
   const toolNet = extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0) ? extra.network : undefined;
