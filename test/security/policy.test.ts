@@ -17,6 +17,7 @@ import { spawnToolsrv, TOOLSRV_ENTRY, type ToolsrvProcess } from '../../src/olli
 import { landlockStatus, loadPolicy, PACKAGE_ROOT, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
 import { trust } from '../../src/toolsrv/sandbox/trust.js';
 import { harness } from '../olliesrv/agent-harness.js';
+import { until } from '../toolsrv/helpers.js';
 import { buildNative, makeWorld, runSandboxed, runTool, TOOLS_DIR, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
 
 const status = landlockStatus();
@@ -400,6 +401,10 @@ describe.skipIf(!ready)('end to end: a model pages through its own spilled outpu
       const peek = toolMessages().at(-1)!;
       expect(peek).toMatch(/Permission denied/);
       expect(peek).not.toContain('29990');
+
+      // Killing the session removes its spill files with it.
+      await h.c.rdwrText(`session/${a.session}/ctl`, 'kill');
+      await until(() => !existsSync(join(h.dataDir, 'output', a.sid)));
     } finally {
       await h.close();
     }
