@@ -263,9 +263,11 @@ export class Core {
       const callEnv = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
       // A hosted tool's command is its host's: the same wrapping, so the host runs under this call's rules.
       const argv = tool.host ? [process.execPath, tool.host.program, ...this.hosts.programArgs()] : tool.argv;
-      // The session is toolsrv's own when it serves one; a shared toolsrv knows it from the scope olliesrv set up.
-      const owner = { session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'), agent: s.name };
-      const wrapped = this.opts.confinement.wrap(argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox, owner });
+      // The agent's own spill files are readable to its tools. The session is toolsrv's own when it serves one; a
+      // shared toolsrv knows it from the scope olliesrv set up. Not for hosted tools: a host is shared by every
+      // agent in a cwd (its key is its command line), and a per-agent rule would start one per agent.
+      const owner = tool.host ? undefined : { session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'), agent: s.name };
+      const wrapped = this.opts.confinement.wrap(argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox, ...(owner && { owner }) });
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
