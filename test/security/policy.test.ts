@@ -123,6 +123,23 @@ describe.skipIf(!ready)('the always-denied paths cannot be granted by the user\'
     expect(out).toMatch(/which no policy file can grant/);
   });
 
+  test('a --data dir outside the XDG ones, named in sandbox.yaml (or through a link to it), is an error too', async () => {
+    const data = join(w.root, 'custom-data');
+    mkdirSync(data);
+    writeFileSync(join(data, 'secret.txt'), 'data-secret\n');
+    symlinkSync(data, join(w.cwd, 'd'));
+    const file = writePolicy(w, `filesystem:\n  rox: [/usr, /bin, /lib, /lib64]\n  rw: ["{CWD}"]\n  ro:\n    - "{CWD}/d"\n`);
+    let out: string;
+    try {
+      const p = loadPolicy({ ...w, dataDir: data });
+      out = (await shell(`cat ${data}/secret.txt`, p)).out;
+    } catch (e) {
+      out = (e as Error).message;
+    }
+    expect(out).not.toContain('data-secret');
+    expect(out).toBe(`${file}:5: filesystem.ro: ${w.cwd}/d (it resolves to ${data}) is ${data}, which no policy file can grant (Ollie's config, data and runtime dirs, ~/.ssh and ~/.gnupg are always denied; a tool that needs them must be run with bypass and a person's approval)`);
+  });
+
   test('the user tool dir may be named read+exec (documented), and it runs', async () => {
     const tools = join(w.configDir, 'tools');
     mkdirSync(tools);
