@@ -444,6 +444,14 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
       expect(tool).toContain('wrote');
       expect(tool).toContain(`[sandbox: ${file} is not trusted, so it was ignored`);
       expect(tool).toContain(`write "trust ${file}" to config/trust`);
+
+      // The owner trusts it: the next call runs under it, without restarting anything.
+      await h.c.write('config/trust', `trust ${h.dir}\n`);
+      h.mock.script([{ toolCalls: [{ id: 'w2', name: 'shell', args: { command: 'echo y > src/second.txt && echo wrote-again' } }] }], [{ text: 'ok' }]);
+      const after = (await h.turn(a.path, 'write another')).filter((b) => b.role === 'tool').at(-1)!.content;
+      expect(after).not.toContain('wrote-again');
+      expect(after).not.toContain('[sandbox:');
+      expect(existsSync(join(h.dir, 'src', 'second.txt'))).toBe(false);
     } finally {
       await h.close();
     }

@@ -7,7 +7,10 @@
  * Tests may substitute another module with the same API (`module`), to exercise wrapping and refusals
  * whatever the kernel offers.
  */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { spillDirFor } from '../../platform/paths.js';
+import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { SandboxExtra } from '../sandbox/index.js';
@@ -41,7 +44,7 @@ export type Wrapped = { file: string; args: string[]; env: Record<string, string
 
 export class Confinement {
   /** Policies by cwd: `{CWD}` and a project's .ollie-sandbox.yaml depend on it. Loaded once per cwd. */
-  private readonly policies = new Map<string, unknown>();
+  private readonly policies = new Map<string, { policy: unknown; stamp: string }>();
 
   private constructor(
     readonly yolo: boolean,
@@ -75,6 +78,19 @@ export class Confinement {
     }
   }
 
+  /** What a cwd's policy depends on that the owner changes while toolsrv runs: the trust list and the project file. */
+  private trustStamp(cwd: string): string {
+    const at = (p: string): string => {
+      try {
+        const st = statSync(p);
+        return `${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return '-';
+      }
+    };
+    return `${at(join(this.dirs.configDir, TRUST_FILE_NAME))}|${at(join(cwd, PROJECT_POLICY_NAME))}`;
+  }
+
   /** Reloads policies on their next use (after `ctl reload`). */
   forget(): void {
     this.policies.clear();
@@ -100,14 +116,17 @@ export class Confinement {
     if (this.yolo || o.unconfined) return { file: argv[0]!, args: argv.slice(1), env };
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {
-      let policy = this.policies.get(cwd);
+      // Trusting (or editing) the project's policy file takes effect on the next call, not the next toolsrv.
+      const stamp = this.trustStamp(cwd);
+      const cached = this.policies.get(cwd);
+      let policy = cached?.stamp === stamp ? cached.policy : undefined;
       let notice: string | undefined;
       if (policy === undefined) {
         policy = this.mod.loadPolicy({ ...this.dirs, cwd });
         // The policy grants read+exec on the shipped and the user's tool dirs; toolsrv may have been given others.
         const p = policy as { toolDirs?: unknown };
         if (Array.isArray(p.toolDirs)) p.toolDirs = [...new Set([...(p.toolDirs as string[]), ...this.toolDirs])];
-        this.policies.set(cwd, policy);
+        this.policies.set(cwd, { policy, stamp });
         const notices = (policy as { notices?: string[] }).notices ?? [];
         for (const n of notices) this.log(n);
         if (notices.length) notice = notices.join('\n');
