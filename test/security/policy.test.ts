@@ -419,6 +419,14 @@ describe.skipIf(!ready)('end to end: a model pages through its own spilled outpu
       expect(peek).toMatch(/Permission denied/);
       expect(peek).not.toContain('29990');
 
+      // The daemon's --config and --data dirs (the harness's are its own, not the XDG ones) reached toolsrv.
+      h.mock.script([{ toolCalls: [{ id: 'cfg', name: 'shell', args: { command: `cat ${h.configDir}/backends.conf; head -c 15 ${h.dataDir}/ollie.db; echo x > ${h.dataDir}/planted` } }] }], [{ text: 'no' }]);
+      await h.turn(a.path, 'read the keys');
+      const keys = toolMessages().at(-1)!;
+      expect(keys).not.toContain('test-key');
+      expect(keys).not.toContain('SQLite format');
+      expect(existsSync(join(h.dataDir, 'planted'))).toBe(false);
+
       // Killing the session removes its spill files with it.
       await h.c.rdwrText(`session/${a.session}/ctl`, 'kill');
       await until(() => !existsSync(join(h.dataDir, 'output', a.sid)));

@@ -166,3 +166,24 @@ isolate:
     expect(policyError(() => loadPolicy(w))).toBe(`${file}:2: isolate.abstract_unix: a project file cannot turn isolation off`);
   });
 });
+
+describe('executable where readable', () => {
+  test('the workspace, the private tmp and the user-local bin dirs gain execute; a denied one gains nothing', () => {
+    writePolicy(w, 'filesystem:\n  ro: ["{HOME}"]\n  rw: ["{CWD}", "{TMPDIR}"]\n  deny: ["~/go"]\n');
+    const args = policyArgs(loadPolicy(w)).join(' ');
+    expect(args).toContain(`--rwx ${w.cwd}`);
+    expect(args).toContain(`--rwx ${w.tmpDir}`);
+    // HOME is readable, so the bin dirs below it are executable (rules of their own: HOME itself stays ro).
+    expect(args).toContain(`--ro ${w.home}`);
+    expect(args).toContain(`--rox ${join(w.home, '.local', 'bin')}`);
+    expect(args).toContain(`--rox ${join(w.home, 'bin')}`);
+    expect(args).not.toContain(`--rox ${join(w.home, 'go', 'bin')}`);
+  });
+
+  test('a project that makes the workspace read-only leaves it executable, not writable', () => {
+    writePolicy(w, 'filesystem:\n  ro: ["{CWD}"]\n  rw: []\n', 'project');
+    const args = policyArgs(loadPolicy(w)).join(' ');
+    expect(args).toContain(`--rox ${w.cwd}`);
+    expect(args).not.toMatch(new RegExp(`--rwx? ${w.cwd}( |$)`));
+  });
+});
