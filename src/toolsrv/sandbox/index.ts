@@ -151,7 +151,7 @@ const RULES_CACHE = new WeakMap<SandboxPolicy, Array<[Access, string]>>();
 function policyRules(policy: SandboxPolicy): Array<[Access, string]> {
   const fs = policy.filesystem;
   const denied = fs.deny.map(canonical);
-  const roots = policy.execRoots.map(canonical).filter((r) => !denied.some((d) => within(r, d)));
+  const roots = (policy.resolved?.exec ?? policy.execRoots.map(canonical)).filter((r) => !denied.some((d) => within(r, d)));
   const rules: Array<[Access, string]> = [];
   for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of policy.resolved?.[level] ?? fs[level].map(canonical)) rules.push([level, p]);
   const exec = (a: Access): Access => (a === 'ro' ? 'rox' : a === 'rw' ? 'rwx' : a);

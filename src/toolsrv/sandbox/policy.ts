@@ -53,7 +53,7 @@ export interface SandboxPolicy {
    * The filesystem rules resolved when the policy was loaded (loadPolicy), which the helper is given: resolving
    * them later would follow a symlink planted since (a sub-agent's workspace swapped for a link to /).
    */
-  resolved?: Record<Access, string[]>;
+  resolved?: Record<Access | 'exec', string[]>;
 }
 
 export interface PolicyContext {
@@ -121,7 +121,7 @@ export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
   if (project?.text !== undefined) policy = narrow(policy, project.file, project.text, ctx);
   else if (project?.notice) policy.notices.push(project.notice);
   mkdirSync(ctx.tmpDir, { recursive: true, mode: 0o700 });
-  policy.resolved = { ro: [], rox: [], rw: [], rwx: [] };
+  policy.resolved = { ro: [], rox: [], rw: [], rwx: [], exec: policy.execRoots.map(canonical) };
   for (const a of ACCESS) policy.resolved[a] = policy.filesystem[a].map(canonical);
   return policy;
 }
