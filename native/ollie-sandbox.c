@@ -604,6 +604,16 @@ int main(int argc, char **argv) {
       if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue; /* nothing there to grant */
       die(EXIT_SETUP, "%s: %s", rules[r].path, strerror(errno));
     }
+    /*
+     * Rule paths come resolved (toolsrv resolves them when it loads the policy). One that now resolves elsewhere
+     * went through a symlink planted since, e.g. a workspace directory swapped for a link to ~/.ssh or /: the
+     * rule would follow it (and a rule naming a path inside a denied one holds), so it grants nothing.
+     */
+    if (strcmp(real, rules[r].path)) {
+      fprintf(stderr, "ollie-sandbox: %s now resolves to %s (a symbolic link): not granted\n", rules[r].path, real);
+      close(fd);
+      continue;
+    }
     if (rules[r].access & FS_EXECUTE) exec_dirs[nexec_dirs++] = strdup(real);
     grant(real, rules[r].access, 1, fd);
   }

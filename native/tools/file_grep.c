@@ -3,7 +3,8 @@
  * searches files for a regular expression; prints path:line:text for matches and path-line-text for context
  * lines, "--" between separate groups. Built in: POSIX extended regular expressions (glibc's, with \w \b \<
  * \>, and \d \s \D \S translated), skipping binary files, hidden files, .git and node_modules. With --rg
- * (the .meta's variant when ripgrep is on PATH) the same arguments are handed to rg instead.
+ * (the .meta's variant when ripgrep is on PATH) the same arguments are handed to rg instead; when rg cannot run
+ * (EACCES in the sandbox, gone, killed) before printing anything, the built-in search runs after all.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -187,8 +188,9 @@ static int run_rg(const char *pattern, const char *path, int icase) {
     close(fds[0]);
     close(fds[1]);
     execvp("rg", argv);
-    fprintf(stderr, "file_grep: cannot run rg: %s\n", strerror(errno));
-    _exit(2);
+    int e = errno;
+    fprintf(stderr, "file_grep: cannot run rg: %s\n", strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
   }
   close(fds[1]);
   FILE *in = fdopen(fds[0], "r");
@@ -208,7 +210,17 @@ static int run_rg(const char *pattern, const char *path, int icase) {
   waitpid(pid, &status, 0);
   if (stopped) return 0;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 1) return 1; /* no match */
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) exit(2);
+  /*
+   * rg could not run at all (not executable where it was found, gone since the variant was chosen, killed by a
+   * limit or a filter) and printed nothing: the built-in search answers instead of the call failing.
+   */
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (results == 0 && (code == 126 || code == 127 || WIFSIGNALED(status))) {
+    if (WIFSIGNALED(status)) fprintf(stderr, "file_grep: rg was killed by signal %d\n", WTERMSIG(status));
+    fprintf(stderr, "file_grep: using the built-in search instead of rg\n");
+    return -1;
+  }
+  if (code != 0) exit(2);
   return 0;
 }
 
@@ -232,10 +244,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < m && nglobs < MAX_GLOBS; i++) globs[nglobs++] = exp[i];
   }
 
-  int none;
-  if (argc > 1 && !strcmp(argv[1], "--rg")) {
-    none = run_rg(pattern, path, icase);
-  } else {
+  int none = -1;
+  if (argc > 1 && !strcmp(argv[1], "--rg")) none = run_rg(pattern, path, icase);
+  if (none < 0) {
     char *tr = translate(pattern);
     int rc = regcomp(&re, tr, REG_EXTENDED | REG_NOSUB | REG_NEWLINE | (icase ? REG_ICASE : 0));
     if (rc) {

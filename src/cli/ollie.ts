@@ -124,6 +124,24 @@ program
     process.exit();
   });
 
+program
+  .command('trust')
+  .description('trust a project\'s .ollie-sandbox.yaml as it is now (it applies only while unchanged); --untrust forgets it, --list lists')
+  .argument('[path]', 'the project directory or its .ollie-sandbox.yaml', '.')
+  .option('--config <dir>', 'configuration directory (where trusted-projects is kept)', configDir())
+  .option('--untrust', 'forget the file instead')
+  .option('--list', 'list the trusted files: sha256, path')
+  .action(async (path: string, o: { config: string; untrust?: boolean; list?: boolean }) => {
+    const { applyTrustCommands, listTrusted } = await import('../toolsrv/sandbox/trust.js');
+    try {
+      const dir = resolve(o.config);
+      process.stdout.write(o.list ? listTrusted(dir) : applyTrustCommands(dir, `${o.untrust ? 'untrust' : 'trust'} ${resolve(path)}`));
+    } catch (e) {
+      process.stderr.write(`ollie trust: ${(e as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  });
+
 registerModels(program);
 
 await program.parseAsync();

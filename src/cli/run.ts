@@ -48,14 +48,15 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
     // toolsrv boots (a Node process of its own) while this one loads the daemon: the session takes it over.
     const { spawnToolsrv } = await import('../olliesrv/toolclient/spawn.js');
     mkdirSync(join(scratch, 'run'), { mode: 0o700 });
-    const early = spawnToolsrv({ runtimeDir: join(scratch, 'run'), name: 'run', yolo: o.yolo, ollieAddr: `unix!${socket}` });
+    const dirs = { dataDir: o.data ? resolve(o.data) : join(scratch, 'data'), configDir: o.config ? resolve(o.config) : defaultConfigDir() };
+    // The same dirs as the daemon's: toolsrv reads the user's tools and policy there and denies them to tools.
+    const early = spawnToolsrv({ runtimeDir: join(scratch, 'run'), name: 'run', yolo: o.yolo, ollieAddr: `unix!${socket}`, ...dirs });
     early.catch(() => undefined);
     // Loaded only here: with -a, the daemon's code (SQLite, providers) is never loaded at all.
     const { startDaemon } = await import('../olliesrv/daemon.js');
     daemon = await startDaemon({
       socket,
-      dataDir: o.data ? resolve(o.data) : join(scratch, 'data'),
-      configDir: o.config ? resolve(o.config) : defaultConfigDir(),
+      ...dirs,
       toolsrv: { yolo: o.yolo, spare: early },
       log: (m) => process.stderr.write(`olliesrv: ${m}\n`),
     });

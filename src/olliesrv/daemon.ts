@@ -2,11 +2,11 @@
  * olliesrv as a whole: the store, the sessions, the event bus and the namespace, served over 9P on a
  * private Unix socket (and TCP when asked). Runs the same under `ollie serve` and inside the Electron app.
  */
-import { homedir, tmpdir, userInfo } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Server, tokenAuth, type Address } from '../ninep/index.js';
 import { listen, type Listener } from '../ninep/node.js';
-import { cacheDir, shippedDataDir } from '../platform/paths.js';
+import { cacheDir, shippedDataDir, spillRoot } from '../platform/paths.js';
 import { ToolCache } from './agent/toolcache.js';
 import type { BackendPool } from './agent/deps.js';
 import { Profiles } from './agent/profiles.js';
@@ -103,7 +103,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       shared: ts.shared,
       spare: ts.spare ?? false,
       yolo: ts.yolo,
-      toolDirs: ts.toolDirs,
+      toolDirs: ts.toolDirs, configDir: opts.configDir, dataDir: opts.dataDir,
       ollieAddr: `unix!${opts.socket}`,
       log,
     });
@@ -148,7 +148,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...(skills && { enrich: (r) => skills.enrich(r), skills }),
       retryDelay: opts.retryDelay,
       token: (sid, aid) => principals.agentToken(sid, aid),
-      outputDir: join(tmpdir(), `ollie-${userInfo().uid}`, 'output'),
+      outputDir: spillRoot(opts.dataDir),
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
       ),

@@ -25,6 +25,20 @@ export function cacheDir(): string {
   return join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'ollie');
 }
 
+/**
+ * Where long tool outputs are saved whole for the model to page through: `output/` in the data dir (owner-only,
+ * denied to tools), one directory per session and agent, which only that agent's sandbox may read.
+ */
+export function spillRoot(dataDir: string): string {
+  return join(dataDir, 'output');
+}
+
+/** An agent's own spill directory, or undefined when an id could name another place (`..`, a slash). */
+export function spillDirFor(dataDir: string, sessionId: string, agentId: string): string | undefined {
+  const ok = (id: string): boolean => /^[\w.-]+$/.test(id) && id !== '.' && id !== '..';
+  return ok(sessionId) && ok(agentId) ? join(spillRoot(dataDir), sessionId, agentId) : undefined;
+}
+
 export function runtimeDir(): string {
   const xdg = env('XDG_RUNTIME_DIR');
   if (xdg) return join(xdg, 'ollie');

@@ -258,15 +258,21 @@ export class Core {
 
     const release = lock ? await this.locks.acquire(lock, signal) : undefined;
     let proc: Proc;
+    let notice: string | undefined;
     try {
       const callEnv = tool.fields.tty ? { ...s.callEnv, OLLIE_ARGS: JSON.stringify(args) } : s.callEnv;
       // A hosted tool's command is its host's: the same wrapping, so the host runs under this call's rules.
       const argv = tool.host ? [process.execPath, tool.host.program, ...this.hosts.programArgs()] : tool.argv;
-      const wrapped = this.opts.confinement.wrap(argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox });
+      // The agent's own spill files are readable to its tools. The session is toolsrv's own when it serves one; a
+      // shared toolsrv knows it from the scope olliesrv set up. Not for hosted tools: a host is shared by every
+      // agent in a cwd (its key is its command line), and a per-agent rule would start one per agent.
+      const owner = tool.host ? undefined : { session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'), agent: s.name };
+      const wrapped = this.opts.confinement.wrap(argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox, ...(owner && { owner }) });
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
       }
+      notice = wrapped.notice;
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
@@ -291,7 +297,7 @@ export class Core {
       signal.removeEventListener('abort', onAbort);
       release?.();
     }
-    return this.result(proc);
+    return notice ? { ...this.result(proc), notice } : this.result(proc);
   }
 
   result(p: Proc): ProcResult {

@@ -3,7 +3,8 @@
  * toolsrv, the process. olliesrv starts it (src/olliesrv/toolclient/spawn.ts) with a pipe on stdin:
  *
  *   node dist/toolsrv/main.js --socket PATH [--pid-file PATH] [--session ID] [--ollie-addr ADDR] [--cwd DIR]
- *                             [--tools-dir DIR]... [--yolo] [--idle-ms N] [--grace-ms N] [--proc-ttl-ms N]
+ *                             [--tools-dir DIR]... [--config-dir DIR] [--data-dir DIR] [--yolo] [--idle-ms N]
+ *                             [--grace-ms N] [--proc-ttl-ms N]
  *
  * The first line on stdin is the shared secret (never argv or the environment, which other processes of the
  * user can read). The pipe then stays open: EOF on it means the parent is gone, and toolsrv exits with every
@@ -23,6 +24,8 @@ const { values } = parseArgs({
     'ollie-addr': { type: 'string' },
     cwd: { type: 'string' },
     'tools-dir': { type: 'string', multiple: true },
+    'config-dir': { type: 'string' },
+    'data-dir': { type: 'string' },
     yolo: { type: 'boolean', default: false },
     'idle-ms': { type: 'string', default: '30000' },
     'grace-ms': { type: 'string', default: '60000' },
@@ -72,6 +75,7 @@ function readSecret(): Promise<string> {
 
 async function main(): Promise<void> {
   if (!values.socket) die('--socket PATH is required');
+  for (const k of ['config-dir', 'data-dir'] as const) if (values[k] !== undefined && !values[k].startsWith('/')) die(`--${k}: not an absolute path: ${values[k]}`);
   const idleMs = ms('idle-ms', values['idle-ms'])!;
   const graceMs = ms('grace-ms', values['grace-ms'])!;
   const secret = await readSecret().catch((e: Error) => die(e.message));
@@ -102,6 +106,8 @@ async function main(): Promise<void> {
     yolo: values.yolo,
     log,
     ...(values['tools-dir'] && { toolDirs: values['tools-dir'] }),
+    ...(values['config-dir'] && { configDir: values['config-dir'] }),
+    ...(values['data-dir'] && { dataDir: values['data-dir'] }),
     ...(values.cwd && { cwd: values.cwd }),
     ...(values.session && { sessionId: values.session }),
     ...(values['ollie-addr'] && { ollieAddr: values['ollie-addr'] }),

@@ -89,6 +89,8 @@ export interface ProcResult {
   error?: string;
   /** True when it ran outside the sandbox after an approval. */
   bypassed?: boolean;
+  /** What the owner should know about the sandbox this call ran in (a project policy file ignored as untrusted). */
+  notice?: string;
 }
 
 export interface BypassRequest {

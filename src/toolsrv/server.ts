@@ -25,6 +25,9 @@ export interface ToolsrvOptions {
   /** Tool directories, highest precedence first. Default: $XDG_CONFIG_HOME/ollie/tools, then the shipped data/tools. */
   toolDirs?: string[];
   cwd?: string;
+  /** Ollie's config and data dirs (default: the XDG ones): the user's tools and policy, and what tools are denied. */
+  configDir?: string;
+  dataDir?: string;
   yolo?: boolean;
   sessionId?: string;
   ollieAddr?: string;
@@ -54,14 +57,15 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
   const log = o.log ?? ((m: string) => process.stderr.write(`toolsrv: ${m}\n`));
   // A private tmp for the tools: the sandbox policy's {TMPDIR}, removed when toolsrv ends.
   const tmpDir = mkdtempSync(join(tmpdir(), 'ollie-tools-'));
-  const toolDirs = o.toolDirs ?? [join(configDir(), 'tools'), SHIPPED_TOOLS];
+  const dirs = { configDir: o.configDir ?? configDir(), dataDir: o.dataDir ?? dataDir() };
+  const toolDirs = o.toolDirs ?? [join(dirs.configDir, 'tools'), SHIPPED_TOOLS];
   const confinement = await Confinement.create({
     yolo: !!o.yolo,
     toolDirs,
     log,
     ...(o.sandboxModule && { module: o.sandboxModule }),
     // The runtime dir the sandbox denies is where our socket (and, as olliesrv places it, the Ollie socket) lives.
-    dirs: { configDir: configDir(), dataDir: dataDir(), home: homedir(), runtimeDir: dirname(o.socket), tmpDir },
+    dirs: { ...dirs, home: homedir(), runtimeDir: dirname(o.socket), tmpDir },
   });
   // Tool processes start from the fork server when it is built (it is wherever the sandbox helper is).
   const spawner = o.spawner === false ? undefined : Spawner.find(SPAWNER);

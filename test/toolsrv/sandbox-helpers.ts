@@ -15,6 +15,7 @@ import {
   type SandboxExtra,
   type SandboxPolicy,
 } from '../../src/toolsrv/sandbox/index.js';
+import { trust } from '../../src/toolsrv/sandbox/trust.js';
 
 export const TOOLS_DIR = join(PACKAGE_ROOT, 'data', 'tools');
 
@@ -55,10 +56,14 @@ export function makeWorld(): World {
   return w;
 }
 
-/** Writes the user's sandbox.yaml (or a project's .ollie-sandbox.yaml) and returns its path. */
-export function writePolicy(w: World, text: string, where: 'user' | 'project' = 'user'): string {
+/**
+ * Writes the user's sandbox.yaml (or a project's .ollie-sandbox.yaml) and returns its path. A project file is
+ * trusted as written (as `ollie trust` would), unless `trusted: false`: an untrusted one is ignored.
+ */
+export function writePolicy(w: World, text: string, where: 'user' | 'project' = 'user', o: { trusted?: boolean } = {}): string {
   const file = where === 'user' ? join(w.configDir, 'sandbox.yaml') : join(w.cwd, '.ollie-sandbox.yaml');
   writeFileSync(file, text);
+  if (where === 'project' && o.trusted !== false) trust(w.configDir, file);
   return file;
 }
 

@@ -50,7 +50,10 @@ describe('the shipped default', () => {
     expect(statSync(w.tmpDir).mode & 0o777).toBe(0o700);
 
     const args = policyArgs(p).join(' ');
-    expect(args).toContain(`--rw ${w.cwd}`);
+    // The workspace and the private tmp are executable where writable (docs/sandbox.md, "Executable where readable").
+    expect(args).toContain(`--rwx ${w.cwd}`);
+    expect(args).toContain(`--rwx ${w.tmpDir}`);
+    expect(args).toContain(`--rox ${join(w.home, '.local', 'bin')}`);
     expect(args).toContain(`--deny ${join(w.home, '.ssh')}`);
     expect(args).toContain('--no-net');
     expect(args).toContain('--deny-unix');
@@ -73,7 +76,8 @@ isolate:
     expect(p.filesystem.ro).toEqual([join(w.home, 'docs'), join(w.home, '.config', 'git'), join(w.home, '.local', 'share', 'fonts')]);
     expect(p.filesystem.rw).toEqual([join(w.cwd, 'out'), w.tmpDir, join(w.root, 'run', 'scratch')]);
     expect(p.filesystem.rox).toEqual([]);
-    expect(p.filesystem.deny).toEqual([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir, join(w.home, '.aws')]);
+    expect(p.filesystem.deny.slice(0, 5)).toEqual([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir, w.dataDir]);
+    expect(p.filesystem.deny.at(-1)).toBe(join(w.home, '.aws'));
     expect(p.isolate).toEqual({ signals: false, abstractUnix: true });
     expect(p.network.enabled).toBe(false);
   });
@@ -139,8 +143,8 @@ isolate:
   });
 
   test.each([
-    ['filesystem:\n  ro: ["{CWD}"]\n  rw:\n    - "{HOME}"\n', /:3: filesystem\.rw: .*\/home is not granted rw by .*sandbox\.yaml; a project file can only narrow the policy/],
-    ['filesystem:\n  rox: ["{CWD}/bin"]\n', /:2: filesystem\.rox: .*\/proj\/bin is not granted rox/],
+    ['filesystem:\n  ro: ["{CWD}"]\n  rw:\n    - "{HOME}"\n', /:4: filesystem\.rw: .*\/home is not granted rw by .*sandbox\.yaml and is not inside the workspace .*; a project file can only narrow the policy or add paths inside the workspace/],
+    ['filesystem:\n  rox: [/etc]\n', /:2: filesystem\.rox: \/etc is not granted rox/],
     ['filesystem:\n  ro: [/var]\n', /:2: filesystem\.ro: \/var is not granted ro/],
     ['network:\n  connect_tcp: [22]\n', /:2: network\.connect_tcp: port 22 is not allowed by/],
     ['network:\n  unix: true\n', /:2: network\.unix: Unix sockets are off in .*; a project file cannot turn them on/],
@@ -160,5 +164,26 @@ isolate:
     expect(policyError(() => loadPolicy(w))).toBe(`${file}:3: network.enabled: the network is off in ${join(w.configDir, 'sandbox.yaml')}; a project file cannot turn it on`);
     file = writePolicy(w, 'isolate:\n  abstract_unix: false\n', 'project');
     expect(policyError(() => loadPolicy(w))).toBe(`${file}:2: isolate.abstract_unix: a project file cannot turn isolation off`);
+  });
+});
+
+describe('executable where readable', () => {
+  test('the workspace, the private tmp and the user-local bin dirs gain execute; a denied one gains nothing', () => {
+    writePolicy(w, 'filesystem:\n  ro: ["{HOME}"]\n  rw: ["{CWD}", "{TMPDIR}"]\n  deny: ["~/go"]\n');
+    const args = policyArgs(loadPolicy(w)).join(' ');
+    expect(args).toContain(`--rwx ${w.cwd}`);
+    expect(args).toContain(`--rwx ${w.tmpDir}`);
+    // HOME is readable, so the bin dirs below it are executable (rules of their own: HOME itself stays ro).
+    expect(args).toContain(`--ro ${w.home}`);
+    expect(args).toContain(`--rox ${join(w.home, '.local', 'bin')}`);
+    expect(args).toContain(`--rox ${join(w.home, 'bin')}`);
+    expect(args).not.toContain(`--rox ${join(w.home, 'go', 'bin')}`);
+  });
+
+  test('a project that makes the workspace read-only leaves it executable, not writable', () => {
+    writePolicy(w, 'filesystem:\n  ro: ["{CWD}"]\n  rw: []\n', 'project');
+    const args = policyArgs(loadPolicy(w)).join(' ');
+    expect(args).toContain(`--rox ${w.cwd}`);
+    expect(args).not.toMatch(new RegExp(`--rwx? ${w.cwd}( |$)`));
   });
 });

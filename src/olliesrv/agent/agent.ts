@@ -500,7 +500,7 @@ export class Agent {
             try {
               const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
               if (res.status === 'background') this.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
-              r = forModel(res, { dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
+              r = forModel(res, { root: this.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
             } catch (e) {
               if (signal.aborted) return;
               const msg = `error: ${errText(e)}`;
@@ -526,7 +526,7 @@ export class Agent {
     this.log.add('user', `!${cmd}`);
     if (!rt.host) throw new AgentError('no tool server runs for this session');
     const res = await rt.host.call({ tool: 'shell', args: { command: cmd } }, signal);
-    const r = forModel(res, { dir: join(this.deps.outputDir, this.sessionId, this.id), name: `shell-${Date.now()}` });
+    const r = forModel(res, { root: this.deps.outputDir, dir: join(this.deps.outputDir, this.sessionId, this.id), name: `shell-${Date.now()}` });
     this.log.add('tool', r.full, { name: 'shell', ...(r.format ? { format: r.format } : {}) });
     this.history.append({ role: 'user', content: `<context>\nThe user ran \`${cmd}\`:\n${r.content}\n</context>` });
     return { reply: r.full, error: r.isError ? r.content : undefined };

@@ -3,8 +3,8 @@
  * read never conflicts; write conflicts only with a write to the same path; global (or an unknown tool) runs
  * alone. Batches run one after another, the calls of a batch in parallel, results kept in call order.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { privateDir, writePrivateFile } from '../../platform/private.js';
 import type { ToolCall } from '../backend/types.js';
 import type { ProcFlags, ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
 
@@ -85,10 +85,32 @@ export interface ModelResult {
 }
 
 /**
+ * Where a long output is saved: `root` is the spill directory (the data dir's `output/`), `dir` the agent's own
+ * below it (`root/SESSION/AGENT`), which that agent's sandbox may read (toolsrv grants it: spillDirFor in platform/paths).
+ */
+export interface SpillTarget {
+  root: string;
+  dir: string;
+  name: string;
+}
+
+/**
+ * Saves `body` whole in the agent's spill directory: every level owner-only and vetted (no planted symlink, no
+ * other user's directory), the file created new, 0600, without following a link. Returns its path.
+ */
+function spill(body: string, to: SpillTarget): string {
+  let d = privateDir(to.root, 'the spill directory');
+  for (const part of relative(to.root, to.dir).split('/').filter(Boolean)) d = privateDir(join(d, part), 'the spill directory');
+  const path = join(d, `${to.name}.txt`);
+  writePrivateFile(path, body);
+  return path;
+}
+
+/**
  * Turns a toolsrv result into what the model reads. Output over MODEL_OUTPUT_CAP keeps its head and tail, and
  * the whole output is saved to a file the model can page through with file_read.
  */
-export function forModel(r: ProcResult, spill: { dir: string; name: string }): ModelResult {
+export function forModel(r: ProcResult, to: SpillTarget): ModelResult {
   const isError = r.status !== 'exited' && r.status !== 'background' ? true : (r.exit ?? 0) !== 0;
   let body = r.output;
   if (r.status === 'refused') body = `error: ${r.error ?? 'the tool did not run'}`;
@@ -99,17 +121,22 @@ export function forModel(r: ProcResult, spill: { dir: string; name: string }): M
     else if (r.exit) body += `\n[exit code ${r.exit}]`;
     if (r.outputBytes > Buffer.byteLength(r.output)) body += `\n[toolsrv kept only the first ${Buffer.byteLength(r.output)} of ${r.outputBytes} bytes of output]`;
   }
+  // The model relays it: only the owner can act on it (trusting a project file is not a tool's business).
+  if (r.notice) body += `\n[sandbox: ${r.notice}]`;
   const full = body;
   if (Buffer.byteLength(body) <= MODEL_OUTPUT_CAP) return { content: body, isError, format: r.format, full };
-  mkdirSync(spill.dir, { recursive: true, mode: 0o700 });
-  const path = join(spill.dir, `${spill.name}.txt`);
-  writeFileSync(path, body, { mode: 0o600 });
+  let where: string;
+  try {
+    where = `The whole output is in ${spill(body, to)} — read the part you need with file_read (offset, limit) or search it with file_grep.`;
+  } catch (e) {
+    where = `The whole output could not be saved: ${(e as Error).message}.`;
+  }
   const half = MODEL_OUTPUT_CAP / 2 - 256;
   const head = Buffer.from(body).subarray(0, half).toString('utf8').replace(/\uFFFD+$/, '');
   const tail = Buffer.from(body).subarray(-half).toString('utf8').replace(/^\uFFFD+/, '');
   const lines = body.split('\n').length;
   const content =
     `${head}\n\n[output truncated: ${Buffer.byteLength(body)} bytes, ${lines} lines; shown: the first and last ${half} bytes. ` +
-    `The whole output is in ${path} — read the part you need with file_read (offset, limit) or search it with file_grep.]\n\n${tail}`;
+    `${where}]\n\n${tail}`;
   return { content, isError, format: r.format, full };
 }

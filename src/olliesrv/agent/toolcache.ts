@@ -6,8 +6,9 @@
  * whose arguments a changed schema refuses is refused by toolsrv in words.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { privateDir, writePrivateFile } from '../../platform/private.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 
 /** How many tool sets (profiles × configurations) are remembered. */
@@ -87,9 +88,9 @@ export class ToolCache {
     m.set(key, tools);
     while (m.size > KEEP) m.delete(m.keys().next().value!);
     try {
-      mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+      privateDir(dirname(this.file), 'the cache directory');
       const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(Object.fromEntries(m)), { mode: 0o600 });
+      writePrivateFile(tmp, JSON.stringify(Object.fromEntries(m)));
       renameSync(tmp, this.file);
     } catch {
       // A cache that cannot be written only costs the next start its head start.

@@ -3,12 +3,14 @@
  * each write is checked by the same parser that reads the file, and lands on disk only when it parses — a bad
  * write gets the parser's `file:line` error and changes nothing.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBackendsConfig } from '../backend/config.js';
 import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
+import { privateDir, writePrivateFile } from '../../platform/private.js';
+import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandbox/trust.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -44,10 +46,24 @@ export class ConfigFiles {
 
   /** Writes through a temporary file and a rename, so a reader never sees half a file. Private: it may hold keys. */
   private commit(name: string, text: string): void {
-    mkdirSync(this.o.configDir, { recursive: true, mode: 0o700 });
+    privateDir(this.o.configDir, 'the config directory');
     const tmp = this.path(`.${name}.${process.pid}.tmp`);
-    writeFileSync(tmp, text, { mode: 0o600 });
+    writePrivateFile(tmp, text);
     renameSync(tmp, this.path(name));
+  }
+
+  /** `config/trust`: the trusted project policy files, `sha256<TAB>path` lines. */
+  readTrust(): string {
+    return listTrusted(this.o.configDir);
+  }
+
+  /** `trust PATH` / `untrust PATH` lines (a project dir or its .ollie-sandbox.yaml); applies from the next policy load. */
+  writeTrust(text: string): string {
+    try {
+      return applyTrustCommands(this.o.configDir, text);
+    } catch (e) {
+      throw e instanceof TrustError ? new ConfigError(e.message) : e;
+    }
   }
 
   /** backends.conf: parsed (every section, env: keys resolved) before it is written; the daemon reloads it. */

@@ -301,6 +301,11 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           doc: 'The sandbox policy; applies to the tool servers started after the write.',
           text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
         }),
+        Leaf('trust', {
+          doc: 'Trusted project policy files (.ollie-sandbox.yaml), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
+          mode: 0o600,
+          text: { get: () => o.config.readTrust(), set: (_ctx, v) => void (v.trim() && o.config.writeTrust(v)) },
+        }),
         Leaf('profile', {
           doc: 'The profile new agents get when agent/new names none.',
           text: { get: () => `${o.config.defaultProfile()}\n`, set: (_ctx, v) => (v.trim() ? o.config.writeDefaultProfile(v) : undefined) },

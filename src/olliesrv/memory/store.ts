@@ -9,9 +9,10 @@
  * own locking (busy_timeout) covers writers of other toolsrv processes.
  */
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { dataDir } from '../../platform/paths.js';
+import { privateDir, privateFile } from '../../platform/private.js';
 import { cosine } from '../skills/embed.js';
 import { STOP } from '../skills/index.js';
 
@@ -106,7 +107,10 @@ export class MemoryStore {
 
   /** Opens (creating the directory and the schema) the store at `file`. */
   static open(file = memoryDbPath(), opts: { readonly?: boolean } = {}): MemoryStore {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    // Owner-only like ollie.db, and refused when a symlink or another user's file sits at one of its names.
+    privateDir(dirname(file), 'the memory directory');
+    for (const suffix of ['-wal', '-shm', '-journal']) privateFile(file + suffix, 'the memory database file');
+    privateFile(file, 'the memory database', { create: !opts.readonly });
     const db = new Database(file, { readonly: !!opts.readonly && existsSync(file) && statSync(file).size > 0 });
     db.pragma('busy_timeout = 5000');
     if (!db.readonly) {

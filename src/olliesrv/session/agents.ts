@@ -3,6 +3,8 @@
  * kills, and restoring all of them from the store at start-up.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Agent, AgentError, type AgentCfg, type AgentState } from '../agent/agent.js';
 import type { AgentDeps, SessionView } from '../agent/deps.js';
 import { closeDanglingCalls } from '../agent/history.js';
@@ -304,6 +306,8 @@ export class Agents {
 
   /** Called before a session is deleted: its agents end (their rows go with the session's). */
   dropSession(sessionId: string): void {
+    // Its spill files go with it: whole tool outputs, which may hold what the session printed (secrets included).
+    if (/^[\w-]+$/.test(sessionId)) rmSync(join(this.deps.outputDir, sessionId), { recursive: true, force: true });
     const m = this.bySession.get(sessionId);
     if (!m) return;
     this.bySession.delete(sessionId);

@@ -3,8 +3,8 @@
  * nothing that was committed. The schema is versioned with user_version and migrated forward on open.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { privateDir, privateFile } from '../../platform/private.js';
 
 export type DB = Database.Database;
 
@@ -100,8 +100,17 @@ const MIGRATIONS: string[] = [
    CREATE UNIQUE INDEX approval_rule_key ON approval_rule (tool, kind, rule, IFNULL(session, ''))`,
 ];
 
+/**
+ * Opens (creating) the database at `path`. Its directory is made owner-only and the database, its -wal and -shm
+ * are 0600 (SQLite gives the -wal and -shm the database file's mode): they hold every conversation. A symlink
+ * or another user's file at any of those names is refused rather than opened.
+ */
 export function openDatabase(path: string): DB {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (path !== ':memory:') {
+    privateDir(dirname(path), 'the data directory');
+    for (const suffix of ['-wal', '-shm', '-journal']) privateFile(path + suffix, 'the database file');
+    privateFile(path, 'the database', { create: true });
+  }
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');

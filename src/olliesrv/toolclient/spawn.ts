@@ -26,6 +26,12 @@ export interface SpawnOptions {
   ollieAddr?: string;
   cwd?: string;
   toolDirs?: string[];
+  /**
+   * Ollie's config and data dirs when not the XDG defaults (`ollie serve --config/--data`): toolsrv reads the
+   * user's tools and policy there, and denies them to tools like the defaults.
+   */
+  configDir?: string;
+  dataDir?: string;
   idleMs?: number;
   graceMs?: number;
   procTtlMs?: number;
@@ -98,6 +104,8 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
   if (o.ollieAddr) args.push('--ollie-addr', o.ollieAddr);
   if (o.cwd) args.push('--cwd', o.cwd);
   for (const d of o.toolDirs ?? []) args.push('--tools-dir', d);
+  if (o.configDir) args.push('--config-dir', o.configDir);
+  if (o.dataDir) args.push('--data-dir', o.dataDir);
   if (o.idleMs !== undefined) args.push('--idle-ms', String(o.idleMs));
   if (o.graceMs !== undefined) args.push('--grace-ms', String(o.graceMs));
   if (o.procTtlMs !== undefined) args.push('--proc-ttl-ms', String(o.procTtlMs));

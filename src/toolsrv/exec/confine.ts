@@ -8,6 +8,10 @@
  * whatever the kernel offers.
  */
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { spillDirFor } from '../../platform/paths.js';
+import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { SandboxExtra } from '../sandbox/index.js';
@@ -36,11 +40,12 @@ interface SandboxModule {
   sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
-export type Wrapped = { file: string; args: string[]; env: Record<string, string> } | { refused: string };
+/** `notice`: said once, with the first call after the cwd's policy was loaded (an ignored project file). */
+export type Wrapped = { file: string; args: string[]; env: Record<string, string>; notice?: string } | { refused: string };
 
 export class Confinement {
   /** Policies by cwd: `{CWD}` and a project's .ollie-sandbox.yaml depend on it. Loaded once per cwd. */
-  private readonly policies = new Map<string, unknown>();
+  private readonly policies = new Map<string, { policy: unknown; stamp: string }>();
 
   private constructor(
     readonly yolo: boolean,
@@ -49,6 +54,7 @@ export class Confinement {
     private readonly missing: string | undefined,
     private readonly dirs: SandboxDirs,
     private readonly toolDirs: string[],
+    private readonly log: (m: string) => void = () => undefined,
   ) {}
 
   static async create(opts: ConfinementOptions): Promise<Confinement> {
@@ -57,7 +63,7 @@ export class Confinement {
       return new Confinement(true, undefined, undefined, opts.dirs, opts.toolDirs);
     }
     if (!opts.module) {
-      const c = new Confinement(false, real as unknown as SandboxModule, undefined, opts.dirs, opts.toolDirs);
+      const c = new Confinement(false, real as unknown as SandboxModule, undefined, opts.dirs, opts.toolDirs, opts.log);
       const s = c.status();
       if (s.unavailable) opts.log(`the sandbox is unavailable (${s.unavailable}); sandboxed tool calls will be refused`);
       return c;
@@ -65,12 +71,25 @@ export class Confinement {
     try {
       const mod = (await import(opts.module)) as SandboxModule;
       if (typeof mod.sandboxCommand !== 'function' || typeof mod.loadPolicy !== 'function') throw new Error('it does not export loadPolicy and sandboxCommand');
-      return new Confinement(false, mod, undefined, opts.dirs, opts.toolDirs);
+      return new Confinement(false, mod, undefined, opts.dirs, opts.toolDirs, opts.log);
     } catch (e) {
       const why = `the sandbox module ${opts.module} could not be loaded: ${(e as Error).message}`;
       opts.log(`${why}; sandboxed tool calls will be refused`);
       return new Confinement(false, undefined, why, opts.dirs, opts.toolDirs);
     }
+  }
+
+  /** What a cwd's policy depends on that the owner changes while toolsrv runs: the trust list and the project file. */
+  private trustStamp(cwd: string): string {
+    const at = (p: string): string => {
+      try {
+        const st = statSync(p);
+        return `${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return '-';
+      }
+    };
+    return `${at(join(this.dirs.configDir, TRUST_FILE_NAME))}|${at(join(cwd, PROJECT_POLICY_NAME))}`;
   }
 
   /** Reloads policies on their next use (after `ctl reload`). */
@@ -91,9 +110,10 @@ export class Confinement {
 
   /**
    * The command that runs `argv` sandboxed in `cwd` with `env` (filtered by the policy), or why it cannot
-   * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta).
+   * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta);
+   * `owner` the session and agent calling, whose own spill files (long outputs saved whole) the tool may read.
    */
-  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra }): Wrapped {
+  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra; owner?: { session?: string; agent: string } }): Wrapped {
     if (this.yolo || o.unconfined) {
       const out = { ...env };
       // Out of the sandbox too, only the tools that dial back carry the agent's credential.
@@ -105,17 +125,26 @@ export class Confinement {
     }
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
     try {
-      let policy = this.policies.get(cwd);
+      // Trusting (or editing) the project's policy file takes effect on the next call, not the next toolsrv.
+      const stamp = this.trustStamp(cwd);
+      const cached = this.policies.get(cwd);
+      let policy = cached?.stamp === stamp ? cached.policy : undefined;
+      let notice: string | undefined;
       if (policy === undefined) {
         policy = this.mod.loadPolicy({ ...this.dirs, cwd });
         // The policy grants read+exec on the shipped and the user's tool dirs; toolsrv may have been given others.
         const p = policy as { toolDirs?: unknown };
         if (Array.isArray(p.toolDirs)) p.toolDirs = [...new Set([...(p.toolDirs as string[]), ...this.toolDirs])];
-        this.policies.set(cwd, policy);
+        this.policies.set(cwd, { policy, stamp });
+        const notices = (policy as { notices?: string[] }).notices ?? [];
+        for (const n of notices) this.log(n);
+        if (notices.length) notice = notices.join('\n');
       }
-      const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }) };
+      // The spill dir lies in the data dir, which no policy grants: the agent's own directory alone is added.
+      const spill = o.owner?.session ? spillDirFor(this.dirs.dataDir, o.owner.session, o.owner.agent) : undefined;
+      const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }), ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }) };
       const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
-      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env };
+      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(notice && { notice }) };
     } catch (e) {
       return { refused: `sandbox unavailable: ${(e as Error).message}` };
     }

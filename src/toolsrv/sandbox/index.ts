@@ -13,10 +13,10 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { PACKAGE_ROOT, type SandboxPolicy } from './policy.js';
+import { canonical, PACKAGE_ROOT, type Access, type SandboxPolicy } from './policy.js';
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 
-export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT } from './policy.js';
+export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, canonical, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT, USER_BIN_DIRS } from './policy.js';
 export type { SandboxPolicy, PolicyContext, Access } from './policy.js';
 
 /** The helper, built by scripts/build-native.mjs. */
@@ -83,6 +83,7 @@ export function extraKey(extra: SandboxExtra): string {
 }
 
 const NODE_DIR = dirname(realpathSync(process.execPath));
+const PACKAGE_ROOT_REAL = canonical(PACKAGE_ROOT);
 
 /** Variables every tool gets, whatever the policy's env list says. */
 const ALWAYS_KEPT = ['PATH', 'OLLIE_SESSION_ID', 'OLLIE_UNAME', 'OLLIE_AGENT_ID', 'TMPDIR'];
@@ -134,19 +135,54 @@ export function unavailableReason(policy: SandboxPolicy, status: LandlockStatus)
   return undefined;
 }
 
+const within = (p: string, dir: string): boolean => dir === '/' || p === dir || p.startsWith(dir + '/');
+
+/**
+ * The filesystem rules the helper gets, resolved (the helper grants a rule only if its path still resolves to
+ * itself), with the execution rule applied: in the exec roots (workspace, private tmp, user-local bin dirs),
+ * whatever is readable is executable too. A rule inside a root gains execute; a root below a broader rule gets
+ * a rule of its own with that rule's rights plus execute — unless the root lies in a denied path, where an
+ * explicit rule would hold (the helper honours rules naming paths inside denied ones) and open a way in.
+ */
+function filesystemRules(policy: SandboxPolicy, extra: SandboxExtra): Array<[Access, string]> {
+  let out = RULES_CACHE.get(policy);
+  // Resolving is a few dozen realpath calls: once per policy, not once per agent (whose spill rule differs).
+  if (!out) RULES_CACHE.set(policy, (out = policyRules(policy)));
+  return [...out, ...(['ro', 'rw'] as const).flatMap((level) => (extra[level] ?? []).map((p): [Access, string] => [level, canonical(p)]))];
+}
+
+const RULES_CACHE = new WeakMap<SandboxPolicy, Array<[Access, string]>>();
+
+function policyRules(policy: SandboxPolicy): Array<[Access, string]> {
+  const fs = policy.filesystem;
+  const denied = fs.deny.map(canonical);
+  const roots = (policy.resolved?.exec ?? policy.execRoots.map(canonical)).filter((r) => !denied.some((d) => within(r, d)));
+  const rules: Array<[Access, string]> = [];
+  for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of policy.resolved?.[level] ?? fs[level].map(canonical)) rules.push([level, p]);
+  const exec = (a: Access): Access => (a === 'ro' ? 'rox' : a === 'rw' ? 'rwx' : a);
+  const out: Array<[Access, string]> = rules.map(([a, p]) => [roots.some((r) => within(p, r)) ? exec(a) : a, p]);
+  for (const r of roots) {
+    const above = rules.filter(([, p]) => within(r, p) && p !== r);
+    if (above.length === 0) continue;
+    // The rules above already grant the root their rights (Landlock adds rights up): this adds execute only.
+    const writable = above.some(([a]) => a === 'rw' || a === 'rwx');
+    out.push([writable ? 'rwx' : 'rox', r]);
+  }
+  for (const d of policy.toolDirs) out.push(['rox', canonical(d)]);
+  return out;
+}
+
 /** The helper's command-line flags for a policy (without the tool's argv). */
 export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): string[] {
   const a: string[] = [];
   const fs = policy.filesystem;
-  for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of fs[level]) a.push(`--${level}`, p);
-  for (const level of ['ro', 'rw'] as const) for (const p of extra[level] ?? []) a.push(`--${level}`, p);
+  for (const [level, p] of filesystemRules(policy, extra)) a.push(`--${level}`, p);
   // The tools themselves and what they run on: Ollie's own files (dist/ for client_9p's ollie-9p, node_modules)
   // are readable, the tool directories executable. The user's tools live inside the denied config dir: a rule
   // naming them explicitly holds (only broader rules are cut around denied paths).
-  a.push('--ro', PACKAGE_ROOT, '--rox', join(PACKAGE_ROOT, 'data', 'tools'), '--rox', join(PACKAGE_ROOT, 'native', 'build'));
+  a.push('--ro', PACKAGE_ROOT_REAL, '--rox', join(PACKAGE_ROOT_REAL, 'data', 'tools'), '--rox', join(PACKAGE_ROOT_REAL, 'native', 'build'));
   // The Node that runs Ollie runs its Node tools too, wherever it is installed (nvm, a tarball in HOME…).
   a.push('--rox', NODE_DIR);
-  for (const d of policy.toolDirs) a.push('--rox', d);
   for (const d of fs.deny) a.push('--deny', d);
   const n = policy.network;
   const toolNet = extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0) ? extra.network : undefined;

@@ -2,13 +2,21 @@
  * The sandbox policy: `sandbox.yaml` (the user's, else the shipped `data/sandbox.yaml`), optionally narrowed
  * by the project's `.ollie-sandbox.yaml`. Format and semantics: docs/sandbox.md.
  *
- * A few paths are always denied, whatever the files say: ~/.ssh, ~/.gnupg, Ollie's runtime dir (its sockets)
- * and Ollie's config dir. Landlock only allows, so "denied" means no rule may cover them: the native helper
- * replaces a rule on an ancestor by rules on the ancestor's other entries (see grant() in ollie-sandbox.c).
+ * A few paths are always denied, whatever the files say: ~/.ssh, ~/.gnupg, Ollie's runtime dir (its sockets),
+ * Ollie's config and data dirs (the ones in use, --config/--data, and the XDG defaults). Landlock only allows, so
+ * "denied" means no rule may cover them: the native helper replaces a rule on an ancestor by rules on the
+ * ancestor's other entries (see grant() in ollie-sandbox.c). A rule naming a path inside one of them is an
+ * error in any policy file; only Ollie itself grants there (the user's tool dir, a tool's own data dir, an
+ * agent's spill files).
+ *
+ * Paths are compared after resolving symlinks, and the helper is given the resolved paths: it grants a rule
+ * only when the path still resolves to itself, so a symlink swapped in after the policy loaded grants nothing.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, normalize } from 'node:path';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
+import { PROJECT_POLICY_NAME, readTrusted, sha256 } from './trust.js';
 
 export type Access = 'ro' | 'rox' | 'rw' | 'rwx';
 export const ACCESS: readonly Access[] = ['ro', 'rox', 'rw', 'rwx'];
@@ -32,8 +40,20 @@ export interface SandboxPolicy {
   tmpDir: string;
   /** The user's tool dir ($XDG_CONFIG_HOME/ollie/tools): readable and executable although the config dir is denied. */
   toolDirs: string[];
+  /**
+   * Where whatever is readable is executable too (the workspace, the private tmp, the user-local bin dirs):
+   * "writable but not executable" stops no one (`ld.so ./prog` runs it) and breaks `./configure`.
+   */
+  execRoots: string[];
   /** The files the policy came from, in order (the base, then the project's). */
   sources: string[];
+  /** What the owner should know about how the policy was made (an untrusted project file that was ignored). */
+  notices: string[];
+  /**
+   * The filesystem rules resolved when the policy was loaded (loadPolicy), which the helper is given: resolving
+   * them later would follow a symlink planted since (a sub-agent's workspace swapped for a link to /).
+   */
+  resolved?: Record<Access | 'exec', string[]>;
 }
 
 export interface PolicyContext {
@@ -57,22 +77,74 @@ export class PolicyError extends Error {
 /** Where the shipped defaults live: data/ at the package root (this file is src|dist/toolsrv/sandbox/). */
 export const PACKAGE_ROOT = join(dirname(new URL(import.meta.url).pathname), '..', '..', '..');
 export const DEFAULT_POLICY_FILE = join(PACKAGE_ROOT, 'data', 'sandbox.yaml');
-export const PROJECT_POLICY_NAME = '.ollie-sandbox.yaml';
+export { PROJECT_POLICY_NAME };
 
-/** The paths no rule may cover, whatever the policy files say. */
+/** The user-local bin directories, executable where a policy makes them readable (and listed in the default). */
+export const USER_BIN_DIRS = ['.local/bin', '.cargo/bin', 'go/bin', '.npm-global/bin', 'bin'];
+
+/**
+ * The paths no rule may cover, whatever the policy files say: the user's keys, Ollie's sockets, and Ollie's
+ * config and data dirs — those in use and the XDG defaults, which may hold keys and history of their own.
+ */
 export function alwaysDenied(ctx: PolicyContext): string[] {
-  return [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir];
+  const dirs = [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir()];
+  return [...new Set(dirs)];
 }
 
-/** The policy for a project: the user's sandbox.yaml (or the shipped one), narrowed by the project's file. */
+/**
+ * `p` with symlinks resolved: the longest prefix that exists, resolved, and the rest appended as written (so
+ * a path that does not exist yet compares correctly with resolved ones).
+ */
+export function canonical(p: string): string {
+  let head = p;
+  let tail = '';
+  for (;;) {
+    try {
+      const real = realpathSync.native(head);
+      return tail ? join(real, tail) : real;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const parent = dirname(head);
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || parent === head) return p;
+      tail = tail ? join(basename(head), tail) : basename(head);
+      head = parent;
+    }
+  }
+}
+
+/** The policy for a project: the user's sandbox.yaml (or the shipped one), narrowed by the project's file once trusted. */
 export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
   const userFile = join(ctx.configDir, 'sandbox.yaml');
   const baseFile = existsSync(userFile) ? userFile : DEFAULT_POLICY_FILE;
   let policy = parsePolicyFile(baseFile, readFileSync(baseFile, 'utf8'), ctx);
-  const projectFile = join(ctx.cwd, PROJECT_POLICY_NAME);
-  if (existsSync(projectFile)) policy = narrow(policy, projectFile, readFileSync(projectFile, 'utf8'), ctx);
+  const project = projectFile(ctx);
+  if (project?.text !== undefined) policy = narrow(policy, project.file, project.text, ctx);
+  else if (project?.notice) policy.notices.push(project.notice);
   mkdirSync(ctx.tmpDir, { recursive: true, mode: 0o700 });
+  policy.resolved = { ro: [], rox: [], rw: [], rwx: [], exec: policy.execRoots.map(canonical) };
+  for (const a of ACCESS) policy.resolved[a] = policy.filesystem[a].map(canonical);
   return policy;
+}
+
+/**
+ * The project's policy file, if there is one: its text when the owner trusts this exact file (its SHA-256 at
+ * its resolved path), else why it is ignored. What is hashed is what is parsed: the bytes are read once.
+ */
+function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?: string } | undefined {
+  const file = join(canonical(ctx.cwd), PROJECT_POLICY_NAME);
+  let st;
+  try {
+    st = lstatSync(file);
+  } catch {
+    return undefined;
+  }
+  if (!st.isFile()) return { file, notice: `${file} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}, so it was ignored: a project's policy file must be a regular file` };
+  const bytes = readFileSync(file);
+  const sha = sha256(bytes);
+  const trusted = readTrusted(ctx.configDir).get(file);
+  if (trusted === sha) return { file, text: bytes.toString('utf8') };
+  const why = trusted ? 'has changed since it was trusted' : 'is not trusted';
+  return { file, notice: `${file} ${why}, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust` };
 }
 
 // ---- parsing -------------------------------------------------------------------------------------------
@@ -81,6 +153,8 @@ export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
 interface PolicyFile {
   file: string;
   filesystem: Partial<Record<Access | 'deny', string[]>>;
+  /** The line of each filesystem entry, in the same order. */
+  lines: Partial<Record<Access | 'deny', number[]>>;
   network: { enabled?: boolean; bindTcp?: number[]; connectTcp?: number[]; unix?: boolean };
   isolate: { signals?: boolean; abstractUnix?: boolean };
   env?: string[];
@@ -110,7 +184,7 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
   const first = doc.errors[0];
   if (first) throw new PolicyError(`${file}:${lc.linePos(first.pos[0]).line}: ${first.message.split('\n')[0]}`);
 
-  const out: PolicyFile = { file, filesystem: {}, network: {}, isolate: {}, at: new Map() };
+  const out: PolicyFile = { file, filesystem: {}, lines: {}, network: {}, isolate: {}, at: new Map() };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return out; // an empty file changes nothing
   if (!isMap(root)) return err(root, 'the policy must be a mapping (filesystem:, network:, isolate:, env:)');
@@ -152,7 +226,12 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
     out.at.set(key, lineOf(pair.key as YamlNode));
     if (key === 'filesystem') {
       const fields: Record<string, (v: YamlNode | null, k: string) => void> = {};
-      for (const a of [...ACCESS, 'deny'] as const) fields[a] = (v, k) => (out.filesystem[a] = list(v, k, (n) => pathOf(n, k)));
+      for (const a of [...ACCESS, 'deny'] as const) {
+        fields[a] = (v, k) => {
+          out.filesystem[a] = list(v, k, (n) => pathOf(n, k));
+          out.lines[a] = isSeq(v) ? v.items.map((n) => lineOf(n as YamlNode)) : [];
+        };
+      }
       section(value, key, fields);
     } else if (key === 'network') {
       section(value, key, {
@@ -200,8 +279,11 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
     env: f.env ?? [],
     tmpDir: ctx.tmpDir,
     toolDirs: [join(ctx.configDir, 'tools')],
+    execRoots: [ctx.cwd, ctx.tmpDir, ...USER_BIN_DIRS.map((d) => join(ctx.home, d))],
     sources: [file],
+    notices: [],
   };
+  checkDenied(f, ctx);
   if (!policy.network.enabled && (policy.network.bindTcp.length || policy.network.connectTcp.length)) {
     const line = f.at.get(policy.network.bindTcp.length ? 'network.bind_tcp' : 'network.connect_tcp') ?? 1;
     throw new PolicyError(`${file}:${line}: network: port lists need enabled: true (with enabled: false there is no network at all)`);
@@ -209,9 +291,34 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
   return policy;
 }
 
-// ---- narrowing -----------------------------------------------------------------------------------------
+// ---- what no policy file may grant ---------------------------------------------------------------------
 
 const within = (p: string, dir: string): boolean => dir === '/' || p === dir || p.startsWith(dir + '/');
+
+/**
+ * A rule naming an always-denied path, or a path inside one (after resolving symlinks: a link in the workspace
+ * to ~/.ssh is ~/.ssh), is an error: no policy file can grant them. The one exception is the user's tool dir
+ * inside the config dir, which may be named read-only or read+exec (it is granted so anyway).
+ */
+function checkDenied(f: PolicyFile, ctx: PolicyContext): void {
+  const denied = alwaysDenied(ctx).map((d) => ({ d, real: canonical(d) }));
+  const tools = canonical(join(ctx.configDir, 'tools'));
+  for (const a of ACCESS) {
+    (f.filesystem[a] ?? []).forEach((p, i) => {
+      const real = canonical(p);
+      if ((a === 'ro' || a === 'rox') && within(real, tools)) return;
+      const hit = denied.find(({ real: d }) => within(real, d));
+      if (!hit) return;
+      const via = real === p ? '' : ` (it resolves to ${real})`;
+      throw new PolicyError(
+        `${f.file}:${f.lines[a]?.[i] ?? f.at.get(`filesystem.${a}`) ?? 1}: filesystem.${a}: ${p}${via} is ${real === hit.real ? '' : 'inside '}${hit.d}, which no policy file can grant ` +
+          `(Ollie's config, data and runtime dirs, ~/.ssh and ~/.gnupg are always denied; a tool that needs them must be run with bypass and a person's approval)`,
+      );
+    });
+  }
+}
+
+// ---- narrowing -----------------------------------------------------------------------------------------
 
 /** Which levels of the base grant at least the rights of `a`. */
 const COVERS: Record<Access, Access[]> = { ro: ['ro', 'rox', 'rw', 'rwx'], rox: ['rox', 'rwx'], rw: ['rw', 'rwx'], rwx: ['rwx'] };
@@ -230,18 +337,28 @@ const envCovered = (entry: string, base: string[]): boolean =>
  */
 export function narrow(base: SandboxPolicy, file: string, text: string, ctx: PolicyContext): SandboxPolicy {
   const f = parseFile(file, text, ctx);
-  const fail = (key: string, what: string): never => {
-    throw new PolicyError(`${file}:${f.at.get(key) ?? f.at.get(key.split('.')[0] ?? '') ?? 1}: ${what}`);
+  const fail = (key: string, what: string, line?: number): never => {
+    throw new PolicyError(`${file}:${line ?? f.at.get(key) ?? f.at.get(key.split('.')[0] ?? '') ?? 1}: ${what}`);
   };
+  checkDenied(f, ctx);
   const out: SandboxPolicy = structuredClone(base);
   out.sources = [...base.sources, file];
+  // Compared resolved: "{CWD}/link" naming / or ~/.ssh through a symlink is where the link points, not the workspace.
+  const workspace = canonical(ctx.cwd);
+  const execRoots = base.execRoots.map(canonical);
+  const granted = (p: string, a: Access): boolean =>
+    COVERS[a].some((level) => base.filesystem[level].some((d) => within(p, canonical(d)))) ||
+    // The base's readable paths are executable in the exec roots (policyArgs), so rox/rwx there is no wider.
+    ((a === 'rox' || a === 'rwx') && execRoots.some((r) => within(p, r)) && granted(p, a === 'rox' ? 'ro' : 'rw'));
   for (const a of ACCESS) {
     const entries = f.filesystem[a];
     if (!entries) continue;
-    for (const p of entries) {
-      const ok = COVERS[a].some((level) => base.filesystem[level].some((d) => within(p, d)));
-      if (!ok) fail(`filesystem.${a}`, `filesystem.${a}: ${p} is not granted ${a} by ${base.sources[0]}; a project file can only narrow the policy`);
-    }
+    entries.forEach((p, i) => {
+      const real = canonical(p);
+      if (within(real, workspace) || granted(real, a)) return;
+      const via = real === p ? '' : ` (it resolves to ${real})`;
+      fail(`filesystem.${a}`, `filesystem.${a}: ${p}${via} is not granted ${a} by ${base.sources[0]} and is not inside the workspace ${workspace}; a project file can only narrow the policy or add paths inside the workspace`, f.lines[a]?.[i]);
+    });
     out.filesystem[a] = entries;
   }
   if (f.filesystem.deny) out.filesystem.deny = [...out.filesystem.deny, ...f.filesystem.deny];

@@ -1,0 +1,117 @@
+/**
+ * Which projects' `.ollie-sandbox.yaml` the owner has trusted: the way direnv's `allow` and VS Code's workspace
+ * trust work, a project's policy file applies only once the owner has trusted that exact file (its SHA-256 at
+ * its canonical path). A changed file is untrusted again. The list is `$XDG_CONFIG_HOME/ollie/trusted-projects`
+ * (the config dir, which no tool can read or write), one `sha256<TAB>path` line per file, written owner-only.
+ * `ollie trust PATH` and the namespace's `config/trust` edit it.
+ */
+import { createHash } from 'node:crypto';
+import { lstatSync, readFileSync, realpathSync, renameSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { privateDir, writePrivateFile } from '../../platform/private.js';
+
+export const TRUST_FILE_NAME = 'trusted-projects';
+export const PROJECT_POLICY_NAME = '.ollie-sandbox.yaml';
+
+export class TrustError extends Error {
+  override name = 'TrustError';
+}
+
+export const trustFile = (configDir: string): string => join(configDir, TRUST_FILE_NAME);
+
+/** The trusted files: canonical path → SHA-256 (hex). A missing list trusts nothing. */
+export function readTrusted(configDir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let text: string;
+  try {
+    text = readFileSync(trustFile(configDir), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return out;
+    throw e;
+  }
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-f]{64})\t(\/.*)$/.exec(line);
+    if (m) out.set(m[2]!, m[1]!);
+  }
+  return out;
+}
+
+export const sha256 = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
+
+/**
+ * A project's policy file as it is now: its canonical path, its bytes and their hash. `path` may name the file
+ * or the project directory. A symlink or anything but a regular file is refused: what gets trusted is the
+ * bytes at that name, not whatever a link points at later.
+ */
+export function projectPolicy(path: string): { file: string; bytes: Buffer; sha: string } {
+  let file = resolve(path);
+  try {
+    if (lstatSync(file).isDirectory()) file = join(file, PROJECT_POLICY_NAME);
+  } catch (e) {
+    throw new TrustError(`${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
+  file = join(realpathSync(dirname(file)), file.slice(dirname(file).length + 1));
+  let st;
+  try {
+    st = lstatSync(file);
+  } catch {
+    throw new TrustError(`${file}: no such file`);
+  }
+  if (!st.isFile()) throw new TrustError(`${file} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}: only a regular file can be trusted`);
+  const bytes = readFileSync(file);
+  return { file, bytes, sha: sha256(bytes) };
+}
+
+function save(configDir: string, m: Map<string, string>): void {
+  privateDir(configDir, 'the config directory');
+  const file = trustFile(configDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writePrivateFile(tmp, [...m].map(([p, h]) => `${h}\t${p}\n`).join(''));
+  renameSync(tmp, file);
+}
+
+/** Trusts the policy file at `path` (or in the project directory `path`) as it is now. Returns its `sha\tpath` line. */
+export function trust(configDir: string, path: string): string {
+  const { file, sha } = projectPolicy(path);
+  if (/[\t\n]/.test(file)) throw new TrustError(`${JSON.stringify(file)}: a path with a tab or newline cannot be listed`);
+  const m = readTrusted(configDir);
+  m.set(file, sha);
+  save(configDir, m);
+  return `${sha}\t${file}`;
+}
+
+/** Forgets `path` (the file or its project directory). Returns whether it was trusted. */
+export function untrust(configDir: string, path: string): boolean {
+  const m = readTrusted(configDir);
+  let file = resolve(path);
+  if (!file.endsWith(`/${PROJECT_POLICY_NAME}`)) file = join(file, PROJECT_POLICY_NAME);
+  // The list holds canonical paths; a path spelled through a symlink, or one that no longer exists, both count.
+  let canon = file;
+  try {
+    canon = join(realpathSync(dirname(file)), PROJECT_POLICY_NAME);
+  } catch {
+    // The project is gone: forget the spelling given.
+  }
+  const had = m.delete(file) || m.delete(canon);
+  if (had) save(configDir, m);
+  return had;
+}
+
+/** `config/trust` and `ollie trust`: applies `trust PATH` / `untrust PATH` lines; returns one result line each. */
+export function applyTrustCommands(configDir: string, text: string): string {
+  const out: string[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^(trust|untrust)\s+(\/.*)$/.exec(line);
+    if (!m) throw new TrustError(`${JSON.stringify(line)}: expected "trust /abs/path" or "untrust /abs/path" (the project directory or its ${PROJECT_POLICY_NAME})`);
+    if (m[1] === 'trust') out.push(`trusted ${trust(configDir, m[2]!)}`);
+    else out.push(untrust(configDir, m[2]!) ? `untrusted ${m[2]}` : `${m[2]} was not trusted`);
+  }
+  return out.map((l) => `${l}\n`).join('');
+}
+
+/** The list as `config/trust` shows it. */
+export function listTrusted(configDir: string): string {
+  return [...readTrusted(configDir)].map(([p, h]) => `${h}\t${p}\n`).join('');
+}
