@@ -5,8 +5,8 @@
  * that what an agent may do still works.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
@@ -17,12 +17,9 @@ import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js'
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'subagent_spawn', 'shell'], maxSteps: 20 };
 
 let h: Harness | undefined;
-let restore: (() => unknown) | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
-  restore?.();
-  restore = undefined;
 });
 
 type Call = { name: string; args: Record<string, unknown> };
@@ -269,16 +266,9 @@ describe('a workflow (session principal)', () => {
 
 describe('who connects: never the claimed name', () => {
   it('a sandboxed process that may open Unix sockets still cannot be the owner, whatever uname it claims or token it forges', async () => {
-    // The owner lets tools reach local daemons: Unix sockets are allowed to every tool. (toolsrv reads the
-    // policy from the daemon's config dir, or from $XDG_CONFIG_HOME/ollie when it is not told one: set both.)
+    // The owner lets tools reach local daemons: Unix sockets are allowed to every tool.
     const policy = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/unix: false/, 'unix: true');
     expect(policy).toMatch(/unix: true/);
-    const xdg = mkdtempSync(join(tmpdir(), 'ollie-xdg-'));
-    mkdirSync(join(xdg, 'ollie'));
-    writeFileSync(join(xdg, 'ollie', 'sandbox.yaml'), policy);
-    const saved = process.env.XDG_CONFIG_HOME;
-    process.env.XDG_CONFIG_HOME = xdg;
-    restore = () => (saved === undefined ? delete process.env.XDG_CONFIG_HOME : (process.env.XDG_CONFIG_HOME = saved));
     h = await harness({ profiles: { attacker: { ...ATTACKER, autoLoad: ['shell'] } } });
     writeFileSync(join(h.configDir, 'sandbox.yaml'), policy);
     const a = await attacker(h);
