@@ -328,7 +328,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
       }),
       Leaf('event', {
-        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only.',
+        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only. Topics: session.S.{new,rename,kill,pause,resume,goal}; session.S.agent.A.{new,rename,kill,state,peer.add,peer.del,peer.message,bypass.request,bypass.resolved}.',
         access: (ctx, op) => (principalOf(ctx)?.kind === 'session' ? undefined : OWNER_ONLY(ctx, op)),
         rdwrStream: (ctx, filter, signal) => {
           const p = principalOf(ctx);
