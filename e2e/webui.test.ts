@@ -73,8 +73,17 @@ describe('web mode', () => {
     rmrf(dir);
   });
 
+  /** Requests the page made that failed (404 and the like), as "STATUS URL". */
+  let failed: string[] = [];
+  let icon = 0;
   const open = async (): Promise<Page> => {
     page = await browser.newPage();
+    failed = [];
+    icon = 0;
+    page.on('response', (r) => {
+      if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+      if (/favicon/.test(r.url())) icon = r.status();
+    });
     await page.goto(ui.url);
     await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
     return page;
@@ -121,6 +130,9 @@ describe('web mode', () => {
     await outside.rdwrText('session/new', 'name=before\n');
     const p = await open();
     await p.locator('[data-session="before"]').waitFor();
+    // The page's icon is served (it was a 404 on every load), and nothing else failed.
+    await expect.poll(() => icon).toBe(200);
+    expect(failed).toEqual([]);
     const consoleBefore = await p.evaluate(() => performance.getEntriesByType('resource').length);
 
     await outside.rdwrText('session/new', `name=alpha\ncwd=${dir}\n`);
