@@ -229,7 +229,12 @@ describe('agents in the renderer', () => {
     expect(await box.inputValue()).toBe('/usage ');
     await box.press('Enter');
     await until(() => fake.agent('work', 'main').ctl.includes('usage'), 'usage on ctl');
-    await page.getByText('ok usage').waitFor();
+    // The reply stays above the prompt, whole, until closed (it was a 3-second toast).
+    const reply = page.getByRole('region', { name: 'Reply to /usage' });
+    await reply.getByText('ok usage').waitFor();
+    await reply.getByRole('button', { name: 'Close the reply' }).click();
+    await reply.waitFor({ state: 'detached' });
+    expect(await box.evaluate((e) => e === document.activeElement)).toBe(true);
 
     // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv).
     await box.fill('!ls');

@@ -6,7 +6,8 @@
  */
 import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { CTL_COMMANDS } from '../lib/parse.js';
-import { act, agentKey, notify, ollie, useStore } from '../lib/store.js';
+import { act, agentKey, ollie, useStore } from '../lib/store.js';
+import { CopyButton } from './CopyButton.js';
 
 const EMPTY: string[] = [];
 
@@ -17,6 +18,8 @@ export function Prompt() {
   const [text, setText] = useState('');
   const [pick, setPick] = useState(0);
   const [editing, setEditing] = useState<number>();
+  /** The last `/cmd`'s reply: kept until closed (a reply may be 100 lines, like /systemprompt). */
+  const [reply, setReply] = useState<{ command: string; text: string }>();
   const box = useRef<HTMLTextAreaElement>(null);
   const busy = !!info && info.state !== 'idle';
 
@@ -34,8 +37,9 @@ export function Prompt() {
     setText('');
     if (t.startsWith('/')) {
       // `/cmd` typed as a prompt is the same as writing `cmd` to ctl (issue 3 §3).
-      const reply = await act(t.split(/\s/)[0]!, () => ollie.agentCtl(session, agent, t.slice(1)));
-      if (reply !== undefined) notify(reply.trim() || `${t.split(/\s/)[0]} done`);
+      const command = t.split(/\s/)[0]!;
+      const out = await act(command, () => ollie.agentCtl(session, agent, t.slice(1)));
+      if (out !== undefined) setReply({ command: t, text: out.trimEnd() || `${command} done` });
       return;
     }
     await act('prompt', () => ollie.submit(session, agent, t));
@@ -68,8 +72,25 @@ export function Prompt() {
     void act('queue', () => ollie.setQueue(session, agent, next));
   };
 
+  const closeReply = (): void => {
+    setReply(undefined);
+    box.current?.focus();
+  };
+
   return (
     <div className="prompt">
+      {reply && (
+        <section className="cmd-reply" aria-label={`Reply to ${reply.command}`} onKeyDown={(e) => e.key === 'Escape' && closeReply()}>
+          <div className="cmd-reply-head">
+            <code>{reply.command}</code>
+            <CopyButton text={reply.text} />
+            <button type="button" aria-label="Close the reply" onClick={closeReply}>
+              ✕
+            </button>
+          </div>
+          <pre tabIndex={0}>{reply.text}</pre>
+        </section>
+      )}
       {queue.length > 0 && (
         <ol className="queue" aria-label="Queued prompts">
           {queue.map((q, i) => (
