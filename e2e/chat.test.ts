@@ -256,7 +256,8 @@ describe('agents in the renderer', () => {
     await page.locator('[data-agent="lead"]').waitFor();
     expect(fake.session('work').agents.has('lead')).toBe(true);
     await page.locator('[data-agent="lead"] .label').click({ button: 'right' });
-    await page.getByRole('menuitem', { name: 'Kill agent' }).click();
+    await page.getByRole('menuitem', { name: 'Kill agent…' }).click();
+    await page.getByRole('alertdialog', { name: 'Kill agent lead?' }).getByRole('button', { name: 'Kill' }).click();
     await page.locator('[data-agent="lead"]').waitFor({ state: 'detached' });
     expect(fake.session('work').agents.size).toBe(0);
   });

@@ -183,9 +183,17 @@ describe('the app with real agents (web mode)', () => {
     await block('assistant', 'Hello, I am coder and ready.').waitFor();
     await block('assistant', 'second done').waitFor();
 
-    // Kill from the context menu.
+    // Kill from the context menu: it asks first, and Enter alone (Cancel has the focus) kills nothing.
     await agentNode('builder').locator('.label').click({ button: 'right' });
-    await page.getByRole('menuitem', { name: 'Kill agent' }).click();
+    await page.getByRole('menuitem', { name: 'Kill agent…' }).click();
+    const confirm = page.getByRole('alertdialog', { name: 'Kill agent builder?' });
+    await confirm.waitFor();
+    await page.keyboard.press('Enter');
+    await confirm.waitFor({ state: 'detached' });
+    expect(await outside.readText('session/proj/agent/idx')).toContain('builder');
+    await agentNode('builder').locator('.label').click({ button: 'right' });
+    await page.getByRole('menuitem', { name: 'Kill agent…' }).click();
+    await confirm.getByRole('button', { name: 'Kill' }).click();
     await agentNode('builder').waitFor({ state: 'detached' });
     await until(async () => !(await outside.readText('session/proj/agent/idx')).includes('builder'), 'the agent to be gone');
   }, 120_000);

@@ -139,11 +139,44 @@ function AgentCfg({ session, agent }: { session: string; agent: string }) {
   );
 }
 
+/** Asks before a kill, which cannot be undone; Cancel has the focus, so Enter alone never kills. */
+function ConfirmKill({ session, agent }: { session: string; agent?: string }) {
+  const sname = useStore((s) => s.sessions[session]?.name ?? session);
+  const aname = useStore((s) => (agent ? (s.agents[session]?.find((a) => a.id === agent)?.name ?? agent) : undefined));
+  const close = (): void => useStore.setState({ dialog: null });
+  const kill = async (): Promise<void> => {
+    close();
+    await act('kill', async () => void (agent ? await ollie.killAgent(session, agent) : await ollie.sessionCtl(session, 'kill')));
+  };
+  const title = agent ? `Kill agent ${aname}?` : `Kill session ${sname}?`;
+  return (
+    <div className="modal-back" onKeyDown={(e) => e.key === 'Escape' && close()}>
+      <div className="modal" role="alertdialog" aria-modal="true" aria-label={title}>
+        <h2>{title}</h2>
+        <p>
+          {agent
+            ? 'Its turn stops, its background processes end, and it is removed with its history. This cannot be undone.'
+            : 'Every agent of the session stops, its processes end, and the session is removed with its history. This cannot be undone.'}
+        </p>
+        <div className="buttons">
+          <button type="button" className="danger" onClick={() => void kill()}>
+            Kill
+          </button>
+          <button type="button" autoFocus onClick={close}>
+            Cancel
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}
+
 export function Dialogs() {
   const d = useStore((s) => s.dialog);
   if (!d) return null;
   if (d.kind === 'new-session') return <NewSession />;
   if (d.kind === 'new-agent') return <NewAgent session={d.session} />;
   if (d.kind === 'agent-cfg') return <AgentCfg session={d.session} agent={d.agent} />;
+  if (d.kind === 'confirm-kill') return <ConfirmKill session={d.session} agent={d.agent} />;
   return null;
 }

@@ -180,14 +180,14 @@ function ContextMenu({ menu, onRename }: { menu: Menu; onRename: (key: string) =
         ['Rename', () => onRename(`${menu.session}/${menu.agent}`)],
         ['Settings…', () => useStore.setState({ dialog: { kind: 'agent-cfg', session: menu.session, agent: menu.agent! } })],
         ['Stop turn', () => void act('stop', () => ollie.agentCtl(menu.session, menu.agent!, 'stop'))],
-        ['Kill agent', () => void act('kill', () => ollie.killAgent(menu.session, menu.agent!))],
+        ['Kill agent…', () => useStore.setState({ dialog: { kind: 'confirm-kill', session: menu.session, agent: menu.agent! } })],
         ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
       ]
     : [
         ['New agent…', () => useStore.setState({ dialog: { kind: 'new-agent', session: menu.session } })],
         ['Rename', () => onRename(menu.session)],
         [s.paused ? 'Resume' : 'Pause', () => void act(s.paused ? 'resume' : 'pause', () => ollie.sessionCtl(menu.session, s.paused ? 'resume' : 'pause'))],
-        ['Kill session', () => void act('kill', () => ollie.sessionCtl(menu.session, 'kill'))],
+        ['Kill session…', () => useStore.setState({ dialog: { kind: 'confirm-kill', session: menu.session } })],
         ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
       ];
   return (

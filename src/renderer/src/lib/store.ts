@@ -17,6 +17,8 @@ export type Dialog =
   | { kind: 'new-session' }
   | { kind: 'new-agent'; session: string }
   | { kind: 'agent-cfg'; session: string; agent: string }
+  /** Killing cannot be undone: the tree's Kill asks first. */
+  | { kind: 'confirm-kill'; session: string; agent?: string }
   | null;
 
 /** What the main area shows: the selected agent's chat, full-text search, or the configuration files. */
