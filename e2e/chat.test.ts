@@ -234,7 +234,7 @@ describe('agents in the renderer', () => {
     await reply.getByText('ok usage').waitFor();
     await reply.getByRole('button', { name: 'Close the reply' }).click();
     await reply.waitFor({ state: 'detached' });
-    expect(await box.evaluate((e) => e === document.activeElement)).toBe(true);
+    expect(await box.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
 
     // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv).
     await box.fill('!ls');

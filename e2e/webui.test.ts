@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { Browser, Page } from 'playwright-core';
@@ -206,7 +207,14 @@ describe('web mode', () => {
 });
 
 describe('ollie serve --ui (the built CLI)', () => {
-  it('prints the URL with a fresh token, serves the UI on the asked port, and exits cleanly', async () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  it('prints the URL with its token, serves the UI on the asked port, exits cleanly, and an open page reconnects after a restart', async () => {
     const dir = tempDir('ollie-e2e-cli-');
     // A free port, to pass as --ui-port.
     const port = await new Promise<number>((resolve) => {
@@ -215,9 +223,8 @@ describe('ollie serve --ui (the built CLI)', () => {
         s.close(() => resolve(p));
       });
     });
-    const args = [join(root, 'dist/cli/ollie.js'), 'serve', '--ui', '--ui-port', String(port), '--socket', socketPath(dir), '--config', join(dir, 'c'), '--data', join(dir, 'd'), '--no-tools'];
-    const urls: string[] = [];
-    for (let i = 0; i < 2; i++) {
+    const start = async (extra: string[]): Promise<{ proc: ReturnType<typeof spawn>; url: string; out: string }> => {
+      const args = [join(root, 'dist/cli/ollie.js'), 'serve', '--ui', ...extra, '--socket', socketPath(dir), '--config', join(dir, 'c'), '--data', join(dir, 'd'), '--no-tools'];
       const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
       let out = '';
       let err = '';
@@ -230,19 +237,33 @@ describe('ollie serve --ui (the built CLI)', () => {
         });
         proc.once('exit', (code) => reject(new Error(`ollie serve --ui exited ${code}: ${err}`)));
       });
-      urls.push(url);
-      expect(url.startsWith(`http://127.0.0.1:${port}/?token=`)).toBe(true);
-      expect(out).toContain('serving 9P on unix!');
-      const res = await get(url);
-      // It serves the checkout's out/renderer: 200 once `npm run build:app` has run, else 503 saying to run it;
-      // never the app without the token.
-      expect([200, 503]).toContain(res.status);
-      expect((await get(url.replace(/\?token=.*/, ''))).status).toBe(403);
+      return { proc, url, out };
+    };
+    const stop = async (proc: ReturnType<typeof spawn>): Promise<void> => {
       proc.kill('SIGTERM');
       expect(await new Promise((r) => proc.once('exit', r))).toBe(0);
-    }
-    // Each start makes its own token.
-    expect(urls[0]).not.toBe(urls[1]);
+    };
+    const first = await start(['--ui-port', String(port)]);
+    expect(first.url.startsWith(`http://127.0.0.1:${port}/?token=`)).toBe(true);
+    expect(first.out).toContain('serving 9P on unix!');
+    const res = await get(first.url);
+    // It serves the checkout's out/renderer: 200 once `npm run build:app` has run, else 503 saying to run it;
+    // never the app without the token.
+    expect([200, 503]).toContain(res.status);
+    expect((await get(first.url.replace(/\?token=.*/, ''))).status).toBe(403);
+    const p = await browser.newPage();
+    await p.goto(first.url);
+    await p.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+    await stop(first.proc);
+    await p.getByTestId('conn').filter({ hasText: 'unreachable' }).waitFor({ timeout: 20_000 });
+    // Restarted without --ui-port: the same port and token (kept 0600 in the runtime directory), so the page
+    // that stayed open reconnects by itself (it used to be refused for ever, a new token per start).
+    const second = await start([]);
+    expect(second.url).toBe(first.url);
+    await p.getByTestId('conn').filter({ hasText: 'connected' }).waitFor({ timeout: 30_000 });
+    expect(statSync(join(dirname(socketPath(dir)), 'webui.json')).mode & 0o777).toBe(0o600);
+    await p.close();
+    await stop(second.proc);
     rmrf(dir);
-  }, 60_000);
+  }, 90_000);
 });

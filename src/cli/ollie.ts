@@ -7,7 +7,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
 import { run, type RunOptions } from './run.js';
 import type { WebUi } from '../webui/server.js';
@@ -33,8 +33,8 @@ program
   .option('--tcp <host:port>', 'also serve on TCP (loopback unless a host is given), to clients presenting the owner token (owner.token beside the socket)', parseHostPort)
   .option('--config <dir>', 'configuration directory', configDir())
   .option('--data <dir>', 'data directory (ollie.db)', dataDir())
-  .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with a per-start token)')
-  .option('--ui-port <n>', 'port of the web UI (default: any free port)', (v) => Number.parseInt(v, 10))
+  .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with its token; both kept across restarts, so an open page reconnects)')
+  .option('--ui-port <n>', 'port of the web UI (default: the last one if free, else any free port)', (v) => Number.parseInt(v, 10))
   .option('--yolo', 'run tools WITHOUT the sandbox (loudly logged)')
   .option('--http [port]', 'also serve the HTTP gateway (REST over the namespace) on 127.0.0.1, with a per-start token (default port: any free one)')
   .option('--shared-toolsrv', 'one toolsrv for all sessions (path locks hold across sessions)')
@@ -61,8 +61,8 @@ program
     if (o.ui || o.uiPort !== undefined) {
       try {
         // Imported only when asked for: it is a fifth of the CLI's start-up.
-        const { startWebUi } = await import('../webui/server.js');
-        ui = await startWebUi({ server: daemon.server, port: o.uiPort ?? 0 });
+        const { startRememberedWebUi } = await import('../webui/server.js');
+        ui = await startRememberedWebUi({ server: daemon.server, port: o.uiPort, stateFile: join(dirname(o.socket), 'webui.json') });
       } catch (e) {
         process.stderr.write(`ollie serve: web UI: ${(e as Error).message}\n`);
         await daemon.close();

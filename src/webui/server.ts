@@ -8,6 +8,7 @@
  * Host and Origin are checked too, so that a page on another site (or a DNS-rebound name) cannot reach it
  * even if it guessed the port.
  */
+import { privateFile, writePrivateFile } from '../platform/private.js';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -71,6 +72,32 @@ function cookieToken(req: IncomingMessage): string | undefined {
     if (k === COOKIE) return v.join('=');
   }
   return undefined;
+}
+
+/**
+ * Starts the web UI on the token and port of its last start (kept in `stateFile`, 0600 in the private runtime
+ * directory), so that a page left open across a daemon restart reconnects instead of being refused for ever; a
+ * port taken since is given up for a free one. Tokens last as long as the runtime directory (a logout clears it).
+ */
+export async function startRememberedWebUi(opts: Omit<WebUiOptions, 'token'> & { stateFile: string }): Promise<WebUi> {
+  let last: { token?: unknown; port?: unknown } = {};
+  try {
+    privateFile(opts.stateFile, 'web UI state');
+    last = JSON.parse(readFileSync(opts.stateFile, 'utf8')) as typeof last;
+  } catch {
+    // None yet, or unreadable: a fresh token and port.
+  }
+  const token = typeof last.token === 'string' && /^[0-9a-f]{64}$/.test(last.token) ? last.token : undefined;
+  const lastPort = typeof last.port === 'number' && Number.isInteger(last.port) ? last.port : undefined;
+  let ui: WebUi;
+  try {
+    ui = await startWebUi({ ...opts, token, port: opts.port ?? lastPort ?? 0 });
+  } catch (e) {
+    if (opts.port !== undefined || lastPort === undefined || (e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+    ui = await startWebUi({ ...opts, token, port: 0 });
+  }
+  writePrivateFile(opts.stateFile, JSON.stringify({ token: ui.token, port: ui.port }));
+  return ui;
 }
 
 export async function startWebUi(opts: WebUiOptions): Promise<WebUi> {
