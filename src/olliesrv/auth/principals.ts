@@ -73,7 +73,7 @@ export class Principals {
   /** What a connection's peer on the Unix socket is; computed when it connects, while its pid is its own. */
   unixOrigin(peer: { pid: number; uid: number; gid: number } | undefined, error?: string): Origin {
     if (!peer) return { kind: 'unix', error: error ?? 'its credentials could not be read' };
-    return { kind: 'unix', peer, confined: descendsFrom(peer.pid, new Set(this.o.confinedRoots())) || moreFiltered(peer.pid) };
+    return { kind: 'unix', peer, confined: descendsFrom(peer.pid, new Set(this.o.confinedRoots())) || sandboxMarked(peer.pid) };
   }
 
   /** ninep's authorize hook: the User an attach acts as, or a refusal that says why and what to do. */
@@ -100,36 +100,41 @@ export class Principals {
     if (!o.peer) throw new NinepError(`refused: the peer of this Unix-socket connection is unknown (${o.error}), so it cannot be the owner`);
     if (o.peer.uid !== this.o.uid && o.peer.uid !== 0) throw new NinepError(`refused: uid ${o.peer.uid} is not the owner (uid ${this.o.uid})`);
     if (o.confined) {
-      throw new NinepError(`refused: pid ${o.peer.pid} is a process Ollie started for an agent or a workflow; such processes reach the namespace only as their agent or session, with the token in $OLLIE_TOKEN`);
+      throw new NinepError(`refused: pid ${o.peer.pid} is a process Ollie started for an agent or a workflow (or a sandboxed one); such processes reach the namespace only as their agent or session, with the token in $OLLIE_TOKEN`);
     }
     return OWNER;
   }
 }
 
-/** The number of seccomp filters a process runs under (/proc/PID/status, Linux 5.9+); undefined when unknown. */
-function seccompFilters(pid: number | 'self'): number | undefined {
+/** The marks a sandbox leaves in /proc/PID/status; undefined when the file cannot be read. */
+function marks(pid: number | 'self'): { noNewPrivs?: boolean; filters?: number } | undefined {
+  let status: string;
   try {
-    const m = /^Seccomp_filters:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
-    return m ? Number(m[1]) : undefined;
+    status = readFileSync(`/proc/${pid}/status`, 'latin1');
   } catch {
     return undefined;
   }
+  const nnp = /^NoNewPrivs:\s*(\d)/m.exec(status);
+  const filters = /^Seccomp_filters:\s*(\d+)/m.exec(status);
+  return { ...(nnp && { noNewPrivs: nnp[1] === '1' }), ...(filters && { filters: Number(filters[1]) }) };
 }
 
-/** The daemon's own count; null when the kernel does not report it (before 5.9: the check is skipped). */
-let ownFilters: number | null | undefined;
+const daemonMarks = marks('self') ?? {};
 
 /**
- * Whether `pid` runs under more seccomp filters than the daemon: the sandbox helper installs one in every tool,
- * and filters are inherited and never removed, so a process that left the tool's process tree (reparented to
- * init after its parent exited) still carries it. A second sign beside descendsFrom, for the case where the
- * tree was left; a peer whose status cannot be read counts as filtered (fail closed).
+ * Whether `pid` carries the marks of Ollie's sandbox, whoever its parent is now. The ancestry check alone is not
+ * enough: a tool that detaches (a double fork, setsid) is reparented to init or the nearest subreaper and no
+ * longer descends from toolsrv. ollie-sandbox always sets no_new_privs and installs a seccomp filter before it
+ * restricts itself; neither can ever be undone, by the tool or its descendants. So a peer that has no_new_privs
+ * while the daemon does not, or more seccomp filters than the daemon (Linux 5.9+ reports the count), is a
+ * sandboxed tool or a child of one. A mark the daemon's own status lacks (it runs with no_new_privs itself, in a
+ * hardened unit or a container; an older kernel) says nothing and is skipped. An unreadable status fails closed.
  */
-export function moreFiltered(pid: number): boolean {
-  if (ownFilters === undefined) ownFilters = seccompFilters('self') ?? null;
-  if (ownFilters === null) return false;
-  const theirs = seccompFilters(pid);
-  return theirs === undefined ? true : theirs > ownFilters;
+export function sandboxMarked(pid: number): boolean {
+  const m = marks(pid);
+  if (!m) return true;
+  if (daemonMarks.noNewPrivs === false && m.noNewPrivs !== false) return true;
+  return daemonMarks.filters !== undefined && (m.filters === undefined || m.filters > daemonMarks.filters);
 }
 
 /** The parent pid from /proc/PID/stat (the field after the command name, which may itself hold spaces and ')'). */
