@@ -312,11 +312,14 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }),
       ),
       Leaf('search', {
-        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets]. Agents and workflows find only their own session\'s.',
+        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets]. Workflows find only their own session\'s, agents only what they may read (their own, their sub-agents\' and peers\' logs).',
         access: ANYONE,
         rdwr: (ctx, req) => {
           const p = principalOf(ctx);
-          return agents.search(req, p?.kind === 'owner' ? undefined : p?.session ?? '-');
+          if (p?.kind === 'owner') return agents.search(req);
+          // An agent finds what it may read: its own log, its sub-agents' and its peers' (not its siblings').
+          const shown = p?.kind === 'agent' ? (a: Agent) => relate(scope, p.session, p.agent, a) !== 'none' : undefined;
+          return agents.search(req, p?.session ?? '-', shown);
         },
       }),
       Leaf('generate', {

@@ -326,11 +326,11 @@ export class Agents {
   }
 
   /**
-   * Root `search`: matching blocks of every live agent (of session `sessionId` only, when given), as
+   * Root `search`: matching blocks of every live agent (of session `sessionId` only, and those `shown` keeps, when given), as
    * `session\tagent\tblock-id\trole\tsnippet` lines.
    */
-  search(text: string, sessionId?: string): string {
-    const byId = new Map(this.all().filter((a) => sessionId === undefined || a.sessionId === sessionId).map((a) => [a.id, a]));
+  search(text: string, sessionId?: string, shown?: (a: Agent) => boolean): string {
+    const byId = new Map(this.all().filter((a) => (sessionId === undefined || a.sessionId === sessionId) && (!shown || shown(a))).map((a) => [a.id, a]));
     const names = new Map(this.sessions.all().map((s) => [s.id, s.name]));
     return this.deps.store
       .search(text)
