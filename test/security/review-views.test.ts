@@ -34,4 +34,27 @@ describe('review: an agent\'s view of its session', () => {
       view.close();
     }
   });
+
+  it('a sub-agent cannot take its parent\'s id as a name: the parent keeps its token and its address', async () => {
+    h = await harness({ profiles: { attacker: ATTACKER } });
+    const a = await h.agent({ profile: 'attacker' });
+    const parentView = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
+    const kid = (await parentView.rdwrText(`session/${a.session}/agent/new`, 'name=kid')).trim();
+    parentView.close();
+    const kidId = h.daemon.agents.get(a.session, kid).id;
+    const kidView = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, kidId) });
+    try {
+      // The kid learns its parent's id from agent/idx (its own line) and names its own sub-agent so.
+      const idx = await kidView.readText(`session/${a.session}/agent/idx`);
+      expect(idx).toContain(a.aid);
+      await expect(kidView.rdwrText(`session/${a.session}/agent/new`, `name=${a.aid}`)).rejects.toThrow(/is the id of an agent of session/);
+      // The parent still authenticates, and its id still addresses it (for the owner, workflows, its own tools).
+      const again = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
+      again.close();
+      await h.c.write(`session/${a.session}/agent/${a.aid}/prompt`, '/stop');
+      expect((await h.c.readText(`session/${a.session}/agent/${a.aid}/id`)).trim()).toBe(a.aid);
+    } finally {
+      kidView.close();
+    }
+  });
 });

@@ -167,10 +167,13 @@ export class Agents {
     return a;
   }
 
-  /** By id or name. */
+  /**
+   * By id or name. The id wins: names are chosen by whoever creates an agent (an agent names its sub-agents),
+   * and a name that spells another agent's id must not take over that agent's address nor its token.
+   */
   find(sessionName: string, idOrName: string): Agent {
     const m = this.map(sessionName);
-    const a = m.get(idOrName) ?? [...m.values()].find((x) => x.id === idOrName);
+    const a = [...m.values()].find((x) => x.id === idOrName) ?? m.get(idOrName);
     if (!a) throw new AgentError(`no agent ${JSON.stringify(idOrName)} in session ${sessionName}`);
     return a;
   }
@@ -194,6 +197,7 @@ export class Agents {
     if (name !== undefined) {
       checkName(name);
       if (m.has(name)) throw new AgentError(`an agent named ${JSON.stringify(name)} already exists in session ${sessionName}`);
+      if ([...m.values()].some((x) => x.id === name)) throw new AgentError(`${JSON.stringify(name)} is the id of an agent of session ${sessionName}, not a name for another`);
     } else {
       const base = opts.transient ? `sub-${randomBytes(3).toString('hex')}` : profileName;
       name = base;
@@ -274,6 +278,7 @@ export class Agents {
     if (newName === a.name) return;
     checkName(newName);
     if (m.has(newName)) throw new AgentError(`an agent named ${JSON.stringify(newName)} already exists in this session`);
+    if ([...m.values()].some((x) => x.id === newName && x !== a)) throw new AgentError(`${JSON.stringify(newName)} is the id of an agent of this session, not a name for another`);
     this.deps.store.rename(a.id, newName);
     m.delete(a.name);
     const old = a.name;
