@@ -61,7 +61,11 @@ export class Principals {
 
   /** The principal a token stands for, or undefined when it is not one of ours (forged, or from another run). */
   fromToken(token: string): Principal | undefined {
-    if (token.length === this.ownerToken.length && timingSafeEqual(Buffer.from(token), Buffer.from(this.ownerToken))) return OWNER;
+    // Bytes, not UTF-16 units: a token with non-ASCII characters may have the owner token's length in one and
+    // not the other, and timingSafeEqual throws on buffers of different lengths.
+    const bytes = Buffer.from(token);
+    const owner = Buffer.from(this.ownerToken);
+    if (bytes.length === owner.length && timingSafeEqual(bytes, owner)) return OWNER;
     const m = TOKEN.exec(token);
     if (!m) return undefined;
     const [, kind, a, b, mac] = m;
