@@ -57,4 +57,22 @@ describe('review: an agent\'s view of its session', () => {
       kidView.close();
     }
   });
+
+  it('an agent cannot load tools its profile does not list (a read-only profile giving itself shell or web_fetch)', async () => {
+    const READER = { description: 'reader', prompt: 'read only', autoLoad: ['client_9p', 'file_read'], maxSteps: 20 };
+    h = await harness({ profiles: { reader: READER } });
+    const a = await h.agent({ profile: 'reader' });
+    const view = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
+    try {
+      const ctl = `session/${a.session}/agent/${a.aid}/ctl`;
+      await expect(view.rdwrText(ctl, 'tool_load shell')).rejects.toThrow(/refused: an agent may load only the tools of its profile \(client_9p, file_read\), not shell/);
+      await expect(view.write(`session/${a.session}/agent/${a.aid}/prompt`, '/tool_load web_fetch')).rejects.toThrow(/not web_fetch/);
+      expect(await view.rdwrText(ctl, 'tools')).not.toMatch(/^(shell|web_fetch)\t/m);
+      // Its own profile's tools it may (re)load; the owner may load anything.
+      expect(await view.rdwrText(ctl, 'tool_load file_read')).toMatch(/loaded file_read/);
+      expect(await h.c.rdwrText(`${a.path}/ctl`, 'tool_load shell')).toMatch(/loaded shell/);
+    } finally {
+      view.close();
+    }
+  });
 });

@@ -98,17 +98,23 @@ function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgent
   return { ...kv, cwd, backend: caller.cfg.backend, parent: parent.id };
 }
 
-/** Refuses a command an agent may not give (see checkAgentCommand). */
 /**
- * Refuses a command the caller may not give an agent: an agent, the ones that widen (checkAgentCommand); a
- * workflow, a working directory outside its session's.
+ * Refuses a command the caller may not give an agent: an agent, the ones that widen (checkAgentCommand), and
+ * `tool_load` of a tool the target's profile does not list (a profile's tool set is a limit the owner chose: a
+ * reader without shell, an agent without web_fetch's network); a workflow, a working directory outside its
+ * session's.
  */
-function agentCommand(o: Olliesrv, ctx: Ctx, command: string): string {
+function agentCommand(o: Olliesrv, ctx: Ctx, target: Agent, command: string): string {
   const p = principalOf(ctx);
   const why = checkAgentCommand(p, command);
   if (why) throw new NinepError(`refused: ${why}`);
   const { cmd, args } = splitCommand(command);
-  if (p?.kind === 'session' && cmd === 'cwd' && args) checkSessionCwd(o, ctx, resolvePath(o.agents.find(ctx.params.session!, ctx.params.agent!).cfg.cwd, args));
+  if (p?.kind === 'agent' && cmd === 'tool_load') {
+    const listed = new Set([...o.profiles.get(target.cfg.profile).autoLoad]);
+    const other = args.split(/\s+/).filter((n) => n && !listed.has(n));
+    if (other.length) throw new NinepError(`refused: an agent may load only the tools of its profile (${[...listed].join(', ') || 'none'}), not ${other.join(', ')}; other tools are the owner's to give`);
+  }
+  if (p?.kind === 'session' && cmd === 'cwd' && args) checkSessionCwd(o, ctx, resolvePath(target.cfg.cwd, args));
   return command;
 }
 
@@ -445,7 +451,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 access: agentOwn,
                 write: async (ctx, data) => {
                   const text = new TextDecoder().decode(data);
-                  if (text.startsWith('/')) agentCommand(o, ctx, text.slice(1));
+                  if (text.startsWith('/')) agentCommand(o, ctx, ag(ctx), text.slice(1));
                   await ag(ctx).submit(text);
                 },
               }),
@@ -505,7 +511,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('ctl', {
                 doc: 'Write a command, read its result (write "help" for the list). Agents may give themselves and their sub-agents the commands that widen nothing.',
                 access: agentOwn,
-                rdwr: (ctx, req) => ag(ctx).ctl(agentCommand(o, ctx, req)),
+                rdwr: (ctx, req) => ag(ctx).ctl(agentCommand(o, ctx, ag(ctx), req)),
               }),
               Dir('proc', { doc: "The agent's background processes (a mirror of its toolsrv's proc/), by pid.", access: agentOwn },
                 Leaf('idx', {
