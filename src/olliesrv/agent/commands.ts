@@ -2,7 +2,7 @@
  * The agent's `ctl` commands. Writing `cmd args` to ctl and typing `/cmd args` as a prompt are the same thing.
  * Each command returns the text read back from ctl.
  */
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Agent } from './agent.js';
 import type { AgentDeps } from './deps.js';
@@ -96,8 +96,10 @@ export const COMMANDS: Record<string, Command> = {
         // reported below
       }
       if (!ok) throw new CommandError(`${dir} is not an existing directory`);
-      await a.setCwd(dir);
-      return line(dir);
+      // Kept resolved: the sandbox refuses a working directory that a symlink redirects later.
+      const real = realpathSync(dir);
+      await a.setCwd(real);
+      return line(real);
     },
   },
   name: { usage: 'name [NEWNAME]', run: (a, args, d) => (args ? (d.rename(a, args), line(args)) : line(a.name)) },

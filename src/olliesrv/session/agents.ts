@@ -11,7 +11,7 @@ import { closeDanglingCalls } from '../agent/history.js';
 import type { GenerationParams } from '../backend/types.js';
 import type { AgentRow } from '../store/agents.js';
 import { emptyStats } from '../agent/stats.js';
-import { checkCwd, checkName, type Sessions } from './registry.js';
+import { checkName, resolvedDir, type Sessions } from './registry.js';
 
 /** How deep sub-agents may nest (a top-level agent is depth 0). */
 export const MAX_DEPTH = 3;
@@ -189,8 +189,8 @@ export class Agents {
     const profile = this.deps.profiles.get(profileName);
     const backend = opts.backend ?? profile.backend ?? this.deps.backends.defaultName;
     this.deps.backends.get(backend);
-    const cwd = opts.cwd ?? session.cwd;
-    checkCwd(cwd);
+    // Resolved once, here: the sandbox then refuses a working directory that a symlink redirects later.
+    const cwd = resolvedDir(opts.cwd ?? session.cwd);
     const parent = opts.parent ? this.find(sessionName, opts.parent) : undefined;
     const depth = parent ? parent.depth + 1 : 0;
     let name = opts.name;

@@ -3,7 +3,7 @@
  * writes every change through to the store, then announces it on the event bus.
  */
 import { randomUUID } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import type { EventBus } from '../event/bus.js';
 import type { SessionRow, SessionStore } from '../store/sessions.js';
@@ -32,6 +32,19 @@ export function checkCwd(cwd: string): void {
     // Reported below.
   }
   if (!ok) throw new SessionError(`cwd ${cwd} is not an existing directory`);
+}
+
+/**
+ * `cwd` checked (absolute, an existing directory) and resolved (symlinks, `..`): how agents keep their working
+ * directories, so that the sandbox can tell an honest one from one a tool redirected since (see Confinement.wrap).
+ */
+export function resolvedDir(cwd: string): string {
+  checkCwd(cwd);
+  try {
+    return realpathSync(cwd);
+  } catch {
+    return cwd;
+  }
 }
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -8,7 +8,7 @@
  * whatever the kernel offers.
  */
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spillDirFor } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
@@ -124,6 +124,17 @@ export class Confinement {
       return { file: argv[0]!, args: argv.slice(1), env: out };
     }
     if (!this.mod) return { refused: `sandbox unavailable: ${this.missing}` };
+    // The tools may rewrite their working directory: one swapped for a symlink (to /, to ~/.ssh) after olliesrv
+    // checked and resolved it would become {CWD}. olliesrv gives agents their directories resolved, so an honest
+    // one is its own real path; the helper then re-checks every rule at the call (a swap after this point grants
+    // nothing either).
+    let real: string;
+    try {
+      real = realpathSync(cwd);
+    } catch (e) {
+      return { refused: `the working directory ${cwd} cannot be used: ${(e as Error).message}` };
+    }
+    if (real !== cwd) return { refused: `the working directory ${cwd} now leads to ${real} (a symlink put in its place): refused; set the agent's cwd again if that is meant` };
     try {
       // Trusting (or editing) the project's policy file takes effect on the next call, not the next toolsrv.
       const stamp = this.trustStamp(cwd);
