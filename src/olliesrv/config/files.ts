@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parseBackendsConfig } from '../backend/config.js';
 import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
+import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -23,7 +24,12 @@ export interface ConfigFilesOptions {
   profiles: Profiles;
   /** Re-reads backends.conf in the running daemon; returns an error when it does not load. */
   reloadBackends: () => Error | undefined;
+  /** Tools run without the sandbox (`--yolo`). */
+  yolo?: boolean;
 }
+
+/** What the tool sandbox applies here, as the root `sandbox` file serves it. */
+export type SandboxReport = LandlockStatus & { summary: string; yolo: boolean };
 
 export class ConfigFiles {
   constructor(private readonly o: ConfigFilesOptions) {}
@@ -69,6 +75,22 @@ export class ConfigFiles {
     parsePolicyFile(file, text, { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: home, home, runtimeDir: tmpdir(), tmpDir: join(tmpdir(), 'ollie-policy-check') });
     this.commit('sandbox.yaml', text);
     return file;
+  }
+
+  /**
+   * What the sandbox helper applies to tools on this machine (its --probe): asked once, then cached. Loaded only
+   * here, as the policy code is: the sandbox is toolsrv's business on every other path.
+   */
+  async sandboxStatus(): Promise<SandboxReport> {
+    const m = await import('../../toolsrv/sandbox/index.js');
+    let s: LandlockStatus;
+    try {
+      s = await m.landlockStatusAsync();
+    } catch (e) {
+      s = { abi: 0, enforces: [], reason: `the sandbox helper's probe failed: ${(e as Error).message}` };
+    }
+    if (this.o.yolo) return { ...s, yolo: true, summary: 'sandbox: OFF (--yolo): tools run with all of your rights' };
+    return { ...s, yolo: false, summary: m.sandboxSummary(s) };
   }
 
   /** The profile new agents get when `agent/new` names none. */

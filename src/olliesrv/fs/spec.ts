@@ -184,6 +184,10 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           text: { get: () => `${o.config.defaultProfile()}\n`, set: (_ctx, v) => (v.trim() ? o.config.writeDefaultProfile(v) : undefined) },
         }),
       ),
+      Leaf('sandbox', {
+        doc: 'What the tool sandbox applies on this machine, as JSON: Landlock ABI and rights, the system call filter, the capabilities dropped, containment, limits, and a one-line summary.',
+        blockOnce: async () => `${JSON.stringify(await o.config.sandboxStatus())}\n`,
+      }),
       Leaf('search', {
         doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets].',
         rdwr: (_ctx, req) => agents.search(req),
