@@ -228,10 +228,14 @@ static int beneath(const char *p, const char *dir) {
   return strncmp(p, dir, n) == 0 && (p[n] == '/' || p[n] == 0);
 }
 
-static void add_fd_rule(int fd, uint64_t access, const char *path) {
-  struct stat st;
-  if (fstat(fd, &st) < 0) die(EXIT_SETUP, "stat %s: %s", path, strerror(errno));
-  if (!S_ISDIR(st.st_mode)) access &= FS_FILE_RIGHTS;
+/* `type` is the entry's d_type when a directory listing gave it (saving a stat per entry), else DT_UNKNOWN. */
+static void add_fd_rule(int fd, uint64_t access, const char *path, unsigned char type) {
+  if (type == DT_UNKNOWN) {
+    struct stat st;
+    if (fstat(fd, &st) < 0) die(EXIT_SETUP, "stat %s: %s", path, strerror(errno));
+    type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+  }
+  if (type != DT_DIR) access &= FS_FILE_RIGHTS;
   access &= handled_fs;
   if (!access) return;
   struct ll_path_beneath_attr attr = {.allowed_access = access, .parent_fd = fd};
@@ -247,20 +251,21 @@ static void add_fd_rule(int fd, uint64_t access, const char *path) {
  * followed (a link to ~/.ssh must not become a grant on it): access through them is whatever their target's
  * own rules allow.
  */
-static void grant(const char *path, uint64_t access, int follow, int fd) {
+static void grant(const char *path, uint64_t access, int follow, int fd, unsigned char type, int at, const char *name) {
   int above_deny = 0;
   for (int i = 0; i < ndenies; i++) {
     /* While descending, a denied entry is skipped; a rule naming it (or a path in it) explicitly still holds. */
     if (!follow && beneath(path, denies[i])) return;
     if (beneath(denies[i], path) && strcmp(denies[i], path)) above_deny = 1;
   }
-  if (fd < 0) fd = open(path, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  /* Entries are opened relative to their directory (`at`, `name`): one lookup, not a walk from the root. */
+  if (fd < 0) fd = openat(at, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return; /* nothing there to grant */
     die(EXIT_SETUP, "open %s: %s", path, strerror(errno));
   }
   if (!above_deny) {
-    add_fd_rule(fd, access, path);
+    add_fd_rule(fd, access, path, type);
     close(fd);
     return;
   }
@@ -276,7 +281,7 @@ static void grant(const char *path, uint64_t access, int follow, int fd) {
     if (e->d_type == DT_LNK) continue;
     int n = snprintf(child, sizeof child, "%s/%s", strcmp(path, "/") ? path : "", e->d_name);
     if (n < 0 || (size_t)n >= sizeof child) continue;
-    grant(child, access, 0, -1);
+    grant(child, access, 0, -1, e->d_type, dfd, e->d_name);
   }
   closedir(d);
 }
@@ -418,13 +423,19 @@ enum label {
   L_IOCTL,
   L_TCP_PROTO,
   L_UDP_PROTO,
-  L_COUNT
+  L_COUNT /* labels from here on are made by new_label(), for the branches of the dispatch tree */
 };
 
 #define MAX_INSNS 256
+#define MAX_LABELS (L_COUNT + 64)
 static struct sock_filter insns[MAX_INSNS];
 static int jt_label[MAX_INSNS], jf_label[MAX_INSNS];
-static int ninsns, label_at[L_COUNT];
+static int ninsns, label_at[MAX_LABELS], nlabels;
+
+static int new_label(void) {
+  if (nlabels >= MAX_LABELS) die(EXIT_SETUP, "seccomp: the filter needs more than %d labels", MAX_LABELS);
+  return nlabels++;
+}
 
 static void emit(uint16_t code, uint32_t k, int jt, int jf) {
   if (ninsns >= MAX_INSNS) die(EXIT_SETUP, "seccomp: the filter does not fit in %d instructions", MAX_INSNS);
@@ -433,12 +444,12 @@ static void emit(uint16_t code, uint32_t k, int jt, int jf) {
   jf_label[ninsns] = jf;
   ninsns++;
 }
-static void label(enum label l) { label_at[l] = ninsns; }
+static void label(int l) { label_at[l] = ninsns; }
 static void load_word(uint32_t offset) { emit(BPF_LD | BPF_W | BPF_ABS, offset, L_NONE, L_NONE); }
 /* The low 32 bits of argument i: every argument inspected here is an int to the kernel (or, for clone's
    flags, only its low half is used). Both architectures are little-endian. */
 static void load_arg(int i) { load_word(offsetof(struct seccomp_data, args[0]) + 8 * i); }
-static void jump_if(uint32_t k, enum label yes) { emit(BPF_JMP | BPF_JEQ | BPF_K, k, yes, L_NONE); }
+static void jump_if(uint32_t k, int yes) { emit(BPF_JMP | BPF_JEQ | BPF_K, k, yes, L_NONE); }
 static void ret(uint32_t v) { emit(BPF_RET | BPF_K, v, L_NONE, L_NONE); }
 static void ret_errno(int e) { ret(SECCOMP_RET_ERRNO | ((uint32_t)e & SECCOMP_RET_DATA)); }
 static void go(enum label l) { emit(BPF_JMP | BPF_JA, 0, l, L_NONE); }
@@ -458,11 +469,41 @@ static void resolve_labels(void) {
   }
 }
 
+/* What the dispatch on the system call number does with one number. */
+struct dispatch {
+  uint32_t nr;
+  int to;
+};
+
+static int by_nr(const void *a, const void *b) {
+  uint32_t x = ((const struct dispatch *)a)->nr, y = ((const struct dispatch *)b)->nr;
+  return x < y ? -1 : x > y;
+}
+
+/*
+ * A balanced tree of comparisons over the sorted numbers, then a few equality tests at each leaf: the kernel
+ * runs the filter for every number when it is installed (to cache which calls are always allowed) and on every
+ * call it cannot cache, so a dozen instructions instead of a linear table's sixty keep both cheap.
+ */
+static void dispatch_tree(const struct dispatch *d, int n) {
+  if (n <= 4) {
+    for (int i = 0; i < n; i++) jump_if(d[i].nr, d[i].to);
+    go(L_ALLOW);
+    return;
+  }
+  int mid = n / 2, right = new_label();
+  emit(BPF_JMP | BPF_JGE | BPF_K, d[mid].nr, right, L_NONE);
+  dispatch_tree(d, mid);
+  label(right);
+  dispatch_tree(d + mid, n - mid);
+}
+
 static void build_filter(void) {
 #ifdef NATIVE_ARCH
   enum net_mode mode = net_mode();
-  for (int l = 0; l < L_COUNT; l++) label_at[l] = -1;
+  for (int l = 0; l < MAX_LABELS; l++) label_at[l] = -1;
   ninsns = 0;
+  nlabels = L_COUNT;
 
   load_word(offsetof(struct seccomp_data, arch));
   emit(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, L_NONE, L_ENOSYS);
@@ -470,15 +511,14 @@ static void build_filter(void) {
 #ifdef X32_SYSCALL_BIT
   emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
-  /* Calls decided by their arguments first: they are the only ones the kernel cannot cache as allowed. */
-  jump_if(__NR_socket, L_SOCKET);
-  jump_if(__NR_socketpair, L_SOCKETPAIR);
-  jump_if(__NR_clone, L_CLONE);
-  jump_if(__NR_unshare, L_UNSHARE);
-  jump_if(__NR_ioctl, L_IOCTL);
+  struct dispatch d[NREFUSED + 5] = {
+      {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
+      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL},
+  };
   for (int r = 0; r < NREFUSED; r++)
-    jump_if((uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM);
-  ret(SECCOMP_RET_ALLOW);
+    d[5 + r] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
+  qsort(d, NREFUSED + 5, sizeof d[0], by_nr);
+  dispatch_tree(d, NREFUSED + 5);
 
   /* socket(2): Unix sockets only with --allow-unix (Landlock cannot refuse connect(2) to a pathname socket,
      the Ollie socket among them); the IP families as the network setting allows; netlink's routing protocol
@@ -560,7 +600,7 @@ static void build_filter(void) {
   label(L_ENOSYS);
   ret_errno(ENOSYS);
 
-  for (int l = 0; l < L_COUNT; l++)
+  for (int l = 0; l < nlabels; l++)
     if (label_at[l] < 0 && l != L_TCP_PROTO && l != L_UDP_PROTO && l != L_NETLINK)
       die(EXIT_SETUP, "seccomp: the filter has no code for label %d", l);
   resolve_labels();
@@ -627,10 +667,9 @@ static void drop_privileges(void) {
     if (prctl(PR_SET_SECUREBITS, LOCKED_SECUREBITS, 0, 0, 0) < 0)
       die(EXIT_SETUP, "securebits: %s", strerror(errno));
     for (int c = 0; c < 64; c++) {
-      int v = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
-      if (v < 0) break;
-      if (v && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
-        die(EXIT_SETUP, "dropping capability %d from the bounding set: %s", c, strerror(errno));
+      if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0) continue;
+      if (errno == EINVAL && c > CAP_SETPCAP) break; /* beyond the kernel's last capability */
+      die(EXIT_SETUP, "dropping capability %d from the bounding set: %s", c, strerror(errno));
     }
   } else if (root && !bounding_set_empty()) {
     die(EXIT_SETUP,
@@ -924,7 +963,7 @@ int main(int argc, char **argv) {
       die(EXIT_SETUP, "%s: %s", rules[r].path, strerror(errno));
     }
     if (rules[r].access & FS_EXECUTE) exec_dirs[nexec_dirs++] = strdup(real);
-    grant(real, rules[r].access, 1, fd);
+    grant(real, rules[r].access, 1, fd, DT_UNKNOWN, AT_FDCWD, real);
   }
   for (int p = 0; p < nbind; p++) {
     struct ll_net_port_attr na = {.allowed_access = NET_BIND_TCP, .port = bind_ports[p]};
