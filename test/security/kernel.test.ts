@@ -8,10 +8,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { landlockStatus, loadPolicy, parseProbe, SANDBOX_EXIT, SANDBOX_HELPER, sandboxSummary, type SandboxExtra, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
+import { dial } from '../../src/ninep/node.js';
+import type { SandboxReport } from '../../src/olliesrv/config/files.js';
+import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { buildNative, makeWorld, run, runSandboxed, shippedPolicyText, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
 
 const ROOT = process.getuid?.() === 0;
@@ -299,6 +302,26 @@ describe('the probe and failing closed', () => {
   test('bad probe output is an error naming the helper', () => {
     expect(() => parseProbe('nope')).toThrow(`${SANDBOX_HELPER} --probe printed something that is not JSON`);
     expect(() => parseProbe('{"abi":"7"}')).toThrow('printed no "abi" and "enforces"');
+  });
+
+  test('olliesrv logs the sandbox once at start and serves the report as its root `sandbox` file', async () => {
+    const logs: string[] = [];
+    const run = mkdtempSync(join(w.root, 'run-'));
+    const daemon = await startDaemon({ socket: join(run, 'ollie.sock'), dataDir: join(w.root, 'data'), configDir: w.configDir, log: (m) => logs.push(m), skills: false });
+    try {
+      await until(() => logs.some((l) => l.startsWith('sandbox: ')), 'the sandbox line in the log');
+      expect(logs.filter((l) => l.startsWith('sandbox'))).toEqual([sandboxSummary(landlockStatus())]);
+      const c = await dial({ kind: 'unix', path: join(run, 'ollie.sock') }, { uname: userInfo().username });
+      try {
+        const report = JSON.parse(await c.readText('sandbox')) as SandboxReport;
+        expect(report).toMatchObject({ yolo: false, abi: landlockStatus().abi, summary: sandboxSummary(landlockStatus()) });
+        expect(report.filter?.refuses).toContain('io_uring_setup');
+      } finally {
+        c.close();
+      }
+    } finally {
+      await daemon.close();
+    }
   });
 
   const setpriv = existsSync('/usr/bin/setpriv');
