@@ -314,6 +314,31 @@ static void grant(const char *path, uint64_t access, int follow, int fd, unsigne
 #endif
 
 /* Numbers newer than some build hosts' headers; since 424 every architecture shares them. */
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#define __NR_io_uring_enter 426
+#define __NR_io_uring_register 427
+#endif
+#ifndef __NR_open_tree
+#define __NR_open_tree 428
+#define __NR_move_mount 429
+#define __NR_fsopen 430
+#define __NR_fsconfig 431
+#define __NR_fsmount 432
+#define __NR_fspick 433
+#endif
+#ifndef __NR_clone3
+#define __NR_clone3 435
+#endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
+#endif
+#ifndef __NR_mount_setattr
+#define __NR_mount_setattr 442
+#endif
+#ifndef __NR_quotactl_fd
+#define __NR_quotactl_fd 443
+#endif
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467
 #endif
@@ -379,7 +404,9 @@ static const struct refused_call REFUSED[] = {
     {__NR_quotactl_fd, "quotactl_fd", EPERM},
     {__NR_syslog, "syslog", EPERM},
     {__NR_vhangup, "vhangup", EPERM},
+#ifdef __NR_lookup_dcookie /* gone from the headers of Linux 6.10+, which no longer have the call */
     {__NR_lookup_dcookie, "lookup_dcookie", EPERM},
+#endif
 #if defined(__x86_64__)
     {__NR_iopl, "iopl", EPERM},
     {__NR_ioperm, "ioperm", EPERM},
