@@ -4,10 +4,12 @@
  *   ollie-sandbox [policy options] -- PROGRAM [ARGS...]
  *   ollie-sandbox --probe
  *
- * It parses the policy from argv, sets no_new_privs, builds a Landlock ruleset for the best ABI the kernel
- * offers, adds the rules, restricts itself, optionally installs a small seccomp filter on socket(2), filters
- * the environment and execve's PROGRAM. It fails closed: when Landlock is missing or weaker than the policy
- * needs, it exits with EXIT_UNAVAILABLE and says on stderr exactly what is missing. See docs/sandbox.md.
+ * It parses the policy from argv, builds a Landlock ruleset for the best ABI the kernel offers and adds the
+ * rules, drops every capability, sets no_new_privs, restricts itself, installs the seccomp filter on the system
+ * calls Landlock does not govern, filters the environment and execve's PROGRAM. It fails closed: when Landlock
+ * is missing or weaker than the policy needs, it exits with EXIT_UNAVAILABLE, and when any step fails, with
+ * EXIT_SETUP, saying on stderr exactly what is missing or failed; the tool never runs half-confined. `--probe`
+ * prints every mechanism it would apply. See docs/sandbox.md.
  *
  * The kernel headers of the build host may predate the Landlock features used here, so every constant and
  * structure is defined below from the kernel's UAPI (they are ABI and never change).
@@ -39,7 +41,7 @@
 
 #define EXIT_POLICY 120      /* bad command line / policy */
 #define EXIT_UNAVAILABLE 121 /* Landlock missing or weaker than the policy needs */
-#define EXIT_SETUP 122       /* a system call setting up the sandbox failed */
+#define EXIT_SETUP 122       /* a system call setting up the sandbox failed (Landlock, capabilities, seccomp) */
 #define EXIT_EXEC 127        /* PROGRAM could not be executed (126 when it exists but may not be) */
 
 #ifndef __NR_landlock_create_ruleset
@@ -716,7 +718,7 @@ static void drop_privileges(void) {
 
 /* ---- probe ----------------------------------------------------------------------------------------- */
 
-/* A JSON string of `s` (the reasons come from strerror and our own messages: no quotes or backslashes). */
+/* One item of a JSON list of names (system calls, capability sets: never a quote or a backslash in them). */
 #define JSON_LIST_ITEM(sep, s) printf("%s\"%s\"", (sep), (s))
 
 /*
