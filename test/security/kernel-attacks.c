@@ -7,7 +7,7 @@
  *
  *   kernel-attacks uring-unix PATH | mptcp PORT | raw | packet | bpf | perf | clone-newuser | clone3 |
  *                  unshare-user | int80 | handle PATH | socketpair | dgram-pair PATH | dgram-listen PATH |
- *                  mknod PATH | caps
+ *                  mknod PATH | caps | tiocsti
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -214,6 +215,23 @@ static int dgram_pair(const char *path) {
   return report("sendto from a dgram pair", sendto(sv[0], "escaped\n", 8, 0, (struct sockaddr *)&a, sizeof a), NULL);
 }
 
+/* Input pushed into a terminal, which whatever reads it next (a shell) would run: here the call's own pty. */
+static int tiocsti(void) {
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0) return report("openpty", -1, NULL);
+  const char *name = ptsname(m);
+  pid_t p = fork();
+  if (p == 0) {
+    setsid();
+    int s = open(name, O_RDWR); /* the session's controlling terminal from now on */
+    char c = 'x';
+    _exit(report("TIOCSTI", s < 0 ? -1 : ioctl(s, TIOCSTI, &c), NULL));
+  }
+  int st;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 static int caps(void) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
@@ -242,6 +260,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "dgram-listen")) return dgram_listen(arg);
   if (!strcmp(c, "mknod")) return report("mknod /dev/null twin", mknod(arg, S_IFCHR | 0666, makedev(1, 3)), NULL);
   if (!strcmp(c, "caps")) return caps();
+  if (!strcmp(c, "tiocsti")) return tiocsti();
   fprintf(stderr, "kernel-attacks: unknown attack \"%s\"\n", c);
   return 2;
 }

@@ -239,6 +239,21 @@ describe('privilege', () => {
   if (!ROOT) console.warn('kernel.test.ts: SKIPPING the root-only tests (/etc/shadow, mknod, raw sockets, file handles): not running as root');
 });
 
+describe('terminals', () => {
+  const legacy = (() => {
+    try {
+      return readFileSync('/proc/sys/dev/tty/legacy_tiocsti', 'utf8').trim() === '1';
+    } catch {
+      return true; // before Linux 6.2 there is no switch: TIOCSTI always works
+    }
+  })();
+  if (!legacy) console.warn('kernel.test.ts: SKIPPING the TIOCSTI attack: dev.tty.legacy_tiocsti is 0, the kernel refuses it to everyone');
+  test.skipIf(!legacy)('TIOCSTI cannot push input into a terminal, even the call\'s own', async () => {
+    expect((await attack(null, ['tiocsti'])).out).toBe('TIOCSTI: ok\n');
+    expect((await attack(policy(), ['tiocsti'])).out).toBe('TIOCSTI: refused EPERM\n');
+  });
+});
+
 describe('other system call ABIs', () => {
   // The kernel may be built without 32-bit emulation (or boot with ia32_emulation=0): then there is nothing to refuse.
   test.skipIf(!X86_64)('an i386 system call (int 0x80) from a 64-bit program is refused', async () => {
