@@ -289,6 +289,13 @@ describe('honest work still runs', () => {
     expect(r.out).toBe('first\n');
   });
 
+  const strace = existsSync('/usr/bin/strace');
+  if (!strace) console.warn('kernel.test.ts: no /usr/bin/strace; the ptrace control is skipped');
+  test.skipIf(!strace)('strace (ptrace of the call\'s own children) still works', async () => {
+    const r = await sh(policy(), 'strace -f -qq -e trace=execve /bin/echo traced 2>&1');
+    expect(r.out).toMatch(/^execve\("\/bin\/echo", \["\/bin\/echo", "traced"\].* = 0\ntraced\n/);
+  });
+
   test('socketpair-using programs: perl and python', async () => {
     const p = policy();
     const perl = await runSandboxed(p, ['/usr/bin/perl', '-e', 'use Socket; socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, 0) or die "$!\\n"; syswrite($a, "pair"); sysread($b, my $x, 4); print "$x ok\\n"'], { cwd: w.cwd, env: env() });
