@@ -220,6 +220,30 @@ describe('privilege', () => {
     }
   });
 
+  // The usual case: the daemon and its tools run as the same user, so file modes and capabilities do not
+  // separate them; Landlock's ptrace restriction does.
+  test.skipIf(!ROOT || !existsSync('/usr/bin/setpriv'))("as a user, the environ of the user's own daemon cannot be read either", async () => {
+    const asNobody = ['/usr/bin/setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
+    const daemon = spawn(asNobody[0]!, [...asNobody.slice(1), process.execPath, '-e', 'setInterval(() => {}, 1000)'], { env: { PATH: '/usr/bin:/bin', OLLIE_TEST_SECRET: 'sk-user-daemon' }, stdio: 'ignore', cwd: '/' });
+    try {
+      await until(() => {
+        try {
+          return readFileSync(`/proc/${daemon.pid}/status`, 'utf8').includes('Uid:\t65534') && readFileSync(`/proc/${daemon.pid}/environ`, 'utf8').includes('sk-user');
+        } catch {
+          return false;
+        }
+      }, 'the daemon to run as nobody');
+      const read = `cat /proc/${daemon.pid}/environ; echo " exit $?"`;
+      const helper = [SANDBOX_HELPER, '--rox', '/usr', '--rox', '/bin', '--rox', '/lib', '--rox', '/lib64', '--ro', '/proc', '--no-net', '--deny-unix', '--scope-signals', '--scope-abstract-unix', '--', '/bin/sh', '-c', read];
+      const r = await run(asNobody[0]!, [...asNobody.slice(1), ...helper], { cwd: '/', env: { PATH: '/usr/bin:/bin' } });
+      expect(r.out).toBe(`cat: /proc/${daemon.pid}/environ: Permission denied\n exit 1\n`);
+      const free = await run(asNobody[0]!, [...asNobody.slice(1), '/bin/sh', '-c', read], { cwd: '/', env: { PATH: '/usr/bin:/bin' } });
+      expect(free.out).toContain('sk-user-daemon');
+    } finally {
+      daemon.kill('SIGKILL');
+    }
+  });
+
   test.skipIf(!ROOT)('as root: /etc/shadow is unreadable and no device node can be made (a fifo can)', async () => {
     const shadow = statSync('/etc/shadow', { throwIfNoEntry: false });
     const p = policy();
