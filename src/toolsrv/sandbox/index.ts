@@ -11,7 +11,7 @@
  * and exits with SANDBOX_EXIT.unavailable, in case the kernel differs from what was probed.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT, type SandboxPolicy } from './policy.js';
@@ -268,7 +268,8 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
  * The machine's secrets a tool could read by file mode alone: the password and group shadow files, TLS and SSH
  * host private keys. Dropping capabilities keeps root from reading what the modes do not grant it, but these
  * are root's own files (0640 root:shadow, 0600 root), which root reads as their owner; and a user in the
- * shadow group reads /etc/shadow by its group. Each one this user can read is denied, whatever the policy.
+ * shadow group reads /etc/shadow by its group. Each one this user can read by its mode is denied, whatever
+ * the policy.
  */
 function systemSecrets(): string[] {
   const candidates = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/ssl/private'];
@@ -277,14 +278,25 @@ function systemSecrets(): string[] {
   } catch {
     // No /etc/ssh: no host keys.
   }
-  return candidates.filter((p) => {
-    try {
-      accessSync(p, constants.R_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  return candidates.filter(readableByMode);
+}
+
+/**
+ * Whether this user could read `path` by its mode bits alone, as a tool (no capabilities) can. access(2) would
+ * not do: it answers for toolsrv, which as root reads everything. (Fedora's /etc/shadow is 0000: nothing to
+ * deny there, and /etc is not split into its entries for it.)
+ */
+function readableByMode(path: string): boolean {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return false;
+  }
+  const uid = process.getuid?.() ?? -1;
+  const gids = [process.getgid?.() ?? -1, ...(process.getgroups?.() ?? [])];
+  const bits = st.uid === uid ? (st.mode >> 6) & 7 : gids.includes(st.gid) ? (st.mode >> 3) & 7 : st.mode & 7;
+  return (bits & 4) !== 0;
 }
 
 const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();
