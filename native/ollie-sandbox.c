@@ -655,8 +655,9 @@ static void install_filter(void) {
  * an execve by uid 0 would hand the bounding set back as permitted capabilities, so the bounding set is
  * emptied and SECBIT_NOROOT locked (root's uid then means nothing to exec), with SECBIT_NO_SETUID_FIXUP and
  * the ambient-raise lock so that no later change of uid or ambient set brings a capability back. Without
- * CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH root reads only what the file modes grant it (not /etc/shadow), without
- * CAP_SYS_PTRACE it cannot read other processes' /proc files, without CAP_MKNOD it makes no device nodes.
+ * CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH root reads only what the file modes grant it, without CAP_MKNOD it makes
+ * no device nodes, and without CAP_SYS_PTRACE and CAP_SYS_ADMIN it cannot read other processes' /proc files
+ * (with them, a root tool read the daemon's environ in spite of Landlock's ptrace restriction).
  */
 #define LOCKED_SECUREBITS                                                                                      \
   (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |             \
