@@ -139,6 +139,32 @@ describe('sockets', () => {
   });
   if (!ROOT) console.warn('kernel.test.ts: SKIPPING the raw/packet socket attack: it needs root (this test runs as a user, who has no CAP_NET_RAW to lose)');
 
+  test('socket families and protocols follow the network setting: off, a port rule, open', async () => {
+    const sock = (p: SandboxPolicy | null, spec: string, extra?: SandboxExtra) =>
+      runSandboxed(p, ['/usr/bin/perl', '-e', `use Socket; socket(my $s, ${spec}) or die "$!\\n"; print "ok\\n"`], { cwd: w.cwd, env: env(), extra }).then((r) => r.out.trim());
+    const denied = 'Permission denied';
+    // [family, type, protocol]: netlink route, netlink sock_diag, vsock, UDP-Lite, SCTP, MPTCP over IPv6, UDP, TCP.
+    const cases = { route: '16, 3, 0', diag: '16, 3, 4', vsock: '40, 1, 0', udplite: '2, 2, 136', sctp: '2, 1, 132', mptcp6: '10, 1, 262', udp: '2, 2, 17', tcp: '2, 1, 6' };
+    const expected = {
+      off: { route: denied, diag: denied, vsock: denied, udplite: denied, sctp: denied, mptcp6: denied, udp: denied, tcp: 'ok' },
+      ports: { route: 'ok', diag: denied, vsock: denied, udplite: denied, sctp: denied, mptcp6: denied, udp: 'ok', tcp: 'ok' },
+      open: { route: 'ok', diag: denied, vsock: denied, udplite: 'ok', mptcp6: 'ok', udp: 'ok', tcp: 'ok' },
+    };
+    const off = policy();
+    const open = policy('  enabled: true\n');
+    const got: Record<string, Record<string, string>> = { off: {}, ports: {}, open: {} };
+    for (const [name, spec] of Object.entries(cases)) {
+      got.off![name] = await sock(off, spec);
+      got.ports![name] = await sock(off, spec, { network: { connectTcp: [443] } });
+      if (name !== 'sctp') got.open![name] = await sock(open, spec); // SCTP's module may be missing here: the kernel's answer, not ours
+    }
+    expect(got).toEqual(expected);
+    // Outside, the kernel allows these to anyone (so the refusals above are the sandbox's).
+    expect(await sock(null, cases.diag)).toBe('ok');
+    expect(await sock(null, cases.vsock)).toBe('ok');
+    expect(await sock(null, cases.udplite)).toBe('ok');
+  });
+
   test('a datagram socketpair cannot sendto a datagram socket by its path; stream pairs still work', async () => {
     const path = join(w.root, 'log.sock');
     const listen = (): Promise<{ child: ChildProcess; out: () => string }> =>
