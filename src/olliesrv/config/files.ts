@@ -82,15 +82,19 @@ export class ConfigFiles {
    * here, as the policy code is: the sandbox is toolsrv's business on every other path.
    */
   async sandboxStatus(): Promise<SandboxReport> {
-    const m = await import('../../toolsrv/sandbox/index.js');
+    // Never rejects: the daemon logs it without waiting, and a report saying why is more use than an error.
     let s: LandlockStatus;
+    let summary: string;
     try {
+      const m = await import('../../toolsrv/sandbox/index.js');
       s = await m.landlockStatusAsync();
+      summary = m.sandboxSummary(s);
     } catch (e) {
       s = { abi: 0, enforces: [], reason: `the sandbox helper's probe failed: ${(e as Error).message}` };
+      summary = `sandbox unavailable: ${s.reason}; sandboxed tool calls will be refused`;
     }
     if (this.o.yolo) return { ...s, yolo: true, summary: 'sandbox: OFF (--yolo): tools run with all of your rights' };
-    return { ...s, yolo: false, summary: m.sandboxSummary(s) };
+    return { ...s, yolo: false, summary };
   }
 
   /** The profile new agents get when `agent/new` names none. */
