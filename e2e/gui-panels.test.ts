@@ -3,8 +3,8 @@
  * LLM over HTTP, a real toolsrv running the background processes, the built renderer in Debian's Chromium.
  * A background process shows with its live, coloured output and ends; a long one is killed and dismissed;
  * search finds a past message and opens it in its chat; a bad backends.conf is refused (error shown, file
- * unchanged) and a good one adds a backend the new-agent dialog offers; the default profile applies to the
- * next agent. Every step's file operations show in the 9P console.
+ * unchanged) and a good one adds a backend the new-agent dialog offers; what the sandbox applies shows above
+ * its policy; the default profile applies to the next agent. Every step's file operations show in the 9P console.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -224,6 +224,13 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await sandbox.getByRole('button', { name: 'Save' }).click();
     expect(await sandbox.locator('.field-error').textContent()).toMatch(/sandbox\.yaml:3: network\.ports: unknown setting/);
     expect(await outside.readText('config/sandbox.yaml')).toBe(shipped);
+    // Above it, what the sandbox applies on this machine, from the daemon's `sandbox` file (the helper's probe).
+    const applied = settings.locator('[data-file="sandbox"]');
+    const report = JSON.parse(await outside.readText('sandbox')) as { summary: string; filter?: { refuses?: string[] } };
+    await applied.getByRole('status').getByText(report.summary).waitFor();
+    expect(report.summary).toMatch(/^sandbox: Landlock ABI \d+/);
+    expect(await applied.locator('dd').nth(1).textContent()).toContain('io_uring_setup');
+    await screenshot(page, 'gui-settings-sandbox');
 
     // The default profile: picked here, written to config/profile, and the next agent made without one gets it.
     const picker = settings.getByRole('combobox', { name: 'Default profile' });

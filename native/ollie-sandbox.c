@@ -4,10 +4,12 @@
  *   ollie-sandbox [policy options] -- PROGRAM [ARGS...]
  *   ollie-sandbox --probe
  *
- * It parses the policy from argv, sets no_new_privs, builds a Landlock ruleset for the best ABI the kernel
- * offers, adds the rules, restricts itself, optionally installs a small seccomp filter on socket(2), filters
- * the environment and execve's PROGRAM. It fails closed: when Landlock is missing or weaker than the policy
- * needs, it exits with EXIT_UNAVAILABLE and says on stderr exactly what is missing. See docs/sandbox.md.
+ * It parses the policy from argv, builds a Landlock ruleset for the best ABI the kernel offers and adds the
+ * rules, drops every capability, sets no_new_privs, restricts itself, installs the seccomp filter on the system
+ * calls Landlock does not govern, filters the environment and execve's PROGRAM. It fails closed: when Landlock
+ * is missing or weaker than the policy needs, it exits with EXIT_UNAVAILABLE, and when any step fails, with
+ * EXIT_SETUP, saying on stderr exactly what is missing or failed; the tool never runs half-confined. `--probe`
+ * prints every mechanism it would apply. See docs/sandbox.md.
  *
  * The kernel headers of the build host may predate the Landlock features used here, so every constant and
  * structure is defined below from the kernel's UAPI (they are ABI and never change).
@@ -19,13 +21,18 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -34,7 +41,7 @@
 
 #define EXIT_POLICY 120      /* bad command line / policy */
 #define EXIT_UNAVAILABLE 121 /* Landlock missing or weaker than the policy needs */
-#define EXIT_SETUP 122       /* a system call setting up the sandbox failed */
+#define EXIT_SETUP 122       /* a system call setting up the sandbox failed (Landlock, capabilities, seccomp) */
 #define EXIT_EXEC 127        /* PROGRAM could not be executed (126 when it exists but may not be) */
 
 #ifndef __NR_landlock_create_ruleset
@@ -223,10 +230,14 @@ static int beneath(const char *p, const char *dir) {
   return strncmp(p, dir, n) == 0 && (p[n] == '/' || p[n] == 0);
 }
 
-static void add_fd_rule(int fd, uint64_t access, const char *path) {
-  struct stat st;
-  if (fstat(fd, &st) < 0) die(EXIT_SETUP, "stat %s: %s", path, strerror(errno));
-  if (!S_ISDIR(st.st_mode)) access &= FS_FILE_RIGHTS;
+/* `type` is the entry's d_type when a directory listing gave it (saving a stat per entry), else DT_UNKNOWN. */
+static void add_fd_rule(int fd, uint64_t access, const char *path, unsigned char type) {
+  if (type == DT_UNKNOWN) {
+    struct stat st;
+    if (fstat(fd, &st) < 0) die(EXIT_SETUP, "stat %s: %s", path, strerror(errno));
+    type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+  }
+  if (type != DT_DIR) access &= FS_FILE_RIGHTS;
   access &= handled_fs;
   if (!access) return;
   struct ll_path_beneath_attr attr = {.allowed_access = access, .parent_fd = fd};
@@ -242,20 +253,21 @@ static void add_fd_rule(int fd, uint64_t access, const char *path) {
  * followed (a link to ~/.ssh must not become a grant on it): access through them is whatever their target's
  * own rules allow.
  */
-static void grant(const char *path, uint64_t access, int follow, int fd) {
+static void grant(const char *path, uint64_t access, int follow, int fd, unsigned char type, int at, const char *name) {
   int above_deny = 0;
   for (int i = 0; i < ndenies; i++) {
     /* While descending, a denied entry is skipped; a rule naming it (or a path in it) explicitly still holds. */
     if (!follow && beneath(path, denies[i])) return;
     if (beneath(denies[i], path) && strcmp(denies[i], path)) above_deny = 1;
   }
-  if (fd < 0) fd = open(path, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  /* Entries are opened relative to their directory (`at`, `name`): one lookup, not a walk from the root. */
+  if (fd < 0) fd = openat(at, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return; /* nothing there to grant */
     die(EXIT_SETUP, "open %s: %s", path, strerror(errno));
   }
   if (!above_deny) {
-    add_fd_rule(fd, access, path);
+    add_fd_rule(fd, access, path, type);
     close(fd);
     return;
   }
@@ -271,96 +283,450 @@ static void grant(const char *path, uint64_t access, int follow, int fd) {
     if (e->d_type == DT_LNK) continue;
     int n = snprintf(child, sizeof child, "%s/%s", strcmp(path, "/") ? path : "", e->d_name);
     if (n < 0 || (size_t)n >= sizeof child) continue;
-    grant(child, access, 0, -1);
+    grant(child, access, 0, -1, e->d_type, dfd, e->d_name);
   }
   closedir(d);
 }
 
-/* ---- seccomp: which socket families may be created ----------------------------------------------- */
-
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#define COMPAT_ARCH AUDIT_ARCH_I386
-#define COMPAT_SOCKETCALL 102
-#define COMPAT_SOCKET 359
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#define COMPAT_ARCH AUDIT_ARCH_ARM
-#define COMPAT_SOCKETCALL 0xffffffff /* EABI arm has no socketcall */
-#define COMPAT_SOCKET 281
-#endif
-
-#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
-#define DENY (SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA))
-#define ALLOW SECCOMP_RET_ALLOW
+/* ---- seccomp: the system calls Landlock does not govern ------------------------------------------- */
 
 /*
- * Landlock (ABI <= 7) cannot refuse connect(2) to a pathname Unix socket, and its network rules cover TCP
- * only. So: without --allow-unix (the default) socket(AF_UNIX) fails, which keeps tools off the Ollie
- * sockets and any other local daemon; with --no-net only TCP (governed by Landlock) remains of the IP
- * families, and no other family (UDP, raw, netlink, packet) may be created. socketpair(2) stays allowed.
+ * Landlock governs files, TCP ports, signals and abstract Unix sockets. Everything else a process can reach
+ * in the kernel it reaches through system calls, and the filter below closes the ones that go around those
+ * rules or around the process's lack of privilege: io_uring (which opens sockets and files without the system
+ * calls filtered here), socket families and protocols Landlock cannot see (a pathname Unix socket, UDP, raw,
+ * packet, MPTCP, SCTP…), new namespaces, mounts, file handles (open_by_handle_at reaches any inode of a
+ * mounted filesystem, whatever Landlock says of its path), BPF, perf, keyrings, userfaultfd, kexec and
+ * modules. Refusals return an error, never kill: a program that tries io_uring or an exotic socket falls back
+ * or reports the error, as it would on a kernel built without the feature.
+ *
+ * The other architectures the kernel runs in the same process (x86-64's i386 and x32 system calls, aarch64's
+ * 32-bit ARM ones) have their own numbers and their own socketcall multiplexer; rather than keep a second
+ * table, every such call fails with ENOSYS.
  */
-static void install_socket_filter(void) {
-#ifdef NATIVE_ARCH
-  uint32_t unix_verdict = deny_unix ? DENY : ALLOW;
-  uint32_t other_verdict = no_net ? DENY : ALLOW;
-  int ports = !no_net && (nbind || nconnect);
-  struct sock_filter f[40];
-  int n = 0;
-  f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 6, 0);
-  /* 32-bit compat processes: no socket creation at all (their socketcall multiplexer hides the family). */
-  f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_SOCKETCALL, 0, 1);
-  f[n++] = (struct sock_filter)RET(DENY);
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_SOCKET, 0, 1);
-  f[n++] = (struct sock_filter)RET(DENY);
-  f[n++] = (struct sock_filter)RET(ALLOW);
-  f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
 #if defined(__x86_64__)
-  /* x32 system calls have their own numbers; refuse them all rather than track a second table. */
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1);
-  f[n++] = (struct sock_filter)RET(SECCOMP_RET_ERRNO | ENOSYS);
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#define NATIVE_ARCH_NAME "x86_64"
+#define COMPAT_NAME "i386 and x32"
+#define X32_SYSCALL_BIT 0x40000000
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#define NATIVE_ARCH_NAME "aarch64"
+#define COMPAT_NAME "arm (32-bit)"
 #endif
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0);
-  f[n++] = (struct sock_filter)RET(ALLOW);
-  f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1);
-  f[n++] = (struct sock_filter)RET(unix_verdict);
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0);
-  f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, no_net ? 5 : ports ? 6 : 1);
-  if (no_net) {
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf); /* strip SOCK_NONBLOCK/CLOEXEC */
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 0, 1);
-    f[n++] = (struct sock_filter)RET(ALLOW);
-    f[n++] = (struct sock_filter)RET(DENY);
-  } else if (ports) {
-    /* Ports listed: TCP (Landlock's rules) and UDP (name lookups) only. A raw socket would go around the TCP
-       port rules altogether. */
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]));
-    f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf);
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 1, 0);
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 0, 1);
-    f[n++] = (struct sock_filter)RET(ALLOW);
-    f[n++] = (struct sock_filter)RET(DENY);
-    /* Other families: netlink stays (getaddrinfo asks it about interfaces); packet sockets and the rest go. */
-    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1);
-    f[n++] = (struct sock_filter)RET(ALLOW);
-    f[n++] = (struct sock_filter)RET(DENY);
-  } else {
-    f[n++] = (struct sock_filter)RET(ALLOW);
+
+/* Numbers newer than some build hosts' headers; since 424 every architecture shares them. */
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#define __NR_io_uring_enter 426
+#define __NR_io_uring_register 427
+#endif
+#ifndef __NR_open_tree
+#define __NR_open_tree 428
+#define __NR_move_mount 429
+#define __NR_fsopen 430
+#define __NR_fsconfig 431
+#define __NR_fsmount 432
+#define __NR_fspick 433
+#endif
+#ifndef __NR_clone3
+#define __NR_clone3 435
+#endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
+#endif
+#ifndef __NR_mount_setattr
+#define __NR_mount_setattr 442
+#endif
+#ifndef __NR_quotactl_fd
+#define __NR_quotactl_fd 443
+#endif
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467
+#endif
+
+#define CLONE_NS_FLAGS                                                                                         \
+  (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+#define CLONE_NEWTIME_FLAG 0x00000080 /* unshare only: in clone(2) these bits are the exit signal */
+#define NETLINK_ROUTE_PROTO 0
+
+struct refused_call {
+  long nr;
+  const char *name;
+  int err;
+};
+
+/* Refused whatever their arguments. */
+static const struct refused_call REFUSED[] = {
+    /* io_uring: IORING_OP_SOCKET and IORING_OP_CONNECT make sockets no socket(2) filter sees. */
+    {__NR_io_uring_setup, "io_uring_setup", EPERM},
+    {__NR_io_uring_enter, "io_uring_enter", EPERM},
+    {__NR_io_uring_register, "io_uring_register", EPERM},
+    /* Namespaces: a new user namespace gives back every capability inside it, and with it the kernel code
+       (netfilter, mounts of many filesystems) that only privileged processes reach. unshare and clone are
+       refused by flag, below. */
+    {__NR_setns, "setns", EPERM},
+    /* Mounts, in both APIs: a mount changes what a path Landlock allowed points at. */
+    {__NR_mount, "mount", EPERM},
+    {__NR_umount2, "umount2", EPERM},
+    {__NR_pivot_root, "pivot_root", EPERM},
+    {__NR_chroot, "chroot", EPERM},
+    {__NR_open_tree, "open_tree", EPERM},
+    {__NR_open_tree_attr, "open_tree_attr", EPERM},
+    {__NR_move_mount, "move_mount", EPERM},
+    {__NR_fsopen, "fsopen", EPERM},
+    {__NR_fsconfig, "fsconfig", EPERM},
+    {__NR_fsmount, "fsmount", EPERM},
+    {__NR_fspick, "fspick", EPERM},
+    {__NR_mount_setattr, "mount_setattr", EPERM},
+    /* File handles name inodes, not paths: open_by_handle_at is a way past every Landlock path rule. */
+    {__NR_name_to_handle_at, "name_to_handle_at", EPERM},
+    {__NR_open_by_handle_at, "open_by_handle_at", EPERM},
+    /* Kernel code reachable from user space with a large attack surface and no use in a tool. */
+    {__NR_bpf, "bpf", EPERM},
+    {__NR_perf_event_open, "perf_event_open", EPERM},
+    {__NR_userfaultfd, "userfaultfd", EPERM},
+    {__NR_keyctl, "keyctl", EPERM},
+    {__NR_add_key, "add_key", EPERM},
+    {__NR_request_key, "request_key", EPERM},
+    {__NR_fanotify_init, "fanotify_init", EPERM},
+    /* Another process's descriptors: Landlock scopes the access check, but nothing a tool does needs it. */
+    {__NR_pidfd_getfd, "pidfd_getfd", EPERM},
+    /* The machine's own state. */
+    {__NR_kexec_load, "kexec_load", EPERM},
+    {__NR_kexec_file_load, "kexec_file_load", EPERM},
+    {__NR_init_module, "init_module", EPERM},
+    {__NR_finit_module, "finit_module", EPERM},
+    {__NR_delete_module, "delete_module", EPERM},
+    {__NR_swapon, "swapon", EPERM},
+    {__NR_swapoff, "swapoff", EPERM},
+    {__NR_reboot, "reboot", EPERM},
+    {__NR_acct, "acct", EPERM},
+    {__NR_quotactl, "quotactl", EPERM},
+    {__NR_quotactl_fd, "quotactl_fd", EPERM},
+    {__NR_syslog, "syslog", EPERM},
+    {__NR_vhangup, "vhangup", EPERM},
+#ifdef __NR_lookup_dcookie /* gone from the headers of Linux 6.10+, which no longer have the call */
+    {__NR_lookup_dcookie, "lookup_dcookie", EPERM},
+#endif
+#if defined(__x86_64__)
+    {__NR_iopl, "iopl", EPERM},
+    {__NR_ioperm, "ioperm", EPERM},
+    {__NR_modify_ldt, "modify_ldt", EPERM},
+    {__NR_uselib, "uselib", EPERM},
+#endif
+    /* clone3 keeps its flags in memory, where a filter cannot read them: ENOSYS makes the C library fall back
+       to clone(2), whose flags are checked below. */
+    {__NR_clone3, "clone3", ENOSYS},
+};
+#define NREFUSED ((int)(sizeof REFUSED / sizeof REFUSED[0]))
+
+/* How the socket filter treats the IP families, from the policy's network setting. */
+enum net_mode {
+  NET_OFF,   /* --no-net: TCP only (Landlock's port rules then refuse every connect and bind) */
+  NET_PORTS, /* --net-bind/--net-connect: TCP (Landlock's ports) and UDP (name lookups) */
+  NET_OPEN,  /* no network option: any IP socket the process's (dropped) privileges allow */
+};
+
+static enum net_mode net_mode(void) {
+  if (no_net) return NET_OFF;
+  return nbind || nconnect ? NET_PORTS : NET_OPEN;
+}
+
+/*
+ * A small assembler for classic BPF: jumps name labels, resolved once the program is complete (BPF jumps go
+ * forward only, by at most 255 instructions).
+ */
+enum label {
+  L_NONE = -1,
+  L_ALLOW,
+  L_EPERM,
+  L_EACCES,
+  L_ENOSYS,
+  L_SOCKET,
+  L_SOCKETPAIR,
+  L_INET,
+  L_NETLINK,
+  L_CLONE,
+  L_UNSHARE,
+  L_IOCTL,
+  L_TCP_PROTO,
+  L_UDP_PROTO,
+  L_COUNT /* labels from here on are made by new_label(), for the branches of the dispatch tree */
+};
+
+#define MAX_INSNS 256
+#define MAX_LABELS (L_COUNT + 64)
+static struct sock_filter insns[MAX_INSNS];
+static int jt_label[MAX_INSNS], jf_label[MAX_INSNS];
+static int ninsns, label_at[MAX_LABELS], nlabels;
+
+static int new_label(void) {
+  if (nlabels >= MAX_LABELS) die(EXIT_SETUP, "seccomp: the filter needs more than %d labels", MAX_LABELS);
+  return nlabels++;
+}
+
+static void emit(uint16_t code, uint32_t k, int jt, int jf) {
+  if (ninsns >= MAX_INSNS) die(EXIT_SETUP, "seccomp: the filter does not fit in %d instructions", MAX_INSNS);
+  insns[ninsns] = (struct sock_filter){.code = code, .k = k};
+  jt_label[ninsns] = jt;
+  jf_label[ninsns] = jf;
+  ninsns++;
+}
+static void label(int l) { label_at[l] = ninsns; }
+static void load_word(uint32_t offset) { emit(BPF_LD | BPF_W | BPF_ABS, offset, L_NONE, L_NONE); }
+/* The low 32 bits of argument i: every argument inspected here is an int to the kernel (or, for clone's
+   flags, only its low half is used). Both architectures are little-endian. */
+static void load_arg(int i) { load_word(offsetof(struct seccomp_data, args[0]) + 8 * i); }
+static void jump_if(uint32_t k, int yes) { emit(BPF_JMP | BPF_JEQ | BPF_K, k, yes, L_NONE); }
+static void ret(uint32_t v) { emit(BPF_RET | BPF_K, v, L_NONE, L_NONE); }
+static void ret_errno(int e) { ret(SECCOMP_RET_ERRNO | ((uint32_t)e & SECCOMP_RET_DATA)); }
+static void go(enum label l) { emit(BPF_JMP | BPF_JA, 0, l, L_NONE); }
+
+static void resolve_labels(void) {
+  for (int i = 0; i < ninsns; i++) {
+    int ja = insns[i].code == (BPF_JMP | BPF_JA);
+    for (int which = 0; which < 2; which++) {
+      int l = which ? jf_label[i] : jt_label[i];
+      if (l == L_NONE) continue;
+      int off = label_at[l] - (i + 1);
+      if (off < 0 || (!ja && off > 255)) die(EXIT_SETUP, "seccomp: a jump of the filter is out of range");
+      if (ja) insns[i].k = (uint32_t)off;
+      else if (which) insns[i].jf = (uint8_t)off;
+      else insns[i].jt = (uint8_t)off;
+    }
   }
-  f[n++] = (struct sock_filter)RET(other_verdict);
-  struct sock_fprog fp = {.len = (unsigned short)n, .filter = f};
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) < 0) die(EXIT_SETUP, "seccomp: %s", strerror(errno));
-#else
-  die(EXIT_UNAVAILABLE, "unavailable: the socket filter is not implemented for this architecture");
+}
+
+/* What the dispatch on the system call number does with one number. */
+struct dispatch {
+  uint32_t nr;
+  int to;
+};
+
+static int by_nr(const void *a, const void *b) {
+  uint32_t x = ((const struct dispatch *)a)->nr, y = ((const struct dispatch *)b)->nr;
+  return x < y ? -1 : x > y;
+}
+
+/*
+ * A balanced tree of comparisons over the sorted numbers, then a few equality tests at each leaf: the kernel
+ * runs the filter for every number when it is installed (to cache which calls are always allowed) and on every
+ * call it cannot cache, so a dozen instructions instead of a linear table's sixty keep both cheap.
+ */
+static void dispatch_tree(const struct dispatch *d, int n) {
+  if (n <= 4) {
+    for (int i = 0; i < n; i++) jump_if(d[i].nr, d[i].to);
+    go(L_ALLOW);
+    return;
+  }
+  int mid = n / 2, right = new_label();
+  emit(BPF_JMP | BPF_JGE | BPF_K, d[mid].nr, right, L_NONE);
+  dispatch_tree(d, mid);
+  label(right);
+  dispatch_tree(d + mid, n - mid);
+}
+
+static void build_filter(void) {
+#ifdef NATIVE_ARCH
+  enum net_mode mode = net_mode();
+  for (int l = 0; l < MAX_LABELS; l++) label_at[l] = -1;
+  ninsns = 0;
+  nlabels = L_COUNT;
+
+  load_word(offsetof(struct seccomp_data, arch));
+  emit(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, L_NONE, L_ENOSYS);
+  load_word(offsetof(struct seccomp_data, nr));
+#ifdef X32_SYSCALL_BIT
+  emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
+  struct dispatch d[NREFUSED + 5] = {
+      {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
+      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL},
+  };
+  for (int r = 0; r < NREFUSED; r++)
+    d[5 + r] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
+  qsort(d, NREFUSED + 5, sizeof d[0], by_nr);
+  dispatch_tree(d, NREFUSED + 5);
+
+  /* socket(2): Unix sockets only with --allow-unix (Landlock cannot refuse connect(2) to a pathname socket,
+     the Ollie socket among them); the IP families as the network setting allows; netlink's routing protocol
+     when there is a network (getaddrinfo asks it about interfaces); no other family at all. */
+  label(L_SOCKET);
+  load_arg(0);
+  jump_if(AF_UNIX, deny_unix ? L_EACCES : L_ALLOW);
+  jump_if(AF_INET, L_INET);
+  jump_if(AF_INET6, L_INET);
+  jump_if(AF_NETLINK, mode == NET_OFF ? L_EACCES : L_NETLINK);
+  go(L_EACCES);
+  label(L_INET);
+  if (mode == NET_OPEN) {
+    go(L_ALLOW);
+  } else {
+    load_arg(1);
+    emit(BPF_ALU | BPF_AND | BPF_K, 0xf, L_NONE, L_NONE); /* the type without SOCK_NONBLOCK/SOCK_CLOEXEC */
+    jump_if(SOCK_STREAM, L_TCP_PROTO);
+    if (mode == NET_PORTS) jump_if(SOCK_DGRAM, L_UDP_PROTO);
+    go(L_EACCES);
+    /* A stream socket is TCP to Landlock only with protocol 0 or IPPROTO_TCP: MPTCP (262) and SCTP are
+       stream sockets too, and Landlock's port rules do not apply to them. */
+    label(L_TCP_PROTO);
+    load_arg(2);
+    jump_if(0, L_ALLOW);
+    jump_if(IPPROTO_TCP, L_ALLOW);
+    go(L_EACCES);
+    if (mode == NET_PORTS) {
+      label(L_UDP_PROTO);
+      load_arg(2);
+      jump_if(0, L_ALLOW);
+      jump_if(IPPROTO_UDP, L_ALLOW);
+      go(L_EACCES);
+    }
+  }
+  if (mode != NET_OFF) {
+    label(L_NETLINK);
+    load_arg(2);
+    jump_if(NETLINK_ROUTE_PROTO, L_ALLOW);
+    go(L_EACCES);
+  }
+
+  /* socketpair(2): a connected pair reaches nothing else, so stream and seqpacket pairs stay (many programs
+     talk to their children over one). A datagram pair does not: sendto(2) with a path reaches any datagram
+     socket on the machine (syslog, the journal), so it goes with the other Unix sockets. */
+  label(L_SOCKETPAIR);
+  load_arg(0);
+  emit(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, L_NONE, L_EACCES);
+  if (deny_unix) {
+    load_arg(1);
+    emit(BPF_ALU | BPF_AND | BPF_K, 0xf, L_NONE, L_NONE);
+    jump_if(SOCK_STREAM, L_ALLOW);
+    jump_if(SOCK_SEQPACKET, L_ALLOW);
+    go(L_EACCES);
+  } else {
+    go(L_ALLOW);
+  }
+
+  /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. */
+  label(L_CLONE);
+  load_arg(0);
+  emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, L_EPERM, L_ALLOW);
+  label(L_UNSHARE);
+  load_arg(0);
+  emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_NEWTIME_FLAG, L_EPERM, L_ALLOW);
+
+  /* TIOCSTI pushes input into a terminal, to be read by whatever owns it next. */
+  label(L_IOCTL);
+  load_arg(1);
+  jump_if(TIOCSTI, L_EPERM);
+
+  /* The verdicts, last: BPF jumps only go forward. */
+  label(L_ALLOW);
+  ret(SECCOMP_RET_ALLOW);
+  label(L_EPERM);
+  ret_errno(EPERM);
+  label(L_EACCES);
+  ret_errno(EACCES);
+  label(L_ENOSYS);
+  ret_errno(ENOSYS);
+
+  for (int l = 0; l < nlabels; l++)
+    if (label_at[l] < 0 && l != L_TCP_PROTO && l != L_UDP_PROTO && l != L_NETLINK)
+      die(EXIT_SETUP, "seccomp: the filter has no code for label %d", l);
+  resolve_labels();
+#endif
+}
+
+/* Fails closed: no filter, no tool. */
+static void install_filter(void) {
+#ifdef NATIVE_ARCH
+  build_filter();
+  struct sock_fprog fp = {.len = (unsigned short)ninsns, .filter = insns};
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) < 0)
+    die(EXIT_SETUP, "seccomp: installing the system call filter failed: %s", strerror(errno));
+#else
+  die(EXIT_UNAVAILABLE, "unavailable: the system call filter is not implemented for this architecture");
+#endif
+}
+
+/* ---- privileges --------------------------------------------------------------------------------------- */
+
+/*
+ * A tool runs with no capability at all, whoever starts it. As root that takes more than clearing the sets:
+ * an execve by uid 0 would hand the bounding set back as permitted capabilities, so the bounding set is
+ * emptied and SECBIT_NOROOT locked (root's uid then means nothing to exec), with SECBIT_NO_SETUID_FIXUP and
+ * the ambient-raise lock so that no later change of uid or ambient set brings a capability back. Without
+ * CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH root reads only what the file modes grant it, without CAP_MKNOD it makes
+ * no device nodes, and without CAP_SYS_PTRACE and CAP_SYS_ADMIN it cannot read other processes' /proc files
+ * (with them, a root tool read the daemon's environ in spite of Landlock's ptrace restriction).
+ */
+#define LOCKED_SECUREBITS                                                                                      \
+  (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |             \
+   SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
+
+static int capget2(struct __user_cap_data_struct d[2]) {
+  struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  return (int)syscall(SYS_capget, &h, d);
+}
+static int capset2(struct __user_cap_data_struct d[2]) {
+  struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  return (int)syscall(SYS_capset, &h, d);
+}
+
+static int is_root(void) {
+  uid_t r, e, s;
+  if (getresuid(&r, &e, &s) < 0) return 1;
+  return r == 0 || e == 0 || s == 0;
+}
+
+static int bounding_set_empty(void) {
+  for (int c = 0; c < 64; c++) {
+    int v = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+    if (v < 0) break; /* EINVAL: beyond the kernel's last capability */
+    if (v) return 0;
+  }
+  return 1;
+}
+
+static void drop_privileges(void) {
+  struct __user_cap_data_struct d[2];
+  if (capget2(d) < 0) die(EXIT_SETUP, "capget: %s", strerror(errno));
+  int root = is_root();
+  if (d[0].permitted & (1U << CAP_SETPCAP)) {
+    d[0].effective |= 1U << CAP_SETPCAP;
+    if (capset2(d) < 0) die(EXIT_SETUP, "capset (raising CAP_SETPCAP to drop the others): %s", strerror(errno));
+    if (prctl(PR_SET_SECUREBITS, LOCKED_SECUREBITS, 0, 0, 0) < 0)
+      die(EXIT_SETUP, "securebits: %s", strerror(errno));
+    for (int c = 0; c < 64; c++) {
+      if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0) continue;
+      if (errno == EINVAL && c > CAP_SETPCAP) break; /* beyond the kernel's last capability */
+      die(EXIT_SETUP, "dropping capability %d from the bounding set: %s", c, strerror(errno));
+    }
+  } else if (root && !bounding_set_empty()) {
+    die(EXIT_SETUP,
+        "running as root without CAP_SETPCAP: the bounding set cannot be emptied nor SECBIT_NOROOT set, so a "
+        "program the tool executes could get root's capabilities back");
+  }
+  /* EINVAL: a kernel before 4.3, which has no ambient set to clear. */
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    die(EXIT_SETUP, "clearing the ambient capabilities: %s", strerror(errno));
+  memset(d, 0, 2 * sizeof d[0]);
+  if (capset2(d) < 0) die(EXIT_SETUP, "capset (dropping every capability): %s", strerror(errno));
+  if (capget2(d) < 0) die(EXIT_SETUP, "capget: %s", strerror(errno));
+  for (int i = 0; i < 2; i++)
+    if (d[i].effective || d[i].permitted || d[i].inheritable)
+      die(EXIT_SETUP, "capabilities are still held after dropping them all");
 }
 
 /* ---- probe ----------------------------------------------------------------------------------------- */
 
+/* One item of a JSON list of names (system calls, capability sets: never a quote or a backslash in them). */
+#define JSON_LIST_ITEM(sep, s) printf("%s\"%s\"", (sep), (s))
+
+/*
+ * What the helper would apply here, as one line of JSON (docs/sandbox.md): Landlock's ABI and the rights it
+ * handles, the system call filter, the privileges dropped. "containment" and "limits" list what the helper
+ * itself applies to a tool's processes beyond these (none yet: process groups are the spawner's).
+ */
 static void probe(void) {
   int err;
   int abi = kernel_abi(&err);
@@ -374,7 +740,7 @@ static void probe(void) {
   const char *sep = "";
 #define ITEM(cond, s)                                                                                          \
   if (cond) {                                                                                                  \
-    printf("%s\"%s\"", sep, s);                                                                                \
+    JSON_LIST_ITEM(sep, s);                                                                                    \
     sep = ",";                                                                                                 \
   }
   ITEM(abi >= 1, "filesystem");
@@ -387,8 +753,30 @@ static void probe(void) {
   ITEM(abi >= 7, "audit_log");
 #ifdef NATIVE_ARCH
   ITEM(1, "socket_families");
+  ITEM(1, "syscall_filter");
 #endif
-  printf("]}\n");
+  ITEM(1, "no_capabilities");
+  ITEM(1, "no_new_privs");
+  printf("],");
+#ifdef NATIVE_ARCH
+  printf("\"filter\":{\"arch\":\"%s\",\"refused_abis\":\"%s\",\"refuses\":[", NATIVE_ARCH_NAME, COMPAT_NAME);
+  for (int r = 0; r < NREFUSED; r++) JSON_LIST_ITEM(r ? "," : "", REFUSED[r].name);
+  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\"]},");
+#else
+  printf("\"filter\":{\"unavailable\":\"the system call filter is not implemented for this architecture\"},");
+#endif
+  struct __user_cap_data_struct d[2];
+  int held = capget2(d) == 0 && (d[0].effective | d[0].permitted | d[0].inheritable | d[1].effective |
+                                 d[1].permitted | d[1].inheritable);
+  int setpcap = held && (d[0].permitted & (1U << CAP_SETPCAP));
+  printf("\"capabilities\":{\"root\":%s,\"held\":%s,\"drops\":[\"effective\",\"permitted\",\"inheritable\","
+         "\"ambient\"%s]",
+         is_root() ? "true" : "false", held ? "true" : "false", setpcap ? ",\"bounding\"" : "");
+  if (setpcap) printf(",\"securebits\":[\"noroot\",\"no_setuid_fixup\",\"keep_caps\",\"no_cap_ambient_raise\"]");
+  if (!setpcap && is_root() && !bounding_set_empty())
+    printf(",\"unavailable\":\"running as root without CAP_SETPCAP: the bounding set cannot be emptied nor "
+           "SECBIT_NOROOT set\"");
+  printf("},\"containment\":[],\"limits\":[]}\n");
   exit(0);
 }
 
@@ -615,7 +1003,7 @@ int main(int argc, char **argv) {
       continue;
     }
     if (rules[r].access & FS_EXECUTE) exec_dirs[nexec_dirs++] = strdup(real);
-    grant(real, rules[r].access, 1, fd);
+    grant(real, rules[r].access, 1, fd, DT_UNKNOWN, AT_FDCWD, real);
   }
   for (int p = 0; p < nbind; p++) {
     struct ll_net_port_attr na = {.allowed_access = NET_BIND_TCP, .port = bind_ports[p]};
@@ -629,12 +1017,14 @@ int main(int argc, char **argv) {
           strerror(errno));
   }
 
+  /* The rules are built (opening their paths may have needed root's rights); from here on, no privilege. */
+  drop_privileges();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(EXIT_SETUP, "no_new_privs: %s", strerror(errno));
   unsigned flags = audit && abi >= 7 ? RESTRICT_LOG_NEW_EXEC_ON : 0;
   if (syscall(__NR_landlock_restrict_self, ruleset_fd, flags) < 0)
     die(EXIT_SETUP, "landlock_restrict_self: %s", strerror(errno));
   close(ruleset_fd);
-  if (deny_unix || no_net || nbind || nconnect) install_socket_filter();
+  install_filter();
 
   char **envp = build_env();
   const char *file = argv[i];

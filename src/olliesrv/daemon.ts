@@ -93,11 +93,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       confinedRoots: confinedPids,
       exists: (p) => exists(p),
     });
-    const config = new ConfigFiles({ configDir: opts.configDir, dataDir: opts.dataDir, env, profiles, reloadBackends: () => backends.reload() });
+    const config = new ConfigFiles({ configDir: opts.configDir, dataDir: opts.dataDir, env, profiles, reloadBackends: () => backends.reload(), yolo: opts.toolsrv ? opts.toolsrv.yolo : undefined });
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
     if (ts?.yolo) log('WARNING: --yolo: tools run WITHOUT the sandbox, with all of your rights');
+    else if (ts) void config.sandboxStatus().then((st) => log(st.summary));
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
       shared: ts.shared,

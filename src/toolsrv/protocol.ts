@@ -30,6 +30,8 @@
  *   ctl            also `reload` (rescan the tool directories; every scope's loaded tools are re-resolved)
  */
 
+import type { SandboxFilter, SandboxPrivileges } from './sandbox/index.js';
+
 export type ToolScope = 'read' | 'write' | 'global';
 export type ToolTier = 'hot' | 'warm' | 'cold';
 
@@ -154,6 +156,14 @@ export interface ToolsrvInfo {
   yolo?: boolean;
   /** Why sandboxed calls are refused here (no Landlock, no helper), when they are. */
   unavailable?: string;
+  /** The rest of what the sandbox helper applies (its --probe, docs/sandbox.md): the system call filter, the
+   * capabilities it drops, containment and limits. */
+  filter?: SandboxFilter;
+  capabilities?: SandboxPrivileges;
+  containment?: string[];
+  limits?: string[];
+  /** All of it in one line, as the daemon logs it. */
+  summary?: string;
 }
 
 /** The full output of a tool can be large; proc/new returns at most this much of it. */

@@ -11,6 +11,7 @@ import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
 import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandbox/trust.js';
+import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -25,7 +26,12 @@ export interface ConfigFilesOptions {
   profiles: Profiles;
   /** Re-reads backends.conf in the running daemon; returns an error when it does not load. */
   reloadBackends: () => Error | undefined;
+  /** Tools run without the sandbox (`--yolo`). */
+  yolo?: boolean;
 }
+
+/** What the tool sandbox applies here, as the root `sandbox` file serves it. */
+export type SandboxReport = LandlockStatus & { summary: string; yolo: boolean };
 
 export class ConfigFiles {
   constructor(private readonly o: ConfigFilesOptions) {}
@@ -85,6 +91,26 @@ export class ConfigFiles {
     parsePolicyFile(file, text, { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: home, home, runtimeDir: tmpdir(), tmpDir: join(tmpdir(), 'ollie-policy-check') });
     this.commit('sandbox.yaml', text);
     return file;
+  }
+
+  /**
+   * What the sandbox helper applies to tools on this machine (its --probe): asked once, then cached. Loaded only
+   * here, as the policy code is: the sandbox is toolsrv's business on every other path.
+   */
+  async sandboxStatus(): Promise<SandboxReport> {
+    // Never rejects: the daemon logs it without waiting, and a report saying why is more use than an error.
+    let s: LandlockStatus;
+    let summary: string;
+    try {
+      const m = await import('../../toolsrv/sandbox/index.js');
+      s = await m.landlockStatusAsync();
+      summary = m.sandboxSummary(s);
+    } catch (e) {
+      s = { abi: 0, enforces: [], reason: `the sandbox helper's probe failed: ${(e as Error).message}` };
+      summary = `sandbox unavailable: ${s.reason}; sandboxed tool calls will be refused`;
+    }
+    if (this.o.yolo) return { ...s, yolo: true, summary: 'sandbox: OFF (--yolo): tools run with all of your rights' };
+    return { ...s, yolo: false, summary };
   }
 
   /** The profile new agents get when `agent/new` names none. */

@@ -317,6 +317,10 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           text: { get: () => `${o.config.defaultProfile()}\n`, set: (_ctx, v) => (v.trim() ? o.config.writeDefaultProfile(v) : undefined) },
         }),
       ),
+      Leaf('sandbox', {
+        doc: 'What the tool sandbox applies on this machine, as JSON: Landlock ABI and rights, the system call filter, the capabilities dropped, containment, limits, and a one-line summary.',
+        blockOnce: async () => `${JSON.stringify(await o.config.sandboxStatus())}\n`,
+      }),
       Leaf('search', {
         doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets]. Workflows find only their own session\'s, agents only what they may read (their own, their sub-agents\' and peers\' logs).',
         access: ANYONE,

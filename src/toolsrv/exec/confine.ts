@@ -14,7 +14,7 @@ import { spillDirFor } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
-import type { SandboxExtra } from '../sandbox/index.js';
+import type { LandlockStatus, SandboxExtra } from '../sandbox/index.js';
 
 export interface SandboxDirs {
   configDir: string;
@@ -36,7 +36,7 @@ export interface ConfinementOptions {
 /** The parts of the sandbox module used here. */
 interface SandboxModule {
   loadPolicy(o: SandboxDirs & { cwd: string }): unknown;
-  landlockStatus(): { abi: number; enforces: string[]; reason?: string };
+  landlockStatus(): LandlockStatus;
   sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
@@ -97,12 +97,23 @@ export class Confinement {
     this.policies.clear();
   }
 
-  status(): Pick<ToolsrvInfo, 'landlockAbi' | 'enforces'> & { yolo: boolean; unavailable?: string } {
+  status(): Omit<ToolsrvInfo, 'platform' | 'arch' | 'pid'> & { yolo: boolean } {
     if (this.yolo) return { landlockAbi: 0, enforces: [], yolo: true };
     if (!this.mod) return { landlockAbi: 0, enforces: [], yolo: false, unavailable: this.missing! };
     try {
       const s = this.mod.landlockStatus();
-      return { landlockAbi: s.abi, enforces: s.enforces, yolo: false, ...(s.reason && { unavailable: s.reason }) };
+      const unavailable = s.reason ?? s.filter?.unavailable ?? s.capabilities?.unavailable;
+      return {
+        landlockAbi: s.abi,
+        enforces: s.enforces,
+        yolo: false,
+        ...(unavailable && { unavailable }),
+        ...(s.filter && { filter: s.filter }),
+        ...(s.capabilities && { capabilities: s.capabilities }),
+        ...(s.containment && { containment: s.containment }),
+        ...(s.limits && { limits: s.limits }),
+        summary: real.sandboxSummary(s),
+      };
     } catch (e) {
       return { landlockAbi: 0, enforces: [], yolo: false, unavailable: (e as Error).message };
     }

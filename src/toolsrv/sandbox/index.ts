@@ -10,9 +10,10 @@
  * missing or the kernel's Landlock cannot enforce the policy. The helper checks the same again at run time
  * and exits with SANDBOX_EXIT.unavailable, in case the kernel differs from what was probed.
  */
-import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { canonical, PACKAGE_ROOT, type Access, type SandboxPolicy } from './policy.js';
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 
@@ -29,14 +30,104 @@ export class SandboxUnavailableError extends Error {
   override name = 'SandboxUnavailableError';
 }
 
+/** The helper's system call filter, as --probe reports it. */
+export interface SandboxFilter {
+  /** The native architecture the filter is written for (x86_64, aarch64). */
+  arch?: string;
+  /** The other system call ABIs of the process, every call of which fails (i386 and x32; 32-bit arm). */
+  refusedAbis?: string;
+  /** System calls refused whatever their arguments. */
+  refuses?: string[];
+  /** System calls allowed or refused by their arguments (socket families and protocols, namespace flags…). */
+  byArgument?: string[];
+  /** Why there is no filter here (the sandbox is then unavailable). */
+  unavailable?: string;
+}
+
+/** What the helper does with the capabilities it was started with. */
+export interface SandboxPrivileges {
+  /** The helper runs with uid 0 (real, effective or saved). */
+  root: boolean;
+  /** It was started holding capabilities. */
+  held: boolean;
+  /** The capability sets it empties. */
+  drops: string[];
+  /** The securebits it sets and locks (when it may: CAP_SETPCAP). */
+  securebits?: string[];
+  /** Why it cannot drop them (the sandbox is then unavailable). */
+  unavailable?: string;
+}
+
 export interface LandlockStatus {
   /** Landlock ABI version the helper would use, 0 when there is none. */
   abi: number;
   /** What it can enforce: filesystem, refer, truncate, tcp, ioctl_dev, scope_abstract_unix, scope_signals,
-   * audit_log (Landlock, by ABI) and socket_families (the helper's seccomp filter). */
+   * audit_log (Landlock, by ABI); socket_families and syscall_filter (the helper's seccomp filter);
+   * no_capabilities and no_new_privs. */
   enforces: string[];
   /** Why there is no sandbox, when abi is 0. */
   reason?: string;
+  filter?: SandboxFilter;
+  capabilities?: SandboxPrivileges;
+  /** What the helper applies to keep a tool's processes together, and the resource limits it sets (--probe's
+   * `containment` and `limits`; empty when it applies none). */
+  containment?: string[];
+  limits?: string[];
+}
+
+/** The probe's JSON as the helper prints it (snake_case). */
+interface ProbeJson {
+  abi: number;
+  enforces: string[];
+  reason?: string;
+  filter?: { arch?: string; refused_abis?: string; refuses?: string[]; by_argument?: string[]; unavailable?: string };
+  capabilities?: SandboxPrivileges;
+  containment?: string[];
+  limits?: string[];
+}
+
+/** Parses `ollie-sandbox --probe`'s output; throws naming what is wrong with it. */
+export function parseProbe(out: string): LandlockStatus {
+  let p: ProbeJson;
+  try {
+    p = JSON.parse(out) as ProbeJson;
+  } catch (e) {
+    throw new Error(`${SANDBOX_HELPER} --probe printed something that is not JSON (${(e as Error).message}): ${out.slice(0, 200)}`);
+  }
+  if (typeof p !== 'object' || p === null || typeof p.abi !== 'number' || !Array.isArray(p.enforces)) {
+    throw new Error(`${SANDBOX_HELPER} --probe printed no "abi" and "enforces": ${out.slice(0, 200)}`);
+  }
+  const f = p.filter;
+  return {
+    abi: p.abi,
+    enforces: p.enforces,
+    ...(p.reason && { reason: `Landlock is not available: ${p.reason}` }),
+    ...(f && {
+      filter: {
+        ...(f.arch !== undefined && { arch: f.arch }),
+        ...(f.refused_abis !== undefined && { refusedAbis: f.refused_abis }),
+        ...(f.refuses && { refuses: f.refuses }),
+        ...(f.by_argument && { byArgument: f.by_argument }),
+        ...(f.unavailable !== undefined && { unavailable: f.unavailable }),
+      },
+    }),
+    ...(p.capabilities && { capabilities: p.capabilities }),
+    ...(p.containment && { containment: p.containment }),
+    ...(p.limits && { limits: p.limits }),
+  };
+}
+
+/** One line saying what the sandbox applies here (the daemon logs it at start; Settings shows it). */
+export function sandboxSummary(s: LandlockStatus): string {
+  const why = s.abi === 0 ? s.reason : (s.filter?.unavailable ?? s.capabilities?.unavailable);
+  if (why) return `sandbox unavailable: ${why}; sandboxed tool calls will be refused`;
+  const landlock = `Landlock ABI ${s.abi} (${s.enforces.filter((e) => !['socket_families', 'syscall_filter', 'no_capabilities', 'no_new_privs'].includes(e)).join(', ')})`;
+  const f = s.filter;
+  const filter = f?.refuses ? `system call filter for ${f.arch} (${f.refuses.length} calls refused, socket/clone/unshare/ioctl by argument, ${f.refusedAbis} calls refused)` : 'no system call filter';
+  const c = s.capabilities;
+  const caps = c ? `${c.root ? 'root: ' : ''}capabilities dropped (${c.drops.join(', ')}${c.securebits ? '; securebits locked' : ''})` : 'capabilities: unknown';
+  const extra = [...(s.containment ?? []), ...(s.limits ?? [])];
+  return `sandbox: ${landlock}; ${filter}; ${caps}; no_new_privs${extra.length ? `; ${extra.join(', ')}` : ''}`;
 }
 
 export interface SandboxCommand {
@@ -108,12 +199,21 @@ export function landlockStatus(): LandlockStatus {
   if (missing) {
     status = { abi: 0, enforces: [], reason: missing };
   } else {
-    const out = execFileSync(SANDBOX_HELPER, ['--probe'], { encoding: 'utf8', timeout: 5000 });
-    const probe = JSON.parse(out) as LandlockStatus;
-    status = { abi: probe.abi, enforces: probe.enforces, ...(probe.reason ? { reason: `Landlock is not available: ${probe.reason}` } : {}) };
+    status = parseProbe(execFileSync(SANDBOX_HELPER, ['--probe'], { encoding: 'utf8', timeout: 5000 }));
   }
   STATUS_CACHE.value = status;
   return status;
+}
+
+/** landlockStatus() without blocking the event loop (the daemon's log at start and its `sandbox` file); shares its cache. */
+export async function landlockStatusAsync(): Promise<LandlockStatus> {
+  if (STATUS_CACHE.value) return STATUS_CACHE.value;
+  const missing = helperReason();
+  const status = missing
+    ? { abi: 0, enforces: [], reason: missing }
+    : parseProbe((await promisify(execFile)(SANDBOX_HELPER, ['--probe'], { encoding: 'utf8', timeout: 5000 })).stdout);
+  STATUS_CACHE.value ??= status;
+  return STATUS_CACHE.value;
 }
 
 /** The Landlock ABI the policy needs, and why (the same rules and words as the helper's fail-closed checks). */
@@ -130,6 +230,9 @@ export function requiredAbi(policy: SandboxPolicy): { abi: number; why: string }
 /** Why `policy` cannot be enforced with `status` (the kernel's Landlock), or undefined when it can. */
 export function unavailableReason(policy: SandboxPolicy, status: LandlockStatus): string | undefined {
   if (status.abi === 0) return status.reason ?? 'Landlock is not available';
+  // The helper exits 121/122 on these too; refusing before the spawn says why once, in the call's result.
+  if (status.filter?.unavailable) return status.filter.unavailable;
+  if (status.capabilities?.unavailable) return status.capabilities.unavailable;
   const need = requiredAbi(policy);
   if (status.abi < need.abi) return `${need.why}, but the kernel offers Landlock ABI ${status.abi}`;
   return undefined;
@@ -184,6 +287,7 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   // The Node that runs Ollie runs its Node tools too, wherever it is installed (nvm, a tarball in HOME…).
   a.push('--rox', NODE_DIR);
   for (const d of fs.deny) a.push('--deny', d);
+  for (const d of systemSecrets()) a.push('--deny', d);
   const n = policy.network;
   const toolNet = extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0) ? extra.network : undefined;
   if (!n.enabled && !toolNet) a.push('--no-net');
@@ -204,6 +308,41 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
 
 /** What a tool that may reach the Ollie socket gets: the address, and the agent's token to present there. */
 const OLLIE_SOCKET_ENV = ['OLLIE_ADDR', 'OLLIE_TOKEN'];
+
+/**
+ * The machine's secrets a tool could read by file mode alone: the password and group shadow files, TLS and SSH
+ * host private keys. Dropping capabilities keeps root from reading what the modes do not grant it, but these
+ * are root's own files (0640 root:shadow, 0600 root), which root reads as their owner; and a user in the
+ * shadow group reads /etc/shadow by its group. Each one this user can read by its mode is denied, whatever
+ * the policy.
+ */
+function systemSecrets(): string[] {
+  const candidates = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/ssl/private'];
+  try {
+    for (const f of readdirSync('/etc/ssh')) if (/^ssh_host_.*_key$/.test(f)) candidates.push(join('/etc/ssh', f));
+  } catch {
+    // No /etc/ssh: no host keys.
+  }
+  return candidates.filter(readableByMode);
+}
+
+/**
+ * Whether this user could read `path` by its mode bits alone, as a tool (no capabilities) can. access(2) would
+ * not do: it answers for toolsrv, which as root reads everything. (Fedora's /etc/shadow is 0000: nothing to
+ * deny there, and /etc is not split into its entries for it.)
+ */
+function readableByMode(path: string): boolean {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return false;
+  }
+  const uid = process.getuid?.() ?? -1;
+  const gids = [process.getgid?.() ?? -1, ...(process.getgroups?.() ?? [])];
+  const bits = st.uid === uid ? (st.mode >> 6) & 7 : gids.includes(st.gid) ? (st.mode >> 3) & 7 : st.mode & 7;
+  return (bits & 4) !== 0;
+}
 
 const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();
 

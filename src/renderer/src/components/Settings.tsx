@@ -264,6 +264,75 @@ function BypassRules() {
   );
 }
 
+/** The root `sandbox` file as olliesrv serves it (src/olliesrv/config/files.ts SandboxReport). */
+interface SandboxReport {
+  summary: string;
+  yolo: boolean;
+  abi: number;
+  enforces: string[];
+  reason?: string;
+  filter?: { arch?: string; refusedAbis?: string; refuses?: string[]; byArgument?: string[]; unavailable?: string };
+  capabilities?: { root: boolean; held: boolean; drops: string[]; securebits?: string[]; unavailable?: string };
+  containment?: string[];
+  limits?: string[];
+}
+
+/** What the sandbox applies to tools on this machine, read-only: the kernel decides it, not a setting. */
+function SandboxStatus() {
+  const conn = useStore((s) => s.conn);
+  const [report, setReport] = useState<SandboxReport>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    if (conn !== 'open') return;
+    ollie.readSandbox().then(
+      (t) => {
+        setReport(JSON.parse(t) as SandboxReport);
+        setError(undefined);
+      },
+      (e: unknown) => setError((e as Error).message),
+    );
+  }, [conn]);
+  const unavailable = report && (report.yolo || report.abi === 0 || report.filter?.unavailable || report.capabilities?.unavailable);
+  const row = (name: string, value: string | undefined) =>
+    value ? (
+      <>
+        <dt>{name}</dt>
+        <dd>{value}</dd>
+      </>
+    ) : null;
+  return (
+    <section className="cfg-file" aria-labelledby="sandbox-status-h" data-file="sandbox">
+      <h3 id="sandbox-status-h">
+        Sandbox on this machine <code className="dim">sandbox</code>
+        {unavailable && <span className="tag">{report?.yolo ? 'off' : 'unavailable'}</span>}
+      </h3>
+      {error && (
+        <p className="errmsg" role="alert">
+          Cannot read sandbox: {error}
+        </p>
+      )}
+      {report && (
+        <>
+          <p className={unavailable ? 'errmsg' : 'hint'} role="status">
+            {report.summary}
+          </p>
+          {!report.yolo && (
+            <dl className="sandbox-status">
+              {row('Landlock', report.abi ? `ABI ${report.abi}: ${report.enforces.join(', ')}` : report.reason)}
+              {row('System calls refused', report.filter?.refuses?.join(', ') ?? report.filter?.unavailable)}
+              {row('Checked by argument', report.filter?.byArgument?.join(', '))}
+              {row('Other ABIs refused', report.filter?.refusedAbis)}
+              {row('Capabilities dropped', report.capabilities && [...report.capabilities.drops, ...(report.capabilities.securebits ? ['securebits locked'] : [])].join(', '))}
+              {row('Containment', report.containment?.join(', ') || undefined)}
+              {row('Limits', report.limits?.join(', ') || undefined)}
+            </dl>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
 export function Settings() {
   return (
     <section className="settings-view" aria-label="Settings">
@@ -276,6 +345,7 @@ export function Settings() {
         hint="One INI section per backend (type, url, key, model); [default] names the default. Saved, it is reloaded at once."
         emptyHint="No backends.conf yet: agents cannot answer until one backend is configured."
       />
+      <SandboxStatus />
       <ConfigEditor
         file="sandbox.yaml"
         title="Sandbox policy"

@@ -554,6 +554,11 @@ class Controller {
     return block.role ?? '';
   }
 
+  /** The root `sandbox` file: what the tool sandbox applies on the daemon's machine (JSON). */
+  readSandbox(): Promise<string> {
+    return this.need().read('sandbox');
+  }
+
   /** A file under the root `config/` (empty when it does not exist yet). */
   readConfig(name: string): Promise<string> {
     return this.need().read(`config/${name}`);
