@@ -6,7 +6,7 @@
  * controls show that honest work (pipelines, Node with children and threads, git, socketpairs) still runs.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -39,7 +39,9 @@ afterEach(() => w.cleanup());
 
 /** The shipped policy with the attack programs executable, and `network` replaced when given. */
 function policy(network?: string): SandboxPolicy {
-  let text = shippedPolicyText().replace('rox: [/usr,', `rox: [${bin}, /usr,`);
+  const text0 = shippedPolicyText();
+  expect(text0).toMatch(/^ {2}rox:\n/m);
+  let text = text0.replace(/^ {2}rox:\n/m, `  rox:\n    - ${bin}\n`);
   if (network) text = text.replace(/^network:\n(?: {2}.*\n)+/m, `network:\n${network}`);
   writePolicy(w, text);
   return loadPolicy(w);
@@ -260,7 +262,10 @@ describe('privilege', () => {
         }
       }, 'the daemon to run as nobody');
       const read = `cat /proc/${daemon.pid}/environ; echo " exit $?"`;
-      const helper = [SANDBOX_HELPER, '--rox', '/usr', '--rox', '/bin', '--rox', '/lib', '--rox', '/lib64', '--ro', '/proc', '--no-net', '--deny-unix', '--scope-signals', '--scope-abstract-unix', '--', '/bin/sh', '-c', read];
+      // The helper takes resolved paths only (a rule whose path a symlink redirects is skipped): /bin and /lib are
+      // links into /usr on merged-/usr systems.
+      const system = [...new Set(['/usr', '/bin', '/lib', '/lib64'].filter((d) => existsSync(d)).map((d) => realpathSync(d)))].flatMap((d) => ['--rox', d]);
+      const helper = [SANDBOX_HELPER, ...system, '--ro', '/proc', '--no-net', '--deny-unix', '--scope-signals', '--scope-abstract-unix', '--', '/bin/sh', '-c', read];
       const r = await run(asNobody[0]!, [...asNobody.slice(1), ...helper], { cwd: '/', env: { PATH: '/usr/bin:/bin' } });
       expect(r.out).toBe(`cat: /proc/${daemon.pid}/environ: Permission denied\n exit 1\n`);
       const free = await run(asNobody[0]!, [...asNobody.slice(1), '/bin/sh', '-c', read], { cwd: '/', env: { PATH: '/usr/bin:/bin' } });
