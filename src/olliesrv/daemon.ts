@@ -78,7 +78,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       get: (name) => backends.get(name),
     };
     const profiles = new Profiles([join(shippedDataDir(), 'agents'), join(opts.configDir, 'agents')]);
-    const sessions = new Sessions(new SessionStore(db), bus, homedir());
+    const sessions = new Sessions(new SessionStore(db), bus, homedir(), log);
     const config = new ConfigFiles({ configDir: opts.configDir, dataDir: opts.dataDir, env, profiles, reloadBackends: () => backends.reload() });
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
@@ -137,6 +137,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
       ),
+      promptCommands: {
+        configDir: opts.configDir,
+        dataDir: opts.dataDir,
+        runtimeDir: dirname(opts.socket),
+        env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+        yolo: ts?.yolo === true,
+      },
       log,
     }, () => config.defaultProfile());
     const workflows = new Workflows({
