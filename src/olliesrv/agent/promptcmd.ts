@@ -204,10 +204,15 @@ export async function runPromptCommands(commands: string[], cwd: string, ollie: 
     } else {
       let policy: SandboxPolicy;
       try {
-        const base = loadPolicy({ configDir: o.configDir, dataDir: o.dataDir, cwd, home: o.env.HOME ?? '/', runtimeDir: o.runtimeDir, tmpDir: tmp });
+        const home = o.env.HOME ?? '/';
+        const base = loadPolicy({ configDir: o.configDir, dataDir: o.dataDir, cwd, home, runtimeDir: o.runtimeDir, tmpDir: tmp });
         // The shipped fragments and the user's ($OLLIE_CONFIG/prompts, inside the denied config dir: a rule
-        // naming it explicitly holds) are what prompt commands are made of.
-        policy = readOnlyPolicy(base, { rox: [join(PACKAGE_ROOT, 'data', 'prompts'), join(o.configDir, 'prompts')] });
+        // naming it explicitly holds) are what prompt commands are made of. The owner's git configuration:
+        // git gives up when it exists but cannot be read, and the policy need not grant HOME.
+        policy = readOnlyPolicy(base, {
+          rox: [join(PACKAGE_ROOT, 'data', 'prompts'), join(o.configDir, 'prompts')],
+          ro: [join(home, '.gitconfig'), join(home, '.config', 'git')],
+        });
         // Throws SandboxUnavailableError when this kernel cannot enforce it: checked once for all commands.
         sandboxCommand(policy, ['/bin/true']);
       } catch (e) {
