@@ -11,7 +11,7 @@ interface Rule {
 }
 
 const RULES: Rule[] = [
-  { names: ['OLLIE_*'], why: 'OLLIE_* variables are set by the daemon and toolsrv themselves' },
+  { names: ['OLLIE_*'], why: 'OLLIE_* variables are set by the daemon and toolsrv themselves (allowed: the workflow parameter OLLIE_PANEL)' },
   {
     names: ['LD_*', 'GCONV_PATH', 'GETCONF_DIR', 'HOSTALIASES', 'LOCPATH', 'MALLOC_TRACE', 'NIS_PATH', 'NLSPATH', 'RESOLV_HOST_CONF'],
     why: 'it makes the dynamic loader or the C library load other code or files (the variables glibc drops for setuid programs)',
@@ -34,6 +34,12 @@ const RULES: Rule[] = [
 /** GIT_* variables that only say who commits: every other one can run a program or read other configuration. */
 const GIT_ALLOWED = new Set(['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE']);
 
+/**
+ * Workflow parameters read from the session environment by the workflows themselves (data/workflows), not by the
+ * daemon or toolsrv: exceptions to the OLLIE_* rule.
+ */
+const OLLIE_ALLOWED = new Set(['OLLIE_PANEL']);
+
 const matches = (name: string, pattern: string): boolean => (pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern);
 
 /**
@@ -45,11 +51,12 @@ export function envRefusal(name: string): string | undefined {
   if (name.startsWith('GIT_') && !GIT_ALLOWED.has(name)) {
     return `GIT_* variables can make git run programs or read other configuration (allowed: ${[...GIT_ALLOWED].join(', ')})`;
   }
+  if (OLLIE_ALLOWED.has(name)) return undefined;
   for (const r of RULES) if (r.names.some((p) => matches(name, p))) return r.why;
   return undefined;
 }
 
 /** The error text for a refused variable: names it, the rule, and that nothing was stored. */
 export function envRefusalMessage(name: string, why: string, where: string): string {
-  return `${where}: ${name} may not be set in a session environment: ${why}`;
+  return `${where}: ${name} may not be set in a session environment: ${why}; nothing was changed`;
 }
