@@ -276,6 +276,14 @@ describe('prompt commands run read-only and offline', () => {
     }
   });
 
+  it('honest use: the user\'s own fragment in $XDG_CONFIG_HOME/ollie/prompts is read (inside the denied config dir)', async () => {
+    const w = await world();
+    mkdirSync(join(w.configDir, 'prompts'));
+    writeFileSync(join(w.configDir, 'prompts', 'base.md'), 'My own base prompt.\n');
+    const s = await w.session();
+    expect((await w.systemPrompt(await w.agent(s, 'frag'))).startsWith('My own base prompt.\n')).toBe(true);
+  });
+
   it('a broken sandbox policy: the commands are not run, and the prompt says why', async () => {
     const w = await world({
       profiles: { marker: { description: 'runs', prompt: ['touch ran; echo RAN'], autoLoad: [], maxSteps: 5 } },
