@@ -153,6 +153,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       cliDir: join(shippedDataDir(), '..', 'dist', 'cli'),
       sessions,
       log,
+      sandbox: { configDir: opts.configDir, dataDir: opts.dataDir, runtimeDir: dirname(opts.socket), yolo: ts?.yolo === true },
     });
     sessions.hooks = {
       goal: (s) => workflows.start(s),
