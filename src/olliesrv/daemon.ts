@@ -83,7 +83,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
-    if (ts?.yolo) log('WARNING: --yolo: tools and prompt commands run WITHOUT the sandbox, with all of your rights');
+    if (ts?.yolo) log('WARNING: --yolo: tools, prompt commands and workflows run WITHOUT the sandbox, with all of your rights');
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
       shared: ts.shared,
