@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configKeysToDisarm, runPromptCommands, type PromptCommandOptions } from '../../src/olliesrv/agent/promptcmd.js';
+import { loadPolicy, readOnlyPolicy } from '../../src/toolsrv/sandbox/index.js';
 
 let dir = '';
 let opts: PromptCommandOptions;
@@ -39,6 +40,12 @@ describe('runPromptCommands', () => {
     expect(names).not.toContain('LD_PRELOAD');
   });
 
+  it('a command that exits 121 itself is a failing command, not a sandbox failure', async () => {
+    const r = await runPromptCommands(['echo mine; exit 121'], join(dir, 'ws'), ollie, opts);
+    expect(r.text).toBe('mine\n');
+    expect(r.warnings).toEqual(['prompt command "echo mine; exit 121" failed: exit status 121']);
+  });
+
   it('kills the whole process group at the timeout, background children included', async () => {
     const started = Date.now();
     const r = await runPromptCommands(['echo before; sleep 30 & sleep 30; echo after'], join(dir, 'ws'), ollie, { ...opts, timeoutMs: 300 });
@@ -51,6 +58,20 @@ describe('runPromptCommands', () => {
     const r = await runPromptCommands(['yes'], join(dir, 'ws'), ollie, { ...opts, maxOutput: 1000 });
     expect(r.text.length).toBe(1000);
     expect(r.warnings[0]).toMatch(/was stopped: its output passed 1000 bytes/);
+  });
+});
+
+describe('readOnlyPolicy', () => {
+  it('keeps what was readable, makes writable paths read-only, leaves only the private tmp and /dev/null writable, no network', () => {
+    const base = loadPolicy({ configDir: join(dir, 'config'), dataDir: join(dir, 'data'), cwd: join(dir, 'ws'), home: dir, runtimeDir: join(dir, 'run'), tmpDir: join(dir, 'tmp') });
+    const ro = readOnlyPolicy({ ...base, filesystem: { ...base.filesystem, rwx: ['/opt/x'] }, network: { enabled: true, bindTcp: [], connectTcp: [443], unix: true } }, { ro: ['/extra'] });
+    expect(ro.filesystem.rw.sort()).toEqual([join(dir, 'tmp'), '/dev/null'].sort());
+    expect(ro.filesystem.rwx).toEqual([]);
+    expect(ro.filesystem.ro).toContain(join(dir, 'ws'));
+    expect(ro.filesystem.ro).toContain('/extra');
+    expect(ro.filesystem.rox).toContain('/opt/x');
+    expect(ro.filesystem.deny).toEqual(base.filesystem.deny);
+    expect(ro.network).toEqual({ enabled: false, bindTcp: [], connectTcp: [], unix: false });
   });
 });
 

@@ -185,15 +185,13 @@ function run(file: string, args: string[], cwd: string, env: Record<string, stri
 /** The helper's own exit codes (sandbox/index.ts SANDBOX_EXIT): the command never ran. */
 const HELPER_EXITS = new Set([120, 121, 122]);
 
-/** Runs a profile's prompt commands in `cwd` (side by side, stdout concatenated in order); literal text is returned as is. */
+/** Runs a profile's prompt commands in `cwd` (side by side, their stdout concatenated in order). */
 export async function runPromptCommands(commands: string[], cwd: string, ollie: Record<string, string>, o: PromptCommandOptions): Promise<ResolvedPrompt> {
   const timeoutMs = o.timeoutMs ?? PROMPT_TIMEOUT_MS;
   const maxOutput = o.maxOutput ?? PROMPT_MAX_OUTPUT;
-  const tmpRoot = join(tmpdir(), `ollie-${userInfo().uid}`);
   let tmp: string;
   try {
-    mkdirRoot(tmpRoot);
-    tmp = mkdtempSync(join(tmpRoot, 'prompt-'));
+    tmp = privateTmpDir('prompt-');
   } catch (e) {
     return notRun(commands, `no private tmp dir for them: ${(e as Error).message}`);
   }
@@ -235,7 +233,8 @@ export async function runPromptCommands(commands: string[], cwd: string, ollie: 
         const w = wrap(['/bin/sh', '-c', cmd], env);
         const r = await run(w.file, w.args, cwd, w.env, timeoutMs, maxOutput);
         const what = `prompt command ${JSON.stringify(cmd)}`;
-        if (!o.yolo && r.code !== null && HELPER_EXITS.has(r.code)) {
+        // The helper's own failures, told from a command's exit status by the helper's prefix on stderr.
+        if (!o.yolo && r.code !== null && HELPER_EXITS.has(r.code) && r.err.startsWith('ollie-sandbox:')) {
           const why = r.err.trim() || `the sandbox helper exited ${r.code}`;
           return { out: note(`${what} was not run: ${why}`), warn: `${what} was not run: ${why}` };
         }
@@ -250,11 +249,16 @@ export async function runPromptCommands(commands: string[], cwd: string, ollie: 
   }
 }
 
-/** The per-user tmp root: created owner-only, and refused when someone else's or a symlink planted there. */
-function mkdirRoot(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(dir);
-  if (!st.isDirectory() || st.uid !== process.getuid?.()) throw new Error(`${dir} is not a directory of this user`);
+/**
+ * A new private (0700) directory for one sandboxed run, in the per-user tmp root, which is refused when it is
+ * someone else's or a symlink planted there. The caller removes it.
+ */
+export function privateTmpDir(prefix: string): string {
+  const root = join(tmpdir(), `ollie-${userInfo().uid}`);
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  const st = lstatSync(root);
+  if (!st.isDirectory() || st.uid !== process.getuid?.()) throw new Error(`${root} is not a directory of this user`);
+  return mkdtempSync(join(root, prefix));
 }
 
 const note = (text: string): string => `\n[Ollie: ${text}]\n`;

@@ -9,10 +9,11 @@
  * unless the daemon runs with --yolo.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir, userInfo } from 'node:os';
+import { accessSync, constants, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { loadPolicy, PACKAGE_ROOT, sandboxCommand } from '../../toolsrv/sandbox/index.js';
+import { privateTmpDir } from '../agent/promptcmd.js';
 import { goalState, type Session, type Sessions } from './registry.js';
 
 /** Variables a sandboxed workflow keeps beyond the policy's env list: its own, and the lead's session token. */
@@ -103,11 +104,7 @@ export class Workflows {
     let tmp: string | undefined;
     if (!this.o.sandbox.yolo) {
       try {
-        const root = join(tmpdir(), `ollie-${userInfo().uid}`);
-        mkdirSync(root, { recursive: true, mode: 0o700 });
-        const st = lstatSync(root);
-        if (!st.isDirectory() || st.uid !== process.getuid?.()) throw new Error(`${root} is not a directory of this user`);
-        tmp = mkdtempSync(join(root, 'workflow-'));
+        tmp = privateTmpDir('workflow-');
         const sb = this.o.sandbox;
         const policy = loadPolicy({ configDir: sb.configDir, dataDir: sb.dataDir, cwd: s.cwd, home: homedir(), runtimeDir: sb.runtimeDir, tmpDir: tmp });
         // The script's own directory and the CLI wrappers, although both may lie in denied dirs (the config dir,
