@@ -16,7 +16,7 @@ import { loadPolicy, PACKAGE_ROOT, sandboxCommand } from '../../toolsrv/sandbox/
 import { privateTmpDir } from '../agent/promptcmd.js';
 import { goalState, type Session, type Sessions } from './registry.js';
 
-/** Variables a sandboxed workflow keeps beyond the policy's env list: its own, and the lead's session token. */
+/** Variables a sandboxed workflow keeps beyond the policy's env list: its own, and a session token when one is given. */
 const WORKFLOW_ENV = ['OLLIE_ADDR', 'OLLIE_SESSION', 'OLLIE_SESSION_ID', 'OLLIE_GOAL_FILE', 'OLLIE_TOKEN', 'OLLIE_PANEL'];
 
 export interface WorkflowsOptions {
