@@ -216,6 +216,21 @@ describe('git hardening (the environment prompt commands get)', () => {
     const hardened = gitRuns(gitEnv(['filter.ev.clean', 'filter.ev.process', 'diff.ev.textconv', 'diff.external', 'alias.st', 'pager.log']));
     for (const [cmd, ran] of Object.entries(hardened)) expect(ran, `hardened git ${cmd}`).toBe('');
   });
+
+  it('on a terminal (where git starts a pager) plain git runs the repository\'s pager; hardened git does not', async () => {
+    repo = mkdtempSync(join(tmpdir(), 'ollie-sec-git-'));
+    execFileSync('/bin/sh', ['-c', poisonRepo(repo)], { stdio: 'ignore', env: { PATH: process.env.PATH!, HOME: repo } });
+    const pty = await import('node-pty');
+    const onTty = (env: Record<string, string>): Promise<string> =>
+      new Promise((resolve) => {
+        const mark = join(repo, 'MARK');
+        rmSync(mark, { force: true });
+        const t = pty.spawn('git', ['log', '-1'], { cwd: repo, env: { PATH: process.env.PATH!, HOME: repo, TERM: 'xterm', ...env }, cols: 80, rows: 24 });
+        t.onExit(() => resolve(existsSync(mark) ? readFileSync(mark, 'utf8') : ''));
+      });
+    expect(await onTty({})).not.toBe('');
+    expect(await onTty(gitEnv(['pager.log']))).toBe('');
+  });
 });
 
 describe('prompt commands run read-only and offline', () => {
