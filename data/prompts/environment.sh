@@ -10,8 +10,9 @@ g() (
   export GIT_OPTIONAL_LOCKS=0 GIT_PAGER=cat GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false GIT_CONFIG_NOSYSTEM=1
   exec git --no-pager --no-optional-locks \
     -c core.fsmonitor=false -c core.hooksPath=/dev/null -c core.pager=cat \
-    -c core.editor=/bin/false -c core.sshCommand=/bin/false -c core.askPass=/bin/false -c credential.helper= \
-    -c protocol.allow=never -c gpg.program=/bin/false -c log.showSignature=false \
+    -c core.editor=/bin/false -c sequence.editor=/bin/false -c core.sshCommand=/bin/false -c core.askPass=/bin/false \
+    -c credential.helper= -c protocol.allow=never -c protocol.ext.allow=never -c gpg.program=/bin/false \
+    -c gpg.ssh.program=/bin/false -c gpg.x509.program=/bin/false -c log.showSignature=false \
     -c status.submoduleSummary=false -c safe.bareRepository=explicit \
     "$@"
 )
