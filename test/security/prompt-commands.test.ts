@@ -56,7 +56,7 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
-async function world(o: { yolo?: boolean; profiles?: Record<string, unknown> } = {}): Promise<World> {
+async function world(o: { yolo?: boolean; profiles?: Record<string, unknown>; home?: string } = {}): Promise<World> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-prompt-'));
   const ws = join(dir, 'ws');
   mkdirSync(ws);
@@ -67,7 +67,10 @@ async function world(o: { yolo?: boolean; profiles?: Record<string, unknown> } =
   const socket = join(dir, 'run', 'ollie.sock');
   const logs: string[] = [];
   const start = (): Promise<Daemon> =>
-    startDaemon({ socket, dataDir, configDir, toolsrv: { yolo: o.yolo }, toolCacheFile: false, skills: false, log: (m) => logs.push(m) });
+    startDaemon({
+      socket, dataDir, configDir, toolsrv: { yolo: o.yolo }, toolCacheFile: false, skills: false, log: (m) => logs.push(m),
+      ...(o.home && { env: { ...process.env, HOME: o.home } }),
+    });
   const w: World = {
     dir, ws, configDir, dataDir, socket, mock, logs,
     daemon: await start(),
@@ -259,13 +262,15 @@ describe('prompt commands run read-only and offline', () => {
     const node = process.execPath;
     const connect = (target: string): string =>
       `${node} -e 'const s=require("net").connect(${target});s.on("connect",()=>{console.log("CONNECTED");process.exit(0)});s.on("error",e=>{console.log("refused: "+e.code);process.exit(0)})'`;
+    // The daemon's HOME (what prompt commands get as $HOME) is a scratch dir, so that old code writes there.
     const w = await world({
+      home: dir,
       profiles: {
         probe: {
           description: 'a prompt that tries to get out',
           prompt: [
             'echo owned > owned.txt && echo WROTE-WS; true',
-            `echo owned > ${join(dir, 'home-file')} && echo WROTE-HOME; true`,
+            'echo owned > "$HOME/home-file" && echo WROTE-HOME; true',
             'echo ok > "$TMPDIR/own-tmp" && echo WROTE-OWN-TMP; true',
             connect(String(port)),
             connect(JSON.stringify(unixPath)),
@@ -283,6 +288,7 @@ describe('prompt commands run read-only and offline', () => {
       expect(tcpHits).toBe(0);
       expect(unixHits).toBe(0);
       expect(text).not.toContain('WROTE-WS');
+      expect(text).not.toContain('WROTE-HOME');
       expect(text).not.toContain('CONNECTED');
       // Its own private tmp is writable (shells need one); it is removed when the commands are done.
       expect(text).toContain('WROTE-OWN-TMP');
