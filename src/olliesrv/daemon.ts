@@ -84,7 +84,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       get: (name) => backends.get(name),
     };
     const profiles = new Profiles([join(shippedDataDir(), 'agents'), join(opts.configDir, 'agents')]);
-    const sessions = new Sessions(new SessionStore(db), bus, homedir());
+    const sessions = new Sessions(new SessionStore(db), bus, homedir(), log);
     // Filled in below, once the agents exist: whether a token's session or agent still does.
     let exists: (p: Principal) => boolean = () => false;
     const principals = new Principals({
@@ -97,7 +97,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
-    if (ts?.yolo) log('WARNING: --yolo: tools run WITHOUT the sandbox, with all of your rights');
+    if (ts?.yolo) log('WARNING: --yolo: tools, prompt commands and workflows run WITHOUT the sandbox, with all of your rights');
     else if (ts) void config.sandboxStatus().then((st) => log(st.summary));
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
@@ -153,6 +153,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
       ),
+      promptCommands: {
+        configDir: opts.configDir,
+        dataDir: opts.dataDir,
+        runtimeDir: dirname(opts.socket),
+        env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+        yolo: ts?.yolo === true,
+      },
       log,
     }, () => config.defaultProfile());
     const workflows = new Workflows({
@@ -163,6 +170,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       sessions,
       token: (sid) => principals.sessionToken(sid),
       log,
+      sandbox: { configDir: opts.configDir, dataDir: opts.dataDir, runtimeDir: dirname(opts.socket), yolo: ts?.yolo === true },
     });
     exists = (p) => {
       if (p.kind === 'owner') return true;

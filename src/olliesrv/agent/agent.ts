@@ -18,6 +18,7 @@ import type { AgentDeps, SessionView } from './deps.js';
 import { batches, forModel, prepare, type ModelResult } from './dispatch.js';
 import { closeDanglingCalls, History } from './history.js';
 import { resolvePrompt, type Profile } from './profiles.js';
+import { envRefusal } from '../session/envrules.js';
 import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
@@ -223,9 +224,22 @@ export class Agent {
     const sessionEnv: Record<string, string> = {};
     for (const l of this.session().env.split('\n')) {
       const eq = l.indexOf('=');
-      if (eq > 0) sessionEnv[l.slice(0, eq)] = l.slice(eq + 1);
+      // The registry refuses such variables and drops stored ones; checked again where they would take effect.
+      if (eq > 0 && !envRefusal(l.slice(0, eq))) sessionEnv[l.slice(0, eq)] = l.slice(eq + 1);
     }
     return { ...this.deps.baseEnv, ...sessionEnv, OLLIE_SESSION_ID: this.sessionId, OLLIE_UNAME: this.id, OLLIE_AGENT_NAME: this.name, PWD: this.cfg.cwd };
+  }
+
+  /** What a prompt command knows of Ollie: where its files are (the daemon's dirs, never the session's) and who asks. */
+  private promptIdentity(): Record<string, string> {
+    const { OLLIE_DATA, OLLIE_CONFIG } = this.deps.baseEnv;
+    return {
+      ...(OLLIE_DATA !== undefined && { OLLIE_DATA }),
+      ...(OLLIE_CONFIG !== undefined && { OLLIE_CONFIG }),
+      OLLIE_SESSION_ID: this.sessionId,
+      OLLIE_UNAME: this.id,
+      OLLIE_AGENT_NAME: this.name,
+    };
   }
 
   // ---- prompts ----------------------------------------------------------------------------------------------
@@ -577,14 +591,14 @@ export class Agent {
     };
     if (cached) {
       // The schemas toolsrv gave last time: the first request goes out while toolsrv starts; calls wait for it.
-      const prompt = await resolvePrompt(profile.prompt, this.cfg.cwd, env);
+      const prompt = await resolvePrompt(profile.prompt, this.cfg.cwd, this.promptIdentity(), this.deps.promptCommands);
       for (const w of prompt.warnings) this.log.add('info', w, { name: 'prompt' });
       rt.promptText = prompt.text;
       this.setTools(rt, cached);
       rt.ready = connect().catch((e: unknown) => this.log.add('error', `the tool server did not start: ${errText(e)}`, { name: 'tools' }));
     } else {
       // The prompt commands and the toolsrv connection are independent: run them side by side.
-      const [prompt] = await Promise.all([resolvePrompt(profile.prompt, this.cfg.cwd, env), connect()]);
+      const [prompt] = await Promise.all([resolvePrompt(profile.prompt, this.cfg.cwd, this.promptIdentity(), this.deps.promptCommands), connect()]);
       for (const w of prompt.warnings) this.log.add('info', w, { name: 'prompt' });
       rt.promptText = prompt.text;
       this.setTools(rt, [...rt.tools.values()]);

@@ -6,6 +6,7 @@ import type { SessionTools } from '../toolclient/host.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { Agent } from './agent.js';
 import type { Profiles } from './profiles.js';
+import type { PromptCommandOptions } from './promptcmd.js';
 import type { ToolCache } from './toolcache.js';
 
 export interface BackendPool {
@@ -35,13 +36,15 @@ export interface AgentDeps {
   tools: (sessionId: string) => Promise<SessionTools | undefined>;
   /** Where tool output too long for the model is saved whole. */
   outputDir: string;
-  /** Environment the prompt commands run with (PATH, HOME, OLLIE_DATA…). */
+  /** The daemon's environment and Ollie's dirs (OLLIE_DATA, OLLIE_CONFIG): what tools get beneath the session's. */
   baseEnv: Record<string, string>;
   /**
    * The credential an agent's tools dial back with ($OLLIE_TOKEN; only the tools whose .meta asks for the Ollie
    * socket get it): it makes their connection that agent, and nothing more. Absent: tools get none.
    */
   token?: (sessionId: string, agentId: string) => string;
+  /** How profile prompt commands run: the sandbox's dirs, the daemon's environment, --yolo. */
+  promptCommands: PromptCommandOptions;
   log: (msg: string) => void;
   /**
    * Context for a user prompt before it goes to the model (matched skills, tool hints): each item becomes a

@@ -2,12 +2,14 @@
  * Agent profiles: `data/agents/NAME.json`, overridden by `$XDG_CONFIG_HOME/ollie/agents/NAME.json`. A profile
  * says who the agent is (its system prompt), what it starts with (tools to load), its limits and its sampling
  * parameters. The prompt is either literal text or a list of shell commands whose stdout is concatenated, run in
- * the agent's cwd, so a prompt can include the repository's own state.
+ * the agent's cwd under the sandbox (agent/promptcmd.ts), so a prompt can include the repository's own state.
  */
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GenerationParams } from '../backend/types.js';
+import { runPromptCommands, type PromptCommandOptions, type ResolvedPrompt } from './promptcmd.js';
+
+export type { ResolvedPrompt };
 
 export interface Profile {
   name: string;
@@ -139,27 +141,11 @@ export class Profiles {
   }
 }
 
-export interface ResolvedPrompt {
-  text: string;
-  /** Commands that failed, with their stderr: shown to the user, not sent to the model. */
-  warnings: string[];
-}
-
-const PROMPT_TIMEOUT_MS = 10_000;
-
-/** Runs a profile's prompt commands in `cwd` (in order, concatenating stdout); literal text is returned as is. */
-export async function resolvePrompt(prompt: string | string[], cwd: string, env: Record<string, string>): Promise<ResolvedPrompt> {
+/**
+ * A profile's prompt: literal text as is, or its commands run in `cwd` under the sandbox (agent/promptcmd.ts),
+ * their stdout concatenated in order.
+ */
+export async function resolvePrompt(prompt: string | string[], cwd: string, ollie: Record<string, string>, opts: PromptCommandOptions): Promise<ResolvedPrompt> {
   if (typeof prompt === 'string') return { text: prompt, warnings: [] };
-  const outs = await Promise.all(
-    prompt.map(
-      (cmd) =>
-        new Promise<{ out: string; warn?: string }>((resolve) => {
-          execFile('/bin/sh', ['-c', cmd], { cwd, env, timeout: PROMPT_TIMEOUT_MS, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
-            if (err) resolve({ out: stdout, warn: `prompt command ${JSON.stringify(cmd)} failed: ${(stderr || err.message).trim()}` });
-            else resolve({ out: stdout });
-          });
-        }),
-    ),
-  );
-  return { text: outs.map((o) => o.out).join(''), warnings: outs.flatMap((o) => (o.warn ? [o.warn] : [])) };
+  return runPromptCommands(prompt, cwd, ollie, opts);
 }

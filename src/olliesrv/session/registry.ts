@@ -7,6 +7,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import type { EventBus } from '../event/bus.js';
 import type { SessionRow, SessionStore } from '../store/sessions.js';
+import { envRefusal, envRefusalMessage } from './envrules.js';
 
 export class SessionError extends Error {
   override name = 'SessionError';
@@ -49,7 +50,10 @@ export function resolvedDir(cwd: string): string {
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Validates and normalises session environment text: KEY=value lines; blank lines and # comments dropped. */
+/**
+ * Validates and normalises session environment text: KEY=value lines; blank lines and # comments dropped. A
+ * variable the session environment may not set (session/envrules.ts) is refused, and nothing is stored.
+ */
 export function parseEnv(text: string): string {
   const out: string[] = [];
   text.split('\n').forEach((raw, i) => {
@@ -58,9 +62,29 @@ export function parseEnv(text: string): string {
     const eq = line.indexOf('=');
     const key = eq === -1 ? line : line.slice(0, eq);
     if (eq === -1 || !ENV_KEY.test(key)) throw new SessionError(`env line ${i + 1}: expected KEY=value, got ${JSON.stringify(line)}`);
+    const why = envRefusal(key);
+    if (why) throw new SessionError(envRefusalMessage(key, why, `env line ${i + 1}`));
     out.push(line);
   });
   return out.length ? `${out.join('\n')}\n` : '';
+}
+
+/**
+ * The lines of a stored environment that may still be set, and the refused ones. A database written before a
+ * rule existed may hold such a variable: it is dropped, not honoured.
+ */
+export function sanitizeStoredEnv(env: string): { env: string; dropped: Array<{ name: string; why: string }> } {
+  const kept: string[] = [];
+  const dropped: Array<{ name: string; why: string }> = [];
+  for (const line of env.split('\n')) {
+    if (!line) continue;
+    const eq = line.indexOf('=');
+    const name = eq === -1 ? line : line.slice(0, eq);
+    const why = eq === -1 || !ENV_KEY.test(name) ? 'not a KEY=value line' : envRefusal(name);
+    if (why) dropped.push({ name, why });
+    else kept.push(line);
+  }
+  return { env: kept.length ? `${kept.join('\n')}\n` : '', dropped };
 }
 
 export const GOAL_STATES = ['running', 'complete', 'blocked', 'error'];
@@ -104,8 +128,21 @@ export class Sessions {
   /** Readers of goalwait, by session id. */
   private readonly goalWaiters = new Map<string, Array<() => void>>();
 
-  constructor(private readonly store: SessionStore, private readonly bus: EventBus, private readonly defaultCwd: string) {
-    for (const row of store.all()) this.byName.set(row.name, new Session(row));
+  constructor(
+    private readonly store: SessionStore,
+    private readonly bus: EventBus,
+    private readonly defaultCwd: string,
+    log: (msg: string) => void = () => undefined,
+  ) {
+    for (const row of store.all()) {
+      const clean = sanitizeStoredEnv(row.env);
+      if (clean.dropped.length) {
+        for (const d of clean.dropped) log(`session ${row.name}: dropped ${d.name} from its stored environment: ${d.why}`);
+        store.setEnv(row.id, clean.env);
+        row.env = clean.env;
+      }
+      this.byName.set(row.name, new Session(row));
+    }
   }
 
   names(): string[] {

@@ -2,12 +2,23 @@
  * Workflows are scripts (`data/workflows/NAME`, overridden by `$XDG_CONFIG_HOME/ollie/workflows/NAME`) that drive
  * a session's namespace through `ollie-9p` like any other client; the daemon only starts one when a goal is set and
  * notices when it ends. No workflow logic lives here.
+ *
+ * A workflow runs in the session's working directory, which the agents write, and may run what is there (a test
+ * suite, a check script): so it runs under the sandbox helper with the tools' policy for that directory, plus the
+ * Unix socket it talks to the daemon through. When the sandbox cannot run it is not started (the goal says why),
+ * unless the daemon runs with --yolo.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { loadPolicy, PACKAGE_ROOT, sandboxCommand } from '../../toolsrv/sandbox/index.js';
+import { privateTmpDir } from '../agent/promptcmd.js';
 import { confine } from '../auth/confined.js';
 import { goalState, type Session, type Sessions } from './registry.js';
+
+/** Variables a sandboxed workflow keeps beyond the policy's env list: its own, and its session token. */
+const WORKFLOW_ENV = ['OLLIE_ADDR', 'OLLIE_SESSION', 'OLLIE_SESSION_ID', 'OLLIE_GOAL_FILE', 'OLLIE_TOKEN', 'OLLIE_PANEL'];
 
 export interface WorkflowsOptions {
   /** Searched in order; the first holding an executable NAME wins (user config before shipped data). */
@@ -22,6 +33,8 @@ export interface WorkflowsOptions {
   /** The session token a workflow of session `id` authenticates with. */
   token: (sessionId: string) => string;
   log: (msg: string) => void;
+  /** What the sandbox needs (the policy's dirs); `yolo` runs workflows without it. */
+  sandbox: { configDir: string; dataDir: string; runtimeDir: string; yolo?: boolean };
 }
 
 const TAIL = 2048;
@@ -80,23 +93,53 @@ export class Workflows {
       return;
     }
     this.stop(s.id);
-    const child = spawn(file, [], {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      OLLIE_ADDR: this.o.addr,
+      // The workflow's credential: it acts as this session, never as the owner (docs/security.md).
+      OLLIE_TOKEN: this.o.token(s.id),
+      OLLIE_SESSION: s.name,
+      OLLIE_SESSION_ID: s.id,
+      OLLIE_GOAL_FILE: `session/${s.name}/goal`,
+      PATH: `${this.o.binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    };
+    let argv0 = file;
+    let args: string[] = [];
+    let spawnEnv: NodeJS.ProcessEnv = env;
+    let tmp: string | undefined;
+    if (!this.o.sandbox.yolo) {
+      try {
+        tmp = privateTmpDir('workflow-');
+        const sb = this.o.sandbox;
+        const policy = loadPolicy({ configDir: sb.configDir, dataDir: sb.dataDir, cwd: s.cwd, home: homedir(), runtimeDir: sb.runtimeDir, tmpDir: tmp });
+        // The script's own directory and the CLI wrappers, although both may lie in denied dirs (the config dir,
+        // the runtime dir): a rule naming them explicitly holds.
+        policy.filesystem.rox = [...policy.filesystem.rox, dirname(file), this.o.binDir];
+        // The CLIs run on Ollie's node_modules, which the policy grants under the package root; a linked install
+        // (a symlinked node_modules) lies elsewhere.
+        policy.filesystem.ro = [...policy.filesystem.ro, realpathSync(join(PACKAGE_ROOT, 'node_modules'))];
+        const cmd = sandboxCommand(policy, [file], { allowOllieSocket: true, env: WORKFLOW_ENV });
+        argv0 = cmd.file;
+        args = cmd.args;
+        spawnEnv = cmd.env(env);
+      } catch (e) {
+        if (tmp) rmSync(tmp, { recursive: true, force: true });
+        fail(`workflow ${s.workflow} was not started: the sandbox is unavailable: ${(e as Error).message}; start the daemon with --yolo to run workflows without it`);
+        return;
+      }
+    }
+    const child = spawn(argv0, args, {
       cwd: s.cwd,
-      env: {
-        ...process.env,
-        OLLIE_ADDR: this.o.addr,
-        // The workflow's credential: it acts as this session, never as the owner (docs/security.md).
-        OLLIE_TOKEN: this.o.token(s.id),
-        OLLIE_SESSION: s.name,
-        OLLIE_SESSION_ID: s.id,
-        OLLIE_GOAL_FILE: `session/${s.name}/goal`,
-        PATH: `${this.o.binDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
-      },
+      env: spawnEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, so stopping it stops whatever it started.
       detached: true,
     });
     confine(child);
+    if (tmp) {
+      const dir = tmp;
+      child.on('close', () => rmSync(dir, { recursive: true, force: true }));
+    }
     this.running.set(s.id, child);
     let tail = '';
     const tag = `workflow ${s.workflow}[${child.pid}] (session ${s.name})`;

@@ -344,6 +344,29 @@ function readableByMode(path: string): boolean {
   return (bits & 4) !== 0;
 }
 
+/**
+ * `policy` made read-only and offline, for what the daemon runs on an agent's behalf outside any tool call (a
+ * profile's prompt commands): what it could read stays readable (its writable paths become read-only, its
+ * executable ones read-and-execute), `ro`/`rox` add paths, and nothing is writable but the private tmp and
+ * /dev/null. No network, no Unix sockets. Its deny list and isolation stay; the always-denied paths are cut out
+ * by the helper as for any policy.
+ */
+export function readOnlyPolicy(policy: SandboxPolicy, add: { ro?: string[]; rox?: string[] } = {}): SandboxPolicy {
+  const fs = policy.filesystem;
+  const writable = new Set([policy.tmpDir, '/dev/null']);
+  return {
+    ...policy,
+    filesystem: {
+      ro: [...fs.ro, ...fs.rw.filter((p) => !writable.has(p)), ...(add.ro ?? [])],
+      rox: [...fs.rox, ...fs.rwx, ...(add.rox ?? [])],
+      rw: [...writable],
+      rwx: [],
+      deny: [...fs.deny],
+    },
+    network: { enabled: false, bindTcp: [], connectTcp: [], unix: false },
+  };
+}
+
 const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();
 
 function keep(name: string, patterns: string[]): boolean {
