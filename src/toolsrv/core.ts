@@ -11,6 +11,7 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { BypassBroker } from './bypass/broker.js';
 import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine.js';
+import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
@@ -205,7 +206,7 @@ export class Core {
   }
 
   info(): ToolsrvInfo {
-    return { platform: process.platform, arch: process.arch, pid: process.pid, ...this.opts.confinement.status() };
+    return { platform: process.platform, arch: process.arch, pid: process.pid, ...this.opts.confinement.status(), containment: containmentStatus(this.opts.spawner) };
   }
 
   // ---- calls -------------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ export class Core {
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
       if (tool.host) this.hosts.run(tool.host.name, wrapped, s.cwd, proc, { tool: tool.name, args }, timeout);
-      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout, this.opts.spawner);
+      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty, ...(wrapped.limits && { limits: wrapped.limits }) }, timeout, this.opts.spawner);
     } catch (e) {
       release?.();
       throw e;

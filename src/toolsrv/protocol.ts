@@ -150,6 +150,8 @@ export interface ToolsrvInfo {
   yolo?: boolean;
   /** Why sandboxed calls are refused here (no Landlock, no helper), when they are. */
   unavailable?: string;
+  /** How a call's processes are kept together and limited (exec/containment.ts). */
+  containment?: { mechanism: 'subreaper' | 'process-group'; limits: Record<string, string>; cgroup: string };
 }
 
 /** The full output of a tool can be large; proc/new returns at most this much of it. */

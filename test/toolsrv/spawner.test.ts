@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -123,7 +123,7 @@ describe('ollie-spawner', () => {
       b.writeUInt32LE(n);
       return b;
     };
-    const spawnFrame = frame('S', 1, Buffer.concat([u32(2), Buffer.from('sleep\x0030\x00'), u32(1), Buffer.from('PATH=/usr/bin:/bin\x00'), Buffer.from(`${tmpdir()}\x00`)]));
+    const spawnFrame = frame('S', 1, Buffer.concat([u32(2), Buffer.from('sleep\x0030\x00'), u32(1), Buffer.from('PATH=/usr/bin:/bin\x00'), Buffer.from(`${tmpdir()}\x00`), Buffer.alloc(40)]));
     const pid = await new Promise<number>((resolve) => {
       p.stdout.once('data', (b: Buffer) => resolve(b.readUInt32LE(9)));
       p.stdin.write(spawnFrame);
@@ -169,19 +169,24 @@ describe('ollie-spawner', () => {
     const s = start();
     dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
     const r = recorder();
-    // setsid leaves the group, so the escaped sleep keeps the output pipe open after its parent exits (the
-    // parent waits for the pid file, written once setsid has run, or the group's end would kill it first).
+    // Every process of the call ends with it, so only a process outside the call can hold its output pipe: this
+    // test, opening it through /proc while the tool waits for the go-ahead file.
     const spawned = await s.spawn(
-      { file: 'sh', args: ['-c', `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 30' & while [ ! -s ${dir}/pid ]; do sleep 0.01; done; echo bye`], cwd: dir, env: ENV, stdin: '' },
+      { file: 'sh', args: ['-c', `while [ ! -e ${dir}/go ]; do sleep 0.01; done; echo bye`], cwd: dir, env: ENV, stdin: '' },
       r.handlers,
     );
-    await until(() => r.events.includes('exit 0 null'));
-    expect(r.events).not.toContain('closed');
-    const fds = () => readdirSync(`/proc/${s.pid}/fd`).length;
-    const before = fds();
-    spawned.abandonOutput();
-    await until(() => fds() === before - 1);
-    process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), 'SIGKILL');
+    const held = openSync(`/proc/${spawned.pid}/fd/1`, 'w');
+    try {
+      writeFileSync(join(dir, 'go'), '');
+      await until(() => r.events.includes('exit 0 null'));
+      expect(r.events).not.toContain('closed');
+      const fds = () => readdirSync(`/proc/${s.pid}/fd`).length;
+      const before = fds();
+      spawned.abandonOutput();
+      await until(() => fds() === before - 1);
+    } finally {
+      closeSync(held);
+    }
   });
 
   it('a call whose spawner is killed outright ends with the reason, and its process group with it', async () => {

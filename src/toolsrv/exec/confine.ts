@@ -10,6 +10,7 @@
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { SandboxExtra } from '../sandbox/index.js';
+import type { Limits } from '../sandbox/limits.js';
 
 export interface SandboxDirs {
   configDir: string;
@@ -35,7 +36,8 @@ interface SandboxModule {
   sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
-export type Wrapped = { file: string; args: string[]; env: Record<string, string> } | { refused: string };
+/** `limits`: the policy's, for a sandboxed call (a bypassed or --yolo one runs outside the policy, limits included). */
+export type Wrapped = { file: string; args: string[]; env: Record<string, string>; limits?: Limits } | { refused: string };
 
 export class Confinement {
   /** Policies by cwd: `{CWD}` and a project's .ollie-sandbox.yaml depend on it. Loaded once per cwd. */
@@ -106,7 +108,8 @@ export class Confinement {
       }
       const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }) };
       const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
-      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env };
+      const limits = (policy as { limits?: Limits }).limits;
+      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(limits && { limits }) };
     } catch (e) {
       return { refused: `sandbox unavailable: ${(e as Error).message}` };
     }
