@@ -46,6 +46,9 @@ const DRAIN_MS = 2000;
 
 type Stop = 'timeout' | 'killed';
 
+/** How programs say that an allocation failed (Python, Node/V8, C, C++, Java, Go, Rust). */
+const OUT_OF_MEMORY = /MemoryError|Cannot allocate memory|out of memory|allocation failed|ENOMEM|bad_alloc|OutOfMemoryError|memory allocation of \d+ bytes failed/i;
+
 /** A call served by a resident tool host (exec/hosts.ts): its output and its end arrive from the host. */
 export interface HostedCall {
   output(text: string): void;
@@ -300,7 +303,10 @@ export class Proc {
     if (this.limits?.fileSize && signal === 'SIGXFSZ') this.hitLimit('fileSize');
     this.status = this.stop ?? (signal ? 'killed' : 'exited');
     if (this.overLimit) this.error = this.overLimit;
-    else if (this.stop === 'timeout') this.error = 'timed out: the process group was killed';
+    else if (this.limits?.memory && code !== 0 && OUT_OF_MEMORY.test(this.tail())) {
+      // RLIMIT_DATA refuses the allocation rather than killing: the tool dies of it in its own words.
+      this.error = `an allocation failed: the memory limit is ${describeLimit('memory', this.limits.memory)} (per process, and for the whole call)`;
+    } else if (this.stop === 'timeout') this.error = 'timed out: the process group was killed';
     else if (signal) this.error = `killed by ${signal}`;
     this.end();
   }
