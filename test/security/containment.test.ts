@@ -115,10 +115,10 @@ os.setsid()
 if os.fork(): os._exit(0)
 ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: its own orphans would come to it
 open("py.pid", "w").write(str(os.getpid()))
-time.sleep(1000)`;
+time.sleep(1013.7)`;
     writeFileSync(join(d, 'daemon.py'), py);
     const r = await shell(
-      `setsid sh -c 'sleep 1000 & echo $! > a.pid; sleep 1000' & (setsid sleep 1000 & echo $! > b.pid) & nohup sleep 1000 > /dev/null 2>&1 & echo $! > c.pid; ` +
+      `setsid sh -c 'sleep 1013.7 & echo $! > a.pid; sleep 1013.7' & (setsid sleep 1013.7 & echo $! > b.pid) & nohup sleep 1013.7 > /dev/null 2>&1 & echo $! > c.pid; ` +
         `/usr/bin/python3 daemon.py; kill -KILL $PPID; for f in a b c py; do while [ ! -s $f.pid ]; do sleep 0.01; done; done; echo escaped`,
     );
     expect(r).toMatchObject({ status: 'exited', exit: 0 });
@@ -133,7 +133,7 @@ time.sleep(1000)`;
 
   it('a killed or timed-out call takes its escaped processes with it', async () => {
     const { dir, shell } = await sandboxed();
-    const r = await shell(`setsid sleep 1000 & echo $! > esc.pid; sleep 1000`, { timeout: 1 });
+    const r = await shell(`setsid sleep 1013.7 & echo $! > esc.pid; sleep 1013.7`, { timeout: 1 });
     expect(r.status).toBe('timeout');
     expect(alive(readPid(join(dir, 'esc.pid')))).toBe(false);
   });
@@ -141,7 +141,7 @@ time.sleep(1000)`;
   it('a background call\'s escaped processes die when its toolsrv exits, and when the toolsrv is killed outright', async () => {
     for (const how of ['exit', 'SIGKILL'] as const) {
       const { p, host, cwd } = await sessionToolsrv();
-      const bg = await host.start({ tool: 'shell', args: { command: 'setsid sleep 1000 & echo $! > esc.pid; sleep 1000' } });
+      const bg = await host.start({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > esc.pid; sleep 1013.7' } });
       await until(() => existsSync(join(cwd, 'esc.pid')) && readFileSync(join(cwd, 'esc.pid'), 'utf8').trim() !== '');
       const esc = readPid(join(cwd, 'esc.pid'));
       expect(alive(esc)).toBe(true);
@@ -160,7 +160,7 @@ time.sleep(1000)`;
   it('the spawner killed outright, or a shepherd killed outright, does not free what they watched over', async () => {
     const { env, dir, c, shell } = await sandboxed();
     // The spawner: each shepherd gets its parent-death signal and kills its call.
-    const bg = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'setsid sleep 1000 & echo $! > s1.pid; sleep 1000' } })));
+    const bg = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > s1.pid; sleep 1013.7' } })));
     await until(() => existsSync(join(dir, 's1.pid')) && readFileSync(join(dir, 's1.pid'), 'utf8').trim() !== '');
     const esc1 = readPid(join(dir, 's1.pid'));
     process.kill(env.ts.core.opts.spawner!.pid!, 'SIGKILL');
@@ -168,7 +168,7 @@ time.sleep(1000)`;
     await until(async () => (await c.readText(`proc/${bg}/stat`)).includes('state=exited'));
     // A shepherd (not reachable from inside the sandbox; an unsandboxed process of the user could): its orphans
     // go to the spawner, which kills them.
-    const bg2 = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'setsid sleep 1000 & echo $! > s2.pid; sleep 1000' } })));
+    const bg2 = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > s2.pid; sleep 1013.7' } })));
     await until(() => existsSync(join(dir, 's2.pid')) && readFileSync(join(dir, 's2.pid'), 'utf8').trim() !== '');
     const esc2 = readPid(join(dir, 's2.pid'));
     const osPid = Number(/os_pid=(\d+)/.exec(await c.readText(`proc/${bg2}/stat`))![1]);
