@@ -73,7 +73,7 @@ isolate:
     expect(p.filesystem.ro).toEqual([join(w.home, 'docs'), join(w.home, '.config', 'git'), join(w.home, '.local', 'share', 'fonts')]);
     expect(p.filesystem.rw).toEqual([join(w.cwd, 'out'), w.tmpDir, join(w.root, 'run', 'scratch')]);
     expect(p.filesystem.rox).toEqual([]);
-    expect(p.filesystem.deny).toEqual([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir, join(w.home, '.aws')]);
+    expect(p.filesystem.deny).toEqual([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir, '/dev/shm', join(w.home, '.aws')]);
     expect(p.isolate).toEqual({ signals: false, abstractUnix: true });
     expect(p.network.enabled).toBe(false);
   });
