@@ -18,8 +18,8 @@ function recorder() {
   let closed = false;
   const handlers: SpawnedHandlers = {
     output: (b) => (out += dec.decode(b)),
-    exited: (code, signal) => {
-      events.push(`exit ${code} ${signal}`);
+    exited: (code, signal, limit) => {
+      events.push(`exit ${code} ${signal}${limit ? ` ${limit}` : ''}`);
       exited = true;
       if (closed) resolveEnd();
     },
@@ -227,6 +227,34 @@ describe('ollie-spawner', () => {
     await again.ended;
     expect(again.out()).toBe('again\n');
     expect(s.pid).not.toBe(first);
+  });
+
+  it('starts a process with the call\'s rlimits, under a shepherd that is its parent and a subreaper', async () => {
+    const s = start();
+    const r = recorder();
+    const limits = { memory: 1 << 30, cpu: 7, fileSize: 1 << 20, openFiles: 77 };
+    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'cat /proc/self/limits; grep -E "^(PPid|Pid)" /proc/$PPID/status; sleep 30'], cwd: tmpdir(), env: ENV, stdin: '', limits }, r.handlers);
+    await until(() => r.out().includes('PPid'));
+    const line = (name: string): string[] => r.out().split('\n').find((l) => l.startsWith(name))!.slice(26).trim().split(/\s+/);
+    expect(line('Max data size')).toEqual([String(1 << 30), String(1 << 30), 'bytes']);
+    expect(line('Max cpu time')).toEqual(['7', '12', 'seconds']);
+    expect(line('Max file size')).toEqual([String(1 << 20), String(1 << 20), 'bytes']);
+    expect(line('Max open files')).toEqual(['77', '77', 'files']);
+    // Its parent is the call's shepherd, a child of the spawner.
+    const shepherd = Number(/^Pid:\s+(\d+)/m.exec(r.out())![1]);
+    expect(Number(/^PPid:\s+(\d+)/m.exec(r.out())![1])).toBe(s.pid);
+    expect(shepherd).not.toBe(s.pid);
+    process.kill(-pid, 'SIGKILL');
+    await r.ended;
+    await until(() => !alive(shepherd));
+  });
+
+  it('kills the whole call when it goes over its process limit, and says so', async () => {
+    const s = start();
+    const r = recorder();
+    await s.spawn({ file: 'sh', args: ['-c', 'for i in $(seq 40); do setsid sleep 30 & done; wait'], cwd: tmpdir(), env: ENV, stdin: '', limits: { processes: 20 } }, r.handlers);
+    await r.ended;
+    expect(r.events).toContain('exit null SIGKILL processes');
   });
 
   it('hands a process only its stdin, stdout and stderr: no descriptor of toolsrv or the spawner crosses', async () => {
