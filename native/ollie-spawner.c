@@ -8,18 +8,19 @@
  * stdin and stdout with the binary frames below, exiting when its stdin closes (toolsrv gone), after
  * killing the process groups it started.
  *
- * Containment. Every call gets a shepherd: a fork of this program that is a child subreaper
- * (PR_SET_CHILD_SUBREAPER) and the parent of the tool. Whatever the tool starts, however it detaches (setsid,
- * a double fork), stays a descendant of the shepherd, because orphans are reparented to the nearest living
- * subreaper. When the tool (the call's first process) exits, the shepherd kills every descendant it has left
- * and reaps them before it reports the exit; the same on SIGTERM, which it gets when the spawner dies
- * (PR_SET_PDEATHSIG) or leaves. The spawner is a subreaper too: a shepherd that dies without finishing (killed
- * by an unsandboxed tool, or the OOM killer) leaves its orphans to the spawner, which kills every child of its
- * own that is not a live shepherd. No cgroup is needed, so it works unprivileged everywhere.
+ * Containment. Each tool process is a child subreaper (PR_SET_CHILD_SUBREAPER, kept across its execs): whatever
+ * it starts stays its descendant however it detaches (setsid, a double fork), because orphans go to the nearest
+ * living subreaper. When it exits, they come to the spawner, a subreaper too, whose only legitimate children
+ * are the calls' tool processes: every other child is a stray, and is killed with everything below it. A call's
+ * exit is reported once no stray is left, so when toolsrv hears of it nothing of the call runs any more. The
+ * same when the spawner leaves (toolsrv gone). A guardian, the spawner's parent and a subreaper, kills
+ * everything the spawner leaves behind should it be killed outright. No cgroup is needed, so it works
+ * unprivileged everywhere. (A tool that clears its own subreaper flag hands its orphans to the spawner at
+ * once, which kills them as strays.)
  *
  * Limits. The tool starts with rlimits (RLIMIT_DATA for memory, RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE),
- * which bound each process, and the shepherd bounds the call as a whole: every POLL_MS it counts the
- * processes below it and sums their resident memory, and kills them all when either is over its limit
+ * which bound each process, and the spawner bounds the call as a whole: every POLL_MS it counts the processes
+ * below each tool and sums their resident memory, and kills them all when either is over its limit
  * (RLIMIT_NPROC cannot do this: it counts every process of the user, and does not apply to root).
  *
  * Every frame is: u32 length of what follows, u8 type, u32 id, payload (little-endian integers).
@@ -35,7 +36,7 @@
  *     'F' failed  a message saying what could not be done (chdir, exec) and why; nothing runs
  *     'O' output  bytes the child wrote to stdout or stderr (one pipe: they arrive in the order written)
  *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited), u32 the limit the
- *                 shepherd killed the call for (0 none, 1 processes, 2 memory); sent once every process of
+ *                 spawner killed the call for (0 none, 1 processes, 2 memory); sent once every process of
  *                 the call is gone
  *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer)
  * A protocol error (a frame that does not parse) is reported on stderr and ends the spawner: toolsrv is its
@@ -58,11 +59,12 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_FRAME (64u << 20) /* argv + env + stdin; toolsrv's own limits are far below */
 #define READ_CHUNK 65536
-/* How often a shepherd counts its processes and their memory, when the call has such limits. */
+/* How often the spawner counts each call's processes and their memory, when the call has such limits. */
 #define POLL_MS 50
 /* Seconds between SIGXCPU (the soft CPU limit) and SIGKILL (the hard one), for a tool that catches SIGXCPU. */
 #define CPU_GRACE 5
@@ -76,27 +78,31 @@ struct limits {
 
 struct child {
   uint32_t id;
-  pid_t pid;        /* the tool, leader of its own session; 0 once its exit is reported */
-  pid_t shepherd;   /* 0 once reaped */
-  int st;           /* read end of the shepherd's reports, -1 once closed */
+  pid_t pid;        /* the tool, leader of its own session and subreaper of its processes; 0 once reaped */
   int out;          /* read end of stdout+stderr, -1 once closed */
   int in;           /* write end of stdin, -1 once all of it is written */
   char *in_buf;     /* stdin still to write */
   size_t in_len, in_off;
+  struct limits lim;
+  uint32_t over;    /* the limit it was killed for */
+  int ended;        /* reaped; its exit (x) waits for the strays to be gone */
+  char x[12];
 };
 
 static struct child *kids;
 static size_t nkids, capkids;
 
+static void kill_tree(pid_t root);
+static size_t kill_strays(void);
+
 /* Every way out ends the calls it started: with the spawner gone nobody could stop them any more, and a tool
- * must not outlive the server that answers for it. The shepherds kill what the groups left (and would on
- * their own, by their parent-death signal). */
+ * must not outlive the server that answers for it. Killed, each with everything below it, before the exit:
+ * a process with SIGKILL pending forks no more, so nothing is left to escape. */
 static void leave(int code) __attribute__((noreturn));
 static void leave(int code) {
-  for (size_t i = 0; i < nkids; i++) {
-    if (kids[i].pid) kill(-kids[i].pid, SIGKILL);
-    if (kids[i].shepherd) kill(kids[i].shepherd, SIGTERM);
-  }
+  for (size_t i = 0; i < nkids; i++)
+    if (kids[i].pid) kill_tree(kids[i].pid);
+  kill_strays();
   exit(code);
 }
 
@@ -180,11 +186,11 @@ static struct child *add_child(void) {
   return &kids[nkids++];
 }
 
-/* A call is forgotten once its shepherd is reaped, its exit reported, its output closed and its stdin written. */
+/* A call is forgotten once it is reaped, its exit reported, its output closed and its stdin written. */
 static void sweep(void) {
   size_t j = 0;
   for (size_t i = 0; i < nkids; i++) {
-    if (kids[i].shepherd || kids[i].st >= 0 || kids[i].out >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
+    if (kids[i].pid || kids[i].ended || kids[i].out >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
   }
   nkids = j;
 }
@@ -334,19 +340,23 @@ static void children_of(pid_t pid, struct pids *out) {
 }
 
 /*
- * Every descendant of this process, breadth first (no recursion: a chain of processes can be deep). With
- * `kill_them`, each one is killed before its children are listed: once SIGKILL is pending a process can fork
- * no more, so none is missed, and a dying process reaps nobody, so no pid listed can be reused meanwhile.
- * Returns the number found; with `rss`, adds up their resident memory in bytes.
+ * `root` and its descendants, breadth first (no recursion: a chain of processes can be deep). With `kill_them`,
+ * each is killed before its children are listed: once SIGKILL is pending a process forks no more, so none is
+ * missed, and a dying process reaps nobody, so no pid listed is reused meanwhile. Otherwise counts them, but
+ * not zombies (a tool that does not reap its orphans' remains is not running them), adding up their resident
+ * memory in bytes into `rss`.
  */
-static size_t descendants(int kill_them, uint64_t *rss) {
+static size_t tree(pid_t root, int kill_them, uint64_t *rss) {
   static struct pids l;
+  static long page;
+  if (!page) page = sysconf(_SC_PAGESIZE);
   l.n = 0;
-  children_of(getpid(), &l);
+  push_pid(&l, root);
+  size_t live = 0;
   for (size_t i = 0; i < l.n; i++) {
     pid_t p = l.v[i];
     if (kill_them) kill(p, SIGKILL);
-    if (rss) {
+    else {
       char file[64], buf[128];
       snprintf(file, sizeof file, "/proc/%d/statm", (int)p);
       int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -354,33 +364,39 @@ static size_t descendants(int kill_them, uint64_t *rss) {
         ssize_t r = read(fd, buf, sizeof buf - 1);
         close(fd);
         unsigned long size, resident;
-        if (r > 0 && (buf[r] = 0, sscanf(buf, "%lu %lu", &size, &resident) == 2)) *rss += (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+        if (r > 0 && (buf[r] = 0, sscanf(buf, "%lu %lu", &size, &resident) == 2) && size > 0) {
+          live++;
+          *rss += (uint64_t)resident * (uint64_t)page;
+        }
       }
     }
     children_of(p, &l);
   }
-  return l.n;
+  return kill_them ? l.n : live;
 }
 
-/* Kills and reaps every descendant, until none is left (orphans of the dying come to this subreaper). */
-static void kill_all(int sfd) {
-  for (;;) {
-    int status;
-    pid_t r;
-    while ((r = waitpid(-1, &status, WNOHANG)) > 0) {
-    }
-    if (r < 0) return; /* ECHILD: nothing is left (the common case: a call that started nothing else) */
-    descendants(1, NULL);
-    /* Killed but not all dead yet: wait for the next exit (or a moment), then look again. */
-    struct pollfd pf = {sfd, POLLIN, 0};
-    poll(&pf, 1, 20);
-    struct signalfd_siginfo si;
-    while (read(sfd, &si, sizeof si) > 0) {
-    }
-  }
+static void kill_tree(pid_t root) {
+  tree(root, 1, NULL);
 }
 
-/* ---- one call ------------------------------------------------------------------------------------- */
+/* A live call's tool process. */
+static int is_tool(pid_t pid) {
+  for (size_t k = 0; k < nkids; k++)
+    if (kids[k].pid == pid) return 1;
+  return 0;
+}
+
+/* Kills every child of the spawner that is not a call's tool, with everything below it: orphans of a tool that
+ * exited (or cleared its subreaper flag). Returns how many there were. */
+static size_t kill_strays(void) {
+  struct pids l = {0};
+  children_of(getpid(), &l);
+  size_t n = 0;
+  for (size_t i = 0; i < l.n; i++)
+    if (!is_tool(l.v[i])) kill_tree(l.v[i]), n++;
+  free(l.v);
+  return n;
+}
 
 /* Sets an rlimit to `v` (soft) and `hard`, never above the hard limit the spawner itself has. */
 static int set_limit(int res, uint64_t v, uint64_t hard) {
@@ -393,131 +409,10 @@ static int set_limit(int res, uint64_t v, uint64_t hard) {
   return setrlimit(res, &r);
 }
 
-static void shepherd_report(int st, int32_t code, int32_t sig, uint32_t limit) {
-  char x[12];
-  put_u32(x, (uint32_t)code);
-  put_u32(x + 4, (uint32_t)sig);
-  put_u32(x + 8, limit);
-  if (write(st, x, sizeof x) < 0) _exit(0); /* the spawner is gone; it killed the tool's group already */
-  _exit(0);
-}
-
 /*
- * The shepherd of one call (a fork of the spawner): starts the tool as its child, then waits for it, watching
- * the call's limits, and ends with every process of the call. Reports on `st`: the tool's pid, then its exit
- * (code, signal, the limit it was killed for).
- */
-static void shepherd(pid_t spawner, int st, int in[2], int out[2], int err[2], char **argv, char **envp, const char *cwd,
-                     const struct limits *lim, const sigset_t *oldmask) __attribute__((noreturn));
-static void shepherd(pid_t spawner, int st, int in[2], int out[2], int err[2], char **argv, char **envp, const char *cwd,
-                     const struct limits *lim, const sigset_t *oldmask) {
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  /* The spawner's death (however it died) is SIGTERM here, read from the signalfd like SIGCHLD. */
-  sigset_t mine;
-  sigemptyset(&mine);
-  sigaddset(&mine, SIGCHLD);
-  sigaddset(&mine, SIGTERM);
-  sigprocmask(SIG_BLOCK, &mine, NULL);
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != spawner) _exit(0); /* it died before the line above: nobody wants this call */
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* The tool: a session of its own (its group is signalled as one), the default signal handling toolsrv's
-     * children had, stdin from the pipe, stdout and stderr into one pipe, the call's rlimits. */
-    prctl(PR_SET_PDEATHSIG, 0);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    sigaction(SIGPIPE, &dfl, NULL);
-    sigprocmask(SIG_SETMASK, oldmask, NULL);
-    setsid();
-    const char *stage = "chdir ", *what = cwd;
-    int report = err[1];
-    if (chdir(cwd) == 0) {
-      stage = "setrlimit", what = "";
-      if ((!lim->memory || set_limit(RLIMIT_DATA, lim->memory, lim->memory) == 0) &&
-          (!lim->cpu || set_limit(RLIMIT_CPU, lim->cpu, lim->cpu + CPU_GRACE) == 0) &&
-          (!lim->fsize || set_limit(RLIMIT_FSIZE, lim->fsize, lim->fsize) == 0) &&
-          (!lim->nofile || set_limit(RLIMIT_NOFILE, lim->nofile, lim->nofile) == 0)) {
-        stage = "dup2";
-        if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(out[1], 2) >= 0 && (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
-          report = 3;
-          /* Nothing else crosses into the tool: Landlock does not govern descriptors that are already open, so
-           * one inherited from toolsrv's own parent would be a way around the sandbox. */
-          close_from(4);
-          stage = "exec";
-          exec_in_path(argv[0], argv, envp);
-        }
-      }
-    }
-    int e = errno;
-    char msg[512];
-    int n = snprintf(msg, sizeof msg, "%s%s: %s (%s)", stage, what, errno_name(e), strerror(e));
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
-    if (write(report, msg, (size_t)n) < 0) _exit(127);
-    _exit(127);
-  }
-  if (pid < 0) {
-    char msg[256];
-    int n = snprintf(msg, sizeof msg, "fork: %s", strerror(errno));
-    if (write(err[1], msg, n < 0 ? 0 : (size_t)n) < 0) _exit(127);
-    _exit(127);
-  }
-  char pidb[4];
-  put_u32(pidb, (uint32_t)pid);
-  if (write(st, pidb, 4) < 0) _exit(0);
-  /* Only the report pipe stays: holding the spawner's stdio or another call's pipes would keep them open. */
-  if (dup2(st, 3) < 0) _exit(0);
-  st = 3;
-  close(0), close(1), close(2);
-  close_from(4);
-  (void)in, (void)out;
-  int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sfd < 0) {
-    kill(-pid, SIGKILL);
-    kill_all(-1);
-    shepherd_report(st, -1, SIGKILL, LIMIT_NONE);
-  }
-  int watch = lim->processes || lim->memory;
-  for (;;) {
-    struct pollfd pf = {sfd, POLLIN, 0};
-    poll(&pf, 1, watch ? POLL_MS : -1);
-    struct signalfd_siginfo si;
-    int term = 0;
-    while (read(sfd, &si, sizeof si) > 0)
-      if (si.ssi_signo == SIGTERM) term = 1;
-    if (term) {
-      kill(-pid, SIGKILL);
-      kill_all(sfd);
-      _exit(0); /* the spawner is gone or leaving: nobody to report to */
-    }
-    int status;
-    pid_t r;
-    int done = 0, code = 0;
-    while ((r = waitpid(-1, &status, WNOHANG)) > 0)
-      if (r == pid) done = 1, code = status;
-    if (done) {
-      /* The call is over: what the tool left running, in its group or escaped from it, ends with it. */
-      kill(-pid, SIGKILL);
-      kill_all(sfd);
-      shepherd_report(st, WIFEXITED(code) ? WEXITSTATUS(code) : -1, WIFSIGNALED(code) ? WTERMSIG(code) : 0, LIMIT_NONE);
-    }
-    if (watch) {
-      uint64_t rss = 0;
-      size_t n = descendants(0, lim->memory ? &rss : NULL);
-      uint32_t over = lim->processes && n > lim->processes ? LIMIT_PROCESSES : lim->memory && rss > lim->memory ? LIMIT_MEMORY : LIMIT_NONE;
-      if (over) {
-        kill(-pid, SIGKILL);
-        kill_all(sfd);
-        shepherd_report(st, -1, SIGKILL, over);
-      }
-    }
-  }
-}
-
-/*
- * Parses a spawn frame and starts the call's shepherd, which starts the tool. The tool reports a failed
- * chdir, setrlimit or exec through a close-on-exec pipe (as libuv does): a successful exec closes it empty,
- * so the spawner learns the outcome before it answers.
+ * Parses a spawn frame and starts the child. The child reports a failed chdir, setrlimit or exec through a
+ * close-on-exec pipe (as libuv does): a successful exec closes it empty, so the parent learns the outcome
+ * before it answers.
  */
 static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmask) {
   char *end = p + len;
@@ -557,55 +452,83 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   for (int i = 0; i < 5; i++, p += 8) *fields[i] = get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
 #undef NEED
 
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, st[2] = {-1, -1};
-  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
     int e = errno;
     for (int i = 0; i < 2; i++) {
       if (in[i] >= 0) close(in[i]);
       if (out[i] >= 0) close(out[i]);
       if (err[i] >= 0) close(err[i]);
-      if (st[i] >= 0) close(st[i]);
     }
     send_failed(id, "cannot start %s: pipe: %s (%s)", argv[0], errno_name(e), strerror(e));
     free(argv), free(envp);
     return;
   }
-  pid_t spawner = getpid();
-  pid_t shep = fork();
-  if (shep == 0) shepherd(spawner, st[1], in, out, err, argv, envp, cwd, &lim, oldmask);
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The child: a session of its own (its group is signalled as one), the subreaper of whatever it starts,
+     * the default signal handling toolsrv's children had, stdin from the pipe, stdout and stderr into one
+     * pipe, the call's rlimits. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+    setsid();
+    const char *stage = "prctl(PR_SET_CHILD_SUBREAPER)", *what = "";
+    int report = err[1];
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) {
+      stage = "chdir ", what = cwd;
+      if (chdir(cwd) == 0) {
+        stage = "setrlimit", what = "";
+        if ((!lim.memory || set_limit(RLIMIT_DATA, lim.memory, lim.memory) == 0) &&
+            (!lim.cpu || set_limit(RLIMIT_CPU, lim.cpu, lim.cpu + CPU_GRACE) == 0) &&
+            (!lim.fsize || set_limit(RLIMIT_FSIZE, lim.fsize, lim.fsize) == 0) &&
+            (!lim.nofile || set_limit(RLIMIT_NOFILE, lim.nofile, lim.nofile) == 0)) {
+          stage = "dup2";
+          if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(out[1], 2) >= 0 && (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
+            report = 3;
+            /* Nothing else crosses into the tool: Landlock does not govern descriptors that are already open,
+             * so one inherited from toolsrv's own parent would be a way around the sandbox. */
+            close_from(4);
+            stage = "exec";
+            exec_in_path(argv[0], argv, envp);
+          }
+        }
+      }
+    }
+    int e = errno;
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "%s%s: %s (%s)", stage, what, errno_name(e), strerror(e));
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
+    if (write(report, msg, (size_t)n) < 0) _exit(127);
+    _exit(127);
+  }
   int fork_errno = errno;
-  close(in[0]), close(out[1]), close(err[1]), close(st[1]);
-  if (shep < 0) {
-    close(in[1]), close(out[0]), close(err[0]), close(st[0]);
+  close(in[0]), close(out[1]), close(err[1]);
+  if (pid < 0) {
+    close(in[1]), close(out[0]), close(err[0]);
     send_failed(id, "cannot start %s: fork: %s", argv[0], strerror(fork_errno));
     free(argv), free(envp);
     return;
   }
-  /* The shepherd writes the tool's pid before it lets go of the error pipe, so both are there to read now. */
   char why[512];
   ssize_t n;
   do n = read(err[0], why, sizeof why - 1);
   while (n < 0 && errno == EINTR);
   close(err[0]);
-  char pidb[4];
-  ssize_t got;
-  do got = read(st[0], pidb, 4);
-  while (got < 0 && errno == EINTR);
-  if (n > 0 || got != 4) {
-    why[n > 0 ? n : 0] = 0;
-    close(in[1]), close(out[0]), close(st[0]);
-    /* The shepherd is ending (nothing of the call runs); its reaping in reap() finds no entry and is dropped. */
-    waitpid(shep, NULL, 0);
-    send_failed(id, "cannot start %s: %s", argv[0], n > 0 ? why : "its shepherd died");
+  if (n > 0) {
+    why[n] = 0;
+    close(in[1]), close(out[0]);
+    /* The child has _exit'ed or is about to; its reaping in reap() finds no entry and is dropped. */
+    waitpid(pid, NULL, 0);
+    send_failed(id, "cannot start %s: %s", argv[0], why);
     free(argv), free(envp);
     return;
   }
-  pid_t pid = (pid_t)get_u32(pidb);
   fcntl(in[1], F_SETFL, O_NONBLOCK);
   fcntl(out[0], F_SETFL, O_NONBLOCK);
-  fcntl(st[0], F_SETFL, O_NONBLOCK);
   struct child *c = add_child();
-  *c = (struct child){.id = id, .pid = pid, .shepherd = shep, .st = st[0], .out = out[0], .in = in[1]};
+  *c = (struct child){.id = id, .pid = pid, .out = out[0], .in = in[1], .lim = lim};
   size_t stdin_len = (size_t)(end - p);
   if (stdin_len) {
     c->in_buf = malloc(stdin_len);
@@ -613,61 +536,60 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
     memcpy(c->in_buf, p, stdin_len);
     c->in_len = stdin_len;
   }
+  char pidb[4];
+  put_u32(pidb, (uint32_t)pid);
   send_frame('P', id, pidb, 4);
   pump_stdin(c);
   free(argv), free(envp);
 }
 
-/* The shepherd's report of the call's end: every process of it is gone. */
-static void read_report(struct child *c) {
-  char x[12];
-  ssize_t r;
-  do r = read(c->st, x, sizeof x);
-  while (r < 0 && errno == EINTR);
-  if (r < 0 && errno == EAGAIN) return;
-  close(c->st);
-  c->st = -1;
-  /* Output written before the exit goes out before it. */
-  if (c->out >= 0) drain_output(c);
-  if (r != (ssize_t)sizeof x) {
-    /* The shepherd died without finishing (killed): the tool's group goes now, its orphans when reaped. */
-    put_u32(x, (uint32_t)-1), put_u32(x + 4, SIGKILL), put_u32(x + 8, LIMIT_NONE);
-    kill(-c->pid, SIGKILL);
-  }
-  send_frame('X', c->id, x, sizeof x);
-  c->pid = 0;
-}
-
-/* Kills every child of the spawner that is not a live shepherd: orphans of a shepherd that died unfinished. */
-static void kill_strays(void) {
-  struct pids l = {0};
-  children_of(getpid(), &l);
-  for (size_t i = 0; i < l.n; i++) {
-    int ours = 0;
-    for (size_t k = 0; k < nkids && !ours; k++) ours = kids[k].shepherd == l.v[i];
-    if (!ours) kill(l.v[i], SIGKILL);
-  }
-  free(l.v);
-}
-
+/*
+ * Reaps what exited. A tool's exit is held back until no stray is left: its orphans came here when it died,
+ * and are killed now (with those of any other call that ended); their deaths bring the next round.
+ */
 static void reap(void) {
   int status;
   pid_t pid;
-  int strays = 0;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    int ours = 0;
     for (size_t i = 0; i < nkids; i++) {
-      if (kids[i].shepherd != pid) continue;
-      ours = 1;
-      kids[i].shepherd = 0;
-      /* A shepherd that did not exit 0 after its report was killed: what it watched over comes here. */
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) strays = 1;
-      if (kids[i].st >= 0) read_report(&kids[i]);
+      if (kids[i].pid != pid) continue;
+      put_u32(kids[i].x, WIFEXITED(status) ? (uint32_t)WEXITSTATUS(status) : (uint32_t)-1);
+      put_u32(kids[i].x + 4, WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
+      put_u32(kids[i].x + 8, kids[i].over);
+      kids[i].pid = 0;
+      kids[i].ended = 1;
+      /* What it left in its group is among the strays now; the group goes at once. */
+      kill(-pid, SIGKILL);
+      break;
     }
-    /* An orphan that died: its children, if any, are the spawner's now. */
-    if (!ours) strays = 1;
   }
-  if (strays) kill_strays();
+  if (kill_strays()) return;
+  for (size_t i = 0; i < nkids; i++) {
+    if (!kids[i].ended) continue;
+    /* Output written before the exit goes out before it. */
+    if (kids[i].out >= 0) drain_output(&kids[i]);
+    send_frame('X', kids[i].id, kids[i].x, sizeof kids[i].x);
+    kids[i].ended = 0;
+  }
+}
+
+/* The calls' process and memory limits, and strays from a tool that cleared its subreaper flag. */
+static void watch(void) {
+  for (size_t i = 0; i < nkids; i++) {
+    struct child *c = &kids[i];
+    if (!c->pid || c->over || !(c->lim.processes || c->lim.memory)) continue;
+    uint64_t rss = 0;
+    size_t n = tree(c->pid, 0, &rss);
+    c->over = c->lim.processes && n > c->lim.processes ? LIMIT_PROCESSES : c->lim.memory && rss > c->lim.memory ? LIMIT_MEMORY : LIMIT_NONE;
+    if (c->over) kill_tree(c->pid);
+  }
+  kill_strays();
+}
+
+static int watching(void) {
+  for (size_t i = 0; i < nkids; i++)
+    if (kids[i].pid && (kids[i].lim.processes || kids[i].lim.memory)) return 1;
+  return 0;
 }
 
 /* ---- requests from toolsrv ------------------------------------------------------------------------ */
@@ -722,10 +644,45 @@ static int read_requests(const sigset_t *oldmask) {
   return 1;
 }
 
+/*
+ * The guardian: the spawner's parent, a subreaper, doing nothing until the spawner ends. Should it be killed
+ * outright, its calls' tool processes and everything below them come here, and are killed. It then ends as the
+ * spawner did, so that toolsrv hears the same reason.
+ */
+static void guardian(pid_t spawner) __attribute__((noreturn));
+static void guardian(pid_t spawner) {
+  /* toolsrv's pipes are the spawner's: holding them here would hide the spawner's death from toolsrv. */
+  for (int fd = 0; fd < 3; fd++) close(fd);
+  int status = 0, code = -1;
+  for (;;) {
+    pid_t r = waitpid(-1, &status, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    if (r == spawner) code = status;
+    if (code < 0) continue;
+    /* Everything left is an orphan of the spawner's calls. */
+    struct pids l = {0};
+    children_of(getpid(), &l);
+    for (size_t i = 0; i < l.n; i++) kill_tree(l.v[i]);
+    free(l.v);
+  }
+  if (WIFSIGNALED(code)) {
+    signal(WTERMSIG(code), SIG_DFL);
+    raise(WTERMSIG(code));
+  }
+  _exit(WIFEXITED(code) ? WEXITSTATUS(code) : 1);
+}
+
 int main(int argc, char **argv) {
   (void)argv;
   if (argc != 1) die("takes no arguments: it is driven by toolsrv over stdin and stdout");
   signal(SIGPIPE, SIG_IGN);
+  /* Both are subreapers: the guardian for the spawner's orphans, the spawner for its tools'. */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+  pid_t parent = getpid();
+  pid_t self = fork();
+  if (self < 0) die("fork: %s", strerror(errno));
+  if (self > 0) guardian(self);
   sigset_t sigs, oldmask;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGCHLD);
@@ -733,19 +690,18 @@ int main(int argc, char **argv) {
   sigprocmask(SIG_BLOCK, &sigs, &oldmask);
   int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) die("signalfd: %s", strerror(errno));
-  /* A shepherd that dies unfinished leaves its orphans here, where they are killed (kill_strays). */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
-  /* toolsrv dying is noticed as its pipe closing, and also as SIGTERM, in case something else holds the pipe. */
-  pid_t parent = getppid();
+  /* The guardian gone (killed) is SIGTERM here; toolsrv gone is the end of stdin. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) leave(0);
   fcntl(1, F_SETFD, FD_CLOEXEC);
   fcntl(0, F_SETFD, FD_CLOEXEC);
   struct pollfd *pfds = NULL;
   size_t pcap = 0;
+  struct timespec last = {0, 0};
   for (;;) {
     sweep();
-    size_t n = 2 + 3 * nkids;
+    size_t n = 2 + 2 * nkids;
     if (n > pcap) {
       pcap = n * 2;
       pfds = realloc(pfds, pcap * sizeof *pfds);
@@ -754,22 +710,20 @@ int main(int argc, char **argv) {
     pfds[0] = (struct pollfd){0, POLLIN, 0};
     pfds[1] = (struct pollfd){sfd, POLLIN, 0};
     for (size_t i = 0; i < nkids; i++) {
-      pfds[2 + 3 * i] = (struct pollfd){kids[i].out, POLLIN, 0};
-      pfds[3 + 3 * i] = (struct pollfd){kids[i].in_off < kids[i].in_len ? kids[i].in : -1, POLLOUT, 0};
-      pfds[4 + 3 * i] = (struct pollfd){kids[i].st, POLLIN, 0};
+      pfds[2 + 2 * i] = (struct pollfd){kids[i].out, POLLIN, 0};
+      pfds[3 + 2 * i] = (struct pollfd){kids[i].in_off < kids[i].in_len ? kids[i].in : -1, POLLOUT, 0};
     }
-    if (poll(pfds, n, -1) < 0) {
+    int limits = watching();
+    if (poll(pfds, n, limits ? POLL_MS : -1) < 0) {
       if (errno == EINTR) continue;
       die("poll: %s", strerror(errno));
     }
     /* Children's pipes first, then exits, so that output precedes the exit it came before. */
     size_t before = nkids;
     for (size_t i = 0; i < before; i++) {
-      if (pfds[2 + 3 * i].revents && kids[i].out >= 0) drain_output(&kids[i]);
-      if (pfds[3 + 3 * i].revents && kids[i].in >= 0) pump_stdin(&kids[i]);
+      if (pfds[2 + 2 * i].revents && kids[i].out >= 0) drain_output(&kids[i]);
+      if (pfds[3 + 2 * i].revents && kids[i].in >= 0) pump_stdin(&kids[i]);
     }
-    for (size_t i = 0; i < before; i++)
-      if (pfds[4 + 3 * i].revents && kids[i].st >= 0) read_report(&kids[i]);
     if (pfds[1].revents) {
       struct signalfd_siginfo si;
       int term = 0;
@@ -777,6 +731,14 @@ int main(int argc, char **argv) {
         if (si.ssi_signo == SIGTERM) term = 1;
       if (term) leave(0);
       reap();
+    }
+    if (limits) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000 >= POLL_MS) {
+        last = now;
+        watch();
+      }
     }
     if (pfds[0].revents && !read_requests(&oldmask)) leave(0);
   }

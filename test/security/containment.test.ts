@@ -41,7 +41,6 @@ function withArg(marker: string): number[] {
 }
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
-const ppid = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]);
 
 let xdg: string;
 const saved = { XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, XDG_DATA_HOME: process.env.XDG_DATA_HOME };
@@ -123,7 +122,7 @@ time.sleep(1013.7)`;
     );
     expect(r).toMatchObject({ status: 'exited', exit: 0 });
     expect(r.output).toContain('escaped');
-    // The tool cannot kill its shepherd (its parent) to get away: signals out of the sandbox are scoped.
+    // The tool cannot kill the spawner (its parent) to get away: signals out of the sandbox are scoped.
     expect(r.output).toMatch(/Operation not permitted/);
     // Not "soon": the result comes only once every process of the call is gone.
     for (const f of ['a', 'b', 'c', 'py']) expect(alive(readPid(join(d, `${f}.pid`))), `${f}.pid`).toBe(false);
@@ -157,24 +156,49 @@ time.sleep(1013.7)`;
     }
   });
 
-  it('the spawner killed outright, or a shepherd killed outright, does not free what they watched over', async () => {
+  it('the spawner killed outright, or its guardian, does not free what they watched over', async () => {
     const { env, dir, c, shell } = await sandboxed();
-    // The spawner: each shepherd gets its parent-death signal and kills its call.
-    const bg = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > s1.pid; sleep 1013.7' } })));
-    await until(() => existsSync(join(dir, 's1.pid')) && readFileSync(join(dir, 's1.pid'), 'utf8').trim() !== '');
-    const esc1 = readPid(join(dir, 's1.pid'));
-    process.kill(env.ts.core.opts.spawner!.pid!, 'SIGKILL');
+    const escape = async (name: string): Promise<number> => {
+      await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: `setsid sleep 1013.7 & echo $! > ${name}.pid; sleep 1013.7` } }));
+      const file = join(dir, `${name}.pid`);
+      await until(() => existsSync(file) && readFileSync(file, 'utf8').trim() !== '');
+      return readPid(file);
+    };
+    // The spawner proper (the guardian's one child): the guardian, a subreaper, inherits its calls and kills them.
+    const esc1 = await escape('s1');
+    const guardian = env.ts.core.opts.spawner!.pid!;
+    process.kill(Number(readFileSync(`/proc/${guardian}/task/${guardian}/children`, 'utf8').trim()), 'SIGKILL');
     await until(() => !alive(esc1), 5000);
-    await until(async () => (await c.readText(`proc/${bg}/stat`)).includes('state=exited'));
-    // A shepherd (not reachable from inside the sandbox; an unsandboxed process of the user could): its orphans
-    // go to the spawner, which kills them.
-    const bg2 = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > s2.pid; sleep 1013.7' } })));
-    await until(() => existsSync(join(dir, 's2.pid')) && readFileSync(join(dir, 's2.pid'), 'utf8').trim() !== '');
-    const esc2 = readPid(join(dir, 's2.pid'));
-    const osPid = Number(/os_pid=(\d+)/.exec(await c.readText(`proc/${bg2}/stat`))![1]);
-    process.kill(ppid(osPid), 'SIGKILL');
-    await until(() => !alive(esc2) && !alive(osPid), 5000);
+    // The guardian (what toolsrv started): the spawner gets its parent-death signal and kills its calls.
+    const esc2 = await escape('s2');
+    process.kill(env.ts.core.opts.spawner!.pid!, 'SIGKILL');
+    await until(() => !alive(esc2), 5000);
     expect(await shell('echo still serving')).toMatchObject({ status: 'exited', output: 'still serving\n' });
+  });
+
+  it('a tool that stops being a subreaper before it daemonizes loses its daemon all the same', async () => {
+    const { dir, shell } = await sandboxed();
+    // The tool process itself (exec: python replaces bash as the call's process) clears the flag, so its
+    // orphans go straight to the spawner, which kills them as strays.
+    writeFileSync(
+      join(dir, 'unreap.py'),
+      `import os, ctypes, time
+ctypes.CDLL(None).prctl(36, 0)
+if os.fork() == 0:
+    if os.fork(): os._exit(0)
+    os.setsid()
+    open("d.pid", "w").write(str(os.getpid()))
+    time.sleep(1013.7)
+os.wait()
+while not os.path.exists("d.pid"): time.sleep(0.01)
+time.sleep(0.3)
+print("daemon", open("d.pid").read(), "alive" if os.path.exists("/proc/" + open("d.pid").read()) else "gone")`,
+    );
+    const r = await shell('exec /usr/bin/python3 unreap.py');
+    expect(r).toMatchObject({ status: 'exited', exit: 0 });
+    // Killed as soon as the spawner saw it (within its 50 ms round), well before the call ended.
+    expect(r.output).toMatch(/^daemon \d+ gone$/m);
+    expect(alive(readPid(join(dir, 'd.pid')))).toBe(false);
   });
 });
 

@@ -44,6 +44,8 @@ const alive = (pid: number): boolean => {
   }
 };
 
+const ppidOf = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]);
+
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 let spawner: Spawner | undefined;
 let dir: string | undefined;
@@ -180,7 +182,9 @@ describe('ollie-spawner', () => {
       writeFileSync(join(dir, 'go'), '');
       await until(() => r.events.includes('exit 0 null'));
       expect(r.events).not.toContain('closed');
-      const fds = () => readdirSync(`/proc/${s.pid}/fd`).length;
+      // The spawner proper is the only child of the process toolsrv started (its guardian).
+      const spawnerPid = Number(readFileSync(`/proc/${s.pid}/task/${s.pid}/children`, 'utf8').trim());
+      const fds = () => readdirSync(`/proc/${spawnerPid}/fd`).length;
       const before = fds();
       spawned.abandonOutput();
       await until(() => fds() === before - 1);
@@ -229,24 +233,24 @@ describe('ollie-spawner', () => {
     expect(s.pid).not.toBe(first);
   });
 
-  it('starts a process with the call\'s rlimits, under a shepherd that is its parent and a subreaper', async () => {
+  it('starts a process with the call\'s rlimits, as a subreaper, under the spawner and its guardian', async () => {
     const s = start();
     const r = recorder();
     const limits = { memory: 1 << 30, cpu: 7, fileSize: 1 << 20, openFiles: 77 };
-    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'cat /proc/self/limits; grep -E "^(PPid|Pid)" /proc/$PPID/status; sleep 30'], cwd: tmpdir(), env: ENV, stdin: '', limits }, r.handlers);
-    await until(() => r.out().includes('PPid'));
+    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'cat /proc/self/limits; grep -E "^PPid" /proc/$PPID/status; (sleep 30 & echo orphan $!); sleep 30'], cwd: tmpdir(), env: ENV, stdin: '', limits }, r.handlers);
+    await until(() => r.out().includes('orphan'));
     const line = (name: string): string[] => r.out().split('\n').find((l) => l.startsWith(name))!.slice(26).trim().split(/\s+/);
     expect(line('Max data size')).toEqual([String(1 << 30), String(1 << 30), 'bytes']);
     expect(line('Max cpu time')).toEqual(['7', '12', 'seconds']);
     expect(line('Max file size')).toEqual([String(1 << 20), String(1 << 20), 'bytes']);
     expect(line('Max open files')).toEqual(['77', '77', 'files']);
-    // Its parent is the call's shepherd, a child of the spawner.
-    const shepherd = Number(/^Pid:\s+(\d+)/m.exec(r.out())![1]);
+    // Its parent is the spawner, whose parent is the process toolsrv started: the guardian.
     expect(Number(/^PPid:\s+(\d+)/m.exec(r.out())![1])).toBe(s.pid);
-    expect(shepherd).not.toBe(s.pid);
+    // A subreaper: the orphan of its subshell came to it, not to the spawner.
+    const orphan = Number(/^orphan (\d+)/m.exec(r.out())![1]);
+    await until(() => ppidOf(orphan) === pid);
     process.kill(-pid, 'SIGKILL');
     await r.ended;
-    await until(() => !alive(shepherd));
   });
 
   it('kills the whole call when it goes over its process limit, and says so', async () => {
