@@ -1,7 +1,8 @@
 /**
  * How toolsrv keeps a call's processes together and within its limits, in words for the `info` file (and the
- * Settings view that shows it). The mechanism is the spawner's (native/ollie-spawner.c): a shepherd per call
- * that is a child subreaper; cgroups are only described, for the reader who wonders why they are not used.
+ * Settings view that shows it). The mechanism is the spawner's (native/ollie-spawner.c): each call's process is a
+ * child subreaper, and the spawner kills the orphans it leaves; cgroups are only described, for the reader who
+ * wonders why they are not used.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,8 +49,8 @@ export function containmentStatus(spawner: Spawner | undefined): ContainmentStat
   return {
     mechanism: 'subreaper',
     limits: {
-      processes: 'per call: the shepherd counts them every 50 ms',
-      memory: 'per call: the shepherd sums resident memory every 50 ms; per process: RLIMIT_DATA',
+      processes: 'per call: the spawner counts them every 50 ms',
+      memory: 'per call: the spawner sums resident memory every 50 ms; per process: RLIMIT_DATA',
       cpu_seconds: 'per process: RLIMIT_CPU',
       file_size: 'per process: RLIMIT_FSIZE',
       open_files: 'per process: RLIMIT_NOFILE',

@@ -28,7 +28,7 @@ export interface SpawnedHandlers {
 
 /**
  * What one call may use (docs/sandbox.md, "Limits"); undefined or 0: no limit. The spawner applies them to the
- * call as a whole (processes, memory: counted by its shepherd) and to each process (rlimits).
+ * call as a whole (processes, memory: counted by the spawner below the call's process) and to each process (rlimits).
  */
 export interface CallLimits {
   processes?: number;

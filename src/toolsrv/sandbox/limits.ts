@@ -1,6 +1,6 @@
 /**
  * The `limits:` section of the sandbox policy (docs/sandbox.md, "Limits"): what one tool call may use. The
- * spawner enforces them (native/ollie-spawner.c: the call's shepherd counts its processes and memory, rlimits
+ * spawner enforces them (native/ollie-spawner.c: it counts each call's processes and memory, rlimits
  * bound each process), toolsrv the output (exec/proc.ts).
  */
 
