@@ -191,8 +191,10 @@ if os.fork() == 0:
     time.sleep(1013.7)
 os.wait()
 while not os.path.exists("d.pid"): time.sleep(0.01)
-time.sleep(0.3)
-print("daemon", open("d.pid").read(), "alive" if os.path.exists("/proc/" + open("d.pid").read()) else "gone")`,
+pid = open("d.pid").read()
+end = time.time() + 5
+while os.path.exists("/proc/" + pid) and time.time() < end: time.sleep(0.01)
+print("daemon", pid, "alive" if os.path.exists("/proc/" + pid) else "gone")`,
     );
     const r = await shell('exec /usr/bin/python3 unreap.py');
     expect(r).toMatchObject({ status: 'exited', exit: 0 });
