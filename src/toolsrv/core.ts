@@ -15,7 +15,7 @@ import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
-import type { Spawner } from './exec/spawner.js';
+import { SPAWNER, type Spawner } from './exec/spawner.js';
 import { Feed } from './feed.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
@@ -42,6 +42,9 @@ export interface CoreOptions {
 }
 
 const PROC_TTL_MS = 10 * 60 * 1000;
+
+/** Why sandboxed calls are refused where the spawner is not built. */
+export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
 
 export class Scope {
   readonly tools = new Map<string, Tool>();
@@ -206,7 +209,9 @@ export class Core {
   }
 
   info(): ToolsrvInfo {
-    return { platform: process.platform, arch: process.arch, pid: process.pid, ...this.opts.confinement.status(), containment: containmentStatus(this.opts.spawner) };
+    const sandbox = this.opts.confinement.status();
+    if (!this.opts.spawner && !sandbox.yolo) sandbox.unavailable ??= NO_SPAWNER;
+    return { platform: process.platform, arch: process.arch, pid: process.pid, ...sandbox, containment: containmentStatus(this.opts.spawner) };
   }
 
   // ---- calls -------------------------------------------------------------------------------------
@@ -267,6 +272,12 @@ export class Core {
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
+      }
+      // Containment and limits are the spawner's: a sandboxed call does not run without them (tty tools and
+      // hosts are started otherwise, see docs/toolsrv.md).
+      if (!this.opts.spawner && !bypassed && !this.opts.confinement.yolo && !tool.host && !tool.fields.tty) {
+        release?.();
+        return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
       }
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);

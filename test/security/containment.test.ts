@@ -204,6 +204,18 @@ print("daemon", pid, "alive" if os.path.exists("/proc/" + pid) else "gone")`,
   });
 });
 
+describe('without the spawner', () => {
+  it('a sandboxed call is refused, saying why, rather than run uncontained', async () => {
+    env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], spawner: false });
+    const c = await env.client('agent1');
+    await c.write('ctl', 'load shell');
+    const r = await env.call(c, { tool: 'shell', args: { command: 'echo ran' } });
+    expect(r.status).toBe('refused');
+    expect(r.error).toMatch(/^sandbox unavailable: the process spawner \S+ollie-spawner is missing, and without it the processes of a call can be neither contained nor limited/);
+    expect(JSON.parse(await c.readText('info'))).toMatchObject({ containment: { mechanism: 'process-group' }, unavailable: expect.stringContaining('ollie-spawner is missing') });
+  });
+});
+
 describe('limits', () => {
   it('a 300-process fork is killed at the process limit with a clear message; other calls and the next one are unaffected', async () => {
     const { shell, c } = await sandboxed();

@@ -42,7 +42,7 @@ export function containmentStatus(spawner: Spawner | undefined): ContainmentStat
   if (!spawner) {
     return {
       mechanism: 'process-group',
-      limits: { output: 'toolsrv', others: 'not enforced: native/build/ollie-spawner is not built' },
+      limits: { output: 'toolsrv', others: 'not enforced: native/build/ollie-spawner is not built (sandboxed calls are refused)' },
       cgroup: cgroupV2(),
     };
   }
