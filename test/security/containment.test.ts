@@ -107,7 +107,7 @@ async function sessionToolsrv(): Promise<{ p: ToolsrvProcess; host: ToolClient; 
 describe('every process a call starts ends with it', () => {
   it('a setsid double fork, a daemonizing subreaper and a nohup are dead when the call returns', async () => {
     const { dir: d, shell } = await sandboxed();
-    // Three ways out of the call's process group and session; the call returns once each has reported its pid.
+    // Four ways out of the call's process group and session; the call returns once each has reported its pid.
     const py = `import os, ctypes, time
 if os.fork(): os._exit(0)
 os.setsid()
