@@ -8,10 +8,26 @@
  * stdin and stdout with the binary frames below, exiting when its stdin closes (toolsrv gone), after
  * killing the process groups it started.
  *
+ * Containment. Each tool process is a child subreaper (PR_SET_CHILD_SUBREAPER, kept across its execs): whatever
+ * it starts stays its descendant however it detaches (setsid, a double fork), because orphans go to the nearest
+ * living subreaper. When it exits, they come to the spawner, a subreaper too, whose only legitimate children
+ * are the calls' tool processes: every other child is a stray, and is killed with everything below it. A call's
+ * exit is reported once no stray is left, so when toolsrv hears of it nothing of the call runs any more. The
+ * same when the spawner leaves (toolsrv gone). A guardian, the spawner's parent and a subreaper, kills
+ * everything the spawner leaves behind should it be killed outright. No cgroup is needed, so it works
+ * unprivileged everywhere. (A tool that clears its own subreaper flag hands its orphans to the spawner at
+ * once, which kills them as strays.)
+ *
+ * Limits. The tool starts with rlimits (RLIMIT_DATA for memory, RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE),
+ * which bound each process, and the spawner bounds the call as a whole: every POLL_MS it counts the processes
+ * below each tool and sums their resident memory, and kills them all when either is over its limit
+ * (RLIMIT_NPROC cannot do this: it counts every process of the user, and does not apply to root).
+ *
  * Every frame is: u32 length of what follows, u8 type, u32 id, payload (little-endian integers).
  *   toolsrv -> spawner
  *     'S' spawn   u32 argc, argc NUL-terminated strings (argv[0] is the program: a path, or a name found on
- *                 the child's PATH); u32 envc, envc "K=V" strings; the cwd, NUL-terminated; the rest is
+ *                 the child's PATH); u32 envc, envc "K=V" strings; the cwd, NUL-terminated; five u64 limits,
+ *                 0 for none: processes, memory bytes, CPU seconds, file size bytes, open files; the rest is
  *                 written to the child's stdin, which is then closed.
  *     'C' close   stop reading the child's output: toolsrv gave up waiting for a pipe that a process which
  *                 left the group still holds, and the descriptor must not stay open here for as long as it runs.
@@ -19,7 +35,9 @@
  *     'P' started u32 pid (the child leads a new session, so its process group is -pid)
  *     'F' failed  a message saying what could not be done (chdir, exec) and why; nothing runs
  *     'O' output  bytes the child wrote to stdout or stderr (one pipe: they arrive in the order written)
- *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited)
+ *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited), u32 the limit the
+ *                 spawner killed the call for (0 none, 1 processes, 2 memory); sent once every process of
+ *                 the call is gone
  *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer)
  * A protocol error (a frame that does not parse) is reported on stderr and ends the spawner: toolsrv is its
  * only client, so a bad frame is a bug there, and the in-flight calls fail with that message.
@@ -35,34 +53,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_FRAME (64u << 20) /* argv + env + stdin; toolsrv's own limits are far below */
 #define READ_CHUNK 65536
+/* How often the spawner counts each call's processes and their memory, when the call has such limits. */
+#define POLL_MS 50
+/* Seconds between SIGXCPU (the soft CPU limit) and SIGKILL (the hard one), for a tool that catches SIGXCPU. */
+#define CPU_GRACE 5
+
+enum { LIMIT_NONE = 0, LIMIT_PROCESSES = 1, LIMIT_MEMORY = 2 };
+
+/* One call's limits, 0 for none. */
+struct limits {
+  uint64_t processes, memory, cpu, fsize, nofile;
+};
 
 struct child {
   uint32_t id;
-  pid_t pid;        /* 0 once reaped */
+  pid_t pid;        /* the tool, leader of its own session and subreaper of its processes; 0 once reaped */
   int out;          /* read end of stdout+stderr, -1 once closed */
   int in;           /* write end of stdin, -1 once all of it is written */
   char *in_buf;     /* stdin still to write */
   size_t in_len, in_off;
+  struct limits lim;
+  uint32_t over;    /* the limit it was killed for */
+  int ended;        /* reaped; its exit (x) waits for the strays to be gone */
+  char x[12];
 };
 
 static struct child *kids;
 static size_t nkids, capkids;
 
-/* Every way out ends the groups it started: with the spawner gone nobody could stop them any more, and a
- * tool must not outlive the server that answers for it. */
+static void kill_tree(pid_t root);
+static size_t kill_strays(void);
+
+/* Every way out ends the calls it started: with the spawner gone nobody could stop them any more, and a tool
+ * must not outlive the server that answers for it. Killed, each with everything below it, before the exit:
+ * a process with SIGKILL pending forks no more, so nothing is left to escape. */
 static void leave(int code) __attribute__((noreturn));
 static void leave(int code) {
   for (size_t i = 0; i < nkids; i++)
-    if (kids[i].pid) kill(-kids[i].pid, SIGKILL);
+    if (kids[i].pid) kill_tree(kids[i].pid);
+  kill_strays();
   exit(code);
 }
 
@@ -146,11 +186,11 @@ static struct child *add_child(void) {
   return &kids[nkids++];
 }
 
-/* A child is forgotten once it is reaped, its output closed and its stdin written. */
+/* A call is forgotten once it is reaped, its exit reported, its output closed and its stdin written. */
 static void sweep(void) {
   size_t j = 0;
   for (size_t i = 0; i < nkids; i++) {
-    if (kids[i].pid || kids[i].out >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
+    if (kids[i].pid || kids[i].ended || kids[i].out >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
   }
   nkids = j;
 }
@@ -254,9 +294,125 @@ static void exec_in_path(const char *name, char **argv, char **envp) {
   errno = saved;
 }
 
+/* ---- process trees ---------------------------------------------------------------------------------- */
+
+struct pids {
+  pid_t *v;
+  size_t n, cap;
+};
+
+static void push_pid(struct pids *l, pid_t p) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 64;
+    l->v = realloc(l->v, l->cap * sizeof *l->v);
+    if (!l->v) _exit(125);
+  }
+  l->v[l->n++] = p;
+}
+
+/* Appends the children of `pid` (of each of its threads: a child belongs to the thread that forked it). */
+static void children_of(pid_t pid, struct pids *out) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char file[320];
+    snprintf(file, sizeof file, "/proc/%d/task/%.32s/children", (int)pid, e->d_name);
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[4096];
+    long cur = -1;
+    ssize_t r;
+    /* Space-separated pids; one may straddle two reads. */
+    while ((r = read(fd, buf, sizeof buf)) > 0) {
+      for (ssize_t i = 0; i < r; i++) {
+        if (buf[i] >= '0' && buf[i] <= '9') cur = (cur < 0 ? 0 : cur * 10) + (buf[i] - '0');
+        else if (cur >= 0) push_pid(out, (pid_t)cur), cur = -1;
+      }
+    }
+    if (cur >= 0) push_pid(out, (pid_t)cur);
+    close(fd);
+  }
+  closedir(d);
+}
+
 /*
- * Parses a spawn frame and starts the child. The child reports a failed chdir or exec through a close-on-exec
- * pipe (as libuv does): a successful exec closes it empty, so the parent learns the outcome before it answers.
+ * `root` and its descendants, breadth first (no recursion: a chain of processes can be deep). With `kill_them`,
+ * each is killed before its children are listed: once SIGKILL is pending a process forks no more, so none is
+ * missed, and a dying process reaps nobody, so no pid listed is reused meanwhile. Otherwise counts them, but
+ * not zombies (a tool that does not reap its orphans' remains is not running them), adding up their resident
+ * memory in bytes into `rss`.
+ */
+static size_t tree(pid_t root, int kill_them, uint64_t *rss) {
+  static struct pids l;
+  static long page;
+  if (!page) page = sysconf(_SC_PAGESIZE);
+  l.n = 0;
+  push_pid(&l, root);
+  size_t live = 0;
+  for (size_t i = 0; i < l.n; i++) {
+    pid_t p = l.v[i];
+    if (kill_them) kill(p, SIGKILL);
+    else {
+      char file[64], buf[128];
+      snprintf(file, sizeof file, "/proc/%d/statm", (int)p);
+      int fd = open(file, O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        unsigned long size, resident;
+        if (r > 0 && (buf[r] = 0, sscanf(buf, "%lu %lu", &size, &resident) == 2) && size > 0) {
+          live++;
+          *rss += (uint64_t)resident * (uint64_t)page;
+        }
+      }
+    }
+    children_of(p, &l);
+  }
+  return kill_them ? l.n : live;
+}
+
+static void kill_tree(pid_t root) {
+  tree(root, 1, NULL);
+}
+
+/* A live call's tool process. */
+static int is_tool(pid_t pid) {
+  for (size_t k = 0; k < nkids; k++)
+    if (kids[k].pid == pid) return 1;
+  return 0;
+}
+
+/* Kills every child of the spawner that is not a call's tool, with everything below it: orphans of a tool that
+ * exited (or cleared its subreaper flag). Returns how many there were. */
+static size_t kill_strays(void) {
+  struct pids l = {0};
+  children_of(getpid(), &l);
+  size_t n = 0;
+  for (size_t i = 0; i < l.n; i++)
+    if (!is_tool(l.v[i])) kill_tree(l.v[i]), n++;
+  free(l.v);
+  return n;
+}
+
+/* Sets an rlimit to `v` (soft) and `hard`, never above the hard limit the spawner itself has. */
+static int set_limit(int res, uint64_t v, uint64_t hard) {
+  struct rlimit r;
+  if (getrlimit(res, &r) < 0) return -1;
+  if (r.rlim_max != RLIM_INFINITY && v > r.rlim_max) v = r.rlim_max;
+  if (r.rlim_max != RLIM_INFINITY && hard > r.rlim_max) hard = r.rlim_max;
+  r.rlim_cur = (rlim_t)v;
+  r.rlim_max = (rlim_t)hard;
+  return setrlimit(res, &r);
+}
+
+/*
+ * Parses a spawn frame and starts the child. The child reports a failed chdir, setrlimit or exec through a
+ * close-on-exec pipe (as libuv does): a successful exec closes it empty, so the parent learns the outcome
+ * before it answers.
  */
 static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmask) {
   char *end = p + len;
@@ -290,6 +446,10 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   if (!z) die("spawn frame %u: the cwd is not NUL-terminated", id);
   const char *cwd = p;
   p = z + 1;
+  NEED(40);
+  struct limits lim;
+  uint64_t *fields[] = {&lim.processes, &lim.memory, &lim.cpu, &lim.fsize, &lim.nofile};
+  for (int i = 0; i < 5; i++, p += 8) *fields[i] = get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
 #undef NEED
 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -306,23 +466,33 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   }
   pid_t pid = fork();
   if (pid == 0) {
-    /* The child: a session of its own (its group is killed as one), the default signal handling toolsrv's
-     * children had, stdin from the pipe, stdout and stderr into one pipe. */
+    /* The child: a session of its own (its group is signalled as one), the subreaper of whatever it starts,
+     * the default signal handling toolsrv's children had, stdin from the pipe, stdout and stderr into one
+     * pipe, the call's rlimits. */
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigaction(SIGPIPE, &dfl, NULL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
     setsid();
-    const char *stage = "chdir ", *what = cwd;
+    const char *stage = "prctl(PR_SET_CHILD_SUBREAPER)", *what = "";
     int report = err[1];
-    if (chdir(cwd) == 0) {
-      stage = "dup2", what = "";
-      if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(out[1], 2) >= 0 && (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
-        report = 3;
-        /* Nothing else crosses into the tool: Landlock does not govern descriptors that are already open, so
-         * one inherited from toolsrv's own parent would be a way around the sandbox. */
-        close_from(4);
-        stage = "exec";
-        exec_in_path(argv[0], argv, envp);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) {
+      stage = "chdir ", what = cwd;
+      if (chdir(cwd) == 0) {
+        stage = "setrlimit", what = "";
+        if ((!lim.memory || set_limit(RLIMIT_DATA, lim.memory, lim.memory) == 0) &&
+            (!lim.cpu || set_limit(RLIMIT_CPU, lim.cpu, lim.cpu + CPU_GRACE) == 0) &&
+            (!lim.fsize || set_limit(RLIMIT_FSIZE, lim.fsize, lim.fsize) == 0) &&
+            (!lim.nofile || set_limit(RLIMIT_NOFILE, lim.nofile, lim.nofile) == 0)) {
+          stage = "dup2";
+          if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(out[1], 2) >= 0 && (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
+            report = 3;
+            /* Nothing else crosses into the tool: Landlock does not govern descriptors that are already open,
+             * so one inherited from toolsrv's own parent would be a way around the sandbox. */
+            close_from(4);
+            stage = "exec";
+            exec_in_path(argv[0], argv, envp);
+          }
+        }
       }
     }
     int e = errno;
@@ -358,7 +528,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   fcntl(in[1], F_SETFL, O_NONBLOCK);
   fcntl(out[0], F_SETFL, O_NONBLOCK);
   struct child *c = add_child();
-  *c = (struct child){.id = id, .pid = pid, .out = out[0], .in = in[1]};
+  *c = (struct child){.id = id, .pid = pid, .out = out[0], .in = in[1], .lim = lim};
   size_t stdin_len = (size_t)(end - p);
   if (stdin_len) {
     c->in_buf = malloc(stdin_len);
@@ -373,24 +543,53 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   free(argv), free(envp);
 }
 
+/*
+ * Reaps what exited. A tool's exit is held back until no stray is left: its orphans came here when it died,
+ * and are killed now (with those of any other call that ended); their deaths bring the next round.
+ */
 static void reap(void) {
   int status;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
     for (size_t i = 0; i < nkids; i++) {
       if (kids[i].pid != pid) continue;
-      /* Output written before the exit goes out before it. */
-      if (kids[i].out >= 0) drain_output(&kids[i]);
-      char x[8];
-      put_u32(x, WIFEXITED(status) ? (uint32_t)WEXITSTATUS(status) : (uint32_t)-1);
-      put_u32(x + 4, WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
-      send_frame('X', kids[i].id, x, 8);
+      put_u32(kids[i].x, WIFEXITED(status) ? (uint32_t)WEXITSTATUS(status) : (uint32_t)-1);
+      put_u32(kids[i].x + 4, WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
+      put_u32(kids[i].x + 8, kids[i].over);
       kids[i].pid = 0;
-      /* Like toolsrv did for its own children: what the leader left running in its group dies with it. */
+      kids[i].ended = 1;
+      /* What it left in its group is among the strays now; the group goes at once. */
       kill(-pid, SIGKILL);
       break;
     }
   }
+  if (kill_strays()) return;
+  for (size_t i = 0; i < nkids; i++) {
+    if (!kids[i].ended) continue;
+    /* Output written before the exit goes out before it. */
+    if (kids[i].out >= 0) drain_output(&kids[i]);
+    send_frame('X', kids[i].id, kids[i].x, sizeof kids[i].x);
+    kids[i].ended = 0;
+  }
+}
+
+/* The calls' process and memory limits, and strays from a tool that cleared its subreaper flag. */
+static void watch(void) {
+  for (size_t i = 0; i < nkids; i++) {
+    struct child *c = &kids[i];
+    if (!c->pid || c->over || !(c->lim.processes || c->lim.memory)) continue;
+    uint64_t rss = 0;
+    size_t n = tree(c->pid, 0, &rss);
+    c->over = c->lim.processes && n > c->lim.processes ? LIMIT_PROCESSES : c->lim.memory && rss > c->lim.memory ? LIMIT_MEMORY : LIMIT_NONE;
+    if (c->over) kill_tree(c->pid);
+  }
+  kill_strays();
+}
+
+static int watching(void) {
+  for (size_t i = 0; i < nkids; i++)
+    if (kids[i].pid && (kids[i].lim.processes || kids[i].lim.memory)) return 1;
+  return 0;
 }
 
 /* ---- requests from toolsrv ------------------------------------------------------------------------ */
@@ -445,20 +644,61 @@ static int read_requests(const sigset_t *oldmask) {
   return 1;
 }
 
+/*
+ * The guardian: the spawner's parent, a subreaper, doing nothing until the spawner ends. Should it be killed
+ * outright, its calls' tool processes and everything below them come here, and are killed. It then ends as the
+ * spawner did, so that toolsrv hears the same reason.
+ */
+static void guardian(pid_t spawner) __attribute__((noreturn));
+static void guardian(pid_t spawner) {
+  /* toolsrv's pipes are the spawner's: holding them here would hide the spawner's death from toolsrv. */
+  for (int fd = 0; fd < 3; fd++) close(fd);
+  int status = 0, code = -1;
+  for (;;) {
+    pid_t r = waitpid(-1, &status, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    if (r == spawner) code = status;
+    if (code < 0) continue;
+    /* Everything left is an orphan of the spawner's calls. */
+    struct pids l = {0};
+    children_of(getpid(), &l);
+    for (size_t i = 0; i < l.n; i++) kill_tree(l.v[i]);
+    free(l.v);
+  }
+  if (WIFSIGNALED(code)) {
+    signal(WTERMSIG(code), SIG_DFL);
+    raise(WTERMSIG(code));
+  }
+  _exit(WIFEXITED(code) ? WEXITSTATUS(code) : 1);
+}
+
 int main(int argc, char **argv) {
   (void)argv;
   if (argc != 1) die("takes no arguments: it is driven by toolsrv over stdin and stdout");
   signal(SIGPIPE, SIG_IGN);
-  sigset_t chld, oldmask;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, &oldmask);
-  int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* Both are subreapers: the guardian for the spawner's orphans, the spawner for its tools'. */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+  pid_t parent = getpid();
+  pid_t self = fork();
+  if (self < 0) die("fork: %s", strerror(errno));
+  if (self > 0) guardian(self);
+  sigset_t sigs, oldmask;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGCHLD);
+  sigaddset(&sigs, SIGTERM);
+  sigprocmask(SIG_BLOCK, &sigs, &oldmask);
+  int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) die("signalfd: %s", strerror(errno));
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+  /* The guardian gone (killed) is SIGTERM here; toolsrv gone is the end of stdin. */
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) leave(0);
   fcntl(1, F_SETFD, FD_CLOEXEC);
   fcntl(0, F_SETFD, FD_CLOEXEC);
   struct pollfd *pfds = NULL;
   size_t pcap = 0;
+  struct timespec last = {0, 0};
   for (;;) {
     sweep();
     size_t n = 2 + 2 * nkids;
@@ -473,7 +713,8 @@ int main(int argc, char **argv) {
       pfds[2 + 2 * i] = (struct pollfd){kids[i].out, POLLIN, 0};
       pfds[3 + 2 * i] = (struct pollfd){kids[i].in_off < kids[i].in_len ? kids[i].in : -1, POLLOUT, 0};
     }
-    if (poll(pfds, n, -1) < 0) {
+    int limits = watching();
+    if (poll(pfds, n, limits ? POLL_MS : -1) < 0) {
       if (errno == EINTR) continue;
       die("poll: %s", strerror(errno));
     }
@@ -485,9 +726,19 @@ int main(int argc, char **argv) {
     }
     if (pfds[1].revents) {
       struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) > 0) {
-      }
+      int term = 0;
+      while (read(sfd, &si, sizeof si) > 0)
+        if (si.ssi_signo == SIGTERM) term = 1;
+      if (term) leave(0);
       reap();
+    }
+    if (limits) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000 >= POLL_MS) {
+        last = now;
+        watch();
+      }
     }
     if (pfds[0].revents && !read_requests(&oldmask)) leave(0);
   }

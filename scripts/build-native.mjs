@@ -131,12 +131,9 @@ if (!addonFresh()) {
   renameSync(tmp, addon);
 }
 
-// The spawner only makes toolsrv faster (without it toolsrv uses Node's spawn): its failure must not cost the
-// sandbox, which is not optional.
-if (!spawnerFresh() && !link(spawner, [spawnerSource], 'ollie-spawner', false)) {
-  rmSync(spawner, { force: true });
-  console.error('ollie: continuing without ollie-spawner: toolsrv will start tools with Node\'s spawn (slower)');
-}
+// The spawner contains and limits every sandboxed call (without it toolsrv refuses them, saying why): it is
+// required like the helper.
+if (!spawnerFresh() && !link(spawner, [spawnerSource], 'ollie-spawner')) process.exit(1);
 if (!force && built >= 0 && sources.every((s) => mtime(s) <= built)) {
   linkTools();
   process.exit(0);

@@ -11,10 +11,11 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { BypassBroker } from './bypass/broker.js';
 import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine.js';
+import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
-import type { Spawner } from './exec/spawner.js';
+import { SPAWNER, type Spawner } from './exec/spawner.js';
 import { Feed } from './feed.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
@@ -41,6 +42,9 @@ export interface CoreOptions {
 }
 
 const PROC_TTL_MS = 10 * 60 * 1000;
+
+/** Why sandboxed calls are refused where the spawner is not built. */
+export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
 
 export class Scope {
   readonly tools = new Map<string, Tool>();
@@ -205,7 +209,9 @@ export class Core {
   }
 
   info(): ToolsrvInfo {
-    return { platform: process.platform, arch: process.arch, pid: process.pid, ...this.opts.confinement.status() };
+    const sandbox = this.opts.confinement.status();
+    if (!this.opts.spawner && !sandbox.yolo) sandbox.unavailable ??= NO_SPAWNER;
+    return { platform: process.platform, arch: process.arch, pid: process.pid, ...sandbox, containment: containmentStatus(!!this.opts.spawner) };
   }
 
   // ---- calls -------------------------------------------------------------------------------------
@@ -273,11 +279,17 @@ export class Core {
         return refused(wrapped.refused, tool.name);
       }
       notice = wrapped.notice;
+      // Containment and limits are the spawner's: a sandboxed call does not run without them (tty tools and
+      // hosts are started otherwise, see docs/toolsrv.md).
+      if (!this.opts.spawner && !bypassed && !this.opts.confinement.yolo && !tool.host && !tool.fields.tty) {
+        release?.();
+        return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
+      }
       proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
       if (tool.host) this.hosts.run(tool.host.name, wrapped, s.cwd, proc, { tool: tool.name, args }, timeout);
-      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty }, timeout, this.opts.spawner);
+      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty, ...(wrapped.limits && { limits: wrapped.limits }) }, timeout, this.opts.spawner);
     } catch (e) {
       release?.();
       throw e;

@@ -156,14 +156,14 @@ export interface ToolsrvInfo {
   yolo?: boolean;
   /** Why sandboxed calls are refused here (no Landlock, no helper), when they are. */
   unavailable?: string;
-  /** The rest of what the sandbox helper applies (its --probe, docs/sandbox.md): the system call filter, the
-   * capabilities it drops, containment and limits. */
+  /** The rest of what the sandbox helper applies (its --probe, docs/sandbox.md): the system call filter and the
+   * capabilities it drops. */
   filter?: SandboxFilter;
   capabilities?: SandboxPrivileges;
-  containment?: string[];
-  limits?: string[];
   /** All of it in one line, as the daemon logs it. */
   summary?: string;
+  /** How a call's processes are kept together and limited (exec/containment.ts). */
+  containment?: { mechanism: 'subreaper' | 'process-group'; limits: Record<string, string>; cgroup: string };
 }
 
 /** The full output of a tool can be large; proc/new returns at most this much of it. */

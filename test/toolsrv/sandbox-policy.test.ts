@@ -77,6 +77,7 @@ isolate:
     expect(p.filesystem.rw).toEqual([join(w.cwd, 'out'), w.tmpDir, join(w.root, 'run', 'scratch')]);
     expect(p.filesystem.rox).toEqual([]);
     expect(p.filesystem.deny.slice(0, 5)).toEqual([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir, w.dataDir]);
+    expect(p.filesystem.deny).toContain('/dev/shm');
     expect(p.filesystem.deny.at(-1)).toBe(join(w.home, '.aws'));
     expect(p.isolate).toEqual({ signals: false, abstractUnix: true });
     expect(p.network.enabled).toBe(false);

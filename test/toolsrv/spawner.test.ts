@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,8 +18,8 @@ function recorder() {
   let closed = false;
   const handlers: SpawnedHandlers = {
     output: (b) => (out += dec.decode(b)),
-    exited: (code, signal) => {
-      events.push(`exit ${code} ${signal}`);
+    exited: (code, signal, limit) => {
+      events.push(`exit ${code} ${signal}${limit ? ` ${limit}` : ''}`);
       exited = true;
       if (closed) resolveEnd();
     },
@@ -43,6 +43,8 @@ const alive = (pid: number): boolean => {
     return false;
   }
 };
+
+const ppidOf = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]);
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 let spawner: Spawner | undefined;
@@ -123,7 +125,7 @@ describe('ollie-spawner', () => {
       b.writeUInt32LE(n);
       return b;
     };
-    const spawnFrame = frame('S', 1, Buffer.concat([u32(2), Buffer.from('sleep\x0030\x00'), u32(1), Buffer.from('PATH=/usr/bin:/bin\x00'), Buffer.from(`${tmpdir()}\x00`)]));
+    const spawnFrame = frame('S', 1, Buffer.concat([u32(2), Buffer.from('sleep\x0030\x00'), u32(1), Buffer.from('PATH=/usr/bin:/bin\x00'), Buffer.from(`${tmpdir()}\x00`), Buffer.alloc(40)]));
     const pid = await new Promise<number>((resolve) => {
       p.stdout.once('data', (b: Buffer) => resolve(b.readUInt32LE(9)));
       p.stdin.write(spawnFrame);
@@ -169,19 +171,26 @@ describe('ollie-spawner', () => {
     const s = start();
     dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
     const r = recorder();
-    // setsid leaves the group, so the escaped sleep keeps the output pipe open after its parent exits (the
-    // parent waits for the pid file, written once setsid has run, or the group's end would kill it first).
+    // Every process of the call ends with it, so only a process outside the call can hold its output pipe: this
+    // test, opening it through /proc while the tool waits for the go-ahead file.
     const spawned = await s.spawn(
-      { file: 'sh', args: ['-c', `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 30' & while [ ! -s ${dir}/pid ]; do sleep 0.01; done; echo bye`], cwd: dir, env: ENV, stdin: '' },
+      { file: 'sh', args: ['-c', `while [ ! -e ${dir}/go ]; do sleep 0.01; done; echo bye`], cwd: dir, env: ENV, stdin: '' },
       r.handlers,
     );
-    await until(() => r.events.includes('exit 0 null'));
-    expect(r.events).not.toContain('closed');
-    const fds = () => readdirSync(`/proc/${s.pid}/fd`).length;
-    const before = fds();
-    spawned.abandonOutput();
-    await until(() => fds() === before - 1);
-    process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), 'SIGKILL');
+    const held = openSync(`/proc/${spawned.pid}/fd/1`, 'w');
+    try {
+      writeFileSync(join(dir, 'go'), '');
+      await until(() => r.events.includes('exit 0 null'));
+      expect(r.events).not.toContain('closed');
+      // The spawner proper is the only child of the process toolsrv started (its guardian).
+      const spawnerPid = Number(readFileSync(`/proc/${s.pid}/task/${s.pid}/children`, 'utf8').trim());
+      const fds = () => readdirSync(`/proc/${spawnerPid}/fd`).length;
+      const before = fds();
+      spawned.abandonOutput();
+      await until(() => fds() === before - 1);
+    } finally {
+      closeSync(held);
+    }
   });
 
   it('a call whose spawner is killed outright ends with the reason, and its process group with it', async () => {
@@ -222,6 +231,34 @@ describe('ollie-spawner', () => {
     await again.ended;
     expect(again.out()).toBe('again\n');
     expect(s.pid).not.toBe(first);
+  });
+
+  it('starts a process with the call\'s rlimits, as a subreaper, under the spawner and its guardian', async () => {
+    const s = start();
+    const r = recorder();
+    const limits = { memory: 1 << 30, cpu: 7, fileSize: 1 << 20, openFiles: 77 };
+    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'cat /proc/self/limits; grep -E "^PPid" /proc/$PPID/status; (sleep 30 & echo orphan $!); sleep 30'], cwd: tmpdir(), env: ENV, stdin: '', limits }, r.handlers);
+    await until(() => r.out().includes('orphan'));
+    const line = (name: string): string[] => r.out().split('\n').find((l) => l.startsWith(name))!.slice(26).trim().split(/\s+/);
+    expect(line('Max data size')).toEqual([String(1 << 30), String(1 << 30), 'bytes']);
+    expect(line('Max cpu time')).toEqual(['7', '12', 'seconds']);
+    expect(line('Max file size')).toEqual([String(1 << 20), String(1 << 20), 'bytes']);
+    expect(line('Max open files')).toEqual(['77', '77', 'files']);
+    // Its parent is the spawner, whose parent is the process toolsrv started: the guardian.
+    expect(Number(/^PPid:\s+(\d+)/m.exec(r.out())![1])).toBe(s.pid);
+    // A subreaper: the orphan of its subshell came to it, not to the spawner.
+    const orphan = Number(/^orphan (\d+)/m.exec(r.out())![1]);
+    await until(() => ppidOf(orphan) === pid);
+    process.kill(-pid, 'SIGKILL');
+    await r.ended;
+  });
+
+  it('kills the whole call when it goes over its process limit, and says so', async () => {
+    const s = start();
+    const r = recorder();
+    await s.spawn({ file: 'sh', args: ['-c', 'for i in $(seq 40); do setsid sleep 30 & done; wait'], cwd: tmpdir(), env: ENV, stdin: '', limits: { processes: 20 } }, r.handlers);
+    await r.ended;
+    expect(r.events).toContain('exit null SIGKILL processes');
   });
 
   it('hands a process only its stdin, stdout and stderr: no descriptor of toolsrv or the spawner crosses', async () => {

@@ -3,7 +3,7 @@
  * each write is checked by the same parser that reads the file, and lands on disk only when it parses — a bad
  * write gets the parser's `file:line` error and changes nothing.
  */
-import { readFileSync, renameSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBackendsConfig } from '../backend/config.js';
@@ -103,7 +103,10 @@ export class ConfigFiles {
     let summary: string;
     try {
       const m = await import('../../toolsrv/sandbox/index.js');
-      s = await m.landlockStatusAsync();
+      const c = await import('../../toolsrv/exec/containment.js');
+      const { SPAWNER } = await import('../../toolsrv/exec/spawner.js');
+      // The helper confines; toolsrv's spawner contains and limits: the report says both.
+      s = { ...(await m.landlockStatusAsync()), ...c.describeContainment(c.containmentStatus(existsSync(SPAWNER))) };
       summary = m.sandboxSummary(s);
     } catch (e) {
       s = { abi: 0, enforces: [], reason: `the sandbox helper's probe failed: ${(e as Error).message}` };

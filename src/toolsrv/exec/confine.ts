@@ -15,6 +15,7 @@ import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { LandlockStatus, SandboxExtra } from '../sandbox/index.js';
+import type { Limits } from '../sandbox/limits.js';
 
 export interface SandboxDirs {
   configDir: string;
@@ -40,8 +41,11 @@ interface SandboxModule {
   sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
-/** `notice`: said once, with the first call after the cwd's policy was loaded (an ignored project file). */
-export type Wrapped = { file: string; args: string[]; env: Record<string, string>; notice?: string } | { refused: string };
+/**
+ * `notice`: said once, with the first call after the cwd's policy was loaded (an ignored project file). `limits`:
+ * the policy's, for a sandboxed call (a bypassed or --yolo one runs outside the policy, limits included).
+ */
+export type Wrapped = { file: string; args: string[]; env: Record<string, string>; notice?: string; limits?: Limits } | { refused: string };
 
 export class Confinement {
   /** Policies by cwd: `{CWD}` and a project's .ollie-sandbox.yaml depend on it. Loaded once per cwd. */
@@ -110,8 +114,6 @@ export class Confinement {
         ...(unavailable && { unavailable }),
         ...(s.filter && { filter: s.filter }),
         ...(s.capabilities && { capabilities: s.capabilities }),
-        ...(s.containment && { containment: s.containment }),
-        ...(s.limits && { limits: s.limits }),
         summary: real.sandboxSummary(s),
       };
     } catch (e) {
@@ -166,7 +168,8 @@ export class Confinement {
       const spill = o.owner?.session ? spillDirFor(this.dirs.dataDir, o.owner.session, o.owner.agent) : undefined;
       const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }), ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }) };
       const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
-      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(notice && { notice }) };
+      const limits = (policy as { limits?: Limits }).limits;
+      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(notice && { notice }), ...(limits && { limits }) };
     } catch (e) {
       return { refused: `sandbox unavailable: ${(e as Error).message}` };
     }

@@ -10,7 +10,8 @@ import { constants as osConstants } from 'node:os';
 import { concatBytes } from '../../ninep/index.js';
 import { Feed } from '../feed.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
-import type { Spawner } from './spawner.js';
+import { describeLimit, type Limits } from '../sandbox/limits.js';
+import type { CallLimitKind, Spawner } from './spawner.js';
 
 export interface SpawnSpec {
   file: string;
@@ -20,6 +21,8 @@ export interface SpawnSpec {
   /** Written to stdin, which is then closed (the JSON arguments). Not used for tty tools. */
   stdin: string;
   tty: boolean;
+  /** The policy's limits (sandboxed calls); enforced when the spawner starts the process, output always. */
+  limits?: Limits;
 }
 
 export interface ProcMeta {
@@ -42,6 +45,9 @@ const KILL_GRACE_MS = 1000;
 const DRAIN_MS = 2000;
 
 type Stop = 'timeout' | 'killed';
+
+/** How programs say that an allocation failed (Python, Node/V8, C, C++, Java, Go, Rust). */
+const OUT_OF_MEMORY = /MemoryError|Cannot allocate memory|out of memory|allocation failed|ENOMEM|bad_alloc|OutOfMemoryError|memory allocation of \d+ bytes failed/i;
 
 /** A call served by a resident tool host (exec/hosts.ts): its output and its end arrive from the host. */
 export interface HostedCall {
@@ -75,6 +81,10 @@ export class Proc {
   private kill9?: NodeJS.Timeout;
   /** A terminate that came before there was a group to signal (see onStarted). */
   private deferredGrace?: number;
+  /** The call's limits, for the words of a result that hit one. */
+  private limits?: Limits;
+  /** Which limit the call was killed for, in words (`killed: memory limit 2 GiB`). */
+  private overLimit?: string;
   /** Set for a hosted call: signals become cancel requests to the host, never signals to its process. */
   private cancelHosted?: (sig: NodeJS.Signals | number) => void;
 
@@ -91,6 +101,7 @@ export class Proc {
    * `timeoutS` (seconds) kills the group when it runs longer.
    */
   async start(spec: SpawnSpec, timeoutS?: number, spawner?: Spawner): Promise<void> {
+    this.limits = spec.limits;
     if (timeoutS !== undefined) {
       this.timer = setTimeout(() => this.terminate('timeout'), timeoutS * 1000);
       this.timer.unref();
@@ -182,8 +193,9 @@ export class Proc {
     try {
       const spawned = await spawner.spawn(spec, {
         output: (b) => this.output(b),
-        exited: (code, signal) => {
+        exited: (code, signal, limit) => {
           exited = { code, signal };
+          if (limit) this.hitLimit(limit);
           // The spawner has killed the rest of the group; a process that left it may hold the pipe.
           if (!closed) {
             drain = setTimeout(() => {
@@ -246,8 +258,21 @@ export class Proc {
     });
   }
 
+  /** Marks the call as killed for `name` (the spawner did the killing, or `output` is about to). */
+  private hitLimit(name: CallLimitKind | 'output' | 'cpu' | 'fileSize'): void {
+    const n = this.limits?.[name] ?? 0;
+    const words = { processes: 'process limit', memory: 'memory limit', output: 'output limit', cpu: 'CPU time limit', fileSize: 'file size limit' }[name];
+    this.overLimit ??= `killed: ${words} ${describeLimit(name, n)}${name === 'cpu' || name === 'fileSize' ? ' (per process)' : ''}`;
+    this.stop ??= 'killed';
+  }
+
   private output(b: Uint8Array): void {
     this.outputBytes += b.length;
+    const cap = this.limits?.output;
+    if (cap && this.outputBytes > cap && this.state === 'running' && !this.overLimit) {
+      this.hitLimit('output');
+      this.terminate('killed', 0);
+    }
     if (this.retained < RETAIN) {
       const keep = b.length <= RETAIN - this.retained ? b : b.subarray(0, RETAIN - this.retained);
       this.chunks.push(keep);
@@ -273,8 +298,15 @@ export class Proc {
     if (this.state === 'exited') return;
     this.exit = code;
     this.signal = signal;
+    // RLIMIT_CPU and RLIMIT_FSIZE are enforced by these signals (a process that catches them is killed later).
+    if (this.limits?.cpu && signal === 'SIGXCPU') this.hitLimit('cpu');
+    if (this.limits?.fileSize && signal === 'SIGXFSZ') this.hitLimit('fileSize');
     this.status = this.stop ?? (signal ? 'killed' : 'exited');
-    if (this.stop === 'timeout') this.error = 'timed out: the process group was killed';
+    if (this.overLimit) this.error = this.overLimit;
+    else if (this.limits?.memory && code !== 0 && OUT_OF_MEMORY.test(this.tail())) {
+      // RLIMIT_DATA refuses the allocation rather than killing: the tool dies of it in its own words.
+      this.error = `an allocation failed: the memory limit is ${describeLimit('memory', this.limits.memory)} (per process, and for the whole call)`;
+    } else if (this.stop === 'timeout') this.error = 'timed out: the process group was killed';
     else if (signal) this.error = `killed by ${signal}`;
     this.end();
   }

@@ -18,12 +18,34 @@ export const SPAWNER = join(PACKAGE_ROOT, 'native', 'build', 'ollie-spawner');
 /** What a spawned process reports, by the frames of its id. */
 export interface SpawnedHandlers {
   output(bytes: Uint8Array): void;
-  exited(code: number | null, signal: NodeJS.Signals | null): void;
+  /** `limit`: the call's process or memory limit, when the spawner killed the call for exceeding it. */
+  exited(code: number | null, signal: NodeJS.Signals | null, limit?: CallLimitKind): void;
   /** The output pipe reached end of file. */
   closed(): void;
   /** The spawner died while the process ran: nothing more will be heard of it. */
   lost(reason: string): void;
 }
+
+/**
+ * What one call may use (docs/sandbox.md, "Limits"); undefined or 0: no limit. The spawner applies them to the
+ * call as a whole (processes, memory: counted by the spawner below the call's process) and to each process (rlimits).
+ */
+export interface CallLimits {
+  processes?: number;
+  /** Bytes. */
+  memory?: number;
+  /** CPU seconds, per process. */
+  cpu?: number;
+  /** Bytes, per file written. */
+  fileSize?: number;
+  openFiles?: number;
+  /** Bytes of output; enforced by toolsrv (exec/proc.ts), not the spawner. */
+  output?: number;
+}
+
+/** The limits the spawner kills a call for by itself; the others come back as the signal that enforced them. */
+export type CallLimitKind = 'processes' | 'memory';
+const LIMIT_KINDS: (CallLimitKind | undefined)[] = [undefined, 'processes', 'memory'];
 
 export interface SpawnRequest {
   file: string;
@@ -31,6 +53,7 @@ export interface SpawnRequest {
   cwd: string;
   env: Record<string, string>;
   stdin: string;
+  limits?: CallLimits;
 }
 
 /** A started process, as the spawner knows it. */
@@ -84,7 +107,9 @@ export class Spawner {
     const strings = (xs: string[]): Uint8Array[] => xs.map((x) => enc.encode(`${x}\0`));
     const argv = strings([req.file, ...req.args]);
     const env = strings(Object.entries(req.env).map(([k, v]) => `${k}=${v}`));
-    const parts = [u32(argv.length), ...argv, u32(env.length), ...env, enc.encode(`${req.cwd}\0`), enc.encode(req.stdin)];
+    const l = req.limits ?? {};
+    const limits = u64s([l.processes, l.memory, l.cpu, l.fileSize, l.openFiles]);
+    const parts = [u32(argv.length), ...argv, u32(env.length), ...env, enc.encode(`${req.cwd}\0`), limits, enc.encode(req.stdin)];
     child.stdin!.write(frame('S', id, parts));
     return started;
   }
@@ -186,9 +211,10 @@ export class Spawner {
       case 'X': {
         const code = view.getInt32(0, true);
         const sig = view.getInt32(4, true);
+        const limit = LIMIT_KINDS[view.getUint32(8, true)];
         p.exitSeen = true;
         if (p.closeSeen) this.pending.delete(id);
-        p.exited(code < 0 ? null : code, sig ? (SIGNAL_NAMES.get(sig) ?? null) : null);
+        p.exited(code < 0 ? null : code, sig ? (SIGNAL_NAMES.get(sig) ?? null) : null, limit);
         return;
       }
       case 'E':
@@ -203,6 +229,14 @@ export class Spawner {
 function u32(n: number): Uint8Array {
   const b = new Uint8Array(4);
   new DataView(b.buffer).setUint32(0, n, true);
+  return b;
+}
+
+/** Little-endian u64s; undefined, 0 and anything not a positive integer are 0 (no limit). */
+function u64s(ns: (number | undefined)[]): Uint8Array {
+  const b = new Uint8Array(8 * ns.length);
+  const view = new DataView(b.buffer);
+  ns.forEach((n, i) => view.setBigUint64(8 * i, n !== undefined && Number.isSafeInteger(n) && n > 0 ? BigInt(n) : 0n, true));
   return b;
 }
 

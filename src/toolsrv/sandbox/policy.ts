@@ -17,6 +17,7 @@ import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, readTrusted, sha256 } from './trust.js';
+import { DEFAULT_LIMITS, LIMIT_KEYS, parseLimit, widenedLimit, type Limits } from './limits.js';
 
 export type Access = 'ro' | 'rox' | 'rw' | 'rwx';
 export const ACCESS: readonly Access[] = ['ro', 'rox', 'rw', 'rwx'];
@@ -36,6 +37,8 @@ export interface SandboxPolicy {
   isolate: { signals: boolean; abstractUnix: boolean };
   /** Environment variables passed to tools (NAME, or PREFIX* ); everything else is dropped. */
   env: string[];
+  /** What one call may use (sandbox/limits.ts); 0 is no limit. */
+  limits: Limits;
   /** The private tmp dir ({TMPDIR}), which tools also get as $TMPDIR. */
   tmpDir: string;
   /** The user's tool dir ($XDG_CONFIG_HOME/ollie/tools): readable and executable although the config dir is denied. */
@@ -83,11 +86,13 @@ export { PROJECT_POLICY_NAME };
 export const USER_BIN_DIRS = ['.local/bin', '.cargo/bin', 'go/bin', '.npm-global/bin', 'bin'];
 
 /**
- * The paths no rule may cover, whatever the policy files say: the user's keys, Ollie's sockets, and Ollie's
- * config and data dirs — those in use and the XDG defaults, which may hold keys and history of their own.
+ * The paths no rule may cover, whatever the policy files say: the user's keys, Ollie's sockets, Ollie's config
+ * and data dirs — those in use and the XDG defaults, which may hold keys and history of their own — and
+ * /dev/shm, which is shared by every process of the machine and outlives them: what one session left there
+ * another could read, so no session has it.
  */
 export function alwaysDenied(ctx: PolicyContext): string[] {
-  const dirs = [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir()];
+  const dirs = [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir(), '/dev/shm'];
   return [...new Set(dirs)];
 }
 
@@ -158,6 +163,7 @@ interface PolicyFile {
   network: { enabled?: boolean; bindTcp?: number[]; connectTcp?: number[]; unix?: boolean };
   isolate: { signals?: boolean; abstractUnix?: boolean };
   env?: string[];
+  limits: Partial<Limits>;
   at: Map<string, number>;
 }
 
@@ -184,10 +190,10 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
   const first = doc.errors[0];
   if (first) throw new PolicyError(`${file}:${lc.linePos(first.pos[0]).line}: ${first.message.split('\n')[0]}`);
 
-  const out: PolicyFile = { file, filesystem: {}, lines: {}, network: {}, isolate: {}, at: new Map() };
+  const out: PolicyFile = { file, filesystem: {}, lines: {}, network: {}, isolate: {}, limits: {}, at: new Map() };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return out; // an empty file changes nothing
-  if (!isMap(root)) return err(root, 'the policy must be a mapping (filesystem:, network:, isolate:, env:)');
+  if (!isMap(root)) return err(root, 'the policy must be a mapping (filesystem:, network:, isolate:, env:, limits:)');
 
   const vars = placeholders(ctx);
   const pathOf = (node: YamlNode | null, key: string): string => {
@@ -251,8 +257,20 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
           ? n.value
           : err(n, 'env: each entry must be a variable name, or a prefix ending in * (LC_*)'),
       );
+    } else if (key === 'limits') {
+      const fields: Record<string, (v: YamlNode | null, k: string) => void> = {};
+      for (const [k, spec] of Object.entries(LIMIT_KEYS)) {
+        fields[k] = (v) => {
+          try {
+            out.limits[spec.name] = parseLimit(k, isScalar(v) ? v.value : v?.toJSON());
+          } catch (e) {
+            err(v, (e as Error).message);
+          }
+        };
+      }
+      section(value, key, fields);
     } else {
-      err(pair.key as YamlNode, `${key}: unknown section (known: filesystem, network, isolate, env)`);
+      err(pair.key as YamlNode, `${key}: unknown section (known: filesystem, network, isolate, env, limits)`);
     }
   }
   return out;
@@ -277,6 +295,7 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
     },
     isolate: { signals: f.isolate.signals ?? true, abstractUnix: f.isolate.abstractUnix ?? true },
     env: f.env ?? [],
+    limits: { ...DEFAULT_LIMITS, ...f.limits },
     tmpDir: ctx.tmpDir,
     toolDirs: [join(ctx.configDir, 'tools')],
     execRoots: [ctx.cwd, ctx.tmpDir, ...USER_BIN_DIRS.map((d) => join(ctx.home, d))],
@@ -390,6 +409,10 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
   if (f.isolate.abstractUnix === false && base.isolate.abstractUnix) fail('isolate.abstract_unix', 'isolate.abstract_unix: a project file cannot turn isolation off');
   if (f.isolate.signals) out.isolate.signals = true;
   if (f.isolate.abstractUnix) out.isolate.abstractUnix = true;
+
+  const wider = widenedLimit(base.limits, f.limits);
+  if (wider) fail(`limits.${wider}`, `limits.${wider}: a project file can only lower a limit of ${base.sources[0]}`);
+  out.limits = { ...out.limits, ...f.limits };
 
   if (f.env) {
     for (const name of f.env) {

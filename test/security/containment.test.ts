@@ -1,0 +1,309 @@
+/**
+ * Containment and limits (issue 13 §3-4), attacked the way a model would: scripted `shell` calls to a real
+ * sandboxed toolsrv (the shipped tools, the real helper and spawner, the real kernel) that try to outlive their
+ * call, their toolsrv and their spawner, fork 300 processes, allocate 2 GiB and leave files in /dev/shm; and
+ * controls showing that honest work (npm test spawning children, a background process) still runs.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
+import { spawnToolsrv, TOOLSRV_ENTRY, type ToolsrvProcess } from '../../src/olliesrv/toolclient/spawn.js';
+import type { ProcResult } from '../../src/toolsrv/protocol.js';
+import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
+import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
+import { SPAWNER } from '../../src/toolsrv/exec/spawner.js';
+import { startEnv, until, type Env } from '../toolsrv/helpers.js';
+import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+
+/** Alive and not a zombie. */
+const alive = (pid: number): boolean => {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+/** Pids of live processes whose command line holds `marker` as an argument. */
+function withArg(marker: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(d))) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
+
+let xdg: string;
+const saved = { XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, XDG_DATA_HOME: process.env.XDG_DATA_HOME };
+
+beforeAll(() => {
+  buildNative();
+  if (!existsSync(SPAWNER)) throw new Error(`containment needs ${SPAWNER}: run node scripts/build-native.mjs`);
+  if (!existsSync(TOOLSRV_ENTRY)) throw new Error(`${TOOLSRV_ENTRY} is missing: run npm run build:node first`);
+  const ll = landlockStatus();
+  // Loud, not a silent pass: the shipped policy needs ABI 6 (signal scoping), without which nothing here runs.
+  if (ll.abi < 6) throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
+  // A config dir of our own: the shipped policy, whatever the machine's user has configured.
+  xdg = mkdtempSync(join(tmpdir(), 'ollie-contain-xdg-'));
+  process.env.XDG_CONFIG_HOME = join(xdg, 'config');
+  process.env.XDG_DATA_HOME = join(xdg, 'data');
+  mkdirSync(join(xdg, 'config', 'ollie'), { recursive: true });
+});
+
+afterAll(() => {
+  for (const [k, v] of Object.entries(saved)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  rmSync(xdg, { recursive: true, force: true });
+});
+
+let env: Env | undefined;
+const procs: ToolsrvProcess[] = [];
+const clients: ToolClient[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  for (const p of procs.splice(0)) await p.stop(500);
+  await env?.close();
+  env = undefined;
+  rmSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), { force: true });
+});
+
+/**
+ * A sandboxed in-process toolsrv with the shipped tools (the real spawner, helper and policy); the agent works
+ * in `dir` (beside the runtime dir, not above it: the sandbox denies the runtime dir, which would leave the
+ * directory above it without the right to create files).
+ */
+async function sandboxed(): Promise<{ env: Env; dir: string; shell(command: string, flags?: Record<string, unknown>): Promise<ProcResult>; c: Awaited<ReturnType<Env['client']>> }> {
+  env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS] });
+  const dir = join(env.dir, 'proj');
+  mkdirSync(dir);
+  const c = await env.client('agent1');
+  await c.write('ctl', `load shell\ncwd ${dir}`);
+  const e = env;
+  return { env: e, dir, c, shell: (command, flags = {}) => e.call(c, { tool: 'shell', args: { command }, flags }) };
+}
+
+/** A sandboxed toolsrv process, as olliesrv runs one per session. */
+async function sessionToolsrv(): Promise<{ p: ToolsrvProcess; host: ToolClient; cwd: string }> {
+  const cwd = mkdtempSync(join(tmpdir(), 'ollie-contain-session-'));
+  const p = await spawnToolsrv({ runtimeDir: `${cwd}.run`, name: 'contain', toolDirs: [SHIPPED_TOOLS], cwd, log: () => undefined });
+  procs.push(p);
+  const host = await ToolClient.connect(p, 'agent1');
+  clients.push(host);
+  await host.ctl('load shell');
+  return { p, host, cwd };
+}
+
+describe('every process a call starts ends with it', () => {
+  it('a setsid double fork, a daemonizing subreaper and a nohup are dead when the call returns', async () => {
+    const { dir: d, shell } = await sandboxed();
+    // Four ways out of the call's process group and session; the call returns once each has reported its pid.
+    const py = `import os, ctypes, time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: its own orphans would come to it
+open("py.pid", "w").write(str(os.getpid()))
+time.sleep(1013.7)`;
+    writeFileSync(join(d, 'daemon.py'), py);
+    const r = await shell(
+      `setsid sh -c 'sleep 1013.7 & echo $! > a.pid; sleep 1013.7' & (setsid sleep 1013.7 & echo $! > b.pid) & nohup sleep 1013.7 > /dev/null 2>&1 & echo $! > c.pid; ` +
+        `/usr/bin/python3 daemon.py; kill -KILL $PPID; for f in a b c py; do while [ ! -s $f.pid ]; do sleep 0.01; done; done; echo escaped`,
+    );
+    expect(r).toMatchObject({ status: 'exited', exit: 0 });
+    expect(r.output).toContain('escaped');
+    // The tool cannot kill the spawner (its parent) to get away: signals out of the sandbox are scoped.
+    expect(r.output).toMatch(/Operation not permitted/);
+    // Not "soon": the result comes only once every process of the call is gone.
+    for (const f of ['a', 'b', 'c', 'py']) expect(alive(readPid(join(d, `${f}.pid`))), `${f}.pid`).toBe(false);
+    // And the next call runs as usual.
+    expect(await shell('echo next')).toMatchObject({ status: 'exited', exit: 0, output: 'next\n' });
+  });
+
+  it('a killed or timed-out call takes its escaped processes with it', async () => {
+    const { dir, shell } = await sandboxed();
+    const r = await shell(`setsid sleep 1013.7 & echo $! > esc.pid; sleep 1013.7`, { timeout: 1 });
+    expect(r.status).toBe('timeout');
+    expect(alive(readPid(join(dir, 'esc.pid')))).toBe(false);
+  });
+
+  it('a background call\'s escaped processes die when its toolsrv exits, and when the toolsrv is killed outright', async () => {
+    for (const how of ['exit', 'SIGKILL'] as const) {
+      const { p, host, cwd } = await sessionToolsrv();
+      const bg = await host.start({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > esc.pid; sleep 1013.7' } });
+      await until(() => existsSync(join(cwd, 'esc.pid')) && readFileSync(join(cwd, 'esc.pid'), 'utf8').trim() !== '');
+      const esc = readPid(join(cwd, 'esc.pid'));
+      expect(alive(esc)).toBe(true);
+      expect((await host.stat(bg)).state).toBe('running');
+      if (how === 'exit') await p.stop(5000);
+      else {
+        process.kill(p.pid, 'SIGKILL');
+        await p.exited;
+      }
+      await until(() => !alive(esc), 5000);
+      rmSync(cwd, { recursive: true, force: true });
+      rmSync(`${cwd}.run`, { recursive: true, force: true });
+    }
+  });
+
+  it('the spawner killed outright, or its guardian, does not free what they watched over', async () => {
+    const { env, dir, c, shell } = await sandboxed();
+    const escape = async (name: string): Promise<number> => {
+      await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: `setsid sleep 1013.7 & echo $! > ${name}.pid; sleep 1013.7` } }));
+      const file = join(dir, `${name}.pid`);
+      await until(() => existsSync(file) && readFileSync(file, 'utf8').trim() !== '');
+      return readPid(file);
+    };
+    // The spawner proper (the guardian's one child): the guardian, a subreaper, inherits its calls and kills them.
+    const esc1 = await escape('s1');
+    const guardian = env.ts.core.opts.spawner!.pid!;
+    process.kill(Number(readFileSync(`/proc/${guardian}/task/${guardian}/children`, 'utf8').trim()), 'SIGKILL');
+    await until(() => !alive(esc1), 5000);
+    // The guardian (what toolsrv started): the spawner gets its parent-death signal and kills its calls.
+    const esc2 = await escape('s2');
+    process.kill(env.ts.core.opts.spawner!.pid!, 'SIGKILL');
+    await until(() => !alive(esc2), 5000);
+    expect(await shell('echo still serving')).toMatchObject({ status: 'exited', output: 'still serving\n' });
+  });
+
+  it('a tool that stops being a subreaper before it daemonizes loses its daemon all the same', async () => {
+    const { dir, shell } = await sandboxed();
+    // The tool process itself (exec: python replaces bash as the call's process) clears the flag, so its
+    // orphans go straight to the spawner, which kills them as strays.
+    writeFileSync(
+      join(dir, 'unreap.py'),
+      `import os, ctypes, time
+ctypes.CDLL(None).prctl(36, 0)
+if os.fork() == 0:
+    if os.fork(): os._exit(0)
+    os.setsid()
+    open("d.pid", "w").write(str(os.getpid()))
+    time.sleep(1013.7)
+os.wait()
+while not os.path.exists("d.pid"): time.sleep(0.01)
+pid = open("d.pid").read()
+end = time.time() + 5
+while os.path.exists("/proc/" + pid) and time.time() < end: time.sleep(0.01)
+print("daemon", pid, "alive" if os.path.exists("/proc/" + pid) else "gone")`,
+    );
+    const r = await shell('exec /usr/bin/python3 unreap.py');
+    expect(r).toMatchObject({ status: 'exited', exit: 0 });
+    // Killed as soon as the spawner saw it (within its 50 ms round), well before the call ended.
+    expect(r.output).toMatch(/^daemon \d+ gone$/m);
+    expect(alive(readPid(join(dir, 'd.pid')))).toBe(false);
+  });
+});
+
+describe('without the spawner', () => {
+  it('a sandboxed call is refused, saying why, rather than run uncontained', async () => {
+    env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], spawner: false });
+    const c = await env.client('agent1');
+    await c.write('ctl', 'load shell');
+    const r = await env.call(c, { tool: 'shell', args: { command: 'echo ran' } });
+    expect(r.status).toBe('refused');
+    expect(r.error).toMatch(/^sandbox unavailable: the process spawner \S+ollie-spawner is missing, and without it the processes of a call can be neither contained nor limited/);
+    expect(JSON.parse(await c.readText('info'))).toMatchObject({ containment: { mechanism: 'process-group' }, unavailable: expect.stringContaining('ollie-spawner is missing') });
+  });
+});
+
+describe('limits', () => {
+  it('a 300-process fork is killed at the process limit with a clear message; other calls and the next one are unaffected', async () => {
+    const { shell, c } = await sandboxed();
+    const bystander = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'sleep 3; echo bystander done' } })));
+    const r = await shell('for i in $(seq 300); do sleep 999.25 & done; wait', { timeout: 60 });
+    expect(r).toMatchObject({ status: 'killed', error: 'killed: process limit 256' });
+    expect(withArg('999.25')).toEqual([]);
+    expect(await shell('echo after')).toMatchObject({ status: 'exited', exit: 0, output: 'after\n' });
+    expect(await c.readText(`proc/${bystander}/wait`)).toBe('0\n');
+    expect(await c.readText(`proc/${bystander}/out`)).toBe('bystander done\n');
+  });
+
+  it('a 2 GiB allocation is refused with a clear message (the shipped memory limit, 2 GiB)', async () => {
+    const { shell } = await sandboxed();
+    for (const cmd of [`${process.execPath} -e 'Buffer.alloc(2 * 1024 ** 3, 1); console.log("allocated")'`, `/usr/bin/python3 -c 'b = b"x" * (2 * 1024 ** 3); print("allocated")'`]) {
+      const r = await shell(cmd);
+      expect(r.output, cmd).not.toContain('allocated');
+      expect(r.exit, cmd).not.toBe(0);
+      expect(r.error, cmd).toBe('an allocation failed: the memory limit is 2 GiB (per process, and for the whole call)');
+    }
+  });
+
+  it('memory spread over several processes is counted for the call as a whole (a user limit of 256 MiB)', async () => {
+    writeFileSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'));
+    const { shell } = await sandboxed();
+    const eat = `${process.execPath} -e 'globalThis.b = Buffer.alloc(120 * 1024 * 1024, 1); setTimeout(() => {}, 60000)'`;
+    const r = await shell(`for i in 1 2 3; do ${eat} & done; wait`, { timeout: 60 });
+    expect(r).toMatchObject({ status: 'killed', error: 'killed: memory limit 256 MiB' });
+  });
+
+  it('output, file size and CPU time limits end the call with the limit named', async () => {
+    writeFileSync(
+      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
+      shippedPolicyText().replace(/output: 64 MiB/, 'output: 1 MiB').replace(/file_size: 4 GiB/, 'file_size: 1 MiB').replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
+    );
+    const { shell } = await sandboxed();
+    expect(await shell('yes', { timeout: 30 })).toMatchObject({ status: 'killed', error: 'killed: output limit 1 MiB' });
+    expect(await shell('exec head -c 2000000 /dev/zero > big', { timeout: 30 })).toMatchObject({ status: 'killed', error: 'killed: file size limit 1 MiB (per process)' });
+    expect(await shell('exec sh -c "while :; do :; done"', { timeout: 30 })).toMatchObject({ status: 'killed', error: 'killed: CPU time limit 1 s (per process)' });
+  });
+});
+
+describe('/dev/shm', () => {
+  it('is closed to every session: nothing can be left there for another session, nor read from another', async () => {
+    const planted = `/dev/shm/ollie-contain-planted-${process.pid}`;
+    writeFileSync(planted, 'another session\'s secret\n');
+    try {
+      const { shell } = await sandboxed();
+      const mine = `/dev/shm/ollie-contain-mine-${process.pid}`;
+      const r = await shell(`echo left > ${mine}; cat ${planted}; ls /dev/shm; /usr/bin/python3 -c 'from multiprocessing import shared_memory as s; s.SharedMemory(create=True, size=16)'; echo end`);
+      expect(r.output).not.toContain('secret');
+      expect(r.output.match(/Permission denied/g)?.length ?? 0).toBeGreaterThanOrEqual(4);
+      expect(r.output).toContain('end');
+      expect(existsSync(mine)).toBe(false);
+    } finally {
+      rmSync(planted, { force: true });
+    }
+  });
+});
+
+describe('honest work still runs', () => {
+  it('npm test in a Node project, its test spawning node children', async () => {
+    const { dir, shell } = await sandboxed();
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'p', version: '1.0.0', scripts: { test: 'node test.js' } }));
+    writeFileSync(
+      join(dir, 'test.js'),
+      `const { execFileSync, spawn } = require('node:child_process');
+const kids = [1, 2, 3].map((i) => new Promise((ok, ko) => spawn(process.execPath, ['-e', 'console.log(' + i + ' * 2)'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  .on('exit', (c) => (c === 0 ? ok() : ko(new Error('child ' + i + ' exited ' + c))))));
+Promise.all(kids).then(() => console.log('all passed', execFileSync('sh', ['-c', 'echo from sh']).toString().trim()));`,
+    );
+    const r = await shell('npm test 2>&1', { timeout: 120 });
+    expect(r, r.output).toMatchObject({ status: 'exited', exit: 0 });
+    expect(r.output).toContain('all passed from sh');
+  });
+
+  it('a background process runs for its lifetime, children included, while foreground calls come and go', async () => {
+    const { c, shell } = await sandboxed();
+    const bg = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: '(sleep 0.8; echo child done) & for i in 1 2 3; do echo tick $i; sleep 0.3; done; wait' } })));
+    for (let i = 0; i < 3; i++) expect(await shell(`sleep 0.1; echo fg ${i}`)).toMatchObject({ status: 'exited', exit: 0 });
+    expect(await c.readText(`proc/${bg}/wait`)).toBe('0\n');
+    expect(await c.readText(`proc/${bg}/out`)).toBe('tick 1\ntick 2\ntick 3\nchild done\n');
+  });
+
+  it('info says how calls are contained and limited', async () => {
+    const { c } = await sandboxed();
+    const info = JSON.parse(await c.readText('info')) as { containment: { mechanism: string; limits: Record<string, string> } };
+    expect(info.containment.mechanism).toBe('subreaper');
+    expect(Object.keys(info.containment.limits).sort()).toEqual(['cpu_seconds', 'file_size', 'memory', 'open_files', 'output', 'processes']);
+  });
+});
