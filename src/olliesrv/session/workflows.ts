@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { loadPolicy, PACKAGE_ROOT, sandboxCommand } from '../../toolsrv/sandbox/index.js';
+import { loadPolicy, PACKAGE_ROOT, sandboxCommand, withPaths } from '../../toolsrv/sandbox/index.js';
 import { privateTmpDir } from '../agent/promptcmd.js';
 import { confine } from '../auth/confined.js';
 import { goalState, type Session, type Sessions } from './registry.js';
@@ -111,13 +111,11 @@ export class Workflows {
       try {
         tmp = privateTmpDir('workflow-');
         const sb = this.o.sandbox;
-        const policy = loadPolicy({ configDir: sb.configDir, dataDir: sb.dataDir, cwd: s.cwd, home: homedir(), runtimeDir: sb.runtimeDir, tmpDir: tmp });
+        const loaded = loadPolicy({ configDir: sb.configDir, dataDir: sb.dataDir, cwd: s.cwd, home: homedir(), runtimeDir: sb.runtimeDir, tmpDir: tmp });
         // The script's own directory and the CLI wrappers, although both may lie in denied dirs (the config dir,
-        // the runtime dir): a rule naming them explicitly holds.
-        policy.filesystem.rox = [...policy.filesystem.rox, dirname(file), this.o.binDir];
-        // The CLIs run on Ollie's node_modules, which the policy grants under the package root; a linked install
-        // (a symlinked node_modules) lies elsewhere.
-        policy.filesystem.ro = [...policy.filesystem.ro, realpathSync(join(PACKAGE_ROOT, 'node_modules'))];
+        // the runtime dir): a rule naming them explicitly holds. The CLIs run on Ollie's node_modules, which the
+        // policy grants under the package root; a linked install (a symlinked node_modules) lies elsewhere.
+        const policy = withPaths(loaded, { rox: [dirname(file), this.o.binDir], ro: [realpathSync(join(PACKAGE_ROOT, 'node_modules'))] });
         const cmd = sandboxCommand(policy, [file], { allowOllieSocket: true, env: WORKFLOW_ENV });
         argv0 = cmd.file;
         args = cmd.args;

@@ -14,7 +14,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { canonical, PACKAGE_ROOT, type Access, type SandboxPolicy } from './policy.js';
+import { canonical, PACKAGE_ROOT, withResolvedRules, type Access, type SandboxPolicy } from './policy.js';
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 
 export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, canonical, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT, USER_BIN_DIRS } from './policy.js';
@@ -354,7 +354,7 @@ function readableByMode(path: string): boolean {
 export function readOnlyPolicy(policy: SandboxPolicy, add: { ro?: string[]; rox?: string[] } = {}): SandboxPolicy {
   const fs = policy.filesystem;
   const writable = new Set([policy.tmpDir, '/dev/null']);
-  return {
+  return withResolvedRules({
     ...policy,
     filesystem: {
       ro: [...fs.ro, ...fs.rw.filter((p) => !writable.has(p)), ...(add.ro ?? [])],
@@ -364,7 +364,13 @@ export function readOnlyPolicy(policy: SandboxPolicy, add: { ro?: string[]; rox?
       deny: [...fs.deny],
     },
     network: { enabled: false, bindTcp: [], connectTcp: [], unix: false },
-  };
+  });
+}
+
+/** `policy` with paths added (read-only, read and execute), e.g. a workflow's own directory. */
+export function withPaths(policy: SandboxPolicy, add: { ro?: string[]; rox?: string[] }): SandboxPolicy {
+  const fs = policy.filesystem;
+  return withResolvedRules({ ...policy, filesystem: { ...fs, ro: [...fs.ro, ...(add.ro ?? [])], rox: [...fs.rox, ...(add.rox ?? [])] } });
 }
 
 const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();

@@ -126,9 +126,17 @@ export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
   if (project?.text !== undefined) policy = narrow(policy, project.file, project.text, ctx);
   else if (project?.notice) policy.notices.push(project.notice);
   mkdirSync(ctx.tmpDir, { recursive: true, mode: 0o700 });
-  policy.resolved = { ro: [], rox: [], rw: [], rwx: [], exec: policy.execRoots.map(canonical) };
-  for (const a of ACCESS) policy.resolved[a] = policy.filesystem[a].map(canonical);
-  return policy;
+  return withResolvedRules(policy);
+}
+
+/**
+ * `policy` with its filesystem rules resolved (`resolved`, what the helper is given). Every policy made from
+ * another one with other rules must come through here: the helper is given the resolved rules, not `filesystem`.
+ */
+export function withResolvedRules(policy: SandboxPolicy): SandboxPolicy {
+  const resolved: Record<Access | 'exec', string[]> = { ro: [], rox: [], rw: [], rwx: [], exec: policy.execRoots.map(canonical) };
+  for (const a of ACCESS) resolved[a] = policy.filesystem[a].map(canonical);
+  return { ...policy, resolved };
 }
 
 /**
