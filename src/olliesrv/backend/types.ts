@@ -19,9 +19,16 @@ export interface ToolCall {
   signature?: string;
 }
 
+export type ContextKind = 'skill' | 'hint' | 'summary' | 'attachment' | 'context';
+
 export type Message =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  /**
+   * `kind` tags what the loop added rather than the user typed (a skill, a tool hint, a compaction summary, the
+   * output of a `!cmd`): the token account counts them apart, and compaction may leave hints out. Providers never
+   * see it.
+   */
+  | { role: 'user'; content: string; kind?: ContextKind }
   | {
       role: 'assistant';
       content: string;
