@@ -20,6 +20,7 @@ import { batches, forModel, prepare, type ModelResult } from './dispatch.js';
 import { closeDanglingCalls, History } from './history.js';
 import { resolvePrompt, type Profile } from './profiles.js';
 import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
+import { describeLoaded, searchTools, spec, TOOL_SEARCH, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
 
@@ -131,7 +132,10 @@ interface Runtime {
   host?: ToolHost;
   rev: number;
   tools: Map<string, ToolInfo>;
+  /** What the model is sent: the hot tools, the ones loaded by hand, tool_search, then those it loaded. */
   specs: ToolSpec[];
+  /** Deferred tools the model loaded (tool_search, or a call by name), in the order it did. */
+  active: Set<string>;
   system: string;
   /** Aborted when the runtime is dropped. */
   life: AbortController;
@@ -630,6 +634,7 @@ export class Agent {
   private async runTools(rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
     await rt.ready;
     const prepared = calls.map((c) => prepare(c, rt.tools));
+    const deferred = new Set(this.deferred(rt).map((t) => t.name));
     const results: ModelResult[] = new Array<ModelResult>(prepared.length);
     const spillDir = join(this.deps.outputDir, this.sessionId, this.id);
     for (const batch of batches(prepared)) {
@@ -638,13 +643,16 @@ export class Agent {
         batch.map(async (p) => {
           const i = prepared.indexOf(p);
           let r: ModelResult;
-          if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
+          if (p.call.name === TOOL_SEARCH) r = await this.toolSearch(rt, p.call);
+          else if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
           else if (!rt.host) r = { content: 'error: tools are unavailable: no tool server runs for this session', full: 'tools are unavailable', isError: true };
           else {
             try {
               const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
               if (res.status === 'background') this.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
               r = forModel(res, { dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
+              // A listed tool called by name: toolsrv validated and ran it; its schema goes out from now on.
+              if (deferred.has(p.call.name)) this.activate(rt, [p.call.name]);
             } catch (e) {
               if (signal.aborted) return;
               const msg = `error: ${errText(e)}`;
@@ -694,7 +702,7 @@ export class Agent {
     const cacheKey = this.deps.toolCache?.key(wanted);
     const cached = cacheKey ? this.deps.toolCache!.get(cacheKey) : undefined;
     const rt: Runtime = {
-      profile, promptText: '', rev: -1, tools: new Map(), specs: [], system: '', life: new AbortController(), ready: Promise.resolve(),
+      profile, promptText: '', rev: -1, tools: new Map(), specs: [], active: new Set(), system: '', life: new AbortController(), ready: Promise.resolve(),
     };
     const connect = async (): Promise<void> => {
       const st = await this.deps.tools(this.sessionId);
@@ -759,12 +767,52 @@ export class Agent {
     this.setTools(rt, tools);
   }
 
-  /** The tools the model sees, and the system prompt with their prompts. */
+  /**
+   * The tools the model sees, and the system prompt with their prompts and the index of the deferred ones.
+   * The system prompt depends only on the tiers, not on what the model loaded since, so that it stays
+   * byte-identical for the provider's prompt cache.
+   */
   private setTools(rt: Runtime, tools: ToolInfo[]): void {
     rt.tools = new Map(tools.map((t) => [t.name, t]));
-    rt.specs = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
-    const toolPrompts = tools.filter((t) => t.prompt.trim()).map((t) => `### ${t.name}\n${t.prompt.trim()}`);
-    rt.system = toolPrompts.length ? `${rt.promptText.trimEnd()}\n\n## Tools\n\n${toolPrompts.join('\n\n')}\n` : rt.promptText;
+    const sent = (t: ToolInfo): boolean => t.tier === 'hot' || this.cfg.tools.includes(t.name);
+    const base = tools.filter(sent);
+    const deferred = tools.filter((t) => !sent(t));
+    for (const n of rt.active) if (!rt.tools.has(n) || sent(rt.tools.get(n)!)) rt.active.delete(n);
+    rt.specs = [...base.map(spec), ...(deferred.length ? [TOOL_SEARCH_SPEC] : []), ...[...rt.active].map((n) => spec(rt.tools.get(n)!))];
+    const tp = toolsPrompt(base, deferred);
+    rt.system = tp ? `${rt.promptText.trimEnd()}\n\n${tp}\n` : rt.promptText;
+  }
+
+  /** Deferred tools whose schemas are not sent yet. */
+  private deferred(rt: Runtime): ToolInfo[] {
+    const sent = new Set(rt.specs.map((s) => s.name));
+    return [...rt.tools.values()].filter((t) => !sent.has(t.name));
+  }
+
+  /** Sends these deferred tools' schemas from the next request on. */
+  private activate(rt: Runtime, names: string[]): void {
+    const sent = new Set(rt.specs.map((s) => s.name));
+    const add = names.filter((n) => !sent.has(n) && rt.tools.has(n));
+    if (!add.length) return;
+    for (const n of add) rt.active.add(n);
+    rt.specs = [...rt.specs, ...add.map((n) => spec(rt.tools.get(n)!))];
+  }
+
+  /** tool_search: loads deferred tools by name or by what they do. */
+  private async toolSearch(rt: Runtime, call: ToolCall): Promise<ModelResult> {
+    let query = '';
+    try {
+      const a = JSON.parse(call.args || '{}') as { query?: unknown };
+      if (typeof a.query === 'string') query = a.query.trim();
+    } catch {
+      // answered below
+    }
+    if (!query) return { content: `error: ${TOOL_SEARCH} needs {"query": "tool names or words"}`, full: 'no query', isError: true };
+    const deferred = this.deferred(rt);
+    const found = await searchTools(query, deferred);
+    this.activate(rt, found.map((t) => t.name));
+    const text = describeLoaded(found, query, deferred);
+    return { content: text, full: text, isError: false };
   }
 
   /** Drops the runtime: the next turn rebuilds it (profile, prompt, tools). */
