@@ -588,6 +588,9 @@ export class Agent {
   private async fit(rt: Runtime, tools: readonly ToolSpec[], params: GenerationParams, signal: AbortSignal, ceiling = Infinity): Promise<Fitted> {
     const budget = await this.tokenBudget(params);
     const fits = (f: Fitted): boolean => f.estimate <= budget && f.raw <= ceiling;
+    // In counted (uncorrected) tokens, the unit of every message's size; after an overflow, what the provider
+    // will take rather than what we thought it would.
+    const room = Math.min(Math.floor(budget / this.correction.factor), ceiling);
     const done = (f: Fitted): Fitted => {
       this.stats.context = f.parts;
       return f;
@@ -597,7 +600,7 @@ export class Agent {
     const over = `the request would be ~${f.estimate} tokens, over the budget of ${budget}`;
     // 1. The oldest turns into a summary, when they are worth a request.
     try {
-      const did = await this.compactNow(over, signal, budget, KEEP_SHARE, { rt, tools });
+      const did = await this.compactNow(over, signal, room, KEEP_SHARE, { rt, tools, force: ceiling !== Infinity });
       if (did) f = this.measured(rt, tools, this.sentView());
       if (fits(f)) return done(f);
     } catch (e) {
@@ -606,11 +609,11 @@ export class Agent {
     }
     // 2. The kept tail's tool results and arguments, cut tighter each step.
     for (const share of CUT_SHARES) {
-      f = this.measured(rt, tools, this.sentView({ maxTokens: Math.floor(budget * share) }));
+      f = this.measured(rt, tools, this.sentView({ maxTokens: Math.floor(room * share) }));
       if (fits(f)) return done(this.noteCut(f, budget));
     }
     // 3. Skills and hints.
-    f = this.measured(rt, tools, this.sentView({ maxTokens: Math.floor(budget * CUT_SHARES.at(-1)!), dropHints: true }));
+    f = this.measured(rt, tools, this.sentView({ maxTokens: Math.floor(room * CUT_SHARES.at(-1)!), dropHints: true }));
     if (fits(f)) return done(this.noteCut(f, budget));
     const window = await this.window();
     const fixed = this.correction.apply(f.parts.system + f.parts.tools);
@@ -905,7 +908,7 @@ export class Agent {
   }
 
   /**
-   * Summarizes the oldest turns, keeping a tail of at most `keepShare` of the budget. Run by fit() (only when
+   * Summarizes the oldest turns, keeping a tail of at most `keepShare` of the budget (counted tokens). Run by fit() (only when
    * the head is worth a request) and by hand (then anything older than the last message can go). Returns
    * the report, or '' when there was nothing to summarize.
    */
@@ -914,18 +917,21 @@ export class Agent {
     signal?: AbortSignal,
     budget?: number,
     keepShare = KEEP_SHARE_REQUESTED,
-    req?: { rt: Runtime; tools: readonly ToolSpec[] },
+    req?: { rt: Runtime; tools: readonly ToolSpec[]; force?: boolean },
   ): Promise<string> {
     const requested = budget === undefined;
-    budget ??= await this.tokenBudget({ ...this.runtime?.profile.params, ...this.cfg.params });
+    budget ??= Math.floor((await this.tokenBudget({ ...this.runtime?.profile.params, ...this.cfg.params })) / this.correction.factor);
     const msgs = this.history.messages;
     const sized = this.sentView();
-    let start = tailStart(msgs, sized, Math.floor(budget * keepShare));
+    // The tail is sized as it will be sent once its oversized output is cut (the next step of fit()): a round
+    // with one huge result stays, cut, rather than being summarized away with the turns before it.
+    const cutSized = this.sentView({ maxTokens: Math.floor(budget * CUT_SHARES[0]!) });
+    let start = tailStart(msgs, cutSized, Math.floor(budget * keepShare));
     if (requested && start < 2) start = msgs.length;
     const head = msgs.slice(0, start);
     const headTokens = measure('', [], sized.slice(0, start)).history;
     const onlySummary = head.length === 1 && head[0]!.role === 'user' && head[0]!.kind === 'summary';
-    if (start === 0 || onlySummary || (!requested && headTokens < budget * MIN_HEAD_SHARE)) {
+    if (start === 0 || onlySummary || (!requested && !req?.force && headTokens < budget * MIN_HEAD_SHARE)) {
       return requested ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n` : '';
     }
     const prev = this.st;
