@@ -531,7 +531,7 @@ export class Agent {
           this.stats.estimateFactor = this.correction.factor;
           const window = await this.window();
           if (fig.limit && fig.limit < window) this.learnedWindow = { key: this.windowKey(), n: fig.limit };
-          ceiling = Math.floor(req.raw * 0.85);
+          ceiling = req.raw - 1;
           this.log.add('info', `The model refused the request as too long (${errText(e)}); sending a smaller one (under ~${this.correction.apply(ceiling)} tokens).`, { name: 'overflow' });
           attempt--;
           continue;
@@ -928,6 +928,11 @@ export class Agent {
     const cutSized = this.sentView({ maxTokens: Math.floor(budget * CUT_SHARES[0]!) });
     let start = tailStart(msgs, cutSized, Math.floor(budget * keepShare));
     if (requested && start < 2) start = msgs.length;
+    if (req?.force && start === 0) {
+      // After an overflow something must go even if the tail looked small: all but the latest prompt.
+      const last = msgs.findLastIndex((m) => m.role === 'user' && !m.kind);
+      start = last > 0 ? last : msgs.length;
+    }
     const head = msgs.slice(0, start);
     const headTokens = measure('', [], sized.slice(0, start)).history;
     const onlySummary = head.length === 1 && head[0]!.role === 'user' && head[0]!.kind === 'summary';
