@@ -510,6 +510,9 @@ export class Agent {
               this.correction.observe(ev.usage.inputTokens, req.raw);
               this.stats.estimateFactor = this.correction.factor;
               break;
+            case 'warning':
+              this.log.add('info', ev.message, { name: 'window' });
+              break;
             case 'finish':
               break;
           }

@@ -9,7 +9,8 @@
  */
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { countTokens, MESSAGE_OVERHEAD } from '../backend/tokens.js';
+import { argsTokens, countTokens, MESSAGE_OVERHEAD, messageTokens, toolsTokens } from '../backend/tokens.js';
+export { messageTokens } from '../backend/tokens.js';
 import type { Message, ToolCall, ToolSpec } from '../backend/types.js';
 
 /** The parts of a request, in estimated tokens. */
@@ -22,35 +23,6 @@ export interface Parts {
 }
 
 export const total = (p: Parts): number => p.system + p.tools + p.history + p.skills + p.attachments;
-
-const cache = new WeakMap<object, number>();
-
-function cached(key: object, f: () => number): number {
-  let n = cache.get(key);
-  if (n === undefined) cache.set(key, (n = f()));
-  return n;
-}
-
-export function textTokens(s: string): number {
-  return countTokens(s);
-}
-
-export function messageTokens(m: Message): number {
-  return cached(m, () => {
-    let n = MESSAGE_OVERHEAD + countTokens(m.content);
-    if (m.role === 'assistant') {
-      if (m.reasoning) n += countTokens(m.reasoning);
-      for (const c of m.toolCalls ?? []) n += MESSAGE_OVERHEAD + countTokens(c.name) + argsTokens(c);
-    }
-    return n;
-  });
-}
-
-const argsTokens = (c: ToolCall): number => cached(c, () => countTokens(c.args));
-
-export function toolsTokens(specs: readonly ToolSpec[]): number {
-  return cached(specs, () => (specs.length ? countTokens(JSON.stringify(specs)) : 0));
-}
 
 /** Measures a request. History messages tagged as skills or attachments count in their own parts. */
 export function measure(system: string, specs: readonly ToolSpec[], msgs: readonly Message[]): Parts {

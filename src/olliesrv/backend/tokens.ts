@@ -10,6 +10,8 @@
  * The mock LLM counts with this too, so the bench's windows are enforced in the same family.
  */
 
+import type { Message, ToolCall, ToolSpec } from './types.js';
+
 // o200k_base's pre-tokenizer pattern (tiktoken), as published.
 const PIECE =
   /[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'s|'t|'re|'ve|'m|'ll|'d|'S|'T|'RE|'VE|'M|'LL|'D)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'s|'t|'re|'ve|'m|'ll|'d|'S|'T|'RE|'VE|'M|'LL|'D)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
@@ -44,3 +46,36 @@ export function countTokens(text: string): number {
 
 /** What each message costs beyond its text (role and separators), as the chat formats frame it. */
 export const MESSAGE_OVERHEAD = 4;
+
+// Messages, calls and tool lists are immutable once made: their counts are computed once.
+const cache = new WeakMap<object, number>();
+
+function cached(key: object, f: () => number): number {
+  let n = cache.get(key);
+  if (n === undefined) cache.set(key, (n = f()));
+  return n;
+}
+
+export const argsTokens = (c: ToolCall): number => cached(c, () => countTokens(c.args));
+
+export function messageTokens(m: Message): number {
+  return cached(m, () => {
+    let n = MESSAGE_OVERHEAD + countTokens(m.content);
+    if (m.role === 'assistant') {
+      if (m.reasoning) n += countTokens(m.reasoning);
+      for (const c of m.toolCalls ?? []) n += MESSAGE_OVERHEAD + countTokens(c.name) + argsTokens(c);
+    }
+    return n;
+  });
+}
+
+export function toolsTokens(specs: readonly ToolSpec[]): number {
+  return cached(specs, () => (specs.length ? countTokens(JSON.stringify(specs)) : 0));
+}
+
+/** The estimated prompt of a whole request. */
+export function requestTokens(messages: readonly Message[], tools: readonly ToolSpec[]): number {
+  let n = toolsTokens(tools);
+  for (const m of messages) n += messageTokens(m);
+  return n;
+}

@@ -84,6 +84,8 @@ export type StreamEvent =
   /** A complete tool call (arguments fully streamed). Several in one response are parallel calls. */
   | { type: 'tool-call'; call: ToolCall }
   | { type: 'usage'; usage: Usage }
+  /** Something the user should know about this request that is not an error (said once per cause). */
+  | { type: 'warning'; message: string }
   /** Always the last event of a completed response; a stream that ends without it is a StreamDropError. */
   | { type: 'finish'; reason: FinishReason };
 
