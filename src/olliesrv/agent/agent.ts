@@ -60,6 +60,8 @@ export const ERROR_ROUNDS_ABORT = 10;
 export const STALL_ROUNDS = 5;
 export const PLAN_EVERY = 10;
 
+/** The skill a `skill` context block holds (skills/matcher.ts writes its name first). */
+const SKILL_NAME = /^<context>\nSkill "([^"]+)"/;
 /** Overflow errors one request may meet, each answered with a smaller request, before the turn gives up. */
 export const MAX_OVERFLOWS = 4;
 /** Share of the budget the tail kept verbatim by a compaction may take (the rest goes into the summary). */
@@ -376,7 +378,10 @@ export class Agent {
     const rt = await this.ensureRuntime();
     if (this.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
       try {
-        for (const c of await this.deps.enrich({ agent: this, prompt: text, tools: [...rt.tools.values()], cwd: this.cfg.cwd })) this.addContext(c.text, c.name, c.name === 'skill' ? 'skill' : 'hint');
+        const present = new Set(this.sentView().flatMap((m) => (m.role === 'user' && m.kind === 'skill' ? [SKILL_NAME.exec(m.content)?.[1] ?? ''] : [])));
+        for (const c of await this.deps.enrich({ agent: this, prompt: text, tools: [...rt.tools.values()], cwd: this.cfg.cwd, present })) {
+          this.addContext(c.text, c.name, c.name === 'skill' ? 'skill' : 'hint');
+        }
       } catch (e) {
         this.log.add('info', `could not match skills and tools to the prompt: ${errText(e)}`, { name: 'enrich' });
       }
