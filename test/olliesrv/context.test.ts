@@ -35,7 +35,7 @@ describe('the first request', () => {
     expect(system.match(/`bypass: true`/g)).toHaveLength(1);
     // warm tools are listed, cold ones are not
     expect(system).toMatch(/- lsp_hover: /);
-    expect(system).not.toMatch(/- subagent_spawn: /);
+    expect(system).not.toMatch(/- skill_load: /);
   });
 
   it('a listed tool called by name runs and is sent from then on; tool_search loads by words', async () => {
@@ -109,19 +109,19 @@ describe('compaction by budget', () => {
       await h.turn(a.path, `question ${i}`);
     }
     const before = chats(h).length;
-    h.mock.script([{ contextOverflow: true }], [{ contextOverflow: true }], [{ contextOverflow: true }], [{ text: 'made it' }]);
+    h.mock.script([{ contextOverflow: true }], [{ contextOverflow: true }], [{ text: 'made it' }]);
     const blocks = await h.turn(a.path, 'once more');
     expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'made it' });
     const asked = chats(h).slice(before).filter((r) => !isSummaryRequest(r)).map(tokensOf);
-    expect(asked).toHaveLength(4);
+    expect(asked).toHaveLength(3);
     for (let i = 1; i < asked.length; i++) expect(asked[i]).toBeLessThan(asked[i - 1]!);
-    expect(blocks.filter((b) => b.role === 'info' && b.name === 'overflow')).toHaveLength(3);
+    expect(blocks.filter((b) => b.role === 'info' && b.name === 'overflow')).toHaveLength(2);
 
     // A model that refuses everything: the turn ends with an error, not a loop.
     for (let i = 0; i < 12; i++) h.mock.script([{ contextOverflow: true }]);
     const end = await h.turn(a.path, 'and again');
     expect(end.at(-1)!.role).toBe('error');
-    expect(end.at(-1)!.content).toMatch(/too long|does not fit/);
+    expect(end.at(-1)!.content).toMatch(/^the model refused a request of ~\d+ tokens as too long \(.*maximum context length is 32768 tokens.*\), and nothing is left to shrink: the request does not fit/);
     expect(end.at(-1)!.content).toMatch(/system prompt \d+/);
   });
 

@@ -481,6 +481,7 @@ export class Agent {
     const model = this.cfg.model || backend.defaultModel;
     const params = { ...rt.profile.params, ...this.cfg.params };
     let ceiling = Infinity;
+    let refused: string | undefined;
     for (let attempt = 0; ; attempt++) {
       let textId: string | undefined;
       let reasonId: string | undefined;
@@ -488,7 +489,7 @@ export class Agent {
       let reasoning = '';
       let signature: string | undefined;
       const calls: ToolCall[] = [];
-      const req = await this.fit(rt, tools, params, signal, ceiling);
+      const req = await this.fit(rt, tools, params, signal, ceiling, refused);
       try {
         const messages: Message[] = [{ role: 'system', content: rt.system }, ...req.messages];
         let usageSeen = false;
@@ -540,6 +541,7 @@ export class Agent {
           const window = await this.window();
           if (fig.limit && fig.limit < window) this.learnedWindow = { key: this.windowKey(), n: fig.limit };
           ceiling = req.raw - 1;
+          refused = `the model refused a request of ~${req.estimate} tokens as too long (${errText(e)})`;
           this.log.add('info', `The model refused the request as too long (${errText(e)}); sending a smaller one (under ~${this.correction.apply(ceiling)} tokens).`, { name: 'overflow' });
           attempt--;
           continue;
@@ -593,7 +595,7 @@ export class Agent {
    * excerpts, tighter each step; skills and hints left out. What still does not fit is an error that says
    * what takes the room.
    */
-  private async fit(rt: Runtime, tools: readonly ToolSpec[], params: GenerationParams, signal: AbortSignal, ceiling = Infinity): Promise<Fitted> {
+  private async fit(rt: Runtime, tools: readonly ToolSpec[], params: GenerationParams, signal: AbortSignal, ceiling = Infinity, refused?: string): Promise<Fitted> {
     const budget = await this.tokenBudget(params);
     const fits = (f: Fitted): boolean => f.estimate <= budget && f.raw <= ceiling;
     // In counted (uncorrected) tokens, the unit of every message's size; after an overflow, what the provider
@@ -630,7 +632,7 @@ export class Agent {
         ? `the system prompt and tool schemas alone take ~${fixed}: use a profile with a shorter prompt or fewer tools (autoLoad), or a model with a larger window`
         : `what is left is the conversation itself (the latest prompt or summary): shorten the prompt, \`ctl clear\`, or use a model with a larger window`;
     throw new ContextBudgetError(
-      `the request does not fit ${this.cfg.model || this.deps.backends.get(this.cfg.backend).defaultModel}'s window of ${window} tokens ` +
+      `${refused ? `${refused}, and nothing is left to shrink: ` : ''}the request does not fit ${this.cfg.model || this.deps.backends.get(this.cfg.backend).defaultModel}'s window of ${window} tokens ` +
         `(budget ${budget} after room for the reply): ~${f.estimate} tokens after compacting and cutting (${this.describe(f.parts)}); ${advice}. ` +
         `If the window is larger than ${window}, set context= for backend ${this.cfg.backend} in backends.conf.`,
     );
