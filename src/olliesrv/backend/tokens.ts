@@ -4,8 +4,10 @@
  * sub-words, digit groups of three, punctuation runs, whitespace runs), and each piece costs what BPE makes of
  * such a piece: one token for a word-sized piece, more for a long one. The pre-tokenizer is what makes code,
  * JSON and prose count differently (a fixed characters-per-token ratio is off by 30 % either way); the per-piece
- * cost is the approximation. Other providers' tokenizers differ by ±15 %: the loop corrects its estimates with
- * the usage each provider reports (see ContextAccount).
+ * cost is the approximation. Against o200k itself (BPE over its published ranks) on this repository's files it
+ * is within 1 % on TypeScript and JSON, 3 % low on C and 8 % low on English prose. Other providers' tokenizers
+ * differ more: the loop corrects its estimates with the usage each provider reports (agent/context.ts,
+ * Correction).
  *
  * The mock LLM counts with this too, so the bench's windows are enforced in the same family.
  */
