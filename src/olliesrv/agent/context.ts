@@ -148,11 +148,26 @@ export function view(msgs: readonly Message[], o: ViewOptions): Message[] {
       out.push(m);
       continue;
     }
-    if (m.role === 'tool' && messageTokens(m) > limit) {
-      out.push({ ...m, content: excerpt(m.content, spill(o.spillDir, `result-${m.toolCallId}`, m.content), 'this output') });
-    } else if (m.role === 'assistant' && m.toolCalls?.some((c) => argsTokens(c) > limit)) {
-      out.push({ ...m, toolCalls: m.toolCalls.map((c) => cutCall(c, limit, o.spillDir)) });
-    } else out.push(m);
+    out.push(cut(m, limit, o.spillDir));
   }
   return out;
+}
+
+// The cut form of a message, made (and its spill file written) once per message and limit: the same object on
+// every request, so its token count is cached and the request prefix stays byte-identical.
+const cuts = new WeakMap<Message, Map<number, Message>>();
+
+function cut(m: Message, limit: number, dir: string): Message {
+  let byLimit = cuts.get(m);
+  const known = byLimit?.get(limit);
+  if (known) return known;
+  let c = m;
+  if (m.role === 'tool' && messageTokens(m) > limit) {
+    c = { ...m, content: excerpt(m.content, spill(dir, `result-${m.toolCallId}`, m.content), 'this output') };
+  } else if (m.role === 'assistant' && m.toolCalls?.some((t) => argsTokens(t) > limit)) {
+    c = { ...m, toolCalls: m.toolCalls.map((t) => cutCall(t, limit, dir)) };
+  }
+  if (!byLimit) cuts.set(m, (byLimit = new Map()));
+  byLimit.set(limit, c);
+  return c;
 }
