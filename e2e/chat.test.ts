@@ -179,6 +179,8 @@ describe('agents in the renderer', () => {
     const status = page.getByRole('status').first();
     await status.filter({ hasText: 'mock / mock-model' }).waitFor();
     expect(await status.textContent()).toContain('context 12%');
+    // The token account, split by part, on hover.
+    expect(await page.getByTestId('context').getAttribute('title')).toMatch(/next request ~15,360 tokens of a 128,000-token window:\nsystem prompt 1,600\ntool schemas 900\nhistory 12,000\nskills and hints 700\nattachments 0/);
     expect(await status.textContent()).toContain('$0.0012 turn');
   });
 

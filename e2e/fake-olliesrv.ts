@@ -193,7 +193,7 @@ export class FakeOlliesrv {
     const p = parent ? this.agent(session, parent) : undefined;
     const a: Agent = {
       id: `aid-${hex()}`, name, parent: p?.id ?? '', depth: p ? p.depth + 1 : 0, state: 'idle', log: [], wake: new Set(), dead: false,
-      prompts: [], queue: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100' },
+      prompts: [], queue: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100', context_estimate: '15360', context_length: '128000', context_system: '1600', context_tools: '900', context_history: '12000', context_skills: '700', context_attachments: '0', estimate_factor: '1.040' },
       cfg: { backend: 'mock', model: 'mock-model' },
     };
     s.agents.set(name, a);

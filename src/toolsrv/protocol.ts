@@ -40,7 +40,10 @@ export interface ToolInfo {
   description: string;
   /** Markdown for the system prompt (the .meta `prompt`), empty when none. */
   prompt: string;
-  /** JSON Schema of the arguments, with the dispatch flags (bypass, timeout, background) injected. */
+  /**
+   * JSON Schema of the arguments. The dispatch flags (bypass, timeout, background) are accepted among them too,
+   * unless the schema declares an argument of that name, but are not in it: clients describe them once.
+   */
   parameters: Record<string, unknown>;
   scope: ToolScope;
   /** For scope write: the argument naming the path the lock is taken on. */

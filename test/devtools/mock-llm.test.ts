@@ -341,6 +341,26 @@ describe('mock LLM server', () => {
       expect(await g.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/input token count .* exceeds the maximum/) } });
     });
 
+    it('a window: prompts over it are refused with the provider’s error naming the count; usage reports the count; respond() scripts by request', async () => {
+      const w = await startMockLlm({ window: 300, respond: (b) => (JSON.stringify(b).includes('summarize') ? [{ text: 'a summary' }] : undefined) });
+      try {
+        const send = (path: string, body: unknown): Promise<Response> => fetch(w.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const long = 'word '.repeat(400);
+        const o = await send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: long }] });
+        expect(o.status).toBe(400);
+        expect(((await o.json()) as { error: { message: string } }).error.message).toMatch(/maximum context length is 300 tokens\. However, your messages resulted in 40\d tokens/);
+        const a = await send('/v1/messages', { model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'word '.repeat(250) }] });
+        expect(((await a.json()) as { error: { message: string } }).error.message).toMatch(/^prompt is too long: 25\d tokens > 300 maximum$/);
+        w.script([{ text: 'scripted' }]);
+        const ok = (await (await send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'please summarize' }] })).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+        expect(ok.choices[0].message.content).toBe('a summary');
+        expect(ok.usage.prompt_tokens).toBeLessThan(10);
+        expect(w.pending()).toBe(1);
+      } finally {
+        await w.close();
+      }
+    });
+
     it('cut stream: the connection drops after n chunks, without [DONE] or message_stop', async () => {
       mock.script([{ text: 'a b c d e f' }, { cutAfterChunks: 3 }], [{ text: 'a b c d e f' }, { cutAfterChunks: 4 }], [{ text: 'a b c d' }, { cutAfterChunks: 2 }]);
       const o = await readAll(await post('/v1/chat/completions', openai));

@@ -7,7 +7,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
-import { startMockLlm, type MockLlm, type Turn } from '../../src/devtools/mock-llm/server.js';
+import { startMockLlm, type MockLlm, type MockLlmOptions, type Turn } from '../../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { retryDelay } from '../../src/olliesrv/backend/retry.js';
 
@@ -44,7 +44,8 @@ export function writeConfig(configDir: string, mockUrl: string, extraProfiles: R
     join(configDir, 'backends.conf'),
     `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n\n` +
       `[claude]\ntype = anthropic\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = claude-sonnet-4-5\ncontext = 200000\n\n` +
-      `[tiny]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o-mini\ncontext = 1000\n`,
+      `[tiny]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o-mini\ncontext = 1000\n\n` +
+      `[small]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o-mini\ncontext = 4000\n`,
   );
   for (const [name, p] of Object.entries({ test: TEST_PROFILE, ...extraProfiles })) writeFileSync(join(configDir, 'agents', `${name}.json`), JSON.stringify(p));
 }
@@ -53,9 +54,9 @@ export function parseBlocks(text: string): Block[] {
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Block);
 }
 
-export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, unknown>; tools?: boolean } = {}): Promise<Harness> {
+export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, unknown>; tools?: boolean; mock?: MockLlmOptions } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-agents-'));
-  const mock = await startMockLlm();
+  const mock = await startMockLlm(opts.mock);
   if (opts.turns) mock.script(...opts.turns);
   const configDir = join(dir, 'config');
   const dataDir = join(dir, 'data');

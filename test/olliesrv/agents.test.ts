@@ -99,10 +99,11 @@ describe('a turn', () => {
     expect(toolMsgs).toHaveLength(2);
     expect(JSON.stringify(toolMsgs)).toContain('alpha');
     expect(body.messages.find((m) => m.role === 'assistant')!.tool_calls).toHaveLength(2);
-    // The model saw the tools' schemas with the dispatch flags injected.
-    const first = h.mock.requests.find((r) => r.protocol === 'openai')!.body as { tools: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }> };
+    // The model saw the tools' own schemas; the dispatch flags are described once, in the system prompt.
+    const first = h.mock.requests.find((r) => r.protocol === 'openai')!.body as { tools: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }>; messages: Array<{ content: string }> };
     const fr = first.tools.find((t) => t.function.name === 'file_read')!;
-    expect(Object.keys(fr.function.parameters.properties)).toEqual(expect.arrayContaining(['path', 'bypass', 'timeout', 'background']));
+    expect(Object.keys(fr.function.parameters.properties)).toEqual(['path', 'offset', 'limit']);
+    expect(first.messages[0]!.content).toMatch(/Every tool also takes these optional arguments: `background: true`/);
   });
 
   it('answers a call of an unknown tool or with broken JSON arguments with an error the model can act on', async () => {
@@ -376,22 +377,22 @@ describe('events', () => {
 });
 
 describe('lifecycle', () => {
-  it('compacts on its own when the context passes 75 % of the window', async () => {
-    h = await harness();
-    const a = await h.agent({ backend: 'tiny' });
+  it('compacts on its own before a request that would pass compactAt of the window', async () => {
+    h = await harness({ mock: { respond: (b) => (JSON.stringify(b).includes('You are compacting') ? [{ text: '## Goal\nsummary of it all' }] : undefined) } });
+    const a = await h.agent({ backend: 'small' });
     for (let i = 0; i < 5; i++) {
-      h.mock.script([{ text: `answer ${i}` }, { usage: { input: 100, output: 10 } }]);
+      h.mock.script([{ text: `answer ${i} `.repeat(60) }]);
       await h.turn(a.path, `question ${i}`);
     }
-    h.mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }, { usage: { input: 800, output: 10 } }],
-      [{ text: '## Goal\nsummary of it all' }],
-      [{ text: 'continuing after compaction' }],
-    );
+    // 4000 tokens of window, compaction at 30 %: the history of five long answers no longer fits.
+    await h.c.write(`${a.path}/cfg`, 'compactAt=0.3');
+    h.mock.script([{ text: 'continuing after compaction' }]);
     const blocks = await h.turn(a.path, 'go on');
-    expect(blocks.filter((b) => b.role === 'info' && b.name === 'compaction').map((b) => b.content)[0]).toMatch(/context at \d+% of 1000 tokens/);
+    expect(blocks.filter((b) => b.role === 'info' && b.name === 'compaction').map((b) => b.content)[0]).toMatch(/Compacting \d+ messages \(~\d+ tokens; the request would be ~\d+ tokens, over the budget of 1200\)/);
     expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'continuing after compaction' });
-    expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('summary of it all');
+    const last = JSON.stringify(h.mock.requests.at(-1)!.body);
+    expect(last).toContain('summary of it all');
+    expect(last).not.toContain('answer 0');
   });
 
   it('inject adds text to the running turn before its next request', async () => {
@@ -433,10 +434,15 @@ describe('lifecycle', () => {
     const body = h.mock.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> };
     expect(JSON.stringify(body)).not.toContain('zanzibar');
     expect(body.messages[0]!.content).toContain('You are a code reviewer');
-    // Exactly the reviewer's tools: the test profile's are unloaded.
-    const tools = (body as unknown as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name).sort();
+    // Exactly the reviewer's tools: the test profile's are unloaded. Hot ones are sent, the others listed.
+    const sent = (body as unknown as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name).filter((n) => n !== 'tool_search');
+    const listed = [...body.messages[0]!.content.split('## More tools')[1]!.matchAll(/^- (\w+): /gm)].map((m) => m[1]!);
     const reviewer = JSON.parse(readFileSync(join(shippedDataDir(), 'agents', 'reviewer.json'), 'utf8')) as { autoLoad: string[] };
-    expect(tools).toEqual([...reviewer.autoLoad].sort());
+    const loaded = (await h.c.rdwrText(`${a.path}/ctl`, 'tools')).trim().split('\n').map((l) => l.split('\t')[0]!);
+    expect(loaded.sort()).toEqual([...reviewer.autoLoad].sort());
+    expect(sent.every((n) => reviewer.autoLoad.includes(n))).toBe(true);
+    expect(listed.every((n) => reviewer.autoLoad.includes(n))).toBe(true);
+    expect(sent).toContain('file_read');
 
     const ev = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` })[Symbol.asyncIterator]();
     const evs = (async () => {

@@ -83,6 +83,12 @@ describe('skills and tool hints in a real agent turn', () => {
     expect(roles.indexOf('context')).toBeLessThan(roles.indexOf('user'));
     expect(JSON.stringify(mock.requests.at(-1)!.body)).toContain('GIT BODY');
     expect(logs.join('\n')).toMatch(/skills: 3 from .*matching prompts by embeddings/);
+    // It says why it matched; asked again, the skill already in the context is not sent a second time.
+    expect(ctx[0]!.content).toMatch(/matched with score [01]\.\d\d by embeddings; words in common: git, rebase, merge, conflict\)/);
+    mock.script([{ text: 'and then git push' }]);
+    const again = await turn(a, 'another merge conflict after git rebase');
+    expect(again.filter((b) => b.role === 'context')).toHaveLength(1);
+    expect(JSON.stringify(mock.requests.at(-1)!.body).match(/GIT BODY/g)).toHaveLength(1);
   });
 
   it('hints the loaded tools that fit, and skill_list / skill_load run through toolsrv in the sandbox', async () => {

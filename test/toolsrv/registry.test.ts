@@ -104,13 +104,13 @@ describe('registry', () => {
     expect((await env.call(c, { tool: 'usehelper', args: {} })).output).toBe('helped\n');
   });
 
-  it('injects the dispatch flags into the schemas, lifts them out of the arguments, and validates before running', async () => {
+  it('lifts the dispatch flags out of the arguments (they are not in the schemas: clients describe them once), and validates before running', async () => {
     env = await startEnv();
     const c = await env.client();
     await c.write('tools', 'sh echoargs');
     const tools = JSON.parse(await c.readText('tools')) as ToolInfo[];
     const sh = tools.find((t) => t.name === 'sh')!;
-    expect(Object.keys(sh.parameters.properties as object).sort()).toEqual(['background', 'bypass', 'command', 'timeout']);
+    expect(Object.keys(sh.parameters.properties as object)).toEqual(['command']);
     expect(sh.scope).toBe('global');
     expect(tools.find((t) => t.name === 'echoargs')!.scope).toBe('read');
     // additionalProperties: false in sh's own schema does not reject the flags the model put among the arguments.

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Run the mock LLM server by hand:
- *   node dist/devtools/mock-llm/main.js [--port N] [--host H] [--script turns.json] [--context N] [--models a,b]
+ *   node dist/devtools/mock-llm/main.js [--port N] [--host H] [--script turns.json] [--context N] [--window N] [--models a,b]
+ * --window N refuses prompts over N tokens with each provider's real context-length error.
  * turns.json is a JSON array of turns (each an array of steps, see server.ts). Serves until Ctrl-C.
  */
 import { readFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ const { values } = (() => {
         host: { type: 'string', default: '127.0.0.1' },
         script: { type: 'string' },
         context: { type: 'string' },
+        window: { type: 'string' },
         models: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -31,7 +33,7 @@ const { values } = (() => {
 })();
 
 if (values.help) {
-  process.stdout.write('usage: mock-llm [--port N] [--host H] [--script turns.json] [--context N] [--models a,b]\n');
+  process.stdout.write('usage: mock-llm [--port N] [--host H] [--script turns.json] [--context N] [--window N] [--models a,b]\n');
   process.exit(0);
 }
 
@@ -39,6 +41,8 @@ const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port: ${values.port}`);
 const contextLength = values.context !== undefined ? Number(values.context) : undefined;
 if (contextLength !== undefined && !(contextLength > 0)) fail(`bad --context: ${values.context}`);
+const window = values.window !== undefined ? Number(values.window) : undefined;
+if (window !== undefined && !(Number.isInteger(window) && window > 0)) fail(`bad --window: ${values.window} (a positive number of tokens)`);
 
 let turns: Turn[] = [];
 if (values.script !== undefined) {
@@ -56,6 +60,7 @@ const mock = await startMockLlm({
   port,
   host: values.host,
   contextLength,
+  ...(window !== undefined ? { window } : {}),
   models: values.models?.split(',').filter(Boolean),
   onRequest: (r) => process.stdout.write(`${new Date(r.time).toISOString()} ${r.method} ${r.path}\n`),
 }).catch((e: unknown) => fail((e as Error).message));

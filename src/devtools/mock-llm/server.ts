@@ -23,6 +23,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { countTokens } from '../../olliesrv/backend/tokens.js';
 
 export interface ToolCallSpec {
   name: string;
@@ -85,6 +86,18 @@ export interface MockLlmOptions {
   onRequest?: (r: RecordedRequest) => void;
   /** Lifetime of the Copilot tokens the token endpoint issues (default 1800 s). */
   copilotTokenTtlSec?: number;
+  /**
+   * Enforce a context window of this many tokens, as a served model does: a chat request whose prompt (counted
+   * with the o200k estimate of backend/tokens.ts) plus its requested output exceeds it is refused with the
+   * provider's real context-length error, and usage reports the counted prompt. Without it only a scripted
+   * `contextOverflow` step overflows.
+   */
+  window?: number;
+  /**
+   * Computes the reply to a chat request from its body (a scenario that depends on what was asked, such as
+   * answering compaction requests with a summary). The FIFO is used when it returns undefined.
+   */
+  respond?: (body: Record<string, unknown>, protocol: Protocol) => Turn | undefined;
 }
 
 export interface MockLlm {
@@ -136,7 +149,38 @@ export function splitArgs(json: string, n = 3): string[] {
 
 const estimateTokens = (s: string): number => Math.max(1, Math.ceil(s.length / 4));
 
-function plan(turn: Turn | undefined, body: unknown): Plan {
+/** Request fields that are settings, not prompt text. */
+const NOT_PROMPT = new Set(['model', 'stream', 'stream_options', 'temperature', 'top_p', 'top_k', 'seed', 'stop', 'max_tokens', 'max_completion_tokens', 'tool_choice', 'options', 'think', 'thinking', 'generationConfig', 'toolConfig', 'parallel_tool_calls', 'reasoning_effort', 'metadata', 'keep_alive', 'format']);
+
+/** The prompt of a chat request of any dialect in tokens: every text in it, the tool schemas as JSON. */
+export function promptTokens(body: Record<string, unknown>): number {
+  let n = 0;
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') n += countTokens(v);
+    else if (Array.isArray(v)) for (const x of v) walk(x);
+    else if (v !== null && typeof v === 'object') {
+      // Each part (message, content block) costs a few tokens of framing.
+      n += 3;
+      for (const x of Object.values(v)) walk(x);
+    }
+  };
+  for (const [k, v] of Object.entries(body)) {
+    if (NOT_PROMPT.has(k)) continue;
+    if (k === 'tools') n += countTokens(JSON.stringify(v));
+    else walk(v);
+  }
+  return n;
+}
+
+/** The output a request asks room for (the window must hold the prompt and the reply). */
+function outputReserve(body: Record<string, unknown>): number {
+  const o = body.options as { num_predict?: unknown } | undefined;
+  const g = body.generationConfig as { maxOutputTokens?: unknown } | undefined;
+  for (const v of [body.max_tokens, body.max_completion_tokens, o?.num_predict, g?.maxOutputTokens]) if (typeof v === 'number' && v > 0) return v;
+  return 0;
+}
+
+function plan(turn: Turn | undefined, body: unknown, counted?: number): Plan {
   const p: Plan = { content: [], usage: { input: 0, output: 0, cached: 0, cacheWrite: 0 }, overflow: false, toolUnsupported: false, delayMs: 0 };
   let usage: Extract<Step, { usage: unknown }>['usage'] | undefined;
   for (const s of turn ?? [{ text: DEFAULT_REPLY }]) {
@@ -153,7 +197,7 @@ function plan(turn: Turn | undefined, body: unknown): Plan {
   }
   const produced = p.content.map((c) => (c.kind === 'tools' ? JSON.stringify(c.calls) : c.text)).join('');
   p.usage = {
-    input: usage?.input ?? estimateTokens(JSON.stringify(body ?? '')),
+    input: usage?.input ?? counted ?? estimateTokens(JSON.stringify(body ?? '')),
     output: usage?.output ?? estimateTokens(produced),
     cached: usage?.cached ?? 0,
     cacheWrite: usage?.cacheWrite ?? 0,
@@ -247,9 +291,9 @@ function openaiError(status: number, message?: string): unknown {
   return { error: { message: message ?? `mock error ${status}`, type: 'invalid_request_error', param: null, code: null } };
 }
 
-const openaiOverflow = (limit: number): unknown => ({
+const openaiOverflow = (limit: number, actual = limit + 1000): unknown => ({
   error: {
-    message: `This model's maximum context length is ${limit} tokens. However, your messages resulted in ${limit + 1000} tokens. Please reduce the length of the messages.`,
+    message: `This model's maximum context length is ${limit} tokens. However, your messages resulted in ${actual} tokens. Please reduce the length of the messages.`,
     type: 'invalid_request_error',
     param: 'messages',
     code: 'context_length_exceeded',
@@ -382,9 +426,9 @@ function anthropicError(status: number, message?: string): unknown {
   return { type: 'error', error: { type, message: text } };
 }
 
-const anthropicOverflow = (limit: number): unknown => ({
+const anthropicOverflow = (limit: number, actual = limit + 1000): unknown => ({
   type: 'error',
-  error: { type: 'invalid_request_error', message: `prompt is too long: ${limit + 1000} tokens > ${limit} maximum` },
+  error: { type: 'invalid_request_error', message: `prompt is too long: ${actual} tokens > ${limit} maximum` },
 });
 
 const anthropicStreamError = (message: string): Frame => sseEvent('error', { error: { type: 'overloaded_error', message } });
@@ -455,8 +499,8 @@ const ollamaError = (status: number, message?: string): unknown => ({
   error: message ?? (status === 429 ? 'too many requests' : status >= 500 ? 'an internal error occurred' : `mock error ${status}`),
 });
 
-const ollamaOverflow = (limit: number): unknown => ({
-  error: `the input length exceeds the context length (${limit + 1000} > ${limit})`,
+const ollamaOverflow = (limit: number, actual = limit + 1000): unknown => ({
+  error: `the input length exceeds the context length (${actual} > ${limit})`,
 });
 
 const ollamaStreamError = (message: string): Frame => ndjson({ error: message });
@@ -533,8 +577,8 @@ function geminiError(status: number, message?: string, retryAfter?: number): unk
   return { error: { code: status, message: text, status: s, ...(details ? { details } : {}) } };
 }
 
-const geminiOverflow = (limit: number): unknown => ({
-  error: { code: 400, message: `The input token count (${limit + 1000}) exceeds the maximum number of tokens allowed (${limit}).`, status: 'INVALID_ARGUMENT' },
+const geminiOverflow = (limit: number, actual = limit + 1000): unknown => ({
+  error: { code: 400, message: `The input token count (${actual}) exceeds the maximum number of tokens allowed (${limit}).`, status: 'INVALID_ARGUMENT' },
 });
 
 const geminiStreamError = (message: string): Frame => sseDataCrlf({ error: { code: 500, message, status: 'INTERNAL' } });
@@ -578,7 +622,7 @@ function protocolOf(path: string): Protocol {
 
 interface Dialect {
   error(status: number, message: string | undefined, retryAfter: number | string | undefined): unknown;
-  overflow(limit: number): unknown;
+  overflow(limit: number, actual?: number): unknown;
   toolUnsupported(model: string): { status: number; body: unknown };
   streamError(message: string): Frame;
   stream(p: Plan): Frame[];
@@ -605,8 +649,17 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
   };
 
   /** Run a chat request of any dialect: faults first, then the body, streamed or whole. */
-  const chat = async (res: ServerResponse, body: Record<string, unknown>, streaming: boolean, d: Dialect): Promise<void> => {
-    const p = plan(queue.shift(), body);
+  const chat = async (res: ServerResponse, body: Record<string, unknown>, streaming: boolean, d: Dialect, protocol: Protocol): Promise<void> => {
+    let counted: number | undefined;
+    if (opts.window !== undefined) {
+      counted = promptTokens(body);
+      if (counted + outputReserve(body) > opts.window) return sendJson(res, 400, d.overflow(opts.window, counted));
+    }
+    const turn = opts.respond?.(body, protocol) ?? queue.shift();
+    return serve(res, plan(turn, body, counted), body, streaming, d);
+  };
+
+  const serve = async (res: ServerResponse, p: Plan, body: Record<string, unknown>, streaming: boolean, d: Dialect): Promise<void> => {
     if (p.delayMs && !streaming) await sleep(p.delayMs);
     if (p.error) {
       const headers: Record<string, string> = {};
@@ -685,7 +738,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     };
 
     // OpenAI
-    if (route === 'POST /v1/chat/completions') return chat(res, b, b.stream === true, openaiDialect);
+    if (route === 'POST /v1/chat/completions') return chat(res, b, b.stream === true, openaiDialect, protocol);
     if (route === 'GET /v1/models' && req.headers['anthropic-version'] !== undefined)
       return sendJson(res, 200, {
         data: models.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' })),
@@ -727,7 +780,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
             capabilities: { type: 'chat', family: id, limits: { max_context_window_tokens: contextLength, max_output_tokens: 8192 }, supports: { streaming: true, tool_calls: true, parallel_tool_calls: true } },
           })),
         });
-      return chat(res, b, b.stream === true, { ...openaiDialect, stream: (p) => [azureFilterChunk(), ...openaiDialect.stream(p)] });
+      return chat(res, b, b.stream === true, { ...openaiDialect, stream: (p) => [azureFilterChunk(), ...openaiDialect.stream(p)] }, protocol);
     }
 
     // Anthropic
@@ -740,7 +793,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
         stream: (p) => anthropicStream(p, b, ids),
         json: (p) => anthropicJson(p, b, ids),
         contentType: 'text/event-stream; charset=utf-8',
-      });
+      }, protocol);
 
     // Ollama (stream defaults to true, as in Ollama)
     if (route === 'POST /api/chat')
@@ -752,7 +805,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
         stream: (p) => ollamaStream(p, b, ids),
         json: (p) => ollamaJson(p, b, ids),
         contentType: 'application/x-ndjson',
-      });
+      }, protocol);
     if (route === 'POST /api/show') {
       const name = typeof b.model === 'string' ? b.model : typeof b.name === 'string' ? b.name : '';
       if (!models.includes(name)) return sendJson(res, 404, { error: `model '${name}' not found` });
@@ -791,7 +844,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
         stream: (p) => geminiStream(p, model, ids),
         json: (p) => geminiJson(p, model, ids),
         contentType: 'text/event-stream',
-      });
+      }, protocol);
     }
     if (route === 'GET /v1beta/models')
       return sendJson(res, 200, {

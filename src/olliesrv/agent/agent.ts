@@ -7,19 +7,21 @@
 import { join } from 'node:path';
 import { ContextOverflowError, RateLimitError } from '../backend/errors.js';
 import { retryDelay } from '../backend/retry.js';
-import type { Backend, GenerationParams, Message, ToolCall, ToolSpec } from '../backend/types.js';
+import type { Backend, ContextKind, GenerationParams, Message, ToolCall, ToolSpec } from '../backend/types.js';
 import type { AgentRow } from '../store/agents.js';
 import type { ToolHost } from '../toolclient/host.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 import { ChatLog } from './chatlog.js';
 import { runCommand } from './commands.js';
 import { summarize, summaryMessage, tailStart } from './compaction.js';
+import { Correction, measure, RECENT_ROUNDS, total, view, type Parts } from './context.js';
 import type { AgentDeps, SessionView } from './deps.js';
 import { batches, forModel, prepare, type ModelResult } from './dispatch.js';
 import { closeDanglingCalls, History } from './history.js';
 import { resolvePrompt, type Profile } from './profiles.js';
 import { envRefusal } from '../session/envrules.js';
 import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
+import { describeLoaded, searchTools, spec, TOOL_SEARCH, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
 
@@ -59,7 +61,18 @@ export const ERROR_ROUNDS_ABORT = 10;
 export const STALL_ROUNDS = 5;
 export const PLAN_EVERY = 10;
 
-const NOTHING_TO_COMPACT = 'nothing to compact\n';
+/** The skill a `skill` context block holds (skills/matcher.ts writes its name first). */
+const SKILL_NAME = /^<context>\nSkill "([^"]+)"/;
+/** Overflow errors one request may meet, each answered with a smaller request, before the turn gives up. */
+export const MAX_OVERFLOWS = 4;
+/** Share of the budget the tail kept verbatim by a compaction may take (the rest goes into the summary). */
+const KEEP_SHARE = 0.4;
+/** A compaction asked for by hand keeps less: the point is to free room. */
+const KEEP_SHARE_REQUESTED = 0.2;
+/** Summarizing costs a request; below this share of the budget the head is not worth it. */
+const MIN_HEAD_SHARE = 0.1;
+/** Over-budget tails have their tool results and arguments cut to these shares of the budget, in turn. */
+const CUT_SHARES = [1 / 6, 1 / 16, 1 / 48];
 
 /** A background process an agent started, as its proc/ directory shows it. */
 export interface BackgroundProc {
@@ -80,13 +93,52 @@ export class AgentError extends Error {
   override name = 'AgentError';
 }
 
+/** A request that cannot be made to fit the model's window: the message says what takes the room. */
+export class ContextBudgetError extends AgentError {
+  override name = 'ContextBudgetError';
+}
+
+/** The provider's own count and limit, from the wording of its context-length error, when it gives them. */
+export function overflowFigures(message: string): { actual?: number; limit?: number } {
+  const pats: Array<[RegExp, 'al' | 'la' | 'l' | 'a']> = [
+    [/maximum context length is (\d+) tokens\. However, your messages resulted in (\d+) tokens/i, 'la'],
+    [/prompt is too long: (\d+) tokens > (\d+)/i, 'al'],
+    [/input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)/i, 'al'],
+    [/prompt token count of (\d+) exceeds the limit of (\d+)/i, 'al'],
+    [/exceeds the context length \((\d+) > (\d+)\)/i, 'al'],
+    [/maximum context length is (\d+)/i, 'l'],
+  ];
+  for (const [re, order] of pats) {
+    const m = re.exec(message);
+    if (!m) continue;
+    const a = Number(m[1]);
+    const b = Number(m[2]);
+    if (order === 'al') return { actual: a, limit: b };
+    if (order === 'la') return { limit: a, actual: b };
+    return { limit: a };
+  }
+  return {};
+}
+
+/** What one request is made of, ready to send. */
+interface Fitted {
+  messages: Message[];
+  parts: Parts;
+  /** Tokens as counted (total of parts) and as corrected by the provider's reports. */
+  raw: number;
+  estimate: number;
+}
+
 interface Runtime {
   profile: Profile;
   promptText: string;
   host?: ToolHost;
   rev: number;
   tools: Map<string, ToolInfo>;
+  /** What the model is sent: the hot tools, the ones loaded by hand, tool_search, then those it loaded. */
   specs: ToolSpec[];
+  /** Deferred tools the model loaded (tool_search, or a call by name), in the order it did. */
+  active: Set<string>;
   system: string;
   /** Aborted when the runtime is dropped. */
   life: AbortController;
@@ -143,6 +195,9 @@ export class Agent {
   /** The running turn, awaited by kill() so that nothing is written for an agent that is gone. */
   private current?: Promise<void>;
   private contextLen?: { key: string; n: number };
+  /** A window smaller than configured, learned from a provider's overflow error (per backend/model). */
+  private learnedWindow?: { key: string; n: number };
+  private readonly correction = new Correction();
 
   constructor(
     row: AgentRow,
@@ -159,6 +214,7 @@ export class Agent {
     this.cfg.tools ??= [];
     this.cfg.params ??= {};
     this.stats = parseStats(row.stats);
+    this.correction.factor = this.stats.estimateFactor;
     this.history = new History(deps.store, row.id, row.epoch);
     this.log = new ChatLog(row.id, deps.store.blocks(row.id), (seq, id, json) => {
       if (!this.dead) deps.store.addBlock(row.id, seq, id, json);
@@ -336,7 +392,10 @@ export class Agent {
     const rt = await this.ensureRuntime();
     if (this.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
       try {
-        for (const c of await this.deps.enrich({ agent: this, prompt: text, tools: [...rt.tools.values()], cwd: this.cfg.cwd })) this.addContext(c.text, c.name);
+        const present = new Set(this.sentView().flatMap((m) => (m.role === 'user' && m.kind === 'skill' ? [SKILL_NAME.exec(m.content)?.[1] ?? ''] : [])));
+        for (const c of await this.deps.enrich({ agent: this, prompt: text, tools: [...rt.tools.values()], cwd: this.cfg.cwd, present })) {
+          this.addContext(c.text, c.name, c.name === 'skill' ? 'skill' : 'hint');
+        }
       } catch (e) {
         this.log.add('info', `could not match skills and tools to the prompt: ${errText(e)}`, { name: 'enrich' });
       }
@@ -409,16 +468,19 @@ export class Agent {
         this.history.append({ role: 'user', content: `<context>\n${msg}\n</context>` });
       }
       await this.refreshTools(rt);
-      await this.maybeCompact(backend, signal);
+      if (this.compactRequested) {
+        this.compactRequested = false;
+        await this.compactNow('requested', signal);
+      }
     }
     return { reply };
   }
 
   /** A context block: sent to the model, hidden in the chat view. */
-  private addContext(text: string, name: string): void {
+  private addContext(text: string, name: string, kind: ContextKind = 'context'): void {
     this.deps.store.batch(() => {
       this.log.add('context', text, { name });
-      this.history.append({ role: 'user', content: `<context>\n${text}\n</context>` });
+      this.history.append({ role: 'user', kind, content: `<context>\n${text}\n</context>` });
     });
   }
 
@@ -429,9 +491,11 @@ export class Agent {
     tools: ToolSpec[],
     signal: AbortSignal,
   ): Promise<{ text: string; reasoning: string; signature?: string; calls: ToolCall[] } | undefined> {
-    let overflowHandled = false;
+    let overflows = 0;
     const model = this.cfg.model || backend.defaultModel;
     const params = { ...rt.profile.params, ...this.cfg.params };
+    let ceiling = Infinity;
+    let refused: string | undefined;
     for (let attempt = 0; ; attempt++) {
       let textId: string | undefined;
       let reasonId: string | undefined;
@@ -439,8 +503,9 @@ export class Agent {
       let reasoning = '';
       let signature: string | undefined;
       const calls: ToolCall[] = [];
+      const req = await this.fit(rt, tools, params, signal, ceiling, refused);
       try {
-        const messages: Message[] = [{ role: 'system', content: rt.system }, ...this.history.messages];
+        const messages: Message[] = [{ role: 'system', content: rt.system }, ...req.messages];
         let usageSeen = false;
         for await (const ev of backend.stream({ model, messages, tools, params, signal })) {
           switch (ev.type) {
@@ -462,6 +527,11 @@ export class Agent {
             case 'usage':
               usageSeen = true;
               addUsage(this.stats, model, ev.usage);
+              this.correction.observe(ev.usage.inputTokens, req.raw);
+              this.stats.estimateFactor = this.correction.factor;
+              break;
+            case 'warning':
+              this.log.add('info', ev.message, { name: 'window' });
               break;
             case 'finish':
               break;
@@ -475,10 +545,18 @@ export class Agent {
         if (reasonId) this.log.end(reasonId);
         if (textId) this.log.end(textId);
         if (signal.aborted) return undefined;
-        if (e instanceof ContextOverflowError && !overflowHandled) {
-          overflowHandled = true;
-          this.log.add('info', `The context is full (${errText(e)}); compacting and retrying.`, { name: 'overflow' });
-          if ((await this.compactNow('context overflow', signal)) === NOTHING_TO_COMPACT) throw e;
+        if (e instanceof ContextOverflowError) {
+          // Our estimate was low or the window is smaller than we were told: learn both from the error, and
+          // the next attempt must be smaller than this one, whatever the estimate says.
+          if (++overflows > MAX_OVERFLOWS) throw new ContextBudgetError(`the model refused ${overflows} requests in a row as too long, the last one ~${req.estimate} tokens (${this.describe(req.parts)}); ${errText(e)}`);
+          const fig = overflowFigures(errText(e));
+          this.correction.overflow(req.raw, fig.actual);
+          this.stats.estimateFactor = this.correction.factor;
+          const window = await this.window();
+          if (fig.limit && fig.limit < window) this.learnedWindow = { key: this.windowKey(), n: fig.limit };
+          ceiling = req.raw - 1;
+          refused = `the model refused a request of ~${req.estimate} tokens as too long (${errText(e)})`;
+          this.log.add('info', `The model refused the request as too long (${errText(e)}); sending a smaller one (under ~${this.correction.apply(ceiling)} tokens).`, { name: 'overflow' });
           attempt--;
           continue;
         }
@@ -497,9 +575,93 @@ export class Agent {
     }
   }
 
+  /** The parts of a request, in words. */
+  private describe(p: Parts): string {
+    return `system prompt ${p.system}, tool schemas ${p.tools}, history ${p.history}, skills and hints ${p.skills}, attachments ${p.attachments}`;
+  }
+
+  private spillDir(): string {
+    return join(this.deps.outputDir, this.sessionId, this.id);
+  }
+
+  /** The history as it is sent now (stale tool output cut). */
+  private sentView(extra: { maxTokens?: number; dropHints?: boolean } = {}): Message[] {
+    return view(this.history.messages, { spillDir: this.spillDir(), recentRounds: RECENT_ROUNDS, ...extra });
+  }
+
+  private measured(rt: Runtime, tools: readonly ToolSpec[], messages: Message[]): Fitted {
+    const parts = measure(rt.system, tools, messages);
+    const raw = total(parts);
+    return { messages, parts, raw, estimate: this.correction.apply(raw) };
+  }
+
+  /** Tokens a request may take: the window less the reply's room, and at most compactAt of the window. */
+  private async tokenBudget(params: GenerationParams): Promise<number> {
+    const window = await this.window();
+    const reserve = params.maxTokens ?? Math.min(8192, Math.floor(window / 4));
+    const at = this.cfg.compactAt ?? this.runtime?.profile.compactAt ?? 0.75;
+    return Math.max(256, Math.floor(Math.min(window - reserve, window * at)));
+  }
+
+  /**
+   * The request to send, within the budget (and under `ceiling` counted tokens after an overflow). Shrinks in
+   * this order: the oldest turns into a summary; the tool results and arguments of the kept tail cut to
+   * excerpts, tighter each step; skills and hints left out. What still does not fit is an error that says
+   * what takes the room.
+   */
+  private async fit(rt: Runtime, tools: readonly ToolSpec[], params: GenerationParams, signal: AbortSignal, ceiling = Infinity, refused?: string): Promise<Fitted> {
+    const budget = await this.tokenBudget(params);
+    const fits = (f: Fitted): boolean => f.estimate <= budget && f.raw <= ceiling;
+    // In counted (uncorrected) tokens, the unit of every message's size; after an overflow, what the provider
+    // will take rather than what we thought it would.
+    const room = Math.min(Math.floor(budget / this.correction.factor), ceiling);
+    const done = (f: Fitted): Fitted => {
+      this.stats.context = f.parts;
+      return f;
+    };
+    let f = this.measured(rt, tools, this.sentView());
+    if (fits(f)) return done(f);
+    const over = `the request would be ~${f.estimate} tokens, over the budget of ${budget}`;
+    // 1. The oldest turns into a summary, when they are worth a request.
+    try {
+      const did = await this.compactNow(over, signal, room, KEEP_SHARE, { rt, tools, force: ceiling !== Infinity });
+      if (did) f = this.measured(rt, tools, this.sentView());
+      if (fits(f)) return done(f);
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.log.add('info', `compaction failed (${errText(e)}); cutting tool output instead`, { name: 'compaction' });
+    }
+    // 2. The kept tail's tool results and arguments, cut tighter each step.
+    for (const share of CUT_SHARES) {
+      f = this.measured(rt, tools, this.sentView({ maxTokens: Math.floor(room * share) }));
+      if (fits(f)) return done(this.noteCut(f, budget));
+    }
+    // 3. Skills and hints.
+    f = this.measured(rt, tools, this.sentView({ maxTokens: Math.floor(room * CUT_SHARES.at(-1)!), dropHints: true }));
+    if (fits(f)) return done(this.noteCut(f, budget));
+    const window = await this.window();
+    const fixed = this.correction.apply(f.parts.system + f.parts.tools);
+    const advice =
+      fixed > budget
+        ? `the system prompt and tool schemas alone take ~${fixed}: use a profile with a shorter prompt or fewer tools (autoLoad), or a model with a larger window`
+        : `what is left is the conversation itself (the latest prompt or summary): shorten the prompt, \`ctl clear\`, or use a model with a larger window`;
+    throw new ContextBudgetError(
+      `${refused ? `${refused}, and nothing is left to shrink: ` : ''}the request does not fit ${this.cfg.model || this.deps.backends.get(this.cfg.backend).defaultModel}'s window of ${window} tokens ` +
+        `(budget ${budget} after room for the reply): ~${f.estimate} tokens after compacting and cutting (${this.describe(f.parts)}); ${advice}. ` +
+        `If the window is larger than ${window}, set context= for backend ${this.cfg.backend} in backends.conf.`,
+    );
+  }
+
+  /** Says once per request that tool output of the kept tail was cut to fit. */
+  private noteCut(f: Fitted, budget: number): Fitted {
+    this.log.add('info', `Cut large tool output in the recent history to fit the budget of ${budget} tokens (now ~${f.estimate}); the whole texts are in ${this.spillDir()}.`, { name: 'compaction' });
+    return f;
+  }
+
   private async runTools(rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
     await rt.ready;
     const prepared = calls.map((c) => prepare(c, rt.tools));
+    const deferred = new Set(this.deferred(rt).map((t) => t.name));
     const results: ModelResult[] = new Array<ModelResult>(prepared.length);
     const spillDir = join(this.deps.outputDir, this.sessionId, this.id);
     for (const batch of batches(prepared)) {
@@ -508,13 +670,16 @@ export class Agent {
         batch.map(async (p) => {
           const i = prepared.indexOf(p);
           let r: ModelResult;
-          if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
+          if (p.call.name === TOOL_SEARCH) r = await this.toolSearch(rt, p.call);
+          else if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
           else if (!rt.host) r = { content: 'error: tools are unavailable: no tool server runs for this session', full: 'tools are unavailable', isError: true };
           else {
             try {
               const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
               if (res.status === 'background') this.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
               r = forModel(res, { root: this.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
+              // A listed tool called by name: toolsrv validated and ran it; its schema goes out from now on.
+              if (deferred.has(p.call.name)) this.activate(rt, [p.call.name]);
             } catch (e) {
               if (signal.aborted) return;
               const msg = `error: ${errText(e)}`;
@@ -542,7 +707,7 @@ export class Agent {
     const res = await rt.host.call({ tool: 'shell', args: { command: cmd } }, signal);
     const r = forModel(res, { root: this.deps.outputDir, dir: join(this.deps.outputDir, this.sessionId, this.id), name: `shell-${Date.now()}` });
     this.log.add('tool', r.full, { name: 'shell', ...(r.format ? { format: r.format } : {}) });
-    this.history.append({ role: 'user', content: `<context>\nThe user ran \`${cmd}\`:\n${r.content}\n</context>` });
+    this.history.append({ role: 'user', kind: 'attachment', content: `<context>\nThe user ran \`${cmd}\`:\n${r.content}\n</context>` });
     return { reply: r.full, error: r.isError ? r.content : undefined };
   }
 
@@ -564,7 +729,7 @@ export class Agent {
     const cacheKey = this.deps.toolCache?.key(wanted);
     const cached = cacheKey ? this.deps.toolCache!.get(cacheKey) : undefined;
     const rt: Runtime = {
-      profile, promptText: '', rev: -1, tools: new Map(), specs: [], system: '', life: new AbortController(), ready: Promise.resolve(),
+      profile, promptText: '', rev: -1, tools: new Map(), specs: [], active: new Set(), system: '', life: new AbortController(), ready: Promise.resolve(),
     };
     const connect = async (): Promise<void> => {
       const st = await this.deps.tools(this.sessionId);
@@ -629,12 +794,52 @@ export class Agent {
     this.setTools(rt, tools);
   }
 
-  /** The tools the model sees, and the system prompt with their prompts. */
+  /**
+   * The tools the model sees, and the system prompt with their prompts and the index of the deferred ones.
+   * The system prompt depends only on the tiers, not on what the model loaded since, so that it stays
+   * byte-identical for the provider's prompt cache.
+   */
   private setTools(rt: Runtime, tools: ToolInfo[]): void {
     rt.tools = new Map(tools.map((t) => [t.name, t]));
-    rt.specs = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
-    const toolPrompts = tools.filter((t) => t.prompt.trim()).map((t) => `### ${t.name}\n${t.prompt.trim()}`);
-    rt.system = toolPrompts.length ? `${rt.promptText.trimEnd()}\n\n## Tools\n\n${toolPrompts.join('\n\n')}\n` : rt.promptText;
+    const sent = (t: ToolInfo): boolean => t.tier === 'hot' || this.cfg.tools.includes(t.name);
+    const base = tools.filter(sent);
+    const deferred = tools.filter((t) => !sent(t));
+    for (const n of rt.active) if (!rt.tools.has(n) || sent(rt.tools.get(n)!)) rt.active.delete(n);
+    rt.specs = [...base.map(spec), ...(deferred.length ? [TOOL_SEARCH_SPEC] : []), ...[...rt.active].map((n) => spec(rt.tools.get(n)!))];
+    const tp = toolsPrompt(base, deferred);
+    rt.system = tp ? `${rt.promptText.trimEnd()}\n\n${tp}\n` : rt.promptText;
+  }
+
+  /** Deferred tools whose schemas are not sent yet. */
+  private deferred(rt: Runtime): ToolInfo[] {
+    const sent = new Set(rt.specs.map((s) => s.name));
+    return [...rt.tools.values()].filter((t) => !sent.has(t.name));
+  }
+
+  /** Sends these deferred tools' schemas from the next request on. */
+  private activate(rt: Runtime, names: string[]): void {
+    const sent = new Set(rt.specs.map((s) => s.name));
+    const add = names.filter((n) => !sent.has(n) && rt.tools.has(n));
+    if (!add.length) return;
+    for (const n of add) rt.active.add(n);
+    rt.specs = [...rt.specs, ...add.map((n) => spec(rt.tools.get(n)!))];
+  }
+
+  /** tool_search: loads deferred tools by name or by what they do. */
+  private async toolSearch(rt: Runtime, call: ToolCall): Promise<ModelResult> {
+    let query = '';
+    try {
+      const a = JSON.parse(call.args || '{}') as { query?: unknown };
+      if (typeof a.query === 'string') query = a.query.trim();
+    } catch {
+      // answered below
+    }
+    if (!query) return { content: `error: ${TOOL_SEARCH} needs {"query": "tool names or words"}`, full: 'no query', isError: true };
+    const deferred = this.deferred(rt);
+    const found = await searchTools(query, deferred);
+    this.activate(rt, found.map((t) => t.name));
+    const text = describeLoaded(found, query, deferred);
+    return { content: text, full: text, isError: false };
   }
 
   /** Drops the runtime: the next turn rebuilds it (profile, prompt, tools). */
@@ -690,20 +895,25 @@ export class Agent {
     return this.contextLen.n;
   }
 
-  contextEstimate(): number {
-    const reported = this.stats.lastInputTokens ? this.stats.lastInputTokens + this.stats.lastOutputTokens : 0;
-    return Math.max(reported, this.history.estimateTokens());
+  private windowKey(): string {
+    return `${this.cfg.backend}/${this.cfg.model}`;
   }
 
-  private async maybeCompact(backend: Backend, signal: AbortSignal): Promise<void> {
-    if (this.compactRequested) {
-      this.compactRequested = false;
-      await this.compactNow('requested', signal);
-      return;
-    }
-    const limit = await backend.contextLength(this.cfg.model || undefined);
-    const at = this.cfg.compactAt ?? this.runtime?.profile.compactAt ?? 0.75;
-    if (this.contextEstimate() >= at * limit) await this.compactNow(`context at ${Math.round((100 * this.contextEstimate()) / limit)}% of ${limit} tokens`, signal);
+  /** The window requests must fit: the configured or discovered one, or less when the provider said so. */
+  private async window(): Promise<number> {
+    const n = await this.contextLength();
+    const l = this.learnedWindow?.key === this.windowKey() ? this.learnedWindow.n : Infinity;
+    return Math.min(n, l);
+  }
+
+  /** The size of the next request as it stands (system prompt, tools, history as sent), corrected. */
+  contextEstimate(): number {
+    const rt = this.runtime;
+    const parts = measure(rt?.system ?? '', rt?.specs ?? [], this.sentView());
+    // Before the first request there is no runtime: the last request's fixed parts stand in for it.
+    if (!rt && this.stats.context) Object.assign(parts, { system: this.stats.context.system, tools: this.stats.context.tools });
+    this.stats.context = parts;
+    return this.correction.apply(total(parts));
   }
 
   /** `ctl compact`: now when idle, after the current round when a turn runs. */
@@ -721,24 +931,55 @@ export class Agent {
     }
   }
 
-  private async compactNow(reason: string, signal?: AbortSignal): Promise<string> {
+  /**
+   * Summarizes the oldest turns, keeping a tail of at most `keepShare` of the budget (counted tokens). Run by fit() (only when
+   * the head is worth a request) and by hand (then anything older than the last message can go). Returns
+   * the report, or '' when there was nothing to summarize.
+   */
+  private async compactNow(
+    reason: string,
+    signal?: AbortSignal,
+    budget?: number,
+    keepShare = KEEP_SHARE_REQUESTED,
+    req?: { rt: Runtime; tools: readonly ToolSpec[]; force?: boolean },
+  ): Promise<string> {
+    const requested = budget === undefined;
+    budget ??= Math.floor((await this.tokenBudget({ ...this.runtime?.profile.params, ...this.cfg.params })) / this.correction.factor);
     const msgs = this.history.messages;
-    const start = tailStart(msgs);
-    if (start < 2) return NOTHING_TO_COMPACT;
+    const sized = this.sentView();
+    // The tail is sized as it will be sent once its oversized output is cut (the next step of fit()): a round
+    // with one huge result stays, cut, rather than being summarized away with the turns before it.
+    const cutSized = this.sentView({ maxTokens: Math.floor(budget * CUT_SHARES[0]!) });
+    let start = tailStart(msgs, cutSized, Math.floor(budget * keepShare));
+    if (requested && start < 2) start = msgs.length;
+    if (req?.force && start === 0) {
+      // After an overflow something must go even if the tail looked small: all but the latest prompt.
+      const last = msgs.findLastIndex((m) => m.role === 'user' && !m.kind);
+      start = last > 0 ? last : msgs.length;
+    }
+    const head = msgs.slice(0, start);
+    const headTokens = measure('', [], sized.slice(0, start)).history;
+    const onlySummary = head.length === 1 && head[0]!.role === 'user' && head[0]!.kind === 'summary';
+    if (start === 0 || onlySummary || (!requested && !req?.force && headTokens < budget * MIN_HEAD_SHARE)) {
+      return requested ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n` : '';
+    }
     const prev = this.st;
     this.setState('compacting');
-    const before = this.contextEstimate();
-    this.log.add('info', `Compacting ${start} messages (~${before} tokens; ${reason}).`, { name: 'compaction' });
+    const rt = req?.rt ?? this.runtime;
+    const before = rt ? this.measured(rt, req?.tools ?? rt.specs, sized).estimate : this.correction.apply(headTokens);
+    this.log.add('info', `Compacting ${start} messages (~${headTokens} tokens; ${reason}).`, { name: 'compaction' });
     try {
       const backend = this.deps.backends.get(this.cfg.backend);
       const model = this.runtime?.profile.compactionModel ?? backend.compactionModel;
-      const summary = await summarize(backend, model, msgs.slice(0, start), signal);
+      const window = Math.min(await this.window(), await backend.contextLength(model).catch(() => Infinity));
+      const summary = await summarize(backend, model, head, Math.floor(window / this.correction.factor), signal);
       const oldEpoch = this.history.epoch;
       this.history.replace([summaryMessage(summary, start), ...msgs.slice(start)]);
       this.stats.lastInputTokens = 0;
       this.stats.lastOutputTokens = 0;
+      const after = rt ? this.measured(rt, req?.tools ?? rt.specs, this.sentView()).estimate : this.contextEstimate();
       if (!this.dead) this.deps.store.setStats(this.id, JSON.stringify(this.stats));
-      const msg = `Compacted ${start} messages into a summary (~${before} → ~${this.contextEstimate()} tokens). The history before it is kept (epoch ${oldEpoch}; ctl restore brings it back).`;
+      const msg = `Compacted ${start} messages into a summary (request ~${before} → ~${after} tokens, system prompt and tools included). The history before it is kept (epoch ${oldEpoch}; ctl restore brings it back).`;
       this.log.add('info', msg, { name: 'compaction' });
       return `${msg}\n`;
     } finally {

@@ -110,7 +110,11 @@ export const COMMANDS: Record<string, Command> = {
       noArg('context', args);
       const len = await a.contextLength();
       const est = a.contextEstimate();
-      return `messages=${a.history.length}\nepoch=${a.history.epoch}\nestimate=${est}\nlength=${len}\npercent=${((100 * est) / len).toFixed(1)}\n`;
+      const p = a.stats.context!;
+      return (
+        `messages=${a.history.length}\nepoch=${a.history.epoch}\nestimate=${est}\nlength=${len}\npercent=${((100 * est) / len).toFixed(1)}\n` +
+        `system=${p.system}\ntools=${p.tools}\nhistory=${p.history}\nskills=${p.skills}\nattachments=${p.attachments}\n`
+      );
     },
   },
   usage: { usage: 'usage', run: async (a, args) => (noArg('usage', args), renderStats(a.stats, a.contextEstimate(), await a.contextLength())) },

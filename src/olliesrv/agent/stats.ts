@@ -1,6 +1,7 @@
 /** Token and cost accounting of one agent: per turn and accumulated, persisted with the agent. */
 import { priceUsage } from '../backend/pricing.js';
 import type { Usage } from '../backend/types.js';
+import type { Parts } from './context.js';
 
 export interface Stats {
   inputTokens: number;
@@ -15,6 +16,10 @@ export interface Stats {
   lastOutputTokens: number;
   /** Tokens of the current (or last) turn, for sub-agent budgets. */
   turnTokens: number;
+  /** The estimate of the next (or last) request, by part, before correction. */
+  context?: Parts;
+  /** Provider-reported prompt tokens per estimated token, learned from usage (context.ts, Correction). */
+  estimateFactor: number;
 }
 
 export function emptyStats(): Stats {
@@ -29,6 +34,7 @@ export function emptyStats(): Stats {
     lastInputTokens: 0,
     lastOutputTokens: 0,
     turnTokens: 0,
+    estimateFactor: 1,
   };
 }
 
@@ -63,9 +69,13 @@ export function addUsage(s: Stats, model: string, u: Usage): number {
 
 const usd = (n: number): string => n.toFixed(6);
 
-/** The `stats` file: key=value lines. */
+/**
+ * The `stats` file: key=value lines. context_estimate is the whole next request (system prompt, tool schemas,
+ * history, skills, attachments), corrected by the provider's reports; the context_* parts are uncorrected.
+ */
 export function renderStats(s: Stats, contextEstimate: number, contextLength: number): string {
   const pct = contextLength > 0 ? ((100 * contextEstimate) / contextLength).toFixed(1) : '0.0';
+  const c = s.context;
   return [
     `input_tokens=${s.inputTokens}`,
     `output_tokens=${s.outputTokens}`,
@@ -77,6 +87,12 @@ export function renderStats(s: Stats, contextEstimate: number, contextLength: nu
     `context_estimate=${contextEstimate}`,
     `context_length=${contextLength}`,
     `context_percent=${pct}`,
+    `context_system=${c?.system ?? 0}`,
+    `context_tools=${c?.tools ?? 0}`,
+    `context_history=${c?.history ?? 0}`,
+    `context_skills=${c?.skills ?? 0}`,
+    `context_attachments=${c?.attachments ?? 0}`,
+    `estimate_factor=${s.estimateFactor.toFixed(3)}`,
     '',
   ].join('\n');
 }

@@ -5,6 +5,7 @@
  */
 import type { BackendConfig } from './config.js';
 import { BackendError, classifyError } from './errors.js';
+import { knownWindow } from './windows.js';
 import { drive, toPrompt, toTools, type DriveOptions, type LanguageModelV3, type LanguageModelV3CallOptions, type PromptOptions } from './sdk.js';
 import type { Backend, BackendType, ModelInfo, StreamEvent, StreamRequest } from './types.js';
 
@@ -26,6 +27,9 @@ export abstract class BaseBackend implements Backend {
   readonly compactionModel: string;
   readonly config: BackendConfig;
   private modelList: Promise<ModelInfo[]> | undefined;
+  /** Warnings raised while preparing a request (callOptions), sent ahead of its stream. */
+  protected readonly queuedWarnings: string[] = [];
+  private readonly warned = new Set<string>();
   private readonly contexts = new Map<string, Promise<number>>();
 
   constructor(cfg: BackendConfig) {
@@ -42,13 +46,17 @@ export abstract class BaseBackend implements Backend {
   /** Provider-specific call options (thinking, caching, provider options) on top of the common ones. */
   protected abstract callOptions(req: StreamRequest, model: string, base: LanguageModelV3CallOptions): Promise<LanguageModelV3CallOptions> | LanguageModelV3CallOptions;
   protected abstract fetchModels(): Promise<ModelInfo[]>;
-  /** Context window when neither the config nor discovery says. */
+  /** Context window when neither the config, discovery nor the table of known models (windows.ts) says. */
   protected abstract fallbackContext(model: string): number;
   protected promptOptions(): PromptOptions {
     return {};
   }
   protected driveOptions(): Partial<DriveOptions> {
     return {};
+  }
+  /** The window to use of a model's published one (all of it, unless the backend runs the model itself). */
+  protected usableWindow(published: number): number {
+    return published;
   }
   /** Context length of one model from the provider, when it has a per-model call (Ollama's /api/show). */
   protected discoverContext(model: string): Promise<number | undefined> {
@@ -77,6 +85,7 @@ export abstract class BaseBackend implements Backend {
       if (req.signal?.aborted) throw req.signal.reason;
       throw e instanceof BackendError ? e : classifyError(this.name, e);
     }
+    for (const message of this.queuedWarnings.splice(0)) yield { type: 'warning', message };
     yield* drive(lm, call, { backend: this.name, ...(req.signal ? { signal: req.signal } : {}), ...this.driveOptions() });
   }
 
@@ -117,13 +126,22 @@ export abstract class BaseBackend implements Backend {
     if (!p) {
       // Discovery failing (offline, no such model) gives the fallback, cached like a discovered value: asking the
       // provider again on every turn would add its latency to every request.
+      const known = knownWindow(id);
+      const fallback = (): number => (known !== undefined ? this.usableWindow(known) : this.fallbackContext(id));
       p = this.discoverContext(id).then(
-        (n) => (n && n > 0 ? n : this.fallbackContext(id)),
-        () => this.fallbackContext(id),
+        (n) => (n && n > 0 ? n : fallback()),
+        fallback,
       );
       this.contexts.set(id, p);
     }
     return p;
+  }
+
+  /** Queues a warning for the request being prepared, once per `key` for the backend's life. */
+  protected warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.queuedWarnings.push(message);
   }
 
   /** Headers for discovery requests: the config's extra headers plus the provider's auth. */

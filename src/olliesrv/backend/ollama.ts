@@ -6,10 +6,14 @@
  * where Ollama ignores them). `num_ctx` is always sent: Ollama otherwise runs every model at its small default
  * window and silently drops the start of longer prompts, while we would believe the model's full window is in use.
  * We send the window we report: the `context` of backends.conf, else the model's own length capped at
- * OLLAMA_CONTEXT_CAP (a model's full 128k window can need more memory than the machine has).
+ * OLLAMA_CONTEXT_CAP (a model's full 128k window can need more memory than the machine has). A request that
+ * would not fit that num_ctx (the agent fits its requests to the window, but an estimate can be off) gets a
+ * num_ctx raised to hold it, within what the model was trained for, and a warning once; when even the
+ * trained length is too small, a warning that Ollama will drop the start of the prompt.
  */
 import { BaseBackend, perModel } from './base.js';
 import { getJson, type DriveOptions, type LanguageModelV3, type LanguageModelV3CallOptions } from './sdk.js';
+import { requestTokens } from './tokens.js';
 import type { ModelInfo, StreamRequest } from './types.js';
 
 export const OLLAMA_CONTEXT_CAP = 32_768;
@@ -74,6 +78,8 @@ const ollamaFetch: typeof fetch = async (input, init) => {
   });
   return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 };
+/** Room for the reply when the request does not set num_predict. */
+const OLLAMA_REPLY_ROOM = 1024;
 /** Ollama's own default window, used when /api/show does not say. */
 const OLLAMA_DEFAULT_CONTEXT = 4096;
 
@@ -100,7 +106,7 @@ export class OllamaBackend extends BaseBackend {
 
   protected async callOptions(req: StreamRequest, model: string, call: LanguageModelV3CallOptions): Promise<LanguageModelV3CallOptions> {
     const p = req.params ?? {};
-    const options: Record<string, unknown> = { num_ctx: await this.contextLength(model) };
+    const options: Record<string, unknown> = { num_ctx: await this.numCtx(model, req) };
     if (p.temperature !== undefined) options.temperature = p.temperature;
     if (p.topP !== undefined) options.top_p = p.topP;
     if (p.topK !== undefined) options.top_k = p.topK;
@@ -128,23 +134,63 @@ export class OllamaBackend extends BaseBackend {
       .map((id) => ({ id }));
   }
 
+  /** The num_ctx for this request: the window, raised when the request needs more and the model allows it. */
+  private async numCtx(model: string, req: StreamRequest): Promise<number> {
+    const window = await this.contextLength(model);
+    const need = requestTokens(req.messages, req.tools) + (req.params?.maxTokens ?? OLLAMA_REPLY_ROOM);
+    if (need <= window) return window;
+    const trained = (await this.show(model).catch(() => undefined))?.trained;
+    if (trained && trained > window) {
+      // Whole 4k steps, so that the raised value (and with it Ollama's loaded model) does not change on every request.
+      const raised = Math.min(trained, Math.ceil(need / 4096) * 4096);
+      this.warnOnce(`raise:${model}`, `${this.name}: a request of ~${need} tokens (with room for the reply) does not fit num_ctx ${window}; sending num_ctx ${raised} (${model} supports ${trained}). Set context= in backends.conf to choose the window yourself.`);
+      if (raised >= need) return raised;
+    }
+    this.warnOnce(
+      `cut:${model}`,
+      `${this.name}: a request of ~${need} tokens does not fit ${model}'s window of ${Math.max(window, trained ?? 0)} tokens: Ollama will drop the start of the prompt.`,
+    );
+    return Math.max(window, trained ?? 0);
+  }
+
+  private shown = new Map<string, Promise<{ param?: number; trained?: number }>>();
+
+  /** /api/show, once per model: the Modelfile's num_ctx and the trained context length. */
+  private show(model: string): Promise<{ param?: number; trained?: number }> {
+    let p = this.shown.get(model);
+    if (!p) {
+      p = (async () => {
+        const body = (await getJson(this.name, `${this.root}/api/show`, {
+          method: 'POST',
+          headers: this.discoveryHeaders({ 'content-type': 'application/json', ...this.auth() }),
+          body: JSON.stringify({ model }),
+        })) as { model_info?: Record<string, unknown>; parameters?: unknown };
+        const param = typeof body.parameters === 'string' ? /^num_ctx\s+(\d+)/m.exec(body.parameters)?.[1] : undefined;
+        const info = body.model_info ?? {};
+        const arch = info['general.architecture'];
+        const t = (typeof arch === 'string' ? info[`${arch}.context_length`] : undefined) ?? Object.entries(info).find(([k]) => k.endsWith('.context_length'))?.[1];
+        return { ...(param ? { param: Number(param) } : {}), ...(typeof t === 'number' && t > 0 ? { trained: t } : {}) };
+      })();
+      this.shown.set(model, p);
+      p.catch(() => this.shown.delete(model));
+    }
+    return p;
+  }
+
   protected override async discoverContext(model: string): Promise<number | undefined> {
-    const body = (await getJson(this.name, `${this.root}/api/show`, {
-      method: 'POST',
-      headers: this.discoveryHeaders({ 'content-type': 'application/json', ...this.auth() }),
-      body: JSON.stringify({ model }),
-    })) as { model_info?: Record<string, unknown>; parameters?: unknown };
+    const s = await this.show(model);
     // A num_ctx in the Modelfile is what the model was set up to run with; the trained length is the upper bound.
-    const param = typeof body.parameters === 'string' ? /^num_ctx\s+(\d+)/m.exec(body.parameters)?.[1] : undefined;
-    if (param) return Number(param);
-    const info = body.model_info ?? {};
-    const arch = info['general.architecture'];
-    const trained = (typeof arch === 'string' ? info[`${arch}.context_length`] : undefined) ?? Object.entries(info).find(([k]) => k.endsWith('.context_length'))?.[1];
-    return typeof trained === 'number' && trained > 0 ? Math.min(trained, OLLAMA_CONTEXT_CAP) : undefined;
+    if (s.param) return s.param;
+    return s.trained ? Math.min(s.trained, OLLAMA_CONTEXT_CAP) : undefined;
   }
 
   private auth(): Record<string, string> {
     return this.config.key ? { authorization: `Bearer ${this.config.key}` } : {};
+  }
+
+  /** A published window is what the model supports; what we ask Ollama to allocate stays under the cap. */
+  protected override usableWindow(published: number): number {
+    return Math.min(published, OLLAMA_CONTEXT_CAP);
   }
 
   protected fallbackContext(): number {

@@ -19,9 +19,16 @@ export interface ToolCall {
   signature?: string;
 }
 
+export type ContextKind = 'skill' | 'hint' | 'summary' | 'attachment' | 'context';
+
 export type Message =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  /**
+   * `kind` tags what the loop added rather than the user typed (a skill, a tool hint, a compaction summary, the
+   * output of a `!cmd`): the token account counts them apart, and compaction may leave hints out. Providers never
+   * see it.
+   */
+  | { role: 'user'; content: string; kind?: ContextKind }
   | {
       role: 'assistant';
       content: string;
@@ -77,6 +84,8 @@ export type StreamEvent =
   /** A complete tool call (arguments fully streamed). Several in one response are parallel calls. */
   | { type: 'tool-call'; call: ToolCall }
   | { type: 'usage'; usage: Usage }
+  /** Something the user should know about this request that is not an error (said once per cause). */
+  | { type: 'warning'; message: string }
   /** Always the last event of a completed response; a stream that ends without it is a StreamDropError. */
   | { type: 'finish'; reason: FinishReason };
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { shippedDataDir } from '../../platform/paths.js';
 import { loadMatchConfig, type MatchConfig } from './config.js';
 import { findModel, modelsDir, OnnxEmbedder, type Embedder } from './embed.js';
-import { Index, type Method } from './index.js';
+import { Index, words, type Method } from './index.js';
 import { loadSkills, type Skill } from './skills.js';
 
 /** What a tool hint needs of a loaded tool (ToolInfo has more). */
@@ -27,6 +27,9 @@ export interface ContextItem {
   name: string;
   text: string;
 }
+
+/** Skills scoring under this share of the best match are left out. */
+const RELATIVE_SCORE = 0.6;
 
 /** A skill's text is injected whole up to this size; past it, the head and a pointer to skill_load. */
 const SKILL_TEXT_MAX = 12 * 1024;
@@ -165,16 +168,28 @@ export class SkillMatcher {
     return `${head}\n${lines.join('') || 'no skills\n'}${errs.join('')}`;
   }
 
-  /** Context for one user prompt: matched skills (`skill` blocks) and tool hints (one `tools` block). */
-  async enrich(req: { prompt: string; tools: readonly ToolLike[] }): Promise<ContextItem[]> {
+  /**
+   * Context for one user prompt: matched skills (`skill` blocks, each saying why it matched) and tool hints
+   * (one `tools` block). Skills named in `present` are already in the agent's context and are not sent again.
+   */
+  async enrich(req: { prompt: string; tools: readonly ToolLike[]; present?: ReadonlySet<string> }): Promise<ContextItem[]> {
     const s = await this.state();
     const c = s.config;
     const out: ContextItem[] = [];
     const q = await s.skills.query(req.prompt);
-    for (const m of s.skills.match(q, { limit: c.maxSkills, threshold: c.skillThreshold })) {
+    const present = req.present ?? new Set<string>();
+    const matches = s.skills.match(q, { limit: c.maxSkills + present.size, threshold: c.skillThreshold });
+    const best = matches[0]?.score ?? 0;
+    const asked = new Set(words(req.prompt));
+    for (const m of matches) {
       const sk = m.item;
+      // A match far below the best one is a stray word in common, not a second relevant skill.
+      if (present.has(sk.name) || m.score < best * RELATIVE_SCORE) continue;
+      if (out.length >= c.maxSkills) break;
+      const shared = [...new Set(words(`${sk.name} ${sk.description}`))].filter((w) => asked.has(w));
+      const why = `score ${m.score.toFixed(2)} by ${s.embedder ? 'embeddings' : 'BM25'}${shared.length ? `; words in common: ${shared.join(', ')}` : ''}`;
       const body = sk.body.length > SKILL_TEXT_MAX ? `${sk.body.slice(0, SKILL_TEXT_MAX)}\n\n[the skill continues: skill_load ${sk.name} prints all of it]` : sk.body;
-      out.push({ name: 'skill', text: `Skill "${sk.name}" matches this request (${sk.description}). Follow it where it applies:\n\n${body}` });
+      out.push({ name: 'skill', text: `Skill "${sk.name}" matches this request (${sk.description.replace(/\.$/, '')}; matched with ${why}). Follow it where it applies:\n\n${body}` });
     }
     if (c.maxTools > 0 && req.tools.length) {
       const tools = await Index.build(req.tools, (t) => `${t.name.replace(/_/g, ' ')}: ${t.description}`, s.embedder);

@@ -13,19 +13,11 @@ import type { SandboxExtra } from '../sandbox/index.js';
 import { MetaError, parseMeta, resolveVariant, type HostFacts, type MetaDef, type ToolFields } from './meta.js';
 import { parseToolSandbox } from './sandbox-rules.js';
 
-/** The dispatch flags every tool accepts, shown to the model in each tool's schema. */
-export const FLAG_SCHEMAS: Record<keyof ProcFlags, Record<string, unknown>> = {
-  bypass: {
-    type: 'boolean',
-    description: 'Run outside the sandbox. A person must approve first; ask only when the sandbox blocked something the task needs.',
-  },
-  timeout: { type: 'number', exclusiveMinimum: 0, description: "Seconds before the tool is killed (default: the tool's own limit)." },
-  background: {
-    type: 'boolean',
-    description: 'Run in the background: the call returns a pid at once; when the process exits, the tail of its output arrives as your next prompt.',
-  },
-};
-const FLAG_NAMES = Object.keys(FLAG_SCHEMAS) as Array<keyof ProcFlags>;
+/**
+ * The dispatch flags every tool accepts. They are not added to each tool's schema (in every schema they were
+ * 42 % of the bytes an agent sent about its tools): the agent describes them to the model once.
+ */
+const FLAG_NAMES: Array<keyof ProcFlags> = ['bypass', 'timeout', 'background'];
 
 /** A tool as one scope runs it: the host's variant chosen, its validator and its argv ready. */
 export interface Tool {
@@ -189,11 +181,7 @@ export class Catalog {
     const validate = this.validators.get(def)![variant + 1]!;
     const own = (fields.args.properties ?? {}) as Record<string, unknown>;
     const liftable = FLAG_NAMES.filter((f) => !(f in own));
-    const parameters = {
-      ...fields.args,
-      type: 'object',
-      properties: { ...own, ...Object.fromEntries(liftable.map((f) => [f, FLAG_SCHEMAS[f]])) },
-    };
+    const parameters = { ...fields.args, type: 'object', properties: own };
     const info: ToolInfo = {
       name, description: fields.description, prompt: fields.prompt, parameters, scope: fields.scope, tier: fields.tier,
       ...(fields.pathArg !== undefined && { pathArg: fields.pathArg }),

@@ -208,6 +208,13 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
     const overridden = backendFor(type, mock, { context: 5000 });
     expect(await overridden.contextLength('mock-model-large')).toBe(5000);
   });
+
+  it('knows the window of a well-known model the provider does not describe', async () => {
+    const b = backendFor(type, mock);
+    // The mock lists only mock-model*: these come from the table, whatever the type's default.
+    if (type !== 'ollama') expect(await b.contextLength('gpt-4o-mini')).toBe(128_000);
+    expect(await b.contextLength('meta-llama/llama3.1:8b')).toBe(type === 'ollama' ? 32768 : 131_072);
+  });
 });
 
 describe('OpenAI-compatible specifics', () => {

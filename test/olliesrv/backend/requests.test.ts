@@ -166,6 +166,22 @@ describe('Ollama request', () => {
     expect(mock.requests.filter((r) => r.path === '/api/show')).toHaveLength(0);
   });
 
+  it('raises num_ctx for a request that would not fit, within the trained length, and warns once; past it, warns that the start will be cut', async () => {
+    const backend = backendFor('ollama', mock, { context: 8192 });
+    // ~15k tokens of varied words: over the configured 8192, under the 32768 the model was trained for.
+    const big = (n: number): Message[] => [{ role: 'user', content: Array.from({ length: n }, (_, i) => `word${i % 997} thing${i}`).join(' ') }];
+    const first = await collect(backend.stream(request({}, big(5000))));
+    const warnings = (c: Awaited<ReturnType<typeof collect>>): string[] => c.events.flatMap((e) => (e.type === 'warning' ? [e.message] : []));
+    expect(warnings(first)).toEqual([expect.stringMatching(/a request of ~\d+ tokens \(with room for the reply\) does not fit num_ctx 8192; sending num_ctx \d+ \(mock-model supports 32768\)/)]);
+    const sent = chatRequests(mock).at(-1)!.body as { options: { num_ctx: number } };
+    expect(sent.options.num_ctx % 4096).toBe(0);
+    expect(sent.options.num_ctx).toBeGreaterThan(8192);
+    expect(sent.options.num_ctx).toBeLessThanOrEqual(32768);
+    expect(warnings(await collect(backend.stream(request({}, big(5000)))))).toEqual([]);
+    const over = await collect(backend.stream(request({}, big(14000))));
+    expect(warnings(over)).toEqual([expect.stringMatching(/does not fit mock-model's window of 32768 tokens: Ollama will drop the start of the prompt/)]);
+  });
+
   it('replays tool calls with object arguments and tool results', async () => {
     const rec = await send('ollama', request({}, HISTORY));
     const m = rec.body.messages;

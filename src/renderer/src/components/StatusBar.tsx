@@ -1,8 +1,21 @@
-/** Backend/model, tokens, context %, last-turn and session cost, compaction, connection. From `stats` and `cfg`. */
+/** Backend/model, tokens, context % (split by part on hover), last-turn and session cost, compaction, connection. From `stats` and `cfg`. */
 import { ollie, useStore } from '../lib/store.js';
 
 const num = (v: string | undefined): string => (v === undefined || v === '' ? '–' : Number.isFinite(Number(v)) ? Number(v).toLocaleString() : v);
 const money = (v: string | undefined): string => (v === undefined || v === '' || !Number.isFinite(Number(v)) ? '–' : `$${Number(v).toFixed(4)}`);
+
+/** The next request by part, as `stats` splits it (olliesrv's token account), for the tooltip. */
+function contextSplit(stats: Record<string, string>): string {
+  if (stats.context_system === undefined) return 'context estimate / context length';
+  const parts: Array<[string, string]> = [
+    ['system prompt', 'context_system'],
+    ['tool schemas', 'context_tools'],
+    ['history', 'context_history'],
+    ['skills and hints', 'context_skills'],
+    ['attachments', 'context_attachments'],
+  ];
+  return `next request ~${num(stats.context_estimate)} tokens of a ${num(stats.context_length)}-token window:\n${parts.map(([label, k]) => `${label} ${num(stats[k])}`).join('\n')}\n(counted tokens; × ${stats.estimate_factor ?? '1'} from the provider's reports)`;
+}
 
 export function StatusBar() {
   const conn = useStore((s) => s.conn);
@@ -35,8 +48,9 @@ export function StatusBar() {
           <span title="input / output / cached tokens">
             tokens {num(stats.input_tokens ?? stats.input)} in · {num(stats.output_tokens ?? stats.output)} out · {num(stats.cached_tokens ?? stats.cached)} cached
           </span>
-          <span title="context estimate / context length">
+          <span title={contextSplit(stats)} data-testid="context">
             context {pct !== undefined ? `${pct}%` : '–'}
+            {stats.context_estimate !== undefined && ` · ~${num(stats.context_estimate)} of ${num(stats.context_length)}`}
             {pct !== undefined && (
               <meter min={0} max={100} value={Number(pct) || 0} low={60} high={75} optimum={10} />
             )}
