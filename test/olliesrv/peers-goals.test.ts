@@ -100,13 +100,20 @@ describe('goals', () => {
     const a = await h.agent();
     await h.c.rdwrText(`session/${a.session}/ctl`, 'workflow broken');
     await h.c.write(`session/${a.session}/goal`, 'x');
-    let st = await h.c.readText(`session/${a.session}/goalstatus`);
-    while (st.startsWith('running')) st = await h.c.readText(`session/${a.session}/goalwait`);
+    // goalwait wakes on the next change only: a workflow that ends between a read of goalstatus and the
+    // goalwait would leave it waiting, so the status is polled.
+    const settled = async (): Promise<string> => {
+      for (;;) {
+        const now = await h!.c.readText(`session/${a.session}/goalstatus`);
+        if (!now.startsWith('running')) return now;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    let st = await settled();
     expect(st).toMatch(/^error\nworkflow broken exited with code 3:\ncannot reach the planner/);
     await h.c.rdwrText(`session/${a.session}/ctl`, 'workflow silent');
     await h.c.write(`session/${a.session}/goal`, 'y');
-    st = await h.c.readText(`session/${a.session}/goalstatus`);
-    while (st.startsWith('running')) st = await h.c.readText(`session/${a.session}/goalwait`);
+    st = await settled();
     expect(st).toMatch(/^blocked\nworkflow silent ended without setting the goal status:\nI looked and gave up/);
   });
 });

@@ -38,17 +38,27 @@ function sessionIdOf(s: Scope, ctx: Ctx): string | undefined {
   return name !== undefined && s.sessions.has(name) ? s.sessions.get(name).id : undefined;
 }
 
+type InSession = Exclude<Principal, { kind: 'owner' }>;
+
+/**
+ * The gate every session rule starts with: the owner passes (undefined), anyone not of this session is refused
+ * (a string), and a workflow or agent of the session comes back for the rule to judge.
+ */
+function sessionGate(s: Scope, ctx: Ctx): undefined | string | InSession {
+  const p = principalOf(ctx);
+  if (p?.kind === 'owner') return undefined;
+  if (!p) return 'unauthenticated';
+  return sessionIdOf(s, ctx) === p.session ? p : `${describe(p)} may reach only its own session`;
+}
+
 /**
  * A rule for the files of a session: the owner does anything; the session's own workflow and agents do what
  * `ops` lists (by principal kind); everyone else is refused.
  */
 export function inSession(s: Scope, ops: { session?: readonly AccessOp[]; agent?: readonly AccessOp[] }): Access {
   return (ctx, op) => {
-    const p = principalOf(ctx);
-    if (p?.kind === 'owner') return undefined;
-    if (!p) return 'unauthenticated';
-    const sid = sessionIdOf(s, ctx);
-    if (sid !== p.session) return `${describe(p)} may reach only its own session`;
+    const p = sessionGate(s, ctx);
+    if (typeof p !== 'object') return p;
     const allowed = p.kind === 'session' ? ops.session : ops.agent;
     return allowed?.includes(op) ? undefined : `${describe(p)} may not ${op === 'walk' ? 'reach' : op} ${ctx.path} (the owner's alone)`;
   };
@@ -77,11 +87,8 @@ export function relate(s: Scope, sessionName: string, callerId: string, target: 
  */
 export function onAgent(s: Scope, rules: { session?: readonly AccessOp[]; agent: Partial<Record<Exclude<Relation, 'none'>, readonly AccessOp[]>> }): Access {
   return (ctx, op) => {
-    const p = principalOf(ctx);
-    if (p?.kind === 'owner') return undefined;
-    if (!p) return 'unauthenticated';
-    const sid = sessionIdOf(s, ctx);
-    if (sid !== p.session) return `${describe(p)} may reach only its own session`;
+    const p = sessionGate(s, ctx);
+    if (typeof p !== 'object') return p;
     if (p.kind === 'session') return !rules.session || rules.session.includes(op) ? undefined : `a session's workflow may not ${op} ${ctx.path} (the owner's alone)`;
     const name = ctx.params.agent!;
     let target: Agent;
