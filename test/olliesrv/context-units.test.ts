@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { overflowFigures } from '../../src/olliesrv/agent/agent.js';
 import { flattenWithin } from '../../src/olliesrv/agent/compaction.js';
 import { Correction, measure, view } from '../../src/olliesrv/agent/context.js';
-import { countTokens } from '../../src/olliesrv/backend/tokens.js';
+import { countTokens, MESSAGE_OVERHEAD, messageTokens, preciseCounting } from '../../src/olliesrv/backend/tokens.js';
 import type { Message } from '../../src/olliesrv/backend/types.js';
 import { knownWindow } from '../../src/olliesrv/backend/windows.js';
 
@@ -115,5 +115,18 @@ describe('known windows', () => {
     expect(knownWindow('llama3.1:8b')).toBe(131_072);
     expect(knownWindow('qwen3-coder:30b')).toBe(262_144);
     expect(knownWindow('my-own-model')).toBeUndefined();
+  });
+});
+
+describe('exact counting near the window', () => {
+  it('counts with the o200k tokenizer once loaded, and recounts what was cached before', async () => {
+    const m: Message = { role: 'user', content: 'The quick brown fox jumps over the lazy dog, twice: the quick brown fox.' };
+    const before = messageTokens(m);
+    await preciseCounting();
+    const { countTokens: o200k } = await import('gpt-tokenizer/encoding/o200k_base');
+    expect(countTokens(m.content)).toBe(o200k(m.content));
+    expect(messageTokens(m)).toBe(MESSAGE_OVERHEAD + o200k(m.content));
+    // The estimate it replaced was close (the loop relies on it until a request nears its window).
+    expect(Math.abs(before - messageTokens(m))).toBeLessThanOrEqual(Math.ceil(messageTokens(m) * 0.15));
   });
 });

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { ContextOverflowError, RateLimitError } from '../backend/errors.js';
 import { retryDelay } from '../backend/retry.js';
+import { preciseCounting } from '../backend/tokens.js';
 import type { Backend, ContextKind, GenerationParams, Message, ToolCall, ToolSpec } from '../backend/types.js';
 import type { AgentRow } from '../store/agents.js';
 import type { ToolHost } from '../toolclient/host.js';
@@ -73,6 +74,8 @@ const KEEP_SHARE_REQUESTED = 0.2;
 const MIN_HEAD_SHARE = 0.1;
 /** Over-budget tails have their tool results and arguments cut to these shares of the budget, in turn. */
 const CUT_SHARES = [1 / 6, 1 / 16, 1 / 48];
+/** Share of the budget above which requests are counted exactly (backend/tokens.ts preciseCounting). */
+const PRECISE_FROM = 0.6;
 
 /** A background process an agent started, as its proc/ directory shows it. */
 export interface BackgroundProc {
@@ -620,6 +623,11 @@ export class Agent {
       return f;
     };
     let f = this.measured(rt, tools, this.sentView());
+    // Near the window, a few per cent decide: count exactly from here on (the tokenizer loads once, ~100 ms).
+    if (f.estimate > budget * PRECISE_FROM) {
+      await preciseCounting();
+      f = this.measured(rt, tools, this.sentView());
+    }
     if (fits(f)) return done(f);
     const over = `the request would be ~${f.estimate} tokens, over the budget of ${budget}`;
     // 1. The oldest turns into a summary, when they are worth a request.

@@ -38,23 +38,52 @@ function pieceTokens(p: string): number {
   return n <= 3 ? 1 : Math.ceil(n / 3);
 }
 
-/** Estimated o200k tokens of `text`. */
-export function countTokens(text: string): number {
-  if (!text) return 0;
+/** The estimate of o200k tokens of `text` (the pre-tokenizer and a per-piece cost). */
+function estimateTokens(text: string): number {
   let total = 0;
   for (const m of text.matchAll(PIECE)) total += pieceTokens(m[0]);
   return total;
 }
 
+/**
+ * The exact o200k count, from a maintained tokenizer (gpt-tokenizer, the BPE over o200k's published ranks), once
+ * loaded. It is loaded only when a request comes near its window (preciseCounting), where a few per cent decide
+ * whether it fits: loading costs ~100 ms and ~60 MB, which most sessions never need to pay.
+ */
+let exact: ((text: string) => number) | undefined;
+let loading: Promise<void> | undefined;
+/** Bumped when the counting changes, so that counts cached before are made again. */
+let generation = 0;
+
+/** Starts loading the exact tokenizer (once); counts are exact from when it is loaded. */
+export function preciseCounting(): Promise<void> {
+  loading ??= import('gpt-tokenizer/encoding/o200k_base').then(
+    (m) => {
+      exact = (text) => m.countTokens(text);
+      generation++;
+    },
+    () => undefined, // the estimate stays: the loop corrects it with the provider's reported usage anyway
+  );
+  return loading;
+}
+
+/** o200k tokens of `text`: exact once the tokenizer is loaded (preciseCounting), estimated until then. */
+export function countTokens(text: string): number {
+  if (!text) return 0;
+  return exact ? exact(text) : estimateTokens(text);
+}
+
 /** What each message costs beyond its text (role and separators), as the chat formats frame it. */
 export const MESSAGE_OVERHEAD = 4;
 
-// Messages, calls and tool lists are immutable once made: their counts are computed once.
-const cache = new WeakMap<object, number>();
+// Messages, calls and tool lists are immutable once made: their counts are computed once (per way of counting).
+const cache = new WeakMap<object, { generation: number; n: number }>();
 
 function cached(key: object, f: () => number): number {
-  let n = cache.get(key);
-  if (n === undefined) cache.set(key, (n = f()));
+  const c = cache.get(key);
+  if (c?.generation === generation) return c.n;
+  const n = f();
+  cache.set(key, { generation, n });
   return n;
 }
 
