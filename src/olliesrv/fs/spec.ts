@@ -584,7 +584,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 text: { get: (ctx) => `${ag(ctx).name}\n`, set: (ctx, v) => void (v.trim() && agents.rename(ag(ctx), v.trim())) },
               }),
               Leaf('stats', {
-                doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD), context estimate, length and percent.',
+                doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD); the next request\'s size (context_estimate, corrected by the provider\'s reports), the window (context_length), context_percent, and the request split by part (context_system, context_tools, context_history, context_skills, context_attachments).',
                 access: agentView,
                 blockOnce: async (ctx) => {
                   const a = ag(ctx);
