@@ -119,6 +119,10 @@ export abstract class BaseBackend implements Backend {
     return this.modelList;
   }
 
+  get configuredContext(): number | undefined {
+    return this.config.context;
+  }
+
   contextLength(model?: string): Promise<number> {
     if (this.config.context !== undefined) return Promise.resolve(this.config.context);
     const id = model || this.defaultModel;

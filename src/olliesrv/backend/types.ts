@@ -121,6 +121,8 @@ export interface Backend {
   models(refresh?: boolean): Promise<ModelInfo[]>;
   /** Context window of a model: config override, else discovered (cached), else a per-type default. */
   contextLength(model?: string): Promise<number>;
+  /** The window backends.conf sets (`context =`), for every model of the backend; undefined when it sets none. */
+  readonly configuredContext?: number;
   /**
    * Start loading what the first request needs (the provider package, ~100 ms; Copilot's token exchange) without
    * waiting for it, so that it overlaps the rest of startup. Never rejects: failures surface on the real request.

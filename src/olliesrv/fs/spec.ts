@@ -19,6 +19,7 @@ import { hiddenChar } from '../store/shellwords.js';
 import { parseKeyValues, RequestError, splitCommand } from './kv.js';
 import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY, principalOf, relate, type Scope } from '../auth/access.js';
 import { MAX_DEPTH } from '../session/agents.js';
+import { knownWindow } from '../backend/windows.js';
 import { realpathSync } from 'node:fs';
 import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
@@ -275,12 +276,13 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }).join(''),
       }),
       Leaf('models', {
-        doc: 'Models of every backend (asked once, then cached): backend, model, context length. Unreachable backends say why.',
+        doc: 'Models of every backend (asked once, then cached): backend, model, context length (the provider\'s, else backends.conf\'s context =, else the known window of the model; - when none is known). Unreachable backends say why.',
         blockOnce: async () => {
           const parts = await Promise.all(o.backends.names().map(async (n) => {
             try {
-              const list = await o.backends.get(n).models();
-              return list.map((m) => `${n}\t${m.id}\t${m.contextLength ?? '-'}\n`).join('');
+              const b = o.backends.get(n);
+              const list = await b.models();
+              return list.map((m) => `${n}\t${m.id}\t${m.contextLength ?? b.configuredContext ?? knownWindow(m.id) ?? '-'}\n`).join('');
             } catch (e) {
               return `${n}\t-\t-\t${(e as Error).message.replace(/\s+/g, ' ')}\n`;
             }
@@ -364,8 +366,8 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           rdwr: (_ctx, req) => `${sessions.create(parseKeyValues(req, SESSION_KEYS)).name}\n`,
         }),
         Leaf('idx', {
-          doc: 'One line per session: id, name, paused, connected, remote, cwd (tab-separated).',
-          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t0\t-\t${x.cwd}\n`).join(''),
+          doc: 'One line per session: id, name, paused, connected (1 while a tool server serves it), remote (- for this machine), cwd (tab-separated).',
+          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t${o.sessionTools(x.id) ? 1 : 0}\t-\t${x.cwd}\n`).join(''),
         }),
         Each('session', {
           doc: 'One session.',
