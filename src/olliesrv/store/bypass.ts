@@ -100,15 +100,19 @@ export function ruleMatches(r: RuleSpec, s: RuleSubject): boolean {
 /**
  * The words a request adds to a prefix rule may be operands, not options or settings: `find . -name x` must not
  * become `find . -name x -exec sh -c …`, nor `git log` `git log --output=~/.bashrc`, nor `make test`
- * `make test SHELL=/tmp/x`. After a `--` (in the rule or added) everything is an operand by convention, which is
- * how `npm test -- --watch` hands its options to the test runner.
+ * `make test SHELL=/tmp/x` (nor `make test -- SHELL=/tmp/x`: make reads settings after `--` too). After a `--` (in
+ * the rule or added) every other word is an operand by convention, which is how `npm test -- --watch` hands its
+ * options to the test runner; a `NAME=value` word never is, there or anywhere.
  */
 function addedWordsArePlain(rule: string[], added: string[]): boolean {
   let operands = rule.includes('--');
   for (const w of added) {
+    // A setting stays a setting after `--`: GNU make reads `make test -- SHELL=./x` as SHELL=./x all the same
+    // (and dd its `of=`). Only an option's own `--opt=value`, for the program the `--` hands words on to, passes.
+    if (w.includes('=') && !(operands && w.startsWith('-'))) return false;
     if (operands) continue;
     if (w === '--') operands = true;
-    else if (w.startsWith('-') || w.includes('=')) return false;
+    else if (w.startsWith('-')) return false;
   }
   return true;
 }

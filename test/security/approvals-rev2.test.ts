@@ -1,0 +1,83 @@
+/**
+ * Second review of "always" rules (store/bypass.ts, store/shellwords.ts): a prefix rule lets a request add
+ * operands, never options or settings — but a `--` the request adds switched every later word to "operand",
+ * and GNU make reads `NAME=value` after `--` as a variable all the same (`make test -- SHELL=./evil.sh` runs the
+ * model's program, outside the sandbox, on the strength of an approved `make test`). Real olliesrv, real toolsrv,
+ * the mock LLM scripting the calls; the person is this test, writing the session's `bypass` file.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
+import { shellWords } from '../../src/olliesrv/store/shellwords.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const bypassCall = (command: string) => [[{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }], [{ text: 'done' }]];
+
+interface Agent { session: string; path: string; aid: string }
+
+async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
+  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
+  let ended = false;
+  void agent.nextTurn().then(() => (ended = true));
+  await hh.c.write(`${a.path}/prompt`, 'go');
+  for (;;) {
+    const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
+    if (line) return line.split('\t');
+    if (ended) return undefined;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {
+  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
+  const done = agent.nextTurn();
+  await hh.c.write(`session/${a.session}/bypass`, req);
+  await done;
+}
+
+const lastTool = async (hh: Harness, a: Agent): Promise<string> => (await hh.blocks(a.path)).filter((b) => b.role === 'tool').at(-1)!.content;
+
+describe('"always" rules, second review', () => {
+  it('an always rule for make test does not cover make test -- SHELL=./evil.sh (make reads settings after --)', async () => {
+    const attacks = ['make test -- SHELL=./evil.sh', "make test -- 'SHELL=./evil.sh'", 'make test x -- SHELL=./evil.sh'];
+    h = await harness({ turns: [...bypassCall('make test'), ...attacks.flatMap(bypassCall), ...bypassCall('make test -- other')] as never });
+    writeFileSync(join(h.dir, 'Makefile'), 'test:\n\t@echo ran-tests\nother:\n\t@echo ran-other\nx:\n\t@true\n');
+    writeFileSync(join(h.dir, 'evil.sh'), '#!/bin/sh\necho pwned >> "$PWD/pwned"\n', { mode: 0o755 });
+    const a = await h.agent();
+
+    const first = await prompt(h, a);
+    expect(first?.[4]).toBe('shell make test');
+    expect(first?.slice(6)).toEqual(['prefix', 'make test']);
+    await resolve(h, a, `${first![0]} approve always`);
+    expect(await lastTool(h, a)).toContain('ran-tests');
+
+    for (const cmd of attacks) {
+      const req = await prompt(h, a);
+      expect(req, `${JSON.stringify(cmd)} ran without asking`).toBeDefined();
+      await resolve(h, a, `${req![0]} deny`);
+      expect(await lastTool(h, a)).toMatch(/denied by user/);
+    }
+    expect(existsSync(join(h.dir, 'pwned'))).toBe(false);
+    // Operands after a -- are still what the rule is for.
+    expect(await prompt(h, a)).toBeUndefined();
+    expect(await lastTool(h, a)).toContain('ran-other');
+  });
+
+  it('NAME+=value before a command is a variable assignment to bash, as NAME=value is', () => {
+    for (const cmd of ['LD_PRELOAD+=./x.so make test', 'PATH+=:. make test', 'A_1+=x npm test']) {
+      expect(shellWords(cmd), cmd).toHaveProperty('refused');
+      expect(ruleFor({ tool: 'shell', cmd: `shell ${cmd}`, command: cmd })).toMatchObject({ kind: 'exact' });
+    }
+    // As a command name (quoted) it is no assignment, to bash or to the tokenizer.
+    expect(shellWords("'A+=1' x")).toEqual({ words: ['A+=1', 'x'] });
+    // And a rule on make still takes operands.
+    expect(ruleMatches({ tool: 'shell', kind: 'prefix', rule: 'make test' }, { tool: 'shell', cmd: 'shell make test -- all', command: 'make test -- all' })).toBe(true);
+  });
+});
