@@ -145,19 +145,29 @@ export function withResolvedRules(policy: SandboxPolicy): SandboxPolicy {
  */
 function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?: string } | undefined {
   const file = join(canonical(ctx.cwd), PROJECT_POLICY_NAME);
+  const trusted = readTrusted(ctx.configDir).get(file);
+  // A trusted file narrows the policy, and it lies in the workspace, which the agent writes: ignoring it once it
+  // changed (or went) would hand the agent the broader base policy for one edit. So a trusted file that is no
+  // longer what was trusted stops the tools until the owner trusts it again or forgets it.
+  const tampered = (what: string): never => {
+    throw new PolicyError(`${file} was trusted, but ${what}: it narrows this project's policy and the agent can write it, so no tool runs here until the owner trusts it again (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust) or forgets it (\`ollie trust --untrust ${file}\`)`);
+  };
   let st;
   try {
     st = lstatSync(file);
   } catch {
-    return undefined;
+    return trusted ? tampered('it is gone') : undefined;
   }
-  if (!st.isFile()) return { file, notice: `${file} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}, so it was ignored: a project's policy file must be a regular file` };
+  if (!st.isFile()) {
+    const kind = st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file';
+    if (trusted) tampered(`it is ${kind} now`);
+    return { file, notice: `${file} is ${kind}, so it was ignored: a project's policy file must be a regular file` };
+  }
   const bytes = readFileSync(file);
   const sha = sha256(bytes);
-  const trusted = readTrusted(ctx.configDir).get(file);
   if (trusted === sha) return { file, text: bytes.toString('utf8') };
-  const why = trusted ? 'has changed since it was trusted' : 'is not trusted';
-  return { file, notice: `${file} ${why}, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust` };
+  if (trusted) tampered(`it has changed since (sha256 ${sha})`);
+  return { file, notice: `${file} is not trusted, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust` };
 }
 
 // ---- parsing -------------------------------------------------------------------------------------------
