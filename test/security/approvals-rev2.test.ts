@@ -8,7 +8,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
+import { checkRule, ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
 import { shellWords } from '../../src/olliesrv/store/shellwords.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
 
@@ -79,5 +79,18 @@ describe('"always" rules, second review', () => {
     expect(shellWords("'A+=1' x")).toEqual({ words: ['A+=1', 'x'] });
     // And a rule on make still takes operands.
     expect(ruleMatches({ tool: 'shell', kind: 'prefix', rule: 'make test' }, { tool: 'shell', cmd: 'shell make test -- all', command: 'make test -- all' })).toBe(true);
+  });
+
+  it('a program that joins its arguments into code gets an exact rule behind a wrapper too (timeout 30 ssh host uptime)', () => {
+    const subject = (command: string) => ({ tool: 'shell', cmd: `shell ${command}`, command });
+    for (const cmd of ['timeout 30 ssh host uptime', 'env ssh host uptime', 'nice -n 5 /usr/bin/ssh host uptime', 'exec watch ls', 'sudo -u me script -qc true /dev/null']) {
+      expect(ruleFor(subject(cmd)), cmd).toEqual({ tool: 'shell', kind: 'exact', rule: cmd });
+      // Nor can such a prefix rule be stored (one already in a database is dropped when it opens).
+      expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: cmd }), cmd).toThrow(/joins its arguments into code/);
+    }
+    // Before: the prefix rule covered the remote command with anything added.
+    expect(ruleMatches({ tool: 'shell', kind: 'exact', rule: 'timeout 30 ssh host uptime' }, subject("timeout 30 ssh host uptime ';' rm -rf /"))).toBe(false);
+    // An ordinary wrapped command keeps its prefix rule.
+    expect(ruleFor(subject('timeout 30 npm test'))).toEqual({ tool: 'shell', kind: 'prefix', rule: 'timeout 30 npm test' });
   });
 });
