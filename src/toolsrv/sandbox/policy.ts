@@ -12,7 +12,7 @@
  * Paths are compared after resolving symlinks, and the helper is given the resolved paths: it grants a rule
  * only when the path still resolves to itself, so a symlink swapped in after the policy loaded grants nothing.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
@@ -152,18 +152,29 @@ function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?
   const tampered = (what: string): never => {
     throw new PolicyError(`${file} was trusted, but ${what}: it narrows this project's policy and the agent can write it, so no tool runs here until the owner trusts it again (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust) or forgets it (\`ollie trust --untrust ${file}\`)`);
   };
-  let st;
+  // Opened once, without following a link and without waiting on a FIFO, and read through that descriptor: a
+  // name checked and then read again could be swapped in between (for a link to a FIFO, which blocks toolsrv).
+  let fd: number | undefined;
+  let kind: string | undefined;
   try {
-    st = lstatSync(file);
-  } catch {
-    return trusted ? tampered('it is gone') : undefined;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (!fstatSync(fd).isFile()) kind = 'not a regular file';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return trusted ? tampered('it is gone') : undefined;
+    kind = code === 'ELOOP' ? 'a symbolic link' : `unreadable (${code ?? (e as Error).message})`;
   }
-  if (!st.isFile()) {
-    const kind = st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file';
+  if (kind) {
+    if (fd !== undefined) closeSync(fd);
     if (trusted) tampered(`it is ${kind} now`);
     return { file, notice: `${file} is ${kind}, so it was ignored: a project's policy file must be a regular file` };
   }
-  const bytes = readFileSync(file);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(fd!);
+  } finally {
+    closeSync(fd!);
+  }
   const sha = sha256(bytes);
   if (trusted === sha) return { file, text: bytes.toString('utf8') };
   if (trusted) tampered(`it has changed since (sha256 ${sha})`);
