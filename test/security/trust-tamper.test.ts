@@ -70,3 +70,34 @@ describe('a trusted project file that is gone or a symlink now', () => {
     }
   });
 });
+
+/**
+ * The project file is looked for in the agent's own working directory only, so an agent escapes its project's
+ * narrowing by making a sub-agent in a subdirectory (agent/new cwd=src: inside its own, so allowed), which runs
+ * under the base policy with {CWD} = src. Known, NOT fixed (which file applies below a project root, and what
+ * {CWD} means in it then, is a design question); `test.fails` until it is.
+ */
+describe.skipIf(!ready)('a sub-agent in a subdirectory of a project with a trusted policy file', () => {
+  test.fails('works under the project\'s narrowing too, not under the base policy', async () => {
+    const h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 } } });
+    try {
+      // The owner's narrowing: src/secrets is out of the agents' reach (and so is the network, were it on).
+      writeFileSync(join(h.dir, '.ollie-sandbox.yaml'), 'filesystem:\n  deny: ["{CWD}/src/secrets"]\n');
+      mkdirSync(join(h.dir, 'src', 'secrets'), { recursive: true });
+      writeFileSync(join(h.dir, 'src', 'secrets', 'key'), 'TOP-SECRET-VALUE\n');
+      await h.c.write('config/trust', `trust ${h.dir}\n`);
+      const a = await h.agent({ profile: 'attacker' });
+      h.mock.script([{ toolCalls: [{ id: 'k0', name: 'shell', args: { command: 'cat src/secrets/key' } }] }], [{ text: 'ok' }]);
+      expect((await h.turn(a.path, 'go')).filter((b) => b.role === 'tool').at(-1)!.content).not.toContain('TOP-SECRET-VALUE');
+      // The agent makes a sub-agent working in src (inside its own cwd: allowed), and has it read there.
+      h.mock.script([{ toolCalls: [{ id: 'k1', name: 'client_9p', args: { op: 'rdwr', path: 'session/$OLLIE_SESSION_ID/agent/new', data: 'name=kid cwd=src agent=attacker' } }] }], [{ text: 'ok' }]);
+      const made = (await h.turn(a.path, 'go')).filter((b) => b.role === 'tool').at(-1)!.content;
+      expect(made).toContain('kid');
+      h.mock.script([{ toolCalls: [{ id: 'k2', name: 'shell', args: { command: 'cat secrets/key' } }] }], [{ text: 'ok' }]);
+      const read = (await h.turn(`session/${a.session}/agent/kid`, 'go')).filter((b) => b.role === 'tool').at(-1)!.content;
+      expect(read).not.toContain('TOP-SECRET-VALUE');
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+});
