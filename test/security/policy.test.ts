@@ -152,7 +152,7 @@ describe.skipIf(!ready)('the always-denied paths cannot be granted by the user\'
 });
 
 describe.skipIf(!ready)('trust: a project file applies only as the owner trusted it', () => {
-  test('untrusted → ignored with a notice; trusted → applied; changed → ignored again; the list is out of reach', async () => {
+  test('untrusted → ignored with a notice; trusted → applied; changed → refused; the list is out of reach', async () => {
     // The project file narrows: no writes in the workspace. Untrusted, it must change nothing.
     const file = writePolicy(w, 'filesystem:\n  ro: ["{CWD}"]\n  rw: []\n', 'project', { trusted: false });
     let p = loadPolicy(w);
@@ -173,10 +173,9 @@ describe.skipIf(!ready)('trust: a project file applies only as the owner trusted
     expect(p.sources).toEqual([expect.stringContaining('sandbox.yaml'), file]);
     expect((await shell('echo b > b.txt && echo wrote-b', p)).out).not.toContain('wrote-b');
 
+    // Changed since it was trusted: never the base policy again (the agent may be the one who changed it).
     writeFileSync(file, 'filesystem:\n  ro: ["{CWD}"]\n  rw: []\n# edited\n');
-    p = loadPolicy(w);
-    expect(p.sources).toHaveLength(1);
-    expect(p.notices.join('\n')).toContain(`${file} has changed since it was trusted, so it was ignored`);
+    expect(() => loadPolicy(w)).toThrow(`${file} was trusted, but it has changed since`);
   });
 
   test('a symlinked project file is never applied', () => {

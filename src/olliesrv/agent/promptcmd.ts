@@ -226,6 +226,9 @@ export async function runPromptCommands(commands: string[], cwd: string, ollie: 
     const probeEnv = promptEnv(o.env, ollie, cwd, tmp);
     const probe = wrap(['git', 'config', '--show-scope', '-z', '--name-only', '--get-regexp', '.'], probeEnv);
     const found = await run(probe.file, probe.args, cwd, probe.env, timeoutMs, maxOutput);
+    // Cut short (a configuration padded past the cap, or one that takes too long), it has not listed every
+    // program the repository names: running the commands then would leave those armed.
+    if (found.cut) return notRun(commands, `the repository's git configuration could not be read to disarm the programs it names (reading it ${found.cut})`);
     const extra = found.code === 0 ? configKeysToDisarm(found.out) : [];
     const env = promptEnv(o.env, ollie, cwd, tmp, extra);
     const outs = await Promise.all(

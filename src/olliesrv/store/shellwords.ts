@@ -82,8 +82,9 @@ export function shellWords(cmd: string): Words {
   }
   if (word !== undefined) words.push(word);
   if (!words.length) return { refused: 'an empty command' };
-  // `NAME=value cmd` sets a variable for the command (LD_PRELOAD=… is enough to change what anything runs).
-  if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(firstRaw)) return { refused: `a variable assignment ${JSON.stringify(words[0])} before the command` };
+  // `NAME=value cmd` (or `NAME+=value cmd`, which appends) sets a variable for the command (LD_PRELOAD=… is enough
+  // to change what anything runs).
+  if (/^[A-Za-z_][A-Za-z0-9_]*\+?=/.test(firstRaw)) return { refused: `a variable assignment ${JSON.stringify(words[0])} before the command` };
   if (KEYWORDS.has(words[0]!)) return { refused: `the shell keyword ${JSON.stringify(words[0])}` };
   return { words };
 }

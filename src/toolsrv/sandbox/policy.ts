@@ -12,7 +12,7 @@
  * Paths are compared after resolving symlinks, and the helper is given the resolved paths: it grants a rule
  * only when the path still resolves to itself, so a symlink swapped in after the policy loaded grants nothing.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
@@ -145,19 +145,40 @@ export function withResolvedRules(policy: SandboxPolicy): SandboxPolicy {
  */
 function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?: string } | undefined {
   const file = join(canonical(ctx.cwd), PROJECT_POLICY_NAME);
-  let st;
-  try {
-    st = lstatSync(file);
-  } catch {
-    return undefined;
-  }
-  if (!st.isFile()) return { file, notice: `${file} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}, so it was ignored: a project's policy file must be a regular file` };
-  const bytes = readFileSync(file);
-  const sha = sha256(bytes);
   const trusted = readTrusted(ctx.configDir).get(file);
+  // A trusted file narrows the policy, and it lies in the workspace, which the agent writes: ignoring it once it
+  // changed (or went) would hand the agent the broader base policy for one edit. So a trusted file that is no
+  // longer what was trusted stops the tools until the owner trusts it again or forgets it.
+  const tampered = (what: string): never => {
+    throw new PolicyError(`${file} was trusted, but ${what}: it narrows this project's policy and the agent can write it, so no tool runs here until the owner trusts it again (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust) or forgets it (\`ollie trust --untrust ${file}\`)`);
+  };
+  // Opened once, without following a link and without waiting on a FIFO, and read through that descriptor: a
+  // name checked and then read again could be swapped in between (for a link to a FIFO, which blocks toolsrv).
+  let fd: number | undefined;
+  let kind: string | undefined;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (!fstatSync(fd).isFile()) kind = 'not a regular file';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return trusted ? tampered('it is gone') : undefined;
+    kind = code === 'ELOOP' ? 'a symbolic link' : `unreadable (${code ?? (e as Error).message})`;
+  }
+  if (kind) {
+    if (fd !== undefined) closeSync(fd);
+    if (trusted) tampered(`it is ${kind} now`);
+    return { file, notice: `${file} is ${kind}, so it was ignored: a project's policy file must be a regular file` };
+  }
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(fd!);
+  } finally {
+    closeSync(fd!);
+  }
+  const sha = sha256(bytes);
   if (trusted === sha) return { file, text: bytes.toString('utf8') };
-  const why = trusted ? 'has changed since it was trusted' : 'is not trusted';
-  return { file, notice: `${file} ${why}, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust` };
+  if (trusted) tampered(`it has changed since (sha256 ${sha})`);
+  return { file, notice: `${file} is not trusted, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust` };
 }
 
 // ---- parsing -------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
  * `ollie trust PATH` and the namespace's `config/trust` edit it.
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, readFileSync, realpathSync, renameSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync, renameSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
 
@@ -51,15 +51,23 @@ export function projectPolicy(path: string): { file: string; bytes: Buffer; sha:
     throw new TrustError(`${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
   file = join(realpathSync(dirname(file)), file.slice(dirname(file).length + 1));
-  let st;
+  // Opened once (no link followed, no wait on a FIFO) and read through that descriptor: the agent may swap the
+  // name between a check and a read by name.
+  let fd: number;
   try {
-    st = lstatSync(file);
-  } catch {
-    throw new TrustError(`${file}: no such file`);
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new TrustError(`${file} is a symbolic link: only a regular file can be trusted`);
+    throw new TrustError(`${file}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
-  if (!st.isFile()) throw new TrustError(`${file} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}: only a regular file can be trusted`);
-  const bytes = readFileSync(file);
-  return { file, bytes, sha: sha256(bytes) };
+  try {
+    if (!fstatSync(fd).isFile()) throw new TrustError(`${file} is not a regular file: only a regular file can be trusted`);
+    const bytes = readFileSync(fd);
+    return { file, bytes, sha: sha256(bytes) };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function save(configDir: string, m: Map<string, string>): void {

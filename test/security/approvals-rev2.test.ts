@@ -1,0 +1,121 @@
+/**
+ * Second review of "always" rules (store/bypass.ts, store/shellwords.ts): a prefix rule lets a request add
+ * operands, never options or settings — but a `--` the request adds switched every later word to "operand",
+ * and GNU make reads `NAME=value` after `--` as a variable all the same (`make test -- SHELL=./evil.sh` runs the
+ * model's program, outside the sandbox, on the strength of an approved `make test`). Real olliesrv, real toolsrv,
+ * the mock LLM scripting the calls; the person is this test, writing the session's `bypass` file.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkRule, ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
+import { shellWords } from '../../src/olliesrv/store/shellwords.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const bypassCall = (command: string) => [[{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }], [{ text: 'done' }]];
+
+interface Agent { session: string; path: string; aid: string }
+
+async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
+  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
+  let ended = false;
+  void agent.nextTurn().then(() => (ended = true));
+  await hh.c.write(`${a.path}/prompt`, 'go');
+  for (;;) {
+    const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
+    if (line) return line.split('\t');
+    if (ended) return undefined;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {
+  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
+  const done = agent.nextTurn();
+  await hh.c.write(`session/${a.session}/bypass`, req);
+  await done;
+}
+
+const lastTool = async (hh: Harness, a: Agent): Promise<string> => (await hh.blocks(a.path)).filter((b) => b.role === 'tool').at(-1)!.content;
+
+describe('"always" rules, second review', () => {
+  it('an always rule for make test does not cover make test -- SHELL=./evil.sh (make reads settings after --)', async () => {
+    const attacks = ['make test -- SHELL=./evil.sh', "make test -- 'SHELL=./evil.sh'", 'make test x -- SHELL=./evil.sh'];
+    h = await harness({ turns: [...bypassCall('make test'), ...attacks.flatMap(bypassCall), ...bypassCall('make test -- other')] as never });
+    writeFileSync(join(h.dir, 'Makefile'), 'test:\n\t@echo ran-tests\nother:\n\t@echo ran-other\nx:\n\t@true\n');
+    writeFileSync(join(h.dir, 'evil.sh'), '#!/bin/sh\necho pwned >> "$PWD/pwned"\n', { mode: 0o755 });
+    const a = await h.agent();
+
+    const first = await prompt(h, a);
+    expect(first?.[4]).toBe('shell make test');
+    expect(first?.slice(6)).toEqual(['prefix', 'make test']);
+    await resolve(h, a, `${first![0]} approve always`);
+    expect(await lastTool(h, a)).toContain('ran-tests');
+
+    for (const cmd of attacks) {
+      const req = await prompt(h, a);
+      expect(req, `${JSON.stringify(cmd)} ran without asking`).toBeDefined();
+      await resolve(h, a, `${req![0]} deny`);
+      expect(await lastTool(h, a)).toMatch(/denied by user/);
+    }
+    expect(existsSync(join(h.dir, 'pwned'))).toBe(false);
+    // Operands after a -- are still what the rule is for.
+    expect(await prompt(h, a)).toBeUndefined();
+    expect(await lastTool(h, a)).toContain('ran-other');
+  });
+
+  it('NAME+=value before a command is a variable assignment to bash, as NAME=value is', () => {
+    for (const cmd of ['LD_PRELOAD+=./x.so make test', 'PATH+=:. make test', 'A_1+=x npm test']) {
+      expect(shellWords(cmd), cmd).toHaveProperty('refused');
+      expect(ruleFor({ tool: 'shell', cmd: `shell ${cmd}`, command: cmd })).toMatchObject({ kind: 'exact' });
+    }
+    // As a command name (quoted) it is no assignment, to bash or to the tokenizer.
+    expect(shellWords("'A+=1' x")).toEqual({ words: ['A+=1', 'x'] });
+    // And a rule on make still takes operands.
+    expect(ruleMatches({ tool: 'shell', kind: 'prefix', rule: 'make test' }, { tool: 'shell', cmd: 'shell make test -- all', command: 'make test -- all' })).toBe(true);
+  });
+
+  it('a program that joins its arguments into code gets an exact rule behind a wrapper too (timeout 30 ssh host uptime)', () => {
+    const subject = (command: string) => ({ tool: 'shell', cmd: `shell ${command}`, command });
+    for (const cmd of ['timeout 30 ssh host uptime', 'env ssh host uptime', 'nice -n 5 /usr/bin/ssh host uptime', 'exec watch ls', 'sudo -u me script -qc true /dev/null']) {
+      expect(ruleFor(subject(cmd)), cmd).toEqual({ tool: 'shell', kind: 'exact', rule: cmd });
+      // Nor can such a prefix rule be stored (one already in a database is dropped when it opens).
+      expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: cmd }), cmd).toThrow(/joins its arguments into code/);
+    }
+    // Before: the prefix rule covered the remote command with anything added.
+    expect(ruleMatches({ tool: 'shell', kind: 'exact', rule: 'timeout 30 ssh host uptime' }, subject("timeout 30 ssh host uptime ';' rm -rf /"))).toBe(false);
+    // An ordinary wrapped command keeps its prefix rule.
+    expect(ruleFor(subject('timeout 30 npm test'))).toEqual({ tool: 'shell', kind: 'prefix', rule: 'timeout 30 npm test' });
+  });
+
+  // Known, NOT fixed: an "always" rule on any git command in the workspace runs the programs the workspace's
+  // .git/config names (core.fsmonitor, core.pager, aliases, drivers), which the sandboxed agent writes — the
+  // hardening prompt commands get (promptcmd.ts gitEnv) does not apply to an approved bypass, and cannot simply
+  // (an approved `git push` needs the owner's ssh and credential helpers). docs/toolsrv.md's "approve always only
+  // what the agent cannot redirect" covers it, but `git status` does not look redirectable. it.fails until it is.
+  it.fails('an always rule for git status does not run the workspace\'s core.fsmonitor outside the sandbox', async () => {
+    // (In .git: the harness's config and data dirs in the workspace leave its top level read-only.)
+    const plant = 'printf "[core]\\n\\tfsmonitor = $PWD/.git/fsm.sh\\n" >> .git/config && printf \'#!/bin/sh\\necho pwned > "$(dirname "$0")/pwned"\\n\' > .git/fsm.sh && chmod +x .git/fsm.sh && echo planted';
+    h = await harness({ turns: [...bypassCall('git status --short'), [{ toolCalls: [{ name: 'shell', args: { command: plant } }] }], [{ text: 'done' }], ...bypassCall('git status --short')] as never });
+    const a = await h.agent();
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('git', ['init', '-q', h.dir]);
+    const first = await prompt(h, a);
+    expect(first?.slice(6)).toEqual(['prefix', 'git status --short']);
+    await resolve(h, a, `${first![0]} approve always`);
+    // The agent, sandboxed, writes the repository's configuration (its workspace).
+    expect(await prompt(h, a)).toBeUndefined();
+    expect(await lastTool(h, a)).toContain('planted');
+    expect(existsSync(join(h.dir, '.git', 'pwned'))).toBe(false);
+    // The same command again: covered by the rule, it runs unsandboxed — and runs the agent's fsmonitor.
+    const again = await prompt(h, a);
+    if (again) await resolve(h, a, `${again[0]} deny`);
+    expect(existsSync(join(h.dir, '.git', 'pwned'))).toBe(false);
+  });
+});
