@@ -450,6 +450,7 @@ enum label {
   L_CLONE,
   L_UNSHARE,
   L_IOCTL,
+  L_PRLIMIT,
   L_TCP_PROTO,
   L_UDP_PROTO,
   L_COUNT /* labels from here on are made by new_label(), for the branches of the dispatch tree */
@@ -540,14 +541,15 @@ static void build_filter(void) {
 #ifdef X32_SYSCALL_BIT
   emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
-  struct dispatch d[NREFUSED + 5] = {
+#define NBY_ARG 6
+  struct dispatch d[NREFUSED + NBY_ARG] = {
       {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
-      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL},
+      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL}, {__NR_prlimit64, L_PRLIMIT},
   };
   for (int r = 0; r < NREFUSED; r++)
-    d[5 + r] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
-  qsort(d, NREFUSED + 5, sizeof d[0], by_nr);
-  dispatch_tree(d, NREFUSED + 5);
+    d[NBY_ARG + r] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
+  qsort(d, NREFUSED + NBY_ARG, sizeof d[0], by_nr);
+  dispatch_tree(d, NREFUSED + NBY_ARG);
 
   /* socket(2): Unix sockets only with --allow-unix (Landlock cannot refuse connect(2) to a pathname socket,
      the Ollie socket among them); the IP families as the network setting allows; netlink's routing protocol
@@ -618,6 +620,20 @@ static void build_filter(void) {
   label(L_IOCTL);
   load_arg(1);
   jump_if(TIOCSTI, L_EPERM);
+  go(L_ALLOW);
+
+  /* prlimit64(pid, resource, new, old) setting the limits of another process: the kernel checks the uid only
+     (Landlock scopes signals and ptrace, not this), and every process of the user is fair game — the spawner
+     and its guardian left without descriptors could no longer list, so no longer kill, what a call leaves
+     behind, and RLIMIT_CPU of 1 s kills toolsrv or the daemon at once. A process's own limits (pid 0, which is
+     what setrlimit and prlimit(0, …) use) and reading another's stay. `new` is a pointer: both halves. */
+  label(L_PRLIMIT);
+  load_arg(0);
+  jump_if(0, L_ALLOW);
+  load_word(offsetof(struct seccomp_data, args[2]));
+  emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_NONE, L_EPERM);
+  load_word(offsetof(struct seccomp_data, args[2]) + 4);
+  emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_ALLOW, L_EPERM);
 
   /* The verdicts, last: BPF jumps only go forward. */
   label(L_ALLOW);
@@ -761,7 +777,7 @@ static void probe(void) {
 #ifdef NATIVE_ARCH
   printf("\"filter\":{\"arch\":\"%s\",\"refused_abis\":\"%s\",\"refuses\":[", NATIVE_ARCH_NAME, COMPAT_NAME);
   for (int r = 0; r < NREFUSED; r++) JSON_LIST_ITEM(r ? "," : "", REFUSED[r].name);
-  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\"]},");
+  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\",\"prlimit64\"]},");
 #else
   printf("\"filter\":{\"unavailable\":\"the system call filter is not implemented for this architecture\"},");
 #endif
