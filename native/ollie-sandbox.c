@@ -451,6 +451,8 @@ enum label {
   L_UNSHARE,
   L_IOCTL,
   L_PRLIMIT,
+  L_SEND_FLAGS_2,
+  L_SEND_FLAGS_3,
   L_TCP_PROTO,
   L_UDP_PROTO,
   L_COUNT /* labels from here on are made by new_label(), for the branches of the dispatch tree */
@@ -541,15 +543,21 @@ static void build_filter(void) {
 #ifdef X32_SYSCALL_BIT
   emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
-#define NBY_ARG 6
+#define NBY_ARG 9
   struct dispatch d[NREFUSED + NBY_ARG] = {
       {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
       {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL}, {__NR_prlimit64, L_PRLIMIT},
   };
+  int nd = 6;
+  if (mode != NET_OPEN) {
+    d[nd++] = (struct dispatch){__NR_sendto, L_SEND_FLAGS_3};
+    d[nd++] = (struct dispatch){__NR_sendmsg, L_SEND_FLAGS_2};
+    d[nd++] = (struct dispatch){__NR_sendmmsg, L_SEND_FLAGS_3};
+  }
   for (int r = 0; r < NREFUSED; r++)
-    d[NBY_ARG + r] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
-  qsort(d, NREFUSED + NBY_ARG, sizeof d[0], by_nr);
-  dispatch_tree(d, NREFUSED + NBY_ARG);
+    d[nd++] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
+  qsort(d, (size_t)nd, sizeof d[0], by_nr);
+  dispatch_tree(d, nd);
 
   /* socket(2): Unix sockets only with --allow-unix (Landlock cannot refuse connect(2) to a pathname socket,
      the Ollie socket among them); the IP families as the network setting allows; netlink's routing protocol
@@ -608,6 +616,19 @@ static void build_filter(void) {
     go(L_ALLOW);
   }
 
+  /* TCP Fast Open: sendto/sendmsg/sendmmsg with MSG_FASTOPEN connect an unconnected TCP socket inside the
+     send, without the connect hook where Landlock enforces its port rules (measured on Linux 6.18, ABI 7: with
+     --no-net a tool reached a loopback listener and sent its data). Wherever Landlock is to govern TCP, the flag
+     is refused; connect(2), TCP_FASTOPEN_CONNECT included, goes through the hook. */
+  if (mode != NET_OPEN) {
+    label(L_SEND_FLAGS_2);
+    load_arg(2);
+    emit(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_EPERM, L_ALLOW);
+    label(L_SEND_FLAGS_3);
+    load_arg(3);
+    emit(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_EPERM, L_ALLOW);
+  }
+
   /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. */
   label(L_CLONE);
   load_arg(0);
@@ -646,7 +667,8 @@ static void build_filter(void) {
   ret_errno(ENOSYS);
 
   for (int l = 0; l < nlabels; l++)
-    if (label_at[l] < 0 && l != L_TCP_PROTO && l != L_UDP_PROTO && l != L_NETLINK)
+    if (label_at[l] < 0 && l != L_TCP_PROTO && l != L_UDP_PROTO && l != L_NETLINK && l != L_SEND_FLAGS_2 &&
+        l != L_SEND_FLAGS_3)
       die(EXIT_SETUP, "seccomp: the filter has no code for label %d", l);
   resolve_labels();
 #endif
