@@ -543,7 +543,7 @@ static void build_filter(void) {
 #ifdef X32_SYSCALL_BIT
   emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
-#define NBY_ARG 9
+#define NBY_ARG 10
   struct dispatch d[NREFUSED + NBY_ARG] = {
       {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
       {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL}, {__NR_prlimit64, L_PRLIMIT},
@@ -554,6 +554,12 @@ static void build_filter(void) {
     d[nd++] = (struct dispatch){__NR_sendmsg, L_SEND_FLAGS_2};
     d[nd++] = (struct dispatch){__NR_sendmmsg, L_SEND_FLAGS_3};
   }
+  /* listen(2) on a TCP socket that was never bound binds it to an ephemeral port on every address, without the
+     bind hook Landlock's port rules are enforced in: with the network off a tool served connections from the
+     machine and the LAN. Where no TCP port may be bound and no Unix socket made, no socket can listen lawfully
+     (a socketpair's cannot), so listen is refused; with Unix sockets or bind ports allowed it cannot be told
+     apart here, and stays. */
+  if (mode != NET_OPEN && !nbind && deny_unix) d[nd++] = (struct dispatch){__NR_listen, L_EACCES};
   for (int r = 0; r < NREFUSED; r++)
     d[nd++] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
   qsort(d, (size_t)nd, sizeof d[0], by_nr);
