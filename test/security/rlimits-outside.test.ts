@@ -122,7 +122,7 @@ while not os.path.exists("d.pid") or not open("d.pid").read(): time.sleep(0.01)
     const victim = spawn(process.execPath, ['-e', 'for (;;) { const e = Date.now() + 100; while (Date.now() < e); if (process.cpuUsage().user > 1.3e6) break; } setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
     leftovers.push(victim.pid!);
     await until(() => {
-      const f = readFileSync(`/proc/${victim.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      const f = readFileSync(`/proc/${victim.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
       return Number(f[11]) + Number(f[12]) > 120; // utime + stime in ticks: > 1.2 s of CPU
     }, 30000);
     const r = await env.call(c, { tool: 'shell', args: { command: `/usr/bin/python3 -c 'import resource; resource.prlimit(${victim.pid}, resource.RLIMIT_CPU, (1, 1)); print("set")' 2>&1` } });
