@@ -341,6 +341,12 @@ static void grant(const char *path, uint64_t access, int follow, int fd, unsigne
 #ifndef __NR_quotactl_fd
 #define __NR_quotactl_fd 443
 #endif
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
 #ifndef __NR_open_tree_attr
 #define __NR_open_tree_attr 467
 #endif
@@ -418,6 +424,9 @@ static const struct refused_call REFUSED[] = {
     /* clone3 keeps its flags in memory, where a filter cannot read them: ENOSYS makes the C library fall back
        to clone(2), whose flags are checked below. */
     {__NR_clone3, "clone3", ENOSYS},
+    /* openat2 keeps its flags and mode in memory too (a set-uid mode, below): ENOSYS makes callers fall back to
+       openat, as on kernels before 5.6. */
+    {__NR_openat2, "openat2", ENOSYS},
 };
 #define NREFUSED ((int)(sizeof REFUSED / sizeof REFUSED[0]))
 
@@ -450,6 +459,14 @@ enum label {
   L_CLONE,
   L_UNSHARE,
   L_IOCTL,
+  L_PRLIMIT,
+  L_SEND_FLAGS_2,
+  L_SEND_FLAGS_3,
+  L_OPEN_FLAGS_1,
+  L_OPEN_FLAGS_2,
+  L_MODE_1,
+  L_MODE_2,
+  L_MODE_3,
   L_TCP_PROTO,
   L_UDP_PROTO,
   L_COUNT /* labels from here on are made by new_label(), for the branches of the dispatch tree */
@@ -540,14 +557,39 @@ static void build_filter(void) {
 #ifdef X32_SYSCALL_BIT
   emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
-  struct dispatch d[NREFUSED + 5] = {
+#define NBY_ARG 20
+  struct dispatch d[NREFUSED + NBY_ARG] = {
       {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
-      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL},
+      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL}, {__NR_prlimit64, L_PRLIMIT},
   };
+  int nd = 6;
+  if (mode != NET_OPEN) {
+    d[nd++] = (struct dispatch){__NR_sendto, L_SEND_FLAGS_3};
+    d[nd++] = (struct dispatch){__NR_sendmsg, L_SEND_FLAGS_2};
+    d[nd++] = (struct dispatch){__NR_sendmmsg, L_SEND_FLAGS_3};
+  }
+  /* listen(2) on a TCP socket that was never bound binds it to an ephemeral port on every address, without the
+     bind hook Landlock's port rules are enforced in: with the network off a tool served connections from the
+     machine and the LAN. Where no TCP port may be bound and no Unix socket made, no socket can listen lawfully
+     (a socketpair's cannot), so listen is refused; with Unix sockets or bind ports allowed it cannot be told
+     apart here, and stays. */
+  if (mode != NET_OPEN && !nbind && deny_unix) d[nd++] = (struct dispatch){__NR_listen, L_EACCES};
+  /* A set-uid or set-gid mode, by the argument that holds it (and, for open, only when it creates). */
+  d[nd++] = (struct dispatch){__NR_fchmod, L_MODE_1};
+  d[nd++] = (struct dispatch){__NR_fchmodat, L_MODE_2};
+  d[nd++] = (struct dispatch){__NR_fchmodat2, L_MODE_2};
+  d[nd++] = (struct dispatch){__NR_mknodat, L_MODE_2};
+  d[nd++] = (struct dispatch){__NR_openat, L_OPEN_FLAGS_2};
+#ifdef __NR_chmod /* x86-64's older calls; aarch64 has only the *at ones */
+  d[nd++] = (struct dispatch){__NR_chmod, L_MODE_1};
+  d[nd++] = (struct dispatch){__NR_creat, L_MODE_1};
+  d[nd++] = (struct dispatch){__NR_mknod, L_MODE_1};
+  d[nd++] = (struct dispatch){__NR_open, L_OPEN_FLAGS_1};
+#endif
   for (int r = 0; r < NREFUSED; r++)
-    d[5 + r] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
-  qsort(d, NREFUSED + 5, sizeof d[0], by_nr);
-  dispatch_tree(d, NREFUSED + 5);
+    d[nd++] = (struct dispatch){(uint32_t)REFUSED[r].nr, REFUSED[r].err == ENOSYS ? L_ENOSYS : L_EPERM};
+  qsort(d, (size_t)nd, sizeof d[0], by_nr);
+  dispatch_tree(d, nd);
 
   /* socket(2): Unix sockets only with --allow-unix (Landlock cannot refuse connect(2) to a pathname socket,
      the Ollie socket among them); the IP families as the network setting allows; netlink's routing protocol
@@ -606,6 +648,40 @@ static void build_filter(void) {
     go(L_ALLOW);
   }
 
+  /* TCP Fast Open: sendto/sendmsg/sendmmsg with MSG_FASTOPEN connect an unconnected TCP socket inside the
+     send, without the connect hook where Landlock enforces its port rules (measured on Linux 6.18, ABI 7: with
+     --no-net a tool reached a loopback listener and sent its data). Wherever Landlock is to govern TCP, the flag
+     is refused; connect(2), TCP_FASTOPEN_CONNECT included, goes through the hook. */
+  if (mode != NET_OPEN) {
+    label(L_SEND_FLAGS_2);
+    load_arg(2);
+    emit(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_EPERM, L_ALLOW);
+    label(L_SEND_FLAGS_3);
+    load_arg(3);
+    emit(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, L_EPERM, L_ALLOW);
+  }
+
+  /* Set-uid and set-gid modes. Landlock does not govern a file's mode, and the tool owns what it creates (as
+     root, a file owned by root): a set-uid copy of a shell in the workspace or $TMPDIR, made where the tool may
+     write, was root — or the user — to any other local user who ran it (no_new_privs holds for the sandbox
+     only). chmod, fchmod, fchmodat(2), mknod(at) and creating opens refuse those bits; other modes stay. */
+#define TMPFILE_BIT 020000000 /* O_TMPFILE without the O_DIRECTORY it includes (every opendir sets that) */
+  label(L_OPEN_FLAGS_1);
+  load_arg(1);
+  emit(BPF_JMP | BPF_JSET | BPF_K, O_CREAT | TMPFILE_BIT, L_MODE_2, L_ALLOW);
+  label(L_OPEN_FLAGS_2);
+  load_arg(2);
+  emit(BPF_JMP | BPF_JSET | BPF_K, O_CREAT | TMPFILE_BIT, L_MODE_3, L_ALLOW);
+  label(L_MODE_1);
+  load_arg(1);
+  emit(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, L_EPERM, L_ALLOW);
+  label(L_MODE_2);
+  load_arg(2);
+  emit(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, L_EPERM, L_ALLOW);
+  label(L_MODE_3);
+  load_arg(3);
+  emit(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, L_EPERM, L_ALLOW);
+
   /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. */
   label(L_CLONE);
   load_arg(0);
@@ -618,6 +694,20 @@ static void build_filter(void) {
   label(L_IOCTL);
   load_arg(1);
   jump_if(TIOCSTI, L_EPERM);
+  go(L_ALLOW);
+
+  /* prlimit64(pid, resource, new, old) setting the limits of another process: the kernel checks the uid only
+     (Landlock scopes signals and ptrace, not this), and every process of the user is fair game — the spawner
+     and its guardian left without descriptors could no longer list, so no longer kill, what a call leaves
+     behind, and RLIMIT_CPU of 1 s kills toolsrv or the daemon at once. A process's own limits (pid 0, which is
+     what setrlimit and prlimit(0, …) use) and reading another's stay. `new` is a pointer: both halves. */
+  label(L_PRLIMIT);
+  load_arg(0);
+  jump_if(0, L_ALLOW);
+  load_word(offsetof(struct seccomp_data, args[2]));
+  emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_NONE, L_EPERM);
+  load_word(offsetof(struct seccomp_data, args[2]) + 4);
+  emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_ALLOW, L_EPERM);
 
   /* The verdicts, last: BPF jumps only go forward. */
   label(L_ALLOW);
@@ -630,7 +720,8 @@ static void build_filter(void) {
   ret_errno(ENOSYS);
 
   for (int l = 0; l < nlabels; l++)
-    if (label_at[l] < 0 && l != L_TCP_PROTO && l != L_UDP_PROTO && l != L_NETLINK)
+    if (label_at[l] < 0 && l != L_TCP_PROTO && l != L_UDP_PROTO && l != L_NETLINK && l != L_SEND_FLAGS_2 &&
+        l != L_SEND_FLAGS_3)
       die(EXIT_SETUP, "seccomp: the filter has no code for label %d", l);
   resolve_labels();
 #endif
@@ -761,7 +852,14 @@ static void probe(void) {
 #ifdef NATIVE_ARCH
   printf("\"filter\":{\"arch\":\"%s\",\"refused_abis\":\"%s\",\"refuses\":[", NATIVE_ARCH_NAME, COMPAT_NAME);
   for (int r = 0; r < NREFUSED; r++) JSON_LIST_ITEM(r ? "," : "", REFUSED[r].name);
-  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\"]},");
+  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\",\"prlimit64\",\"fchmod\","
+         "\"fchmodat\",\"fchmodat2\",\"mknodat\",\"openat\"%s]},",
+#ifdef __NR_chmod
+         ",\"chmod\",\"creat\",\"mknod\",\"open\""
+#else
+         ""
+#endif
+  );
 #else
   printf("\"filter\":{\"unavailable\":\"the system call filter is not implemented for this architecture\"},");
 #endif

@@ -368,7 +368,7 @@ describe('the probe and failing closed', () => {
     expect(s.enforces).toEqual(expect.arrayContaining(['syscall_filter', 'socket_families', 'no_capabilities', 'no_new_privs']));
     expect(s.filter?.arch).toBe(X86_64 ? 'x86_64' : 'aarch64');
     expect(s.filter?.refuses).toEqual(expect.arrayContaining(['io_uring_setup', 'io_uring_enter', 'io_uring_register', 'bpf', 'perf_event_open', 'setns', 'mount', 'open_by_handle_at', 'clone3']));
-    expect(s.filter?.byArgument).toEqual(['socket', 'socketpair', 'clone', 'unshare', 'ioctl']);
+    expect(s.filter?.byArgument).toEqual(['socket', 'socketpair', 'clone', 'unshare', 'ioctl', 'prlimit64', 'fchmod', 'fchmodat', 'fchmodat2', 'mknodat', 'openat', ...(X86_64 ? ['chmod', 'creat', 'mknod', 'open'] : [])]);
     expect(s.capabilities?.drops).toEqual(expect.arrayContaining(['effective', 'permitted', 'inheritable', 'ambient']));
     if (ROOT) expect(s.capabilities).toMatchObject({ root: true, drops: expect.arrayContaining(['bounding']) as unknown, securebits: expect.arrayContaining(['noroot']) as unknown });
     expect(s.containment).toEqual(expect.any(Array));
