@@ -8,7 +8,7 @@
  * cwd and revision. Procs, locks and the bypass queue are shared by all scopes.
  */
 import { statSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { BypassBroker } from './bypass/broker.js';
 import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine.js';
 import { containmentStatus } from './exec/containment.js';
@@ -55,6 +55,13 @@ export class Scope {
   readonly interruptFeed = new Feed<null>();
   /** The environment of this scope's calls, rebuilt when the env changes. */
   callEnv: Record<string, string> = {};
+
+  /**
+   * Where the scope's sandbox policy is loaded for, when it is not `cwd`: a sub-agent working in a directory of
+   * its creator's keeps its creator's policy ({CWD} and the project's file included), never the one a
+   * subdirectory would give (a project file higher up would not apply there).
+   */
+  root?: string;
 
   constructor(readonly name: string, public uname: string, public cwd: string) {}
 }
@@ -192,10 +199,20 @@ export class Core {
         s.cwd = resolve(arg);
         return '';
       }
+      case 'root': {
+        // Without an argument: the policy is the cwd's again.
+        if (!arg) {
+          s.root = undefined;
+          return '';
+        }
+        if (!isAbsolute(arg)) throw new RequestError('root needs an absolute path');
+        s.root = resolve(arg);
+        return '';
+      }
       case 'reload':
         return this.reload().map((e) => `${e}\n`).join('');
       default:
-        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, reload`);
+        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, root PATH, reload`);
     }
   }
 
@@ -273,7 +290,12 @@ export class Core {
       // shared toolsrv knows it from the scope olliesrv set up. Not for hosted tools: a host is shared by every
       // agent in a cwd (its key is its command line), and a per-agent rule would start one per agent.
       const owner = tool.host ? undefined : { session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'), agent: s.name };
-      const wrapped = this.opts.confinement.wrap(argv, s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox, ...(owner && { owner }) });
+      const outside = s.root !== undefined && !within(s.cwd, s.root);
+      if (outside) {
+        release?.();
+        return refused(`the working directory ${s.cwd} is outside ${s.root}, whose sandbox policy this agent has: refused`, tool.name);
+      }
+      const wrapped = this.opts.confinement.wrap(argv, s.root ?? s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox, ...(owner && { owner }) });
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
@@ -434,4 +456,10 @@ function lastLines(s: string, n: number): string {
   const lines = s.split('\n');
   const trailing = lines[lines.length - 1] === '' ? 1 : 0;
   return lines.slice(-(n + trailing)).join('\n');
+}
+
+/** Whether `dir` is `root` or below it (both absolute and resolved). */
+function within(dir: string, root: string): boolean {
+  const rel = relative(root, dir);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
 }

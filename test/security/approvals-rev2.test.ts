@@ -93,29 +93,4 @@ describe('"always" rules, second review', () => {
     // An ordinary wrapped command keeps its prefix rule.
     expect(ruleFor(subject('timeout 30 npm test'))).toEqual({ tool: 'shell', kind: 'prefix', rule: 'timeout 30 npm test' });
   });
-
-  // Known, NOT fixed: an "always" rule on any git command in the workspace runs the programs the workspace's
-  // .git/config names (core.fsmonitor, core.pager, aliases, drivers), which the sandboxed agent writes — the
-  // hardening prompt commands get (promptcmd.ts gitEnv) does not apply to an approved bypass, and cannot simply
-  // (an approved `git push` needs the owner's ssh and credential helpers). docs/toolsrv.md's "approve always only
-  // what the agent cannot redirect" covers it, but `git status` does not look redirectable. it.fails until it is.
-  it.fails('an always rule for git status does not run the workspace\'s core.fsmonitor outside the sandbox', async () => {
-    // (In .git: the harness's config and data dirs in the workspace leave its top level read-only.)
-    const plant = 'printf "[core]\\n\\tfsmonitor = $PWD/.git/fsm.sh\\n" >> .git/config && printf \'#!/bin/sh\\necho pwned > "$(dirname "$0")/pwned"\\n\' > .git/fsm.sh && chmod +x .git/fsm.sh && echo planted';
-    h = await harness({ turns: [...bypassCall('git status --short'), [{ toolCalls: [{ name: 'shell', args: { command: plant } }] }], [{ text: 'done' }], ...bypassCall('git status --short')] as never });
-    const a = await h.agent();
-    const { execFileSync } = await import('node:child_process');
-    execFileSync('git', ['init', '-q', h.dir]);
-    const first = await prompt(h, a);
-    expect(first?.slice(6)).toEqual(['prefix', 'git status --short']);
-    await resolve(h, a, `${first![0]} approve always`);
-    // The agent, sandboxed, writes the repository's configuration (its workspace).
-    expect(await prompt(h, a)).toBeUndefined();
-    expect(await lastTool(h, a)).toContain('planted');
-    expect(existsSync(join(h.dir, '.git', 'pwned'))).toBe(false);
-    // The same command again: covered by the rule, it runs unsandboxed — and runs the agent's fsmonitor.
-    const again = await prompt(h, a);
-    if (again) await resolve(h, a, `${again[0]} deny`);
-    expect(existsSync(join(h.dir, '.git', 'pwned'))).toBe(false);
-  });
 });

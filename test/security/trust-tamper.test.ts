@@ -72,13 +72,12 @@ describe('a trusted project file that is gone or a symlink now', () => {
 });
 
 /**
- * The project file is looked for in the agent's own working directory only, so an agent escapes its project's
- * narrowing by making a sub-agent in a subdirectory (agent/new cwd=src: inside its own, so allowed), which runs
- * under the base policy with {CWD} = src. Known, NOT fixed (which file applies below a project root, and what
- * {CWD} means in it then, is a design question); `test.fails` until it is.
+ * An agent's sub-agent working in a subdirectory (agent/new cwd=src: inside its creator's, so allowed) would, with
+ * its own directory's policy, be under the base policy ({CWD} = src, no project file there): out of its
+ * project's narrowing. It keeps its creator's policy instead (AgentCfg.sandboxRoot, toolsrv's `root`).
  */
 describe.skipIf(!ready)('a sub-agent in a subdirectory of a project with a trusted policy file', () => {
-  test.fails('works under the project\'s narrowing too, not under the base policy', async () => {
+  test('works under the project\'s narrowing too, not under the base policy', async () => {
     const h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 } } });
     try {
       // The owner's narrowing: src/secrets is out of the agents' reach (and so is the network, were it on).

@@ -4,7 +4,7 @@
  * and go round again until the model answers without calling a tool. One turn at a time; prompts that arrive
  * while a turn runs wait in the queue and run in order after it.
  */
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { ContextOverflowError, RateLimitError } from '../backend/errors.js';
 import { retryDelay } from '../backend/retry.js';
 import { preciseCounting } from '../backend/tokens.js';
@@ -41,6 +41,11 @@ export interface AgentCfg {
   tools: string[];
   /** Ids of the agents linked as peers (links are both ways; see Agents.peerAdd). */
   peers?: string[];
+  /**
+   * The directory whose sandbox policy the agent's tools get, when it is not `cwd`: an agent's sub-agent keeps its
+   * creator's policy (see fs/spec.ts confineNewAgent), never the one its own subdirectory would give.
+   */
+  sandboxRoot?: string;
 }
 
 /** Limits of a sub-agent's turn. */
@@ -745,7 +750,7 @@ export class Agent {
         const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
         // Last, so that nothing in the session's environment stands in for it.
         const token: Record<string, string> = this.deps.token ? { OLLIE_TOKEN: this.deps.token(this.sessionId, this.id) } : {};
-        const host = await st.forAgent(this.id, this.cfg.cwd, { ...sessionEnv, ...token });
+        const host = await st.forAgent(this.id, this.cfg.cwd, { ...sessionEnv, ...token }, this.cfg.sandboxRoot);
         // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
         // the profile's tools and the ones loaded by hand.
         // The commands are independent (one tool each), so they go out together: one round trip, not one each.
@@ -1034,6 +1039,10 @@ export class Agent {
   async setCwd(cwd: string): Promise<void> {
     if (this.running) throw new AgentError('the agent is running; stop it first');
     this.cfg.cwd = cwd;
+    // Only the owner (or a workflow, inside the session) moves an agent: out of its creator's directory, the
+    // policy is its own directory's from then on.
+    const root = this.cfg.sandboxRoot;
+    if (root !== undefined && relative(root, cwd).startsWith('..')) delete this.cfg.sandboxRoot;
     this.saveCfg();
     await this.resetRuntime();
   }

@@ -74,7 +74,7 @@ function inside(root: string, dir: string): boolean {
  * caller's directory or below, and uses the caller's backend; a workflow's agents work in the session's
  * directory or below. Returns the request as it applies.
  */
-function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgentRequest>): ReturnType<typeof parseAgentRequest> {
+function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgentRequest>): ReturnType<typeof parseAgentRequest> & { sandboxRoot?: string } {
   const p = principalOf(ctx);
   if (!p || p.kind === 'owner') return kv;
   const sessionName = ctx.params.session!;
@@ -96,7 +96,7 @@ function confineNewAgent(o: Olliesrv, ctx: Ctx, kv: ReturnType<typeof parseAgent
     parent = named;
   }
   if (parent.depth + 1 > MAX_DEPTH) throw new NinepError(`refused: sub-agent depth limit: ${parent.name} is at depth ${parent.depth}, and sub-agents may nest at most ${MAX_DEPTH} deep`);
-  return { ...kv, cwd, backend: caller.cfg.backend, parent: parent.id };
+  return { ...kv, cwd, backend: caller.cfg.backend, parent: parent.id, sandboxRoot: caller.cfg.sandboxRoot ?? caller.cfg.cwd };
 }
 
 /**
@@ -425,7 +425,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               access: inSession(scope, { session: both, agent: both }),
               rdwr: async (ctx, req, signal) => {
                 const kv = confineNewAgent(o, ctx, parseAgentRequest(req));
-                const opts = { name: kv.name, cwd: kv.cwd, backend: kv.backend, model: kv.model, agent: kv.agent, parent: kv.parent, params: Agents.params(kv) };
+                const opts = { name: kv.name, cwd: kv.cwd, backend: kv.backend, model: kv.model, agent: kv.agent, parent: kv.parent, params: Agents.params(kv), ...(kv.sandboxRoot !== undefined && { sandboxRoot: kv.sandboxRoot }) };
                 if (kv.prompt !== undefined) {
                   if (!kv.prompt.trim()) throw new RequestError('prompt= is empty');
                   return agents.spawn(ctx.params.session!, { ...opts, prompt: kv.prompt, steps: positiveInt('steps', kv.steps), tokens: positiveInt('tokens', kv.tokens) }, signal);

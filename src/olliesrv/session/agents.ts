@@ -28,6 +28,8 @@ export interface NewAgent {
   agent?: string;
   /** Id or name of the agent this one is a sub-agent of. */
   parent?: string;
+  /** Where its sandbox policy is loaded for, when not its cwd (AgentCfg.sandboxRoot); never from a request. */
+  sandboxRoot?: string;
 }
 
 export interface SubAgentCall extends NewAgent {
@@ -210,6 +212,7 @@ export class Agents {
       cwd,
       params: opts.params ?? {},
       tools: [],
+      ...(opts.sandboxRoot !== undefined && { sandboxRoot: opts.sandboxRoot }),
       ...(opts.transient ? { transient: true } : {}),
     };
     const row: AgentRow = {

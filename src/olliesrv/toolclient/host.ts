@@ -33,7 +33,8 @@ export interface ToolHost {
 /** The toolsrv of one session (one process, or the shared per-host one), as olliesrv keeps it. */
 export interface SessionTools {
   /** A connection scoped to one agent (attach aname = agentId), set to the agent's cwd and session env. */
-  forAgent(agentId: string, cwd: string, env: Record<string, string>): Promise<ToolHost>;
+  /** `root`: where the agent's sandbox policy is loaded for, when not `cwd` (toolsrv's `root` command). */
+  forAgent(agentId: string, cwd: string, env: Record<string, string>, root?: string): Promise<ToolHost>;
   /** Bypass requests waiting for a person. */
   pending(): BypassRequest[];
   /**

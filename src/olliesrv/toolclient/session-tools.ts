@@ -137,9 +137,10 @@ export class ToolsrvSessionTools implements SessionTools {
     }
   }
 
-  async forAgent(agentId: string, cwd: string, env: Record<string, string>): Promise<ToolHost> {
+  async forAgent(agentId: string, cwd: string, env: Record<string, string>, root?: string): Promise<ToolHost> {
     if (!agentId) throw new Error('an agent id is needed (the empty scope is the session\'s own)');
-    const cmds = [`cwd ${cwd}`, `env OLLIE_SESSION_ID=${this.o.sessionId}`];
+    // `root` always goes out: the scope outlives a connection, and one set before must not stay.
+    const cmds = [`cwd ${cwd}`, root ? `root ${root}` : 'root', `env OLLIE_SESSION_ID=${this.o.sessionId}`];
     for (const [k, v] of Object.entries(env)) {
       if (v.includes('\n')) throw new Error(`env ${k}: values with newlines cannot be passed to tools`);
       cmds.push(`env ${k}=${v}`);
