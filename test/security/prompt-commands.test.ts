@@ -342,6 +342,9 @@ describe('the session environment cannot redirect what the daemon runs', () => {
       ['GIT_CONFIG_COUNT=1', /GIT_CONFIG_COUNT may not be set/],
       ['BASH_ENV=/tmp/evil', /BASH_ENV may not be set .*shell/],
       ['PYTHONSTARTUP=/tmp/evil.py', /PYTHONSTARTUP may not be set .*interpreter/],
+      ['BASH_FUNC_git=() { /tmp/evil; }', /BASH_FUNC_git may not be set .*shell/],
+      ['MAKEFLAGS=SHELL=/tmp/evil', /MAKEFLAGS may not be set .*build tool/],
+      ['npm_config_script_shell=/tmp/evil', /npm_config_script_shell may not be set .*package manager/],
     ];
     for (const [line, why] of refused) {
       await expect(w.c.write(`session/${s}/env`, `FOO=1\n${line}\n`)).rejects.toThrow(why);

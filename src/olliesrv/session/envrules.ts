@@ -21,8 +21,13 @@ const RULES: Rule[] = [
     why: 'it makes Node load other code or trust other certificates (Ollie itself and its tools run on Node)',
   },
   {
-    names: ['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'SHELLOPTS', 'BASHOPTS', 'PS4', 'IFS', 'ZDOTDIR'],
+    names: ['BASH_ENV', 'ENV', 'PROMPT_COMMAND', 'SHELLOPTS', 'BASHOPTS', 'PS4', 'IFS', 'ZDOTDIR', 'BASH_FUNC_*', 'SSH_CLIENT', 'SSH2_CLIENT', 'SSH_CONNECTION'],
+    // Exported functions (BASH_FUNC_name%%) replace commands; Debian's bash reads ~/.bashrc when it thinks ssh ran it.
     why: 'it makes a shell run code at startup or parse commands differently',
+  },
+  {
+    names: ['MAKEFLAGS', 'MFLAGS', 'GNUMAKEFLAGS', 'npm_config_*', 'NPM_CONFIG_*', 'RUSTC_WRAPPER', 'RUSTC', 'CARGO_BUILD_RUSTC_WRAPPER', 'LESSOPEN', 'LESSCLOSE'],
+    why: 'it makes a build tool, package manager or pager run another program',
   },
   {
     names: ['PYTHONSTARTUP', 'PYTHONPATH', 'PYTHONHOME', 'PERL5OPT', 'PERL5LIB', 'PERLLIB', 'PERL5DB', 'RUBYOPT', 'RUBYLIB', 'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS', 'JDK_JAVA_OPTIONS'],
