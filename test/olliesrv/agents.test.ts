@@ -287,6 +287,41 @@ describe('sub-agents', () => {
     expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
   });
 
+  it('roll their tokens and cost up into the caller\'s stats, one line per sub-agent, after they are removed', async () => {
+    h = await harness({
+      turns: [
+        [{ text: 'parent reply' }, { usage: { input: 1000, output: 10, cost: 0.5 } }],
+        [{ text: 'sub one' }, { usage: { input: 200, output: 20, cached: 50, cost: 0.25 } }],
+        [{ text: 'sub two' }, { usage: { input: 300, output: 30, cost: 0.125 } }],
+      ],
+    });
+    const parent = await h.agent();
+    await h.turn(parent.path, 'hello');
+    const spawn = (name: string, p: string) => h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test name=${name} parent=${parent.name} prompt=${p}`);
+    expect((await spawn('first', 'task one')).trim()).toBe('sub one');
+    expect((await spawn('second', 'task two')).trim()).toBe('sub two');
+    // Both are gone from the tree, and their usage is in the caller's stats.
+    expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+    const stats = await h.c.readText(`${parent.path}/stats`);
+    const kv = Object.fromEntries(stats.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    expect(kv).toMatchObject({
+      input_tokens: '1000', // the caller's own requests only
+      cost_session: '0.500000',
+      subagents: '2',
+      subagents_input_tokens: '500',
+      subagents_output_tokens: '50',
+      subagents_cached_tokens: '50',
+      subagents_requests: '2',
+      subagents_cost: '0.375000',
+      cost_total: '0.875000',
+    });
+    const lines = Object.entries(kv).filter(([k]) => k.startsWith('subagent.')).map(([, v]) => v);
+    expect(lines).toEqual([
+      'name=first input_tokens=200 output_tokens=20 cached_tokens=50 requests=1 cost=0.250000',
+      'name=second input_tokens=300 output_tokens=30 cached_tokens=0 requests=1 cost=0.125000',
+    ]);
+  });
+
   it('inherit a snapshot of the caller\'s history', async () => {
     h = await harness({ turns: [[{ text: 'the secret is 42' }], [{ text: 'it is 42' }]] });
     const parent = await h.agent();
