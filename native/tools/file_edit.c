@@ -81,12 +81,12 @@ static const char *to_crlf(const char *s, size_t *len) {
  * leading part of old_string that does occur (whole lines), and where. */
 static void __attribute__((noreturn)) not_found(const char *text, size_t len, const char *old, size_t olen) {
   size_t best = 0, at = 0, nm;
+  /* Longer prefixes, each a whole line more: the first that is missing ends the search. */
   for (size_t e = 0; e < olen; e++) {
     if (old[e] != '\n') continue;
-    size_t *m = find_all(text, len, old, e + 1, &nm);
-    if (nm) best = e + 1, at = m[0];
-    free(m);
-    if (!nm) break;
+    const char *p = memmem(text, len, old, e + 1);
+    if (!p) break;
+    best = e + 1, at = (size_t)(p - text);
   }
   if (best == 0) {
     /* Not even its first line: say whether that line occurs at all, ignoring leading whitespace. */
