@@ -2,7 +2,7 @@
  * The agent loop end to end: a real daemon, the mock LLM over HTTP, a real toolsrv running the core tools, all
  * driven through the 9P namespace.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
@@ -649,6 +649,21 @@ describe('subagent_spawn', () => {
     expect(sub).toContain('delegate it');
     expect(sub).toContain('count the files');
     expect((await h.c.readText(`session/${a.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('tool_load', () => {
+  it('finds a tool added to the config\'s tools directory while the session runs, and the model can call it', async () => {
+    h = await harness({ turns: [[{ toolCalls: [{ name: 'added_later', args: {} }] }], [{ text: 'ran it' }]] });
+    const a = await h.agent();
+    // The session's toolsrv is up and has scanned its directories before the tool exists.
+    await h.c.rdwrText(`${a.path}/ctl`, 'tool_load reasoning_think');
+    await expect(h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later')).rejects.toThrow(/no tool "added_later"/);
+    mkdirSync(join(h.configDir, 'tools'), { recursive: true });
+    writeFileSync(join(h.configDir, 'tools', 'added_later.meta'), JSON.stringify({ description: 'A tool added while the session runs.', cmd: 'echo from the new tool', scope: 'read' }));
+    await h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later');
+    const blocks = await h.turn(a.path, 'use the new tool');
+    expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'added_later', content: 'from the new tool\n' });
   });
 });
 
