@@ -17,7 +17,12 @@ struct hit {
   struct timespec mtime;
 };
 
+/* Matches collected before the walk gives up: sorting needs them all, but an absolute double-star pattern must not walk the
+ * whole disk; past this the order is that of the matches seen, and the output says so. */
+#define MAX_COLLECT 200000
+
 struct ctx {
+  int capped;
   char **pats;
   int npats;
   const char *base; /* literal prefix walked from, "" for none */
@@ -31,6 +36,10 @@ static int visit(const char *rel, const char *full, int is_dir, void *vc) {
   snprintf(path, sizeof path, "%s%s%s", c->base, *c->base ? "/" : "", rel);
   for (int i = 0; i < c->npats; i++) {
     if (!glob_match(c->pats[i], path)) continue;
+    if (c->n == MAX_COLLECT) {
+      c->capped = 1;
+      return -1;
+    }
     if (c->n == c->cap) c->hits = realloc(c->hits, (c->cap = c->cap ? c->cap * 2 : 256) * sizeof *c->hits);
     struct stat st;
     struct timespec t = {0, 0};
@@ -95,6 +104,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < shown; i++)
     printf("%s%s%s\n", prefix ? dir : "", prefix && dir[strlen(dir) - 1] != '/' ? "/" : "", c.hits[i].path);
   if (c.n == 0) printf("no files match %s\n", pattern);
-  if (shown < c.n) printf("[%zu more: the newest %zu shown; narrow the pattern or raise max_results]\n", c.n - shown, shown);
+  if (c.capped) printf("[stopped walking after %d matches: the newest of those shown; narrow the pattern]\n", MAX_COLLECT);
+  else if (shown < c.n) printf("[%zu more: the newest %zu shown; narrow the pattern or raise max_results]\n", c.n - shown, shown);
   return 0;
 }
