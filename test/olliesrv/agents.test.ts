@@ -2,7 +2,8 @@
  * The agent loop end to end: a real daemon, the mock LLM over HTTP, a real toolsrv running the core tools, all
  * driven through the 9P namespace.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
@@ -664,6 +665,24 @@ describe('tool_load', () => {
     await h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later');
     const blocks = await h.turn(a.path, 'use the new tool');
     expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'added_later', content: 'from the new tool\n' });
+  });
+});
+
+describe('extra tool directories', () => {
+  it('come before the config\'s tools and the shipped ones, not instead of them', async () => {
+    const extra = mkdtempSync(join(tmpdir(), 'ollie-extra-tools-'));
+    try {
+      writeFileSync(join(extra, 'extra_tool.meta'), JSON.stringify({ description: 'From the extra directory.', cmd: 'echo extra', scope: 'read' }));
+      h = await harness({ toolDirs: [extra], turns: [[{ toolCalls: [{ name: 'config_tool', args: {} }] }], [{ text: 'ok' }]] });
+      mkdirSync(join(h.configDir, 'tools'), { recursive: true });
+      writeFileSync(join(h.configDir, 'tools', 'config_tool.meta'), JSON.stringify({ description: 'From the config directory.', cmd: 'echo config', scope: 'read' }));
+      const a = await h.agent();
+      for (const t of ['extra_tool', 'reasoning_think', 'config_tool']) await h.c.rdwrText(`${a.path}/ctl`, `tool_load ${t}`);
+      const blocks = await h.turn(a.path, 'go');
+      expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'config_tool', content: 'config\n' });
+    } finally {
+      rmSync(extra, { recursive: true, force: true });
+    }
   });
 });
 
