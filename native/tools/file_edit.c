@@ -53,6 +53,65 @@ static void print_lines(char mark, const char *s, size_t len) {
   }
 }
 
+/* Offsets of the non-overlapping occurrences of needle in text, left to right; their count in *n. */
+static size_t *find_all(const char *text, size_t len, const char *needle, size_t nlen, size_t *n) {
+  size_t cap = 16, k = 0, *m = malloc(cap * sizeof *m);
+  for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), needle, nlen)); p += nlen) {
+    if (k == cap) m = realloc(m, (cap *= 2) * sizeof *m);
+    m[k++] = (size_t)(p - text);
+  }
+  *n = k;
+  return m;
+}
+
+/* s[0..*len) with each LF not already preceded by CR turned into CRLF; *len updated. */
+static const char *to_crlf(const char *s, size_t *len) {
+  char *r = malloc(*len * 2 + 1);
+  size_t n = 0;
+  for (size_t i = 0; i < *len; i++) {
+    if (s[i] == '\n' && (i == 0 || s[i - 1] != '\r')) r[n++] = '\r';
+    r[n++] = s[i];
+  }
+  r[n] = 0;
+  *len = n;
+  return r;
+}
+
+/* Reports that old_string is not in the file, with what is known to help find the difference: the longest
+ * leading part of old_string that does occur (whole lines), and where. */
+static void __attribute__((noreturn)) not_found(const char *text, size_t len, const char *old, size_t olen) {
+  size_t best = 0, at = 0, nm;
+  /* Longer prefixes, each a whole line more: the first that is missing ends the search. */
+  for (size_t e = 0; e < olen; e++) {
+    if (old[e] != '\n') continue;
+    const char *p = memmem(text, len, old, e + 1);
+    if (!p) break;
+    best = e + 1, at = (size_t)(p - text);
+  }
+  if (best == 0) {
+    /* Not even its first line: say whether that line occurs at all, ignoring leading whitespace. */
+    const char *s = old;
+    while (s < old + olen && (*s == ' ' || *s == '\t')) s++;
+    const char *nl = memchr(s, '\n', olen - (size_t)(s - old));
+    size_t flen = nl ? (size_t)(nl - s) : olen - (size_t)(s - old);
+    if (flen && nl) {
+      size_t *m = find_all(text, len, s, flen, &nm);
+      if (nm) {
+        at = m[0];
+        fail("old_string was not found in %s (it must match exactly, whitespace included); its first line, without "
+             "its indentation, occurs at line %ld: compare the indentation and the lines after it",
+             path, count_lines(text, at + 1));
+      }
+    }
+    fail("old_string was not found in %s (it must match exactly, whitespace included; read the file again to "
+         "copy the text as it is now)", path);
+  }
+  long k = count_lines(old, best);
+  fail("old_string was not found in %s (it must match exactly, whitespace included); its first %ld line%s match%s "
+       "the file from line %ld, its line %ld differs",
+       path, k, k == 1 ? "" : "s", k == 1 ? "es" : "", count_lines(text, at + 1), k + 1);
+}
+
 struct block {
   size_t start, end; /* byte range in the old text, whole lines */
   char *repl;        /* what replaces it */
@@ -97,13 +156,19 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  /* Non-overlapping matches, left to right. */
-  size_t cap = 16, nm = 0, *m = malloc(cap * sizeof *m);
-  for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), old, olen)); p += olen) {
-    if (nm == cap) m = realloc(m, (cap *= 2) * sizeof *m);
-    m[nm++] = (size_t)(p - text);
+  size_t nm;
+  size_t *m = find_all(text, len, old, olen, &nm);
+  /* file_read does not show the \r of CRLF line ends, so a model copying lines from it writes LF: on a file
+   * with CRLF line ends, multi-line text given with LF is matched (and its replacement written) with CRLF. */
+  int crlf = 0;
+  if (nm == 0 && memchr(old, '\n', olen) && !memchr(old, '\r', olen) && memmem(text, len, "\r\n", 2)) {
+    old = to_crlf(old, &olen);
+    new = to_crlf(new, &nlen);
+    free(m);
+    m = find_all(text, len, old, olen, &nm);
+    crlf = nm > 0;
   }
-  if (nm == 0) fail("old_string was not found in %s (it must match exactly, whitespace included)", path);
+  if (nm == 0) not_found(text, len, old, olen);
   if (nm > 1 && !all) {
     printf("file_edit: old_string occurs %zu times in %s, at lines", nm, path);
     for (size_t i = 0; i < nm && i < 10; i++) printf(" %ld", count_lines(text, m[i] + 1));
@@ -163,6 +228,7 @@ int main(int argc, char **argv) {
     if (text[i] == '\n' && i + 1 < len) ls[li++] = i + 1;
   ls[nlines] = len; /* sentinel: the end of the last line */
 
+  if (crlf) printf("[%s has CRLF line ends: old_string and new_string were matched and written with CRLF]\n", path);
   printf("--- a/%s\n+++ b/%s\n", path, path);
   long delta = 0; /* new line number minus old line number, before the current hunk */
   for (size_t i = 0; i < nb;) {

@@ -1,7 +1,7 @@
 /*
  * file_glob: {"pattern", "path"?, "max_results"?} lists the files and directories (with a trailing /) under
  * path whose relative path matches pattern, newest first. The walk starts at the pattern's literal prefix
- * (the pattern src/x/y*.ts walks only src/x). In C for start-up time, like the other file tools.
+ * (the pattern src/x/y*.ts walks only src/x), skipping what .gitignore files name. In C for start-up time, like the other file tools.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -17,14 +17,17 @@ struct hit {
   struct timespec mtime;
 };
 
+/* Matches collected before the walk gives up: sorting needs them all, but an absolute double-star pattern must not walk the
+ * whole disk; past this the order is that of the matches seen, and the output says so. */
+#define MAX_COLLECT 200000
+
 struct ctx {
+  int capped;
   char **pats;
   int npats;
   const char *base; /* literal prefix walked from, "" for none */
   struct hit *hits;
   size_t n, cap;
-  size_t max;
-  int truncated;
 };
 
 static int visit(const char *rel, const char *full, int is_dir, void *vc) {
@@ -33,8 +36,8 @@ static int visit(const char *rel, const char *full, int is_dir, void *vc) {
   snprintf(path, sizeof path, "%s%s%s", c->base, *c->base ? "/" : "", rel);
   for (int i = 0; i < c->npats; i++) {
     if (!glob_match(c->pats[i], path)) continue;
-    if (c->n == c->max) {
-      c->truncated = 1;
+    if (c->n == MAX_COLLECT) {
+      c->capped = 1;
       return -1;
     }
     if (c->n == c->cap) c->hits = realloc(c->hits, (c->cap = c->cap ? c->cap * 2 : 256) * sizeof *c->hits);
@@ -73,7 +76,7 @@ int main(int argc, char **argv) {
   struct stat st;
   if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode)) fail("%s is not a directory", root);
 
-  struct ctx c = {.max = (size_t)max};
+  struct ctx c = {0};
   c.npats = glob_braces(pattern, &c.pats);
   /* Walk from the literal prefix shared by all alternatives ("src/{a,b}/x.c" walks src). */
   char *base = glob_base(c.pats[0]);
@@ -87,18 +90,21 @@ int main(int argc, char **argv) {
     free(b);
   }
   c.base = base;
-  int hidden = 0;
+  int flags = WALK_GITIGNORE;
   for (int i = 0; i < c.npats; i++)
-    if (c.pats[i][0] == '.' || strstr(c.pats[i], "/.")) hidden = 1;
+    if (c.pats[i][0] == '.' || strstr(c.pats[i], "/.")) flags |= WALK_HIDDEN;
   char start[8192];
   snprintf(start, sizeof start, "%s%s%s", root, *base ? "/" : "", base);
-  walk(start, hidden, visit, &c);
+  walk(root, start, flags, visit, &c);
 
+  /* Every match is collected and sorted before the cut: the newest max_results, not the first ones walked. */
   qsort(c.hits, c.n, sizeof *c.hits, newest_first);
+  size_t shown = c.n < (size_t)max ? c.n : (size_t)max;
   int prefix = dir && *dir && strcmp(dir, ".");
-  for (size_t i = 0; i < c.n; i++)
+  for (size_t i = 0; i < shown; i++)
     printf("%s%s%s\n", prefix ? dir : "", prefix && dir[strlen(dir) - 1] != '/' ? "/" : "", c.hits[i].path);
   if (c.n == 0) printf("no files match %s\n", pattern);
-  if (c.truncated) printf("[stopped after %zu results: narrow the pattern or raise max_results]\n", c.n);
+  if (c.capped) printf("[stopped walking after %d matches: the newest of those shown; narrow the pattern]\n", MAX_COLLECT);
+  else if (shown < c.n) printf("[%zu more: the newest %zu shown; narrow the pattern or raise max_results]\n", c.n - shown, shown);
   return 0;
 }

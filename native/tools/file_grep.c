@@ -2,7 +2,8 @@
  * file_grep: {"pattern", "path"?, "glob"?, "ignore_case"?, "context"?, "files_only"?, "max_results"?}
  * searches files for a regular expression; prints path:line:text for matches and path-line-text for context
  * lines, "--" between separate groups. Built in: POSIX extended regular expressions (glibc's, with \w \b \<
- * \>, and \d \s \D \S translated), skipping binary files, hidden files, .git and node_modules. With --rg
+ * \>, and \d \s \D \S translated), skipping binary files, hidden files, .git, node_modules and what
+ * .gitignore files name; lines longer than MAX_LINE are cut to a window around the match. With --rg
  * (the .meta's variant when ripgrep is on PATH) the same arguments are handed to rg instead; when rg cannot run
  * (EACCES in the sandbox, gone, killed) before printing anything, the built-in search runs after all.
  */
@@ -22,6 +23,7 @@
 #include "lib/walk.h"
 
 #define MAX_GLOBS 64
+#define MAX_LINE 2000 /* bytes of a line shown; longer ones are cut around the match */
 #define MAX_FILE (64 << 20) /* larger files are skipped while walking (still searched when named) */
 
 static regex_t re;
@@ -78,9 +80,48 @@ static int wanted(const char *rel) {
   return 0;
 }
 
+/* The regex again, with match offsets (the one searched with is compiled with REG_NOSUB, which is faster), to
+ * find where in a long line its match is. Compiled on the first long line; NULL when the pattern is not a POSIX
+ * one (rg's syntax), and then a long line is shown from its start. */
+static const char *pattern_text;
+static int pattern_icase, pos_state; /* 0 not compiled yet, 1 compiled, -1 cannot */
+static regex_t re_pos;
+
+/* Prints the text of one output line, cut to a window of MAX_LINE bytes around the match (at the start for a
+ * context line) when longer: a minified file or a data dump has lines of megabytes, which would fill the
+ * model's context with nothing. */
+static void put_text(const char *line, size_t len, int is_match) {
+  if (len <= MAX_LINE) {
+    fwrite(line, 1, len, stdout);
+    return;
+  }
+  size_t ms = 0;
+  if (is_match && pos_state == 0) {
+    char *tr = translate(pattern_text);
+    pos_state = regcomp(&re_pos, tr, REG_EXTENDED | REG_NEWLINE | (pattern_icase ? REG_ICASE : 0)) ? -1 : 1;
+    free(tr);
+  }
+  if (is_match && pos_state == 1) {
+    /* The line is not NUL-terminated here (rg output): REG_STARTEND searches exactly [0, len). */
+    regmatch_t m[1] = {{.rm_so = 0, .rm_eo = (regoff_t)len}};
+    if (regexec(&re_pos, line, 1, m, REG_STARTEND) == 0) ms = (size_t)m[0].rm_so;
+  }
+  /* A quarter of the window before the match, the rest from it on. */
+  size_t start = ms > MAX_LINE / 4 ? ms - MAX_LINE / 4 : 0;
+  size_t end = start + MAX_LINE < len ? start + MAX_LINE : len;
+  if (end == len && len > MAX_LINE) start = len - MAX_LINE;
+  /* Whole UTF-8 characters: never start or end inside one. */
+  while (start > 0 && ((unsigned char)line[start] & 0xC0) == 0x80) start--;
+  while (end < len && ((unsigned char)line[end] & 0xC0) == 0x80) end--;
+  if (start) fputs("…", stdout);
+  fwrite(line + start, 1, end - start, stdout);
+  if (end < len) fputs("…", stdout);
+  printf(" [line of %zu bytes cut to bytes %zu-%zu]", len, start + 1, end);
+}
+
 static void emit(const char *name, long no, char sep, const char *line, size_t len) {
   printf("%s%s%c%ld%c", display_root, name, ':', no, sep);
-  fwrite(line, 1, len, stdout);
+  put_text(line, len, sep == ':');
   putchar('\n');
 }
 
@@ -159,7 +200,7 @@ static int visit(const char *rel, const char *full, int is_dir, void *ctx) {
 
 /* ripgrep with the same arguments; its output is passed through, cut after max_results lines. */
 static int run_rg(const char *pattern, const char *path, int icase) {
-  char *argv[16 + 2 * MAX_GLOBS];
+  char *argv[24 + 2 * MAX_GLOBS];
   int n = 0;
   char ctx[32];
   argv[n++] = "rg";
@@ -173,6 +214,16 @@ static int run_rg(const char *pattern, const char *path, int icase) {
     snprintf(ctx, sizeof ctx, "--context=%ld", context);
     argv[n++] = ctx;
   }
+  /* .gitignore files apply inside a git repository or not, as in the built-in search. */
+  argv[n++] = "--no-require-git";
+  /* Paths come as PATH NUL LINE:TEXT, so that the text can be found (and a long line cut) whatever the path. */
+  if (!files_only) argv[n++] = "--null";
+  /* rg skips what .gitignore names, but node_modules is often not named there (or there is no .gitignore):
+   * like the built-in search, leave it out unless a glob or the path asks for it. A later --glob wins in rg, so
+   * the caller's come after. */
+  int vendored = path && strstr(path, "node_modules") != NULL;
+  for (int i = 0; i < nglobs; i++) vendored |= strstr(globs[i], "node_modules") != NULL;
+  if (!vendored) argv[n++] = "--glob", argv[n++] = "!node_modules";
   for (int i = 0; i < nglobs; i++) argv[n++] = "--glob", argv[n++] = globs[i];
   argv[n++] = "--regexp";
   argv[n++] = (char *)pattern;
@@ -198,9 +249,33 @@ static int run_rg(const char *pattern, const char *path, int icase) {
   size_t cap = 0;
   ssize_t l;
   while ((l = getline(&line, &cap, in)) > 0) {
-    fwrite(line, 1, (size_t)l, stdout);
+    size_t ll = (size_t)l;
+    if (ll && line[ll - 1] == '\n') ll--;
+    /* PATH NUL NUMBER (':' for a match, '-' for context) TEXT; anything else (a separator) as it is. */
+    char *nul = memchr(line, 0, ll);
+    int is_result = files_only || strcmp(line, "--\n");
+    if (nul) {
+      char *t = nul + 1;
+      while (t < line + ll && *t >= '0' && *t <= '9') t++;
+      if (t < line + ll && (*t == ':' || *t == '-')) {
+        is_result = *t == ':';
+        /* As the built-in search prints them: PATH:NUMBER:TEXT, context PATH:NUMBER-TEXT. */
+        fwrite(line, 1, (size_t)(nul - line), stdout);
+        putchar(':');
+        fwrite(nul + 1, 1, (size_t)(t - nul), stdout);
+        put_text(t + 1, (size_t)(line + ll - t - 1), is_result);
+        putchar('\n');
+      } else {
+        *nul = ':';
+        put_text(line, ll, 1);
+        putchar('\n');
+      }
+    } else {
+      put_text(line, ll, 0);
+      putchar('\n');
+    }
     /* Context lines and separators do not count as results. */
-    if ((files_only || strcmp(line, "--\n")) && ++results >= max_results) {
+    if (is_result && ++results >= max_results) {
       stopped = 1;
       kill(pid, SIGTERM);
       break;
@@ -245,6 +320,8 @@ int main(int argc, char **argv) {
   }
 
   int none = -1;
+  pattern_text = pattern;
+  pattern_icase = icase;
   if (argc > 1 && !strcmp(argv[1], "--rg")) none = run_rg(pattern, path, icase);
   if (none < 0) {
     char *tr = translate(pattern);
@@ -264,7 +341,7 @@ int main(int argc, char **argv) {
         if (asprintf(&prefix, "%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/") < 0) fail("out of memory");
         display_root = prefix;
       }
-      walk(root, 0, visit, NULL);
+      walk(NULL, root, WALK_GITIGNORE, visit, NULL);
     } else {
       grep_file(root, root, 1);
     }

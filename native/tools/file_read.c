@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
-  long long no = 0, last = offset + limit - 1;
+  long long no = 0, last = offset + limit - 1, crlf = 0;
   int more = 0;
   while ((n = getline(&line, &cap, f)) >= 0) {
     no++;
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
       break;
     }
     if (n > 0 && line[n - 1] == '\n') n--;
-    if (n > 0 && line[n - 1] == '\r') n--;
+    if (n > 0 && line[n - 1] == '\r') n--, crlf++;
     if (n > MAX_LINE) {
       printf("%6lld\t%.*s… [line cut at %d of %zd characters]\n", no, MAX_LINE, line, MAX_LINE, n);
     } else {
@@ -74,6 +74,12 @@ int main(int argc, char **argv) {
     }
   }
   if (ferror(f)) fail("%s: %s", path, strerror(errno));
+  /* The \r of CRLF line ends is not shown (it would clutter every line), but the model must know it is there:
+   * text it copies from this output has LF line ends, and file_edit needs to know what it is matching. */
+  if (crlf) {
+    printf("[%s: %lld of the lines shown end in CRLF (\\r\\n), not shown; file_edit matches LF text against them]\n",
+           path, crlf);
+  }
   if (no < offset) {
     printf("%s has %lld lines; offset %lld is past the end\n", path, no, offset);
   } else if (more) {

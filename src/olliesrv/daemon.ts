@@ -104,7 +104,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       shared: ts.shared,
       spare: ts.spare ?? false,
       yolo: ts.yolo,
-      toolDirs: ts.toolDirs, configDir: opts.configDir, dataDir: opts.dataDir,
+      // Extra directories come before the config's and the shipped ones, not instead of them (toolsrv takes a list
+      // it is given as the whole list), in the order the tool cache below reads them.
+      toolDirs: ts.toolDirs && [...ts.toolDirs, join(opts.configDir, 'tools'), join(shippedDataDir(), 'tools')],
+      configDir: opts.configDir, dataDir: opts.dataDir,
       ollieAddr: `unix!${opts.socket}`,
       log,
     });

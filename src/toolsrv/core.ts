@@ -111,6 +111,9 @@ export class Core {
   }
 
   load(s: Scope, name: string): void {
+    // A tool added (or fixed) while sessions run is found without a `reload` by hand: a name the catalog does not
+    // know makes it rescan the directories first. Only a miss pays for the rescan, never a load of a known tool.
+    if (!this.catalog.get(name)) this.reload();
     const t = this.catalog.resolve(name, this.facts(s));
     s.tools.set(name, t);
     s.rev++;

@@ -54,7 +54,7 @@ export function parseBlocks(text: string): Block[] {
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Block);
 }
 
-export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, unknown>; tools?: boolean; mock?: MockLlmOptions } = {}): Promise<Harness> {
+export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, unknown>; tools?: boolean; toolDirs?: string[]; mock?: MockLlmOptions } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-agents-'));
   const mock = await startMockLlm(opts.mock);
   if (opts.turns) mock.script(...opts.turns);
@@ -66,7 +66,7 @@ export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, 
     socket,
     dataDir,
     configDir,
-    toolsrv: opts.tools === false ? false : {},
+    toolsrv: opts.tools === false ? false : { ...(opts.toolDirs && { toolDirs: opts.toolDirs }) },
     toolCacheFile: join(dir, 'cache', 'tools.json'),
     // Skill and tool-hint matching adds context blocks to prompts; it has its own tests (test/skills).
     skills: false,

@@ -2,7 +2,8 @@
  * The agent loop end to end: a real daemon, the mock LLM over HTTP, a real toolsrv running the core tools, all
  * driven through the 9P namespace.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
@@ -285,6 +286,41 @@ describe('sub-agents', () => {
     const replies = (await both).map((r) => r.trim()).sort();
     expect(replies).toEqual(['reply one', 'reply two']);
     expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('roll their tokens and cost up into the caller\'s stats, one line per sub-agent, after they are removed', async () => {
+    h = await harness({
+      turns: [
+        [{ text: 'parent reply' }, { usage: { input: 1000, output: 10, cost: 0.5 } }],
+        [{ text: 'sub one' }, { usage: { input: 200, output: 20, cached: 50, cost: 0.25 } }],
+        [{ text: 'sub two' }, { usage: { input: 300, output: 30, cost: 0.125 } }],
+      ],
+    });
+    const parent = await h.agent();
+    await h.turn(parent.path, 'hello');
+    const spawn = (name: string, p: string) => h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test name=${name} parent=${parent.name} prompt=${p}`);
+    expect((await spawn('first', 'task one')).trim()).toBe('sub one');
+    expect((await spawn('second', 'task two')).trim()).toBe('sub two');
+    // Both are gone from the tree, and their usage is in the caller's stats.
+    expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+    const stats = await h.c.readText(`${parent.path}/stats`);
+    const kv = Object.fromEntries(stats.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    expect(kv).toMatchObject({
+      input_tokens: '1000', // the caller's own requests only
+      cost_session: '0.500000',
+      subagents: '2',
+      subagents_input_tokens: '500',
+      subagents_output_tokens: '50',
+      subagents_cached_tokens: '50',
+      subagents_requests: '2',
+      subagents_cost: '0.375000',
+      cost_total: '0.875000',
+    });
+    const lines = Object.entries(kv).filter(([k]) => k.startsWith('subagent.')).map(([, v]) => v);
+    expect(lines).toEqual([
+      'name=first input_tokens=200 output_tokens=20 cached_tokens=50 requests=1 cost=0.250000',
+      'name=second input_tokens=300 output_tokens=30 cached_tokens=0 requests=1 cost=0.125000',
+    ]);
   });
 
   it('inherit a snapshot of the caller\'s history', async () => {
@@ -614,6 +650,39 @@ describe('subagent_spawn', () => {
     expect(sub).toContain('delegate it');
     expect(sub).toContain('count the files');
     expect((await h.c.readText(`session/${a.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('tool_load', () => {
+  it('finds a tool added to the config\'s tools directory while the session runs, and the model can call it', async () => {
+    h = await harness({ turns: [[{ toolCalls: [{ name: 'added_later', args: {} }] }], [{ text: 'ran it' }]] });
+    const a = await h.agent();
+    // The session's toolsrv is up and has scanned its directories before the tool exists.
+    await h.c.rdwrText(`${a.path}/ctl`, 'tool_load reasoning_think');
+    await expect(h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later')).rejects.toThrow(/no tool "added_later"/);
+    mkdirSync(join(h.configDir, 'tools'), { recursive: true });
+    writeFileSync(join(h.configDir, 'tools', 'added_later.meta'), JSON.stringify({ description: 'A tool added while the session runs.', cmd: 'echo from the new tool', scope: 'read' }));
+    await h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later');
+    const blocks = await h.turn(a.path, 'use the new tool');
+    expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'added_later', content: 'from the new tool\n' });
+  });
+});
+
+describe('extra tool directories', () => {
+  it('come before the config\'s tools and the shipped ones, not instead of them', async () => {
+    const extra = mkdtempSync(join(tmpdir(), 'ollie-extra-tools-'));
+    try {
+      writeFileSync(join(extra, 'extra_tool.meta'), JSON.stringify({ description: 'From the extra directory.', cmd: 'echo extra', scope: 'read' }));
+      h = await harness({ toolDirs: [extra], turns: [[{ toolCalls: [{ name: 'config_tool', args: {} }] }], [{ text: 'ok' }]] });
+      mkdirSync(join(h.configDir, 'tools'), { recursive: true });
+      writeFileSync(join(h.configDir, 'tools', 'config_tool.meta'), JSON.stringify({ description: 'From the config directory.', cmd: 'echo config', scope: 'read' }));
+      const a = await h.agent();
+      for (const t of ['extra_tool', 'reasoning_think', 'config_tool']) await h.c.rdwrText(`${a.path}/ctl`, `tool_load ${t}`);
+      const blocks = await h.turn(a.path, 'go');
+      expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'config_tool', content: 'config\n' });
+    } finally {
+      rmSync(extra, { recursive: true, force: true });
+    }
   });
 });
 

@@ -104,6 +104,18 @@ describe('registry', () => {
     expect((await env.call(c, { tool: 'usehelper', args: {} })).output).toBe('helped\n');
   });
 
+  it('load of a name it does not know rescans the directories: a tool added while the scope runs is found', async () => {
+    env = await startEnv({ t: { meta: { description: 'first', cmd: 'echo first' } } }, {}, {});
+    const c = await env.client();
+    await c.write('ctl', 'load t');
+    await expect(c.write('ctl', 'load later')).rejects.toThrow(/no tool "later"/);
+    // Added after toolsrv started, with no "reload" written: the next load finds it.
+    writeTools(join(env.dir, 'user-tools'), { later: { meta: { description: 'added later', cmd: 'echo later' } } });
+    await c.write('ctl', 'load later');
+    expect((await env.call(c, { tool: 'later', args: {} })).output).toBe('later\n');
+    expect((await env.call(c, { tool: 't', args: {} })).output).toBe('first\n');
+  });
+
   it('lifts the dispatch flags out of the arguments (they are not in the schemas: clients describe them once), and validates before running', async () => {
     env = await startEnv();
     const c = await env.client();

@@ -17,8 +17,14 @@ char *glob_base(const char *pat);
 /*
  * Walks the tree under root (not following symlinks to directories), calling fn for every entry with its
  * path relative to root and its full path. fn returns 0 to go on, 1 to skip a directory's contents, -1 to
- * stop. Hidden entries (.name) are skipped unless `hidden`; .git and node_modules always.
+ * stop. Hidden entries (.name) are skipped unless WALK_HIDDEN; .git and node_modules always. With
+ * WALK_GITIGNORE, entries named by a .gitignore are skipped: those of root and of every directory below it,
+ * and, when `top` is given (root is top/SUB), those of top and of each directory of SUB, applied to paths
+ * from their own directory. An entry is tested itself, not by its ancestors between top and root: a search
+ * that starts inside an ignored directory (the caller named it) still sees its files.
  */
+#define WALK_HIDDEN 1
+#define WALK_GITIGNORE 2
 typedef int (*walk_fn)(const char *rel, const char *full, int is_dir, void *ctx);
-void walk(const char *root, int hidden, walk_fn fn, void *ctx);
+void walk(const char *top, const char *root, int flags, walk_fn fn, void *ctx);
 #endif

@@ -20,6 +20,51 @@ export interface Stats {
   context?: Parts;
   /** Provider-reported prompt tokens per estimated token, learned from usage (context.ts, Correction). */
   estimateFactor: number;
+  /**
+   * What the sub-agents this agent spawned used, one entry per sub-agent, each including its own sub-agents.
+   * Sub-agents are removed when they reply, so their usage would vanish with them; it is paid for by the caller.
+   */
+  subagents?: SubagentUsage[];
+}
+
+export interface SubagentUsage {
+  id: string;
+  name: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cacheCreationTokens: number;
+  requests: number;
+  cost: number;
+}
+
+/** Adds a finished sub-agent's usage (its own and its sub-agents') to its caller's stats. */
+export function addSubagent(caller: Stats, id: string, name: string, sub: Stats): void {
+  const own = subagentTotals(sub);
+  (caller.subagents ??= []).push({
+    id,
+    name,
+    inputTokens: sub.inputTokens + own.inputTokens,
+    outputTokens: sub.outputTokens + own.outputTokens,
+    cachedTokens: sub.cachedTokens + own.cachedTokens,
+    cacheCreationTokens: sub.cacheCreationTokens + own.cacheCreationTokens,
+    requests: sub.requests + own.requests,
+    cost: sub.costSession + own.cost,
+  });
+}
+
+/** The sum over an agent's sub-agents. */
+export function subagentTotals(s: Stats): Omit<SubagentUsage, 'id' | 'name'> {
+  const t = { inputTokens: 0, outputTokens: 0, cachedTokens: 0, cacheCreationTokens: 0, requests: 0, cost: 0 };
+  for (const u of s.subagents ?? []) {
+    t.inputTokens += u.inputTokens;
+    t.outputTokens += u.outputTokens;
+    t.cachedTokens += u.cachedTokens;
+    t.cacheCreationTokens += u.cacheCreationTokens;
+    t.requests += u.requests;
+    t.cost += u.cost;
+  }
+  return t;
 }
 
 export function emptyStats(): Stats {
@@ -93,6 +138,29 @@ export function renderStats(s: Stats, contextEstimate: number, contextLength: nu
     `context_skills=${c?.skills ?? 0}`,
     `context_attachments=${c?.attachments ?? 0}`,
     `estimate_factor=${s.estimateFactor.toFixed(3)}`,
+    ...renderSubagents(s),
     '',
   ].join('\n');
+}
+
+/**
+ * The sub-agents' part of `stats`: their totals (the keys above count this agent's own requests only), the total
+ * cost with them, and one `subagent.ID=` line per sub-agent, in the order they finished.
+ */
+function renderSubagents(s: Stats): string[] {
+  const t = subagentTotals(s);
+  return [
+    `subagents=${s.subagents?.length ?? 0}`,
+    `subagents_input_tokens=${t.inputTokens}`,
+    `subagents_output_tokens=${t.outputTokens}`,
+    `subagents_cached_tokens=${t.cachedTokens}`,
+    `subagents_cache_creation_tokens=${t.cacheCreationTokens}`,
+    `subagents_requests=${t.requests}`,
+    `subagents_cost=${usd(t.cost)}`,
+    `cost_total=${usd(s.costSession + t.cost)}`,
+    ...(s.subagents ?? []).map(
+      (u) =>
+        `subagent.${u.id}=name=${u.name} input_tokens=${u.inputTokens} output_tokens=${u.outputTokens} cached_tokens=${u.cachedTokens} requests=${u.requests} cost=${usd(u.cost)}`,
+    ),
+  ];
 }

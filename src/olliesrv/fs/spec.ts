@@ -586,7 +586,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 text: { get: (ctx) => `${ag(ctx).name}\n`, set: (ctx, v) => void (v.trim() && agents.rename(ag(ctx), v.trim())) },
               }),
               Leaf('stats', {
-                doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD); the next request\'s size (context_estimate, corrected by the provider\'s reports), the window (context_length), context_percent, and the request split by part (context_system, context_tools, context_history, context_skills, context_attachments).',
+                doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD); the next request\'s size (context_estimate, corrected by the provider\'s reports), the window (context_length), context_percent, and the request split by part (context_system, context_tools, context_history, context_skills, context_attachments); then what finished sub-agents used (they are removed, their caller pays): subagents (how many), subagents_input_tokens, subagents_output_tokens, subagents_cached_tokens, subagents_cache_creation_tokens, subagents_requests, subagents_cost, cost_total (cost_session plus subagents_cost), and one line per sub-agent: subagent.ID=name=NAME input_tokens=… output_tokens=… cached_tokens=… requests=… cost=… (each including its own sub-agents).',
                 access: agentView,
                 blockOnce: async (ctx) => {
                   const a = ag(ctx);

@@ -10,7 +10,7 @@ import type { AgentDeps, SessionView } from '../agent/deps.js';
 import { closeDanglingCalls } from '../agent/history.js';
 import type { GenerationParams } from '../backend/types.js';
 import type { AgentRow } from '../store/agents.js';
-import { emptyStats } from '../agent/stats.js';
+import { addSubagent, emptyStats } from '../agent/stats.js';
 import { checkName, resolvedDir, type Sessions } from './registry.js';
 
 /** How deep sub-agents may nest (a top-level agent is depth 0). */
@@ -271,6 +271,11 @@ export class Agents {
       return `${r.reply}${note}\n`;
     } finally {
       signal.removeEventListener('abort', onAbort);
+      // The sub-agent is about to be removed with its stats: its caller pays for it, so its usage stays there.
+      if (parent && !parent.isDead()) {
+        addSubagent(parent.stats, a.id, a.name, a.stats);
+        this.deps.store.setStats(parent.id, JSON.stringify(parent.stats));
+      }
       await this.remove(sessionName, a);
     }
   }

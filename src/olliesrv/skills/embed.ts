@@ -60,6 +60,11 @@ export class OnnxEmbedder implements Embedder {
   /** Loads model.onnx and tokenizer.json from `dir` and checks the model's inputs and output by one inference. */
   static async load(dir: string, opts: { maxLength?: number; threads?: number } = {}): Promise<OnnxEmbedder> {
     const tokenizer = WordPieceTokenizer.fromFile(join(dir, 'tokenizer.json'), opts);
+    // onnxruntime-node's telemetry (Microsoft's 1DS client) writes a session file and an empty mat-debug-PID.log
+    // into $TMPDIR on every start, or `:memory:.ses` into the cwd where it cannot: in a memory tool that is the
+    // agent's working directory. It sends nothing from the sandbox anyway; ORT_DISABLE_TELEMETRY (read by the
+    // native library when it starts, so set before the import) turns it off. A user's explicit setting is kept.
+    process.env.ORT_DISABLE_TELEMETRY ??= '1';
     const ort = (await import('onnxruntime-node')) as typeof Ort;
     // Warnings would land in a tool's output (the model reads it): onnxruntime's telemetry cannot persist its
     // device id inside the sandbox, and says so on every start.

@@ -33,9 +33,37 @@ test('more than one occurrence is refused (with their lines) unless replace_all'
 
 test('not found, identical strings, and a missing file are errors', async () => {
   writeFileSync(join(w.cwd, 'f.txt'), 'abc\n');
-  expect(await edit({ old_string: 'zzz', new_string: 'y' })).toMatchObject({ code: 1, out: 'file_edit: old_string was not found in f.txt (it must match exactly, whitespace included)\n' });
+  expect(await edit({ old_string: 'zzz', new_string: 'y' })).toMatchObject({ code: 1, out: 'file_edit: old_string was not found in f.txt (it must match exactly, whitespace included; read the file again to copy the text as it is now)\n' });
   expect(await edit({ old_string: 'abc', new_string: 'abc' })).toMatchObject({ code: 1, out: 'file_edit: old_string and new_string are the same: nothing to do\n' });
   expect(await edit({ path: 'nope.txt', old_string: 'a', new_string: 'b' })).toMatchObject({ code: 1, out: 'file_edit: nope.txt: No such file or directory\n' });
+});
+
+test('on a CRLF file, multi-line text given with LF (as file_read shows it) is matched and written with CRLF', async () => {
+  writeFileSync(join(w.cwd, 'f.txt'), 'one\r\ntwo\r\nthree\r\n');
+  const r = await edit({ old_string: 'one\ntwo\n', new_string: 'uno\ndos\n' });
+  expect(r.code).toBe(0);
+  expect(r.out).toBe(
+    '[f.txt has CRLF line ends: old_string and new_string were matched and written with CRLF]\n' +
+      '--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n-one\r\n-two\r\n+uno\r\n+dos\r\n three\r\n',
+  );
+  expect(readFileSync(join(w.cwd, 'f.txt'), 'utf8')).toBe('uno\r\ndos\r\nthree\r\n');
+  // Text given with CRLF still matches as it is, with no note.
+  const exact = await edit({ old_string: 'dos\r\nthree', new_string: 'tres' });
+  expect(exact.out.startsWith('--- a/f.txt')).toBe(true);
+  expect(readFileSync(join(w.cwd, 'f.txt'), 'utf8')).toBe('uno\r\ntres\r\n');
+});
+
+test('"not found" says how much of old_string matched, and where', async () => {
+  writeFileSync(join(w.cwd, 'f.txt'), 'a\n  function f() {\n    return 1;\n  }\n');
+  expect(await edit({ old_string: '  function f() {\n    return 2;\n', new_string: 'x' })).toMatchObject({
+    code: 1,
+    out: 'file_edit: old_string was not found in f.txt (it must match exactly, whitespace included); its first 1 line matches the file from line 2, its line 2 differs\n',
+  });
+  expect(await edit({ old_string: '    function f() {\n  return 1;\n', new_string: 'x' })).toMatchObject({
+    code: 1,
+    out: 'file_edit: old_string was not found in f.txt (it must match exactly, whitespace included); its first line, without its indentation, occurs at line 2: compare the indentation and the lines after it\n',
+  });
+  expect(readFileSync(join(w.cwd, 'f.txt'), 'utf8')).toBe('a\n  function f() {\n    return 1;\n  }\n');
 });
 
 test('an empty old_string creates a new file', async () => {

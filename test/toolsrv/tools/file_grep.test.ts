@@ -1,3 +1,4 @@
+import { Validator } from '@cfworker/json-schema';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
@@ -50,6 +51,42 @@ describe('built in', () => {
     );
   });
 
+  test('a 10 MB line is cut to a window around the match, on whole UTF-8 characters', async () => {
+    const head = 'é'.repeat(3_000_000); // 6 MB of two-byte characters before the match
+    writeFileSync(join(w.cwd, 'src/min.js'), `${head}NEEDLE${'x'.repeat(4_000_000)}\nshort NEEDLE\n`);
+    const out = await grep({ pattern: 'NEEDLE', path: 'src/min.js' });
+    const [long, short] = out.split('\n');
+    expect(short).toBe('src/min.js:2:short NEEDLE');
+    const m = /^src\/min\.js:1:…(é+)NEEDLE(x+)… \[line of 10000006 bytes cut to bytes (\d+)-(\d+)\]$/.exec(long!);
+    expect(m).not.toBeNull();
+    // 500 bytes (a quarter of the 2000-byte window) before the match, the rest after it.
+    expect(m![1]!.length).toBe(250);
+    expect(m![2]!.length).toBe(1494);
+    expect([Number(m![3]), Number(m![4])]).toEqual([6_000_000 - 500 + 1, 6_000_000 + 1500]);
+  });
+
+  test('what .gitignore files name is skipped, in the directory and below', async () => {
+    writeFileSync(join(w.cwd, '.gitignore'), '# build output\ndist/\n*.log\n/src/gen\n!keep.log\n');
+    writeFileSync(join(w.cwd, 'src/deep/.gitignore'), 'local.ts\n');
+    const files: Record<string, string> = {
+      'dist/out.js': 'answer built\n',
+      'src/dist/x.ts': 'answer in a dir named dist\n',
+      'run.log': 'answer logged\n',
+      'keep.log': 'answer kept\n',
+      'src/gen/g.ts': 'answer generated\n',
+      'src/deep/local.ts': 'answer local\n',
+    };
+    for (const [f, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(w.cwd, f)), { recursive: true });
+      writeFileSync(join(w.cwd, f), text);
+    }
+    expect(sorted(await grep({ pattern: 'answer' }))).toBe(
+      ['keep.log:1:answer kept', 'src/a.ts:2:const answer = 42;', 'src/a.ts:3:export default answer;'].join('\n'),
+    );
+    // Named, an ignored directory is searched.
+    expect(await grep({ pattern: 'answer', path: 'dist' })).toBe('dist/out.js:1:answer built\n');
+  });
+
   test('no match and a bad expression', async () => {
     expect(await grep({ pattern: 'nothing-like-this' })).toBe('no matches for nothing-like-this\n');
     expect(await runTool(w, 'file_grep', { pattern: 'a(' })).toMatchObject({ code: 1, out: expect.stringMatching(/^file_grep: bad regular expression a\(: /) });
@@ -77,7 +114,32 @@ test('with ripgrep: the .meta variant hands the same arguments to rg', async () 
     env: { PATH: `${bin}:${TOOLS_DIR}:${process.env.PATH}` },
   });
   expect(r.out).toBe(
-    ['--line-number', '--no-heading', '--color=never', '--with-filename', '--ignore-case', '--context=2', '--glob', '*.ts', '--regexp', 'a|b', '--', '.']
+    ['--line-number', '--no-heading', '--color=never', '--with-filename', '--ignore-case', '--context=2', '--no-require-git', '--null', '--glob', '!node_modules', '--glob', '*.ts', '--regexp', 'a|b', '--', '.']
       .map((a) => `arg:${a}\n`).join('') + 'f:1:x\nf:2:y\n',
   );
+});
+
+test('with ripgrep: node_modules only when asked; PATH NUL LINE output reprinted, a long line cut around the match', async () => {
+  const bin = join(w.root, 'bin');
+  mkdirSync(bin);
+  // A stand-in rg printing its arguments, then what rg --null prints: a match on a 100 kB line, a context line.
+  writeFileSync(join(w.root, 'long.txt'), `f:1\x003:${'a'.repeat(50_000)}HERE${'b'.repeat(50_000)}\nf:1\x004-after\n`);
+  writeFileSync(join(bin, 'rg'), `#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\ncat '${join(w.root, 'long.txt')}'\n`);
+  chmodSync(join(bin, 'rg'), 0o755);
+  const rg = (args: Record<string, unknown>) =>
+    runTool(w, 'file_grep', args, { unsandboxed: true, argv: ['/bin/sh', '-c', 'file_grep --rg'], env: { PATH: `${bin}:${TOOLS_DIR}:${process.env.PATH}` } });
+  const plain = (await rg({ pattern: 'HERE' })).out;
+  expect(plain).toContain('arg:--glob\narg:!node_modules\n');
+  const lines = plain.split('\n').filter((l) => !l.startsWith('arg:'));
+  expect(lines[0]).toBe(`f:1:3:…${'a'.repeat(500)}HERE${'b'.repeat(1496)}… [line of 100004 bytes cut to bytes 49501-51500]`);
+  expect(lines[1]).toBe('f:1:4-after');
+  expect((await rg({ pattern: 'HERE', glob: 'node_modules/**' })).out).not.toContain('!node_modules');
+  expect((await rg({ pattern: 'HERE', path: 'node_modules/m' })).out).not.toContain('!node_modules');
+});
+
+test('glob is a string or a list of strings in the schema toolsrv validates calls with', () => {
+  const v = new Validator(readMeta('file_grep').args as Record<string, unknown>, '7', false);
+  expect(v.validate({ pattern: 'x', glob: '*.ts' }).valid).toBe(true);
+  expect(v.validate({ pattern: 'x', glob: ['*.ts', '*.c'] }).valid).toBe(true);
+  expect(v.validate({ pattern: 'x', glob: 3 }).valid).toBe(false);
 });

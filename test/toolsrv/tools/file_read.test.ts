@@ -31,7 +31,9 @@ test('binary files are detected, not printed; empty files and CRLF lines are han
   writeFileSync(join(w.cwd, 'empty.txt'), '');
   expect((await read({ path: 'empty.txt' })).out).toBe('empty.txt: empty file\n');
   writeFileSync(join(w.cwd, 'dos.txt'), 'a\r\nb');
-  expect((await read({ path: 'dos.txt' })).out).toBe('     1\ta\n     2\tb\n');
+  expect((await read({ path: 'dos.txt' })).out).toBe(
+    '     1\ta\n     2\tb\n[dos.txt: 1 of the lines shown end in CRLF (\\r\\n), not shown; file_edit matches LF text against them]\n',
+  );
 });
 
 test('very long lines are cut', async () => {
