@@ -42,7 +42,7 @@ export const COMMANDS: Record<string, Command> = {
   model: {
     usage: 'model [NAME]',
     run: (a, args, d) => {
-      if (!args) return line(a.cfg.model || d.backends.get(a.cfg.backend).defaultModel);
+      if (!args) return line(a.cfg.model || a.backend().defaultModel);
       a.cfg.model = args;
       a.saveCfg();
       return `model ${args}\n`;
@@ -52,7 +52,7 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'models',
     run: async (a, args, d) => {
       noArg('models', args);
-      const list = await d.backends.get(a.cfg.backend).models();
+      const list = await a.backend().models();
       return list.map((m) => `${m.id}${m.contextLength ? `\t${m.contextLength}` : ''}\n`).join('');
     },
   },
