@@ -730,7 +730,8 @@ export class Agent {
 
   private async buildRuntime(): Promise<Runtime> {
     // The provider package loads while the prompt is resolved and toolsrv starts.
-    void this.backend().prepare?.();
+    // Without any backend this throws; the turn reports that after the prompt is in the log, where the user sees both.
+    if (this.deps.backends.defaultName) void this.backend().prepare?.();
     const profile = this.deps.profiles.get(this.cfg.profile);
     const env = this.env();
     const wanted = [...new Set([...profile.autoLoad, ...this.cfg.tools])];

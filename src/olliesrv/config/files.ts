@@ -7,6 +7,8 @@ import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBackendsConfig } from '../backend/config.js';
+import { createBackend } from '../backend/pool.js';
+import { candidateConfig, mergeSetup, parseSetupRequest, SetupError } from '../backend/setup.js';
 import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
@@ -14,6 +16,9 @@ import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandb
 import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
+
+/** How long `config/check` waits for a provider to list its models. */
+const CHECK_TIMEOUT_MS = 15_000;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -80,6 +85,56 @@ export class ConfigFiles {
     const err = this.o.reloadBackends();
     if (err) throw new ConfigError(`written, but the daemon could not load it: ${err.message}`);
     return file;
+  }
+
+  /**
+   * `config/check`: a candidate backend (setup.ts's key=value lines) asked for its models, live, before anything is
+   * stored: "ID<TAB>context" lines, or the provider's error (which never holds the key).
+   */
+  async checkBackend(text: string): Promise<string> {
+    const b = createBackend(this.candidate(text, 'config/check'));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_r, reject) => {
+      timer = setTimeout(() => reject(new ConfigError(`${b.url} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
+    });
+    try {
+      const models = await Promise.race([b.models(true), timeout]);
+      if (models.length === 0) throw new ConfigError(`${b.url} answered, but lists no models`);
+      return models.map((m) => `${m.id}\t${m.contextLength ?? '-'}\n`).join('');
+    } catch (e) {
+      throw e instanceof ConfigError ? e : new ConfigError(`${b.url}: ${(e as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * `config/backend`: the candidate merged into backends.conf as a commented section (the default one unless
+   * `default=no`), written 0600 and reloaded, as a write of the whole file would be.
+   */
+  setupBackend(text: string): string {
+    const setup = this.candidateSetup(text, 'config/backend');
+    this.candidate(text, 'config/backend');
+    const file = this.writeBackends(mergeSetup(this.read('backends.conf'), setup));
+    return `saved [${setup.name}] in ${file}${setup.makeDefault ? ' (the default backend)' : ''}\n`;
+  }
+
+  private candidateSetup(text: string, where: string) {
+    try {
+      return parseSetupRequest(text, where);
+    } catch (e) {
+      throw e instanceof SetupError ? new ConfigError(e.message) : e;
+    }
+  }
+
+  private candidate(text: string, where: string) {
+    const setup = this.candidateSetup(text, where);
+    try {
+      return candidateConfig(setup, this.o.env, where);
+    } catch (e) {
+      // parseBackendsConfig's `where:LINE:` names a line of a section the client never saw: drop the line.
+      throw new ConfigError((e as Error).message.replace(/^([^:]+):\d+:/, '$1:'));
+    }
   }
 
   /** sandbox.yaml: parsed as toolsrv parses it; applies to tool calls of toolsrv processes started from now on. */

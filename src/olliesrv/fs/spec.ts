@@ -305,6 +305,14 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           // An empty write (an OTRUNC open with nothing written) must not wipe the file: a file is never emptied here.
           text: { get: () => o.config.read('backends.conf'), set: (_ctx, v) => void (v.trim() && o.config.writeBackends(v)) },
         }),
+        Leaf('check', {
+          doc: 'Check a backend before storing it: write provider=, url=, key= or key_env=, model= lines (provider: openai, anthropic, openrouter, ollama, gemini, copilot, compatible); read its models, "ID<TAB>context" lines, or the provider\'s error.',
+          rdwr: (_ctx, req) => o.config.checkBackend(req),
+        }),
+        Leaf('backend', {
+          doc: 'Store a backend: the same lines as check (and name=, default=yes|no); it is merged into backends.conf as a commented section, written 0600 and reloaded.',
+          rdwr: (_ctx, req) => o.config.setupBackend(req),
+        }),
         Leaf('sandbox.yaml', {
           doc: 'The sandbox policy; applies to the tool servers started after the write.',
           text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
