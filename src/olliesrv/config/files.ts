@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBackendsConfig } from '../backend/config.js';
+import { DEFAULT_MODELS, parseBackendsConfig } from '../backend/config.js';
 import { createBackend } from '../backend/pool.js';
 import { candidateConfig, mergeSetup, parseSetupRequest, SetupError } from '../backend/setup.js';
 import type { Profiles } from '../agent/profiles.js';
@@ -89,7 +89,7 @@ export class ConfigFiles {
 
   /**
    * `config/check`: a candidate backend (setup.ts's key=value lines) asked for its models, live, before anything is
-   * stored: "ID<TAB>context" lines, or the provider's error (which never holds the key).
+   * stored: "ID<TAB>context" lines (the type's usual model first), or the provider's error (which never holds the key).
    */
   async checkBackend(text: string): Promise<string> {
     const b = createBackend(this.candidate(text, 'config/check'));
@@ -100,6 +100,9 @@ export class ConfigFiles {
     try {
       const models = await Promise.race([b.models(true), timeout]);
       if (models.length === 0) throw new ConfigError(`${b.url} answered, but lists no models`);
+      // The type's usual model first when the provider serves it, so a client can offer the first as the choice.
+      const usual = models.findIndex((m) => m.id === DEFAULT_MODELS[b.type]);
+      if (usual > 0) models.unshift(...models.splice(usual, 1));
       return models.map((m) => `${m.id}\t${m.contextLength ?? '-'}\n`).join('');
     } catch (e) {
       throw e instanceof ConfigError ? e : new ConfigError(`${b.url}: ${(e as Error).message}`);
