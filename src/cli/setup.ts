@@ -74,9 +74,10 @@ export async function runSetup(o: SetupOptions, io: SetupIo): Promise<string> {
   if (!url && ask) url = (await ask(`URL [${'url' in p ? p.url : 'e.g. http://localhost:1234/v1'}]: `)).trim() || undefined;
   let key = o.key;
   let keyEnv = o.keyEnv;
-  if (!key && !keyEnv && ask && p.needsKey) {
+  if (!key && !keyEnv && ask) {
+    // Asked for keyless providers too: a local server behind a gateway may want one. Enter: the usual variable, or none.
     const envName = 'keyEnv' in p ? p.keyEnv : undefined;
-    const a = (await ask(`API key (not shown; or env:VARNAME${envName ? `, Enter for env:${envName}` : ''}): `, true)).trim();
+    const a = (await ask(`API key (not shown; or env:VARNAME${envName ? `; Enter for env:${envName}` : '; Enter for none'}): `, true)).trim();
     if (a.startsWith('env:')) keyEnv = a.slice(4);
     else if (a) key = a;
     else keyEnv = envName;
@@ -138,23 +139,42 @@ export async function runSetup(o: SetupOptions, io: SetupIo): Promise<string> {
   return file;
 }
 
-/** Prompts on the terminal; a secret answer is not echoed. */
+/** Reads a line from the terminal in raw mode, echoing nothing: what is typed never reaches the screen. */
+function readSecret(question: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stdout.write(question);
+  return new Promise((resolve, reject) => {
+    let typed = '';
+    const done = (err?: Error): void => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stdout.write('\n');
+      if (err) reject(err);
+      else resolve(typed);
+    };
+    const onData = (chunk: Buffer): void => {
+      for (const ch of chunk.toString('utf8')) {
+        if (ch === '\r' || ch === '\n') return done();
+        if (ch === '\u0003') return done(new Error('cancelled'));
+        if (ch === '\u007f' || ch === '\b') typed = typed.slice(0, -1);
+        else if (ch >= ' ') typed += ch;
+      }
+    };
+    stdin.setRawMode(true);
+    stdin.resume();
+    stdin.on('data', onData);
+  });
+}
+
+/** Prompts on the terminal; a secret answer is read without echo. */
 function terminalAsk(): (q: string, secret?: boolean) => Promise<string> {
   return async (q, secret) => {
+    if (secret) return readSecret(q);
     const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
-    if (secret) {
-      // readline echoes through _writeToOutput: write the question, then nothing of what is typed.
-      const r = rl as unknown as { _writeToOutput: (s: string) => void };
-      let asked = false;
-      r._writeToOutput = (s: string) => {
-        if (!asked) process.stdout.write(s);
-        asked = true;
-      };
-    }
     try {
       return await rl.question(q);
     } finally {
-      if (secret) process.stdout.write('\n');
       rl.close();
     }
   };

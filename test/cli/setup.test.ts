@@ -8,6 +8,7 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { runSetup } from '../../src/cli/setup.js';
 
 const OLLIE = new URL('../../dist/cli/ollie.js', import.meta.url).pathname;
 
@@ -64,5 +65,29 @@ describe('ollie setup', () => {
     expect(noUrl.err).toMatch(/"url" is required for OpenAI-compatible server/);
     expect(readFileSync(file, 'utf8')).toBe(before);
     expect(existsSync(join(h.configDir, `.backends.conf.${process.pid}.tmp`))).toBe(false);
+  });
+
+  it('asks on a terminal: provider by number, URL, a key read as a secret, the model offered from the live list', async () => {
+    h = await harness({ tools: false, mock: { models: ['served-model', 'other-model'] } });
+    const file = join(h.configDir, 'backends.conf');
+    rmSync(file);
+    const asked: Array<[string, boolean]> = [];
+    const answers = ['7', `${h.mock.url}/v1`, 'sk-typed-key-1234', 'other-model'];
+    let out = '';
+    await runSetup(
+      { config: h.configDir, socket: h.socket, default: true, check: true },
+      { out: (s) => (out += s), env: {}, ask: async (q, secret) => (asked.push([q, !!secret]), answers.shift()!) },
+    );
+    expect(asked).toEqual([
+      ['Provider [1]: ', false],
+      ['URL [e.g. http://localhost:1234/v1]: ', false],
+      ['API key (not shown; or env:VARNAME; Enter for none): ', true],
+      ['Model [served-model]: ', false],
+    ]);
+    expect(out).toContain('  7. OpenAI-compatible server (LM Studio, vLLM, llama.cpp, a gateway…) (compatible)\n');
+    expect(out).not.toContain('sk-typed-key');
+    expect(readFileSync(file, 'utf8')).toContain('[local]\ntype = openai\n');
+    expect(readFileSync(file, 'utf8')).toMatch(/key = sk-typed-key-1234\nmodel = other-model\n$/);
+    expect(await h.c.readText('backends')).toMatch(/^local\*\topenai\t.*\tother-model\n$/);
   });
 });
