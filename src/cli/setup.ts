@@ -15,9 +15,8 @@ import { readFileSync, renameSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { CONFIG_FILE, DEFAULT_MODELS, parseBackendsConfig } from '../olliesrv/backend/config.js';
-import { createBackend } from '../olliesrv/backend/pool.js';
-import { candidateConfig, mergeSetup, PROVIDER_IDS, PROVIDERS, setupFrom, type BackendSetup, type ProviderId } from '../olliesrv/backend/setup.js';
+import { CONFIG_FILE, parseBackendsConfig } from '../olliesrv/backend/config.js';
+import { candidateConfig, checkCandidate, mergeSetup, PROVIDER_IDS, PROVIDERS, setupFrom, type ProviderId } from '../olliesrv/backend/setup.js';
 import { configDir, defaultSocketPath } from '../platform/paths.js';
 import { privateDir, writePrivateFile } from '../platform/private.js';
 
@@ -39,23 +38,6 @@ export interface SetupIo {
   env: NodeJS.ProcessEnv;
   /** Asks a question on the terminal; undefined when not interactive (then every answer must come from a flag). */
   ask?: (question: string, secret?: boolean) => Promise<string>;
-}
-
-const CHECK_TIMEOUT_MS = 15_000;
-
-/** Lists the candidate's models, or throws the provider's error (which never holds the key). */
-async function listModels(s: BackendSetup, env: NodeJS.ProcessEnv): Promise<string[]> {
-  const b = createBackend(candidateConfig(s, env, '--key/--key-env'));
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const models = await Promise.race([
-      b.models(true),
-      new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${b.url} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS))),
-    ]);
-    return models.map((m) => m.id);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Does the setup; returns the path written. Throws with a message for the user on any bad answer or failed check. */
@@ -88,15 +70,14 @@ export async function runSetup(o: SetupOptions, io: SetupIo): Promise<string> {
     io.out(`checking ${setup.url} …\n`);
     let models: string[];
     try {
-      models = await listModels(setup, io.env);
+      models = (await checkCandidate(candidateConfig(setup, io.env, '--key/--key-env'))).map((m) => m.id);
     } catch (e) {
-      throw new Error(`the check failed: ${setup.url}: ${(e as Error).message} (--no-check stores it anyway)`);
+      throw new Error(`the check failed: ${(e as Error).message} (--no-check stores it anyway)`);
     }
-    if (models.length === 0) throw new Error(`${setup.url} answered, but lists no models`);
     io.out(`${models.length} model${models.length === 1 ? '' : 's'}: ${models.slice(0, 12).join(', ')}${models.length > 12 ? ', …' : ''}\n`);
     if (!setup.model) {
-      // The type's usual model when the provider serves it, else the first it lists (a local server's own model).
-      const preferred = models.includes(DEFAULT_MODELS[p.type]) ? DEFAULT_MODELS[p.type] : models[0]!;
+      // checkCandidate lists the type's usual model first when the provider serves it, else a local server's own.
+      const preferred = models[0]!;
       const model = ask ? (await ask(`Model [${preferred}]: `)).trim() || preferred : preferred;
       setup = { ...setup, model };
     } else if (!models.includes(setup.model)) io.out(`note: ${setup.url} does not list ${setup.model}\n`);

@@ -3,6 +3,7 @@
  * checked live and stored through config/check and config/backend, and agents made before it follow it.
  */
 import { readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from './agent-harness.js';
@@ -43,8 +44,13 @@ describe('config/check and config/backend', () => {
     // Nothing is stored by a check.
     expect(readFileSync(conf(h), 'utf8')).not.toContain('sk-secret-123456');
 
-    const err = h.c.rdwrText('config/check', 'provider=compatible\nurl=http://127.0.0.1:9/v1\nkey=sk-secret-123456\n');
-    await expect(err).rejects.toThrow(/http:\/\/127\.0\.0\.1:9\/v1/);
+    // A port nothing listens on (a server's, just closed): the reason, not undici's bare "fetch failed".
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const err = h.c.rdwrText('config/check', `provider=compatible\nurl=http://127.0.0.1:${port}/v1\nkey=sk-secret-123456\n`);
+    await expect(err).rejects.toThrow(`http://127.0.0.1:${port}/v1: local: fetch failed (ECONNREFUSED): connect ECONNREFUSED 127.0.0.1:${port}`);
     await expect(err).rejects.not.toThrow(/sk-secret/);
     await expect(h.c.rdwrText('config/check', 'provider=compatible\n')).rejects.toThrow('config/check: "url" is required for OpenAI-compatible server');
     await expect(h.c.rdwrText('config/check', 'provider=kiro\n')).rejects.toThrow(/config\/check: unknown provider "kiro" \(one of openai, anthropic, openrouter/);

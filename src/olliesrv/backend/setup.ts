@@ -6,7 +6,8 @@
  * The request is `key=value` lines: provider, name, url, key, key_env, model, default (yes/no).
  */
 import { DEFAULT_KEY_ENV, DEFAULT_MODELS, DEFAULT_URLS, parseBackendsConfig, type BackendConfig } from './config.js';
-import type { BackendType } from './types.js';
+import { createBackend } from './pool.js';
+import type { BackendType, ModelInfo } from './types.js';
 
 export interface Provider {
   /** The backends.conf type it is written as. */
@@ -162,4 +163,53 @@ export function mergeSetup(existing: string, s: BackendSetup): string {
 /** The backend config a setup stands for, parsed as backends.conf would parse it (env: keys resolved from `env`). */
 export function candidateConfig(s: BackendSetup, env: NodeJS.ProcessEnv, where: string): BackendConfig {
   return parseBackendsConfig(sectionText(s), where, env).backends[0]!;
+}
+
+/** How long a check waits for a provider to list its models. */
+export const CHECK_TIMEOUT_MS = 15_000;
+
+/**
+ * Why a request failed, in the words of the deepest cause: undici says only "fetch failed", and a refused connection
+ * to a name with several addresses hides its code inside an AggregateError.
+ */
+function reason(e: unknown): string {
+  const seen = new Set<unknown>();
+  let msg = e instanceof Error ? e.message : String(e);
+  let deepest = '';
+  let code: string | undefined;
+  for (let c: unknown = e; c instanceof Error && !seen.has(c); ) {
+    seen.add(c);
+    const x = c as Error & { code?: unknown; errors?: unknown[]; cause?: unknown };
+    if (typeof x.code === 'string') code = x.code;
+    if (x.message) deepest = x.message;
+    c = x.cause ?? (Array.isArray(x.errors) ? x.errors[0] : undefined);
+  }
+  if (deepest && !msg.includes(deepest)) msg = `${msg}: ${deepest}`;
+  if (code && !msg.includes(code)) msg = `${msg} (${code})`;
+  return msg;
+}
+
+/**
+ * Lists a candidate backend's models, live (never the cached list), within CHECK_TIMEOUT_MS; the type's usual model
+ * first when the provider serves it, so a client can offer the first as the choice. Throws `URL: why` (never the
+ * key: it is in no URL, and backend errors leave it out).
+ */
+export async function checkCandidate(cfg: BackendConfig): Promise<ModelInfo[]> {
+  const b = createBackend(cfg);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_r, reject) => {
+    timer = setTimeout(() => reject(new SetupError(`${b.url} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
+  });
+  let models: ModelInfo[];
+  try {
+    models = await Promise.race([b.models(true), timeout]);
+  } catch (e) {
+    throw e instanceof SetupError ? e : new SetupError(`${b.url}: ${reason(e)}`);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (models.length === 0) throw new SetupError(`${b.url} answered, but lists no models`);
+  const usual = models.findIndex((m) => m.id === DEFAULT_MODELS[cfg.type]);
+  if (usual > 0) models.unshift(...models.splice(usual, 1));
+  return models;
 }

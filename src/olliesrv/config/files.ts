@@ -6,9 +6,8 @@
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_MODELS, parseBackendsConfig } from '../backend/config.js';
-import { createBackend } from '../backend/pool.js';
-import { candidateConfig, mergeSetup, parseSetupRequest, SetupError } from '../backend/setup.js';
+import { parseBackendsConfig } from '../backend/config.js';
+import { candidateConfig, checkCandidate, mergeSetup, parseSetupRequest, SetupError } from '../backend/setup.js';
 import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
@@ -17,8 +16,6 @@ import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
-/** How long `config/check` waits for a provider to list its models. */
-const CHECK_TIMEOUT_MS = 15_000;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -89,25 +86,14 @@ export class ConfigFiles {
 
   /**
    * `config/check`: a candidate backend (setup.ts's key=value lines) asked for its models, live, before anything is
-   * stored: "ID<TAB>context" lines (the type's usual model first), or the provider's error (which never holds the key).
+   * stored: "ID<TAB>context" lines (the type's usual model first), or `URL: why` (setup.ts's checkCandidate).
    */
   async checkBackend(text: string): Promise<string> {
-    const b = createBackend(this.candidate(text, 'config/check'));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_r, reject) => {
-      timer = setTimeout(() => reject(new ConfigError(`${b.url} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
-    });
     try {
-      const models = await Promise.race([b.models(true), timeout]);
-      if (models.length === 0) throw new ConfigError(`${b.url} answered, but lists no models`);
-      // The type's usual model first when the provider serves it, so a client can offer the first as the choice.
-      const usual = models.findIndex((m) => m.id === DEFAULT_MODELS[b.type]);
-      if (usual > 0) models.unshift(...models.splice(usual, 1));
+      const models = await checkCandidate(this.candidate(text, 'config/check'));
       return models.map((m) => `${m.id}\t${m.contextLength ?? '-'}\n`).join('');
     } catch (e) {
-      throw e instanceof ConfigError ? e : new ConfigError(`${b.url}: ${(e as Error).message}`);
-    } finally {
-      clearTimeout(timer);
+      throw e instanceof SetupError ? new ConfigError(e.message) : e;
     }
   }
 
@@ -118,8 +104,11 @@ export class ConfigFiles {
   setupBackend(text: string): string {
     const setup = this.candidateSetup(text, 'config/backend');
     this.candidate(text, 'config/backend');
-    const file = this.writeBackends(mergeSetup(this.read('backends.conf'), setup));
-    return `saved [${setup.name}] in ${file}${setup.makeDefault ? ' (the default backend)' : ''}\n`;
+    const merged = mergeSetup(this.read('backends.conf'), setup);
+    const file = this.writeBackends(merged);
+    // A first backend is the default even when not asked: say what the file says.
+    const isDefault = parseBackendsConfig(merged, file, this.o.env).defaultName === setup.name;
+    return `saved [${setup.name}] in ${file}${isDefault ? ' (the default backend)' : ''}\n`;
   }
 
   private candidateSetup(text: string, where: string) {
