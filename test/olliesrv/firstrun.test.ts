@@ -106,5 +106,11 @@ describe('an agent whose backend is gone', () => {
     const req = h.mock.requests.find((r) => r.path === '/v1/chat/completions');
     expect((req?.body as { model: string }).model).toBe('gpt-4o');
     expect(await h.c.readText(`${a.path}/cfg`)).toMatch(/backend=mock/);
+
+    // Asking for its model moves it too: the answer is the model its next request will use, not the gone one's.
+    const b = await h.agent({ backend: 'small', session: a.session });
+    await h.c.write(`${b.path}/cfg`, 'model=small-only-model');
+    await h.c.write('config/backends.conf', readFileSync(conf(h), 'utf8').replace(/\[small\][^[]*/, ''));
+    expect(await h.c.rdwrText(`${b.path}/ctl`, 'model')).toBe('gpt-4o\n');
   });
 });
