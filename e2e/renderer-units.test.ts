@@ -9,7 +9,7 @@ import { ChatLog, isLong, looksLikeDiff, prettyArgs } from '../src/renderer/src/
 import { AnsiText, applySgr, color256, segmentCss } from '../src/renderer/src/lib/ansi.js';
 import {
   errorLine, groupHits, parseAgentIdx, parseBypassRules, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
-  procCommand, snippetParts, treeOrder, unescapeField, visibleCommand,
+  procCommand, snippetParts, treeOrder, unescapeField, visibleCommand, KEY_MASK, maskKeys, parseCheckedModels, parseProviders, setupRequest, unmaskKeys,
 } from '../src/renderer/src/lib/parse.js';
 import type { Client } from '../src/ninep/index.js';
 
@@ -206,5 +206,46 @@ describe('proc, search and config parsers', () => {
   it('finds the line a config parser named', () => {
     expect(errorLine('/home/u/.config/ollie/backends.conf:12: unknown type "x"')).toBe(12);
     expect(errorLine('no such profile')).toBeUndefined();
+  });
+});
+
+describe('backends.conf keys in the GUI', () => {
+  const file = '[default]\nbackend = a\n\n[a]\ntype = openai\nkey = sk-aaa\nmodel = m\n\n[b]\ntype = anthropic\nkey = env:ANTHROPIC_API_KEY\n\n[c]\ntype = openai\n  KEY =  sk-ccc  \n';
+
+  it('masks literal keys, not env: references', () => {
+    const shown = maskKeys(file);
+    expect(shown).not.toMatch(/sk-aaa|sk-ccc/);
+    expect(shown).toContain(`[a]\ntype = openai\nkey = ${KEY_MASK}\n`);
+    expect(shown).toContain('key = env:ANTHROPIC_API_KEY');
+    expect(shown).toContain(`  KEY =  ${KEY_MASK}\n`);
+  });
+
+  it('puts each section\'s key back for a masked line, keeps typed keys, and refuses a mask with no key behind it', () => {
+    const edited = maskKeys(file).replace('model = m', 'model = other').replace(`[c]\ntype = openai\n  KEY =  ${KEY_MASK}`, '[c]\ntype = openai\nkey = sk-new');
+    expect(unmaskKeys(edited, file)).toBe(file.replace('model = m', 'model = other').replace('  KEY =  sk-ccc  ', 'key = sk-new'));
+    const moved = `${maskKeys(file)}\n[d]\ntype = openai\nkey = ${KEY_MASK}\n`;
+    expect(() => unmaskKeys(moved, file)).toThrow(`backends.conf:19: the key of [d] is hidden (${KEY_MASK}) but [d] had no key to keep`);
+    expect(errorLine(`backends.conf:19: the key of [d] is hidden`)).toBe(19);
+  });
+
+  it('sends the key to config/check but shows it masked in the 9P console', async () => {
+    const r = setupRequest({ provider: 'openai', url: undefined, key: 'sk-secret', model: '' });
+    expect(r.data).toBe('provider=openai\nkey=sk-secret\n');
+    expect(r.shown).toBe(`provider=openai\nkey=${KEY_MASK}\n`);
+    const entries: ConsoleEntry[] = [];
+    const sent: string[] = [];
+    const api = new Api({ rdwrText: async (_p: string, d: string) => (sent.push(d), 'm\t-\n') } as unknown as Client, (e) => entries.push(e));
+    await api.rdwr('config/check', r.data, r.shown);
+    expect(sent).toEqual([r.data]);
+    expect(entries[0]!.command).not.toContain('sk-secret');
+    expect(entries[0]!.command).toContain(`key=${KEY_MASK}`);
+  });
+
+  it('parses config/providers and config/check', () => {
+    expect(parseProviders('openai\tOpenAI\topenai\thttps://api.openai.com/v1\tOPENAI_API_KEY\tneeded\ncompatible\tAny\topenai\t-\t-\toptional\n')).toEqual([
+      { id: 'openai', label: 'OpenAI', type: 'openai', url: 'https://api.openai.com/v1', keyEnv: 'OPENAI_API_KEY', needsKey: true },
+      { id: 'compatible', label: 'Any', type: 'openai', needsKey: false },
+    ]);
+    expect(parseCheckedModels('a\t131072\nb\t-\n')).toEqual([{ id: 'a', context: 131072 }, { id: 'b' }]);
   });
 });

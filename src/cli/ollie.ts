@@ -13,6 +13,7 @@ import { run, type RunOptions } from './run.js';
 import type { WebUi } from '../webui/server.js';
 import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
 import { registerModels } from './models.js';
+import { registerSetup } from './setup.js';
 
 function parseHostPort(v: string): Address & { kind: 'tcp' } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(v);
@@ -143,5 +144,6 @@ program
   });
 
 registerModels(program);
+registerSetup(program);
 
 await program.parseAsync();

@@ -27,6 +27,8 @@ const A = '/session/{session}/agent/{agent}';
 export const OLLIESRV_FORMATS: Readonly<Record<string, Format>> = {
   '/backends': tsv('name', 'type', 'url', 'model'),
   '/models': tsv('backend', 'model', 'context', 'error'),
+  '/config/providers': tsv('id', 'label', 'type', 'url', 'key_env', 'key'),
+  '/config/check': tsv('model', 'context'),
   '/agents': { kind: 'lines' },
   '/event': { kind: 'events' },
   '/session/idx': tsv('id', 'name', 'paused', 'connected', 'remote', 'cwd'),

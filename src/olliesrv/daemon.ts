@@ -201,7 +201,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const reload = (): string => {
       const err = backends.reload();
       if (err) throw err;
-      return `reloaded ${backends.path ?? 'the built-in default'}: ${backends.names().join(', ')}\n`;
+      return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
       { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload },
@@ -220,7 +220,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       },
     }));
     // The default provider's SDK takes ~100 ms to load; load it now, while clients connect, not in the first turn.
-    void backends.default.prepare?.();
+    if (backends.names().length > 0) void backends.default.prepare?.();
+    else log(`no LLM backend configured (no ${join(opts.configDir, 'backends.conf')}): set one up in the GUI's Settings or with \`ollie setup\``);
     // Skills and the embedding model too (the log then says whether matching uses embeddings or BM25).
     void skills?.method().catch((e: unknown) => log(`skills: ${(e as Error).message}`));
     let tokenFile: string | undefined;

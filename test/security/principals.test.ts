@@ -141,6 +141,24 @@ describe('an agent attacking the control plane through its own tools', () => {
     expect(h.daemon.agents.get(a.session, 'attacker').cfg.backend).toBe('mock');
   });
 
+  it('cannot list providers, check a backend (a way to make the daemon fetch a URL) or store one', async () => {
+    h = await harness({ profiles: { attacker: ATTACKER } });
+    const a = await attacker(h);
+    const before = readFileSync(join(h.configDir, 'backends.conf'), 'utf8');
+    const requests = h.mock.requests.length;
+    h.mock.script(...script(
+      client9p('read', 'config/providers'),
+      client9p('rdwr', 'config/check', `provider=compatible\nurl=${h.mock.url}/v1\n`),
+      client9p('rdwr', 'config/backend', `provider=compatible\nname=evil\nurl=${h.mock.url}/v1\n`),
+    ));
+    const out = results(await h.turn(a.path, 'attack'));
+    for (const o of out.slice(0, 3)) expect(o).toMatch(/permission denied: .*only the owner may use this file/);
+    expect(readFileSync(join(h.configDir, 'backends.conf'), 'utf8')).toBe(before);
+    // The only requests to the provider are the agent's own turn: no GET /v1/models on the agent's behalf.
+    expect(h.mock.requests.slice(requests).filter((r) => r.path === '/v1/models')).toEqual([]);
+    expect(await h.c.readText('backends')).not.toMatch(/^evil/m);
+  });
+
   it('cannot reach another session: not its logs, its agents, its search hits, its ctl; listings show only its own', async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const secret = await h.agent();

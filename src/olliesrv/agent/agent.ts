@@ -412,7 +412,7 @@ export class Agent {
       this.log.add('user', text);
       this.history.append({ role: 'user', content: text });
     });
-    const backend = this.deps.backends.get(this.cfg.backend);
+    const backend = this.backend();
     const maxSteps = this.budget.steps ?? this.cfg.maxSteps ?? rt.profile.maxSteps;
     let steps = 0;
     let errorRounds = 0;
@@ -659,7 +659,7 @@ export class Agent {
         ? `the system prompt and tool schemas alone take ~${fixed}: use a profile with a shorter prompt or fewer tools (autoLoad), or a model with a larger window`
         : `what is left is the conversation itself (the latest prompt or summary): shorten the prompt, \`ctl clear\`, or use a model with a larger window`;
     throw new ContextBudgetError(
-      `${refused ? `${refused}, and nothing is left to shrink: ` : ''}the request does not fit ${this.cfg.model || this.deps.backends.get(this.cfg.backend).defaultModel}'s window of ${window} tokens ` +
+      `${refused ? `${refused}, and nothing is left to shrink: ` : ''}the request does not fit ${this.cfg.model || this.backend().defaultModel}'s window of ${window} tokens ` +
         `(budget ${budget} after room for the reply): ~${f.estimate} tokens after compacting and cutting (${this.describe(f.parts)}); ${advice}. ` +
         `If the window is larger than ${window}, set context= for backend ${this.cfg.backend} in backends.conf.`,
     );
@@ -735,7 +735,8 @@ export class Agent {
 
   private async buildRuntime(): Promise<Runtime> {
     // The provider package loads while the prompt is resolved and toolsrv starts.
-    void this.deps.backends.get(this.cfg.backend).prepare?.();
+    // Without any backend this throws; the turn reports that after the prompt is in the log, where the user sees both.
+    if (this.deps.backends.defaultName) void this.backend().prepare?.();
     const profile = this.deps.profiles.get(this.cfg.profile);
     const env = this.env();
     const wanted = [...new Set([...profile.autoLoad, ...this.cfg.tools])];
@@ -899,10 +900,29 @@ export class Agent {
     if (!this.dead) this.deps.store.setCfg(this.id, JSON.stringify(this.cfg));
   }
 
+  /**
+   * The agent's backend. When backends.conf no longer has it (an agent made before the user configured a backend,
+   * or whose section was renamed or removed), the agent moves to the default backend, with that backend's model — the
+   * old model name belongs to the old provider — and its log says so; a rename back later does not move it back.
+   * Throws NoBackendError (at once, never retried) while no backend is configured at all.
+   */
+  backend(): Backend {
+    const pool = this.deps.backends;
+    if (pool.defaultName && !pool.names().includes(this.cfg.backend)) {
+      const gone = this.cfg.backend;
+      this.cfg.backend = pool.defaultName;
+      this.cfg.model = '';
+      this.saveCfg();
+      const was = gone ? `backend "${gone}" is no longer configured` : 'no backend was configured when this agent was made';
+      this.log.add('info', `${was}: using the default backend "${pool.defaultName}" and its model.`, { name: 'backend' });
+    }
+    return pool.get(this.cfg.backend);
+  }
+
   // ---- context: size, compaction ----------------------------------------------------------------------------
 
   async contextLength(): Promise<number> {
-    const backend = this.deps.backends.get(this.cfg.backend);
+    const backend = this.backend();
     const key = `${backend.name}/${this.cfg.model}`;
     if (this.contextLen?.key !== key) this.contextLen = { key, n: await backend.contextLength(this.cfg.model || undefined) };
     return this.contextLen.n;
@@ -982,7 +1002,7 @@ export class Agent {
     const before = rt ? this.measured(rt, req?.tools ?? rt.specs, sized).estimate : this.correction.apply(headTokens);
     this.log.add('info', `Compacting ${start} messages (~${headTokens} tokens; ${reason}).`, { name: 'compaction' });
     try {
-      const backend = this.deps.backends.get(this.cfg.backend);
+      const backend = this.backend();
       const model = this.runtime?.profile.compactionModel ?? backend.compactionModel;
       const window = Math.min(await this.window(), await backend.contextLength(model).catch(() => Infinity));
       const summary = await summarize(backend, model, head, Math.floor(window / this.correction.factor), signal);

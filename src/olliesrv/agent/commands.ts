@@ -41,8 +41,12 @@ export const COMMANDS: Record<string, Command> = {
   },
   model: {
     usage: 'model [NAME]',
-    run: (a, args, d) => {
-      if (!args) return line(a.cfg.model || d.backends.get(a.cfg.backend).defaultModel);
+    run: (a, args) => {
+      if (!args) {
+        // First the backend: an agent whose backend is gone moves to the default one, and drops its old model.
+        const b = a.backend();
+        return line(a.cfg.model || b.defaultModel);
+      }
       a.cfg.model = args;
       a.saveCfg();
       return `model ${args}\n`;
@@ -50,9 +54,9 @@ export const COMMANDS: Record<string, Command> = {
   },
   models: {
     usage: 'models',
-    run: async (a, args, d) => {
+    run: async (a, args) => {
       noArg('models', args);
-      const list = await d.backends.get(a.cfg.backend).models();
+      const list = await a.backend().models();
       return list.map((m) => `${m.id}${m.contextLength ? `\t${m.contextLength}` : ''}\n`).join('');
     },
   },

@@ -41,7 +41,7 @@ export interface BackendsConfig {
   backends: BackendConfig[];
   /** Name of the default backend. */
   defaultName: string;
-  /** The file read; undefined for the built-in default. */
+  /** The file read; undefined when there is none. */
   path?: string;
 }
 
@@ -80,27 +80,22 @@ const SECTION_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
- * With no backends.conf: one backend `ollama`, a local Ollama at $OLLAMA_HOST (default http://127.0.0.1:11434)
- * serving $OLLIE_MODEL (default llama3.2). Local, keyless, and what a fresh install most likely has.
+ * With no backends.conf there is no backend. There used to be an implicit local Ollama here, which hid the fact that
+ * nothing was configured: the GUI's "No LLM backend configured" banner never showed and the first prompt retried
+ * against a port nobody listened on. Now the first prompt fails at once, saying where to configure one.
  */
-export function builtinConfig(env: NodeJS.ProcessEnv = process.env): BackendsConfig {
-  const host = env.OLLAMA_HOST?.trim();
-  const url = host ? (/^https?:\/\//.test(host) ? host : `http://${host}`) : DEFAULT_URLS.ollama;
-  const model = env.OLLIE_MODEL?.trim() || DEFAULT_MODELS.ollama;
-  return {
-    backends: [{ name: 'ollama', type: 'ollama', url: url.replace(/\/+$/, ''), model, compactionModel: model, headers: {}, source: '(built-in)' }],
-    defaultName: 'ollama',
-  };
+export function emptyConfig(): BackendsConfig {
+  return { backends: [], defaultName: '' };
 }
 
-/** Read `DIR/backends.conf`; the built-in default when it does not exist. Throws `PATH:LINE: …` when malformed. */
+/** Read `DIR/backends.conf`; no backends when it does not exist. Throws `PATH:LINE: …` when malformed. */
 export function loadBackendsConfig(configDir: string, env: NodeJS.ProcessEnv = process.env): BackendsConfig {
   const path = join(configDir, CONFIG_FILE);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return builtinConfig(env);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return emptyConfig();
     throw new Error(`${path}: ${(e as Error).message}`);
   }
   return parseBackendsConfig(text, path, env);

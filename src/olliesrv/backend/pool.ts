@@ -1,17 +1,29 @@
 /**
- * The configured backends of a daemon: loaded from `CONFIG_DIR/backends.conf` (built-in default when absent),
+ * The configured backends of a daemon: loaded from `CONFIG_DIR/backends.conf` (none when absent),
  * looked up by name, reloaded on demand. A reload that fails keeps the running configuration and returns the error;
  * backends whose section did not change survive a reload as the same objects, keeping their cached model lists and
  * context lengths.
  */
 import { AnthropicBackend } from './anthropic.js';
 import type { BaseBackend } from './base.js';
-import { loadBackendsConfig, type BackendConfig, type BackendsConfig } from './config.js';
+import { join } from 'node:path';
+import { CONFIG_FILE, loadBackendsConfig, type BackendConfig, type BackendsConfig } from './config.js';
 import { CopilotBackend } from './copilot.js';
 import { GeminiBackend } from './gemini.js';
 import { OllamaBackend } from './ollama.js';
 import { OpenAIBackend } from './openai.js';
 import type { Backend } from './types.js';
+
+/**
+ * What every use of a backend says while none is configured: where to configure one. Thrown at once, never retried,
+ * so a prompt fails in a moment instead of backing off against a provider that was never set up.
+ */
+export class NoBackendError extends Error {
+  override name = 'NoBackendError';
+  constructor(configDir: string) {
+    super(`no LLM backend is configured: add one in the GUI's Settings (Set up a backend), run \`ollie setup\`, or write ${join(configDir, CONFIG_FILE)} (docs/backends.md)`);
+  }
+}
 
 export function createBackend(cfg: BackendConfig): BaseBackend {
   switch (cfg.type) {
@@ -66,7 +78,7 @@ export class Backends {
     this.cfg = cfg;
   }
 
-  /** The file the configuration came from; undefined when running on the built-in default. */
+  /** The file the configuration came from; undefined when there is none. */
   get path(): string | undefined {
     return this.cfg.path;
   }
@@ -77,6 +89,7 @@ export class Backends {
 
   /** The backend called `name` (the default when empty); unknown names throw, listing the known ones. */
   get(name?: string): Backend {
+    if (this.byName.size === 0) throw new NoBackendError(this.configDir);
     const b = this.byName.get(name || this.defaultName);
     if (!b) throw new Error(`unknown backend "${name}" (known: ${this.names().join(', ')})`);
     return b;

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBackendsConfig } from '../backend/config.js';
+import { candidateConfig, checkCandidate, mergeSetup, parseSetupRequest, SetupError } from '../backend/setup.js';
 import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
@@ -14,6 +15,7 @@ import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandb
 import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
+
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -80,6 +82,51 @@ export class ConfigFiles {
     const err = this.o.reloadBackends();
     if (err) throw new ConfigError(`written, but the daemon could not load it: ${err.message}`);
     return file;
+  }
+
+  /**
+   * `config/check`: a candidate backend (setup.ts's key=value lines) asked for its models, live, before anything is
+   * stored: "ID<TAB>context" lines (the type's usual model first), or `URL: why` (setup.ts's checkCandidate).
+   */
+  async checkBackend(text: string): Promise<string> {
+    try {
+      const models = await checkCandidate(this.candidate(text, 'config/check'));
+      return models.map((m) => `${m.id}\t${m.contextLength ?? '-'}\n`).join('');
+    } catch (e) {
+      throw e instanceof SetupError ? new ConfigError(e.message) : e;
+    }
+  }
+
+  /**
+   * `config/backend`: the candidate merged into backends.conf as a commented section (the default one unless
+   * `default=no`), written 0600 and reloaded, as a write of the whole file would be.
+   */
+  setupBackend(text: string): string {
+    const setup = this.candidateSetup(text, 'config/backend');
+    this.candidate(text, 'config/backend');
+    const merged = mergeSetup(this.read('backends.conf'), setup);
+    const file = this.writeBackends(merged);
+    // A first backend is the default even when not asked: say what the file says.
+    const isDefault = parseBackendsConfig(merged, file, this.o.env).defaultName === setup.name;
+    return `saved [${setup.name}] in ${file}${isDefault ? ' (the default backend)' : ''}\n`;
+  }
+
+  private candidateSetup(text: string, where: string) {
+    try {
+      return parseSetupRequest(text, where);
+    } catch (e) {
+      throw e instanceof SetupError ? new ConfigError(e.message) : e;
+    }
+  }
+
+  private candidate(text: string, where: string) {
+    const setup = this.candidateSetup(text, where);
+    try {
+      return candidateConfig(setup, this.o.env, where);
+    } catch (e) {
+      // parseBackendsConfig's `where:LINE:` names a line of a section the client never saw: drop the line.
+      throw new ConfigError((e as Error).message.replace(/^([^:]+):\d+:/, '$1:'));
+    }
   }
 
   /** sandbox.yaml: parsed as toolsrv parses it; applies to tool calls of toolsrv processes started from now on. */

@@ -13,6 +13,7 @@ import { Agents } from '../session/agents.js';
 import type { Sessions } from '../session/registry.js';
 import type { Workflows } from '../session/workflows.js';
 import type { ConfigFiles } from '../config/files.js';
+import { PROVIDER_IDS, PROVIDERS, type Provider } from '../backend/setup.js';
 import type { SessionTools } from '../toolclient/host.js';
 import { ruleFor, type BypassRuleStore } from '../store/bypass.js';
 import { hiddenChar } from '../store/shellwords.js';
@@ -138,6 +139,13 @@ function renderCfg(a: Agent): string {
   if (a.cfg.maxSteps !== undefined) lines.push(`maxSteps=${a.cfg.maxSteps}`);
   if (a.cfg.compactAt !== undefined) lines.push(`compactAt=${a.cfg.compactAt}`);
   return `${lines.join('\n')}\n`;
+}
+
+function providerLines(): string {
+  return PROVIDER_IDS.map((id) => {
+    const p: Provider = PROVIDERS[id];
+    return `${id}\t${p.label}\t${p.type}\t${p.url ?? '-'}\t${p.keyEnv ?? '-'}\t${p.needsKey ? 'needed' : 'optional'}\n`;
+  }).join('');
 }
 
 /** Writes to `cfg`: key=value lines (or pairs); each applies or the whole write is refused with the reason. */
@@ -304,6 +312,18 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           mode: 0o600,
           // An empty write (an OTRUNC open with nothing written) must not wipe the file: a file is never emptied here.
           text: { get: () => o.config.read('backends.conf'), set: (_ctx, v) => void (v.trim() && o.config.writeBackends(v)) },
+        }),
+        Leaf('providers', {
+          doc: 'The providers config/check and config/backend know, one per line: id, label, backends.conf type, URL (- when the user gives one), the environment variable its key usually is in (- none), key (needed or optional).',
+          read: () => providerLines(),
+        }),
+        Leaf('check', {
+          doc: 'Check a backend before storing it: write provider=, url=, key= or key_env=, model= lines (provider: openai, anthropic, openrouter, ollama, gemini, copilot, compatible); read its models, "ID<TAB>context" lines, or the provider\'s error.',
+          rdwr: (_ctx, req) => o.config.checkBackend(req),
+        }),
+        Leaf('backend', {
+          doc: 'Store a backend: the same lines as check (and name=, default=yes|no); it is merged into backends.conf as a commented section, written 0600 and reloaded.',
+          rdwr: (_ctx, req) => o.config.setupBackend(req),
         }),
         Leaf('sandbox.yaml', {
           doc: 'The sandbox policy; applies to the tool servers started after the write.',

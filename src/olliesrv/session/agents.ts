@@ -189,8 +189,12 @@ export class Agents {
     const m = this.map(sessionName);
     const profileName = opts.agent ?? this.defaultProfile();
     const profile = this.deps.profiles.get(profileName);
-    const backend = opts.backend ?? profile.backend ?? this.deps.backends.defaultName;
-    this.deps.backends.get(backend);
+    const named = opts.backend ?? profile.backend;
+    // A backend asked for by name must exist. Without one the agent takes the default, and while none is configured
+    // it is made all the same: its first prompt then fails at once saying how to configure one, and once there is a
+    // default it follows it (Agent.backend()).
+    if (named !== undefined) this.deps.backends.get(named);
+    const backend = named ?? this.deps.backends.defaultName;
     // Resolved once, here: the sandbox then refuses a working directory that a symlink redirects later.
     const cwd = resolvedDir(opts.cwd ?? session.cwd);
     const parent = opts.parent ? this.find(sessionName, opts.parent) : undefined;

@@ -10,6 +10,7 @@ import { Dialogs } from './components/Dialogs.js';
 import { Processes } from './components/Processes.js';
 import { Prompt } from './components/Prompt.js';
 import { Search } from './components/Search.js';
+import { Onboarding } from './components/Onboarding.js';
 import { Settings } from './components/Settings.js';
 import { SessionTree } from './components/SessionTree.js';
 import { StatusBar } from './components/StatusBar.js';
@@ -155,11 +156,11 @@ export function App() {
         {conn === 'down' && <div className="banner error">olliesrv is unreachable; reconnecting…</div>}
         {noBackend && (
           <div className="banner warn" role="note">
-            No LLM backend is configured: agents cannot answer. Add one in{' '}
-            <button type="button" className="link" onClick={() => useStore.setState({ view: 'settings' })}>
-              Settings
+            No LLM backend is configured: agents cannot answer.{' '}
+            <button type="button" className="link" onClick={() => useStore.setState({ view: 'setup' })}>
+              Set up a backend
             </button>{' '}
-            (backends.conf).
+            (or <code>ollie setup</code> in a terminal).
           </div>
         )}
         <Toolbar />
@@ -167,6 +168,8 @@ export function App() {
           <Search />
         ) : view === 'settings' ? (
           <Settings />
+        ) : view === 'setup' ? (
+          <Onboarding />
         ) : (
           <>
             <div className={`work${procsOpen ? ' with-procs' : ''}`}>

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { builtinConfig, loadBackendsConfig, parseBackendsConfig } from '../../../src/olliesrv/backend/config.js';
-import { Backends } from '../../../src/olliesrv/backend/pool.js';
+import { emptyConfig, loadBackendsConfig, parseBackendsConfig } from '../../../src/olliesrv/backend/config.js';
+import { Backends, NoBackendError } from '../../../src/olliesrv/backend/pool.js';
 
 const P = '/cfg/backends.conf';
 const env = { OPENAI_API_KEY: 'sk-from-env', MY_KEY: 'sk-mine-very-secret', GITHUB_TOKEN: 'gho_abc' };
@@ -109,10 +109,8 @@ type = copilot
     for (const t of texts) expect(() => parseBackendsConfig(t, P, env)).toThrow(/^\/cfg\/backends\.conf:\d+: (?!.*sk-literal-secret)/);
   });
 
-  it('built-in default: a local Ollama, honouring OLLAMA_HOST and OLLIE_MODEL', () => {
-    expect(builtinConfig({})).toMatchObject({ defaultName: 'ollama', backends: [{ name: 'ollama', type: 'ollama', url: 'http://127.0.0.1:11434', model: 'llama3.2' }] });
-    expect(builtinConfig({ OLLAMA_HOST: '10.0.0.5:11434', OLLIE_MODEL: 'qwen3' }).backends[0]).toMatchObject({ url: 'http://10.0.0.5:11434', model: 'qwen3' });
-    expect(builtinConfig({}).path).toBeUndefined();
+  it('no file: no backend at all (no implicit local Ollama)', () => {
+    expect(emptyConfig()).toEqual({ backends: [], defaultName: '' });
   });
 });
 
@@ -126,12 +124,20 @@ describe('Backends pool', () => {
   });
   const write = (text: string): void => writeFileSync(join(dir, 'backends.conf'), text);
 
-  it('uses the built-in default without a file', () => {
-    const b = new Backends({ configDir: dir, env: {} });
-    expect(b.names()).toEqual(['ollama']);
-    expect(b.default.type).toBe('ollama');
+  it('has no backend without a file, and says where to configure one', () => {
+    // OLLAMA_HOST used to conjure an implicit local Ollama; it must not any more.
+    const b = new Backends({ configDir: dir, env: { OLLAMA_HOST: '127.0.0.1:11434' } });
+    expect(b.names()).toEqual([]);
+    expect(b.defaultBackendName).toBe('');
     expect(b.path).toBeUndefined();
-    expect(loadBackendsConfig(dir, {}).backends).toHaveLength(1);
+    expect(loadBackendsConfig(dir, {}).backends).toHaveLength(0);
+    for (const get of [() => b.default, () => b.get(''), () => b.get('ollama')]) {
+      expect(get).toThrow(NoBackendError);
+      expect(get).toThrow(/no LLM backend is configured: .*Settings.*`ollie setup`.*backends\.conf/);
+    }
+    write('[one]\ntype = ollama\n');
+    expect(b.reload()).toBeUndefined();
+    expect(b.default.name).toBe('one');
   });
 
   it('gets backends by name; an unknown name lists the known ones', () => {

@@ -109,7 +109,7 @@ function NewAgent({ session }: { session: string }) {
           ))}
         </select>
       </label>
-      {backends.length === 0 && <p className="hint">No LLM backend is configured: add one to backends.conf in the config directory (see docs/desktop.md), then write `reload` to the root ctl.</p>}
+      {backends.length === 0 && <p className="hint">No LLM backend is configured: the agent is made, but cannot answer until one is set up (Settings → Set up a backend…, or `ollie setup`); it then uses the default.</p>}
     </Modal>
   );
 }

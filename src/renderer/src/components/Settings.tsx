@@ -5,7 +5,7 @@
  * the user's text so it can be fixed (the file on disk is unchanged).
  */
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { errorLine, type BypassRule } from '../lib/parse.js';
+import { errorLine, maskKeys, unmaskKeys, type BypassRule } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
 /**
@@ -23,6 +23,8 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
   const [busy, setBusy] = useState(false);
   const [ok, setOk] = useState(false);
   const area = useRef<HTMLTextAreaElement>(null);
+  /** The file as read, keys in clear: what masked key lines stand for. Never rendered. */
+  const raw = useRef('');
 
   const load = useCallback(async (revert = false) => {
     setError(undefined);
@@ -30,8 +32,11 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
     if (revert) drafts.delete(file);
     try {
       const t = await ollie.readConfig(file);
-      setSaved(t);
-      setText(drafts.get(file) ?? t);
+      // API keys are never shown: a masked line keeps the key it had when saved (unmaskKeys).
+      const shown = file === 'backends.conf' ? maskKeys(t) : t;
+      raw.current = t;
+      setSaved(shown);
+      setText(drafts.get(file) ?? shown);
       setLoadError(undefined);
     } catch (e) {
       setLoadError((e as Error).message);
@@ -62,7 +67,8 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
     }
     setBusy(true);
     try {
-      await ollie.writeConfig(file, text);
+      await ollie.writeConfig(file, text, raw.current);
+      if (file === 'backends.conf') raw.current = unmaskKeys(text, raw.current);
       setError(undefined);
       setOk(true);
       drafts.delete(file);
@@ -339,11 +345,17 @@ export function Settings() {
       <h2>Settings</h2>
       <p className="hint">These are olliesrv&apos;s configuration files; any 9P client edits the same ones. A save is checked by the parser that reads the file and lands only when it parses.</p>
       <DefaultProfile />
+      <p>
+        <button type="button" onClick={() => useStore.setState({ view: 'setup' })}>
+          Set up a backend…
+        </button>{' '}
+        <span className="hint">pick a provider, check it live, save it — no INI to write.</span>
+      </p>
       <ConfigEditor
         file="backends.conf"
         title="LLM backends"
-        hint="One INI section per backend (type, url, key, model); [default] names the default. Saved, it is reloaded at once."
-        emptyHint="No backends.conf yet: agents cannot answer until one backend is configured."
+        hint="One INI section per backend (type, url, key, model); [default] names the default. Saved, it is reloaded at once. Keys show as •••••••• and are kept as they are unless you type a new one."
+        emptyHint="No backends.conf yet: agents cannot answer until one backend is configured (Set up a backend…)."
       />
       <SandboxStatus />
       <ConfigEditor

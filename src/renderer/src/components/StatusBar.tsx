@@ -27,9 +27,11 @@ export function StatusBar() {
   const pending = useStore((s) => Object.keys(s.pending).length);
   const backends = useStore((s) => s.backends);
   const pct = stats.percent ?? stats.context_percent;
-  const backend = cfg.backend || backends.find((b) => b.isDefault)?.name || '';
+  // What the next request uses: an agent whose backend is no longer configured follows the default (with its model).
+  const own = backends.some((b) => b.name === cfg.backend);
+  const backend = (own ? cfg.backend : backends.find((b) => b.isDefault)?.name) || '';
   // An empty model means the backend's default one.
-  const model = cfg.model || backends.find((b) => b.name === backend)?.model || '';
+  const model = (own && cfg.model) || backends.find((b) => b.name === backend)?.model || '';
   return (
     <footer className="status" role="status">
       <span className={`conn conn-${conn}`} data-testid="conn">

@@ -52,12 +52,13 @@ export class Api {
     }
   }
 
-  write(path: string, data: string): Promise<void> {
-    return this.op(piped('write', path, data), () => this.client.write(path, data));
+  /** `shown` is what the console line shows instead of the data (API keys masked: the console is copied and kept). */
+  write(path: string, data: string, shown = data): Promise<void> {
+    return this.op(piped('write', path, shown), () => this.client.write(path, data));
   }
 
-  rdwr(path: string, data: string): Promise<string> {
-    return this.op(piped('rdwr', path, data), () => this.client.rdwrText(path, data));
+  rdwr(path: string, data: string, shown = data): Promise<string> {
+    return this.op(piped('rdwr', path, shown), () => this.client.rdwrText(path, data));
   }
 
   remove(path: string): Promise<void> {

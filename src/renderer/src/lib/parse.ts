@@ -339,3 +339,87 @@ export function parseProcInterrupt(content: string): ProcInterrupt | undefined {
   if (!Number.isInteger(pid)) return undefined;
   return { pid, cmd: attrs.cmd ?? '', status: attrs.status ?? '', exit: attrs.exit, output: m[2]! };
 }
+
+/** A provider the onboarding offers (root `config/providers`). */
+export interface ProviderInfo {
+  id: string;
+  label: string;
+  type: string;
+  /** Its public endpoint; undefined when the user gives one. */
+  url?: string;
+  keyEnv?: string;
+  needsKey: boolean;
+}
+
+export function parseProviders(text: string): ProviderInfo[] {
+  return lines(text).map((l) => {
+    const [id = '', label = '', type = '', url = '-', keyEnv = '-', key = ''] = l.split('\t');
+    return { id, label, type, ...(url !== '-' ? { url } : {}), ...(keyEnv !== '-' ? { keyEnv } : {}), needsKey: key === 'needed' };
+  });
+}
+
+/** `config/check`'s reply: model id and context length per line. */
+export function parseCheckedModels(text: string): { id: string; context?: number }[] {
+  return lines(text).map((l) => {
+    const [id = '', ctx = '-'] = l.split('\t');
+    return { id, ...(ctx !== '-' ? { context: Number(ctx) } : {}) };
+  });
+}
+
+/** What the GUI shows in place of an API key written literally in backends.conf. */
+export const KEY_MASK = '••••••••';
+const KEY_LINE = /^(\s*key\s*=\s*)(.*?)\s*$/i;
+const SECTION_LINE = /^\s*\[\s*([^\]]*?)\s*\]\s*$/;
+
+/** Each section's literal key (not `env:NAME`, which is no secret) in a backends.conf. */
+function literalKeys(text: string): Map<string, string> {
+  const keys = new Map<string, string>();
+  let section = '';
+  for (const l of text.split('\n')) {
+    const sec = SECTION_LINE.exec(l);
+    if (sec) section = sec[1]!;
+    const k = KEY_LINE.exec(l);
+    if (k && !k[2]!.startsWith('env:')) keys.set(section, k[2]!);
+  }
+  return keys;
+}
+
+/** backends.conf as the GUI shows it: every literal key replaced by KEY_MASK (env: references stay). */
+export function maskKeys(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => {
+      const k = KEY_LINE.exec(l);
+      return k && k[2] && !k[2].startsWith('env:') ? `${k[1]}${KEY_MASK}` : l;
+    })
+    .join('\n');
+}
+
+/**
+ * The text to write for an edited, masked backends.conf: a key line still showing KEY_MASK gets the key its section
+ * has in the file as read (`original`), so editing other lines never needs the key. Throws when the mask stands in a
+ * section that had no key (a renamed section, or a line copied from another), naming the section and its line.
+ */
+export function unmaskKeys(edited: string, original: string): string {
+  const keys = literalKeys(original);
+  let section = '';
+  return edited
+    .split('\n')
+    .map((l, i) => {
+      const sec = SECTION_LINE.exec(l);
+      if (sec) section = sec[1]!;
+      const k = KEY_LINE.exec(l);
+      if (!k || k[2] !== KEY_MASK) return l;
+      const key = keys.get(section);
+      if (key === undefined) throw new Error(`backends.conf:${i + 1}: the key of [${section}] is hidden (${KEY_MASK}) but [${section}] had no key to keep: type the key, or key = env:VARNAME`);
+      return `${k[1]}${key}`;
+    })
+    .join('\n');
+}
+
+/** A `key=value` request for config/check and config/backend, and the same with the key masked (for the 9P console). */
+export function setupRequest(fields: Record<string, string | undefined>): { data: string; shown: string } {
+  const entries = Object.entries(fields).filter((e): e is [string, string] => !!e[1]);
+  const text = (mask: boolean) => entries.map(([k, v]) => `${k}=${mask && k === 'key' ? KEY_MASK : v}\n`).join('');
+  return { data: text(false), shown: text(true) };
+}

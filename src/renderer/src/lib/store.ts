@@ -8,8 +8,8 @@ import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import {
-  parseAgentIdx, parseBackends, parseBypassRules, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
-  type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type SearchHit, type SessionInfo,
+  maskKeys, parseAgentIdx, parseBackends, parseBypassRules, parseCheckedModels, parseEvent, parseKv, parsePending, parseProcIdx, parseProviders, parseSearch, parseSessionIdx, setupRequest, treeOrder, unmaskKeys,
+  type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type ProviderInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
 
@@ -22,7 +22,7 @@ export type Dialog =
   | null;
 
 /** What the main area shows: the selected agent's chat, full-text search, or the configuration files. */
-export type View = 'chat' | 'search' | 'settings';
+export type View = 'chat' | 'search' | 'settings' | 'setup';
 
 export interface SearchState {
   query: string;
@@ -307,7 +307,10 @@ class Controller {
     const api = this.api;
     if (!api) return;
     const [backends, profiles] = await Promise.all([api.readOr('backends', ''), api.readOr('agents', '')]);
+    const first = !get().loaded;
     set({ backends: parseBackends(backends), profiles: profiles.split('\n').filter(Boolean), loaded: true });
+    // A first run: nothing can answer until a backend is set up, so that is what the page opens on (once per page).
+    if (first && get().backends.length === 0 && get().view === 'chat') set({ view: 'setup' });
     await this.reloadSessions();
     await Promise.all(get().sessionOrder.map((sid) => Promise.all([this.reloadAgents(sid), this.reloadPending(sid)])));
   }
@@ -564,9 +567,33 @@ class Controller {
     return this.need().read(`config/${name}`);
   }
 
-  /** Writes a config file; olliesrv parses it first and refuses it (with `file:line`) when it is bad. */
-  async writeConfig(name: string, text: string): Promise<void> {
-    await this.need().write(`config/${name}`, text.endsWith('\n') ? text : `${text}\n`);
+  /** The providers the onboarding offers (`config/providers`). */
+  async providers(): Promise<ProviderInfo[]> {
+    return parseProviders(await this.need().read('config/providers'));
+  }
+
+  /** Asks a candidate backend for its models, live (`config/check`): nothing is stored. */
+  async checkBackend(fields: Record<string, string | undefined>): Promise<{ id: string; context?: number }[]> {
+    const r = setupRequest(fields);
+    return parseCheckedModels(await this.need().rdwr('config/check', r.data, r.shown));
+  }
+
+  /** Stores a backend (`config/backend`): olliesrv merges it into backends.conf and reloads. */
+  async setupBackend(fields: Record<string, string | undefined>): Promise<string> {
+    const r = setupRequest(fields);
+    const reply = await this.need().rdwr('config/backend', r.data, r.shown);
+    set({ backends: parseBackends(await this.need().readOr('backends', '')) });
+    return reply.trim();
+  }
+
+  /**
+   * Writes a config file; olliesrv parses it first and refuses it (with `file:line`) when it is bad. backends.conf
+   * is shown masked (maskKeys): `saved` is the file as read, whose keys fill in the masked lines.
+   */
+  async writeConfig(name: string, text: string, saved?: string): Promise<void> {
+    const t = text.endsWith('\n') ? text : `${text}\n`;
+    if (name === 'backends.conf') await this.need().write(`config/${name}`, unmaskKeys(t, saved ?? ''), maskKeys(t));
+    else await this.need().write(`config/${name}`, t);
     // A new backends.conf is live at once: the new-agent dialog and the status bar read `backends`.
     if (name === 'backends.conf') set({ backends: parseBackends(await this.need().readOr('backends', '')) });
   }
