@@ -27,7 +27,7 @@ import { ToolsrvKeeper, type ToolsrvProcess } from './toolclient/spawn.js';
 import { SkillMatcher, type SkillMatcherOptions } from './skills/matcher.js';
 import { Principals, type Origin, type Principal } from './auth/principals.js';
 import { confinedPids } from './auth/confined.js';
-import { peerCredentials } from '../platform/peercred.js';
+import { peerCredentials, peerCredentialsUnavailable } from '../platform/peercred.js';
 import { rmSync, writeFileSync } from 'node:fs';
 
 export interface DaemonOptions {
@@ -213,6 +213,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       authorize: (req) => principals.authorize(req),
       onProtocolError: (m) => log(`closed a connection: ${m}`),
     });
+    const noPeers = peerCredentialsUnavailable();
+    // Fails closed: without peer credentials nobody can be told from a tool, so nobody is the owner there.
+    if (noPeers) log(`cannot tell who connects to ${opts.socket}: ${noPeers}; every connection there will be refused`);
     listeners.push(await listen(server, { kind: 'unix', path: opts.socket }, {
       origin: (sock): Origin => {
         const peer = peerCredentials(sock);

@@ -40,3 +40,8 @@ export function peerCredentials(sock: net.Socket): PeerCred | { error: string } 
     return { error: (e as Error).message };
   }
 }
+
+/** Why peers cannot be identified here (the module does not load), or undefined when they can. */
+export function peerCredentialsUnavailable(): string | undefined {
+  return load() ? undefined : missing;
+}
