@@ -6,6 +6,9 @@
  * Readers of `log.raw` start from the beginning: every final block so far, then one partial block with the text
  * so far of each block still open, then live lines. A reader that falls behind by more than READER_LIMIT lines
  * loses partial lines (never final ones): the final block of each still arrives with the whole content.
+ *
+ * Readers of `log.from` start where they ask (fromRequest): the last N final blocks, the N before a block, or
+ * everything after one. A session with 100k blocks opens from its tail instead of all 44 MB of the log.
  */
 import { createHash } from 'node:crypto';
 
@@ -21,6 +24,33 @@ export interface Block {
 }
 
 export const READER_LIMIT = 4096;
+/** Most blocks one `log.from` request may ask for: a page, not a way around reading the whole log by parts. */
+export const FROM_LIMIT = 10_000;
+
+/**
+ * A `log.from` request: `tail N` (the last N final blocks, then live), `before ID N` (the N final blocks before
+ * block ID, then EOF), `after ID` (every final block after block ID, then live).
+ */
+export type FromRequest = { kind: 'tail'; n: number } | { kind: 'before'; id: string; n: number } | { kind: 'after'; id: string };
+
+const FROM_USAGE = 'expected "tail N", "before BLOCKID N" or "after BLOCKID"';
+
+/** Parses a `log.from` request; a malformed one is an error that quotes it and says what was expected. */
+export function parseFromRequest(req: string): FromRequest {
+  const words = req.trim().split(/\s+/);
+  const bad = (why: string) => new Error(`log.from: ${why} in ${JSON.stringify(req.trim())}: ${FROM_USAGE}`);
+  const count = (w: string | undefined): number => {
+    if (w === undefined || !/^\d+$/.test(w)) throw bad(`N ${w === undefined ? 'missing' : JSON.stringify(w) + ' is not a number'}`);
+    const n = Number(w);
+    if (n < 1 || n > FROM_LIMIT) throw bad(`N ${n} out of range 1..${FROM_LIMIT}`);
+    return n;
+  };
+  const [verb, a, b, ...rest] = words;
+  if (verb === 'tail' && b === undefined) return { kind: 'tail', n: count(a) };
+  if (verb === 'before' && a && rest.length === 0) return { kind: 'before', id: a, n: count(b) };
+  if (verb === 'after' && a && b === undefined) return { kind: 'after', id: a };
+  throw bad(verb === 'tail' || verb === 'before' || verb === 'after' ? 'wrong number of arguments' : `unknown request ${JSON.stringify(verb ?? '')}`);
+}
 /** Size of the rendered text log (`log`). */
 export const TEXT_LOG_LIMIT = 64 * 1024;
 
@@ -54,7 +84,8 @@ export function renderBlock(b: Block): string {
 
 export class ChatLog {
   private readonly finals: string[] = [];
-  private readonly byId = new Map<string, string>();
+  /** Block id → its index in `finals` (the `block` file, log.from's `before`/`after`). */
+  private readonly seqOf = new Map<string, number>();
   private readonly open = new Map<string, Block>();
   private readonly readers = new Set<Reader>();
   private text = '';
@@ -83,8 +114,8 @@ export class ChatLog {
   }
 
   private keep(b: Block, l: string): void {
+    this.seqOf.set(b.id, this.finals.length);
     this.finals.push(l);
-    this.byId.set(b.id, l);
     this.text += renderBlock(b);
     if (this.text.length > TEXT_LOG_LIMIT * 2) this.trimText();
   }
@@ -151,7 +182,8 @@ export class ChatLog {
   }
 
   get(id: string): string | undefined {
-    return this.byId.get(id);
+    const at = this.seqOf.get(id);
+    return at === undefined ? undefined : this.finals[at];
   }
 
   get length(): number {
@@ -170,8 +202,29 @@ export class ChatLog {
   }
 
   /** log.raw: everything from the start, then live, until close() or the signal. */
-  async *stream(signal: AbortSignal): AsyncIterable<string> {
-    const r: Reader = { queue: [...this.finals], wake: null };
+  stream(signal: AbortSignal): AsyncIterable<string> {
+    return this.follow(0, signal);
+  }
+
+  /**
+   * log.from: the blocks a request names (parseFromRequest). `tail` and `after` then follow the log live as
+   * log.raw does (the text so far of open blocks, then new lines), so a client reading a tail misses nothing;
+   * `before` pages back through history and ends. An unknown block id is an error naming it.
+   */
+  from(req: FromRequest, signal: AbortSignal): AsyncIterable<string> {
+    if (req.kind === 'tail') return this.follow(Math.max(0, this.finals.length - req.n), signal);
+    const at = this.seqOf.get(req.id);
+    if (at === undefined) throw new Error(`log.from: no block ${JSON.stringify(req.id)} in this log`);
+    if (req.kind === 'after') return this.follow(at + 1, signal);
+    const page = this.finals.slice(Math.max(0, at - req.n), at).join('');
+    return (async function* () {
+      if (page) yield page;
+    })();
+  }
+
+  /** Final blocks from index `start`, the open blocks so far, then live until close() or the signal. */
+  private async *follow(start: number, signal: AbortSignal): AsyncIterable<string> {
+    const r: Reader = { queue: this.finals.slice(start), wake: null };
     for (const b of this.open.values()) if (b.content) r.queue.push(line({ ...b, partial: true }));
     if (this.closed) {
       if (r.queue.length) yield r.queue.join('');
