@@ -1,11 +1,13 @@
 /**
  * A scripted olliesrv for the renderer's e2e tests: the namespace of issue 3 §2 (sessions, agents, log.raw,
+ * log.from,
  * state, stats, cfg, ctl, prompt, bypass, event) with no LLM behind it. The test decides what each agent
  * "does" — blocks, partial chunks, state changes, sub-agents, approval requests — so that the UI can be
  * checked block by block. The real daemon with the mock LLM is exercised by agents.test.ts.
  */
 import { Dir, Each, Leaf, NinepError, Server, build } from '../src/ninep/index.js';
 import { compileFilter, EventBus } from '../src/olliesrv/event/bus.js';
+import { parseFromRequest } from '../src/olliesrv/agent/chatlog.js';
 
 import type { Block } from '../src/olliesrv/agent/chatlog.js';
 export type { Block };
@@ -144,6 +146,12 @@ export class FakeOlliesrv {
                   },
                 }),
                 Leaf('log.raw', { stream: (c, signal) => this.logStream(a(c), signal) }),
+                Leaf('log.from', {
+                  rdwrStream: (c, req, signal) => {
+                    if (!req.trim()) throw new NinepError('log.from: write a request first');
+                    return this.logFrom(a(c), req, signal);
+                  },
+                }),
               ),
             ),
           ),
@@ -273,8 +281,31 @@ export class FakeOlliesrv {
     return id;
   }
 
-  private async *logStream(a: Agent, signal: AbortSignal): AsyncGenerator<string> {
-    let i = 0;
+  /**
+   * log.from as olliesrv answers it (the same request parser), over this log's lines: the lines of partial
+   * chunks are not blocks, so N counts final lines only.
+   */
+  private logFrom(a: Agent, request: string, signal: AbortSignal): AsyncIterable<string> {
+    const req = parseFromRequest(request);
+    // Lines end `,"id":"…"}` (block() puts the id last); partial chunks carry "partial":true.
+    const isFinal = (l: string) => !l.includes('"partial":true');
+    const finalBefore = (end: number, n: number): number => {
+      let i = end;
+      for (let found = 0; i > 0 && found < n; ) if (isFinal(a.log[--i]!)) found++;
+      return i;
+    };
+    if (req.kind === 'tail') return this.logStream(a, signal, finalBefore(a.log.length, req.n));
+    const at = a.log.findIndex((l) => isFinal(l) && l.endsWith(`"id":${JSON.stringify(req.id)}}\n`));
+    if (at === -1) throw new NinepError(`log.from: no block ${JSON.stringify(req.id)} in this log`);
+    if (req.kind === 'after') return this.logStream(a, signal, at + 1);
+    const page = a.log.slice(finalBefore(at, req.n), at).filter(isFinal).join('');
+    return (async function* () {
+      if (page) yield page;
+    })();
+  }
+
+  private async *logStream(a: Agent, signal: AbortSignal, start = 0): AsyncGenerator<string> {
+    let i = start;
     while (!signal.aborted) {
       if (i < a.log.length) {
         const out = a.log.slice(i).join('');
