@@ -2,13 +2,14 @@
 /**
  * GUI figures (issue 5 §4), in Debian's Chromium against the built renderer in web mode: a chat of 1,000, 10,000
  * (≈5 MB) and 100,000 blocks, side by side in one run —
- *   - first paint: from clicking the agent in the tree until its last block is on screen (log.raw read from the
- *     start, parsed, the virtualized chat rendered at the bottom);
+ *   - first paint: from clicking the agent in the tree until its last block is on screen (the log's tail read
+ *     through log.from, parsed, the virtualized chat rendered at the bottom; older blocks load on scrolling up);
  *   - JS heap after load (after a forced GC);
  *   - p95 frame time while a reply streams at 200 chunks/s for 2 s: the time between animation frames at
  *     Chromium's 60 Hz, so a frame whose work overruns 16.7 ms shows as a 33 ms interval.
  * Targets: first paint ≤ 1 s and heap ≤ 150 MB at 10k; p95 frame ≤ 16.7 ms (5% allowed for timer jitter); and
- * 100k costing at most 1.5× of 1k (p95 frame, and heap per block) — the history must not make streaming slower.
+ * 100k costing at most 1.5× of 1k (p95 frame, and heap per block) — the history must not make streaming slower;
+ * first paint ≤ 300 ms at 100k and at most 1.5× of 1k's (issue 15: a long session opens as fast as a short one).
  *
  * The daemon is e2e/fake-olliesrv.ts (the namespace the renderer reads, filled directly: no LLM, so loading
  * 100k blocks takes seconds), loaded through Vite's module runner; the renderer is built the way
@@ -132,8 +133,9 @@ if (k1 && k100) {
   checks.push([`100k p95 frame ${(k100.p95FrameMs / k1.p95FrameMs).toFixed(2)}× of 1k ≤ 1.5×`, k100.p95FrameMs <= 1.5 * k1.p95FrameMs]);
   const perBlock = k100.heapMB / 100_000 / (k1.heapMB / 1_000);
   checks.push([`100k heap per block ${perBlock.toFixed(2)}× of 1k ≤ 1.5×`, perBlock <= 1.5]);
-  const paintPerBlock = k100.firstPaintMs / 100_000 / (k1.firstPaintMs / 1_000);
-  checks.push([`100k first paint per block ${paintPerBlock.toFixed(2)}× of 1k ≤ 1.5×`, paintPerBlock <= 1.5]);
+  checks.push([`100k first paint ${k100.firstPaintMs.toFixed(0)} ms ≤ 300 ms`, k100.firstPaintMs <= 300]);
+  const paint = k100.firstPaintMs / k1.firstPaintMs;
+  checks.push([`100k first paint ${paint.toFixed(2)}× of 1k ≤ 1.5×`, paint <= 1.5]);
 }
 out.push('targets:');
 for (const [what, ok] of checks) out.push(`  ${ok ? 'ok  ' : 'MISS'} ${what}`);

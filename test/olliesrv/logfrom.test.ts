@@ -2,9 +2,12 @@
  * log.from: an agent's log read from a point (the last N blocks, a page before a block, everything after one),
  * through the real daemon's namespace, as the renderer opens a long session.
  */
+import { userInfo } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
+import { WINDOW, type ChatLog } from '../../src/olliesrv/agent/chatlog.js';
+import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { harness, parseBlocks, type Block, type Harness } from './agent-harness.js';
 
 let h: Harness | undefined;
@@ -27,7 +30,9 @@ async function readFrom(c: Client, path: string, request: string, until: (bs: Bl
   const abort = new AbortController();
   let text = '';
   let eof = true;
-  for await (const chunk of c.stream(`${path}/log.from`, { request, signal: abort.signal })) {
+  // The empty request reads log.raw (from the start) instead.
+  const opts = request ? { request, signal: abort.signal } : { signal: abort.signal };
+  for await (const chunk of c.stream(request ? `${path}/log.from` : `${path}/log.raw`, opts)) {
     text += new TextDecoder().decode(chunk);
     if (text.endsWith('\n') && until(parseBlocks(text))) {
       eof = false;
@@ -105,6 +110,52 @@ describe('log.from', () => {
       expect(contents(blocks)).toEqual(['18', '19']);
     } finally {
       view.close();
+    }
+  });
+});
+
+describe('a long log backed by the store', () => {
+  it('keeps only a window in memory, and serves log.raw, log.from and block from SQLite behind it, across a restart', async () => {
+    const n = 2 * WINDOW + 500;
+    const a = await filled(n);
+    // The window was trimmed as the log grew: the oldest blocks live in the store only.
+    expect(a.log.resident).toBeLessThan(2 * WINDOW);
+    expect(a.log.length).toBe(n);
+    const all = Array.from({ length: n }, (_, i) => String(i));
+
+    const check = async (c: Client, log: ChatLog) => {
+      expect(log.resident).toBeLessThanOrEqual(2 * WINDOW);
+      // log.raw from the start: every block once, in order, the store's pages then the window.
+      const raw = readFrom(c, a.path, '', (bs) => bs.length >= n);
+      expect(contents((await raw).blocks)).toEqual(all);
+      // A page that straddles the window's edge, and one far behind it.
+      const { blocks: tail } = await readFrom(c, a.path, 'tail 1', (bs) => bs.length === 1);
+      expect(contents(tail)).toEqual([String(n - 1)]);
+      const ids = (await raw).blocks.map((b) => b.id);
+      const edge = n - log.resident;
+      expect(contents((await readFrom(c, a.path, `before ${ids[edge + 5]} 10`)).blocks)).toEqual(all.slice(edge - 5, edge + 5));
+      expect(contents((await readFrom(c, a.path, `before ${ids[20]} 10`)).blocks)).toEqual(all.slice(10, 20));
+      expect(contents((await readFrom(c, a.path, `after ${ids[n - 4]}`, (bs) => bs.length === 3)).blocks)).toEqual(all.slice(n - 3));
+      expect(JSON.parse(await c.rdwrText(`${a.path}/block`, ids[3]!))).toMatchObject({ content: '3' });
+    };
+    await check(h!.c, a.log);
+
+    // Restarted: the agent comes back with its tail in memory, not its whole log.
+    const opts = { socket: h!.socket, dataDir: h!.dataDir, configDir: h!.configDir, toolsrv: false as const, skills: false as const, log: () => undefined };
+    h!.c.close();
+    await h!.daemon.close();
+    const daemon = await startDaemon(opts);
+    const c = await dial(`unix!${h!.socket}`, { uname: userInfo().username });
+    try {
+      const log = daemon.agents.all().find((x) => x.id === a.aid)!.log;
+      expect(log.resident).toBe(WINDOW);
+      await check(c, log);
+      // New blocks follow on from the stored ones.
+      log.add('info', 'after restart');
+      expect(contents((await readFrom(c, a.path, 'tail 2', (bs) => bs.length === 2)).blocks)).toEqual([String(n - 1), 'after restart']);
+    } finally {
+      c.close();
+      await daemon.close();
     }
   });
 });

@@ -9,6 +9,9 @@
  *
  * Readers of `log.from` start where they ask (fromRequest): the last N final blocks, the N before a block, or
  * everything after one. A session with 100k blocks opens from its tail instead of all 44 MB of the log.
+ *
+ * Backed by the store (StoredLog), only the last WINDOW..2×WINDOW final blocks stay in memory; older ones are
+ * read from SQLite by number when a reader reaches them (log.raw from the start reads them a page at a time).
  */
 import { createHash } from 'node:crypto';
 
@@ -24,6 +27,21 @@ export interface Block {
 }
 
 export const READER_LIMIT = 4096;
+/** Final blocks kept in memory when the log is backed by the store (between WINDOW and 2×WINDOW). */
+export const WINDOW = 1000;
+/** Blocks read from the store at once by a reader behind the window. */
+const STORE_PAGE = 1000;
+
+/**
+ * The final blocks already in the store: how many, the last of them, and reads of the rest by number (0 is the
+ * first block) or by id. Lines are the stored JSON, without the newline.
+ */
+export interface StoredLog {
+  count: number;
+  tail: string[];
+  range(from: number, to: number): string[];
+  seqOf(id: string): number | undefined;
+}
 /** Most blocks one `log.from` request may ask for: a page, not a way around reading the whole log by parts. */
 export const FROM_LIMIT = 10_000;
 
@@ -83,30 +101,45 @@ export function renderBlock(b: Block): string {
 }
 
 export class ChatLog {
-  private readonly finals: string[] = [];
-  /** Block id → its index in `finals` (the `block` file, log.from's `before`/`after`). */
+  /** The final blocks numbered base.. (all of them unless the store holds the older ones). */
+  private finals: string[] = [];
+  private ids: string[] = [];
+  private base = 0;
+  /** Block id → its number, for the blocks in `finals` (the `block` file, log.from's `before`/`after`). */
   private readonly seqOf = new Map<string, number>();
   private readonly open = new Map<string, Block>();
   private readonly readers = new Set<Reader>();
+  private readonly source?: StoredLog;
+  /** False once a block could not be stored (the agent is gone): nothing may leave memory any more. */
+  private trimmable: boolean;
   private text = '';
   private seq: number;
   private closed = false;
 
   /**
    * @param agentId salts the block ids
-   * @param stored final blocks from the store, oldest first
-   * @param persist called with each new final block (and its sequence number) to store it
+   * @param stored final blocks from the store, oldest first: all of them, or a StoredLog that reads the older
+   *   ones on demand
+   * @param persist called with each new final block (and its number) to store it; false when it was not stored
    */
   constructor(
     private readonly agentId: string,
-    stored: string[],
-    private readonly persist: (seq: number, id: string, json: string) => void,
+    stored: string[] | StoredLog,
+    private readonly persist: (seq: number, id: string, json: string) => boolean | void,
   ) {
-    for (const json of stored) {
-      const b = JSON.parse(json) as Block;
-      this.keep(b, `${json}\n`);
-    }
-    this.seq = stored.length;
+    const all = Array.isArray(stored);
+    if (!all) this.source = stored;
+    this.trimmable = !all;
+    const tail = all ? stored : stored.tail;
+    this.base = all ? 0 : stored.count - tail.length;
+    // The text log shows the last 64 KiB: rendering the blocks in memory is enough.
+    for (const json of tail) this.keep(JSON.parse(json) as Block, `${json}\n`);
+    this.seq = this.total;
+  }
+
+  /** The number of final blocks. */
+  private get total(): number {
+    return this.base + this.finals.length;
   }
 
   private nextId(): string {
@@ -114,10 +147,32 @@ export class ChatLog {
   }
 
   private keep(b: Block, l: string): void {
-    this.seqOf.set(b.id, this.finals.length);
+    this.seqOf.set(b.id, this.total);
     this.finals.push(l);
+    this.ids.push(b.id);
     this.text += renderBlock(b);
     if (this.text.length > TEXT_LOG_LIMIT * 2) this.trimText();
+  }
+
+  /** Drops the oldest blocks of the window once it doubles (they are in the store). */
+  private trimWindow(): void {
+    if (!this.trimmable || this.finals.length < 2 * WINDOW) return;
+    const drop = this.finals.length - WINDOW;
+    for (const id of this.ids.slice(0, drop)) this.seqOf.delete(id);
+    this.finals = this.finals.slice(drop);
+    this.ids = this.ids.slice(drop);
+    this.base += drop;
+  }
+
+  /** The number of block `id`, in memory or in the store. */
+  private numberOf(id: string): number | undefined {
+    return this.seqOf.get(id) ?? this.source?.seqOf(id);
+  }
+
+  /** Final blocks from..to-1 as lines, from the store for those before the window. */
+  private lines(from: number, to: number): string[] {
+    const out = from < this.base && this.source ? this.source.range(from, Math.min(to, this.base)).map((j) => `${j}\n`) : [];
+    return out.concat(this.finals.slice(Math.max(from, this.base) - this.base, Math.max(to - this.base, 0)));
   }
 
   private trimText(): void {
@@ -177,16 +232,22 @@ export class ChatLog {
   private finish(b: Block): void {
     const l = line(b);
     this.keep(b, l);
-    this.persist(this.finals.length - 1, b.id, l.slice(0, -1));
+    if (this.persist(this.total - 1, b.id, l.slice(0, -1)) === false) this.trimmable = false;
     this.emit(l, false);
+    this.trimWindow();
   }
 
   get(id: string): string | undefined {
-    const at = this.seqOf.get(id);
-    return at === undefined ? undefined : this.finals[at];
+    const at = this.numberOf(id);
+    return at === undefined ? undefined : this.lines(at, at + 1)[0];
   }
 
   get length(): number {
+    return this.total;
+  }
+
+  /** How many final blocks are held in memory (the rest are read from the store). */
+  get resident(): number {
     return this.finals.length;
   }
 
@@ -196,9 +257,9 @@ export class ChatLog {
     return this.text;
   }
 
-  /** The final blocks, parsed (for the UI's history and tests). */
+  /** The final blocks, parsed (for tests: it reads the whole log). */
   blocks(): Block[] {
-    return this.finals.map((l) => JSON.parse(l) as Block);
+    return this.lines(0, this.total).map((l) => JSON.parse(l) as Block);
   }
 
   /** log.raw: everything from the start, then live, until close() or the signal. */
@@ -212,19 +273,29 @@ export class ChatLog {
    * `before` pages back through history and ends. An unknown block id is an error naming it.
    */
   from(req: FromRequest, signal: AbortSignal): AsyncIterable<string> {
-    if (req.kind === 'tail') return this.follow(Math.max(0, this.finals.length - req.n), signal);
-    const at = this.seqOf.get(req.id);
+    if (req.kind === 'tail') return this.follow(Math.max(0, this.total - req.n), signal);
+    const at = this.numberOf(req.id);
     if (at === undefined) throw new Error(`log.from: no block ${JSON.stringify(req.id)} in this log`);
     if (req.kind === 'after') return this.follow(at + 1, signal);
-    const page = this.finals.slice(Math.max(0, at - req.n), at).join('');
+    const page = this.lines(Math.max(0, at - req.n), at).join('');
     return (async function* () {
       if (page) yield page;
     })();
   }
 
-  /** Final blocks from index `start`, the open blocks so far, then live until close() or the signal. */
+  /** Final blocks from number `start`, the open blocks so far, then live until close() or the signal. */
   private async *follow(start: number, signal: AbortSignal): AsyncIterable<string> {
-    const r: Reader = { queue: this.finals.slice(start), wake: null };
+    // Behind the window: pages from the store. The window may move on while a page is read by the client, so
+    // where it starts is looked at again each time; the last step (window, open blocks, joining the readers)
+    // runs without a pause, so no block is missed or sent twice.
+    let pos = start;
+    while (pos < this.base && this.source) {
+      const to = Math.min(this.base, pos + STORE_PAGE);
+      yield this.source.range(pos, to).map((j) => `${j}\n`).join('');
+      pos = to;
+      if (signal.aborted) return;
+    }
+    const r: Reader = { queue: this.finals.slice(pos - this.base), wake: null };
     for (const b of this.open.values()) if (b.content) r.queue.push(line({ ...b, partial: true }));
     if (this.closed) {
       if (r.queue.length) yield r.queue.join('');
