@@ -1,7 +1,7 @@
 /**
  * The renderer's state (zustand) and the one controller that fills it from olliesrv. The tree, the states
  * and the approvals come from the `event` stream (one streaming Rdwr per connection) plus a re-read of the
- * index file an event names; nothing polls. The chat of the selected agent streams from its `log.raw`.
+ * index file an event names; nothing polls. The chat of the selected agent streams from its log's tail (`log.from`).
  */
 import { create } from 'zustand';
 import { Client } from '../../../ninep/index.js';
