@@ -1,7 +1,8 @@
 /**
  * A long session in the web UI against the real olliesrv: the chat opens from the log's tail (log.from, never the
  * whole log.raw), scrolling up brings older blocks in order with no gap or duplicate while the rows on screen
- * stay put as a page is put in front of them, and a reply streamed meanwhile still arrives whole. Nothing here is
+ * stay put as a page is put in front of them, a reply streamed meanwhile still arrives whole, and a search hit
+ * far behind the tail opens scrolled to its block. Nothing here is
  * timed; first paint at 1k/10k/100k blocks is `node bench/gui.mjs`.
  */
 import { userInfo } from 'node:os';
@@ -41,7 +42,7 @@ describe('a long session (web mode, real olliesrv)', () => {
     // Every fourth block is context (hidden in the chat), so pages and rows do not line up one to one.
     for (let i = 0; i < N; i++) {
       if (i % 4 === 3) log.add('context', `context ${i}`);
-      else log.add(i % 2 ? 'assistant' : 'user', `block ${i}`);
+      else log.add(i % 2 ? 'assistant' : 'user', `block ${i}${i === 10 ? ' zebrafish' : ''}`);
     }
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   }, 60_000);
@@ -119,4 +120,25 @@ describe('a long session (web mode, real olliesrv)', () => {
     const last = await page.locator('.row').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-index'))));
     expect(Math.max(...last)).toBe(shown.length);
   }, 120_000);
+
+  it('opens a search hit far behind the tail: older pages load until its block is there, in view', async () => {
+    const fresh = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await fresh.goto(ui.url);
+      await fresh.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+      await fresh.keyboard.press('Control+Shift+F');
+      const search = fresh.getByRole('region', { name: 'Search' });
+      await search.getByLabel('Search words').fill('zebrafish');
+      await search.getByLabel('Search words').press('Enter');
+      await search.getByTestId('search-results').locator('.hit').first().click();
+      const target = fresh.locator('.row.highlight .block', { hasText: 'block 10 zebrafish' });
+      await target.waitFor({ timeout: 20_000 });
+      await until(async () => {
+        const [box, view] = await Promise.all([target.boundingBox(), fresh.getByTestId('chat').boundingBox()]);
+        return box && view && box.y >= view.y - 1 && box.y + Math.min(box.height, 40) <= view.y + view.height + 1;
+      }, 'the hit scrolled into view');
+    } finally {
+      await fresh.close();
+    }
+  }, 60_000);
 });
