@@ -11,31 +11,92 @@
  * 100k costing at most 1.5× of 1k (p95 frame, and heap per block) — the history must not make streaming slower;
  * first paint ≤ 300 ms at 100k and at most 1.5× of 1k's (issue 15: a long session opens as fast as a short one).
  *
- * The daemon is e2e/fake-olliesrv.ts (the namespace the renderer reads, filled directly: no LLM, so loading
- * 100k blocks takes seconds), loaded through Vite's module runner; the renderer is built the way
- * electron.vite.config.ts builds it. Run it alone (timings on a busy machine are noise):
+ * The daemon is the real olliesrv (dist/, no LLM and no toolsrv: each agent's log is filled directly through
+ * its ChatLog, so every block is in SQLite as a long session leaves it, and the chat is read through the real
+ * log.from); with --fake it is e2e/fake-olliesrv.ts (the figures recorded before issue 15 were taken with it).
+ * The synthetic blocks and the renderer build are the e2e suite's own, loaded through Vite's module runner.
+ * Run it alone (timings on a busy machine are noise):
  *
- *   npm run build:node && node bench/gui.mjs [SIZES=1000,10000,100000]
+ *   npm run build:node && node bench/gui.mjs [SIZES=1000,10000,100000] [--fake]
  *
  * Exit status 1 when a target is missed.
  */
-import { rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { runnerImport } from 'vite';
 import { startWebUi } from '../dist/webui/server.js';
+import { dial } from '../dist/ninep/node.js';
+import { startDaemon } from '../dist/olliesrv/daemon.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const CHROMIUM = process.env.OLLIE_CHROMIUM ?? '/usr/bin/chromium';
-const SIZES = (process.argv[2] ?? '1000,10000,100000').split(',').map(Number);
+const args = process.argv.slice(2);
+const FAKE = args.includes('--fake');
+const SIZES = (args.find((a) => !a.startsWith('--')) ?? '1000,10000,100000').split(',').map(Number);
 const STREAM_CHUNKS = 400;
 const CHUNK_EVERY_MS = 5;
 
-async function measure(browser, fake, url, n) {
+/** The scripted daemon of the e2e suite: agents, their logs and streamed replies, filled directly. */
+function fakeDaemon(fake) {
+  fake.addSession('perf');
+  return {
+    server: fake.server,
+    fill(name, n) {
+      fake.addAgent('perf', name);
+      const bytes = fake.fillSynthetic('perf', name, n);
+      return { bytes, lastId: /"id":"([^"]+)"/.exec(fake.agent('perf', name).log.at(-1))[1] };
+    },
+    stream(name) {
+      const id = fake.block('perf', name, { role: 'assistant', partial: true, content: 'Streaming: ' });
+      return { id, chunk: (text) => fake.block('perf', name, { id, role: 'assistant', partial: true, content: text }) };
+    },
+    kill: async (name) => fake.killAgent('perf', name),
+    close: async () => fake.server.close(),
+  };
+}
+
+/** The real olliesrv: each block goes through the agent's ChatLog into SQLite, as an agent's turns write them. */
+async function realDaemon(syntheticBlock) {
+  const dir = mkdtempSync(join(tmpdir(), 'ollie-bench-gui-'));
+  mkdirSync(join(dir, 'run'), { mode: 0o700 });
+  const socket = join(dir, 'run', 'ollie.sock');
+  const daemon = await startDaemon({ socket, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), toolsrv: false, skills: false, log: () => undefined });
+  const c = await dial(`unix!${socket}`, { uname: userInfo().username });
+  await c.rdwrText('session/new', `name=perf cwd=${dir}\n`);
+  return {
+    server: daemon.server,
+    async fill(name, n) {
+      await c.rdwrText('session/perf/agent/new', `name=${name}\n`);
+      const log = daemon.agents.get('perf', name).log;
+      let bytes = 0;
+      let last;
+      for (let i = 0; i < n; i++) {
+        const b = syntheticBlock(i);
+        last = log.add(b.role, b.content, { ...(b.name ? { name: b.name } : {}), ...(b.format ? { format: b.format } : {}) });
+        bytes += Buffer.byteLength(JSON.stringify(last)) + 1;
+      }
+      return { bytes, lastId: last.id };
+    },
+    stream(name) {
+      const log = daemon.agents.get('perf', name).log;
+      const id = log.begin('assistant');
+      log.delta(id, 'Streaming: ');
+      return { id, chunk: (text) => log.delta(id, text) };
+    },
+    kill: (name) => c.remove(`session/perf/agent/${name}`),
+    async close() {
+      c.close();
+      await daemon.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function measure(browser, d, url, n) {
   const name = `a${n}`;
-  fake.addAgent('perf', name);
-  const bytes = fake.fillSynthetic('perf', name, n);
-  const lastId = /"id":"([^"]+)"/.exec(fake.agent('perf', name).log.at(-1))[1];
+  const { bytes, lastId } = await d.fill(name, n);
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   try {
     await page.goto(url);
@@ -64,11 +125,11 @@ async function measure(browser, fake, url, n) {
       };
       globalThis.requestAnimationFrame(tick);
     });
-    const id = fake.block('perf', name, { role: 'assistant', partial: true, content: 'Streaming: ' });
+    const { id, chunk } = d.stream(name);
     await new Promise((resolve) => {
       let i = 0;
       const timer = setInterval(() => {
-        fake.block('perf', name, { id, role: 'assistant', partial: true, content: `word${i} ` });
+        chunk(`word${i} `);
         if (++i >= STREAM_CHUNKS) {
           clearInterval(timer);
           resolve();
@@ -85,7 +146,7 @@ async function measure(browser, fake, url, n) {
     return { blocks: n, megabytes: bytes / 1e6, firstPaintMs, heapMB, p95FrameMs, frames: frames.length, rows };
   } finally {
     await page.close();
-    fake.killAgent('perf', name);
+    await d.kill(name);
   }
 }
 
@@ -93,26 +154,25 @@ async function measure(browser, fake, url, n) {
 const load = async (file) => (await runnerImport(join(root, file), { configFile: false, logLevel: 'error', root })).module;
 const [fakeModule, helpers] = await Promise.all([load('e2e/fake-olliesrv.ts'), load('e2e/helpers.ts')]);
 const rendererDir = await helpers.buildRenderer();
-const fake = new fakeModule.FakeOlliesrv();
-fake.addSession('perf');
-const ui = await startWebUi({ server: fake.server, rendererDir });
+const d = FAKE ? fakeDaemon(new fakeModule.FakeOlliesrv()) : await realDaemon(fakeModule.syntheticBlock);
+const ui = await startWebUi({ server: d.server, rendererDir });
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 const results = [];
 try {
   for (const n of SIZES) {
     process.stderr.write(`measuring ${n.toLocaleString()} blocks…\n`);
-    results.push(await measure(browser, fake, ui.url, n));
+    results.push(await measure(browser, d, ui.url, n));
   }
 } finally {
   await browser.close();
   await ui.close();
-  fake.server.close();
+  await d.close();
   rmSync(rendererDir, { recursive: true, force: true });
 }
 
 const FRAME = 16.7 * 1.05;
 const out = [];
-out.push('GUI figures (Chromium, web mode; first paint = select agent → last block shown; frames while streaming 200 chunks/s)');
+out.push(`GUI figures (Chromium, web mode, ${FAKE ? 'the fake daemon' : 'olliesrv'}; first paint = select agent → last block shown; frames while streaming 200 chunks/s)`);
 out.push('  blocks      MB   first paint     JS heap   p95 frame   frames   DOM rows');
 for (const r of results) {
   out.push(

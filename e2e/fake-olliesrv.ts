@@ -12,6 +12,20 @@ import { parseFromRequest } from '../src/olliesrv/agent/chatlog.js';
 import type { Block } from '../src/olliesrv/agent/chatlog.js';
 export type { Block };
 
+const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
+
+/**
+ * Block i of a synthetic chat: a realistic mix of prompts, markdown replies, tool calls and long results (≈500
+ * bytes a block), the same for this fake and for the real daemon in bench/gui.mjs.
+ */
+export function syntheticBlock(i: number): Omit<Block, 'id'> {
+  const kind = i % 4;
+  return kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
+    : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
+    : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
+    : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
+}
+
 interface Agent {
   id: string;
   name: string;
@@ -246,24 +260,16 @@ export class FakeOlliesrv {
     this.bus.publish(`session.${this.session(session).id}.agent.${a.id}.state`, 'thinking');
   }
 
-  /** Appends one JSONL block to the agent's log.raw; returns its id. */
   /**
-   * Fills an agent's log with n blocks of a realistic mix (prompts, markdown replies, tool calls, long results;
-   * ≈500 bytes a block), for the large-chat test and bench/gui.mjs. Returns the log's size in bytes.
+   * Fills an agent's log with n blocks of a realistic mix (syntheticBlock), for the large-chat test and
+   * bench/gui.mjs. Returns the log's size in bytes.
    */
   fillSynthetic(session: string, agent: string, n: number): number {
-    const lorem = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
-    for (let i = 0; i < n; i++) {
-      const kind = i % 4;
-      this.block(session, agent,
-        kind === 0 ? { role: 'user', content: `Question ${i}: ${lorem.repeat(4)}` }
-        : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${lorem.repeat(2)}\n- ${lorem.repeat(2)}\n` }
-        : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${lorem}` }) }
-        : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') });
-    }
+    for (let i = 0; i < n; i++) this.block(session, agent, syntheticBlock(i));
     return this.agent(session, agent).log.reduce((bytes, l) => bytes + Buffer.byteLength(l), 0);
   }
 
+  /** Appends one JSONL block to the agent's log.raw; returns its id. */
   block(session: string, name: string, b: Omit<Block, 'id'> & { id?: string }): string {
     const a = this.agent(session, name);
     const id = b.id ?? hex();
