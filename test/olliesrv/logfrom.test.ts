@@ -115,7 +115,7 @@ describe('log.from', () => {
 });
 
 describe('a long log backed by the store', () => {
-  it('keeps only a window in memory, and serves log.raw, log.from and block from SQLite behind it, across a restart', async () => {
+  it('keeps only a window in memory, and serves log.raw, log.from, block and log from SQLite behind it, across a restart', async () => {
     const n = 2 * WINDOW + 500;
     const a = await filled(n);
     // The window was trimmed as the log grew: the oldest blocks live in the store only.
@@ -139,6 +139,7 @@ describe('a long log backed by the store', () => {
       expect(JSON.parse(await c.rdwrText(`${a.path}/block`, ids[3]!))).toMatchObject({ content: '3' });
     };
     await check(h!.c, a.log);
+    const text = await h!.c.readText(`${a.path}/log`);
 
     // Restarted: the agent comes back with its tail in memory, not its whole log.
     const opts = { socket: h!.socket, dataDir: h!.dataDir, configDir: h!.configDir, toolsrv: false as const, skills: false as const, log: () => undefined };
@@ -150,6 +151,8 @@ describe('a long log backed by the store', () => {
       const log = daemon.agents.all().find((x) => x.id === a.aid)!.log;
       expect(log.resident).toBe(WINDOW);
       await check(c, log);
+      // The plain-text log is the same: the window's blocks and, as they are small, older ones from the store.
+      expect(await c.readText(`${a.path}/log`)).toBe(text);
       // New blocks follow on from the stored ones.
       log.add('info', 'after restart');
       expect(contents((await readFrom(c, a.path, 'tail 2', (bs) => bs.length === 2)).blocks)).toEqual([String(n - 1), 'after restart']);

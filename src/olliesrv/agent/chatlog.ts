@@ -27,6 +27,8 @@ export interface Block {
 }
 
 export const READER_LIMIT = 4096;
+/** Size of the rendered text log (`log`). */
+export const TEXT_LOG_LIMIT = 64 * 1024;
 /** Final blocks kept in memory when the log is backed by the store (between WINDOW and 2×WINDOW). */
 export const WINDOW = 1000;
 /** Blocks read from the store at once by a reader behind the window. */
@@ -42,6 +44,7 @@ export interface StoredLog {
   range(from: number, to: number): string[];
   seqOf(id: string): number | undefined;
 }
+
 /** Most blocks one `log.from` request may ask for: a page, not a way around reading the whole log by parts. */
 export const FROM_LIMIT = 10_000;
 
@@ -69,8 +72,6 @@ export function parseFromRequest(req: string): FromRequest {
   if (verb === 'after' && a && b === undefined) return { kind: 'after', id: a };
   throw bad(verb === 'tail' || verb === 'before' || verb === 'after' ? 'wrong number of arguments' : `unknown request ${JSON.stringify(verb ?? '')}`);
 }
-/** Size of the rendered text log (`log`). */
-export const TEXT_LOG_LIMIT = 64 * 1024;
 
 interface Reader {
   queue: string[];
@@ -132,8 +133,14 @@ export class ChatLog {
     this.trimmable = !all;
     const tail = all ? stored : stored.tail;
     this.base = all ? 0 : stored.count - tail.length;
-    // The text log shows the last 64 KiB: rendering the blocks in memory is enough.
     for (const json of tail) this.keep(JSON.parse(json) as Block, `${json}\n`);
+    // The text log is the last 64 KiB: when the blocks in memory render to less, older ones from the store
+    // fill it (a page at a time, backwards, so a log of large blocks reads none).
+    for (let to = this.base; this.source && to > 0 && this.text.length < TEXT_LOG_LIMIT; ) {
+      const from = Math.max(0, to - STORE_PAGE);
+      this.text = this.source.range(from, to).map((j) => renderBlock(JSON.parse(j) as Block)).join('') + this.text;
+      to = from;
+    }
     this.seq = this.total;
   }
 
