@@ -1,14 +1,30 @@
 /**
  * A scripted olliesrv for the renderer's e2e tests: the namespace of issue 3 §2 (sessions, agents, log.raw,
+ * log.from,
  * state, stats, cfg, ctl, prompt, bypass, event) with no LLM behind it. The test decides what each agent
  * "does" — blocks, partial chunks, state changes, sub-agents, approval requests — so that the UI can be
  * checked block by block. The real daemon with the mock LLM is exercised by agents.test.ts.
  */
 import { Dir, Each, Leaf, NinepError, Server, build } from '../src/ninep/index.js';
 import { compileFilter, EventBus } from '../src/olliesrv/event/bus.js';
+import { parseFromRequest } from '../src/olliesrv/agent/chatlog.js';
 
 import type { Block } from '../src/olliesrv/agent/chatlog.js';
 export type { Block };
+
+const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
+
+/**
+ * Block i of a synthetic chat: a realistic mix of prompts, markdown replies, tool calls and long results (≈500
+ * bytes a block), the same for this fake and for the real daemon in bench/gui.mjs.
+ */
+export function syntheticBlock(i: number): Omit<Block, 'id'> {
+  const kind = i % 4;
+  return kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
+    : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
+    : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
+    : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
+}
 
 interface Agent {
   id: string;
@@ -144,6 +160,12 @@ export class FakeOlliesrv {
                   },
                 }),
                 Leaf('log.raw', { stream: (c, signal) => this.logStream(a(c), signal) }),
+                Leaf('log.from', {
+                  rdwrStream: (c, req, signal) => {
+                    if (!req.trim()) throw new NinepError('log.from: write a request first');
+                    return this.logFrom(a(c), req, signal);
+                  },
+                }),
               ),
             ),
           ),
@@ -238,24 +260,16 @@ export class FakeOlliesrv {
     this.bus.publish(`session.${this.session(session).id}.agent.${a.id}.state`, 'thinking');
   }
 
-  /** Appends one JSONL block to the agent's log.raw; returns its id. */
   /**
-   * Fills an agent's log with n blocks of a realistic mix (prompts, markdown replies, tool calls, long results;
-   * ≈500 bytes a block), for the large-chat test and bench/gui.mjs. Returns the log's size in bytes.
+   * Fills an agent's log with n blocks of a realistic mix (syntheticBlock), for the large-chat test and
+   * bench/gui.mjs. Returns the log's size in bytes.
    */
   fillSynthetic(session: string, agent: string, n: number): number {
-    const lorem = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
-    for (let i = 0; i < n; i++) {
-      const kind = i % 4;
-      this.block(session, agent,
-        kind === 0 ? { role: 'user', content: `Question ${i}: ${lorem.repeat(4)}` }
-        : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${lorem.repeat(2)}\n- ${lorem.repeat(2)}\n` }
-        : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${lorem}` }) }
-        : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') });
-    }
+    for (let i = 0; i < n; i++) this.block(session, agent, syntheticBlock(i));
     return this.agent(session, agent).log.reduce((bytes, l) => bytes + Buffer.byteLength(l), 0);
   }
 
+  /** Appends one JSONL block to the agent's log.raw; returns its id. */
   block(session: string, name: string, b: Omit<Block, 'id'> & { id?: string }): string {
     const a = this.agent(session, name);
     const id = b.id ?? hex();
@@ -273,8 +287,31 @@ export class FakeOlliesrv {
     return id;
   }
 
-  private async *logStream(a: Agent, signal: AbortSignal): AsyncGenerator<string> {
-    let i = 0;
+  /**
+   * log.from as olliesrv answers it (the same request parser), over this log's lines: the lines of partial
+   * chunks are not blocks, so N counts final lines only.
+   */
+  private logFrom(a: Agent, request: string, signal: AbortSignal): AsyncIterable<string> {
+    const req = parseFromRequest(request);
+    // Lines end `,"id":"…"}` (block() puts the id last); partial chunks carry "partial":true.
+    const isFinal = (l: string) => !l.includes('"partial":true');
+    const finalBefore = (end: number, n: number): number => {
+      let i = end;
+      for (let found = 0; i > 0 && found < n; ) if (isFinal(a.log[--i]!)) found++;
+      return i;
+    };
+    if (req.kind === 'tail') return this.logStream(a, signal, finalBefore(a.log.length, req.n));
+    const at = a.log.findIndex((l) => isFinal(l) && l.endsWith(`"id":${JSON.stringify(req.id)}}\n`));
+    if (at === -1) throw new NinepError(`log.from: no block ${JSON.stringify(req.id)} in this log`);
+    if (req.kind === 'after') return this.logStream(a, signal, at + 1);
+    const page = a.log.slice(finalBefore(at, req.n), at).filter(isFinal).join('');
+    return (async function* () {
+      if (page) yield page;
+    })();
+  }
+
+  private async *logStream(a: Agent, signal: AbortSignal, start = 0): AsyncGenerator<string> {
+    let i = start;
     while (!signal.aborted) {
       if (i < a.log.length) {
         const out = a.log.slice(i).join('');

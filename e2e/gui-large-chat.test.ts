@@ -1,5 +1,5 @@
 /**
- * A large chat in Chromium: 10,000 blocks (≈4.4 MB of log.raw) load, only the rows in view exist in the DOM,
+ * A large chat in Chromium: a 10,000-block log (≈4.4 MB) opens from its tail, only the rows in view exist in the DOM,
  * the heap stays far below the issue's 150 MB, and a reply streamed at 200 chunks/s over that history arrives
  * whole, in one block. Nothing here is timed — timings on a loaded CI machine are noise; the figures (first
  * paint, heap, p95 frame time for 1k/10k/100k blocks against the targets) are `node bench/gui.mjs`.

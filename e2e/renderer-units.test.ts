@@ -1,5 +1,5 @@
 /**
- * Unit tests of the renderer's model (no browser): the chat log from log.raw bytes, the parsers of the
+ * Unit tests of the renderer's model (no browser): the chat log from log.from's bytes (tail and older pages), the parsers of the
  * daemon's files and events, and the ollie-9p command lines of the 9P console. (They live under e2e/ because
  * vitest's include covers test/ and e2e/, and test/ belongs to the daemons.)
  */
@@ -42,6 +42,29 @@ describe('ChatLog', () => {
     const v = log.version;
     log.push('\n\n');
     expect(log.version).toBe(v);
+  });
+
+  it('puts older pages in front: in order, never a block twice, context hidden, and knows when the log starts', () => {
+    const log = new ChatLog();
+    const b = (i: number) => line({ role: i % 3 === 2 ? 'context' : 'user', id: `b${i}`, content: `${i}` });
+    log.push([7, 8, 9].map(b).join('') + line({ role: 'assistant', id: 'open', content: 'so far', partial: true }));
+    expect(log.oldestFinal()?.id).toBe('b7');
+    const v = log.version;
+    // A page of 4 asked for, 4 came: there may be more. b7 again (a page that overlaps) is not shown twice.
+    expect(log.prepend([3, 4, 5, 6].map(b).join(''), 4)).toBe(3);
+    expect(log.version).toBeGreaterThan(v);
+    expect(log.hasOlder).toBe(true);
+    expect(log.prepend([6, 7].map(b).join(''), 2)).toBe(0);
+    expect(log.blocks.map((x) => x.id)).toEqual(['b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9', 'open']);
+    expect(log.visible.map((i) => log.blocks[i]!.id)).toEqual(['b3', 'b4', 'b6', 'b7', 'b9', 'open']);
+    expect(log.prepended).toBe(3);
+    // Fewer than asked: the log's first block is here.
+    expect(log.prepend([0, 1, 2].map(b).join(''), 4)).toBe(2);
+    expect(log.hasOlder).toBe(false);
+    // Positions were rebuilt: a live chunk still lands in its own block.
+    log.push(line({ role: 'assistant', id: 'open', content: ', more', partial: true }));
+    expect(log.get('open')).toMatchObject({ content: 'so far, more' });
+    expect(log.get('b0')).toMatchObject({ content: '0' });
   });
 
   it('recognizes diffs, pretty-prints call arguments and collapses long results', () => {

@@ -40,6 +40,7 @@ export const OLLIESRV_FORMATS: Readonly<Record<string, Format>> = {
   '/session/{session}/agent/idx': tsv('session', 'id', 'name', 'parent', 'depth', 'state'),
   [`${A}/queue`]: { kind: 'json' },
   [`${A}/log.raw`]: { kind: 'jsonl' },
+  [`${A}/log.from`]: { kind: 'jsonl' },
   [`${A}/block`]: { kind: 'json' },
   [`${A}/cfg`]: { kind: 'kv' },
   [`${A}/stats`]: { kind: 'kv' },

@@ -194,6 +194,19 @@ describe('streaming', () => {
     expect(data.at(-1)!.payload).toBe('idle');
   });
 
+  it('streams log.from from the request in ?request= as NDJSON: the last blocks, then live', async () => {
+    const log = h.daemon.agents.get('alpha', 'bob').log;
+    log.add('info', 'the last block');
+    const res = await call(`/session/alpha/agent/bob/log.from?request=${encodeURIComponent('tail 1')}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/x-ndjson');
+    const text = readUntil(res, (t) => t.includes('a live block'));
+    await new Promise((r) => setTimeout(r, 100));
+    log.add('info', 'a live block');
+    const lines = (await text).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { role: string; content: string });
+    expect(lines.map((l) => l.content)).toEqual(['the last block', 'a live block']);
+  });
+
   it('POST on a streaming control file writes the body as the request, then streams; a client that leaves is let go', async () => {
     const res = await call('/event', { method: 'POST', body: 'session.*.new' });
     expect(res.status).toBe(200);

@@ -12,7 +12,7 @@ import type { Backend, ContextKind, GenerationParams, Message, ToolCall, ToolSpe
 import type { AgentRow } from '../store/agents.js';
 import type { ToolHost } from '../toolclient/host.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
-import { ChatLog } from './chatlog.js';
+import { ChatLog, WINDOW } from './chatlog.js';
 import { runCommand } from './commands.js';
 import { summarize, summaryMessage, tailStart } from './compaction.js';
 import { Correction, measure, RECENT_ROUNDS, total, view, type Parts } from './context.js';
@@ -224,9 +224,23 @@ export class Agent {
     this.stats = parseStats(row.stats);
     this.correction.factor = this.stats.estimateFactor;
     this.history = new History(deps.store, row.id, row.epoch);
-    this.log = new ChatLog(row.id, deps.store.blocks(row.id), (seq, id, json) => {
-      if (!this.dead) deps.store.addBlock(row.id, seq, id, json);
-    });
+    // Only the log's tail is loaded: older blocks are read from the store when a reader asks for them.
+    const count = deps.store.nextBlockSeq(row.id);
+    const store = deps.store;
+    this.log = new ChatLog(
+      row.id,
+      {
+        count,
+        tail: store.blockRange(row.id, Math.max(0, count - WINDOW), count),
+        range: (from, to) => store.blockRange(row.id, from, to),
+        seqOf: (id) => store.blockSeq(row.id, id),
+      },
+      (seq, id, json) => {
+        if (this.dead) return false;
+        store.addBlock(row.id, seq, id, json);
+        return true;
+      },
+    );
     if (row.running) this.recoverInterrupted();
   }
 

@@ -6,6 +6,7 @@ import { build, Dir, Each, EachFile, Leaf, NinepError, type Ctx, type Namespace 
 import type { Agent } from '../agent/agent.js';
 import type { BackendPool } from '../agent/deps.js';
 import { oneShot } from '../agent/oneshot.js';
+import { parseFromRequest } from '../agent/chatlog.js';
 import type { Profiles } from '../agent/profiles.js';
 import { renderStats } from '../agent/stats.js';
 import { compileFilter, type EventBus } from '../event/bus.js';
@@ -510,6 +511,16 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 doc: 'The chat log as JSONL blocks {role, id, content, name?, format?, partial?}, from the start, then live; EOF when the agent dies.',
                 access: agentView,
                 stream: (ctx, signal) => ag(ctx).log.stream(signal),
+              }),
+              Leaf('log.from', {
+                doc: 'The chat log from a point, as log.raw\'s JSONL: write "tail N" (the last N blocks, then live), "before BLOCKID N" (the N blocks before that one, then EOF) or "after BLOCKID" (every block after it, then live); N at most 10000. Readable by whoever may read log.raw (the write is the request, not a change).',
+                // log.raw's principals; they need write here only to say where to start.
+                access: onAgent(scope, { session: both, agent: { self: both, descendant: both, peer: both } }),
+                rdwrStream: (ctx, req, signal) => {
+                  // A read before any request (the empty one) has nothing to say where to start.
+                  if (!req.trim()) throw new RequestError(`${ctx.path}: write a request first: "tail N", "before BLOCKID N" or "after BLOCKID"`);
+                  return ag(ctx).log.from(parseFromRequest(req), signal);
+                },
               }),
               Leaf('log', { doc: 'The chat log as plain text, the last 64 KiB.', access: agentView, read: (ctx) => ag(ctx).log.rendered() }),
               Leaf('block', {

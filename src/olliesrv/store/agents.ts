@@ -68,6 +68,8 @@ export class AgentStore {
       maxMessage: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM message WHERE agent = ?'),
       addMessage: db.prepare('INSERT INTO message (agent, seq, epoch, body) VALUES (?, ?, ?, ?)'),
       blocks: db.prepare<[string], { body: string }>('SELECT body FROM block WHERE agent = ? ORDER BY seq'),
+      blockRange: db.prepare<[string, number, number], { body: string }>('SELECT body FROM block WHERE agent = ? AND seq >= ? AND seq < ? ORDER BY seq'),
+      blockSeq: db.prepare<[string, string], { seq: number }>('SELECT seq FROM block WHERE agent = ? AND id = ? ORDER BY seq LIMIT 1'),
       maxBlock: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM block WHERE agent = ?'),
       addBlock: db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)'),
       // An agent's blocks past its watermark into the index, and the watermark moved past them.
@@ -147,6 +149,16 @@ export class AgentStore {
 
   blocks(agent: string): string[] {
     return this.q.blocks.all(agent).map((r) => r.body);
+  }
+
+  /** The blocks numbered from..to-1 (the primary key's range: no scan of the rest of the log). */
+  blockRange(agent: string, from: number, to: number): string[] {
+    return this.q.blockRange.all(agent, from, to).map((r) => r.body);
+  }
+
+  /** The number of block `id` in the agent's log (through the block_id index), or undefined. */
+  blockSeq(agent: string, id: string): number | undefined {
+    return this.q.blockSeq.get(agent, id)?.seq;
   }
 
   nextBlockSeq(agent: string): number {

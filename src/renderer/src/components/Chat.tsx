@@ -1,10 +1,12 @@
 /**
  * The chat of the selected agent: virtualized from the first block (only the rows in view exist in the DOM),
- * rows measured as they render, and stuck to the bottom while streaming unless the user scrolled up.
+ * rows measured as they render, and stuck to the bottom while streaming unless the user scrolled up. It opens
+ * from the log's tail; scrolling near the top loads the page before it, and the rows on screen stay where they
+ * were while that page is put in front of them.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { useStore } from '../lib/store.js';
+import { ollie, useStore } from '../lib/store.js';
 import { BlockView } from './BlockView.js';
 
 export function Chat() {
@@ -24,18 +26,39 @@ export function Chat() {
   const estimateSize = useCallback(() => 80, []);
   const virt = useVirtualizer({ count, getScrollElement, estimateSize, overscan: 6, getItemKey });
 
+  // The row at the top of the view and how far the view has scrolled into it: where the view must stay when
+  // older rows are put in front.
+  const anchor = useRef<{ key: unknown; into: number }>(undefined);
+  const seenPrepended = useRef(0);
+  const remember = useCallback(() => {
+    const el = scroller.current;
+    const top = el && virt.getVirtualItems().find((it) => it.end > el.scrollTop);
+    anchor.current = el && top ? { key: top.key, into: el.scrollTop - top.start } : undefined;
+  }, [virt]);
+
+  // Within two screens of the top, the page before the oldest block is asked for (one at a time; the store
+  // ignores repeats). Checked on scroll and whenever the chat changes, so a short page asks for the next.
+  const wantOlder = useCallback(() => {
+    const el = scroller.current;
+    if (el && chat?.hasOlder && count > 0 && el.scrollTop < el.clientHeight * 2) void ollie.loadOlder();
+  }, [chat, count]);
+
   const onScroll = useCallback(() => {
     const el = scroller.current;
     if (!el) return;
     const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
     stuck.current = atBottom;
     setShowJump(!atBottom);
-  }, []);
+    remember();
+    wantOlder();
+  }, [remember, wantOlder]);
 
   // A new agent starts at the bottom.
   useEffect(() => {
     stuck.current = true;
     setShowJump(false);
+    seenPrepended.current = chat?.prepended ?? 0;
+    anchor.current = undefined;
   }, [chat]);
 
   // Stuck to the bottom: follow it whenever the content or its measured height changes (rows measured after
@@ -59,8 +82,20 @@ export function Chat() {
   const total = virt.getTotalSize();
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (stuck.current && el && count > 0) el.scrollTop = el.scrollHeight;
-  }, [version, count, total]);
+    if (!el || !chat) return;
+    if (chat.prepended !== seenPrepended.current) {
+      // Older rows went in front: scroll by their height, so the row that was at the top stays there. Rows
+      // measured later (above the view) are kept in place by the virtualizer's own size-change adjustment.
+      seenPrepended.current = chat.prepended;
+      const a = anchor.current;
+      const at = a === undefined ? -1 : virt.measurementsCache.findIndex((m) => m.key === a.key);
+      if (a && at !== -1 && !stuck.current) el.scrollTop = virt.measurementsCache[at]!.start + a.into;
+    }
+    if (stuck.current && count > 0) el.scrollTop = el.scrollHeight;
+    remember();
+  }, [version, count, total, chat, virt, remember]);
+
+  useEffect(() => wantOlder(), [version, wantOlder]);
 
   if (!chat) return <div className="chat empty">Select an agent in the tree, or create one (Ctrl+Shift+N).</div>;
   const items = virt.getVirtualItems();

@@ -1,5 +1,7 @@
 /**
- * The chat log model: `log.raw` JSONL parsed into an ordered list of blocks. Streaming chunks arrive as
+ * The chat log model: an agent's JSONL log parsed into an ordered list of blocks. It is opened from its tail
+ * (`log.from`: `tail N`, then live), and older pages (`before ID N`) are prepended as the user scrolls up, so a
+ * session of 100k blocks opens as fast as a short one. Streaming chunks arrive as
  * partial blocks and a final non-partial block with the same id closes them; each updates its block in place
  * (a new object, so React re-renders that one row only). Bytes may arrive cut anywhere: a trailing partial
  * line waits for the rest.
@@ -30,6 +32,10 @@ export class ChatLog {
   private rest = '';
   /** Lines that were not JSON blocks, kept for the error state rather than dropped silently. */
   bad = 0;
+  /** False once a page of older blocks came back short: the log's first block is here. */
+  hasOlder = true;
+  /** Shown rows prepended so far (older pages): the chat keeps what is on screen in place when it grows. */
+  prepended = 0;
 
   /** Feeds text from the stream; returns true when a block changed. */
   push(text: string): boolean {
@@ -37,6 +43,45 @@ export class ChatLog {
     const lines = data.split('\n');
     this.rest = lines.pop() ?? '';
     let changed = false;
+    for (const b of this.parse(lines)) {
+      this.apply(b);
+      changed = true;
+    }
+    if (changed) this.version++;
+    return changed;
+  }
+
+  /**
+   * Puts a page of older final blocks (whole lines, oldest first) in front of the log. Blocks already known are
+   * skipped, so a page can never show a block twice. `asked` is how many the page was asked for: fewer means
+   * the log starts here. Returns how many shown rows were added.
+   */
+  prepend(text: string, asked: number): number {
+    const lines = text.split('\n');
+    const older = this.parse(lines).filter((b) => !this.index.has(b.id));
+    if (lines.filter((l) => l.trim() !== '').length < asked) this.hasOlder = false;
+    if (!older.length) return 0;
+    this.blocks = [...older, ...this.blocks];
+    // Every position moved: rebuilding costs O(blocks) per page, against one page read from the daemon.
+    this.index.clear();
+    this.visible = [];
+    this.blocks.forEach((b, i) => {
+      this.index.set(b.id, i);
+      if (!HIDDEN_ROLES.has(b.role)) this.visible.push(i);
+    });
+    const shown = older.filter((b) => !HIDDEN_ROLES.has(b.role)).length;
+    this.prepended += shown;
+    this.version++;
+    return shown;
+  }
+
+  /** The oldest block the daemon has stored (final): where the next older page ends. */
+  oldestFinal(): Block | undefined {
+    return this.blocks.find((b) => !b.partial);
+  }
+
+  private parse(lines: string[]): Block[] {
+    const out: Block[] = [];
     for (const line of lines) {
       if (line.trim() === '') continue;
       let b: Block;
@@ -51,11 +96,9 @@ export class ChatLog {
         continue;
       }
       if (typeof b.content !== 'string') b.content = b.content === undefined ? '' : JSON.stringify(b.content);
-      this.apply(b);
-      changed = true;
+      out.push(b);
     }
-    if (changed) this.version++;
-    return changed;
+    return out;
   }
 
   private apply(b: Block): void {

@@ -1,7 +1,7 @@
 /**
  * The renderer's state (zustand) and the one controller that fills it from olliesrv. The tree, the states
  * and the approvals come from the `event` stream (one streaming Rdwr per connection) plus a re-read of the
- * index file an event names; nothing polls. The chat of the selected agent streams from its `log.raw`.
+ * index file an event names; nothing polls. The chat of the selected agent streams from its log's tail (`log.from`).
  */
 import { create } from 'zustand';
 import { Client } from '../../../ninep/index.js';
@@ -127,6 +127,14 @@ export function notify(text: string, error = false): void {
   set({ notice: { text, error } });
 }
 
+/**
+ * Blocks read when a chat opens: a few screens, whatever the log's length (first paint costs the same at 1k and
+ * 100k blocks). Older pages are PAGE blocks; a search hit further back is reached in REVEAL_PAGE steps.
+ */
+const TAIL = 200;
+const PAGE = 500;
+const REVEAL_PAGE = 5000;
+
 /** Coalesces chat updates to one per animation frame: streaming at any rate costs one render per frame. */
 let frameQueued = false;
 function bumpChat(): void {
@@ -143,6 +151,8 @@ class Controller {
   api?: Api;
   private conn?: AbortController;
   private chatAbort?: AbortController;
+  /** The page of older blocks being read, if any (one at a time per chat). */
+  private older?: { log: ChatLog; done: Promise<boolean> };
   private backoff = 500;
   private started = false;
 
@@ -362,7 +372,10 @@ class Controller {
     if (sel.session && sel.agent) this.openChat(sel.session, sel.agent);
   }
 
-  /** Streams the agent's log.raw from the start; it blocks for more and ends when the agent dies. */
+  /**
+   * Opens the agent's log from its tail (`log.from`: the last TAIL blocks, then live; it ends when the agent
+   * dies). Older blocks come a page at a time as the user scrolls up (loadOlder).
+   */
   private openChat(sid: string, aid: string): void {
     const api = this.api;
     if (!api) return;
@@ -376,7 +389,7 @@ class Controller {
     void (async () => {
       try {
         let seen = 0;
-        for await (const text of api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal })) {
+        for await (const text of api.stream(`${agentPath(sid, aid)}/log.from`, { request: `tail ${TAIL}\n`, signal: abort.signal })) {
           if (!log.push(text)) continue;
           bumpChat();
           // A background process that ended comes back as a <system-proc-interrupt> prompt: its status changed.
@@ -392,6 +405,51 @@ class Controller {
         if (!abort.signal.aborted) notify(`chat: ${(e as Error).message}`, true);
       }
     })();
+  }
+
+  /**
+   * Prepends the page of blocks before the oldest one shown (`log.from` with `before ID N`). One page at a time:
+   * a call while one is loading returns the same promise. Resolves to false when nothing older is left.
+   */
+  loadOlder(pageSize = PAGE): Promise<boolean> {
+    const log = get().chat;
+    const { session, agent } = get().selected;
+    const api = this.api;
+    if (!log || !api || !session || !agent || !log.hasOlder) return Promise.resolve(false);
+    if (this.older?.log === log) return this.older.done;
+    const first = log.oldestFinal();
+    // Nothing final yet: the tail held every block there was, and older ones cannot appear.
+    if (!first) return Promise.resolve(false);
+    const signal = this.chatAbort?.signal;
+    const done = (async () => {
+      try {
+        let text = '';
+        for await (const chunk of api.stream(`${agentPath(session, agent)}/log.from`, { request: `before ${first.id} ${pageSize}\n`, signal })) text += chunk;
+        if (signal?.aborted || get().chat !== log) return false;
+        if (log.prepend(text, pageSize) || !log.hasOlder) set((s) => ({ chatVersion: s.chatVersion + 1 }));
+        return log.hasOlder;
+      } catch (e) {
+        if (!signal?.aborted) notify(`chat: older blocks: ${(e as Error).message}`, true);
+        return false;
+      } finally {
+        if (this.older?.log === log) this.older = undefined;
+      }
+    })();
+    this.older = { log, done };
+    return done;
+  }
+
+  /** Loads older pages until block `id` is in the chat (a search hit further back than the tail). */
+  private async reveal(id: string): Promise<void> {
+    const log = get().chat;
+    for (let waits = 0; log && get().chat === log && !log.get(id) && log.hasOlder; ) {
+      // Until the tail has arrived there is nothing to page back from; it comes in one read, so 5 s is plenty.
+      if (!log.oldestFinal()) {
+        if (++waits > 100) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      else if (!(await this.loadOlder(REVEAL_PAGE))) break;
+    }
   }
 
   async reloadStats(): Promise<void> {
@@ -554,6 +612,7 @@ class Controller {
     const block = JSON.parse(await this.need().rdwr(`${agentPath(s.id, a.id)}/block`, `${hit.block}\n`)) as { role?: string };
     this.select({ session: s.id, agent: a.id });
     set({ view: 'chat', highlight: hit.block });
+    void this.reveal(hit.block);
     return block.role ?? '';
   }
 
