@@ -143,6 +143,20 @@ describe('the app with real agents (web mode)', () => {
     // The denied command never ran: no result block carries its output line.
     const results = await page.locator('.block[data-role="tool"]').allTextContents();
     expect(results.some((t) => /^denied-run$/m.test(t.replace(/^Result\S*/, '')))).toBe(false);
+    const dot = (name: string) => agentNode(name).locator('.dot');
+    expect(await dot('coder').getAttribute('class')).toContain('state-idle');
+
+    // A turn that ends in an error: the agent is idle again, but its dot is red, not green (agent/idx's last
+    // column and the turn event say so), until a turn succeeds.
+    mock.script([{ status: 401, message: 'invalid api key' }]);
+    await box.fill('this one fails');
+    await box.press('Enter');
+    await block('error', '401').waitFor({ timeout: 15_000 });
+    await page.locator('[data-agent="coder"][data-state="idle"][data-last="error"]').waitFor();
+    expect(await dot('coder').getAttribute('class')).toContain('state-error');
+    expect(await dot('coder').getAttribute('title')).toBe('idle, last turn failed');
+    expect((await outside.readText('session/proj/agent/idx')).trim().split('\t')[6]).toBe('error');
+    await screenshot(page, 'gui-turn-error');
 
     // A sub-agent, started by another client: it appears under its parent while it works, then goes.
     const aid = (await outside.readText('session/proj/agent/coder/id')).trim();
@@ -182,6 +196,14 @@ describe('the app with real agents (web mode)', () => {
     await agentNode('builder').locator('.node').click();
     await block('assistant', 'Hello, I am coder and ready.').waitFor();
     await block('assistant', 'second done').waitFor();
+    // The failed last turn is read back from the log: still red after the restart.
+    expect(await dot('builder').getAttribute('class')).toContain('state-error');
+    mock.script([{ text: 'all well again' }]);
+    await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('try again');
+    await page.getByRole('textbox', { name: 'Prompt', exact: true }).press('Enter');
+    await block('assistant', 'all well again').waitFor({ timeout: 15_000 });
+    await page.locator('[data-agent="builder"][data-state="idle"][data-last="ok"]').waitFor();
+    expect(await dot('builder').getAttribute('class')).toContain('state-idle');
 
     // Kill from the context menu: it asks first, and Enter alone (Cancel has the focus) kills nothing.
     await agentNode('builder').locator('.label').click({ button: 'right' });

@@ -35,7 +35,7 @@ export const OLLIESRV_FORMATS: Readonly<Record<string, Format>> = {
   '/session/{session}/bypass': tsv('id', 'agent', 'tool', 'cwd', 'cmd', 'reason', 'remember', 'rule'),
   '/session/{session}/goalstatus': { kind: 'status' },
   '/session/{session}/goalwait': { kind: 'status' },
-  '/session/{session}/agent/idx': tsv('session', 'id', 'name', 'parent', 'depth', 'state'),
+  '/session/{session}/agent/idx': tsv('session', 'id', 'name', 'parent', 'depth', 'state', 'last'),
   [`${A}/queue`]: { kind: 'json' },
   [`${A}/log.raw`]: { kind: 'jsonl' },
   [`${A}/block`]: { kind: 'json' },

@@ -170,6 +170,33 @@ describe('retries and errors', () => {
     expect(blocks[1]!.content).toMatch(/401|invalid api key/);
   });
 
+  it('says how the last turn ended: agent/idx\'s last column and a turn event before the state goes idle', async () => {
+    h = await harness({ turns: [[{ status: 401, message: 'invalid api key' }], [{ text: 'fine now' }]] });
+    const a = await h.agent();
+    const idx = async () => (await h!.c.readText(`session/${a.session}/agent/idx`)).trim().split('\t');
+    expect((await idx())[6]).toBe('-');
+    const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` });
+    let seen = '';
+    const reading = (async () => {
+      for await (const chunk of events) {
+        seen += new TextDecoder().decode(chunk);
+        if (seen.includes('.turn ok')) break;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 50));
+    await h.turn(a.path, 'x');
+    expect(await idx()).toEqual([a.sid, a.aid, a.name, '-', '0', 'idle', 'error']);
+    await h.turn(a.path, 'y');
+    expect((await idx())[6]).toBe('ok');
+    await reading;
+    // The outcome comes before the idle state, so that a client never shows a failed turn as a good one.
+    const lines = seen.split('\n').map((l) => l.replace(/^\S+\.agent\.[^.]+\./, ''));
+    const failed = lines.findIndex((l) => l.startsWith('turn error '));
+    expect(lines[failed]).toMatch(/turn error .*(401|invalid api key)/);
+    expect(lines.slice(failed + 1)).toContain('state idle');
+    expect(lines.indexOf('turn ok')).toBeGreaterThan(failed);
+  });
+
   it('compacts and retries once when the context overflows', async () => {
     h = await harness({
       turns: [...['one', 'two', 'three', 'four', 'five'].map((n) => [{ text: `answer ${n}` }]), [{ contextOverflow: true }], [{ text: '## Goal\nsummary' }], [{ text: 'after compaction' }]],

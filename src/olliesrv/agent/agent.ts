@@ -25,6 +25,22 @@ import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
 import { describeLoaded, searchTools, spec, TOOL_SEARCH, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
+/** How the agent's last turn ended: `-` before its first. Kept apart from the state, which stays `idle` after any turn. */
+export type TurnOutcome = '-' | 'ok' | 'error' | 'stopped';
+
+/**
+ * The outcome of the last turn in a stored log (newest block first back to the prompt that started it), so that a
+ * turn that failed before a restart still says so after it.
+ */
+export function lastOutcome(stored: string[]): TurnOutcome {
+  for (let i = stored.length - 1; i >= 0; i--) {
+    const b = JSON.parse(stored[i]!) as { role?: string; name?: string };
+    if (b.role === 'error') return 'error';
+    if (b.role === 'info' && b.name === 'stopped') return 'stopped';
+    if (b.role === 'user') return 'ok';
+  }
+  return stored.length ? 'ok' : '-';
+}
 
 export interface AgentCfg {
   profile: string;
@@ -182,6 +198,8 @@ export class Agent {
   /** Removed when its one turn ends (a sub-agent). */
   transient = false;
   budget: Budget = {};
+  /** How the last turn ended (agent/idx's `last` column, the `turn` event). */
+  lastTurn: TurnOutcome;
   /** Background processes started by this agent, by pid (mirrored as proc/{pid}). */
   readonly procs = new Map<number, BackgroundProc>();
 
@@ -219,7 +237,9 @@ export class Agent {
     this.stats = parseStats(row.stats);
     this.correction.factor = this.stats.estimateFactor;
     this.history = new History(deps.store, row.id, row.epoch);
-    this.log = new ChatLog(row.id, deps.store.blocks(row.id), (seq, id, json) => {
+    const stored = deps.store.blocks(row.id);
+    this.lastTurn = lastOutcome(stored);
+    this.log = new ChatLog(row.id, stored, (seq, id, json) => {
       if (!this.dead) deps.store.addBlock(row.id, seq, id, json);
     });
     if (row.running) this.recoverInterrupted();
@@ -378,6 +398,9 @@ export class Agent {
         this.deps.store.setRunning(this.id, false);
         this.deps.store.setStats(this.id, JSON.stringify(this.stats));
       });
+      // Before the state: a client that sees `idle` already knows whether the turn failed.
+      this.lastTurn = result.error ? 'error' : result.stopped ? 'stopped' : 'ok';
+      this.deps.bus.publish(this.topic('turn'), result.error ? `error ${result.error.replace(/\s+/g, ' ')}` : this.lastTurn);
       this.setState('idle');
     }
     const waiters = this.turnWaiters;

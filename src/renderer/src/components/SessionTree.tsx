@@ -27,6 +27,10 @@ function Rename({ value, onDone }: { value: string; onDone: (v?: string) => void
   return <input ref={ref} className="rename" aria-label="New name" value={v} onChange={(e) => setV(e.target.value)} onKeyDown={key} onBlur={() => onDone()} />;
 }
 
+/** An idle agent whose last turn failed shows red, not green: idle says it can take a prompt, not that all went well. */
+const dotOf = (a: AgentInfo): string => (a.state === 'idle' && a.last === 'error' ? 'error' : a.state);
+const dotTitle = (a: AgentInfo): string => (a.state === 'idle' && a.last === 'error' ? 'idle, last turn failed' : a.state);
+
 function pendingOf(agent: AgentInfo, pending: ReturnType<typeof useStore.getState>['pending']): number {
   return Object.values(pending).filter((p) => p.session === agent.session && p.agent === agent.id).length;
 }
@@ -128,7 +132,7 @@ export function SessionTree() {
                     const hasKids = list.some((x) => x.parent === a.id);
                     const n = pendingOf(a, pending);
                     return (
-                      <li key={a.id} role="treeitem" data-agent={a.name} data-state={a.state}>
+                      <li key={a.id} role="treeitem" data-agent={a.name} data-state={a.state} data-last={a.last}>
                         <div
                           className={`node agent${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
                           style={{ paddingLeft: `${1.2 + a.depth * 1}rem` }}
@@ -154,7 +158,7 @@ export function SessionTree() {
                           ) : (
                             <span className="label">{a.name}</span>
                           )}
-                          <span className={`dot state-${a.state}`} title={a.state} aria-label={`state ${a.state}`} />
+                          <span className={`dot state-${dotOf(a)}`} title={dotTitle(a)} aria-label={`state ${dotTitle(a)}`} />
                         </div>
                       </li>
                     );

@@ -17,6 +17,8 @@ export interface AgentInfo {
   parent: string;
   depth: number;
   state: AgentState;
+  /** How the last turn ended: ok, error, stopped, or - before the first (older daemons: -). */
+  last: string;
 }
 
 export interface Pending {
@@ -69,6 +71,7 @@ export function parseAgentIdx(text: string): AgentInfo[] {
       parent: parent === '-' || parent === '0' ? '' : parent,
       depth: Number(f[4] ?? 0) || 0,
       state: (f[5] ?? 'idle').trim(),
+      last: (f[6] ?? '-').trim() || '-',
     };
   });
 }

@@ -253,6 +253,12 @@ class Controller {
       }
       case 'state':
         return this.onState(sid, aid, e.payload.trim());
+      case 'turn': {
+        // Sent just before the state goes idle: the tree's dot then says whether the turn failed.
+        const last = e.payload.trim().split(' ')[0] || '-';
+        set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, last } : a)) } }));
+        return;
+      }
       case 'bypass.request': {
         const [id = '', cmd = '', cwd = ''] = e.payload.split('\t');
         if (!id) return;
