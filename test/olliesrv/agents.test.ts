@@ -312,6 +312,23 @@ describe('sub-agents', () => {
     const replies = (await both).map((r) => r.trim()).sort();
     expect(replies).toEqual(['reply one', 'reply two']);
     expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+
+    // They leave a read-only record: listed as finished under session/S/ended, their logs readable and searchable.
+    const ended = (await h.c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n').map((l) => l.split('\t'));
+    expect(ended.map((l) => l[1]).sort()).toEqual(subs.map((l) => l[1]).sort());
+    expect(ended.every((l) => l[3] === parent.aid && l[4] === '1' && l[6] === 'finished' && l[7] === 'ok')).toBe(true);
+    const one = ended.find((l) => l[2] === subs.find((x) => x[1] === l[1])![2])!;
+    const log = parseBlocks(await h.c.readText(`session/${parent.session}/ended/${one[1]}/log.raw`));
+    expect(log.map((b) => b.role)).toEqual(['user', 'assistant']);
+    expect((await h.c.readText(`session/${parent.session}/ended/${one[1]}/name`)).trim()).toBe(one[2]);
+    const hit = (await h.c.rdwrText('search', 'reply one')).trim().split('\n').map((l) => l.split('\t')).find((l) => l[3] === 'assistant')!;
+    expect(hit[6]).toBe('finished');
+    const block = JSON.parse(await h.c.rdwrText(`session/${parent.session}/ended/${hit[5]}/block`, hit[2]!)) as { content: string };
+    expect(block.content).toBe('reply one');
+    // The name is free again, and rm forgets the record (its log and search entries go with it).
+    await h.c.remove(`session/${parent.session}/ended/${hit[5]}`);
+    expect(await h.c.rdwrText('search', 'reply one')).toBe('');
+    expect((await h.c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n')).toHaveLength(1);
   });
 
   it('inherit a snapshot of the caller\'s history', async () => {
@@ -492,6 +509,11 @@ describe('lifecycle', () => {
     expect(text).toContain(`session.${a.sid}.agent.${a.aid}.rename ${a.name} renamed`);
     expect(text).toContain(`session.${a.sid}.agent.${a.aid}.kill`);
     expect(await h.c.readText(`session/${a.session}/agent/idx`)).toBe('');
+    // A killed agent's history stays searchable, marked killed, and readable under ended/.
+    expect((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t').slice(1, 3).concat((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t')[6]!)).toEqual([a.aid, 'renamed', 'killed']);
+    expect((await h.c.readText(`session/${a.session}/ended/${a.aid}/log.raw`)).length).toBeGreaterThan(0);
+    // Its name is free for a new agent.
+    expect((await h.c.rdwrText(`session/${a.session}/agent/new`, 'name=renamed agent=test')).trim()).toBe('renamed');
   });
 });
 
@@ -564,7 +586,7 @@ describe('background processes', () => {
 });
 
 describe('search', () => {
-  it('finds past messages of every session by their words, and forgets an agent that is removed', async () => {
+  it('finds past messages of every session by their words, a killed agent\'s too, and forgets an agent whose record is removed', async () => {
     h = await harness({ tools: false, turns: [[{ text: 'The flux capacitor needs 1.21 gigawatts.' }], [{ text: 'Nothing about that here.' }]] });
     const a = await h.agent();
     const b = await h.agent();
@@ -580,7 +602,11 @@ describe('search', () => {
     // Words that are FTS5 syntax are only words here.
     expect(await h.c.rdwrText('search', 'capacitor AND OR NOT "(')).toBe('');
     expect((await h.c.rdwrText('search', 'capacitor')).split('\n').filter(Boolean)).toHaveLength(2);
+    // A killed agent is still found, marked killed; forgetting its record (rm ended/ID) removes it from the index.
     await h.c.remove(a.path);
+    const after = (await h.c.rdwrText('search', 'capacitor')).trim().split('\n').map((l) => l.split('\t'));
+    expect(after.map((l) => [l[1], l[5], l[6]])).toEqual([[a.name, a.aid, 'killed'], [a.name, a.aid, 'killed']]);
+    await h.c.remove(`session/${a.session}/ended/${a.aid}`);
     expect(await h.c.rdwrText('search', 'capacitor')).toBe('');
   });
 });
