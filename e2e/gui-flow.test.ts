@@ -13,6 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
 import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
+import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
@@ -37,7 +38,8 @@ describe('the app with real agents (web mode)', () => {
       dataDir: join(dir, 'data'),
       configDir: join(dir, 'config'),
       log: () => undefined,
-      retryDelay: () => 10,
+      // The real policy (an auth error is not retried), without its waits.
+      retryDelay: (e, n) => (retryDelay(e, n) === null ? null : 10),
     });
     ui = await startWebUi({ server: daemon.server, rendererDir, port, token });
     outside = await dial(`unix!${sock}`, { uname: userInfo().username });
@@ -151,7 +153,7 @@ describe('the app with real agents (web mode)', () => {
     mock.script([{ status: 401, message: 'invalid api key' }]);
     await box.fill('this one fails');
     await box.press('Enter');
-    await block('error', '401').waitFor({ timeout: 15_000 });
+    await block('error', 'invalid api key').waitFor({ timeout: 15_000 });
     await page.locator('[data-agent="coder"][data-state="idle"][data-last="error"]').waitFor();
     expect(await dot('coder').getAttribute('class')).toContain('state-error');
     expect(await dot('coder').getAttribute('title')).toBe('idle, last turn failed');
@@ -167,7 +169,16 @@ describe('the app with real agents (web mode)', () => {
     expect(await indent('helper')).toBeGreaterThan(await indent('coder'));
     await screenshot(page, 'gui-subagent');
     expect(await reply).toContain('sub agent reply');
-    await agentNode('helper').waitFor({ state: 'detached', timeout: 10_000 });
+    // Done, it stays in the tree, marked finished, and its history opens read-only (from session/S/ended/ID).
+    await page.locator('[data-agent="helper"][data-ended="finished"]').waitFor({ timeout: 10_000 });
+    expect(await indent('helper')).toBeGreaterThan(await indent('coder'));
+    await agentNode('helper').locator('.node').click();
+    await block('assistant', 'sub agent reply').waitFor();
+    await page.getByText('This agent finished; its history is read-only.').waitFor();
+    expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).count()).toBe(0);
+    await screenshot(page, 'gui-subagent-finished');
+    await agentNode('coder').locator('.node').click();
+    await block('assistant', 'second done').waitFor();
 
     // Rename by double-click.
     await agentNode('coder').locator('.label').dblclick();
@@ -193,6 +204,8 @@ describe('the app with real agents (web mode)', () => {
     await start(port, token);
     await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor({ timeout: 15_000 });
     await agentNode('builder').waitFor();
+    // The finished sub-agent is still there after the restart.
+    await page.locator('[data-agent="helper"][data-ended="finished"]').waitFor();
     await agentNode('builder').locator('.node').click();
     await block('assistant', 'Hello, I am coder and ready.').waitFor();
     await block('assistant', 'second done').waitFor();
@@ -218,5 +231,21 @@ describe('the app with real agents (web mode)', () => {
     await confirm.getByRole('button', { name: 'Kill' }).click();
     await agentNode('builder').waitFor({ state: 'detached' });
     await until(async () => !(await outside.readText('session/proj/agent/idx')).includes('builder'), 'the agent to be gone');
+
+    // The killed agent's history and the finished sub-agent's are still found by Search, and open read-only.
+    await page.getByRole('tab', { name: 'Search', exact: true }).click();
+    const words = page.getByRole('searchbox', { name: 'Search words' });
+    await words.fill('well again');
+    await words.press('Enter');
+    const killed = page.locator('.hit-agent[data-agent="builder"][data-ended="killed"]');
+    await killed.waitFor();
+    await killed.locator('.hit').first().click();
+    await block('assistant', 'all well again').waitFor();
+    await page.getByText('This agent was killed; its history is read-only.').waitFor();
+    await page.getByRole('tab', { name: 'Search', exact: true }).click();
+    await words.fill('sub agent reply');
+    await words.press('Enter');
+    await page.locator('.hit-agent[data-agent="helper"][data-ended="finished"]').locator('.hit').first().click();
+    await block('assistant', 'sub agent reply').waitFor();
   }, 120_000);
 });

@@ -12,6 +12,7 @@ export function Chat() {
   const version = useStore((s) => s.chatVersion);
   const ended = useStore((s) => s.chatEnded);
   const highlight = useStore((s) => s.highlight);
+  const endedHow = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.ended : undefined));
   const scroller = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
@@ -78,7 +79,7 @@ export function Chat() {
             );
           })}
         </div>
-        {ended && <div className="ended">The agent is gone; this is its final log.</div>}
+        {ended && <div className="ended">{endedHow ? `This agent ${endedHow === 'interrupted' ? 'was interrupted' : endedHow === 'killed' ? 'was killed' : 'finished'}; its history is read-only.` : 'The agent is gone; this is its final log.'}</div>}
       </div>
       {showJump && (
         <button

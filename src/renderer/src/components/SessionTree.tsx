@@ -28,8 +28,9 @@ function Rename({ value, onDone }: { value: string; onDone: (v?: string) => void
 }
 
 /** An idle agent whose last turn failed shows red, not green: idle says it can take a prompt, not that all went well. */
-const dotOf = (a: AgentInfo): string => (a.state === 'idle' && a.last === 'error' ? 'error' : a.state);
-const dotTitle = (a: AgentInfo): string => (a.state === 'idle' && a.last === 'error' ? 'idle, last turn failed' : a.state);
+const failed = (a: AgentInfo): boolean => (a.state === 'idle' || !!a.ended) && a.last === 'error';
+const dotOf = (a: AgentInfo): string => (failed(a) ? 'error' : a.state);
+const dotTitle = (a: AgentInfo): string => (failed(a) ? `${a.ended ?? 'idle'}, last turn failed` : a.ended ?? a.state);
 
 function pendingOf(agent: AgentInfo, pending: ReturnType<typeof useStore.getState>['pending']): number {
   return Object.values(pending).filter((p) => p.session === agent.session && p.agent === agent.id).length;
@@ -60,16 +61,32 @@ export function SessionTree() {
     e.preventDefault();
     setMenu({ x: e.clientX, y: e.clientY, session, agent });
   };
-  const toggle = (sid: string): void => useStore.setState((s) => ({ collapsed: { ...s.collapsed, [sid]: !s.collapsed[sid] } }));
+  /** Is this row's subtree folded? An ended agent's is, until opened: its own sub-agents are history. */
+  const isCollapsed = (id: string, ended?: string): boolean => collapsed[id] ?? !!ended;
+  const toggle = (id: string, ended?: string): void => useStore.setState((s) => ({ collapsed: { ...s.collapsed, [id]: !(s.collapsed[id] ?? !!ended) } }));
 
   /** Sub-agents hide with a collapsed parent. */
   const hiddenBy = (list: AgentInfo[], a: AgentInfo): boolean => {
     let p = a.parent;
     while (p) {
-      if (collapsed[p]) return true;
-      p = list.find((x) => x.id === p)?.parent ?? '';
+      const parent = list.find((x) => x.id === p);
+      if (isCollapsed(p, parent?.ended)) return true;
+      p = parent?.parent ?? '';
     }
     return false;
+  };
+
+  /**
+   * What the tree shows of a session: its live agents, and the ended sub-agents under a parent it shows (finished
+   * work stays where it happened). A killed top-level agent leaves the tree; Search still finds its history.
+   */
+  const shownAgents = (all: AgentInfo[]): AgentInfo[] => {
+    const kept = new Set<string>();
+    return all.filter((a) => {
+      const keep = !a.ended || (a.depth > 0 && kept.has(a.parent));
+      if (keep) kept.add(a.id);
+      return keep;
+    });
   };
 
   if (order.length === 0) return <div className="tree empty">No sessions yet. Create one with + (Ctrl+N).</div>;
@@ -98,7 +115,7 @@ export function SessionTree() {
       <ul role="tree">
         {order.map((sid) => {
           const s = sessions[sid]!;
-          const list = agents[sid] ?? [];
+          const list = shownAgents(agents[sid] ?? []);
           const sPending = Object.values(pending).filter((p) => p.session === sid).length;
           return (
             <li key={sid} role="treeitem" aria-expanded={!collapsed[sid]} data-session={s.name}>
@@ -132,9 +149,9 @@ export function SessionTree() {
                     const hasKids = list.some((x) => x.parent === a.id);
                     const n = pendingOf(a, pending);
                     return (
-                      <li key={a.id} role="treeitem" data-agent={a.name} data-state={a.state} data-last={a.last}>
+                      <li key={a.id} role="treeitem" data-agent={a.name} data-state={a.state} data-last={a.last} data-ended={a.ended}>
                         <div
-                          className={`node agent${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
+                          className={`node agent${a.ended ? ' ended' : ''}${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
                           style={{ paddingLeft: `${1.2 + a.depth * 1}rem` }}
                           tabIndex={0}
                           onClick={() => ollie.select({ session: sid, agent: a.id })}
@@ -146,8 +163,8 @@ export function SessionTree() {
                           }}
                         >
                           {hasKids ? (
-                            <button type="button" className="twisty" aria-label="Toggle sub-agents" onClick={(e) => (e.stopPropagation(), toggle(a.id))}>
-                              {collapsed[a.id] ? '▸' : '▾'}
+                            <button type="button" className="twisty" aria-label="Toggle sub-agents" onClick={(e) => (e.stopPropagation(), toggle(a.id, a.ended))}>
+                              {isCollapsed(a.id, a.ended) ? '▸' : '▾'}
                             </button>
                           ) : (
                             <span className="twisty" />
@@ -158,6 +175,11 @@ export function SessionTree() {
                           ) : (
                             <span className="label">{a.name}</span>
                           )}
+                          {a.ended ? (
+                            <span className="tag ended" title={`${a.ended}; its history is read-only`}>
+                              {a.ended}
+                            </span>
+                          ) : null}
                           <span className={`dot state-${dotOf(a)}`} title={dotTitle(a)} aria-label={`state ${dotTitle(a)}`} />
                         </div>
                       </li>

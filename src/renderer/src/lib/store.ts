@@ -8,7 +8,7 @@ import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import {
-  parseAgentIdx, parseBackends, parseBypassRules, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
+  parseAgentIdx, parseBackends, parseEndedIdx, parseBypassRules, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
   type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
@@ -109,10 +109,12 @@ const get = useStore.getState;
 const CONSOLE_MAX = 500;
 
 export const sessionPath = (sid: string): string => `session/${get().sessions[sid]?.name ?? sid}`;
+/** A live agent's directory (by name), or an ended one's read-only record (by id: its name may be taken again). */
 export function agentPath(sid: string, aid: string): string {
   const a = get().agents[sid]?.find((x) => x.id === aid);
-  return `${sessionPath(sid)}/agent/${a?.name ?? aid}`;
+  return a?.ended ? `${sessionPath(sid)}/ended/${aid}` : `${sessionPath(sid)}/agent/${a?.name ?? aid}`;
 }
+const isEnded = (sid: string, aid: string): boolean => !!get().agents[sid]?.find((x) => x.id === aid)?.ended;
 export const agentKey = (sid: string, aid: string): string => `${sid}/${aid}`;
 export const findAgent = (sid?: string, aid?: string): AgentInfo | undefined =>
   sid && aid ? get().agents[sid]?.find((a) => a.id === aid) : undefined;
@@ -246,10 +248,14 @@ class Controller {
       case 'rename':
         return this.reloadAgents(sid);
       case 'kill': {
-        set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).filter((a) => a.id !== aid) } }));
+        // The agent ends; ended/idx has its record (a finished sub-agent stays in the tree). A killed agent's
+        // open chat goes back to the session; a finished sub-agent's stays, now read from its record.
         const sel = get().selected;
-        if (sel.session === sid && sel.agent === aid) this.select({ session: sid });
-        return this.reloadAgents(sid);
+        const wasOpen = sel.session === sid && sel.agent === aid;
+        await this.reloadAgents(sid);
+        const now = findAgent(sid, aid);
+        if (wasOpen && (!now || now.ended === 'killed')) this.select({ session: sid });
+        return;
       }
       case 'state':
         return this.onState(sid, aid, e.payload.trim());
@@ -333,9 +339,10 @@ class Controller {
   async reloadAgents(sid: string): Promise<void> {
     const api = this.api;
     if (!api || !get().sessions[sid]) return;
-    // Sessions from before the agent namespace have no agent/idx: they simply have no agents.
-    const text = await api.readOr(`${sessionPath(sid)}/agent/idx`, '');
-    set((s) => ({ agents: { ...s.agents, [sid]: treeOrder(parseAgentIdx(text)) } }));
+    // Sessions from before the agent namespace have no agent/idx: they simply have no agents. Agents that ended
+    // (finished sub-agents, killed agents) come from ended/idx: the tree keeps sub-agents, Search opens any.
+    const [text, ended] = await Promise.all([api.readOr(`${sessionPath(sid)}/agent/idx`, ''), api.readOr(`${sessionPath(sid)}/ended/idx`, '')]);
+    set((s) => ({ agents: { ...s.agents, [sid]: treeOrder([...parseAgentIdx(text), ...parseEndedIdx(ended)]) } }));
   }
 
   async reloadPending(sid: string): Promise<void> {
@@ -400,7 +407,7 @@ class Controller {
   async reloadStats(): Promise<void> {
     const { session, agent } = get().selected;
     const api = this.api;
-    if (!api || !session || !agent) return;
+    if (!api || !session || !agent || isEnded(session, agent)) return;
     const base = agentPath(session, agent);
     const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, ''), this.reloadQueue(session, agent)]);
     if (get().selected.agent === agent) set({ stats: parseKv(stats), cfg: parseKv(cfg) });
@@ -472,7 +479,7 @@ class Controller {
 
   async reloadQueue(sid: string, aid: string): Promise<void> {
     const api = this.api;
-    if (!api) return;
+    if (!api || isEnded(sid, aid)) return;
     let items: string[] = [];
     try {
       const v: unknown = JSON.parse((await api.readOr(`${agentPath(sid, aid)}/queue`, '[]')) || '[]');
@@ -511,7 +518,7 @@ class Controller {
   async reloadProcs(sid: string, aid: string): Promise<void> {
     const api = this.api;
     const sel = get().selected;
-    if (!api || sel.session !== sid || sel.agent !== aid) return;
+    if (!api || sel.session !== sid || sel.agent !== aid || isEnded(sid, aid)) return;
     const procs = parseProcIdx(await api.readOr(`${agentPath(sid, aid)}/proc/idx`, ''));
     const now = get().selected;
     if (now.session !== sid || now.agent !== aid) return;
@@ -552,7 +559,9 @@ class Controller {
    */
   async openHit(hit: SearchHit): Promise<string> {
     const s = Object.values(get().sessions).find((x) => x.name === hit.session);
-    const a = s && get().agents[s.id]?.find((x) => x.name === hit.agent);
+    if (s && hit.agentId && !findAgent(s.id, hit.agentId)) await this.reloadAgents(s.id);
+    // By id when the daemon gives it (a killed agent's name may belong to a new agent), else by name.
+    const a = s && get().agents[s.id]?.find((x) => (hit.agentId ? x.id === hit.agentId : x.name === hit.agent && !x.ended));
     if (!s || !a) throw new Error(`${hit.session}/${hit.agent} is gone`);
     const block = JSON.parse(await this.need().rdwr(`${agentPath(s.id, a.id)}/block`, `${hit.block}\n`)) as { role?: string };
     this.select({ session: s.id, agent: a.id });
