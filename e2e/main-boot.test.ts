@@ -56,6 +56,9 @@ describe('Electron main process (on a stand-in electron module)', () => {
     expect(JSON.stringify(out.appMenu)).toContain('&Stop Turn=CmdOrCtrl+.');
     // Only our own page gets a 9P port.
     expect(out.portsForForeignPage).toBe(0);
+    // Chat links go to the system browser, http(s) only; the app never opens a window for them.
+    expect(out.windowOpen).toEqual(['deny', 'deny', 'deny']);
+    expect(out.opened).toEqual(['https://example.com/docs']);
 
     expect(out.turnEnded).toMatchObject({ title: 'pilot finished', body: 'The turn in session boot ended.' });
     expect(out.openCommand).toEqual(['ollie:command', `open-agent ${out.ids.sid} ${out.ids.aid}`]);
