@@ -18,6 +18,25 @@ export function Chat() {
   const [showJump, setShowJump] = useState(false);
   const count = chat?.visible.length ?? 0;
 
+  // Screen readers hear each reply as it completes (a polite live region): not the history read at open, nor
+  // every streamed chunk. A reply is announced once, when a block that streamed in (live) is final.
+  const [announce, setAnnounce] = useState('');
+  const announced = useRef(new Set<string>());
+  useEffect(() => {
+    announced.current.clear();
+    setAnnounce('');
+  }, [chat]);
+  useEffect(() => {
+    if (!chat) return;
+    for (let i = chat.blocks.length - 1; i >= 0 && i >= chat.blocks.length - 8; i--) {
+      const b = chat.blocks[i]!;
+      if (b.role !== 'assistant' || !b.live || b.partial || announced.current.has(b.id)) continue;
+      announced.current.add(b.id);
+      setAnnounce(`Reply: ${b.content.slice(0, 300)}`);
+      break;
+    }
+  }, [chat, version]);
+
   // Stable callbacks: the virtualizer recomputes every row's position when they change identity, which would
   // make each streamed chunk cost O(blocks) instead of O(rows on screen).
   const getItemKey = useCallback((i: number) => chat?.blocks[chat.visible[i]!]?.id ?? i, [chat]);
@@ -78,6 +97,9 @@ export function Chat() {
               </div>
             );
           })}
+        </div>
+        <div className="sr-only" role="status" aria-live="polite" data-testid="announce">
+          {announce}
         </div>
         {ended && <div className="ended">{endedHow ? `This agent ${endedHow === 'interrupted' ? 'was interrupted' : endedHow === 'killed' ? 'was killed' : 'finished'}; its history is read-only.` : 'The agent is gone; this is its final log.'}</div>}
       </div>

@@ -14,6 +14,8 @@ export interface Block {
   name?: string;
   format?: string;
   partial?: boolean;
+  /** Set here (not by olliesrv) on a block that arrived partial: it was written while this chat was open. */
+  live?: boolean;
 }
 
 /** Roles that are never shown: context is for the model (seed 003, phase 40). */
@@ -63,7 +65,7 @@ export class ChatLog {
     if (at === undefined) {
       this.index.set(b.id, this.blocks.length);
       if (!HIDDEN_ROLES.has(b.role)) this.visible.push(this.blocks.length);
-      this.blocks.push(b);
+      this.blocks.push(b.partial ? { ...b, live: true } : b);
       return;
     }
     const old = this.blocks[at]!;
