@@ -199,6 +199,18 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     expect(await overflows()).toEqual([]);
     await screenshot(page, 'chat-light');
 
+    // The 9P console: a turn's many re-reads of the same files show once each, with their count; writes each.
+    await page.keyboard.press('Control+`');
+    const consoleLines = page.locator('.console-lines > div');
+    await consoleLines.first().waitFor();
+    const commands = await consoleLines.locator('code').allTextContents();
+    const reads = commands.filter((c) => c.startsWith('$ ollie-9p read '));
+    expect(new Set(reads).size).toBe(reads.length);
+    const stats = consoleLines.filter({ hasText: 'ollie-9p read session/look/agent/reader/stats' });
+    expect(await stats.count()).toBe(1);
+    expect(Number((await stats.locator('.count').textContent())!.replace('×', ''))).toBeGreaterThan(1);
+    expect(commands.filter((c) => c.includes('ollie-9p write session/look/agent/reader/prompt'))).toHaveLength(1);
+
     // The switch in Settings wins over the system's choice, and is kept across a reload.
     await page.getByRole('tab', { name: 'Settings' }).click();
     await page.getByLabel('Theme').selectOption('dark');
@@ -207,6 +219,11 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     await page.reload();
     await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
     expect(await bg()).toBe('rgb(22, 24, 29)');
+    // The console came back open, with the lines from before the reload (and the reconnect's after them).
+    await consoleLines.first().waitFor();
+    const after = await consoleLines.locator('code').allTextContents();
+    expect(after.length).toBeGreaterThanOrEqual(commands.length);
+    expect(after.filter((c) => c.includes('ollie-9p write session/look/agent/reader/prompt'))).toHaveLength(1);
     await page.getByRole('tab', { name: 'Settings' }).click();
     await page.getByLabel('Theme').selectOption('system');
     expect(await bg()).toBe('rgb(255, 255, 255)');

@@ -98,7 +98,7 @@ export function Chat() {
             );
           })}
         </div>
-        <div className="sr-only" role="status" aria-live="polite" data-testid="announce">
+        <div className="sr-only" aria-live="polite" aria-atomic="true" data-testid="announce">
           {announce}
         </div>
         {ended && <div className="ended">{endedHow ? `This agent ${endedHow === 'interrupted' ? 'was interrupted' : endedHow === 'killed' ? 'was killed' : 'finished'}; its history is read-only.` : 'The agent is gone; this is its final log.'}</div>}

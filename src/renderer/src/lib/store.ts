@@ -7,6 +7,7 @@ import { create } from 'zustand';
 import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
+import { appendEntry, loadConsole, saveConsole } from './consolelog.js';
 import {
   parseAgentIdx, parseBackends, parseEndedIdx, parseBypassRules, parseEvent, parseKv, parsePending, parseProcIdx, parseSearch, parseSessionIdx, treeOrder,
   type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type SearchHit, type SessionInfo,
@@ -79,6 +80,10 @@ export interface State {
   highlight?: string;
 }
 
+const restored = loadConsole();
+/** Console lines are numbered by the page, not per connection: restored lines and new ones never share a key. */
+let consoleSeq = restored.entries.reduce((m, e) => Math.max(m, e.seq), 0);
+
 export const useStore = create<State>(() => ({
   conn: 'connecting',
   sessions: {},
@@ -92,8 +97,8 @@ export const useStore = create<State>(() => ({
   stats: {},
   cfg: {},
   queue: {},
-  console: [],
-  consoleOpen: false,
+  console: restored.entries,
+  consoleOpen: restored.open,
   dialog: null,
   backends: [],
   profiles: [],
@@ -106,7 +111,18 @@ export const useStore = create<State>(() => ({
 
 const set = useStore.setState;
 const get = useStore.getState;
-const CONSOLE_MAX = 500;
+
+// The console survives a reload of the page (sessionStorage), written at most once per 250 ms and when the page goes.
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+const saveNow = (): void => {
+  clearTimeout(saveTimer);
+  saveTimer = undefined;
+  saveConsole(get().console, get().consoleOpen);
+};
+useStore.subscribe((s, prev) => {
+  if ((s.console !== prev.console || s.consoleOpen !== prev.consoleOpen) && !saveTimer) saveTimer = setTimeout(saveNow, 250);
+});
+if (typeof window !== 'undefined') window.addEventListener('pagehide', saveNow);
 
 export const sessionPath = (sid: string): string => `session/${get().sessions[sid]?.name ?? sid}`;
 /** A live agent's directory (by name), or an ended one's read-only record (by id: its name may be taken again). */
@@ -156,7 +172,7 @@ class Controller {
   }
 
   private logOp = (e: ConsoleEntry): void => {
-    set((s) => ({ console: s.console.length >= CONSOLE_MAX ? [...s.console.slice(-CONSOLE_MAX + 1), e] : [...s.console, e] }));
+    set((s) => ({ console: appendEntry(s.console, { ...e, seq: ++consoleSeq }) }));
   };
 
   private async connect(): Promise<void> {
@@ -288,12 +304,11 @@ class Controller {
     set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, state } : a)) } }));
     const sel = get().selected;
     if (sel.session === sid && sel.agent === aid) {
-      void this.reloadStats();
-      // A turn starting or ending is when olliesrv takes a prompt off the queue; a background process starts in
-      // a tool call (state calling → thinking) and its exit arrives as a prompt (a new turn): state changes are
-      // when proc/idx changes, so nothing polls it.
-      void this.reloadQueue(sid, aid);
-      void this.reloadProcs(sid, aid);
+      // Stats (with the queue: a turn starting or ending is when olliesrv takes a prompt off it) after each step.
+      // A background process starts in a tool call (calling → thinking) and its exit arrives as a prompt (a new
+      // turn): proc/idx can change only then, so it is read on those changes and never polled.
+      if (state !== 'calling') void this.reloadStats();
+      if (state === 'thinking' || state === 'idle') void this.reloadProcs(sid, aid);
     }
   }
 
