@@ -12,7 +12,7 @@ import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
+import { buildRenderer, launch, overflows, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const document: { querySelectorAll: (s: string) => ArrayLike<DomEl>; createRange: () => { selectNodeContents: (n: unknown) => void; getBoundingClientRect: () => Rect } };
@@ -65,31 +65,6 @@ describe('the chat as it reads (web mode, real daemon)', () => {
   const block = (role: string, text: string) => page.locator(`.block[data-role="${role}"]`, { hasText: text });
   const bg = (): Promise<string> => page.evaluate(() => getComputedStyle(document.querySelectorAll('body')[0]).backgroundColor);
 
-  /**
-   * Every element of the main area and the tree that is wider than the block it sits in (reaching past its
-   * parent's right edge), outside the panes meant to scroll sideways (code, tables): what would run off-screen.
-   */
-  const overflows = (): Promise<string[]> =>
-    page.evaluate(() => {
-      const bad: string[] = [];
-      const all = document.querySelectorAll('.main *, .side *');
-      for (let i = 0; i < all.length; i++) {
-        const e = all[i]!;
-        const p = e.parentElement;
-        if (!p) continue;
-        const st = getComputedStyle(e);
-        if (st.position === 'fixed' || st.display === 'none' || st.display === 'contents') continue;
-        // Inside a pane that scrolls sideways on purpose (code, output, tables), width is that pane's business;
-        // a parent that clips (an ellipsized label) hides nothing it did not mean to.
-        if (p.closest('pre, .table-wrap')) continue;
-        const px = getComputedStyle(p).overflowX;
-        if (px === 'hidden' || px === 'clip') continue;
-        const r = e.getBoundingClientRect();
-        const pr = p.getBoundingClientRect();
-        if (r.width > 0 && r.right > pr.right + 1) bad.push(`${e.tagName.toLowerCase()}.${String(e.className)} ${Math.round(r.right - pr.right)}px past ${p.tagName.toLowerCase()}.${String(p.className)}: ${(e.textContent ?? '').slice(0, 40)}`);
-      }
-      return bad;
-    });
 
   it('renders tool calls by tool, compacts retries and errors, tables and links; both themes without overflow', async () => {
     await page.emulateMedia({ colorScheme: 'dark' });
@@ -192,11 +167,11 @@ describe('the chat as it reads (web mode, real daemon)', () => {
 
     // Dark, as the system says: no overflow; then light.
     expect(await bg()).toBe('rgb(22, 24, 29)');
-    expect(await overflows()).toEqual([]);
+    expect(await overflows(page)).toEqual([]);
     await screenshot(page, 'chat-dark');
     await page.emulateMedia({ colorScheme: 'light' });
     expect(await bg()).toBe('rgb(255, 255, 255)');
-    expect(await overflows()).toEqual([]);
+    expect(await overflows(page)).toEqual([]);
     await screenshot(page, 'chat-light');
 
     // The 9P console: a turn's many re-reads of the same files show once each, with their count; writes each.

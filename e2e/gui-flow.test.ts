@@ -16,7 +16,7 @@ import { dial } from '../src/ninep/node.js';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { buildRenderer, launch, overflows, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
@@ -158,6 +158,7 @@ describe('the app with real agents (web mode)', () => {
     expect(await dot('coder').getAttribute('class')).toContain('state-error');
     expect(await dot('coder').getAttribute('title')).toBe('idle, last turn failed');
     expect((await outside.readText('session/proj/agent/idx')).trim().split('\t')[6]).toBe('error');
+    expect(await overflows(page)).toEqual([]);
     await screenshot(page, 'gui-turn-error');
 
     // A sub-agent, started by another client: it appears under its parent while it works, then goes.
@@ -176,6 +177,10 @@ describe('the app with real agents (web mode)', () => {
     await block('assistant', 'sub agent reply').waitFor();
     await page.getByText('This agent finished; its history is read-only.').waitFor();
     expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).count()).toBe(0);
+    // One row like any other (its tag inside it), nothing out of its block.
+    const rowHeight = (name: string) => agentNode(name).locator('.node').evaluate((e) => (e as unknown as { getBoundingClientRect: () => { height: number } }).getBoundingClientRect().height);
+    expect(await rowHeight('helper')).toBeLessThanOrEqual((await rowHeight('coder')) + 1);
+    expect(await overflows(page)).toEqual([]);
     await screenshot(page, 'gui-subagent-finished');
     await agentNode('coder').locator('.node').click();
     await block('assistant', 'second done').waitFor();

@@ -194,7 +194,7 @@ export function SessionTree() {
                     return (
                       <li key={a.id} role="none" data-agent={a.name} data-state={a.state} data-last={a.last} data-ended={a.ended}>
                         <div
-                          className={`node agent${a.ended ? ' ended' : ''}${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
+                          className={`node agent${a.ended ? ' is-ended' : ''}${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
                           style={{ paddingLeft: `${1.2 + a.depth * 1}rem` }}
                           role="treeitem"
                           aria-level={2 + a.depth}
@@ -226,7 +226,7 @@ export function SessionTree() {
                             <span className="label">{a.name}</span>
                           )}
                           {a.ended ? (
-                            <span className="tag ended" title={`${a.ended}; its history is read-only`}>
+                            <span className="tag ended-tag" title={`${a.ended}; its history is read-only`}>
                               {a.ended}
                             </span>
                           ) : null}
