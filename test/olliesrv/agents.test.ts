@@ -4,7 +4,10 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
+import { dial } from '../../src/ninep/node.js';
+import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
 import { shippedDataDir } from '../../src/platform/paths.js';
 import { harness, parseBlocks, type Harness } from './agent-harness.js';
@@ -329,6 +332,30 @@ describe('sub-agents', () => {
     await h.c.remove(`session/${parent.session}/ended/${hit[5]}`);
     expect(await h.c.rdwrText('search', 'reply one')).toBe('');
     expect((await h.c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('leave records that outlive a restart; one whose caller died with the daemon is kept as interrupted', async () => {
+    h = await harness({ tools: false, turns: [[{ text: 'finished work' }]] });
+    const parent = await h.agent();
+    expect((await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=go`)).trim()).toBe('finished work');
+    // A sub-agent still running when the daemon stops (as after a kill -9: nothing ends it).
+    const cut = h.daemon.agents.create(parent.session, { agent: 'test', parent: parent.name, transient: true });
+    await h.daemon.close();
+    const again = await startDaemon({ socket: h.socket, dataDir: h.dataDir, configDir: h.configDir, toolsrv: false, skills: false, log: () => undefined });
+    const c = await dial(`unix!${h.socket}`, { uname: userInfo().username });
+    try {
+      const ended = (await c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n').map((l) => l.split('\t'));
+      expect(ended.map((l) => [l[3], l[6], l[7]])).toEqual([
+        [parent.aid, 'finished', 'ok'],
+        [parent.aid, 'interrupted', '-'],
+      ]);
+      expect(ended[1]![1]).toBe(cut.id);
+      expect((await c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+      expect(await c.rdwrText('search', 'finished work')).toMatch(/\tfinished\n$/);
+    } finally {
+      c.close();
+      await again.close();
+    }
   });
 
   it('inherit a snapshot of the caller\'s history', async () => {
