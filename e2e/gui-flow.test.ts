@@ -211,6 +211,11 @@ describe('the app with real agents (web mode)', () => {
     await agentNode('builder').waitFor();
     // The finished sub-agent is still there after the restart.
     await page.locator('[data-agent="helper"][data-ended="finished"]').waitFor();
+    // Its menu offers what a record allows: reading it, not running or renaming it.
+    await agentNode('helper').locator('.label').click({ button: 'right' });
+    expect(await page.getByRole('menuitem').allTextContents()).toEqual(['Open', 'Copy 9P path']);
+    await page.keyboard.press('Escape');
+    await page.getByRole('menu').waitFor({ state: 'detached' });
     await agentNode('builder').locator('.node').click();
     await block('assistant', 'Hello, I am coder and ready.').waitFor();
     await block('assistant', 'second done').waitFor();

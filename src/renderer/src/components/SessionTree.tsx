@@ -258,7 +258,14 @@ function ContextMenu({ menu, onRename, onClose }: { menu: Menu; onRename: (key: 
   }, []);
   if (!s) return null;
   const path = menu.agent ? agentPath(menu.session, menu.agent) : sessionPath(menu.session);
-  const items: [string, () => void][] = menu.agent
+  // An ended agent is a record: it can be read, not run, renamed or configured.
+  const ended = menu.agent ? useStore.getState().agents[menu.session]?.find((a) => a.id === menu.agent)?.ended : undefined;
+  const items: [string, () => void][] = ended
+    ? [
+        ['Open', () => ollie.select({ session: menu.session, agent: menu.agent })],
+        ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
+      ]
+    : menu.agent
     ? [
         ['Open', () => ollie.select({ session: menu.session, agent: menu.agent })],
         ['Rename', () => onRename(`${menu.session}/${menu.agent}`)],
