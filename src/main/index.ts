@@ -190,7 +190,8 @@ async function startWatcher(d: Daemon): Promise<void> {
     },
     turnEnded: (e) => {
       if (win?.isFocused()) return;
-      notify(`${e.agent} finished`, `The turn in session ${e.session} ended.`, () => openAgent(e.sessionId, e.agentId));
+      if (e.error) notify(`${e.agent} failed`, `The turn in session ${e.session} ended in an error: ${e.error}`, () => openAgent(e.sessionId, e.agentId));
+      else notify(`${e.agent} finished`, `The turn in session ${e.session} ended.`, () => openAgent(e.sessionId, e.agentId));
     },
   });
   await watcher.start();
