@@ -85,7 +85,8 @@ describe('agents in the renderer', () => {
     fake.block('work', 'main', { role: 'error', id: 'e1', content: 'backend error: context overflow' });
 
     await block('c1').locator('.tool-name', { hasText: 'shell' }).waitFor();
-    expect(await block('c1').locator('pre').textContent()).toContain('"cmd": "ls -la"');
+    // Arguments as key=value, not raw JSON (a shell call without `command` has no command line to show).
+    expect(await block('c1').locator('.call-rest').textContent()).toContain('cmd=ls -la');
 
     // Long result: collapsed to a preview, with a toggle that says how much there is.
     const toggle = block('t1').getByRole('button', { name: /show all 60 lines/ });

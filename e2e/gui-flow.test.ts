@@ -13,9 +13,10 @@ import type { Browser, Page } from 'playwright-core';
 import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
 import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
+import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { buildRenderer, launch, overflows, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
@@ -37,7 +38,8 @@ describe('the app with real agents (web mode)', () => {
       dataDir: join(dir, 'data'),
       configDir: join(dir, 'config'),
       log: () => undefined,
-      retryDelay: () => 10,
+      // The real policy (an auth error is not retried), without its waits.
+      retryDelay: (e, n) => (retryDelay(e, n) === null ? null : 10),
     });
     ui = await startWebUi({ server: daemon.server, rendererDir, port, token });
     outside = await dial(`unix!${sock}`, { uname: userInfo().username });
@@ -143,6 +145,21 @@ describe('the app with real agents (web mode)', () => {
     // The denied command never ran: no result block carries its output line.
     const results = await page.locator('.block[data-role="tool"]').allTextContents();
     expect(results.some((t) => /^denied-run$/m.test(t.replace(/^Result\S*/, '')))).toBe(false);
+    const dot = (name: string) => agentNode(name).locator('.dot');
+    expect(await dot('coder').getAttribute('class')).toContain('state-idle');
+
+    // A turn that ends in an error: the agent is idle again, but its dot is red, not green (agent/idx's last
+    // column and the turn event say so), until a turn succeeds.
+    mock.script([{ status: 401, message: 'invalid api key' }]);
+    await box.fill('this one fails');
+    await box.press('Enter');
+    await block('error', 'invalid api key').waitFor({ timeout: 15_000 });
+    await page.locator('[data-agent="coder"][data-state="idle"][data-last="error"]').waitFor();
+    expect(await dot('coder').getAttribute('class')).toContain('state-error');
+    expect(await dot('coder').getAttribute('title')).toBe('idle, last turn failed');
+    expect((await outside.readText('session/proj/agent/idx')).trim().split('\t')[6]).toBe('error');
+    expect(await overflows(page)).toEqual([]);
+    await screenshot(page, 'gui-turn-error');
 
     // A sub-agent, started by another client: it appears under its parent while it works, then goes.
     const aid = (await outside.readText('session/proj/agent/coder/id')).trim();
@@ -153,7 +170,20 @@ describe('the app with real agents (web mode)', () => {
     expect(await indent('helper')).toBeGreaterThan(await indent('coder'));
     await screenshot(page, 'gui-subagent');
     expect(await reply).toContain('sub agent reply');
-    await agentNode('helper').waitFor({ state: 'detached', timeout: 10_000 });
+    // Done, it stays in the tree, marked finished, and its history opens read-only (from session/S/ended/ID).
+    await page.locator('[data-agent="helper"][data-ended="finished"]').waitFor({ timeout: 10_000 });
+    expect(await indent('helper')).toBeGreaterThan(await indent('coder'));
+    await agentNode('helper').locator('.node').click();
+    await block('assistant', 'sub agent reply').waitFor();
+    await page.getByText('This agent finished; its history is read-only.').waitFor();
+    expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).count()).toBe(0);
+    // One row like any other (its tag inside it), nothing out of its block.
+    const rowHeight = (name: string) => agentNode(name).locator('.node').evaluate((e) => (e as unknown as { getBoundingClientRect: () => { height: number } }).getBoundingClientRect().height);
+    expect(await rowHeight('helper')).toBeLessThanOrEqual((await rowHeight('coder')) + 1);
+    expect(await overflows(page)).toEqual([]);
+    await screenshot(page, 'gui-subagent-finished');
+    await agentNode('coder').locator('.node').click();
+    await block('assistant', 'second done').waitFor();
 
     // Rename by double-click.
     await agentNode('coder').locator('.label').dblclick();
@@ -179,9 +209,24 @@ describe('the app with real agents (web mode)', () => {
     await start(port, token);
     await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor({ timeout: 15_000 });
     await agentNode('builder').waitFor();
+    // The finished sub-agent is still there after the restart.
+    await page.locator('[data-agent="helper"][data-ended="finished"]').waitFor();
+    // Its menu offers what a record allows: reading it, not running or renaming it.
+    await agentNode('helper').locator('.label').click({ button: 'right' });
+    expect(await page.getByRole('menuitem').allTextContents()).toEqual(['Open', 'Copy 9P path']);
+    await page.keyboard.press('Escape');
+    await page.getByRole('menu').waitFor({ state: 'detached' });
     await agentNode('builder').locator('.node').click();
     await block('assistant', 'Hello, I am coder and ready.').waitFor();
     await block('assistant', 'second done').waitFor();
+    // The failed last turn is read back from the log: still red after the restart.
+    expect(await dot('builder').getAttribute('class')).toContain('state-error');
+    mock.script([{ text: 'all well again' }]);
+    await page.getByRole('textbox', { name: 'Prompt', exact: true }).fill('try again');
+    await page.getByRole('textbox', { name: 'Prompt', exact: true }).press('Enter');
+    await block('assistant', 'all well again').waitFor({ timeout: 15_000 });
+    await page.locator('[data-agent="builder"][data-state="idle"][data-last="ok"]').waitFor();
+    expect(await dot('builder').getAttribute('class')).toContain('state-idle');
 
     // Kill from the context menu: it asks first, and Enter alone (Cancel has the focus) kills nothing.
     await agentNode('builder').locator('.label').click({ button: 'right' });
@@ -196,5 +241,21 @@ describe('the app with real agents (web mode)', () => {
     await confirm.getByRole('button', { name: 'Kill' }).click();
     await agentNode('builder').waitFor({ state: 'detached' });
     await until(async () => !(await outside.readText('session/proj/agent/idx')).includes('builder'), 'the agent to be gone');
+
+    // The killed agent's history and the finished sub-agent's are still found by Search, and open read-only.
+    await page.getByRole('tab', { name: 'Search', exact: true }).click();
+    const words = page.getByRole('searchbox', { name: 'Search words' });
+    await words.fill('well again');
+    await words.press('Enter');
+    const killed = page.locator('.hit-agent[data-agent="builder"][data-ended="killed"]');
+    await killed.waitFor();
+    await killed.locator('.hit').first().click();
+    await block('assistant', 'all well again').waitFor();
+    await page.getByText('This agent was killed; its history is read-only.').waitFor();
+    await page.getByRole('tab', { name: 'Search', exact: true }).click();
+    await words.fill('sub agent reply');
+    await words.press('Enter');
+    await page.locator('.hit-agent[data-agent="helper"][data-ended="finished"]').locator('.hit').first().click();
+    await block('assistant', 'sub agent reply').waitFor();
   }, 120_000);
 });

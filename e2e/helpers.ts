@@ -84,3 +84,37 @@ export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 5000
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
+
+/** DOM shapes for page.evaluate (the test tsconfig has no DOM library). */
+interface OvRect { right: number; width: number }
+interface OvEl { parentElement: OvEl | null; className: unknown; tagName: string; textContent: string | null; getBoundingClientRect: () => OvRect; closest: (s: string) => OvEl | null }
+declare const document: { querySelectorAll: (s: string) => ArrayLike<OvEl> };
+declare const getComputedStyle: (e: unknown) => { overflowX: string; position: string; display: string };
+
+/**
+ * Every element of the main area and the tree that reaches past its parent's right edge — what would run off the
+ * screen or out of its block — outside the panes meant to scroll sideways (code, output, tables) and inside
+ * parents that clip on purpose (an ellipsized label). Empty when the layout holds.
+ */
+export function overflows(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const bad: string[] = [];
+    const all = document.querySelectorAll('.main *, .side *');
+    for (let i = 0; i < all.length; i++) {
+      const e = all[i]!;
+      const p = e.parentElement;
+      if (!p) continue;
+      const st = getComputedStyle(e);
+      if (st.position === 'fixed' || st.display === 'none' || st.display === 'contents') continue;
+      if (p.closest('pre, .table-wrap')) continue;
+      const px = getComputedStyle(p).overflowX;
+      if (px === 'hidden' || px === 'clip') continue;
+      const r = e.getBoundingClientRect();
+      const pr = p.getBoundingClientRect();
+      if (r.width > 0 && r.right > pr.right + 1) {
+        bad.push(`${e.tagName.toLowerCase()}.${String(e.className)} ${Math.round(r.right - pr.right)}px past ${p.tagName.toLowerCase()}.${String(p.className)}: ${(e.textContent ?? '').slice(0, 40)}`);
+      }
+    }
+    return bad;
+  });
+}

@@ -33,6 +33,7 @@ describe('Electron main process (on a stand-in electron module)', () => {
   it('hosts olliesrv, bridges 9P to the renderer, and reports turns and approvals in notifications and the tray', async () => {
     mock.script(
       [{ text: 'Hello from the main process test.' }],
+      [{ status: 401, message: 'invalid api key' }],
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo tray-approved', bypass: true } }] }],
       [{ text: 'done' }],
     );
@@ -56,8 +57,12 @@ describe('Electron main process (on a stand-in electron module)', () => {
     expect(JSON.stringify(out.appMenu)).toContain('&Stop Turn=CmdOrCtrl+.');
     // Only our own page gets a 9P port.
     expect(out.portsForForeignPage).toBe(0);
+    // Chat links go to the system browser, http(s) only; the app never opens a window for them.
+    expect(out.windowOpen).toEqual(['deny', 'deny', 'deny']);
+    expect(out.opened).toEqual(['https://example.com/docs']);
 
     expect(out.turnEnded).toMatchObject({ title: 'pilot finished', body: 'The turn in session boot ended.' });
+    expect((out.turnFailed as { body: string }).body).toMatch(/^The turn in session boot ended in an error: .*(401|invalid api key)/);
     expect(out.openCommand).toEqual(['ollie:command', `open-agent ${out.ids.sid} ${out.ids.aid}`]);
     expect(out.approvalNotification).toMatchObject({ title: 'Approval needed — pilot' });
     expect(String((out.approvalNotification as { body: string }).body)).toContain('echo tray-approved');

@@ -5,10 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Api, type ConsoleEntry } from '../src/renderer/src/lib/api.js';
+import { appendEntry } from '../src/renderer/src/lib/consolelog.js';
 import { ChatLog, isLong, looksLikeDiff, prettyArgs } from '../src/renderer/src/lib/chatlog.js';
 import { AnsiText, applySgr, color256, segmentCss } from '../src/renderer/src/lib/ansi.js';
 import {
-  errorLine, groupHits, parseAgentIdx, parseBypassRules, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
+  errorLine, groupHits, parseAgentIdx, parseEndedIdx, parseBypassRules, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
   procCommand, snippetParts, treeOrder, unescapeField, visibleCommand, KEY_MASK, maskKeys, parseCheckedModels, parseProviders, setupRequest, unmaskKeys,
 } from '../src/renderer/src/lib/parse.js';
 import type { Client } from '../src/ninep/index.js';
@@ -82,8 +83,13 @@ describe('ChatLog', () => {
 describe('parsers', () => {
   it('reads session/idx, agent/idx (tree order) and pending bypass requests in both forms', () => {
     expect(parseSessionIdx('s1\twork\t1\t0\t-\t/home/me\n')).toEqual([{ id: 's1', name: 'work', paused: true, cwd: '/home/me' }]);
-    const agents = parseAgentIdx('s\tc\tchild\tp\t1\tthinking\ns\tp\tparent\t-\t0\tidle\ns\tg\tgrand\tc\t2\tcalling\ns\to\tother\t-\t0\tidle\n');
-    expect(agents[1]).toEqual({ session: 's', id: 'p', name: 'parent', parent: '', depth: 0, state: 'idle' });
+    // The last column (how the last turn ended) is new: a daemon without it reads as '-'.
+    const agents = parseAgentIdx('s\tc\tchild\tp\t1\tthinking\tok\ns\tp\tparent\t-\t0\tidle\terror\ns\tg\tgrand\tc\t2\tcalling\ns\to\tother\t-\t0\tidle\n');
+    expect(agents[1]).toEqual({ session: 's', id: 'p', name: 'parent', parent: '', depth: 0, state: 'idle', last: 'error' });
+    expect(agents[2]!.last).toBe('-');
+    expect(parseEndedIdx('s\tk\tsub-1\tp\t1\t1700000000000\tfinished\tok\n')).toEqual([
+      { session: 's', id: 'k', name: 'sub-1', parent: 'p', depth: 1, state: 'ended', last: 'ok', ended: 'finished' },
+    ]);
     expect(treeOrder(agents).map((a) => a.name)).toEqual(['parent', 'child', 'grand', 'other']);
     expect(parsePending('b1\ta1\tshell\t/w\trm -rf x\n', 's')).toEqual([{ id: 'b1', session: 's', agent: 'a1', tool: 'shell', cwd: '/w', cmd: 'rm -rf x', reason: undefined }]);
     expect(parsePending('{"id":"b2","agent":"a","tool":"t","cmd":"c","cwd":"/","reason":"net"}\n', 's')[0]).toMatchObject({ id: 'b2', reason: 'net' });
@@ -143,6 +149,27 @@ describe('9P console', () => {
       'ollie-9p rm session/s/agent/a',
     ]);
     expect(entries[3]!.error).toBe('bad request');
+  });
+
+  it('shows a repeated read once, moved to the end with its count, and never merges writes', () => {
+    const e = (seq: number, command: string, error?: string): ConsoleEntry => ({ seq, time: seq, command, error });
+    let list: ConsoleEntry[] = [];
+    for (const [i, c] of ['ollie-9p read a/stats', 'ollie-9p read a/queue', 'echo x | ollie-9p write a/prompt', 'ollie-9p read a/stats', 'echo x | ollie-9p write a/prompt', 'ollie-9p read a/stats'].entries()) {
+      list = appendEntry(list, e(i + 1, c));
+    }
+    expect(list.map((x) => [x.command, x.count ?? 1])).toEqual([
+      ['ollie-9p read a/queue', 1],
+      ['echo x | ollie-9p write a/prompt', 1],
+      ['echo x | ollie-9p write a/prompt', 1],
+      ['ollie-9p read a/stats', 3],
+    ]);
+    // A failed read is its own line; the log keeps the newest lines up to its bound.
+    list = appendEntry(list, e(9, 'ollie-9p read a/stats', 'gone'));
+    expect(list.at(-1)).toMatchObject({ command: 'ollie-9p read a/stats', error: 'gone' });
+    expect(list.at(-1)!.count).toBeUndefined();
+    let many: ConsoleEntry[] = [];
+    for (let i = 0; i < 30; i++) many = appendEntry(many, e(i, `echo ${i} | ollie-9p write p`), 10);
+    expect(many.map((x) => x.seq)).toEqual([20, 21, 22, 23, 24, 25, 26, 27, 28, 29]);
   });
 });
 
@@ -208,12 +235,18 @@ describe('proc, search and config parsers', () => {
   });
 
   it('reads search hits, groups them by session and agent in rank order, and finds the [matched] words', () => {
-    const hits = parseSearch('s1\ta\tb1\tuser\tthe [flux] thing\ns2\tc\tb2\tassistant\t[flux]\ns1\ta\tb3\ttool\tmore [flux]\ns1\td\tb4\tuser\tx\n');
-    expect(hits[0]).toEqual({ session: 's1', agent: 'a', block: 'b1', role: 'user', snippet: 'the [flux] thing' });
-    expect(groupHits(hits).map((g) => [g.session, g.agents.map((a) => [a.agent, a.hits.map((h) => h.block)])])).toEqual([
-      ['s1', [['a', ['b1', 'b3']], ['d', ['b4']]]],
-      ['s2', [['c', ['b2']]]],
+    // Agent id and ended: a killed agent and a live one of the same name are two groups.
+    const hits = parseSearch(
+      's1\ta\tb1\tuser\tthe [flux] thing\tA1\t-\ns2\tc\tb2\tassistant\t[flux]\tC1\t-\ns1\ta\tb3\ttool\tmore [flux]\tA1\t-\ns1\td\tb4\tuser\tx\tD1\t-\ns1\ta\tb5\tuser\told [flux]\tA0\tkilled\n',
+    );
+    expect(hits[0]).toEqual({ session: 's1', agent: 'a', block: 'b1', role: 'user', snippet: 'the [flux] thing', agentId: 'A1', ended: '' });
+    expect(hits[4]).toMatchObject({ agentId: 'A0', ended: 'killed' });
+    expect(groupHits(hits).map((g) => [g.session, g.agents.map((a) => [a.agent, a.ended, a.hits.map((h) => h.block)])])).toEqual([
+      ['s1', [['a', '', ['b1', 'b3']], ['d', '', ['b4']], ['a', 'killed', ['b5']]]],
+      ['s2', [['c', '', ['b2']]]],
     ]);
+    // From a daemon without the new columns: grouped by name, as before.
+    expect(parseSearch('s1\ta\tb1\tuser\tthe [flux] thing\n')[0]).toMatchObject({ snippet: 'the [flux] thing', agentId: '', ended: '' });
     expect(snippetParts('…the [flux] and [capacitor]!')).toEqual([
       { text: '…the ', hit: false }, { text: 'flux', hit: true }, { text: ' and ', hit: false }, { text: 'capacitor', hit: true }, { text: '!', hit: false },
     ]);

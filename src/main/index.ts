@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import {
-  app, BrowserWindow, clipboard, dialog, ipcMain, Menu, MessageChannelMain, nativeImage, Notification, session, Tray,
+  app, BrowserWindow, clipboard, dialog, ipcMain, Menu, MessageChannelMain, nativeImage, Notification, session, shell, Tray,
 } from 'electron';
 import { Client, formatAddress, messagePortChannel, type MessagePortLike } from '../ninep/index.js';
 import type { Daemon, startDaemon as StartDaemon } from '../olliesrv/daemon.js';
@@ -38,6 +38,15 @@ async function loadDaemon(): Promise<{ startDaemon: typeof StartDaemon; configDi
   return { startDaemon: d.startDaemon, configDir: p.configDir, dataDir: p.dataDir, defaultSocketPath: p.defaultSocketPath };
 }
 
+/** Whether a URL may be given to the system browser: http, https and mailto only. */
+export function externalUrl(url: string): boolean {
+  try {
+    return ['http:', 'https:', 'mailto:'].includes(new URL(url).protocol);
+  } catch {
+    return false;
+  }
+}
+
 function isOurPage(url: string): boolean {
   if (devUrl) return url.startsWith(devUrl);
   return url.startsWith(pathToFileURL(rendererFile).href);
@@ -52,7 +61,12 @@ function lockDown(): void {
     cb({ cancel: !(devUrl && (d.url.startsWith(devUrl) || d.url.startsWith(devUrl.replace(/^http/, 'ws')))) });
   });
   app.on('web-contents-created', (_e, contents) => {
-    contents.setWindowOpenHandler(() => ({ action: 'deny' }));
+    // A link in the chat (target=_blank) is handed to the system browser, never opened in the app; only http(s)
+    // and mailto, whatever the renderer let through (a model wrote it).
+    contents.setWindowOpenHandler(({ url }) => {
+      if (externalUrl(url)) void shell.openExternal(url);
+      return { action: 'deny' };
+    });
     contents.on('will-navigate', (e, url) => {
       if (!isOurPage(url)) e.preventDefault();
     });
@@ -176,7 +190,8 @@ async function startWatcher(d: Daemon): Promise<void> {
     },
     turnEnded: (e) => {
       if (win?.isFocused()) return;
-      notify(`${e.agent} finished`, `The turn in session ${e.session} ended.`, () => openAgent(e.sessionId, e.agentId));
+      if (e.error) notify(`${e.agent} failed`, `The turn in session ${e.session} ended in an error: ${e.error}`, () => openAgent(e.sessionId, e.agentId));
+      else notify(`${e.agent} finished`, `The turn in session ${e.session} ended.`, () => openAgent(e.sessionId, e.agentId));
     },
   });
   await watcher.start();

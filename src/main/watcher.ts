@@ -22,8 +22,8 @@ export interface WatcherEvents {
   pending(list: PendingRequest[]): void;
   /** A new request arrived (a notification). */
   request(req: PendingRequest): void;
-  /** An agent went from working to idle: its turn ended. */
-  turnEnded(e: { sessionId: string; session: string; agentId: string; agent: string }): void;
+  /** An agent went from working to idle: its turn ended (`error`: why, when it ended in one). */
+  turnEnded(e: { sessionId: string; session: string; agentId: string; agent: string; error?: string }): void;
 }
 
 /**
@@ -60,11 +60,11 @@ export function wrapLines(text: string, width: number): string[] {
 }
 
 /** Events the watcher subscribes to: one filter per kind, space-separated (the bus's filter syntax). */
-export const WATCH_FILTER = 'session.*.agent.*.state session.*.agent.*.bypass.> session.*.rename session.*.kill ollie.overflow';
+export const WATCH_FILTER = 'session.*.agent.*.state session.*.agent.*.turn session.*.agent.*.bypass.> session.*.rename session.*.kill ollie.overflow';
 
 export class Watcher {
   private readonly sessions = new Map<string, string>();
-  private readonly agents = new Map<string, { name: string; state: string }>();
+  private readonly agents = new Map<string, { name: string; state: string; error?: string }>();
   private readonly pendingById = new Map<string, PendingRequest>();
   private readonly abort = new AbortController();
   private done?: Promise<void>;
@@ -175,11 +175,17 @@ export class Watcher {
     }
     if (!this.agents.has(aid)) await this.reloadAgents(session);
     const agent = this.agents.get(aid) ?? { name: aid, state: '' };
-    if (kind === 'state') {
+    if (kind === 'turn') {
+      // Comes just before `state idle`: how the turn that is ending went.
+      const p = payload.trim();
+      this.agents.set(aid, { ...agent, error: p.startsWith('error') ? p.slice(5).trim() || 'error' : undefined });
+    } else if (kind === 'state') {
       const state = payload.trim();
       const was = agent.state;
-      this.agents.set(aid, { ...agent, state });
-      if (state === 'idle' && was !== '' && was !== 'idle' && was !== 'paused') this.on.turnEnded({ sessionId: sid, session, agentId: aid, agent: agent.name });
+      this.agents.set(aid, { ...agent, state, error: undefined });
+      if (state === 'idle' && was !== '' && was !== 'idle' && was !== 'paused') {
+        this.on.turnEnded({ sessionId: sid, session, agentId: aid, agent: agent.name, ...(agent.error ? { error: agent.error } : {}) });
+      }
     } else if (kind === 'bypass.request') {
       const [id = '', cmd = '', cwd = ''] = payload.split('\t');
       if (!id) return;

@@ -5,7 +5,10 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
+import { dial } from '../../src/ninep/node.js';
+import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
 import { shippedDataDir } from '../../src/platform/paths.js';
 import { harness, parseBlocks, type Harness } from './agent-harness.js';
@@ -171,6 +174,33 @@ describe('retries and errors', () => {
     expect(blocks[1]!.content).toMatch(/401|invalid api key/);
   });
 
+  it('says how the last turn ended: agent/idx\'s last column and a turn event before the state goes idle', async () => {
+    h = await harness({ turns: [[{ status: 401, message: 'invalid api key' }], [{ text: 'fine now' }]] });
+    const a = await h.agent();
+    const idx = async () => (await h!.c.readText(`session/${a.session}/agent/idx`)).trim().split('\t');
+    expect((await idx())[6]).toBe('-');
+    const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` });
+    let seen = '';
+    const reading = (async () => {
+      for await (const chunk of events) {
+        seen += new TextDecoder().decode(chunk);
+        if (seen.includes('.turn ok')) break;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 50));
+    await h.turn(a.path, 'x');
+    expect(await idx()).toEqual([a.sid, a.aid, a.name, '-', '0', 'idle', 'error']);
+    await h.turn(a.path, 'y');
+    expect((await idx())[6]).toBe('ok');
+    await reading;
+    // The outcome comes before the idle state, so that a client never shows a failed turn as a good one.
+    const lines = seen.split('\n').map((l) => l.replace(/^\S+\.agent\.[^.]+\./, ''));
+    const failed = lines.findIndex((l) => l.startsWith('turn error '));
+    expect(lines[failed]).toMatch(/turn error .*(401|invalid api key)/);
+    expect(lines.slice(failed + 1)).toContain('state idle');
+    expect(lines.indexOf('turn ok')).toBeGreaterThan(failed);
+  });
+
   it('compacts and retries once when the context overflows', async () => {
     h = await harness({
       turns: [...['one', 'two', 'three', 'four', 'five'].map((n) => [{ text: `answer ${n}` }]), [{ contextOverflow: true }], [{ text: '## Goal\nsummary' }], [{ text: 'after compaction' }]],
@@ -286,6 +316,47 @@ describe('sub-agents', () => {
     const replies = (await both).map((r) => r.trim()).sort();
     expect(replies).toEqual(['reply one', 'reply two']);
     expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+
+    // They leave a read-only record: listed as finished under session/S/ended, their logs readable and searchable.
+    const ended = (await h.c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n').map((l) => l.split('\t'));
+    expect(ended.map((l) => l[1]).sort()).toEqual(subs.map((l) => l[1]).sort());
+    expect(ended.every((l) => l[3] === parent.aid && l[4] === '1' && l[6] === 'finished' && l[7] === 'ok')).toBe(true);
+    const one = ended.find((l) => l[2] === subs.find((x) => x[1] === l[1])![2])!;
+    const log = parseBlocks(await h.c.readText(`session/${parent.session}/ended/${one[1]}/log.raw`));
+    expect(log.map((b) => b.role)).toEqual(['user', 'assistant']);
+    expect((await h.c.readText(`session/${parent.session}/ended/${one[1]}/name`)).trim()).toBe(one[2]);
+    const hit = (await h.c.rdwrText('search', 'reply one')).trim().split('\n').map((l) => l.split('\t')).find((l) => l[3] === 'assistant')!;
+    expect(hit[6]).toBe('finished');
+    const block = JSON.parse(await h.c.rdwrText(`session/${parent.session}/ended/${hit[5]}/block`, hit[2]!)) as { content: string };
+    expect(block.content).toBe('reply one');
+    // The name is free again, and rm forgets the record (its log and search entries go with it).
+    await h.c.remove(`session/${parent.session}/ended/${hit[5]}`);
+    expect(await h.c.rdwrText('search', 'reply one')).toBe('');
+    expect((await h.c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('leave records that outlive a restart; one whose caller died with the daemon is kept as interrupted', async () => {
+    h = await harness({ tools: false, turns: [[{ text: 'finished work' }]] });
+    const parent = await h.agent();
+    expect((await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=go`)).trim()).toBe('finished work');
+    // A sub-agent still running when the daemon stops (as after a kill -9: nothing ends it).
+    const cut = h.daemon.agents.create(parent.session, { agent: 'test', parent: parent.name, transient: true });
+    await h.daemon.close();
+    const again = await startDaemon({ socket: h.socket, dataDir: h.dataDir, configDir: h.configDir, toolsrv: false, skills: false, log: () => undefined });
+    const c = await dial(`unix!${h.socket}`, { uname: userInfo().username });
+    try {
+      const ended = (await c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n').map((l) => l.split('\t'));
+      expect(ended.map((l) => [l[3], l[6], l[7]])).toEqual([
+        [parent.aid, 'finished', 'ok'],
+        [parent.aid, 'interrupted', '-'],
+      ]);
+      expect(ended[1]![1]).toBe(cut.id);
+      expect((await c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
+      expect(await c.rdwrText('search', 'finished work')).toMatch(/\tfinished\n$/);
+    } finally {
+      c.close();
+      await again.close();
+    }
   });
 
   it('roll their tokens and cost up into the caller\'s stats, one line per sub-agent, after they are removed', async () => {
@@ -501,6 +572,11 @@ describe('lifecycle', () => {
     expect(text).toContain(`session.${a.sid}.agent.${a.aid}.rename ${a.name} renamed`);
     expect(text).toContain(`session.${a.sid}.agent.${a.aid}.kill`);
     expect(await h.c.readText(`session/${a.session}/agent/idx`)).toBe('');
+    // A killed agent's history stays searchable, marked killed, and readable under ended/.
+    expect((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t').slice(1, 3).concat((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t')[6]!)).toEqual([a.aid, 'renamed', 'killed']);
+    expect((await h.c.readText(`session/${a.session}/ended/${a.aid}/log.raw`)).length).toBeGreaterThan(0);
+    // Its name is free for a new agent.
+    expect((await h.c.rdwrText(`session/${a.session}/agent/new`, 'name=renamed agent=test')).trim()).toBe('renamed');
   });
 });
 
@@ -573,7 +649,7 @@ describe('background processes', () => {
 });
 
 describe('search', () => {
-  it('finds past messages of every session by their words, and forgets an agent that is removed', async () => {
+  it('finds past messages of every session by their words, a killed agent\'s too, and forgets an agent whose record is removed', async () => {
     h = await harness({ tools: false, turns: [[{ text: 'The flux capacitor needs 1.21 gigawatts.' }], [{ text: 'Nothing about that here.' }]] });
     const a = await h.agent();
     const b = await h.agent();
@@ -589,7 +665,11 @@ describe('search', () => {
     // Words that are FTS5 syntax are only words here.
     expect(await h.c.rdwrText('search', 'capacitor AND OR NOT "(')).toBe('');
     expect((await h.c.rdwrText('search', 'capacitor')).split('\n').filter(Boolean)).toHaveLength(2);
+    // A killed agent is still found, marked killed; forgetting its record (rm ended/ID) removes it from the index.
     await h.c.remove(a.path);
+    const after = (await h.c.rdwrText('search', 'capacitor')).trim().split('\n').map((l) => l.split('\t'));
+    expect(after.map((l) => [l[1], l[5], l[6]])).toEqual([[a.name, a.aid, 'killed'], [a.name, a.aid, 'killed']]);
+    await h.c.remove(`session/${a.session}/ended/${a.aid}`);
     expect(await h.c.rdwrText('search', 'capacitor')).toBe('');
   });
 });

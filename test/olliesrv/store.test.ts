@@ -95,7 +95,10 @@ describe('chat-log search index', () => {
     // Schema version 4 (made by winding the current one back): triggers indexed every block as it was inserted
     // and dropped an agent's rows by a scan of the index.
     const db = openDatabase(path);
-    db.exec(`DROP TABLE approval_rule;
+    db.exec(`ALTER TABLE agent DROP COLUMN ended;
+      ALTER TABLE agent DROP COLUMN ended_how;
+      ALTER TABLE agent DROP COLUMN shown_name;
+      DROP TABLE approval_rule;
       DROP TRIGGER block_fts_drop;
       DROP INDEX agent_fts_key;
       ALTER TABLE agent DROP COLUMN fts_key;

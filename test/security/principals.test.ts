@@ -213,6 +213,13 @@ describe('an agent attacking the control plane through its own tools', () => {
       await expect(view.remove(`session/${a.session}/agent/attacker`)).rejects.toThrow(/may not remove/);
       await view.remove(`session/${a.session}/agent/kid`);
       expect(h.daemon.agents.has(a.session, 'kid')).toBe(false);
+      // The records of ended agents (its own killed kid's included) are the owner's and the workflow's, never an
+      // agent's: it can neither list nor read nor forget them, nor find them by search.
+      const kidId = (await h.c.readText(`session/${a.session}/ended/idx`)).split('\t')[1]!;
+      await expect(view.readText(`session/${a.session}/ended/idx`)).rejects.toThrow(/may not reach/);
+      await expect(view.readText(`session/${a.session}/ended/${kidId}/log.raw`)).rejects.toThrow(/may not reach/);
+      await expect(view.remove(`session/${a.session}/ended/${kidId}`)).rejects.toThrow(/may not reach/);
+      expect(await view.rdwrText('search', 'kid')).not.toContain(kidId);
       // Peering is the owner's (or the workflow's) to give.
       await expect(view.rdwrText(`session/${a.session}/agent/attacker/ctl`, `peeradd ${sibling}`)).rejects.toThrow(/may not run "peeradd …"/);
       await h.c.rdwrText(`session/${a.session}/agent/attacker/ctl`, `peeradd ${sibling}`);

@@ -25,6 +25,22 @@ import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
 import { describeLoaded, searchTools, spec, TOOL_SEARCH, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
+/** How the agent's last turn ended: `-` before its first. Kept apart from the state, which stays `idle` after any turn. */
+export type TurnOutcome = '-' | 'ok' | 'error' | 'stopped';
+
+/**
+ * The outcome of the last turn in a stored log (newest block first back to the prompt that started it), so that a
+ * turn that failed before a restart still says so after it.
+ */
+export function lastOutcome(stored: string[]): TurnOutcome {
+  for (let i = stored.length - 1; i >= 0; i--) {
+    const b = JSON.parse(stored[i]!) as { role?: string; name?: string };
+    if (b.role === 'error') return 'error';
+    if (b.role === 'info' && b.name === 'stopped') return 'stopped';
+    if (b.role === 'user') return 'ok';
+  }
+  return stored.length ? 'ok' : '-';
+}
 
 export interface AgentCfg {
   profile: string;
@@ -187,6 +203,8 @@ export class Agent {
   /** Removed when its one turn ends (a sub-agent). */
   transient = false;
   budget: Budget = {};
+  /** How the last turn ended (agent/idx's `last` column, the `turn` event). */
+  lastTurn: TurnOutcome;
   /** Background processes started by this agent, by pid (mirrored as proc/{pid}). */
   readonly procs = new Map<number, BackgroundProc>();
 
@@ -227,11 +245,14 @@ export class Agent {
     // Only the log's tail is loaded: older blocks are read from the store when a reader asks for them.
     const count = deps.store.nextBlockSeq(row.id);
     const store = deps.store;
+    const tail = store.blockRange(row.id, Math.max(0, count - WINDOW), count);
+    // How the last turn ended is in its last blocks, which the tail holds.
+    this.lastTurn = lastOutcome(tail);
     this.log = new ChatLog(
       row.id,
       {
         count,
-        tail: store.blockRange(row.id, Math.max(0, count - WINDOW), count),
+        tail,
         range: (from, to) => store.blockRange(row.id, from, to),
         seqOf: (id) => store.blockSeq(row.id, id),
       },
@@ -397,6 +418,9 @@ export class Agent {
         this.deps.store.setRunning(this.id, false);
         this.deps.store.setStats(this.id, JSON.stringify(this.stats));
       });
+      // Before the state: a client that sees `idle` already knows whether the turn failed.
+      this.lastTurn = result.error ? 'error' : result.stopped ? 'stopped' : 'ok';
+      this.deps.bus.publish(this.topic('turn'), result.error ? `error ${result.error.replace(/\s+/g, ' ')}` : this.lastTurn);
       this.setState('idle');
     }
     const waiters = this.turnWaiters;

@@ -345,7 +345,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         blockOnce: async () => `${JSON.stringify(await o.config.sandboxStatus())}\n`,
       }),
       Leaf('search', {
-        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets]. Workflows find only their own session\'s, agents only what they may read (their own, their sub-agents\' and peers\' logs).',
+        doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets], agent id, ended (- for a live agent, else how it ended: its log is then under session/S/ended/ID). Workflows find only their own session\'s, agents only what they may read (their own, their sub-agents\' and peers\' logs).',
         access: ANYONE,
         rdwr: (ctx, req) => {
           const p = principalOf(ctx);
@@ -364,7 +364,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
       }),
       Leaf('event', {
-        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only. Topics: session.S.{new,rename,kill,pause,resume,goal}; session.S.agent.A.{new,rename,kill,state,peer.add,peer.del,peer.message,bypass.request,bypass.resolved}.',
+        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only. Topics: session.S.{new,rename,kill,pause,resume,goal}; session.S.agent.A.{new,rename,kill,state,turn,peer.add,peer.del,peer.message,bypass.request,bypass.resolved}.',
         access: (ctx, op) => (principalOf(ctx)?.kind === 'session' ? undefined : OWNER_ONLY(ctx, op)),
         rdwrStream: (ctx, filter, signal) => {
           const p = principalOf(ctx);
@@ -440,6 +440,38 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             read: (ctx) => bypassLines(o, s(ctx).id),
             write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
           }),
+          // Agents that ended are a record for the person (tree, search): not an agent's business, so the owner's and
+          // the session's (its workflow) only; an agent reaches nothing here.
+          Dir('ended', { doc: 'Agents that ended (finished sub-agents, killed agents), read-only, by agent id. rm forgets one (its log and search entries go).', access: inSession(scope, { session: reads }) },
+            Leaf('idx', {
+              doc: 'One line per ended agent: session id, agent id, name, parent id (- for none), depth, ended (ms since the epoch), how (finished, killed, interrupted), last (how its last turn ended) (tab-separated).',
+              access: inSession(scope, { session: reads }),
+              read: (ctx) => agents.endedIdx(ctx.params.session!),
+            }),
+            Each('ended', {
+              doc: 'One ended agent, by id.',
+              access: inSession(scope, { session: reads }),
+              list: (ctx) => agents.endedList(ctx.params.session!).map((e) => e.id),
+              has: (ctx, id) => sessions.has(ctx.params.session!) && agents.endedList(ctx.params.session!).some((e) => e.id === id),
+              remove: (ctx) => agents.forget(ctx.params.session!, ctx.params.ended!),
+            },
+              Leaf('name', { doc: 'The name it had.', access: inSession(scope, { session: reads }), read: (ctx) => `${agents.ended(ctx.params.session!, ctx.params.ended!).name}\n` }),
+              Leaf('log.raw', {
+                doc: 'Its chat log as JSONL blocks, whole (it no longer grows).',
+                access: inSession(scope, { session: reads }),
+                read: (ctx) => agents.endedLog(agents.ended(ctx.params.session!, ctx.params.ended!)),
+              }),
+              Leaf('block', {
+                doc: 'Write a block id, read that block\'s JSON.',
+                access: inSession(scope, { session: both }),
+                rdwr: (ctx, req) => {
+                  const b = agents.endedBlock(agents.ended(ctx.params.session!, ctx.params.ended!), req.trim());
+                  if (!b) throw new NinepError(`no block ${JSON.stringify(req.trim())}`);
+                  return b;
+                },
+              }),
+            ),
+          ),
           Dir('agent', { doc: 'The agents of this session, by name. rm kills one, mv renames one.', access: inSession(scope, { session: reads, agent: reads }) },
             Leaf('new', {
               doc: 'Write key=value (name, cwd, backend, model, agent=PROFILE, generation parameters), read the new agent\'s name. With prompt= (last, may be unquoted): a sub-agent runs the prompt (parent=CALLER gives it a snapshot of the caller\'s history; steps=, tokens= are its budget), the read returns its reply, and it is removed.',
@@ -456,7 +488,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               },
             }),
             Leaf('idx', {
-              doc: 'One line per agent: session id, agent id, name, parent id (- for none), depth, state (tab-separated). An agent sees itself, its sub-agents and its peers.',
+              doc: 'One line per agent: session id, agent id, name, parent id (- for none), depth, state, last (how the last turn ended: ok, error, stopped, or - before the first) (tab-separated). An agent sees itself, its sub-agents and its peers.',
               access: inSession(scope, { session: reads, agent: reads }),
               read: (ctx) => {
                 const p = principalOf(ctx);

@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Agent, AgentError, type AgentCfg, type AgentState } from '../agent/agent.js';
+import { Agent, AgentError, lastOutcome, type AgentCfg, type AgentState } from '../agent/agent.js';
 import type { AgentDeps, SessionView } from '../agent/deps.js';
 import { closeDanglingCalls } from '../agent/history.js';
 import type { GenerationParams } from '../backend/types.js';
@@ -38,11 +38,26 @@ export interface SubAgentCall extends NewAgent {
   tokens?: number;
 }
 
+/** An agent that ended, kept read-only: its log stays readable (`session/S/ended/ID/`) and searchable. */
+export interface EndedAgent {
+  id: string;
+  sessionId: string;
+  name: string;
+  parent: string;
+  depth: number;
+  /** When it ended (ms) and how: finished (a sub-agent's turn is over), killed, or interrupted (the daemon stopped). */
+  ended: number;
+  how: string;
+  last: string;
+}
+
 const PARAM_KEYS = new Set(['temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort']);
 
 export class Agents {
   /** session id → agent name → agent */
   private readonly bySession = new Map<string, Map<string, Agent>>();
+  /** session id → agent id → the record of an agent that ended */
+  private readonly endedBySession = new Map<string, Map<string, EndedAgent>>();
   private readonly deps: AgentDeps;
 
   constructor(
@@ -75,8 +90,15 @@ export class Agents {
       const m = new Map<string, Agent>();
       this.bySession.set(s.id, m);
       for (const row of this.deps.store.bySession(s.id)) {
+        if (row.ended) {
+          this.keepEnded(row.id, s.id, row.shown_name || row.name, row.parent, row.depth, row.ended, row.ended_how ?? '', lastOutcome(this.deps.store.blocks(row.id)));
+          continue;
+        }
         if ((JSON.parse(row.cfg) as { transient?: boolean }).transient) {
-          this.deps.store.delete(row.id);
+          // Its caller died with the daemon: nobody waits for its reply, but what it did stays readable.
+          const at = Date.now();
+          this.deps.store.end(row.id, 'interrupted', at);
+          this.keepEnded(row.id, s.id, row.name, row.parent, row.depth, at, 'interrupted', lastOutcome(this.deps.store.blocks(row.id)));
           continue;
         }
         m.set(row.name, new Agent(row, this.view(s.id), this.deps));
@@ -91,6 +113,49 @@ export class Agents {
         }
       }
     }
+  }
+
+  private keepEnded(id: string, sessionId: string, name: string, parent: string, depth: number, ended: number, how: string, last: string): EndedAgent {
+    let m = this.endedBySession.get(sessionId);
+    if (!m) this.endedBySession.set(sessionId, (m = new Map()));
+    const e: EndedAgent = { id, sessionId, name, parent, depth, ended, how, last };
+    m.set(id, e);
+    return e;
+  }
+
+  /** The agents of a session that ended, oldest first. */
+  endedList(sessionName: string): EndedAgent[] {
+    return [...(this.endedBySession.get(this.sessions.get(sessionName).id)?.values() ?? [])];
+  }
+
+  ended(sessionName: string, id: string): EndedAgent {
+    const e = this.endedBySession.get(this.sessions.get(sessionName).id)?.get(id);
+    if (!e) throw new AgentError(`no ended agent ${JSON.stringify(id)} in session ${sessionName}`);
+    return e;
+  }
+
+  /** An ended agent's log as JSONL, every block (a record: it does not grow). */
+  endedLog(e: EndedAgent): string {
+    return this.deps.store.blocks(e.id).map((b) => `${b}\n`).join('');
+  }
+
+  endedBlock(e: EndedAgent, blockId: string): string | undefined {
+    const b = this.deps.store.block(e.id, blockId);
+    return b === undefined ? undefined : `${b}\n`;
+  }
+
+  /** Removes an ended agent's record for good: its log and its search entries go. */
+  forget(sessionName: string, id: string): void {
+    const e = this.ended(sessionName, id);
+    this.deps.store.delete(e.id);
+    this.endedBySession.get(e.sessionId)?.delete(e.id);
+  }
+
+  /** `ended/idx`: session-id, agent-id, name, parent-id, depth, ended (ms), how, last turn's outcome. */
+  endedIdx(sessionName: string): string {
+    return this.endedList(sessionName)
+      .map((e) => `${e.sessionId}\t${e.id}\t${e.name}\t${e.parent || '-'}\t${e.depth}\t${e.ended}\t${e.how}\t${e.last}\n`)
+      .join('');
   }
 
   private sessionAgents(a: Agent): Map<string, Agent> {
@@ -262,7 +327,7 @@ export class Agents {
         for (const msg of snapshot) a.history.append(msg);
       });
     }
-    const onAbort = () => void this.remove(sessionName, a);
+    const onAbort = () => void this.remove(sessionName, a, 'killed');
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       const done = a.nextTurn();
@@ -280,7 +345,7 @@ export class Agents {
         addSubagent(parent.stats, a.id, a.name, a.stats);
         this.deps.store.setStats(parent.id, JSON.stringify(parent.stats));
       }
-      await this.remove(sessionName, a);
+      await this.remove(sessionName, a, 'finished');
     }
   }
 
@@ -299,7 +364,8 @@ export class Agents {
     this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.rename`, `${old} ${newName}`);
   }
 
-  private async remove(sessionName: string, a: Agent): Promise<void> {
+  /** Ends an agent; its row, log and search entries stay as a read-only record (`how` it ended). */
+  private async remove(sessionName: string, a: Agent, how: 'finished' | 'killed'): Promise<void> {
     // (sessionName may be the session's id: map() resolves both.)
     if (a.isDead()) return;
     const m = this.sessions.has(sessionName) ? this.map(sessionName) : undefined;
@@ -312,19 +378,23 @@ export class Agents {
         x.saveCfg();
       }
     }
-    this.deps.store.delete(a.id);
+    const at = Date.now();
+    this.deps.store.end(a.id, how, at);
+    // Recorded before the event, so that a client re-reading ended/idx on it finds the agent there.
+    this.keepEnded(a.id, a.sessionId, a.name, a.parent, a.depth, at, how, a.lastTurn);
     this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.kill`);
     await done;
   }
 
   kill(sessionName: string, name: string): Promise<void> {
-    return this.remove(sessionName, this.get(sessionName, name));
+    return this.remove(sessionName, this.get(sessionName, name), 'killed');
   }
 
   /** Called before a session is deleted: its agents end (their rows go with the session's). */
   dropSession(sessionId: string): void {
     // Its spill files go with it: whole tool outputs, which may hold what the session printed (secrets included).
     if (/^[\w-]+$/.test(sessionId)) rmSync(join(this.deps.outputDir, sessionId), { recursive: true, force: true });
+    this.endedBySession.delete(sessionId);
     const m = this.bySession.get(sessionId);
     if (!m) return;
     this.bySession.delete(sessionId);
@@ -343,28 +413,35 @@ export class Agents {
   }
 
   /**
-   * Root `search`: matching blocks of every live agent (of session `sessionId` only, and those `shown` keeps, when given), as
-   * `session\tagent\tblock-id\trole\tsnippet` lines.
+   * Root `search`: matching blocks of every agent (of session `sessionId` only, and those `shown` keeps, when given), as
+   * `session\tagent\tblock-id\trole\tsnippet\tagent-id\tended` lines (ended: `-` for a live agent, else how it
+   * ended). Ended agents are searched unless `shown` filters: an agent principal finds only live relations.
    */
   search(text: string, sessionId?: string, shown?: (a: Agent) => boolean): string {
-    const byId = new Map(this.all().filter((a) => (sessionId === undefined || a.sessionId === sessionId) && (!shown || shown(a))).map((a) => [a.id, a]));
+    const inScope = (sid: string): boolean => sessionId === undefined || sid === sessionId;
+    const byId = new Map<string, { sessionId: string; name: string; ended: string }>(
+      this.all().filter((a) => inScope(a.sessionId) && (!shown || shown(a))).map((a) => [a.id, { sessionId: a.sessionId, name: a.name, ended: '-' }]),
+    );
+    if (!shown) {
+      for (const [sid, m] of this.endedBySession) if (inScope(sid)) for (const e of m.values()) byId.set(e.id, { sessionId: sid, name: e.name, ended: e.how || 'ended' });
+    }
     const names = new Map(this.sessions.all().map((s) => [s.id, s.name]));
     return this.deps.store
       .search(text)
       .flatMap((h) => {
         const a = byId.get(h.agent);
         const s = a && names.get(a.sessionId);
-        return a && s ? [`${s}\t${a.name}\t${h.id}\t${h.role}\t${h.snippet.replace(/\s+/g, ' ')}\n`] : [];
+        return a && s ? [`${s}\t${a.name}\t${h.id}\t${h.role}\t${h.snippet.replace(/\s+/g, ' ')}\t${h.agent}\t${a.ended}\n`] : [];
       })
       .join('');
   }
 
-  /** `agent/idx`: session-id, agent-id, name, parent-id, depth, state; of the agents `shown` keeps, if given. */
+  /** `agent/idx`: session-id, agent-id, name, parent-id, depth, state, last turn's outcome; of the agents `shown` keeps, if given. */
   idx(sessionName: string, shown?: (a: Agent) => boolean): string {
     const s = this.sessions.get(sessionName);
     return this.list(sessionName)
       .filter((a) => !shown || shown(a))
-      .map((a) => `${s.id}\t${a.id}\t${a.name}\t${a.parent || '-'}\t${a.depth}\t${a.state}\n`)
+      .map((a) => `${s.id}\t${a.id}\t${a.name}\t${a.parent || '-'}\t${a.depth}\t${a.state}\t${a.lastTurn}\n`)
       .join('');
   }
 

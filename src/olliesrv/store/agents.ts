@@ -24,6 +24,10 @@ export interface AgentRow {
   /** 1 while a turn runs: found set at start-up, the turn was interrupted. */
   running: number;
   created: number;
+  /** When the agent ended (ms; 0 or absent while it lives), how, and the name it had. */
+  ended?: number;
+  ended_how?: string;
+  shown_name?: string;
 }
 
 export interface SearchHit {
@@ -64,6 +68,8 @@ export class AgentStore {
       running: db.prepare('UPDATE agent SET running = ? WHERE id = ?'),
       epoch: db.prepare('UPDATE agent SET epoch = ? WHERE id = ?'),
       delete: db.prepare('DELETE FROM agent WHERE id = ?'),
+      end: db.prepare("UPDATE agent SET ended = @at, ended_how = @how, shown_name = name, name = id, running = 0 WHERE id = @id AND ended = 0"),
+      block: db.prepare<[string, string], { body: string }>('SELECT body FROM block WHERE agent = ? AND id = ?'),
       messages: db.prepare<[string, number], { body: string }>('SELECT body FROM message WHERE agent = ? AND epoch = ? ORDER BY seq'),
       maxMessage: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM message WHERE agent = ?'),
       addMessage: db.prepare('INSERT INTO message (agent, seq, epoch, body) VALUES (?, ?, ?, ?)'),
@@ -128,6 +134,16 @@ export class AgentStore {
 
   delete(id: string): void {
     this.q.delete.run(id);
+  }
+
+  /** Keeps an agent that ended as a read-only record (its name freed; see the migration). */
+  end(id: string, how: string, at = Date.now()): void {
+    this.q.end.run({ id, how, at });
+  }
+
+  /** One stored block's JSON, by its id. */
+  block(agent: string, id: string): string | undefined {
+    return this.q.block.get(agent, id)?.body;
   }
 
   messages(agent: string, epoch: number): string[] {

@@ -98,6 +98,12 @@ const MIGRATIONS: string[] = [
      created  INTEGER NOT NULL
    );
    CREATE UNIQUE INDEX approval_rule_key ON approval_rule (tool, kind, rule, IFNULL(session, ''))`,
+  // Agents that ended (a sub-agent whose turn is over, a killed agent) keep their row, log and index entries as a
+  // read-only record: ended is when (0 while alive), how finished|killed|interrupted. The row's name becomes its id
+  // so the name is free again (UNIQUE (session, name)); shown_name keeps the name it had.
+  `ALTER TABLE agent ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE agent ADD COLUMN ended_how TEXT NOT NULL DEFAULT '';
+   ALTER TABLE agent ADD COLUMN shown_name TEXT NOT NULL DEFAULT ''`,
 ];
 
 /**

@@ -1,6 +1,6 @@
 /** One chat block, by role. Memoized on the block object: a streaming chunk re-renders only its own block. */
 import { memo, useState } from 'react';
-import { isLong, looksLikeDiff, prettyArgs, type Block } from '../lib/chatlog.js';
+import { callView, isLong, looksLikeDiff, prettyArgs, type Block } from '../lib/chatlog.js';
 import { parseProcInterrupt, type ProcInterrupt } from '../lib/parse.js';
 import { useStore } from '../lib/store.js';
 import { Ansi } from './Ansi.js';
@@ -25,6 +25,92 @@ function Diff({ text }: { text: string }) {
     </div>
   );
 }
+
+/** The arguments besides the main one, small: `key=value`, wrapped. */
+function Rest({ rest }: { rest: [string, string][] }) {
+  if (rest.length === 0) return null;
+  return (
+    <div className="call-rest">
+      {rest.map(([k, v]) => (
+        <span key={k} className="arg">
+          <span className="k">{k}</span>=<span className="v">{v}</span>
+        </span>
+      ))}
+    </div>
+  );
+}
+
+/** A tool call as its tool reads: a shell command, a file's path, an edit's diff; raw JSON only when all else fails. */
+function Call({ block }: { block: Block }) {
+  const [open, setOpen] = useState(false);
+  const v = block.partial ? undefined : callView(block.name, block.content);
+  if (!v) return <Code code={prettyArgs(block.content)} format="json" streaming={block.partial} />;
+  switch (v.kind) {
+    case 'shell':
+      return (
+        <div className="call-view" data-view="shell">
+          <pre className="cmd">
+            <span className="prompt-sign" aria-hidden="true">$ </span>
+            {v.command}
+          </pre>
+          <Rest rest={v.rest} />
+        </div>
+      );
+    case 'edit':
+      return (
+        <div className="call-view" data-view="edit">
+          <code className="path">{v.path}</code>
+          <Diff text={v.diff} />
+          <Rest rest={v.rest} />
+        </div>
+      );
+    case 'path':
+      return (
+        <div className="call-view" data-view="path">
+          <code className="path">{v.path}</code>
+          <Rest rest={v.rest} />
+          {v.content !== undefined && (
+            <>
+              <button type="button" className="toggle" aria-expanded={open} onClick={() => setOpen(!open)}>
+                {open ? '▾ hide content' : `▸ content (${v.content.split('\n').length} lines)`}
+              </button>
+              {open && <Code code={v.content} />}
+            </>
+          )}
+        </div>
+      );
+    default:
+      return (
+        <div className="call-view" data-view="args">
+          <Rest rest={v.rest} />
+        </div>
+      );
+  }
+}
+
+/** Errors, retries and stalls: one line that opens to the whole text, so that five retries do not fill the screen. */
+function Compact({ block, label }: { block: Block; label: string }) {
+  const [open, setOpen] = useState(false);
+  const first = block.content.split('\n')[0] ?? '';
+  return (
+    <div className={`block compact role-${block.role}`} data-role={block.role} data-id={block.id}>
+      <button type="button" className="compact-line" aria-expanded={open} onClick={() => setOpen(!open)}>
+        <span className="who">{label}</span>
+        {block.name && block.name !== block.role && <span className="tool-name">{block.name}</span>}
+        <span className="first">{first}</span>
+        <span className="twist" aria-hidden="true">{open ? '▾' : '▸'}</span>
+      </button>
+      {open && (
+        <div className="compact-body">
+          <pre className="text">{block.content}</pre>
+          <CopyButton text={block.content} />
+        </div>
+      )}
+    </div>
+  );
+}
+
+const COMPACT = new Set(['error', 'retry', 'stalled']);
 
 function ToolResult({ block }: { block: Block }) {
   const long = isLong(block.content);
@@ -81,6 +167,7 @@ const LABEL: Record<string, string> = {
 export const BlockView = memo(function BlockView({ block }: { block: Block }) {
   const [reasoningOpen, setReasoningOpen] = useState(false);
   const role = block.role;
+  if (COMPACT.has(role)) return <Compact block={block} label={LABEL[role] ?? role} />;
   let body;
   switch (role) {
     case 'assistant':
@@ -97,7 +184,7 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
       );
       break;
     case 'call':
-      body = <Code code={prettyArgs(block.content)} format="json" streaming={block.partial} />;
+      body = <Call block={block} />;
       break;
     case 'tool':
       body = <ToolResult block={block} />;
@@ -114,6 +201,7 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
         {block.name && <span className="tool-name">{block.name}</span>}
         {block.partial && <span className="streaming" aria-label="streaming">●</span>}
         {role !== 'tool' && role !== 'call' && <CopyButton text={block.content} />}
+        {role === 'call' && <CopyButton text={block.content} label="Copy args" />}
       </div>
       {body}
     </div>

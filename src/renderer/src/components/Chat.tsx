@@ -14,10 +14,30 @@ export function Chat() {
   const version = useStore((s) => s.chatVersion);
   const ended = useStore((s) => s.chatEnded);
   const highlight = useStore((s) => s.highlight);
+  const endedHow = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.ended : undefined));
   const scroller = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
   const count = chat?.visible.length ?? 0;
+
+  // Screen readers hear each reply as it completes (a polite live region): not the history read at open, nor
+  // every streamed chunk. A reply is announced once, when a block that streamed in (live) is final.
+  const [announce, setAnnounce] = useState('');
+  const announced = useRef(new Set<string>());
+  useEffect(() => {
+    announced.current.clear();
+    setAnnounce('');
+  }, [chat]);
+  useEffect(() => {
+    if (!chat) return;
+    for (let i = chat.blocks.length - 1; i >= 0 && i >= chat.blocks.length - 8; i--) {
+      const b = chat.blocks[i]!;
+      if (b.role !== 'assistant' || !b.live || b.partial || announced.current.has(b.id)) continue;
+      announced.current.add(b.id);
+      setAnnounce(`Reply: ${b.content.slice(0, 300)}`);
+      break;
+    }
+  }, [chat, version]);
 
   // Stable callbacks: the virtualizer recomputes every row's position when they change identity, which would
   // make each streamed chunk cost O(blocks) instead of O(rows on screen).
@@ -113,7 +133,10 @@ export function Chat() {
             );
           })}
         </div>
-        {ended && <div className="ended">The agent is gone; this is its final log.</div>}
+        <div className="sr-only" aria-live="polite" aria-atomic="true" data-testid="announce">
+          {announce}
+        </div>
+        {ended && <div className="ended">{endedHow ? `This agent ${endedHow === 'interrupted' ? 'was interrupted' : endedHow === 'killed' ? 'was killed' : 'finished'}; its history is read-only.` : 'The agent is gone; this is its final log.'}</div>}
       </div>
       {showJump && (
         <button

@@ -28,6 +28,11 @@ export function Console() {
         {entries.map((e) => (
           <div key={e.seq} className={e.error ? 'err' : ''}>
             <code>$ {e.command}</code>
+            {e.count && e.count > 1 ? (
+              <span className="count" title={`made ${e.count} times; shown once`}>
+                ×{e.count}
+              </span>
+            ) : null}
             {e.error && <span className="errmsg"> → {e.error}</span>}
             <CopyButton text={e.command} />
           </div>

@@ -1,11 +1,69 @@
 /** New session and new agent dialogs: key=value requests to `session/new` and `session/{s}/agent/new`. */
-import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type FormEvent, type ReactNode, type RefObject } from 'react';
 import { parseModels } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
+
+/**
+ * Where the focus goes when the open dialog closes, if not back to what had it before (a dialog that created
+ * something hands it to what it created). Set by a dialog just before it closes.
+ */
+let focusAfter: (() => HTMLElement | null | undefined) | undefined;
+
+const FOCUSABLE = 'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+/**
+ * A modal's keyboard: Tab and Shift+Tab cycle inside it (focus cannot leave for the page behind), Esc closes it
+ * wherever the focus is, and on close the focus goes to `focusAfter`, else back to the element that had it
+ * before, else to the selected row of the tree (a menu item that opened the dialog is gone by then).
+ */
+function useModal(box: RefObject<HTMLElement | null>, close: () => void): void {
+  const closeRef = useRef(close);
+  closeRef.current = close;
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    focusAfter = undefined;
+    const onKey = (e: KeyboardEvent): void => {
+      const el = box.current;
+      if (!el) return;
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        closeRef.current();
+        return;
+      }
+      if (e.key !== 'Tab') return;
+      const items = [...el.querySelectorAll<HTMLElement>(FOCUSABLE)];
+      if (items.length === 0) return;
+      const first = items[0]!;
+      const last = items.at(-1)!;
+      const inside = el.contains(document.activeElement);
+      if (e.shiftKey && (!inside || document.activeElement === first)) {
+        e.preventDefault();
+        last.focus();
+      } else if (!e.shiftKey && (!inside || document.activeElement === last)) {
+        e.preventDefault();
+        first.focus();
+      }
+    };
+    document.addEventListener('keydown', onKey, true);
+    return () => {
+      document.removeEventListener('keydown', onKey, true);
+      const next = focusAfter;
+      focusAfter = undefined;
+      // After React has rendered what the dialog's action changed (a new agent's prompt box).
+      setTimeout(() => {
+        const target = next?.() ?? (opener?.isConnected ? opener : null) ?? document.querySelector<HTMLElement>('.tree [aria-selected="true"]') ?? document.getElementById('prompt-input');
+        target?.focus();
+      }, 0);
+    };
+  }, [box]);
+}
 
 function Modal({ title, children, onSubmit, submitLabel = 'Create' }: { title: string; children: ReactNode; onSubmit: () => Promise<void>; submitLabel?: string }) {
   const [busy, setBusy] = useState(false);
   const close = (): void => useStore.setState({ dialog: null });
+  const box = useRef<HTMLFormElement>(null);
+  useModal(box, close);
   const submit = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
     setBusy(true);
@@ -13,8 +71,8 @@ function Modal({ title, children, onSubmit, submitLabel = 'Create' }: { title: s
     setBusy(false);
   };
   return (
-    <div className="modal-back" onKeyDown={(e) => e.key === 'Escape' && close()}>
-      <form className="modal" role="dialog" aria-modal="true" aria-label={title} onSubmit={(e) => void submit(e)}>
+    <div className="modal-back">
+      <form ref={box} className="modal" role="dialog" aria-modal="true" aria-label={title} onSubmit={(e) => void submit(e)}>
         <h2>{title}</h2>
         {children}
         <div className="buttons">
@@ -38,7 +96,9 @@ function NewSession() {
       title="New session"
       onSubmit={async () => {
         const r = await act('new session', () => ollie.createSession({ name: name.trim(), cwd: cwd.trim() }));
-        if (r !== undefined) useStore.setState({ dialog: null });
+        if (r === undefined) return;
+        focusAfter = () => document.querySelector<HTMLElement>(`.tree [data-session="${CSS.escape(r)}"] > .node`);
+        useStore.setState({ dialog: null });
       }}
     >
       <label>
@@ -72,7 +132,10 @@ function NewAgent({ session }: { session: string }) {
       title={`New agent in ${sname}`}
       onSubmit={async () => {
         const r = await act('new agent', () => ollie.createAgent(session, f));
-        if (r !== undefined) useStore.setState({ dialog: null });
+        if (r === undefined) return;
+        // Made to be talked to: the prompt box.
+        focusAfter = () => document.getElementById('prompt-input');
+        useStore.setState({ dialog: null });
       }}
     >
       <label>
@@ -144,18 +207,22 @@ function ConfirmKill({ session, agent }: { session: string; agent?: string }) {
   const sname = useStore((s) => s.sessions[session]?.name ?? session);
   const aname = useStore((s) => (agent ? (s.agents[session]?.find((a) => a.id === agent)?.name ?? agent) : undefined));
   const close = (): void => useStore.setState({ dialog: null });
+  const box = useRef<HTMLDivElement>(null);
+  useModal(box, close);
   const kill = async (): Promise<void> => {
+    // What it was opened on goes away: the session's row (or, for a session, the tree's first) takes the focus.
+    focusAfter = () => (agent ? document.querySelector<HTMLElement>(`.tree [data-session="${CSS.escape(sname)}"] > .node`) : document.querySelector<HTMLElement>('.tree .node'));
     close();
     await act('kill', async () => void (agent ? await ollie.killAgent(session, agent) : await ollie.sessionCtl(session, 'kill')));
   };
   const title = agent ? `Kill agent ${aname}?` : `Kill session ${sname}?`;
   return (
-    <div className="modal-back" onKeyDown={(e) => e.key === 'Escape' && close()}>
-      <div className="modal" role="alertdialog" aria-modal="true" aria-label={title}>
+    <div className="modal-back">
+      <div ref={box} className="modal" role="alertdialog" aria-modal="true" aria-label={title}>
         <h2>{title}</h2>
         <p>
           {agent
-            ? 'Its turn stops, its background processes end, and it is removed with its history. This cannot be undone.'
+            ? 'Its turn stops, its background processes end, and it leaves the tree. This cannot be undone; its history stays readable from Search.'
             : 'Every agent of the session stops, its processes end, and the session is removed with its history. This cannot be undone.'}
         </p>
         <div className="buttons">

@@ -29,7 +29,8 @@ export function Prompt() {
     return CTL_COMMANDS.filter((c) => c.name.startsWith(m[1]!));
   }, [text]);
 
-  if (!session || !agent || !info) return null;
+  // An ended agent's log is a record: nothing to send it.
+  if (!session || !agent || !info || info.ended) return null;
 
   const send = async (): Promise<void> => {
     const t = text.trim();

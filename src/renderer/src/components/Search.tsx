@@ -82,8 +82,11 @@ export function Search() {
               <div key={g.session} className="hit-session" data-session={g.session}>
                 <h3>{g.session}</h3>
                 {g.agents.map((a) => (
-                  <div key={a.agent} className="hit-agent" data-agent={a.agent}>
-                    <h4>{a.agent}</h4>
+                  <div key={a.key} className="hit-agent" data-agent={a.agent} data-ended={a.ended || undefined}>
+                    <h4>
+                      {a.agent}
+                      {a.ended && <span className="tag">{a.ended}</span>}
+                    </h4>
                     <ul>
                       {a.hits.map((h) => (
                         <li key={h.block}>

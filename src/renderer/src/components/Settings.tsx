@@ -4,6 +4,7 @@
  * `file:line: what is wrong`; the editor shows that next to the text, puts the cursor on the line, and keeps
  * the user's text so it can be fixed (the file on disk is unchanged).
  */
+import { Appearance } from './Appearance.js';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorLine, maskKeys, unmaskKeys, type BypassRule } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
@@ -344,6 +345,7 @@ export function Settings() {
     <section className="settings-view" aria-label="Settings">
       <h2>Settings</h2>
       <p className="hint">These are olliesrv&apos;s configuration files; any 9P client edits the same ones. A save is checked by the parser that reads the file and lands only when it parses.</p>
+      <Appearance />
       <DefaultProfile />
       <p>
         <button type="button" onClick={() => useStore.setState({ view: 'setup' })}>

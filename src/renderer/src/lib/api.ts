@@ -11,6 +11,8 @@ export interface ConsoleEntry {
   command: string;
   /** Set when the operation failed. */
   error?: string;
+  /** How many times this same read was made, when more than once (the console shows the last). */
+  count?: number;
 }
 
 const quote = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);

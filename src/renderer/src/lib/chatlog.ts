@@ -16,6 +16,8 @@ export interface Block {
   name?: string;
   format?: string;
   partial?: boolean;
+  /** Set here (not by olliesrv) on a block that arrived partial: it was written while this chat was open. */
+  live?: boolean;
 }
 
 /** Roles that are never shown: context is for the model (seed 003, phase 40). */
@@ -106,7 +108,7 @@ export class ChatLog {
     if (at === undefined) {
       this.index.set(b.id, this.blocks.length);
       if (!HIDDEN_ROLES.has(b.role)) this.visible.push(this.blocks.length);
-      this.blocks.push(b);
+      this.blocks.push(b.partial ? { ...b, live: true } : b);
       return;
     }
     const old = this.blocks[at]!;
@@ -137,6 +139,55 @@ export function prettyArgs(content: string): string {
   } catch {
     return content;
   }
+}
+
+/**
+ * A call's arguments as the tool's view shows them: the command of a shell call, the path of a file tool, a diff
+ * of a file_edit; the other arguments as key=value. `undefined` when the arguments are not a JSON object yet (a
+ * call still streaming) or not one at all: the raw text is shown then.
+ */
+export type CallView =
+  | { kind: 'shell'; command: string; rest: [string, string][] }
+  | { kind: 'path'; path: string; rest: [string, string][]; content?: string }
+  | { kind: 'edit'; path: string; diff: string; rest: [string, string][] }
+  | { kind: 'args'; rest: [string, string][] };
+
+const scalar = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+export function callView(tool: string | undefined, content: string): CallView | undefined {
+  let args: unknown;
+  try {
+    args = JSON.parse(content);
+  } catch {
+    return undefined;
+  }
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return undefined;
+  const a = args as Record<string, unknown>;
+  const rest = (...skip: string[]): [string, string][] => Object.entries(a).filter(([k]) => !skip.includes(k)).map(([k, v]) => [k, scalar(v)]);
+  if ((tool === 'shell' || tool === 'bash') && typeof a.command === 'string') return { kind: 'shell', command: a.command, rest: rest('command') };
+  if (tool === 'file_edit' && typeof a.path === 'string' && typeof a.old_string === 'string' && typeof a.new_string === 'string') {
+    return { kind: 'edit', path: a.path, diff: editDiff(a.old_string, a.new_string), rest: rest('path', 'old_string', 'new_string') };
+  }
+  if (tool?.startsWith('file_') && typeof a.path === 'string') {
+    return { kind: 'path', path: a.path, rest: rest('path', 'content'), content: typeof a.content === 'string' ? a.content : undefined };
+  }
+  return { kind: 'args', rest: rest() };
+}
+
+/** old → new as diff lines: the common first and last lines kept as context, the middle removed and added. */
+export function editDiff(oldText: string, newText: string): string {
+  const a = oldText === '' ? [] : oldText.split('\n');
+  const b = newText === '' ? [] : newText.split('\n');
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  return [
+    ...a.slice(0, head).map((l) => ` ${l}`),
+    ...a.slice(head, a.length - tail).map((l) => `-${l}`),
+    ...b.slice(head, b.length - tail).map((l) => `+${l}`),
+    ...a.slice(a.length - tail).map((l) => ` ${l}`),
+  ].join('\n');
 }
 
 /** Results longer than this (lines or characters) start collapsed. */

@@ -17,6 +17,10 @@ export interface AgentInfo {
   parent: string;
   depth: number;
   state: AgentState;
+  /** How the last turn ended: ok, error, stopped, or - before the first (older daemons: -). */
+  last: string;
+  /** Set for an agent that ended (a read-only record under session/S/ended/ID): finished, killed or interrupted. */
+  ended?: string;
 }
 
 export interface Pending {
@@ -69,6 +73,25 @@ export function parseAgentIdx(text: string): AgentInfo[] {
       parent: parent === '-' || parent === '0' ? '' : parent,
       depth: Number(f[4] ?? 0) || 0,
       state: (f[5] ?? 'idle').trim(),
+      last: (f[6] ?? '-').trim() || '-',
+    };
+  });
+}
+
+/** `session/S/ended/idx`: session, id, name, parent, depth, ended (ms), how, last. */
+export function parseEndedIdx(text: string): AgentInfo[] {
+  return lines(text).map((l) => {
+    const f = l.split('\t');
+    const parent = f[3] ?? '';
+    return {
+      session: f[0] ?? '',
+      id: f[1] ?? '',
+      name: f[2] ?? '',
+      parent: parent === '-' ? '' : parent,
+      depth: Number(f[4] ?? 0) || 0,
+      state: 'ended',
+      last: (f[7] ?? '-').trim() || '-',
+      ended: (f[6] ?? '').trim() || 'ended',
     };
   });
 }
@@ -276,13 +299,17 @@ export interface SearchHit {
   block: string;
   role: string;
   snippet: string;
+  /** The agent's id ('' from daemons that do not say), and how it ended ('' while it lives). */
+  agentId: string;
+  ended: string;
 }
 
-/** Root `search`'s reply: session, agent, block id, role, snippet (matched words in [brackets]). */
+/** Root `search`'s reply: session, agent, block id, role, snippet (matched words in [brackets]), agent id, ended. */
 export function parseSearch(text: string): SearchHit[] {
   return lines(text).map((l) => {
     const f = l.split('\t');
-    return { session: f[0] ?? '', agent: f[1] ?? '', block: f[2] ?? '', role: f[3] ?? '', snippet: f.slice(4).join('\t') };
+    const ended = f[6]?.trim() ?? '';
+    return { session: f[0] ?? '', agent: f[1] ?? '', block: f[2] ?? '', role: f[3] ?? '', snippet: f[4] ?? '', agentId: f[5] ?? '', ended: ended === '-' ? '' : ended };
   });
 }
 
@@ -301,14 +328,19 @@ export function snippetParts(snippet: string): { text: string; hit: boolean }[] 
 }
 
 /** Search hits grouped by session, then agent, in the order olliesrv ranked them (best group first). */
-export function groupHits(hits: SearchHit[]): { session: string; agents: { agent: string; hits: SearchHit[] }[] }[] {
+/** Hits by session, then by agent (by id: a killed agent and a new one may share a name). */
+export function groupHits(hits: SearchHit[]): { session: string; agents: { agent: string; ended: string; key: string; hits: SearchHit[] }[] }[] {
   const sessions = new Map<string, Map<string, SearchHit[]>>();
   for (const h of hits) {
     let agents = sessions.get(h.session);
     if (!agents) sessions.set(h.session, (agents = new Map()));
-    agents.set(h.agent, [...(agents.get(h.agent) ?? []), h]);
+    const key = h.agentId || h.agent;
+    agents.set(key, [...(agents.get(key) ?? []), h]);
   }
-  return [...sessions].map(([session, agents]) => ({ session, agents: [...agents].map(([agent, list]) => ({ agent, hits: list })) }));
+  return [...sessions].map(([session, agents]) => ({
+    session,
+    agents: [...agents].map(([key, list]) => ({ agent: list[0]!.agent, ended: list[0]!.ended, key, hits: list })),
+  }));
 }
 
 /** `path:LINE: message` (a config parser's error) → the line number, if the message names one. */

@@ -7,8 +7,9 @@ import { create } from 'zustand';
 import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
+import { appendEntry, loadConsole, saveConsole } from './consolelog.js';
 import {
-  maskKeys, parseAgentIdx, parseBackends, parseBypassRules, parseCheckedModels, parseEvent, parseKv, parsePending, parseProcIdx, parseProviders, parseSearch, parseSessionIdx, setupRequest, treeOrder, unmaskKeys,
+  maskKeys, parseAgentIdx, parseBackends, parseEndedIdx, parseBypassRules, parseCheckedModels, parseEvent, parseKv, parsePending, parseProcIdx, parseProviders, parseSearch, parseSessionIdx, setupRequest, treeOrder, unmaskKeys,
   type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type ProviderInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
@@ -79,6 +80,10 @@ export interface State {
   highlight?: string;
 }
 
+const restored = loadConsole();
+/** Console lines are numbered by the page, not per connection: restored lines and new ones never share a key. */
+let consoleSeq = restored.entries.reduce((m, e) => Math.max(m, e.seq), 0);
+
 export const useStore = create<State>(() => ({
   conn: 'connecting',
   sessions: {},
@@ -92,8 +97,8 @@ export const useStore = create<State>(() => ({
   stats: {},
   cfg: {},
   queue: {},
-  console: [],
-  consoleOpen: false,
+  console: restored.entries,
+  consoleOpen: restored.open,
   dialog: null,
   backends: [],
   profiles: [],
@@ -106,13 +111,26 @@ export const useStore = create<State>(() => ({
 
 const set = useStore.setState;
 const get = useStore.getState;
-const CONSOLE_MAX = 500;
+
+// The console survives a reload of the page (sessionStorage), written at most once per 250 ms and when the page goes.
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+const saveNow = (): void => {
+  clearTimeout(saveTimer);
+  saveTimer = undefined;
+  saveConsole(get().console, get().consoleOpen);
+};
+useStore.subscribe((s, prev) => {
+  if ((s.console !== prev.console || s.consoleOpen !== prev.consoleOpen) && !saveTimer) saveTimer = setTimeout(saveNow, 250);
+});
+if (typeof window !== 'undefined') window.addEventListener('pagehide', saveNow);
 
 export const sessionPath = (sid: string): string => `session/${get().sessions[sid]?.name ?? sid}`;
+/** A live agent's directory (by name), or an ended one's read-only record (by id: its name may be taken again). */
 export function agentPath(sid: string, aid: string): string {
   const a = get().agents[sid]?.find((x) => x.id === aid);
-  return `${sessionPath(sid)}/agent/${a?.name ?? aid}`;
+  return a?.ended ? `${sessionPath(sid)}/ended/${aid}` : `${sessionPath(sid)}/agent/${a?.name ?? aid}`;
 }
+const isEnded = (sid: string, aid: string): boolean => !!get().agents[sid]?.find((x) => x.id === aid)?.ended;
 export const agentKey = (sid: string, aid: string): string => `${sid}/${aid}`;
 export const findAgent = (sid?: string, aid?: string): AgentInfo | undefined =>
   sid && aid ? get().agents[sid]?.find((a) => a.id === aid) : undefined;
@@ -164,7 +182,7 @@ class Controller {
   }
 
   private logOp = (e: ConsoleEntry): void => {
-    set((s) => ({ console: s.console.length >= CONSOLE_MAX ? [...s.console.slice(-CONSOLE_MAX + 1), e] : [...s.console, e] }));
+    set((s) => ({ console: appendEntry(s.console, { ...e, seq: ++consoleSeq }) }));
   };
 
   private async connect(): Promise<void> {
@@ -256,13 +274,23 @@ class Controller {
       case 'rename':
         return this.reloadAgents(sid);
       case 'kill': {
-        set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).filter((a) => a.id !== aid) } }));
+        // The agent ends; ended/idx has its record (a finished sub-agent stays in the tree). A killed agent's
+        // open chat goes back to the session; a finished sub-agent's stays, now read from its record.
         const sel = get().selected;
-        if (sel.session === sid && sel.agent === aid) this.select({ session: sid });
-        return this.reloadAgents(sid);
+        const wasOpen = sel.session === sid && sel.agent === aid;
+        await this.reloadAgents(sid);
+        const now = findAgent(sid, aid);
+        if (wasOpen && (!now || now.ended === 'killed')) this.select({ session: sid });
+        return;
       }
       case 'state':
         return this.onState(sid, aid, e.payload.trim());
+      case 'turn': {
+        // Sent just before the state goes idle: the tree's dot then says whether the turn failed.
+        const last = e.payload.trim().split(' ')[0] || '-';
+        set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, last } : a)) } }));
+        return;
+      }
       case 'bypass.request': {
         const [id = '', cmd = '', cwd = ''] = e.payload.split('\t');
         if (!id) return;
@@ -286,12 +314,11 @@ class Controller {
     set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, state } : a)) } }));
     const sel = get().selected;
     if (sel.session === sid && sel.agent === aid) {
-      void this.reloadStats();
-      // A turn starting or ending is when olliesrv takes a prompt off the queue; a background process starts in
-      // a tool call (state calling → thinking) and its exit arrives as a prompt (a new turn): state changes are
-      // when proc/idx changes, so nothing polls it.
-      void this.reloadQueue(sid, aid);
-      void this.reloadProcs(sid, aid);
+      // Stats (with the queue: a turn starting or ending is when olliesrv takes a prompt off it) after each step.
+      // A background process starts in a tool call (calling → thinking) and its exit arrives as a prompt (a new
+      // turn): proc/idx can change only then, so it is read on those changes and never polled.
+      if (state !== 'calling') void this.reloadStats();
+      if (state === 'thinking' || state === 'idle') void this.reloadProcs(sid, aid);
     }
   }
 
@@ -340,9 +367,10 @@ class Controller {
   async reloadAgents(sid: string): Promise<void> {
     const api = this.api;
     if (!api || !get().sessions[sid]) return;
-    // Sessions from before the agent namespace have no agent/idx: they simply have no agents.
-    const text = await api.readOr(`${sessionPath(sid)}/agent/idx`, '');
-    set((s) => ({ agents: { ...s.agents, [sid]: treeOrder(parseAgentIdx(text)) } }));
+    // Sessions from before the agent namespace have no agent/idx: they simply have no agents. Agents that ended
+    // (finished sub-agents, killed agents) come from ended/idx: the tree keeps sub-agents, Search opens any.
+    const [text, ended] = await Promise.all([api.readOr(`${sessionPath(sid)}/agent/idx`, ''), api.readOr(`${sessionPath(sid)}/ended/idx`, '')]);
+    set((s) => ({ agents: { ...s.agents, [sid]: treeOrder([...parseAgentIdx(text), ...parseEndedIdx(ended)]) } }));
   }
 
   async reloadPending(sid: string): Promise<void> {
@@ -455,7 +483,7 @@ class Controller {
   async reloadStats(): Promise<void> {
     const { session, agent } = get().selected;
     const api = this.api;
-    if (!api || !session || !agent) return;
+    if (!api || !session || !agent || isEnded(session, agent)) return;
     const base = agentPath(session, agent);
     const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, ''), this.reloadQueue(session, agent)]);
     if (get().selected.agent === agent) set({ stats: parseKv(stats), cfg: parseKv(cfg) });
@@ -527,7 +555,7 @@ class Controller {
 
   async reloadQueue(sid: string, aid: string): Promise<void> {
     const api = this.api;
-    if (!api) return;
+    if (!api || isEnded(sid, aid)) return;
     let items: string[] = [];
     try {
       const v: unknown = JSON.parse((await api.readOr(`${agentPath(sid, aid)}/queue`, '[]')) || '[]');
@@ -566,7 +594,7 @@ class Controller {
   async reloadProcs(sid: string, aid: string): Promise<void> {
     const api = this.api;
     const sel = get().selected;
-    if (!api || sel.session !== sid || sel.agent !== aid) return;
+    if (!api || sel.session !== sid || sel.agent !== aid || isEnded(sid, aid)) return;
     const procs = parseProcIdx(await api.readOr(`${agentPath(sid, aid)}/proc/idx`, ''));
     const now = get().selected;
     if (now.session !== sid || now.agent !== aid) return;
@@ -607,7 +635,9 @@ class Controller {
    */
   async openHit(hit: SearchHit): Promise<string> {
     const s = Object.values(get().sessions).find((x) => x.name === hit.session);
-    const a = s && get().agents[s.id]?.find((x) => x.name === hit.agent);
+    if (s && hit.agentId && !findAgent(s.id, hit.agentId)) await this.reloadAgents(s.id);
+    // By id when the daemon gives it (a killed agent's name may belong to a new agent), else by name.
+    const a = s && get().agents[s.id]?.find((x) => (hit.agentId ? x.id === hit.agentId : x.name === hit.agent && !x.ended));
     if (!s || !a) throw new Error(`${hit.session}/${hit.agent} is gone`);
     const block = JSON.parse(await this.need().rdwr(`${agentPath(s.id, a.id)}/block`, `${hit.block}\n`)) as { role?: string };
     this.select({ session: s.id, agent: a.id });
