@@ -140,7 +140,8 @@ describe('conductor', () => {
     // Both sub-agents ran, under the conductor, and their replies came back to it.
     expect(w.asks.filter((a) => /^Do task/.test(a.prompt)).map((a) => a.prompt).sort()).toEqual(['Do task A.', 'Do task B.']);
     const conductorId = (await w.c.readText('session/proj/agent/conductor/id')).trim();
-    expect(idxDuringTask).toMatch(new RegExp(`\\t${conductorId}\\t1\\t\\w+\\n`));
+    // agent/idx: …, parent, depth, state, last (how its last turn ended).
+    expect(idxDuringTask).toMatch(new RegExp(`\\t${conductorId}\\t1\\t\\w+\\t[^\\t\\n]+\\n`));
     const blocks = w.daemon.agents.all().find((a) => a.name === 'conductor')!.log.blocks();
     const tools = blocks.filter((b) => b.role === 'tool').map((b) => b.content).join('\n');
     expect(tools).toContain('Result of A: done.');

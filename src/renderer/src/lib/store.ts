@@ -411,22 +411,26 @@ class Controller {
     const abort = new AbortController();
     this.chatAbort = abort;
     const log = new ChatLog();
+    // An ended agent's record is read whole from its log.raw: it no longer grows, and has no log.from.
+    const ended = isEnded(sid, aid);
+    if (ended) log.hasOlder = false;
     set({ chat: log, chatEnded: false, chatVersion: get().chatVersion + 1 });
     void this.reloadStats();
     void this.reloadProcs(sid, aid);
     void (async () => {
       try {
         let seen = 0;
-        for await (const text of api.stream(`${agentPath(sid, aid)}/log.from`, { request: `tail ${TAIL}\n`, signal: abort.signal })) {
+        const source = ended ? api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal }) : api.stream(`${agentPath(sid, aid)}/log.from`, { request: `tail ${TAIL}\n`, signal: abort.signal });
+        for await (const text of source) {
           if (!log.push(text)) continue;
           bumpChat();
           // A background process that ended comes back as a <system-proc-interrupt> prompt: its status changed.
-          let ended = false;
+          let procEnded = false;
           for (; seen < log.blocks.length; seen++) {
             const b = log.blocks[seen]!;
-            if (b.role === 'user' && b.content.startsWith('<system-proc-interrupt')) ended = true;
+            if (b.role === 'user' && b.content.startsWith('<system-proc-interrupt')) procEnded = true;
           }
-          if (ended && log.blocks.length > 0) void this.reloadProcs(sid, aid);
+          if (procEnded && log.blocks.length > 0) void this.reloadProcs(sid, aid);
         }
         if (!abort.signal.aborted) set({ chatEnded: true });
       } catch (e) {
