@@ -89,13 +89,30 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     const observer = new ResizeObserver(() => refit());
     observer.observe(el);
 
-    // Input and resizes, for a pty only. Keystrokes are written in order, one write after the other.
+    // Input and resizes, for a pty only. Keystrokes are written in order, one write at a time; what is typed while
+    // one is on its way goes together in the next.
     let isTty = false;
     let ended = false;
-    let sending = Promise.resolve();
+    let typed = '';
+    let sending = false;
+    const flush = async (): Promise<void> => {
+      sending = true;
+      while (typed && !ended && !abort.signal.aborted) {
+        const data = typed;
+        typed = '';
+        try {
+          await ollie.procInput(session, agent, proc.pid, data);
+        } catch (e) {
+          if (!abort.signal.aborted) notify(`input: ${(e as Error).message}`, true);
+          typed = '';
+        }
+      }
+      sending = false;
+    };
     const send = (data: string): void => {
       if (!isTty || ended) return;
-      sending = sending.then(() => ollie.procInput(session, agent, proc.pid, data)).catch((e: Error) => notify(`input: ${e.message}`, true));
+      typed += data;
+      if (!sending) void flush();
     };
     let resizeTimer: ReturnType<typeof setTimeout> | undefined;
     const sendSize = (): void => {
