@@ -184,7 +184,9 @@ describe('processes, search and settings with real agents (web mode)', () => {
       [{ text: 'the asker is done' }],
     );
     await prompt('run the asker');
-    await block('assistant', 'the asker waits for a name').waitFor({ timeout: 15_000 });
+    // (The chat is scrolled up since the notice's link was followed: its log says how far the agent got.)
+    const logHas = (text: string) => until(async () => (await outside.readText('session/proj/agent/coder/log')).includes(text), text, 15_000);
+    await logHas('the asker waits for a name');
     const pid3 = await until(async () => {
       const p = await newestPid();
       return p !== pid1 ? p : '';
@@ -209,7 +211,7 @@ describe('processes, search and settings with real agents (web mode)', () => {
     expect(await termText()).toMatch(/name\? world/);
     await proc(pid3).and(page.locator('[data-status="exited"]')).waitFor({ timeout: 10_000 });
     await screenshot(page, 'gui-procs-tty');
-    await block('assistant', 'the asker is done').waitFor({ timeout: 15_000 });
+    await logHas('the asker is done');
     await page.keyboard.press('Control+`');
     const ops3 = await consoleText();
     expect(ops3).toContain(`| ollie-9p write session/proj/agent/coder/proc/${pid3}/in`);

@@ -66,7 +66,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     setTty(undefined);
     const path = ollie.procPath(session, agent, proc.pid);
     const term = new Terminal({
-      convertEol: false,
+      // A pty turns \n into \r\n (onlcr); a piped process's output never went through one: do as a tty would.
+      convertEol: true,
       scrollback: 10_000,
       disableStdin: true,
       cursorBlink: false,
@@ -89,37 +90,36 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     const observer = new ResizeObserver(() => refit());
     observer.observe(el);
 
-    // Input and resizes, for a pty only. Keystrokes are written in order, one write at a time; what is typed while
-    // one is on its way goes together in the next.
+    // Input and resizes, for a pty only, written in order, one at a time: what is typed while a write is on its way
+    // goes together in the next.
     let isTty = false;
     let ended = false;
     let typed = '';
-    let sending = false;
-    const flush = async (): Promise<void> => {
-      sending = true;
-      while (typed && !ended && !abort.signal.aborted) {
-        const data = typed;
-        typed = '';
-        try {
-          await ollie.procInput(session, agent, proc.pid, data);
-        } catch (e) {
-          if (!abort.signal.aborted) notify(`input: ${(e as Error).message}`, true);
-          typed = '';
-        }
-      }
-      sending = false;
+    let chain = Promise.resolve();
+    const enqueue = (what: string, op: () => Promise<void>): void => {
+      chain = chain.then(op).catch((e: Error) => {
+        if (!abort.signal.aborted && !ended) notify(`${what}: ${e.message}`, true);
+      });
     };
     const send = (data: string): void => {
       if (!isTty || ended) return;
+      const first = !typed;
       typed += data;
-      if (!sending) void flush();
+      if (first)
+        enqueue('input', async () => {
+          const d = typed;
+          typed = '';
+          if (!ended && !abort.signal.aborted) await ollie.procInput(session, agent, proc.pid, d);
+        });
     };
+    const resize = (): void =>
+      enqueue('resize', async () => {
+        if (isTty && !ended && !abort.signal.aborted) await ollie.procResize(session, agent, proc.pid, term.cols, term.rows);
+      });
     let resizeTimer: ReturnType<typeof setTimeout> | undefined;
     const sendSize = (): void => {
       clearTimeout(resizeTimer);
-      resizeTimer = setTimeout(() => {
-        if (isTty && !ended && !abort.signal.aborted) void ollie.procResize(session, agent, proc.pid, term.cols, term.rows).catch(() => undefined);
-      }, 150);
+      resizeTimer = setTimeout(resize, 150);
     };
     const subs = [term.onData(send), term.onResize(sendSize)];
 
@@ -129,7 +129,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
       isTty = st.tty === '1' && st.state === 'running';
       setTty(st.tty === '1');
       term.options.disableStdin = !isTty;
-      if (isTty) sendSize();
+      if (isTty) resize();
     })();
     void (async () => {
       try {
