@@ -137,7 +137,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
         if (abort.signal.aborted) return;
         ended = true;
         term.options.disableStdin = true;
-        term.options.cursorBlink = false;
+        // Nothing will move the cursor any more: hide it, as a finished program's terminal would not show it.
+        term.write('\x1b[?25l');
         setState('ended');
         // The stream ends when the process does: its status in proc/idx is what changed, and stat says how it
         // ended before olliesrv has heard of it (the exit notice comes a moment later).
