@@ -20,6 +20,9 @@ import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
+/** The page's, in evaluate callbacks (this project's tsconfig for tests has no DOM types). */
+declare const getComputedStyle: (e: unknown) => { color: string };
+
 describe('processes, search and settings with real agents (web mode)', () => {
   let rendererDir: string;
   let browser: Browser;
@@ -111,7 +114,9 @@ describe('processes, search and settings with real agents (web mode)', () => {
     // A terminal: xterm.js, its text coloured by SGR 31 (a class of its DOM renderer), the escape codes gone, and the
     // `\r` progress line overwritten in place, as a terminal shows it: one row, its last state.
     expect(await out.locator('.xterm').count()).toBe(1);
-    expect(await out.locator('.xterm-rows span.xterm-fg-1', { hasText: 'red-line' }).count()).toBe(1);
+    const red = out.locator('.xterm-rows span.xterm-fg-1', { hasText: 'red-line' });
+    expect(await red.count()).toBe(1);
+    expect(await red.evaluate((e) => getComputedStyle(e).color)).not.toBe('rgb(211, 215, 207)');
     const rows = await termRows();
     expect(rows.slice(0, 2)).toEqual(['red-line plain', 'progress 100% ok']);
     const shown = rows.join('\n');
@@ -196,6 +201,14 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await panel.getByTestId('proc-input').filter({ hasText: 'click it and type' }).waitFor();
     await until(async () => (await termText()).includes('name?'), 'the prompt of the tty tool');
     expect(await out.locator('.xterm-rows span.xterm-fg-3', { hasText: 'name?' }).count()).toBe(1);
+    // The app's shortcuts are not keystrokes for the process, the focus in its terminal or not; reopened, the
+    // panel shows the same process, its output again from the start.
+    await out.locator('.xterm').click();
+    await page.keyboard.press('Control+Shift+P');
+    await panel.waitFor({ state: 'detached' });
+    await page.keyboard.press('Control+Shift+P');
+    await page.locator(`.proc-view[data-pid="${pid3}"][data-tty="1"]`).waitFor();
+    await until(async () => (await termText()).includes('name?'), 'the prompt again');
     const viewRows = await out.locator('.xterm-rows > div').count();
     await out.locator('.xterm').click();
     await page.keyboard.type('world');

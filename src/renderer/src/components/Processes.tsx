@@ -75,6 +75,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
       fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace',
       theme: { background: '#0d1117', foreground: '#d3d7cf', cursor: '#d3d7cf' },
     });
+    // The app's shortcuts (Ctrl+Shift+…, Ctrl+`) stay the app's when the terminal has the focus.
+    term.attachCustomKeyEventHandler((e) => !((e.ctrlKey || e.metaKey) && (e.shiftKey || e.key === '`')));
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(el);
