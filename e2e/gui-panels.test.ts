@@ -1,12 +1,14 @@
 /**
  * The processes panel, search and settings against the whole product in web mode: the real olliesrv, the mock
  * LLM over HTTP, a real toolsrv running the background processes, the built renderer in Debian's Chromium.
- * A background process shows with its live, coloured output and ends; a long one is killed and dismissed;
+ * A background process shows in a terminal (xterm.js) with its live, coloured output and a `\r` progress line, and
+ * ends; a long one is killed and dismissed; a tty tool's process takes what is typed in its terminal and is sized
+ * to it;
  * search finds a past message and opens it in its chat; a bad backends.conf is refused (error shown, file
  * unchanged) and a good one adds a backend the new-agent dialog offers; what the sandbox applies shows above
  * its policy; the default profile applies to the next agent. Every step's file operations show in the 9P console.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +19,9 @@ import { dial } from '../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+
+/** The page's, in evaluate callbacks (this project's tsconfig for tests has no DOM types). */
+declare const getComputedStyle: (e: unknown) => { color: string };
 
 describe('processes, search and settings with real agents (web mode)', () => {
   let rendererDir: string;
@@ -39,9 +44,15 @@ describe('processes, search and settings with real agents (web mode)', () => {
       join(dir, 'config', 'backends.conf'),
       `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
     );
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
+    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell', 'asker'], maxSteps: 20 }));
+    // A tty tool: it runs in a pty, asks for a name, answers with it and with its terminal's size.
+    const tools = join(dir, 'tools');
+    mkdirSync(tools);
+    writeFileSync(join(tools, 'asker'), '#!/bin/sh\nprintf "\\033[33mname?\\033[0m "\nread line\necho "hello, $line; size $(stty size)"\n');
+    chmodSync(join(tools, 'asker'), 0o755);
+    writeFileSync(join(tools, 'asker.meta'), JSON.stringify({ description: 'asks for a name in a terminal', tty: true, args: { type: 'object', properties: {} } }));
     const sock = socketPath(dir);
-    daemon = await startDaemon({ socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined, retryDelay: () => 10 });
+    daemon = await startDaemon({ toolsrv: { toolDirs: [tools] }, socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined, retryDelay: () => 10 });
     ui = await startWebUi({ server: daemon.server, rendererDir });
     outside = await dial(`unix!${sock}`, { uname: userInfo().username });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -58,6 +69,10 @@ describe('processes, search and settings with real agents (web mode)', () => {
 
   const block = (role: string, text: string) => page.locator(`.block[data-role="${role}"]`, { hasText: text });
   const proc = (pid: string) => page.locator(`.proc-list li[data-pid="${pid}"]`);
+  /** What the terminal shows, row by row (xterm's DOM renderer; trailing blanks dropped). */
+  const termRows = async (): Promise<string[]> =>
+    (await page.getByRole('complementary', { name: 'Processes' }).locator('.xterm-rows > div').allTextContents()).map((r) => r.replace(/\u00a0/g, ' ').trimEnd());
+  const termText = async (): Promise<string> => (await termRows()).join('\n');
   const consoleText = () => page.getByRole('region', { name: '9P console' }).textContent();
   const prompt = async (text: string): Promise<void> => {
     const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
@@ -85,7 +100,7 @@ describe('processes, search and settings with real agents (web mode)', () => {
     // the first line must be on screen while it still runs (live), the second only once the test lets it go.
     const go = join(work, 'go');
     mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: `printf '\\033[31mred-line\\033[0m plain\\n'; while [ ! -e ${go} ]; do sleep 0.05; done; printf '\\033[1;32mgreen-done\\033[0m\\n'`, background: true } }] }],
+      [{ toolCalls: [{ name: 'shell', args: { command: `printf '\\033[31mred-line\\033[0m plain\\n'; printf 'progress 10%%\\rprogress 50%%\\rprogress 100%% ok\\n'; while [ ! -e ${go} ]; do sleep 0.05; done; printf '\\033[1;32mgreen-done\\033[0m\\n'`, background: true } }] }],
       [{ text: 'started it in the background' }],
       [{ text: 'the zebraquux process ended' }],
     );
@@ -94,17 +109,27 @@ describe('processes, search and settings with real agents (web mode)', () => {
     const pid1 = await newestPid();
     await proc(pid1).and(page.locator('[data-status="running"]')).waitFor();
     const out = panel.getByTestId('proc-out');
-    await out.getByText('red-line').waitFor();
-    expect(await out.textContent()).not.toContain('green-done');
-    // Rendered as a coloured span (SGR 31), the escape codes themselves gone.
-    expect(await out.locator('span', { hasText: 'red-line' }).evaluate((e) => (e as unknown as { style: { color: string } }).style.color)).toBe('rgb(239, 41, 41)');
-    const shown = (await out.textContent()) ?? '';
-    expect(shown.includes('\u001b') || shown.includes('[31m')).toBe(false);
+    await until(async () => (await termText()).includes('progress 100% ok'), 'the first output in the terminal');
+    expect(await termText()).not.toContain('green-done');
+    // A terminal: xterm.js, its text coloured by SGR 31 (a class of its DOM renderer), the escape codes gone, and the
+    // `\r` progress line overwritten in place, as a terminal shows it: one row, its last state.
+    expect(await out.locator('.xterm').count()).toBe(1);
+    const red = out.locator('.xterm-rows span.xterm-fg-1', { hasText: 'red-line' });
+    expect(await red.count()).toBe(1);
+    expect(await red.evaluate((e) => getComputedStyle(e).color)).not.toBe('rgb(211, 215, 207)');
+    const rows = await termRows();
+    expect(rows.slice(0, 2)).toEqual(['red-line plain', 'progress 100% ok']);
+    const shown = rows.join('\n');
+    expect(shown.includes('\u001b') || shown.includes('[31m') || shown.includes('progress 10%') || shown.includes('progress 50%')).toBe(false);
     await panel.getByText('● live').waitFor();
+    // A shell command has no pty: its terminal takes no input and says so.
+    await panel.getByTestId('proc-input').filter({ hasText: 'read-only: not a terminal' }).waitFor();
+    expect(await page.locator(`.proc-view[data-pid="${pid1}"]`).getAttribute('data-tty')).toBe('0');
     await screenshot(page, 'gui-procs-live');
     writeFileSync(go, '');
-    await out.getByText('green-done').waitFor({ timeout: 10_000 });
-    expect(await out.locator('span', { hasText: 'green-done' }).evaluate((e) => (e as unknown as { style: { fontWeight: string } }).style.fontWeight)).toBe('700');
+    await until(async () => (await termText()).includes('green-done'), 'the second line', 10_000);
+    expect(await out.locator('.xterm-rows span.xterm-bold', { hasText: 'green-done' }).count()).toBe(1);
+    expect((await termRows()).slice(0, 3)).toEqual(['red-line plain', 'progress 100% ok', 'green-done']);
     // The exit: status and code in the list (from proc/idx, re-read on the agent's events), and the notice as a turn.
     await panel.locator('.proc-foot', { hasText: /^exited, exit code 0 · ran .* · \d+ bytes of output$/ }).waitFor();
     await proc(pid1).and(page.locator('[data-status="exited"]')).waitFor({ timeout: 10_000 });
@@ -131,7 +156,7 @@ describe('processes, search and settings with real agents (web mode)', () => {
       return p !== pid1 ? p : '';
     }, 'the second process');
     await proc(pid2).and(page.locator('[aria-selected="true"][data-status="running"]')).waitFor();
-    await out.getByText('long-start').waitFor();
+    await until(async () => (await termText()).includes('long-start'), 'long-start');
     await panel.getByRole('button', { name: 'Kill' }).click();
     await proc(pid2).and(page.locator('[data-status="killed"]')).waitFor({ timeout: 10_000 });
     expect((await outside.readText('session/proj/agent/coder/proc/idx')).split('\n').find((l) => l.startsWith(`${pid2}\t`))).toMatch(/\tkilled\t/);
@@ -155,6 +180,55 @@ describe('processes, search and settings with real agents (web mode)', () => {
     expect(ops).toContain(`ollie-9p read session/proj/agent/coder/proc/${pid2}/out`);
     expect(ops).toContain(`echo kill | ollie-9p write session/proj/agent/coder/proc/${pid2}/ctl`);
     expect(ops).toContain(`echo dismiss | ollie-9p write session/proj/agent/coder/proc/${pid2}/ctl`);
+    await page.keyboard.press('Control+`');
+
+    // A tty tool: its terminal takes keystrokes (written to proc/{pid}/in) and the pty has the view's size.
+    mock.script(
+      [{ toolCalls: [{ name: 'asker', args: { background: true } }] }],
+      [{ text: 'the asker waits for a name' }],
+      [{ text: 'the asker is done' }],
+    );
+    await prompt('run the asker');
+    // (The chat is scrolled up since the notice's link was followed: its log says how far the agent got.)
+    const logHas = (text: string) => until(async () => (await outside.readText('session/proj/agent/coder/log')).includes(text), text, 15_000);
+    await logHas('the asker waits for a name');
+    const pid3 = await until(async () => {
+      const p = await newestPid();
+      return p !== pid1 ? p : '';
+    }, 'the tty process');
+    await proc(pid3).and(page.locator('[aria-selected="true"][data-status="running"]')).waitFor();
+    await page.locator(`.proc-view[data-pid="${pid3}"][data-tty="1"]`).waitFor();
+    await panel.getByTestId('proc-input').filter({ hasText: 'click it and type' }).waitFor();
+    await until(async () => (await termText()).includes('name?'), 'the prompt of the tty tool');
+    expect(await out.locator('.xterm-rows span.xterm-fg-3', { hasText: 'name?' }).count()).toBe(1);
+    // The app's shortcuts are not keystrokes for the process, the focus in its terminal or not; reopened, the
+    // panel shows the same process, its output again from the start.
+    await out.locator('.xterm').click();
+    await page.keyboard.press('Control+Shift+P');
+    await panel.waitFor({ state: 'detached' });
+    await page.keyboard.press('Control+Shift+P');
+    await page.locator(`.proc-view[data-pid="${pid3}"][data-tty="1"]`).waitFor();
+    await until(async () => (await termText()).includes('name?'), 'the prompt again');
+    const viewRows = await out.locator('.xterm-rows > div').count();
+    await out.locator('.xterm').click();
+    await page.keyboard.type('world');
+    await page.keyboard.press('Enter');
+    await until(async () => (await termText()).includes('hello, world'), 'the answer to typed input', 10_000);
+    // The pty echoed the keystrokes, the tool read them; it saw the terminal's size (rows as shown, columns fitted
+    // to the panel, not the 120 × 40 it started with).
+    const answer = (await termRows()).find((r) => r.startsWith('hello, world'))!;
+    const [, sRows, sCols] = /size (\d+) (\d+)$/.exec(answer) ?? [];
+    expect(Number(sRows)).toBe(viewRows);
+    expect(Number(sCols)).toBeGreaterThan(20);
+    expect(Number(sCols)).toBeLessThan(120);
+    expect(await termText()).toMatch(/name\? world/);
+    await proc(pid3).and(page.locator('[data-status="exited"]')).waitFor({ timeout: 10_000 });
+    await screenshot(page, 'gui-procs-tty');
+    await logHas('the asker is done');
+    await page.keyboard.press('Control+`');
+    const ops3 = await consoleText();
+    expect(ops3).toContain(`| ollie-9p write session/proj/agent/coder/proc/${pid3}/in`);
+    expect(ops3).toMatch(new RegExp(`echo 'resize \\d+ \\d+' \\| ollie-9p write session/proj/agent/coder/proc/${pid3}/ctl`));
     await page.keyboard.press('Control+`');
 
     // Search: a word of the first prompt, now far up the chat; the hit opens the chat at that block.

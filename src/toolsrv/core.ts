@@ -384,7 +384,7 @@ export class Core {
 
   procCtl(p: Proc, line: string): void {
     const [cmd, arg, ...rest] = line.trim().split(/\s+/);
-    if (rest.length) throw new RequestError(`too many arguments: ${line.trim()}`);
+    if (rest.length > (cmd === 'resize' ? 1 : 0)) throw new RequestError(`too many arguments: ${line.trim()}`);
     switch (cmd) {
       case 'signal': {
         if (!arg) throw new RequestError('signal needs a number or a name (signal 15, signal TERM)');
@@ -407,13 +407,23 @@ export class Core {
         p.markKilled();
         p.killGroup('SIGKILL');
         return;
+      case 'resize': {
+        const m = /^(\d{1,4})\s+(\d{1,4})$/.exec(line.trim().slice('resize'.length).trim());
+        if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) throw new RequestError('resize needs COLS ROWS, e.g. resize 120 40');
+        try {
+          p.resize(Number(m[1]), Number(m[2]));
+        } catch (e) {
+          throw new RequestError((e as Error).message);
+        }
+        return;
+      }
       case 'dismiss':
         // Gone from the tree now; a running one is killed and announces nothing.
         this.procs.delete(p.id);
         p.terminate('killed', 0);
         return;
       default:
-        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: signal N, term, kill, dismiss`);
+        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: signal N, term, kill, resize COLS ROWS, dismiss`);
     }
   }
 
@@ -422,7 +432,7 @@ export class Core {
     const lines = [
       `state=${p.state}`, `status=${p.state === 'running' ? 'running' : p.status}`, `runtime_ms=${p.runtimeMs()}`, `tool=${p.meta.tool}`,
       `exit=${p.exit ?? ''}`, `signal=${p.signal ?? ''}`, `agent=${p.meta.agent}`, `os_pid=${p.osPid}`, `background=${p.meta.background ? 1 : 0}`,
-      `bypassed=${p.meta.bypassed ? 1 : 0}`, `output_bytes=${p.outputBytes}`, `cmd=${JSON.stringify(p.meta.cmd)}`,
+      `bypassed=${p.meta.bypassed ? 1 : 0}`, `tty=${p.tty ? 1 : 0}`, `output_bytes=${p.outputBytes}`, `cmd=${JSON.stringify(p.meta.cmd)}`,
     ];
     return `${lines.join('\n')}\n`;
   }

@@ -5,10 +5,10 @@
  * that what an agent may do still works.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
@@ -139,6 +139,41 @@ describe('an agent attacking the control plane through its own tools', () => {
     expect(h.daemon.sessions.has(a.session)).toBe(true);
     expect(h.daemon.agents.get(a.session, 'attacker').cfg.cwd).toBe(h.dir);
     expect(h.daemon.agents.get(a.session, 'attacker').cfg.backend).toBe('mock');
+  });
+
+  it('cannot type into a process, not even its own tty one: proc/{pid}/in is the owner\'s; the owner\'s keystrokes reach the pty', async () => {
+    // A tty tool that waits for a line typed at its terminal.
+    const tools = mkdtempSync(join(tmpdir(), 'ollie-tty-tools-'));
+    onTestFinished(() => rmSync(tools, { recursive: true, force: true }));
+    writeFileSync(join(tools, 'asker'), '#!/bin/sh\nprintf "name? "\nread line\necho "GOT $line"\n');
+    chmodSync(join(tools, 'asker'), 0o755);
+    writeFileSync(join(tools, 'asker.meta'), JSON.stringify({ description: 'asks in a terminal', tty: true, args: { type: 'object', properties: {} } }));
+    h = await harness({ profiles: { attacker: { ...ATTACKER, autoLoad: [...ATTACKER.autoLoad, 'asker'] } }, toolDirs: [tools] });
+    const a = await attacker(h);
+    h.mock.script([{ toolCalls: [{ name: 'asker', args: { background: true } }] }], [{ text: 'started' }]);
+    expect(results(await h.turn(a.path, 'start it'))[0]).toMatch(/started in the background as process \d+/);
+    const pid = (await h.c.readText(`${a.path}/proc/idx`)).trim().split('\t')[0]!;
+    expect(pid).toMatch(/^\d+$/);
+    const stat = await h.c.readText(`${a.path}/proc/${pid}/stat`);
+    expect(stat).toMatch(/^tty=1$/m);
+    expect(stat).toMatch(/^state=running$/m);
+    // The agent types into it, by its own path and by the session's; its sub-agent would be refused the same way.
+    h.mock.script(...script(
+      client9p('write', `session/$OLLIE_SESSION_ID/agent/${a.name}/proc/${pid}/in`, 'pwned\n'),
+      client9p('write', `session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME/proc/${pid}/in`, 'pwned\n'),
+      client9p('write', `session/${a.sid}/agent/${a.aid}/proc/${pid}/in`, 'pwned\n'),
+    ));
+    const out = results(await h.turn(a.path, 'type into it'));
+    expect(out).toHaveLength(4);
+    for (const o of out.slice(1)) expect(o).toMatch(/permission denied: .*only the owner may use this file, not agent /);
+    // Still waiting for its line: nothing reached the pty.
+    expect(await h.c.readText(`${a.path}/proc/${pid}/stat`)).toMatch(/^state=running$/m);
+    // The owner may: the keystrokes reach the process through olliesrv and toolsrv.
+    await h.c.write(`${a.path}/proc/${pid}/in`, 'hello\r');
+    expect((await h.c.readText(`${a.path}/proc/${pid}/wait`)).trim()).toBe('0');
+    const text = await h.c.readText(`${a.path}/proc/${pid}/out`);
+    expect(text).toContain('GOT hello');
+    expect(text).not.toContain('pwned');
   });
 
   it('cannot list providers, check a backend (a way to make the daemon fetch a URL) or store one', async () => {

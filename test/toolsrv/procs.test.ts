@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import { OUTPUT_CAP, type ProcInterrupt } from '../../src/toolsrv/protocol.js';
-import { sleep, startEnv, until, type Env } from './helpers.js';
+import { BASIC, sleep, startEnv, until, type Env } from './helpers.js';
 
 let env: Env | undefined;
 afterEach(async () => {
@@ -271,6 +271,29 @@ describe('procs', () => {
     expect(r.status).toBe('exited');
     expect(r.exit).toBe(2);
     expect(r.output.replace(/\r/g, '')).toBe('tty {"n":1}\n');
+  });
+
+  it('takes keystrokes and a size for a tty tool (proc/{pid}/in, ctl resize); refuses both for a piped one', async () => {
+    env = await startEnv({
+      ...BASIC,
+      asker: { meta: { description: 'asks', tty: true, args: { type: 'object', properties: {} } }, script: '#!/bin/sh\nread line\necho "GOT $line $(stty size)"\n' },
+    });
+    const c = await env.client();
+    await c.write('ctl', 'load asker');
+    await c.write('ctl', 'load sh');
+    const pid = Number((await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'asker', args: {} }))).trim());
+    expect((await stat(c, pid)).tty).toBe('1');
+    await c.write(`proc/${pid}/ctl`, 'resize 91 17');
+    await expect(c.write(`proc/${pid}/ctl`, 'resize 0 x')).rejects.toThrow(/resize needs COLS ROWS/);
+    await c.write(`proc/${pid}/in`, 'hi\r');
+    expect((await c.readText(`proc/${pid}/wait`)).trim()).toBe('0');
+    expect((await c.readText(`proc/${pid}/out`)).replace(/\r/g, '')).toContain('GOT hi 17 91');
+    await expect(c.write(`proc/${pid}/in`, 'late\r')).rejects.toThrow(/exited/);
+    const piped = await bg(c, 'sleep 30');
+    expect((await stat(c, piped)).tty).toBe('0');
+    await expect(c.write(`proc/${piped}/in`, 'x')).rejects.toThrow(/not a terminal/);
+    await expect(c.write(`proc/${piped}/ctl`, 'resize 80 24')).rejects.toThrow(/not a terminal/);
+    await c.write(`proc/${piped}/ctl`, 'kill');
   });
 
   it('reports a tool that cannot start', async () => {

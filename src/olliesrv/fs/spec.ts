@@ -618,8 +618,18 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                       return `${await h.wait(Number(ctx.params.pid), signal)}\n`;
                     },
                   }),
+                  // No access rule: the owner only. An agent must not type into processes (its own included): its
+                  // tool calls are how it acts, each through the sandbox and its policy.
+                  Leaf('in', {
+                    doc: "Write: keystrokes for a tty tool's terminal (a process without a pty refuses them; stat says tty=1 or 0). The owner's only.",
+                    write: async (ctx, data) => {
+                      const h = await ag(ctx).procHost();
+                      if (!h.input) throw new NinepError('this toolsrv connection cannot send input to procs');
+                      await h.input(Number(ctx.params.pid), data);
+                    },
+                  }),
                   Leaf('ctl', {
-                    doc: 'Write signal N, term, kill or dismiss.',
+                    doc: 'Write signal N, term, kill, resize COLS ROWS (a tty tool\'s terminal) or dismiss.',
                     access: agentOwn,
                     write: async (ctx, data) => {
                       const h = await ag(ctx).procHost();

@@ -273,9 +273,14 @@ export class ToolClient implements ToolHost {
     return Object.fromEntries(text.split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   }
 
-  /** `signal N`, `term`, `kill` or `dismiss`. */
+  /** `signal N`, `term`, `kill`, `resize COLS ROWS` or `dismiss`. */
   async procCtl(pid: number, command: string): Promise<void> {
     await (await this.conn()).write(`proc/${pid}/ctl`, command);
+  }
+
+  /** Keystrokes for a tty tool's terminal. */
+  async input(pid: number, data: Uint8Array): Promise<void> {
+    await (await this.conn()).write(`proc/${pid}/in`, data);
   }
 
   async catalog(): Promise<CatalogEntry[]> {

@@ -25,8 +25,10 @@ export interface ToolHost {
   wait?(pid: number, signal?: AbortSignal): Promise<number>;
   /** proc/{pid}/stat as key=value pairs. */
   stat?(pid: number): Promise<Record<string, string>>;
-  /** `signal N`, `term`, `kill` or `dismiss`. */
+  /** `signal N`, `term`, `kill`, `resize COLS ROWS` or `dismiss`. */
   procCtl?(pid: number, command: string): Promise<void>;
+  /** Keystrokes for a tty tool's terminal (toolsrv's proc/{pid}/in); rejected for a process without a pty. */
+  input?(pid: number, data: Uint8Array): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -85,6 +85,8 @@ export class Proc {
   private limits?: Limits;
   /** Which limit the call was killed for, in words (`killed: memory limit 2 GiB`). */
   private overLimit?: string;
+  /** The pseudo-terminal of a tty tool: what proc/{pid}/in writes to and ctl resize sizes. */
+  private term?: { write(data: string): void; resize(cols: number, rows: number): void };
   /** Set for a hosted call: signals become cancel requests to the host, never signals to its process. */
   private cancelHosted?: (sig: NodeJS.Signals | number) => void;
 
@@ -248,6 +250,7 @@ export class Proc {
       this.failed(`cannot start ${spec.file} in a terminal: ${(e as Error).message}`);
       return;
     }
+    this.term = term;
     this.onStarted(term.pid);
     const enc = new TextEncoder();
     term.onData((d) => this.output(enc.encode(d)));
@@ -364,6 +367,25 @@ export class Proc {
     this.killGroup('SIGTERM');
     this.kill9 ??= setTimeout(() => this.killGroup('SIGKILL'), graceMs);
     this.kill9.unref();
+  }
+
+  /** Whether it runs in a pseudo-terminal (a tty tool), so that it can be typed to and resized. */
+  get tty(): boolean {
+    return this.term !== undefined;
+  }
+
+  /** Keystrokes for a tty tool's terminal (proc/{pid}/in). A process without one has no input once started. */
+  input(data: Uint8Array): void {
+    if (!this.term) throw new Error('not a terminal: only a tty tool takes input once started');
+    if (this.state !== 'running') throw new Error('the process has exited');
+    this.term.write(new TextDecoder().decode(data));
+  }
+
+  /** Resizes a tty tool's terminal (ctl resize COLS ROWS); its process gets SIGWINCH. */
+  resize(cols: number, rows: number): void {
+    if (!this.term) throw new Error('not a terminal: only a tty tool can be resized');
+    if (this.state !== 'running') return;
+    this.term.resize(cols, rows);
   }
 
   /** Marks a user's stop (ctl kill/term/signal) so the status says killed even if the tool exits cleanly on it. */

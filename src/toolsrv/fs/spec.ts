@@ -67,6 +67,10 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           has: (ctx, id) => core.procIds(scope(ctx)).includes(id),
         },
           Leaf('out', { doc: 'Stream: its output from the start, live until it exits.', stream: (ctx, signal) => proc(ctx).follow(signal) }),
+          Leaf('in', {
+            doc: 'Write: keystrokes for a tty tool\'s terminal (its pty). Refused for a process without one (its stdin was its arguments).',
+            write: (ctx, data) => guard(() => proc(ctx).input(data)),
+          }),
           Leaf('wait', {
             doc: 'Blocks until it exits; its exit code (128+N when killed by signal N).',
             blockOnce: async (ctx) => {
@@ -78,7 +82,7 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           }),
           Leaf('stat', { doc: 'key=value lines: state, status, runtime_ms, tool, exit, signal, …', read: (ctx) => core.statText(proc(ctx)) }),
           Leaf('ctl', {
-            doc: 'Write: signal N (or a name), term, kill, dismiss (kill if running and remove it now).',
+            doc: 'Write: signal N (or a name), term, kill, resize COLS ROWS (a tty tool\'s terminal), dismiss (kill if running and remove it now).',
             write: (ctx, data) => guard(() => core.procCtl(proc(ctx), text(data))),
           }),
         ),

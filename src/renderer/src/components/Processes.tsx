@@ -1,13 +1,17 @@
 /**
- * The selected agent's background processes (`proc/idx`), the output of one of them streamed from its
- * `proc/{pid}/out` with ANSI colours rendered as styled spans, and stop / kill / dismiss (its `ctl`). The list
- * is re-read when the agent's state changes or an exit notice arrives in its log (store.ts), never polled.
+ * The selected agent's background processes (`proc/idx`), one of them in a terminal (xterm.js, sized to the panel)
+ * fed from its `proc/{pid}/out`, so that colours, cursor movement and `\r` progress lines look as they would in a
+ * terminal, and stop / kill / dismiss (its `ctl`). A tty tool's process runs in a pty: what is typed in the
+ * terminal goes to its `in`, and the pty follows the view's size (`ctl resize COLS ROWS`); any other process has no
+ * input once started, and its terminal is read-only. The list is re-read when the agent's state changes or an
+ * exit notice arrives in its log (store.ts), never polled.
  */
-import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { AnsiText } from '../lib/ansi.js';
+import { useEffect, useRef, useState } from 'react';
+import { FitAddon } from '@xterm/addon-fit';
+import { Terminal } from '@xterm/xterm';
+import '@xterm/xterm/css/xterm.css';
 import { parseKv, procCommand, type ProcInfo } from '../lib/parse.js';
-import { act, nextFrame, ollie, useStore } from '../lib/store.js';
-import { AnsiSpans } from './Ansi.js';
+import { act, notify, ollie, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
 
 const running = (p: ProcInfo): boolean => p.status === 'running';
@@ -23,46 +27,120 @@ function ending(p: ProcInfo, stat?: Record<string, string>): string {
   return parts.join(' · ');
 }
 
+/** The terminal's text, its scrollback included, one line per row (wrapped rows joined), for Copy. */
+function bufferText(term: Terminal): string {
+  const b = term.buffer.active;
+  const lines: string[] = [];
+  for (let i = 0; i < b.length; i++) {
+    const l = b.getLine(i);
+    if (!l) continue;
+    const t = l.translateToString(true);
+    if (l.isWrapped && lines.length) lines[lines.length - 1] += t;
+    else lines.push(t);
+  }
+  while (lines.length && lines[lines.length - 1] === '') lines.pop();
+  return lines.join('\n');
+}
+
 function ProcOutput({ session, agent, proc }: { session: string; agent: string; proc: ProcInfo }) {
   // After a reconnect the old stream is dead: read the output again, from the start, on the new connection.
   const open = useStore((s) => s.conn === 'open');
-  const [out, setOut] = useState(() => new AnsiText());
-  const [version, setVersion] = useState(0);
   const [state, setState] = useState<'streaming' | 'ended' | 'error'>('streaming');
   const [error, setError] = useState<string>();
+  /** Whether it runs in a pty (stat's tty=1): then it takes keystrokes and follows the view's size. */
+  const [tty, setTty] = useState<boolean>();
   /** The process's `stat` (status, exit, signal, runtime_ms, output_bytes…), read once its output has ended. */
   const [stat, setStat] = useState<Record<string, string>>();
-  const pre = useRef<HTMLPreElement>(null);
-  const stuck = useRef(true);
+  const box = useRef<HTMLDivElement>(null);
+  const termRef = useRef<Terminal>(undefined);
   const isRunning = running(proc);
 
   useEffect(() => {
     const api = ollie.api;
-    if (!api || !open) return;
+    const el = box.current;
+    if (!api || !open || !el) return;
     const abort = new AbortController();
-    const text = new AnsiText();
-    setOut(text);
     setState('streaming');
     setError(undefined);
     setStat(undefined);
+    setTty(undefined);
     const path = ollie.procPath(session, agent, proc.pid);
-    let queued = false;
-    // Output can arrive in many small chunks: render at most once a frame.
-    const bump = (): void => {
-      if (queued) return;
-      queued = true;
-      nextFrame(() => {
-        queued = false;
-        setVersion((v) => v + 1);
+    const term = new Terminal({
+      // A pty turns \n into \r\n (onlcr); a piped process's output never went through one: do as a tty would.
+      convertEol: true,
+      scrollback: 10_000,
+      disableStdin: true,
+      cursorBlink: false,
+      fontSize: 12,
+      fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace',
+      theme: { background: '#0d1117', foreground: '#d3d7cf', cursor: '#d3d7cf' },
+    });
+    // The app's shortcuts (Ctrl+Shift+…, Ctrl+`) stay the app's when the terminal has the focus.
+    term.attachCustomKeyEventHandler((e) => !((e.ctrlKey || e.metaKey) && (e.shiftKey || e.key === '`')));
+    const fit = new FitAddon();
+    term.loadAddon(fit);
+    term.open(el);
+    termRef.current = term;
+    const refit = (): void => {
+      try {
+        if (el.clientWidth > 0 && el.clientHeight > 0) fit.fit();
+      } catch {
+        // not laid out yet
+      }
+    };
+    refit();
+    const observer = new ResizeObserver(() => refit());
+    observer.observe(el);
+
+    // Input and resizes, for a pty only, written in order, one at a time: what is typed while a write is on its way
+    // goes together in the next.
+    let isTty = false;
+    let ended = false;
+    let typed = '';
+    let chain = Promise.resolve();
+    const enqueue = (what: string, op: () => Promise<void>): void => {
+      chain = chain.then(op).catch((e: Error) => {
+        if (!abort.signal.aborted && !ended) notify(`${what}: ${e.message}`, true);
       });
     };
+    const send = (data: string): void => {
+      if (!isTty || ended) return;
+      const first = !typed;
+      typed += data;
+      if (first)
+        enqueue('input', async () => {
+          const d = typed;
+          typed = '';
+          if (!ended && !abort.signal.aborted) await ollie.procInput(session, agent, proc.pid, d);
+        });
+    };
+    const resize = (): void =>
+      enqueue('resize', async () => {
+        if (isTty && !ended && !abort.signal.aborted) await ollie.procResize(session, agent, proc.pid, term.cols, term.rows);
+      });
+    let resizeTimer: ReturnType<typeof setTimeout> | undefined;
+    const sendSize = (): void => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(resize, 150);
+    };
+    const subs = [term.onData(send), term.onResize(sendSize)];
+
+    void (async () => {
+      const st = parseKv(await api.readOr(`${path}/stat`, ''));
+      if (abort.signal.aborted) return;
+      isTty = st.tty === '1' && st.state === 'running';
+      setTty(st.tty === '1');
+      term.options.disableStdin = !isTty;
+      if (isTty) resize();
+    })();
     void (async () => {
       try {
-        for await (const chunk of api.stream(`${path}/out`, { signal: abort.signal })) {
-          text.push(chunk);
-          bump();
-        }
+        for await (const chunk of api.stream(`${path}/out`, { signal: abort.signal })) term.write(chunk);
         if (abort.signal.aborted) return;
+        ended = true;
+        term.options.disableStdin = true;
+        // Nothing will move the cursor any more: hide it, as a finished program's terminal would not show it.
+        term.write('\x1b[?25l');
         setState('ended');
         // The stream ends when the process does: its status in proc/idx is what changed, and stat says how it
         // ended before olliesrv has heard of it (the exit notice comes a moment later).
@@ -75,21 +153,20 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
         setError((e as Error).message);
       }
     })();
-    return () => abort.abort();
+    return () => {
+      abort.abort();
+      clearTimeout(resizeTimer);
+      observer.disconnect();
+      for (const d of subs) d.dispose();
+      termRef.current = undefined;
+      term.dispose();
+    };
   }, [session, agent, proc.pid, open]);
 
-  useLayoutEffect(() => {
-    const el = pre.current;
-    if (el && stuck.current) el.scrollTop = el.scrollHeight;
-  }, [version]);
-  const onScroll = useCallback(() => {
-    const el = pre.current;
-    if (el) stuck.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
-  }, []);
-
   const ctl = (cmd: string, what: string): void => void act(what, () => ollie.procCtl(session, agent, proc.pid, cmd));
+  const input = tty && isRunning && state === 'streaming';
   return (
-    <div className="proc-view" data-pid={proc.pid}>
+    <div className="proc-view" data-pid={proc.pid} data-tty={tty === undefined ? undefined : tty ? '1' : '0'}>
       <div className="proc-head">
         <code className="proc-cmd" title={proc.args}>
           {procCommand(proc.args)}
@@ -104,14 +181,16 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
           <button type="button" title="Remove it from the list" onClick={() => ctl('dismiss', 'dismiss')} disabled={isRunning}>
             Dismiss
           </button>
-          <CopyButton text={out.toString()} label="Copy output" />
+          <CopyButton text={() => (termRef.current ? bufferText(termRef.current) : '')} label="Copy output" />
         </div>
       </div>
-      <pre className="proc-out" ref={pre} onScroll={onScroll} data-testid="proc-out" aria-label={`Output of process ${proc.pid}`} aria-live="off">
-        {out.dropped > 0 && <span className="dim">[{out.dropped.toLocaleString()} earlier characters not shown]{'\n'}</span>}
-        <AnsiSpans segments={out.segments} version={version} />
-        {state === 'streaming' && out.segments.length === 0 && <span className="dim">(no output yet)</span>}
-      </pre>
+      <div
+        className="proc-term"
+        ref={box}
+        data-testid="proc-out"
+        role="region"
+        aria-label={`Terminal of process ${proc.pid}${input ? '' : ' (read-only)'}`}
+      />
       <div className="proc-foot">
         {state === 'error' ? (
           <span className="errmsg">output unavailable: {error}</span>
@@ -119,6 +198,11 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
           <span>{ending(proc, stat)}</span>
         ) : (
           <span className="live">● live</span>
+        )}
+        {state === 'streaming' && isRunning && tty !== undefined && (
+          <span className="proc-input" data-testid="proc-input">
+            {tty ? 'runs in a terminal: click it and type to send keystrokes' : 'read-only: not a terminal (no input once started)'}
+          </span>
         )}
       </div>
     </div>

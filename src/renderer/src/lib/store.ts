@@ -615,6 +615,19 @@ class Controller {
     return `${agentPath(sid, aid)}/proc/${pid}`;
   }
 
+  /**
+   * Keystrokes for a tty process's terminal, written to its `in` (the owner's only: agents cannot type into
+   * processes). The console shows them escaped, never as raw control characters.
+   */
+  async procInput(sid: string, aid: string, pid: number, data: string): Promise<void> {
+    await this.need().write(`${this.procPath(sid, aid, pid)}/in`, data, JSON.stringify(data).slice(1, -1));
+  }
+
+  /** Sizes a tty process's terminal to the view (`resize COLS ROWS` to its ctl; the list is not re-read). */
+  async procResize(sid: string, aid: string, pid: number, cols: number, rows: number): Promise<void> {
+    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `resize ${cols} ${rows}\n`);
+  }
+
   /** `term`, `kill`, `signal N` or `dismiss`, written to the process's ctl. */
   async procCtl(sid: string, aid: string, pid: number, cmd: string): Promise<void> {
     await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${cmd}\n`);
