@@ -221,6 +221,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         const peer = peerCredentials(sock);
         return 'error' in peer ? principals.unixOrigin(undefined, peer.error) : principals.unixOrigin(peer);
       },
+      onRefused: (m) => log(m),
     }));
     // The default provider's SDK takes ~100 ms to load; load it now, while clients connect, not in the first turn.
     if (backends.names().length > 0) void backends.default.prepare?.();
@@ -234,7 +235,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       tokenFile = join(dirname(opts.socket), 'owner.token');
       rmSync(tokenFile, { force: true });
       writeFileSync(tokenFile, `${principals.ownerToken}\n`, { mode: 0o600, flag: 'wx' });
-      const l = await listen(server, opts.tcp, { origin: (sock): Origin => ({ kind: 'tcp', remote: `${sock.remoteAddress}:${sock.remotePort}` }) });
+      const l = await listen(server, opts.tcp, {
+        origin: (sock): Origin => ({ kind: 'tcp', remote: `${sock.remoteAddress}:${sock.remotePort}` }),
+        onRefused: (m) => log(m),
+      });
       listeners.push(l);
       const where = l.address.kind === 'tcp' ? `${l.address.host}:${l.address.port}` : '';
       const beyond = !['127.0.0.1', '::1', 'localhost'].includes(opts.tcp.host);

@@ -6,8 +6,15 @@
 export interface ByteChannel {
   send(data: Uint8Array): void;
   /** Registers the receivers. Called once, before any data flows. */
-  start(onData: (data: Uint8Array) => void, onClose: (err?: Error) => void): void;
+  start(onData: (data: Uint8Array) => void, onClose: (err?: Error) => void, onDrain?: () => void): void;
   close(): void;
+  /**
+   * Optional flow control, for transports that have it (sockets): bytes sent but not yet written out, and a way
+   * to stop and restart onData. A channel with backlog() calls start's onDrain once its backlog has been written.
+   */
+  backlog?(): number;
+  pause?(): void;
+  resume?(): void;
 }
 
 /** The subset of MessagePort (browser or worker_threads) that a channel needs. */

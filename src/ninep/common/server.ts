@@ -94,9 +94,35 @@ export interface ServerOptions<N> {
    */
   authorize?: (req: AttachRequest) => User;
   groupsOf?: (uname: string) => readonly string[];
-  /** Told about connections closed for protocol errors, so the daemon can log them. */
+  /** Told about connections closed for protocol errors (and limits and timeouts), so the daemon can log them. */
   onProtocolError?: (message: string) => void;
+  /**
+   * Write backpressure: while more than this many reply bytes wait unsent on a connection (on channels that can
+   * tell, i.e. sockets), its requests are not read, so a client that never reads its replies cannot grow the
+   * server. At least 1 MiB; default DEFAULT_LIMITS.maxUnsent.
+   */
+  maxUnsent?: number;
+  /** Requests in progress per connection; one more is refused with an Rerror naming the limit. */
+  maxOutstanding?: number;
+  /** Fids per connection; an attach, walk or auth to one more is refused with an Rerror naming the limit. */
+  maxFids?: number;
+  /** Milliseconds a connection may take to finish Tversion before it is closed (and logged). 0: no limit. */
+  versionTimeout?: number;
+  /** Milliseconds a frame may stay half-received before it is dropped and its connection closed (and logged). 0: no limit. */
+  frameTimeout?: number;
 }
+
+/** The limits a Server applies when its options leave them out. */
+export const DEFAULT_LIMITS = {
+  maxUnsent: 4 * 1024 * 1024,
+  maxOutstanding: 1024,
+  maxFids: 65536,
+  versionTimeout: 30_000,
+  frameTimeout: 30_000,
+} as const;
+
+/** Largest frame accepted before Tversion has set msize: a Tversion is a few dozen bytes. */
+const PREVERSION_MAX_FRAME = 8192;
 
 export const DEFAULT_MAX_MSIZE = 1024 * 1024 + IOHDRSZ;
 const MIN_MSIZE = 256;
@@ -154,6 +180,8 @@ class Request implements Pending {
 
 type Reply = RMessage | Promise<RMessage>;
 
+const EMPTY = new Uint8Array(0);
+
 const err = (tag: number, ename: string): RMessage => ({ type: Type.Rerror, tag, ename });
 
 function canAccess(st: Stat, user: User, need: number): boolean {
@@ -179,18 +207,40 @@ export class Connection<N> {
   private msize: number;
   private versioned = false;
   private closed = false;
+  /** Frames received but not yet handled, held while the connection's replies are backed up. */
+  private queue: Uint8Array[] = [];
+  private queued = 0;
+  private paused = false;
+  private readonly maxUnsent: number;
+  private readonly maxOutstanding: number;
+  private readonly maxFids: number;
+  private versionTimer?: ReturnType<typeof setTimeout>;
+  private frameTimer?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly server: Server<N>, private readonly channel: ByteChannel, private readonly origin: unknown) {
-    this.fs = server.options.fs;
-    this.msize = server.options.maxMsize ?? DEFAULT_MAX_MSIZE;
-    this.framer = new Framer(this.msize);
-    channel.start((b) => this.receive(b), () => this.teardown());
+    const o = server.options;
+    this.fs = o.fs;
+    this.msize = o.maxMsize ?? DEFAULT_MAX_MSIZE;
+    this.maxUnsent = Math.max(o.maxUnsent ?? DEFAULT_LIMITS.maxUnsent, 1024 * 1024);
+    this.maxOutstanding = o.maxOutstanding ?? DEFAULT_LIMITS.maxOutstanding;
+    this.maxFids = o.maxFids ?? DEFAULT_LIMITS.maxFids;
+    // Until Tversion sets msize, only a Tversion-sized frame is accepted: a stranger cannot make us hold 1 MiB.
+    this.framer = new Framer(Math.min(this.msize, PREVERSION_MAX_FRAME));
+    const vt = o.versionTimeout ?? DEFAULT_LIMITS.versionTimeout;
+    if (vt > 0) this.versionTimer = setTimeout(() => this.expire(`no Tversion within ${vt / 1000} s`), vt);
+    channel.start((b) => this.receive(b), () => this.teardown(), () => this.drained());
   }
 
   close(): void {
     if (this.closed) return;
     this.channel.close();
     this.teardown();
+  }
+
+  private expire(why: string): void {
+    if (this.closed) return;
+    this.server.options.onProtocolError?.(`${why}; closing the connection`);
+    this.close();
   }
 
   private receive(chunk: Uint8Array): void {
@@ -202,10 +252,59 @@ export class Connection<N> {
       this.close();
       return;
     }
-    for (const f of frames) {
+    this.watchPartialFrame(frames.length > 0);
+    if (this.queued < this.queue.length) this.queue.push(...frames);
+    else {
+      this.queue = frames;
+      this.queued = 0;
+    }
+    this.pump();
+  }
+
+  /** Handles queued frames until they run out or the connection's unsent replies pass maxUnsent. */
+  private pump(): void {
+    while (this.queued < this.queue.length) {
       if (this.closed) return;
+      if ((this.channel.backlog?.() ?? 0) > this.maxUnsent) {
+        if (!this.paused) {
+          this.paused = true;
+          this.channel.pause?.();
+          this.watchPartialFrame(false);
+        }
+        return;
+      }
+      const f = this.queue[this.queued]!;
+      this.queue[this.queued++] = EMPTY;
       this.handle(f);
     }
+    this.queue = [];
+    this.queued = 0;
+  }
+
+  /** The channel wrote out its backlog: read requests again. */
+  private drained(): void {
+    if (!this.paused || this.closed) return;
+    this.paused = false;
+    this.channel.resume?.();
+    this.watchPartialFrame(true);
+    this.pump();
+  }
+
+  /**
+   * Times a half-received frame: started when one begins, restarted when a frame completes and another is under
+   * way, stopped while the connection is paused (the client cannot finish a frame we are not reading).
+   */
+  private watchPartialFrame(progress: boolean): void {
+    const t = this.server.options.frameTimeout ?? DEFAULT_LIMITS.frameTimeout;
+    if (t <= 0) return;
+    if (this.framer.pending === 0 || this.paused || this.closed) {
+      clearTimeout(this.frameTimer);
+      this.frameTimer = undefined;
+      return;
+    }
+    if (this.frameTimer && !progress) return;
+    clearTimeout(this.frameTimer);
+    this.frameTimer = setTimeout(() => this.expire(`a frame stayed unfinished for ${t / 1000} s (${this.framer.pending} bytes received)`), t);
   }
 
   private handle(frame: Uint8Array): void {
@@ -231,6 +330,10 @@ export class Connection<N> {
     }
     if (!this.versioned) {
       this.send(err(m.tag, Ename.noVersion));
+      return;
+    }
+    if (m.type !== Type.Tflush && this.pending.size >= this.maxOutstanding) {
+      this.send(err(m.tag, `too many outstanding requests (limit ${this.maxOutstanding} per connection)`));
       return;
     }
     if (this.pending.has(m.tag)) {
@@ -309,12 +412,17 @@ export class Connection<N> {
     this.framer.maxSize = this.msize;
     // 9P2000.u and .L clients are answered with plain 9P2000, which they must accept or hang up on.
     this.versioned = version.startsWith(VERSION);
+    if (this.versioned) {
+      clearTimeout(this.versionTimer);
+      this.versionTimer = undefined;
+    }
     return { type: Type.Rversion, tag: tag === NOTAG ? NOTAG : tag, msize: this.msize, version: this.versioned ? VERSION : 'unknown' };
   }
 
   private newFid(fid: number): void {
     if (fid === NOFID) throw new NinepError(`${Ename.badFid}: NOFID`);
     if (this.fids.has(fid)) throw new NinepError(Ename.dupFid);
+    if (this.fids.size >= this.maxFids) throw new NinepError(`too many fids (limit ${this.maxFids} per connection)`);
   }
 
   private fid(fid: number): Fid<N> {
@@ -548,6 +656,10 @@ export class Connection<N> {
   private teardown(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.versionTimer);
+    clearTimeout(this.frameTimer);
+    this.queue = [];
+    this.queued = 0;
     for (const r of this.pending.values()) {
       r.flushed = true;
       r.abort();

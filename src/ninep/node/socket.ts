@@ -29,14 +29,18 @@ export function socketChannel(sock: net.Socket): ByteChannel {
       }
       sock.write(data);
     },
-    start(onData, onClose) {
+    start(onData, onClose, onDrain) {
       sock.on('data', onData);
+      if (onDrain) sock.on('drain', onDrain);
       sock.on('error', () => undefined);
       sock.on('close', () => onClose());
     },
     close() {
       sock.destroy();
     },
+    backlog: () => sock.writableLength,
+    pause: () => void sock.pause(),
+    resume: () => void sock.resume(),
   };
 }
 
@@ -89,13 +93,28 @@ export interface ListenOptions {
    * throw refuses the connection: it is closed before any 9P is read from it.
    */
   origin?: (sock: net.Socket, address: Address) => unknown;
+  /** Connections served at once; one more is closed at once (and reported to onRefused). Default 1024. */
+  maxConnections?: number;
+  /** Told why a connection was refused (over maxConnections), so the daemon can log it. */
+  onRefused?: (reason: string) => void;
 }
+
+export const DEFAULT_MAX_CONNECTIONS = 1024;
 
 /** Serves `server` on a Unix socket (created 0600) or on TCP (loopback unless a host is given). */
 export async function listen<N>(server: Server<N>, address: Address | string, opts: ListenOptions = {}): Promise<Listener> {
   const addr = typeof address === 'string' ? parseAddress(address) : address;
   if (addr.kind === 'unix') await prepareUnixSocket(addr.path);
+  const maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  let open = 0;
   const ns = net.createServer((sock) => {
+    if (open >= maxConnections) {
+      sock.destroy();
+      opts.onRefused?.(`connection refused: ${open} connections open (limit ${maxConnections})`);
+      return;
+    }
+    open++;
+    sock.once('close', () => open--);
     let origin: unknown;
     try {
       origin = opts.origin?.(sock, addr);
