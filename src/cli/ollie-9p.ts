@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `ollie-9p`: a 9P client for the shell. Reads stream (a file that blocks, like log.raw, is followed until
- * it ends); writes take stdin; rdwr writes stdin and prints the reply read on the same fid.
+ * it ends); writes take stdin; rdwr writes stdin and prints the reply read on the same fid, as it is read.
  */
 import { dialOllie } from '../platform/dial.js';
 import { Command } from 'commander';
@@ -28,6 +28,13 @@ async function readStdin(): Promise<Uint8Array> {
   return Buffer.concat(parts);
 }
 
+// A reader that went away (`ollie-9p read BIG | head`) is the normal end of a pipeline, not an error: stop quietly,
+// as 0 (the server clunks our fids when the connection drops). Anything else on stdout is reported without a trace.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') process.stderr.write(`ollie-9p: stdout: ${e.message}\n`);
+  process.exit(e.code === 'EPIPE' ? 0 : 1);
+});
+
 /** Writes to stdout, waiting when the pipe is full, so a slow reader slows the stream instead of buffering it. */
 function out(data: Uint8Array | string): Promise<void> {
   return new Promise((resolve) => (process.stdout.write(data) ? resolve() : process.stdout.once('drain', resolve)));
@@ -45,7 +52,7 @@ function interruptible(): AbortSignal {
   return ac.signal;
 }
 
-async function stream(c: Client, path: string, request?: string): Promise<void> {
+async function stream(c: Client, path: string, request?: string | Uint8Array): Promise<void> {
   const signal = interruptible();
   try {
     for await (const chunk of c.stream(path, { request, signal })) await out(chunk);
@@ -81,10 +88,12 @@ program.command('write').description('write stdin to a file (truncating it)')
     }
   }));
 
-program.command('rdwr').description('write stdin as one request, print the reply read on the same fid')
-  .argument('<path>').action((path: string) => withClient(async (c) => {
-    await out(await c.rdwr(path, await readStdin()));
-  }));
+program.command('rdwr').description('write stdin as one request, print the reply read on the same fid (as it comes: a streaming file is followed until it ends or ^C)')
+  .argument('<path>').action(async (path: string) => {
+    // stdin is read before dialling, so a slow producer holds no fid open.
+    const request = await readStdin();
+    await withClient((c) => stream(c, path, request));
+  });
 
 program.command('rdwrs').description('write a request (e.g. an event filter), then stream the replies until interrupted')
   .argument('<path>').argument('[request]', 'the request', '').action((path: string, request: string) => withClient(async (c) => {
