@@ -145,10 +145,11 @@ describe('connection limits and timeouts', () => {
     const idle = await t.raw();
     expect(await idle.waitClosed(2000)).toBe(true);
     expect(log.some((m) => /no Tversion within 0.3 s/.test(m))).toBe(true);
-    // Before Tversion only a Tversion-sized frame is taken: a stranger cannot make the server hold 1 MiB.
+    // Before Tversion at most a Tversion's worth of a frame is held: a stranger cannot make the server hold 1 MiB.
     const bigFrame = await t.raw();
-    bigFrame.send(encode({ type: Type.Twrite, tag: 2, fid: 0, offset: 0, data: new Uint8Array(MiB) }).subarray(0, 4096));
+    bigFrame.send(encode({ type: Type.Twrite, tag: 2, fid: 0, offset: 0, data: new Uint8Array(MiB) }).subarray(0, 16384));
     expect(await bigFrame.waitClosed(200)).toBe(true);
+    expect(log.some((m) => /16384 bytes of a frame before Tversion/.test(m))).toBe(true);
   });
 
   it('refuses connections beyond maxConnections, logging it', async () => {

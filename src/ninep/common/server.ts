@@ -121,7 +121,7 @@ export const DEFAULT_LIMITS = {
   frameTimeout: 30_000,
 } as const;
 
-/** Largest frame accepted before Tversion has set msize: a Tversion is a few dozen bytes. */
+/** Most bytes of an unfinished frame held before Tversion has set msize: a Tversion is a few dozen bytes. */
 const PREVERSION_MAX_FRAME = 8192;
 
 export const DEFAULT_MAX_MSIZE = 1024 * 1024 + IOHDRSZ;
@@ -224,8 +224,7 @@ export class Connection<N> {
     this.maxUnsent = Math.max(o.maxUnsent ?? DEFAULT_LIMITS.maxUnsent, 1024 * 1024);
     this.maxOutstanding = o.maxOutstanding ?? DEFAULT_LIMITS.maxOutstanding;
     this.maxFids = o.maxFids ?? DEFAULT_LIMITS.maxFids;
-    // Until Tversion sets msize, only a Tversion-sized frame is accepted: a stranger cannot make us hold 1 MiB.
-    this.framer = new Framer(Math.min(this.msize, PREVERSION_MAX_FRAME));
+    this.framer = new Framer(this.msize);
     const vt = o.versionTimeout ?? DEFAULT_LIMITS.versionTimeout;
     if (vt > 0) this.versionTimer = setTimeout(() => this.expire(`no Tversion within ${vt / 1000} s`), vt);
     channel.start((b) => this.receive(b), () => this.teardown(), () => this.drained());
@@ -259,6 +258,11 @@ export class Connection<N> {
       this.queued = 0;
     }
     this.pump();
+    // Until Tversion, no more than a Tversion's worth is held for an unfinished frame: a stranger cannot make us
+    // hold 1 MiB. (Checked after the frames were handled, so a Tversion pipelined with a large request is fine.)
+    if (!this.versioned && !this.closed && this.framer.pending > PREVERSION_MAX_FRAME) {
+      this.expire(`${this.framer.pending} bytes of a frame before Tversion (limit ${PREVERSION_MAX_FRAME})`);
+    }
   }
 
   /** Handles queued frames until they run out or the connection's unsent replies pass maxUnsent. */
