@@ -110,6 +110,12 @@ export interface ServerOptions<N> {
   versionTimeout?: number;
   /** Milliseconds a frame may stay half-received before it is dropped and its connection closed (and logged). 0: no limit. */
   frameTimeout?: number;
+  /**
+   * Bytes held in unfinished frames across all connections. Past it, a connection with more than 64 KiB of an
+   * unfinished frame is not read (the kernel holds the rest) until others finish or time out their frames; its
+   * frame's clock (frameTimeout) keeps running meanwhile.
+   */
+  maxPartialBytes?: number;
 }
 
 /** The limits a Server applies when its options leave them out. */
@@ -119,7 +125,11 @@ export const DEFAULT_LIMITS = {
   maxFids: 65536,
   versionTimeout: 30_000,
   frameTimeout: 30_000,
+  maxPartialBytes: 16 * 1024 * 1024,
 } as const;
+
+/** An unfinished frame this small is always read on, whatever the budget: small requests never wait. */
+const SMALL_PARTIAL = 64 * 1024;
 
 /** Most bytes of an unfinished frame held before Tversion has set msize: a Tversion is a few dozen bytes. */
 const PREVERSION_MAX_FRAME = 8192;
@@ -131,7 +141,21 @@ const ERRMAX = 4096;
 
 export class Server<N> {
   readonly connections = new Set<Connection<N>>();
+  /** Bytes held in unfinished frames across connections (see ServerOptions.maxPartialBytes). */
+  partialBytes = 0;
+  /** Connections not read because partialBytes is over budget. */
+  readonly starved = new Set<Connection<N>>();
   constructor(readonly options: ServerOptions<N>) {}
+
+  /** Reads starved connections again while the partial-frame budget allows. */
+  wake(): void {
+    const budget = this.options.maxPartialBytes ?? DEFAULT_LIMITS.maxPartialBytes;
+    for (const c of this.starved) {
+      if (this.partialBytes > budget) return;
+      this.starved.delete(c);
+      c.unstarve();
+    }
+  }
 
   /**
    * Serves 9P on a channel until it closes. `origin` is what the transport knows of the other end (peer
@@ -211,6 +235,10 @@ export class Connection<N> {
   private queue: Uint8Array[] = [];
   private queued = 0;
   private paused = false;
+  /** Not read because the server's partial-frame budget is spent (Server.starved). */
+  private starving = false;
+  /** This connection's share of Server.partialBytes. */
+  private held = 0;
   private readonly maxUnsent: number;
   private readonly maxOutstanding: number;
   private readonly maxFids: number;
@@ -258,11 +286,35 @@ export class Connection<N> {
       this.queued = 0;
     }
     this.pump();
+    this.account();
     // Until Tversion, no more than a Tversion's worth is held for an unfinished frame: a stranger cannot make us
     // hold 1 MiB. (Checked after the frames were handled, so a Tversion pipelined with a large request is fine.)
     if (!this.versioned && !this.closed && this.framer.pending > PREVERSION_MAX_FRAME) {
       this.expire(`${this.framer.pending} bytes of a frame before Tversion (limit ${PREVERSION_MAX_FRAME})`);
     }
+  }
+
+  /** Updates the server's partial-frame total; stops reading this connection when it is over budget. */
+  private account(): void {
+    const now = this.closed ? 0 : this.framer.pending;
+    const before = this.held;
+    this.server.partialBytes += now - before;
+    this.held = now;
+    if (now < before) this.server.wake();
+    const budget = this.server.options.maxPartialBytes ?? DEFAULT_LIMITS.maxPartialBytes;
+    if (!this.closed && !this.starving && now > SMALL_PARTIAL && this.server.partialBytes > budget) {
+      this.starving = true;
+      this.server.starved.add(this);
+      // Its frame's clock keeps running: it holds part of the budget, which must come back.
+      if (!this.paused) this.channel.pause?.();
+    }
+  }
+
+  /** The partial-frame budget allows reading this connection again (Server.wake). */
+  unstarve(): void {
+    if (!this.starving || this.closed) return;
+    this.starving = false;
+    if (!this.paused) this.channel.resume?.();
   }
 
   /** Handles queued frames until they run out or the connection's unsent replies pass maxUnsent. */
@@ -272,7 +324,7 @@ export class Connection<N> {
       if ((this.channel.backlog?.() ?? 0) > this.maxUnsent) {
         if (!this.paused) {
           this.paused = true;
-          this.channel.pause?.();
+          if (!this.starving) this.channel.pause?.();
           this.watchPartialFrame(false);
         }
         return;
@@ -289,7 +341,7 @@ export class Connection<N> {
   private drained(): void {
     if (!this.paused || this.closed) return;
     this.paused = false;
-    this.channel.resume?.();
+    if (!this.starving) this.channel.resume?.();
     this.watchPartialFrame(true);
     this.pump();
   }
@@ -664,6 +716,8 @@ export class Connection<N> {
     clearTimeout(this.frameTimer);
     this.queue = [];
     this.queued = 0;
+    this.server.starved.delete(this);
+    this.account();
     for (const r of this.pending.values()) {
       r.flushed = true;
       r.abort();
