@@ -280,7 +280,7 @@ export class Connection<N> {
       return;
     }
     this.watchPartialFrame(frames.length > 0);
-    if (this.queued < this.queue.length) this.queue.push(...frames);
+    if (this.queued < this.queue.length) for (const f of frames) this.queue.push(f);
     else {
       this.queue = frames;
       this.queued = 0;
