@@ -42,7 +42,11 @@ export type Access = (ctx: Ctx, op: AccessOp) => string | undefined;
 
 export interface LeafHandlers {
   read?: (ctx: Ctx) => Content;
-  write?: (ctx: Ctx, data: Uint8Array, offset: number) => void | Promise<void>;
+  /**
+   * `signal` aborts when the write is flushed: a handler that takes time either finishes (its effect stands, and
+   * the client gets the reply before the Rflush) or rejects without having had any effect.
+   */
+  write?: (ctx: Ctx, data: Uint8Array, offset: number, signal: AbortSignal) => void | Promise<void>;
   text?: { get: (ctx: Ctx) => Content; set: (ctx: Ctx, value: string) => void | Promise<void> };
   rdwr?: (ctx: Ctx, request: string, signal: AbortSignal) => Content | Promise<Content>;
   stream?: (ctx: Ctx, signal: AbortSignal) => AsyncIterable<Content>;
@@ -563,7 +567,7 @@ class LeafFile implements OpenFile {
   async write(offset: number, data: Uint8Array, req: Pending): Promise<number> {
     const s = this.spec;
     if (s.write) {
-      await s.write(this.ctx, data, offset);
+      await s.write(this.ctx, data, offset, req.signal);
       return data.length;
     }
     if (s.text) {

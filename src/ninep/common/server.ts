@@ -136,7 +136,10 @@ interface Fid<N> {
 class Request implements Pending {
   private controller?: AbortController;
   private aborted = false;
+  /** Dropped without a reply: the connection ended or a Tversion started over. */
   flushed = false;
+  /** Tags of the Tflushes waiting for this request: each is answered right after its reply (lib9p's order). */
+  flushes?: number[];
   constructor(readonly tag: number) {}
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -238,13 +241,13 @@ export class Connection<N> {
       return;
     }
     if (m.type === Type.Tflush) {
+      // As lib9p: the handler is told (its signal aborts) and either finishes or gives up before having any effect;
+      // its reply goes out first and the Rflush after it, so the client knows which happened.
       const old = this.pending.get(m.oldtag);
-      if (old) {
-        old.flushed = true;
-        this.pending.delete(m.oldtag);
+      if (old && m.oldtag !== m.tag) {
+        (old.flushes ??= []).push(m.tag);
         old.abort();
-      }
-      this.send({ type: Type.Rflush, tag: m.tag });
+      } else this.send({ type: Type.Rflush, tag: m.tag });
       return;
     }
     const req = new Request(m.tag);
@@ -264,6 +267,7 @@ export class Connection<N> {
     if (req.flushed || this.closed) return;
     this.pending.delete(req.tag);
     this.send(reply);
+    if (req.flushes) for (const tag of req.flushes) this.send({ type: Type.Rflush, tag });
   }
 
   private send(m: RMessage): void {
