@@ -31,6 +31,9 @@ function feed() {
   };
 }
 
+/** Counts the runs of the generated files' read handlers. */
+const gen = { calls: 0 };
+
 /** A write that waits for `gate` (or its flush, then has no effect) and records what it delivered. */
 const slow = { delivered: [] as string[], gate: Promise.resolve(), open: (): void => undefined };
 function closeGate(): void {
@@ -42,7 +45,9 @@ function testNamespace(state: { counter: number; items: Map<string, string>; tex
     Dir('/',
       Leaf('hello', { read: () => 'hello world\n' }),
       Leaf('secret', { mode: 0o600, uid: 'bob', text: { get: () => 'bob only\n', set: () => undefined } }),
-      Leaf('counter', { read: () => `${state.counter}\n` }),
+      Leaf('counter', { read: () => `${state.counter}\n`, version: () => state.counter }),
+      Leaf('gen', { read: () => (gen.calls++, 'x'.repeat(3000)) }),
+      Leaf('sized', { read: () => (gen.calls++, 'sized\n'), size: () => 6 }),
       Leaf('text', { text: { get: () => state.text, set: (_c, v) => void (state.text = v) } }),
       Leaf('echo', { rdwr: (_c, req) => `echo:${req}` }),
       Leaf('feed', { stream: (_c, signal) => state.f.stream(signal) }),
@@ -288,6 +293,36 @@ describe('9P server', () => {
     expect(after.qid.path).toBe(a.qid.path);
     expect(after.qid.vers).not.toBe(a.qid.vers);
     expect((await c.stat('hello')).qid.path).not.toBe(a.qid.path);
+  });
+
+  it('stat never runs a read handler; a generated file is computed once per open fid, again on a read at offset 0', async () => {
+    const c = await srv.client();
+    gen.calls = 0;
+    const st = await c.stat('gen');
+    await Promise.all(Array.from({ length: 20 }, () => c.stat('gen')));
+    expect(st.length).toBe(0);
+    expect((await c.stat('sized')).length).toBe(6);
+    expect(await c.ls('/')).not.toHaveLength(0);
+    expect(gen.calls).toBe(0);
+    const f = await c.open('gen', OREAD);
+    await f.stat();
+    expect(gen.calls).toBe(0);
+    let got = 0;
+    for (let off = 0; ; ) {
+      const d = await f.read(off, 1000);
+      if (!d.length) break;
+      got += d.length;
+      off += d.length;
+    }
+    expect(got).toBe(3000);
+    expect(gen.calls).toBe(1);
+    await f.read(0, 10);
+    expect(gen.calls).toBe(2);
+    await f.clunk();
+    // Without a version hook, qid.vers counts the writes made through the namespace.
+    const v0 = (await c.stat('text')).qid.vers;
+    await c.write('text', 'changed', { truncate: true });
+    expect((await c.stat('text')).qid.vers).not.toBe(v0);
   });
 
   it('creates, renames (wstat) and removes through the namespace hooks', async () => {

@@ -52,8 +52,13 @@ export interface LeafHandlers {
   stream?: (ctx: Ctx, signal: AbortSignal) => AsyncIterable<Content>;
   blockOnce?: (ctx: Ctx, signal: AbortSignal) => Promise<Content>;
   rdwrStream?: (ctx: Ctx, request: string, signal: AbortSignal) => AsyncIterable<Content>;
-  /** qid.vers for files whose content is not known at stat time. */
+  /**
+   * qid.vers, for files that change by themselves. A stat never runs a read handler: without this hook qid.vers
+   * counts the writes made to the file through this namespace.
+   */
   version?: (ctx: Ctx) => number;
+  /** The length a stat reports; 0 when absent, as Plan 9's synthetic files (a stat never runs a read handler). */
+  size?: (ctx: Ctx) => number;
   remove?: (ctx: Ctx) => void | Promise<void>;
 }
 
@@ -193,7 +198,7 @@ export interface Node {
   readonly parent: Node | undefined;
   readonly keyPath: string;
   readonly path: string;
-  /** Who walked here: a stat runs a file's read handler as them, so they see the length of what they would read. */
+  /** Who walked here: a stat runs the file's size and version hooks as them. */
   readonly user?: User;
   qidPath?: bigint;
 }
@@ -214,12 +219,6 @@ function hash64(s: string): bigint {
     b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
   }
   return (BigInt(a >>> 0) << 32n) | BigInt(b >>> 0);
-}
-
-function hash32(b: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  return h >>> 0;
 }
 
 /** Validates a namespace declaration and returns the file server that serves it. */
@@ -294,6 +293,11 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
 
 export class Namespace implements FileServer<Node> {
   private readonly started = Math.floor(Date.now() / 1000);
+  /** qid.vers of files without a version hook: bumped by each write (or truncation) through this namespace. */
+  private readonly writes = new Map<string, number>();
+  private bump(n: Node): void {
+    this.writes.set(n.path, ((this.writes.get(n.path) ?? 0) + 1) >>> 0);
+  }
   constructor(readonly top: Built) {}
 
   /** One line per file: mode, path pattern, doc. */
@@ -400,14 +404,13 @@ export class Namespace implements FileServer<Node> {
     let vers = 0;
     const spec = b.spec;
     if (spec.kind === 'leaf') {
-      const ctx = this.ctx(n, n.user ?? { name: b.uid, groups: [] });
-      const get = spec.read ?? spec.text?.get;
-      if (spec.version) vers = spec.version(ctx) >>> 0;
-      else if (get) {
-        const content = toBytes(get(ctx));
-        length = content.length;
-        vers = hash32(content);
+      // Never a read handler: a generated file is computed when it is read, not to learn its length.
+      if (spec.version || spec.size) {
+        const ctx = this.ctx(n, n.user ?? { name: b.uid, groups: [] });
+        if (spec.size) length = Math.max(0, Math.floor(spec.size(ctx)));
+        if (spec.version) vers = spec.version(ctx) >>> 0;
       }
+      if (!spec.version) vers = this.writes.get(n.path) ?? 0;
     }
     const qid: Qid = { type: isDir ? QTDIR : QTFILE, vers, path: n.qidPath };
     return {
@@ -421,7 +424,7 @@ export class Namespace implements FileServer<Node> {
     if (spec.kind !== 'leaf') throw new NinepError(Ename.isDir);
     if ((mode & 3) !== 1) this.check(n, user, 'read');
     if ((mode & 3) === 1 || (mode & 3) === 2 || mode & OTRUNC) this.check(n, user, 'write');
-    return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0);
+    return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0, () => this.bump(n));
   }
 
   async create(dir: Node, name: string, perm: number, mode: number, user: User): Promise<Node> {
@@ -450,6 +453,7 @@ export class Namespace implements FileServer<Node> {
       if (spec.kind !== 'leaf' || !spec.text || changes.length !== 0) throw new NinepError(`${Ename.noWstat}: cannot set the length of ${n.path}`);
       this.check(n, user, 'write');
       await spec.text.set(ctx, '');
+      this.bump(n);
     }
     if (changes.name === '' || changes.name === n.name) return n;
     if (spec.kind !== 'each' || !spec.rename) throw new NinepError(`${Ename.noWstat}: ${n.path} cannot be renamed`);
@@ -530,7 +534,11 @@ class LeafFile implements OpenFile {
   private lifeController?: AbortController;
   private wroteText = false;
 
-  constructor(private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean) {}
+  constructor(
+    private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean,
+    /** Counts a change to the file, for qid.vers. */
+    private readonly changed: () => void,
+  ) {}
 
   private get life(): AbortSignal {
     return (this.lifeController ??= new AbortController()).signal;
@@ -567,7 +575,11 @@ class LeafFile implements OpenFile {
   async write(offset: number, data: Uint8Array, req: Pending): Promise<number> {
     const s = this.spec;
     if (s.write) {
-      await s.write(this.ctx, data, offset, req.signal);
+      try {
+        await s.write(this.ctx, data, offset, req.signal);
+      } finally {
+        this.changed();
+      }
       return data.length;
     }
     if (s.text) {
@@ -580,7 +592,11 @@ class LeafFile implements OpenFile {
       next.set(data, offset);
       this.textBuf = next;
       this.wroteText = true;
-      await s.text.set(this.ctx, new TextDecoder().decode(next));
+      try {
+        await s.text.set(this.ctx, new TextDecoder().decode(next));
+      } finally {
+        this.changed();
+      }
       return data.length;
     }
     const request = new TextDecoder().decode(data);
@@ -601,6 +617,9 @@ class LeafFile implements OpenFile {
   close(): void {
     this.lifeController?.abort();
     this.stream?.close();
-    if (this.trunc && !this.wroteText && this.spec.text) void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
+    if (this.trunc && !this.wroteText && this.spec.text) {
+      void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
+      this.changed();
+    }
   }
 }
