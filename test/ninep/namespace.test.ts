@@ -147,6 +147,55 @@ describe('namespace handler kinds over 9P', () => {
     expect(await c.readText('/')).toBeDefined();
   });
 
+  it('rdwrStream: a new request on the same fid replaces the subscription, even under a blocked read', async () => {
+    const subs = new Set<{ filter: string; push: (s: string) => void }>();
+    const publish = (ev: string): void => {
+      for (const sub of subs) if (ev.startsWith(sub.filter)) sub.push(`${ev}\n`);
+    };
+    let ended = 0;
+    srv = (await serve({ fs: build(Dir('/', Leaf('ev', {
+      rdwrStream: (_c, filter, signal) => {
+        // Subscribes when called (at the write), as the daemon's event bus does.
+        const queue: string[] = [];
+        let wake: (() => void) | undefined;
+        const sub = { filter: filter.trim(), push: (s: string) => (queue.push(s), wake?.()) };
+        subs.add(sub);
+        signal.addEventListener('abort', () => wake?.(), { once: true });
+        return (async function* () {
+        try {
+          while (!signal.aborted) {
+            if (queue.length) yield queue.shift()!;
+            else await new Promise<void>((r) => (wake = r));
+          }
+        } finally {
+          subs.delete(sub);
+          ended++;
+        }
+        })();
+      },
+    })), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client();
+    const f = await c.open('ev', ORDWR);
+    await f.write(0, new TextEncoder().encode('a'));
+    publish('a1');
+    expect(new TextDecoder().decode(await f.read(0, 100))).toBe('a1\n');
+    const blocked = f.read(0, 100);
+    await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50; i++) await f.write(0, new TextEncoder().encode('b'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(subs.size).toBe(1);
+    expect(ended).toBe(50);
+    publish('a2');
+    publish('b1');
+    expect(new TextDecoder().decode(await blocked)).toBe('b1\n');
+    publish('a3');
+    publish('b2');
+    expect(new TextDecoder().decode(await f.read(0, 100))).toBe('b2\n');
+    await f.clunk();
+    for (let i = 0; i < 50 && subs.size; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(subs.size).toBe(0);
+  });
+
   it('a stream that fails after its read was flushed does not take the server down', async () => {
     let fail: (e: Error) => void = () => undefined;
     srv = (await serve({ fs: build(Dir('/',

@@ -483,15 +483,22 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** Reads of a stream: one at a time, in order; a flushed read gives up its turn without consuming a chunk. */
+/** What a read waiting on a stream that was replaced (an rdwrStream given a new request) rejects with. */
+const SUPERSEDED = new Error('stream replaced');
+
+/**
+ * Reads of a stream: one at a time, in order; a flushed read gives up its turn without consuming a chunk. The
+ * stream's signal aborts when the reader is closed (its fid clunked, or a new request replaced it).
+ */
 class StreamReader {
   private it?: AsyncIterator<Content>;
   private next?: Promise<IteratorResult<Content>>;
   private left?: Uint8Array;
   private done = false;
   private turn: Promise<unknown> = Promise.resolve();
+  private readonly ended = new AbortController();
 
-  constructor(private readonly make: () => AsyncIterable<Content>) {}
+  constructor(private readonly make: (signal: AbortSignal) => AsyncIterable<Content>) {}
 
   read(count: number, signal: AbortSignal): Promise<Uint8Array> {
     const mine = this.turn.then(() => this.readNow(count, signal));
@@ -501,11 +508,14 @@ class StreamReader {
 
   private async readNow(count: number, signal: AbortSignal): Promise<Uint8Array> {
     signal.throwIfAborted();
+    if (this.ended.signal.aborted) throw this.ended.signal.reason;
     while (!this.left?.length) {
       if (this.done) return EMPTY;
-      this.it ??= this.make()[Symbol.asyncIterator]();
+      this.it ??= this.make(this.ended.signal)[Symbol.asyncIterator]();
       this.next ??= this.it.next();
-      const r = await raceAbort(this.next, signal);
+      const r = await raceAbort(raceAbort(this.next, this.ended.signal).catch((e: unknown) => {
+        throw this.ended.signal.aborted ? this.ended.signal.reason : e;
+      }), signal);
       this.next = undefined;
       if (r.done) {
         this.done = true;
@@ -518,8 +528,15 @@ class StreamReader {
     return out;
   }
 
-  close(): void {
+  /** Starts the stream now rather than on the first read (a subscription sees what happens from its request on). */
+  start(): this {
+    this.it ??= this.make(this.ended.signal)[Symbol.asyncIterator]();
+    return this;
+  }
+
+  close(reason: Error = SUPERSEDED): void {
     this.done = true;
+    this.ended.abort(reason);
     void this.it?.return?.().catch(() => undefined);
   }
 }
@@ -530,8 +547,6 @@ class LeafFile implements OpenFile {
   private reply?: Uint8Array;
   private textBuf?: Uint8Array;
   private stream?: StreamReader;
-  /** Aborted when the fid is clunked; made only for the streams that take it (an abort() makes a DOMException). */
-  private lifeController?: AbortController;
   private wroteText = false;
 
   constructor(
@@ -539,10 +554,6 @@ class LeafFile implements OpenFile {
     /** Counts a change to the file, for qid.vers. */
     private readonly changed: () => void,
   ) {}
-
-  private get life(): AbortSignal {
-    return (this.lifeController ??= new AbortController()).signal;
-  }
 
   read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array> {
     const s = this.spec;
@@ -562,14 +573,22 @@ class LeafFile implements OpenFile {
         }
         return this.snapshot.subarray(offset, offset + count);
       case 'stream':
-        this.stream ??= new StreamReader(() => s.stream!(this.ctx, this.life));
+        this.stream ??= new StreamReader((signal) => s.stream!(this.ctx, signal));
         return this.stream.read(count, req.signal);
       case 'rdwrStream':
-        this.stream ??= new StreamReader(() => s.rdwrStream!(this.ctx, '', this.life));
-        return this.stream.read(count, req.signal);
+        this.stream ??= new StreamReader((signal) => s.rdwrStream!(this.ctx, '', signal));
+        return this.readStream(this.stream, count, req);
       default:
         throw new NinepError(`${Ename.perm}: ${this.ctx.path} is write-only`);
     }
+  }
+
+  /** A read waiting when a new request replaced the stream goes on with the new one. */
+  private readStream(st: StreamReader, count: number, req: Pending): Promise<Uint8Array> {
+    return st.read(count, req.signal).catch((e: unknown) => {
+      if (e !== SUPERSEDED) throw e;
+      return this.stream && this.stream !== st ? this.readStream(this.stream, count, req) : EMPTY;
+    });
   }
 
   async write(offset: number, data: Uint8Array, req: Pending): Promise<number> {
@@ -606,17 +625,18 @@ class LeafFile implements OpenFile {
       return data.length;
     }
     if (s.rdwrStream) {
-      this.stream?.close();
-      const it = s.rdwrStream(this.ctx, request, this.life);
-      this.stream = new StreamReader(() => it);
+      // A new request replaces the subscription: the old stream's signal aborts and it is returned; reads waiting
+      // on it go on with the new one, so nothing of the old request is delivered after this write.
+      const old = this.stream;
+      this.stream = new StreamReader((signal) => s.rdwrStream!(this.ctx, request, signal)).start();
+      old?.close();
       return data.length;
     }
     throw new NinepError(`${Ename.perm}: ${this.ctx.path} is read-only`);
   }
 
   close(): void {
-    this.lifeController?.abort();
-    this.stream?.close();
+    this.stream?.close(new NinepError(`${this.ctx.path}: fid clunked`));
     if (this.trunc && !this.wroteText && this.spec.text) {
       void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
       this.changed();
