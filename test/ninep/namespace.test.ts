@@ -226,4 +226,28 @@ describe('namespace handler kinds over 9P', () => {
     expect(got).toEqual([['one', 0], ['two', 3]]);
     await expect(c.open('in', OREAD)).rejects.toThrow('permission denied');
   });
+
+  it('write with whole: a message is everything one fid writes, however split; delivered at clunk or at a new offset 0', async () => {
+    const got: string[] = [];
+    srv = (await serve({ fs: build(Dir('/',
+      Leaf('in', { whole: true, write: (_c, d) => void got.push(new TextDecoder().decode(d)) }),
+      Leaf('bad', { whole: true, write: () => Promise.reject(new Error('refused')) }),
+    ), { uid: 'alice' }) })) as TestServer<unknown>;
+    const c = await srv.client({ msize: 4096 + 24 });
+    const big = 'x'.repeat(20000) + 'end';
+    await c.write('in', big);
+    expect(got).toEqual([big]);
+    const f = await c.open('in', OWRITE);
+    await f.write(0, new TextEncoder().encode('one '));
+    await f.write(4, new TextEncoder().encode('message'));
+    expect(got).toHaveLength(1);
+    await f.write(0, new TextEncoder().encode('second'));
+    expect(got.slice(1)).toEqual(['one message']);
+    await expect(f.write(2, new TextEncoder().encode('hole'))).rejects.toThrow('in order');
+    await f.clunk();
+    expect(got.slice(1)).toEqual(['one message', 'second']);
+    // The handler's refusal is the clunk's error.
+    await expect(c.write('bad', 'x')).rejects.toThrow('refused');
+    expect(await c.stat('in')).toBeDefined();
+  });
 });

@@ -323,8 +323,16 @@ export class Client {
   }
 
   /** Writes `data` to a file from offset 0 (truncating it when `truncate`). */
-  write(path: string, data: string | Uint8Array, opts: { truncate?: boolean; signal?: AbortSignal } = {}): Promise<void> {
-    return this.using(path, OWRITE | (opts.truncate ? OTRUNC : 0), (f) => f.writeAll(toBytes(data), opts.signal), opts.signal);
+  async write(path: string, data: string | Uint8Array, opts: { truncate?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+    const f = await this.open(path, OWRITE | (opts.truncate ? OTRUNC : 0), opts.signal);
+    try {
+      await f.writeAll(toBytes(data), opts.signal);
+    } catch (e) {
+      await f.clunk().catch(() => undefined);
+      throw e;
+    }
+    // A file that takes a message whole acts on it at clunk, and says there whether it could.
+    await f.clunk();
   }
 
   /** Writes a request and reads the reply on the same fid: the Rdwr pattern of control files. */

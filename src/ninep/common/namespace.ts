@@ -47,6 +47,12 @@ export interface LeafHandlers {
    * the client gets the reply before the Rflush) or rejects without having had any effect.
    */
   write?: (ctx: Ctx, data: Uint8Array, offset: number, signal: AbortSignal) => void | Promise<void>;
+  /**
+   * With `write`: a message is everything one client writes on one open fid, however its writes split it (real
+   * clients cut large writes at 4 KiB, 64 KiB…). The writes are assembled per fid and `write` gets the whole at
+   * clunk (offset 0; its error is the Tclunk's), or when a write at offset 0 follows earlier ones.
+   */
+  whole?: boolean;
   text?: { get: (ctx: Ctx) => Content; set: (ctx: Ctx, value: string) => void | Promise<void> };
   rdwr?: (ctx: Ctx, request: string, signal: AbortSignal) => Content | Promise<Content>;
   stream?: (ctx: Ctx, signal: AbortSignal) => AsyncIterable<Content>;
@@ -206,6 +212,19 @@ export interface Node {
 const utf8 = new TextEncoder();
 const toBytes = (c: Content): Uint8Array => (typeof c === 'string' ? utf8.encode(c) : c);
 const EMPTY = new Uint8Array(0);
+/** Largest message (LeafHandlers.whole) one fid assembles. */
+const MAX_MESSAGE = 16 * 1024 * 1024;
+function concat(parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
 /** Largest value a text file takes: these are names, plans and settings, not bulk data. */
 const MAX_TEXT = 16 * 1024 * 1024;
 
@@ -249,6 +268,7 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     const reads = READ_KINDS.filter((k) => spec[k] !== undefined);
     const writes = WRITE_KINDS.filter((k) => spec[k] !== undefined);
     if (reads.length > 1) problems.push(`${pattern}: more than one read handler (${reads.join(', ')})`);
+    if (spec.whole && !spec.write) problems.push(`${pattern}: whole needs a write handler`);
     if (spec.write && reads.some((k) => !MAY_JOIN_WRITE.has(k))) problems.push(`${pattern}: write cannot be combined with ${reads.join(', ')}`);
     if (reads.length === 0 && writes.length === 0) problems.push(`${pattern}: a leaf needs a handler`);
     const derived = (reads.length ? 0o444 : 0) | (writes.length ? 0o222 : 0);
@@ -548,6 +568,9 @@ class LeafFile implements OpenFile {
   private textBuf?: Uint8Array;
   private stream?: StreamReader;
   private wroteText = false;
+  /** The message being assembled on this fid (LeafHandlers.whole). */
+  private parts?: Uint8Array[];
+  private partsLength = 0;
 
   constructor(
     private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean,
@@ -593,6 +616,14 @@ class LeafFile implements OpenFile {
 
   async write(offset: number, data: Uint8Array, req: Pending): Promise<number> {
     const s = this.spec;
+    if (s.write && s.whole) {
+      if (offset === 0 && this.parts) await this.deliver(req.signal);
+      if (offset !== this.partsLength) throw new NinepError(`${Ename.badOffset}: ${offset}: a message is written in order (${this.partsLength} bytes so far)`);
+      if (this.partsLength + data.length > MAX_MESSAGE) throw new NinepError(`${this.ctx.path}: message longer than ${MAX_MESSAGE} bytes`);
+      (this.parts ??= []).push(data);
+      this.partsLength += data.length;
+      return data.length;
+    }
     if (s.write) {
       try {
         await s.write(this.ctx, data, offset, req.signal);
@@ -635,11 +666,26 @@ class LeafFile implements OpenFile {
     throw new NinepError(`${Ename.perm}: ${this.ctx.path} is read-only`);
   }
 
-  close(): void {
+  /** Hands the assembled message to the write handler. */
+  private async deliver(signal?: AbortSignal): Promise<void> {
+    const parts = this.parts;
+    if (!parts) return;
+    this.parts = undefined;
+    this.partsLength = 0;
+    const data = parts.length === 1 ? parts[0]! : concat(parts);
+    try {
+      await this.spec.write!(this.ctx, data, 0, signal ?? new AbortController().signal);
+    } finally {
+      this.changed();
+    }
+  }
+
+  close(): void | Promise<void> {
     this.stream?.close(new NinepError(`${this.ctx.path}: fid clunked`));
     if (this.trunc && !this.wroteText && this.spec.text) {
       void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
       this.changed();
     }
+    if (this.parts) return this.deliver();
   }
 }

@@ -36,8 +36,11 @@ export interface Pending {
 export interface OpenFile {
   read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array>;
   write(offset: number, data: Uint8Array, req: Pending): number | Promise<number>;
-  /** Called once when the fid is clunked or its connection ends. */
-  close(): void;
+  /**
+   * Called once when the fid is clunked or its connection ends. It may finish work (deliver what the fid's writes
+   * assembled): a rejection is the Tclunk's Rerror (the fid is gone all the same).
+   */
+  close(): void | Promise<void>;
 }
 
 /**
@@ -498,15 +501,18 @@ export class Connection<N> {
 
   /** Closes a fid's open file and performs its ORCLOSE removal. */
   private async release(f: Fid<N>): Promise<void> {
-    f.file?.close();
-    if (f.mode !== undefined && f.mode & ORCLOSE && this.fs.remove) await this.fs.remove(f.path[f.path.length - 1]!, f.user);
+    try {
+      await f.file?.close();
+    } finally {
+      if (f.mode !== undefined && f.mode & ORCLOSE && this.fs.remove) await this.fs.remove(f.path[f.path.length - 1]!, f.user);
+    }
   }
 
   private async remove(tag: number, fidno: number): Promise<RMessage> {
     const f = this.fid(fidno);
     // Tremove clunks the fid whether or not the removal succeeds.
     this.fids.delete(fidno);
-    f.file?.close();
+    await f.file?.close();
     const parent = f.path[f.path.length - 2];
     if (f.auth || !parent) throw new NinepError(Ename.noRemove);
     if (!canAccess(this.fs.stat(parent), f.user, 2)) throw new NinepError(Ename.perm);
