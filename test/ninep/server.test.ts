@@ -169,13 +169,15 @@ describe('9P server', () => {
     slow.open();
     await new Promise((r) => setTimeout(r, 20));
     expect(slow.delivered).toEqual([]);
-    // Flushed while being answered at once (a text file's write takes effect on arrival): its reply precedes the Rflush.
+    // Flushed while being answered at once (a text file's write is taken on arrival): its reply precedes the Rflush.
     await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 3, wnames: ['text'] });
     await raw.rpc(0, { type: Type.Topen, fid: 3, mode: OWRITE | OTRUNC });
     raw.send({ type: Type.Twrite, tag: 5, fid: 3, offset: 0, data: new TextEncoder().encode('done') });
     raw.send({ type: Type.Tflush, tag: 6, oldtag: 5 });
     await raw.reply(6);
     expect(raw.replies.map((r) => r.type)).toEqual([Type.Rwrite]);
+    raw.replies.length = 0;
+    expect((await raw.rpc(7, { type: Type.Tclunk, fid: 3 })).type).toBe(Type.Rclunk);
     expect(state.text).toBe('done');
     slow.gate = Promise.resolve();
     raw.replies.length = 0;

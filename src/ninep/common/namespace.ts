@@ -565,7 +565,10 @@ class StreamReader {
 class LeafFile implements OpenFile {
   private snapshot?: Uint8Array;
   private reply?: Uint8Array;
-  private textBuf?: Uint8Array;
+  /** The value this fid's writes are building (text files), in the pieces written; committed once, at clunk. */
+  private textParts: Uint8Array[] = [];
+  private textLength = 0;
+  private textDirty = false;
   private stream?: StreamReader;
   private wroteText = false;
   /** The message being assembled on this fid (LeafHandlers.whole). */
@@ -583,6 +586,13 @@ class LeafFile implements OpenFile {
     switch (this.kind) {
       case 'read':
       case 'text':
+        // What this fid wrote is what it reads back: commit it first.
+        if (this.textDirty) {
+          return this.commitText().then(() => {
+            this.snapshot = toBytes(s.text!.get(this.ctx));
+            return this.snapshot.subarray(offset, offset + count);
+          });
+        }
         if (offset === 0 || !this.snapshot) this.snapshot = toBytes((s.read ?? s.text!.get)(this.ctx));
         return this.snapshot.subarray(offset, offset + count);
       case 'rdwr':
@@ -633,20 +643,22 @@ class LeafFile implements OpenFile {
       return data.length;
     }
     if (s.text) {
-      // The writes of one open build the new value; each commits it, so an error shows on the write that caused it.
-      const buf = this.textBuf ?? EMPTY;
-      if (offset > buf.length) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${buf.length} bytes)`);
+      // The writes of one open build the new value, committed once at clunk (its error is the Tclunk's): chunked
+      // writes and appends cost linear time, not a copy and a save each.
+      const len = this.textLength;
+      if (offset > len) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${len} bytes)`);
       if (offset + data.length > MAX_TEXT) throw new NinepError(`${this.ctx.path}: value longer than ${MAX_TEXT} bytes`);
-      const next = new Uint8Array(Math.max(buf.length, offset + data.length));
-      next.set(buf);
-      next.set(data, offset);
-      this.textBuf = next;
-      this.wroteText = true;
-      try {
-        await s.text.set(this.ctx, new TextDecoder().decode(next));
-      } finally {
-        this.changed();
+      if (offset === len) this.textParts.push(data);
+      else {
+        // Rewriting what this fid already wrote: flatten once.
+        const next = new Uint8Array(Math.max(len, offset + data.length));
+        next.set(concat(this.textParts));
+        next.set(data, offset);
+        this.textParts = [next];
       }
+      this.textLength = Math.max(len, offset + data.length);
+      this.textDirty = true;
+      this.wroteText = true;
       return data.length;
     }
     const request = new TextDecoder().decode(data);
@@ -664,6 +676,19 @@ class LeafFile implements OpenFile {
       return data.length;
     }
     throw new NinepError(`${Ename.perm}: ${this.ctx.path} is read-only`);
+  }
+
+  /** Saves the value this fid's writes built. */
+  private async commitText(): Promise<void> {
+    if (!this.textDirty) return;
+    this.textDirty = false;
+    const value = this.textParts.length === 1 ? this.textParts[0]! : concat(this.textParts);
+    this.textParts = [value];
+    try {
+      await this.spec.text!.set(this.ctx, new TextDecoder().decode(value));
+    } finally {
+      this.changed();
+    }
   }
 
   /** Hands the assembled message to the write handler. */
@@ -687,5 +712,6 @@ class LeafFile implements OpenFile {
       this.changed();
     }
     if (this.parts) return this.deliver();
+    if (this.textDirty) return this.commitText();
   }
 }
