@@ -520,7 +520,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 access: onAgent(scope, { agent: {} }),
                 whole: true,
                 write: (ctx, data) => void ag(ctx).enqueue(new TextDecoder().decode(data)),
-                // Not `read`: that one is also evaluated for stat (length, version), and popping is not idempotent.
+                // Not `read`: a read at offset 0 computes it again, and popping is not idempotent.
                 blockOnce: async (ctx) => ag(ctx).queue.shift() ?? '',
               }),
               Leaf('queue', {
