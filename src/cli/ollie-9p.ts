@@ -78,7 +78,8 @@ program.command('write').description('write stdin to a file (truncating it)')
     const f = await c.open(path, OWRITE | OTRUNC);
     try {
       let offset = 0;
-      // Each chunk of stdin is one write, so a prompt file sees lines as they are typed.
+      // Each chunk of stdin is written as it comes (a plain file or a stream sees it at once); a file that takes a
+      // message whole (prompt, fifo, peer/*) takes all of it as one, at the clunk.
       for await (const chunk of process.stdin) {
         const buf = chunk as Buffer;
         for (let i = 0; i < buf.length; i += f.iounit) offset += await f.write(offset, buf.subarray(i, i + f.iounit));

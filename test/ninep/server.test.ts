@@ -31,15 +31,35 @@ function feed() {
   };
 }
 
+/** Counts the runs of the generated files' read handlers. */
+const gen = { calls: 0 };
+
+/** A write that waits for `gate` (or its flush, then has no effect) and records what it delivered. */
+const slow = { delivered: [] as string[], gate: Promise.resolve(), open: (): void => undefined };
+function closeGate(): void {
+  slow.gate = new Promise<void>((r) => (slow.open = r));
+}
+
 function testNamespace(state: { counter: number; items: Map<string, string>; text: string; f: ReturnType<typeof feed> }): Namespace {
   return build(
     Dir('/',
       Leaf('hello', { read: () => 'hello world\n' }),
       Leaf('secret', { mode: 0o600, uid: 'bob', text: { get: () => 'bob only\n', set: () => undefined } }),
-      Leaf('counter', { read: () => `${state.counter}\n` }),
+      Leaf('counter', { read: () => `${state.counter}\n`, version: () => state.counter }),
+      Leaf('gen', { read: () => (gen.calls++, 'x'.repeat(3000)) }),
+      Leaf('sized', { read: () => (gen.calls++, 'sized\n'), size: () => 6 }),
       Leaf('text', { text: { get: () => state.text, set: (_c, v) => void (state.text = v) } }),
       Leaf('echo', { rdwr: (_c, req) => `echo:${req}` }),
       Leaf('feed', { stream: (_c, signal) => state.f.stream(signal) }),
+      Leaf('slow', {
+        write: async (_c, data, _o, signal) => {
+          await new Promise<void>((resolve, reject) => {
+            signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+            void slow.gate.then(resolve);
+          });
+          slow.delivered.push(new TextDecoder().decode(data));
+        },
+      }),
       Leaf('tmp', { read: () => 'temporary\n', write: () => undefined, remove: () => void state.items.set('tmp-removed', '1') }),
       Dir('items', { create: (_c, name) => void state.items.set(name, '') },
         Each('item', {
@@ -118,19 +138,64 @@ describe('9P server', () => {
     expect(text(await raw.reply(0))).toBe('data');
   });
 
-  it('flush cancels a pending read: its reply is suppressed and no data is lost', async () => {
+  it('flush of a blocked read: the read is answered (interrupted) before the Rflush, and no data is lost', async () => {
     await attach(raw);
     await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['feed'] });
     await raw.rpc(0, { type: Type.Topen, fid: 2, mode: OREAD });
     raw.send({ type: Type.Tread, tag: 5, fid: 2, offset: 0, count: 100 });
     await new Promise((r) => setTimeout(r, 20));
     expect((await raw.rpc(6, { type: Type.Tflush, oldtag: 5 })).type).toBe(Type.Rflush);
+    // lib9p's order: the original's reply first, then the Rflush.
+    expect(raw.replies.map((r) => r.tag)).toEqual([5]);
+    expect(ename(await raw.reply(5))).toBe(Ename.interrupted);
     state.f.push('after flush');
-    // The flushed tag may be reused at once; the chunk goes to the next read, not to the flushed one.
+    // The flushed tag may be reused once the Rflush came; the chunk goes to the next read, not to the flushed one.
     expect(text(await raw.rpc(5, { type: Type.Tread, fid: 2, offset: 0, count: 100 }))).toBe('after flush');
     expect(raw.replies.filter((r) => r.tag === 5)).toHaveLength(0);
     // Flushing a tag that is not pending is answered at once.
     expect((await raw.rpc(7, { type: Type.Tflush, oldtag: 1234 })).type).toBe(Type.Rflush);
+  });
+
+  it('flush of a write in progress: no effect after the Rflush unless its reply came first', async () => {
+    await attach(raw);
+    await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['slow'] });
+    await raw.rpc(0, { type: Type.Topen, fid: 2, mode: OWRITE });
+    slow.delivered = [];
+    closeGate();
+    raw.send({ type: Type.Twrite, tag: 5, fid: 2, offset: 0, data: new TextEncoder().encode('abandoned') });
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await raw.rpc(6, { type: Type.Tflush, oldtag: 5 })).type).toBe(Type.Rflush);
+    expect(ename(await raw.reply(5))).toBe(Ename.interrupted);
+    slow.open();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(slow.delivered).toEqual([]);
+    // Flushed while being answered at once (a text file's write is taken on arrival): its reply precedes the Rflush.
+    await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 3, wnames: ['text'] });
+    await raw.rpc(0, { type: Type.Topen, fid: 3, mode: OWRITE | OTRUNC });
+    raw.send({ type: Type.Twrite, tag: 5, fid: 3, offset: 0, data: new TextEncoder().encode('done') });
+    raw.send({ type: Type.Tflush, tag: 6, oldtag: 5 });
+    await raw.reply(6);
+    expect(raw.replies.map((r) => r.type)).toEqual([Type.Rwrite]);
+    raw.replies.length = 0;
+    expect((await raw.rpc(7, { type: Type.Tclunk, fid: 3 })).type).toBe(Type.Rclunk);
+    expect(state.text).toBe('done');
+    slow.gate = Promise.resolve();
+    raw.replies.length = 0;
+    expect((await raw.rpc(5, { type: Type.Twrite, fid: 2, offset: 0, data: new TextEncoder().encode('next') })).type).toBe(Type.Rwrite);
+    expect(slow.delivered).toEqual(['next']);
+  });
+
+  it('flush of a walk: the walk is answered first and its fid stands; the connection goes on', async () => {
+    await attach(raw);
+    raw.send({ type: Type.Twalk, tag: 5, fid: 1, newfid: 2, wnames: ['hello'] });
+    raw.send({ type: Type.Tflush, tag: 6, oldtag: 5 });
+    await raw.reply(6);
+    expect(raw.replies.map((r) => r.type)).toEqual([Type.Rwalk]);
+    raw.replies.length = 0;
+    expect(ename(await raw.rpc(5, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['hello'] }))).toBe(Ename.dupFid);
+    expect((await raw.rpc(5, { type: Type.Topen, fid: 2, mode: OREAD })).type).toBe(Type.Ropen);
+    expect(text(await raw.rpc(5, { type: Type.Tread, fid: 2, offset: 0, count: 100 }))).toBe('hello world\n');
+    for (let i = 0; i < 10; i++) expect((await raw.rpc(i, { type: Type.Tstat, fid: 2 })).type).toBe(Type.Rstat);
   });
 
   it('closing the connection cancels pending reads and clunks every fid', async () => {
@@ -230,6 +295,36 @@ describe('9P server', () => {
     expect(after.qid.path).toBe(a.qid.path);
     expect(after.qid.vers).not.toBe(a.qid.vers);
     expect((await c.stat('hello')).qid.path).not.toBe(a.qid.path);
+  });
+
+  it('stat never runs a read handler; a generated file is computed once per open fid, again on a read at offset 0', async () => {
+    const c = await srv.client();
+    gen.calls = 0;
+    const st = await c.stat('gen');
+    await Promise.all(Array.from({ length: 20 }, () => c.stat('gen')));
+    expect(st.length).toBe(0);
+    expect((await c.stat('sized')).length).toBe(6);
+    expect(await c.ls('/')).not.toHaveLength(0);
+    expect(gen.calls).toBe(0);
+    const f = await c.open('gen', OREAD);
+    await f.stat();
+    expect(gen.calls).toBe(0);
+    let got = 0;
+    for (let off = 0; ; ) {
+      const d = await f.read(off, 1000);
+      if (!d.length) break;
+      got += d.length;
+      off += d.length;
+    }
+    expect(got).toBe(3000);
+    expect(gen.calls).toBe(1);
+    await f.read(0, 10);
+    expect(gen.calls).toBe(2);
+    await f.clunk();
+    // Without a version hook, qid.vers counts the writes made through the namespace.
+    const v0 = (await c.stat('text')).qid.vers;
+    await c.write('text', 'changed', { truncate: true });
+    expect((await c.stat('text')).qid.vers).not.toBe(v0);
   });
 
   it('creates, renames (wstat) and removes through the namespace hooks', async () => {

@@ -134,6 +134,26 @@ describe('client', () => {
     c.close();
   });
 
+  it('a cancelled walk leaks no fid and duplicates none: 30 more operations succeed', async () => {
+    const c = await dial({ kind: 'unix', path }, { uname: 'alice' });
+    for (const when of ['at once', 'after a tick']) {
+      const ac = new AbortController();
+      const p = c.walk('hello', ac.signal);
+      if (when === 'at once') ac.abort(new Error('cancelled'));
+      else setTimeout(() => ac.abort(new Error('cancelled')), 0);
+      // Answered before its flush, the walk made a fid: the client clunks it and reports the cancel.
+      await p.then((f) => f.clunk(), (e: Error) => expect(e.message).toBe('cancelled'));
+    }
+    const ac = new AbortController();
+    const blocked = c.read('never', ac.signal);
+    setTimeout(() => ac.abort(new Error('stop')), 10);
+    await expect(blocked).rejects.toThrow('stop');
+    for (let i = 0; i < 30; i++) expect(await c.readText('hello')).toBe('hello\n');
+    const all = await Promise.all(Array.from({ length: 30 }, () => c.stat('hello')));
+    expect(all.every((s) => s.name === 'hello')).toBe(true);
+    c.close();
+  });
+
   it('walks paths longer than 16 elements in several Twalks and reports where a walk failed', async () => {
     const c = await dial({ kind: 'unix', path }, { uname: 'alice' });
     expect(await c.readText('deep/x/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/leaf')).toBe('deep\n');

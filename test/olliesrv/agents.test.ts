@@ -22,6 +22,25 @@ afterEach(async () => {
 const roles = (bs: { role: string }[]) => bs.map((b) => b.role);
 
 describe('a turn', () => {
+  it('a prompt is everything one open writes, however the client splits it: 20,000 bytes in 4 KiB writes are one user block', async () => {
+    h = await harness({ turns: [[{ text: 'got it' }]] });
+    const a = await h.agent();
+    const c = await dial(`unix!${h.socket}`, { uname: userInfo().username, msize: 4096 + 24 });
+    try {
+      const aid = (await c.readText(`${a.path}/id`)).trim();
+      const done = h.daemon.agents.all().find((x) => x.id === aid)!.nextTurn();
+      const prompt = `${'lorem ipsum '.repeat(1700)}end`;
+      expect(prompt.length).toBeGreaterThan(20000);
+      await c.write(`${a.path}/prompt`, prompt);
+      await done;
+      const blocks = await h.blocks(a.path);
+      expect(roles(blocks)).toEqual(['user', 'assistant']);
+      expect(blocks[0]!.content).toBe(prompt);
+    } finally {
+      c.close();
+    }
+  });
+
   it('streams the reply as partial blocks closed by a final block, and accounts usage and cost', async () => {
     h = await harness({ turns: [[{ text: 'Hello there, friend.' }, { usage: { input: 1000, output: 20, cached: 400 } }]] });
     const a = await h.agent();

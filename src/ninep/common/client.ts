@@ -117,13 +117,16 @@ export class Client {
       const done = (): void => {
         if (onAbort) signal!.removeEventListener('abort', onAbort);
       };
+      const settle = (m: RMessage): void => {
+        if (m.type === Type.Rerror) reject(new NinepError(m.ename));
+        else if (m.type !== req.type + 1) reject(new ProtocolError(`reply type ${m.type} to request type ${req.type}`, tag));
+        else resolve(m);
+      };
       this.waiting.set(tag, {
         resolve: (m) => {
           done();
           this.releaseTag(tag);
-          if (m.type === Type.Rerror) reject(new NinepError(m.ename));
-          else if (m.type !== req.type + 1) reject(new ProtocolError(`reply type ${m.type} to request type ${req.type}`, tag));
-          else resolve(m);
+          settle(m);
         },
         reject: (e) => {
           done();
@@ -132,19 +135,29 @@ export class Client {
       });
       if (signal) {
         onAbort = () => {
-          // The tag stays reserved until the flush is answered, so a late reply cannot be misattributed.
+          // The request settles only once the flush is answered (the tag stays reserved till then, so a late reply
+          // cannot be misattributed). A reply that came before the Rflush means the request took effect (a walk made
+          // its fid, a write was applied): it is what the caller gets, so nothing the server holds is forgotten.
+          // Otherwise it was abandoned before having any effect, and the caller gets the abort's reason.
           const w = this.waiting.get(tag);
           if (!w) return;
-          this.waiting.set(tag, { resolve: () => undefined, reject: () => undefined });
-          reject(signal.reason as Error);
-          const flushTag = this.allocTag();
+          let late: RMessage | undefined;
+          this.waiting.set(tag, { resolve: (m) => void (late = m), reject: (e) => reject(e) });
+          let flushTag: number;
+          try {
+            flushTag = this.allocTag();
+          } catch {
+            this.waiting.set(tag, w);
+            return;
+          }
           this.waiting.set(flushTag, {
             resolve: () => {
               this.releaseTag(flushTag);
-              this.waiting.delete(tag);
               this.releaseTag(tag);
+              if (late && late.type !== Type.Rerror) settle(late);
+              else reject(signal.reason as Error);
             },
-            reject: () => undefined,
+            reject: (e) => reject(e),
           });
           this.channel.send(encode({ type: Type.Tflush, tag: flushTag, oldtag: tag }));
         };
@@ -235,6 +248,8 @@ export class Client {
         walked = true;
         if (r.qids.length) qid = r.qids[r.qids.length - 1]!;
         i += MAXWELEM;
+        // The walk was answered before its flush: the fid exists and is clunked below.
+        signal?.throwIfAborted();
       } while (i < names.length);
       return new Fid(this, fid, qid);
     } catch (e) {
@@ -308,8 +323,16 @@ export class Client {
   }
 
   /** Writes `data` to a file from offset 0 (truncating it when `truncate`). */
-  write(path: string, data: string | Uint8Array, opts: { truncate?: boolean; signal?: AbortSignal } = {}): Promise<void> {
-    return this.using(path, OWRITE | (opts.truncate ? OTRUNC : 0), (f) => f.writeAll(toBytes(data), opts.signal), opts.signal);
+  async write(path: string, data: string | Uint8Array, opts: { truncate?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+    const f = await this.open(path, OWRITE | (opts.truncate ? OTRUNC : 0), opts.signal);
+    try {
+      await f.writeAll(toBytes(data), opts.signal);
+    } catch (e) {
+      await f.clunk().catch(() => undefined);
+      throw e;
+    }
+    // A file that takes a message whole acts on it at clunk, and says there whether it could.
+    await f.clunk();
   }
 
   /** Writes a request and reads the reply on the same fid: the Rdwr pattern of control files. */

@@ -42,14 +42,29 @@ export type Access = (ctx: Ctx, op: AccessOp) => string | undefined;
 
 export interface LeafHandlers {
   read?: (ctx: Ctx) => Content;
-  write?: (ctx: Ctx, data: Uint8Array, offset: number) => void | Promise<void>;
+  /**
+   * `signal` aborts when the write is flushed: a handler that takes time either finishes (its effect stands, and
+   * the client gets the reply before the Rflush) or rejects without having had any effect.
+   */
+  write?: (ctx: Ctx, data: Uint8Array, offset: number, signal: AbortSignal) => void | Promise<void>;
+  /**
+   * With `write`: a message is everything one client writes on one open fid, however its writes split it (real
+   * clients cut large writes at 4 KiB, 64 KiB…). The writes are assembled per fid and `write` gets the whole at
+   * clunk (offset 0; its error is the Tclunk's), or when a write at offset 0 follows earlier ones.
+   */
+  whole?: boolean;
   text?: { get: (ctx: Ctx) => Content; set: (ctx: Ctx, value: string) => void | Promise<void> };
   rdwr?: (ctx: Ctx, request: string, signal: AbortSignal) => Content | Promise<Content>;
   stream?: (ctx: Ctx, signal: AbortSignal) => AsyncIterable<Content>;
   blockOnce?: (ctx: Ctx, signal: AbortSignal) => Promise<Content>;
   rdwrStream?: (ctx: Ctx, request: string, signal: AbortSignal) => AsyncIterable<Content>;
-  /** qid.vers for files whose content is not known at stat time. */
+  /**
+   * qid.vers, for files that change by themselves. A stat never runs a read handler: without this hook qid.vers
+   * counts the writes made to the file through this namespace.
+   */
   version?: (ctx: Ctx) => number;
+  /** The length a stat reports; 0 when absent, as Plan 9's synthetic files (a stat never runs a read handler). */
+  size?: (ctx: Ctx) => number;
   remove?: (ctx: Ctx) => void | Promise<void>;
 }
 
@@ -189,7 +204,7 @@ export interface Node {
   readonly parent: Node | undefined;
   readonly keyPath: string;
   readonly path: string;
-  /** Who walked here: a stat runs a file's read handler as them, so they see the length of what they would read. */
+  /** Who walked here: a stat runs the file's size and version hooks as them. */
   readonly user?: User;
   qidPath?: bigint;
 }
@@ -197,6 +212,19 @@ export interface Node {
 const utf8 = new TextEncoder();
 const toBytes = (c: Content): Uint8Array => (typeof c === 'string' ? utf8.encode(c) : c);
 const EMPTY = new Uint8Array(0);
+/** Largest message (LeafHandlers.whole) one fid assembles. */
+const MAX_MESSAGE = 16 * 1024 * 1024;
+function concat(parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
 /** Largest value a text file takes: these are names, plans and settings, not bulk data. */
 const MAX_TEXT = 16 * 1024 * 1024;
 
@@ -210,12 +238,6 @@ function hash64(s: string): bigint {
     b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
   }
   return (BigInt(a >>> 0) << 32n) | BigInt(b >>> 0);
-}
-
-function hash32(b: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  return h >>> 0;
 }
 
 /** Validates a namespace declaration and returns the file server that serves it. */
@@ -246,6 +268,7 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     const reads = READ_KINDS.filter((k) => spec[k] !== undefined);
     const writes = WRITE_KINDS.filter((k) => spec[k] !== undefined);
     if (reads.length > 1) problems.push(`${pattern}: more than one read handler (${reads.join(', ')})`);
+    if (spec.whole && !spec.write) problems.push(`${pattern}: whole needs a write handler`);
     if (spec.write && reads.some((k) => !MAY_JOIN_WRITE.has(k))) problems.push(`${pattern}: write cannot be combined with ${reads.join(', ')}`);
     if (reads.length === 0 && writes.length === 0) problems.push(`${pattern}: a leaf needs a handler`);
     const derived = (reads.length ? 0o444 : 0) | (writes.length ? 0o222 : 0);
@@ -290,6 +313,11 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
 
 export class Namespace implements FileServer<Node> {
   private readonly started = Math.floor(Date.now() / 1000);
+  /** qid.vers of files without a version hook: bumped by each write (or truncation) through this namespace. */
+  private readonly writes = new Map<string, number>();
+  private bump(n: Node): void {
+    this.writes.set(n.path, ((this.writes.get(n.path) ?? 0) + 1) >>> 0);
+  }
   constructor(readonly top: Built) {}
 
   /** One line per file: mode, path pattern, doc. */
@@ -396,14 +424,13 @@ export class Namespace implements FileServer<Node> {
     let vers = 0;
     const spec = b.spec;
     if (spec.kind === 'leaf') {
-      const ctx = this.ctx(n, n.user ?? { name: b.uid, groups: [] });
-      const get = spec.read ?? spec.text?.get;
-      if (spec.version) vers = spec.version(ctx) >>> 0;
-      else if (get) {
-        const content = toBytes(get(ctx));
-        length = content.length;
-        vers = hash32(content);
+      // Never a read handler: a generated file is computed when it is read, not to learn its length.
+      if (spec.version || spec.size) {
+        const ctx = this.ctx(n, n.user ?? { name: b.uid, groups: [] });
+        if (spec.size) length = Math.max(0, Math.floor(spec.size(ctx)));
+        if (spec.version) vers = spec.version(ctx) >>> 0;
       }
+      if (!spec.version) vers = this.writes.get(n.path) ?? 0;
     }
     const qid: Qid = { type: isDir ? QTDIR : QTFILE, vers, path: n.qidPath };
     return {
@@ -417,7 +444,7 @@ export class Namespace implements FileServer<Node> {
     if (spec.kind !== 'leaf') throw new NinepError(Ename.isDir);
     if ((mode & 3) !== 1) this.check(n, user, 'read');
     if ((mode & 3) === 1 || (mode & 3) === 2 || mode & OTRUNC) this.check(n, user, 'write');
-    return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0);
+    return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0, () => this.bump(n));
   }
 
   async create(dir: Node, name: string, perm: number, mode: number, user: User): Promise<Node> {
@@ -446,6 +473,7 @@ export class Namespace implements FileServer<Node> {
       if (spec.kind !== 'leaf' || !spec.text || changes.length !== 0) throw new NinepError(`${Ename.noWstat}: cannot set the length of ${n.path}`);
       this.check(n, user, 'write');
       await spec.text.set(ctx, '');
+      this.bump(n);
     }
     if (changes.name === '' || changes.name === n.name) return n;
     if (spec.kind !== 'each' || !spec.rename) throw new NinepError(`${Ename.noWstat}: ${n.path} cannot be renamed`);
@@ -475,15 +503,22 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** Reads of a stream: one at a time, in order; a flushed read gives up its turn without consuming a chunk. */
+/** What a read waiting on a stream that was replaced (an rdwrStream given a new request) rejects with. */
+const SUPERSEDED = new Error('stream replaced');
+
+/**
+ * Reads of a stream: one at a time, in order; a flushed read gives up its turn without consuming a chunk. The
+ * stream's signal aborts when the reader is closed (its fid clunked, or a new request replaced it).
+ */
 class StreamReader {
   private it?: AsyncIterator<Content>;
   private next?: Promise<IteratorResult<Content>>;
   private left?: Uint8Array;
   private done = false;
   private turn: Promise<unknown> = Promise.resolve();
+  private readonly ended = new AbortController();
 
-  constructor(private readonly make: () => AsyncIterable<Content>) {}
+  constructor(private readonly make: (signal: AbortSignal) => AsyncIterable<Content>) {}
 
   read(count: number, signal: AbortSignal): Promise<Uint8Array> {
     const mine = this.turn.then(() => this.readNow(count, signal));
@@ -493,11 +528,14 @@ class StreamReader {
 
   private async readNow(count: number, signal: AbortSignal): Promise<Uint8Array> {
     signal.throwIfAborted();
+    if (this.ended.signal.aborted) throw this.ended.signal.reason;
     while (!this.left?.length) {
       if (this.done) return EMPTY;
-      this.it ??= this.make()[Symbol.asyncIterator]();
+      this.it ??= this.make(this.ended.signal)[Symbol.asyncIterator]();
       this.next ??= this.it.next();
-      const r = await raceAbort(this.next, signal);
+      const r = await raceAbort(raceAbort(this.next, this.ended.signal).catch((e: unknown) => {
+        throw this.ended.signal.aborted ? this.ended.signal.reason : e;
+      }), signal);
       this.next = undefined;
       if (r.done) {
         this.done = true;
@@ -510,8 +548,15 @@ class StreamReader {
     return out;
   }
 
-  close(): void {
+  /** Starts the stream now rather than on the first read (a subscription sees what happens from its request on). */
+  start(): this {
+    this.it ??= this.make(this.ended.signal)[Symbol.asyncIterator]();
+    return this;
+  }
+
+  close(reason: Error = SUPERSEDED): void {
     this.done = true;
+    this.ended.abort(reason);
     void this.it?.return?.().catch(() => undefined);
   }
 }
@@ -520,23 +565,34 @@ class StreamReader {
 class LeafFile implements OpenFile {
   private snapshot?: Uint8Array;
   private reply?: Uint8Array;
-  private textBuf?: Uint8Array;
+  /** The value this fid's writes are building (text files), in the pieces written; committed once, at clunk. */
+  private textParts: Uint8Array[] = [];
+  private textLength = 0;
+  private textDirty = false;
   private stream?: StreamReader;
-  /** Aborted when the fid is clunked; made only for the streams that take it (an abort() makes a DOMException). */
-  private lifeController?: AbortController;
   private wroteText = false;
+  /** The message being assembled on this fid (LeafHandlers.whole). */
+  private parts?: Uint8Array[];
+  private partsLength = 0;
 
-  constructor(private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean) {}
-
-  private get life(): AbortSignal {
-    return (this.lifeController ??= new AbortController()).signal;
-  }
+  constructor(
+    private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean,
+    /** Counts a change to the file, for qid.vers. */
+    private readonly changed: () => void,
+  ) {}
 
   read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array> {
     const s = this.spec;
     switch (this.kind) {
       case 'read':
       case 'text':
+        // What this fid wrote is what it reads back: commit it first.
+        if (this.textDirty) {
+          return this.commitText().then(() => {
+            this.snapshot = toBytes(s.text!.get(this.ctx));
+            return this.snapshot.subarray(offset, offset + count);
+          });
+        }
         if (offset === 0 || !this.snapshot) this.snapshot = toBytes((s.read ?? s.text!.get)(this.ctx));
         return this.snapshot.subarray(offset, offset + count);
       case 'rdwr':
@@ -550,33 +606,59 @@ class LeafFile implements OpenFile {
         }
         return this.snapshot.subarray(offset, offset + count);
       case 'stream':
-        this.stream ??= new StreamReader(() => s.stream!(this.ctx, this.life));
+        this.stream ??= new StreamReader((signal) => s.stream!(this.ctx, signal));
         return this.stream.read(count, req.signal);
       case 'rdwrStream':
-        this.stream ??= new StreamReader(() => s.rdwrStream!(this.ctx, '', this.life));
-        return this.stream.read(count, req.signal);
+        this.stream ??= new StreamReader((signal) => s.rdwrStream!(this.ctx, '', signal));
+        return this.readStream(this.stream, count, req);
       default:
         throw new NinepError(`${Ename.perm}: ${this.ctx.path} is write-only`);
     }
   }
 
+  /** A read waiting when a new request replaced the stream goes on with the new one. */
+  private readStream(st: StreamReader, count: number, req: Pending): Promise<Uint8Array> {
+    return st.read(count, req.signal).catch((e: unknown) => {
+      if (e !== SUPERSEDED) throw e;
+      return this.stream && this.stream !== st ? this.readStream(this.stream, count, req) : EMPTY;
+    });
+  }
+
   async write(offset: number, data: Uint8Array, req: Pending): Promise<number> {
     const s = this.spec;
+    if (s.write && s.whole) {
+      if (offset === 0 && this.parts) await this.deliver(req.signal);
+      if (offset !== this.partsLength) throw new NinepError(`${Ename.badOffset}: ${offset}: a message is written in order (${this.partsLength} bytes so far)`);
+      if (this.partsLength + data.length > MAX_MESSAGE) throw new NinepError(`${this.ctx.path}: message longer than ${MAX_MESSAGE} bytes`);
+      (this.parts ??= []).push(data);
+      this.partsLength += data.length;
+      return data.length;
+    }
     if (s.write) {
-      await s.write(this.ctx, data, offset);
+      try {
+        await s.write(this.ctx, data, offset, req.signal);
+      } finally {
+        this.changed();
+      }
       return data.length;
     }
     if (s.text) {
-      // The writes of one open build the new value; each commits it, so an error shows on the write that caused it.
-      const buf = this.textBuf ?? EMPTY;
-      if (offset > buf.length) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${buf.length} bytes)`);
+      // The writes of one open build the new value, committed once at clunk (its error is the Tclunk's): chunked
+      // writes and appends cost linear time, not a copy and a save each.
+      const len = this.textLength;
+      if (offset > len) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${len} bytes)`);
       if (offset + data.length > MAX_TEXT) throw new NinepError(`${this.ctx.path}: value longer than ${MAX_TEXT} bytes`);
-      const next = new Uint8Array(Math.max(buf.length, offset + data.length));
-      next.set(buf);
-      next.set(data, offset);
-      this.textBuf = next;
+      if (offset === len) this.textParts.push(data);
+      else {
+        // Rewriting what this fid already wrote: flatten once.
+        const next = new Uint8Array(Math.max(len, offset + data.length));
+        next.set(concat(this.textParts));
+        next.set(data, offset);
+        this.textParts = [next];
+      }
+      this.textLength = Math.max(len, offset + data.length);
+      this.textDirty = true;
       this.wroteText = true;
-      await s.text.set(this.ctx, new TextDecoder().decode(next));
       return data.length;
     }
     const request = new TextDecoder().decode(data);
@@ -586,17 +668,50 @@ class LeafFile implements OpenFile {
       return data.length;
     }
     if (s.rdwrStream) {
-      this.stream?.close();
-      const it = s.rdwrStream(this.ctx, request, this.life);
-      this.stream = new StreamReader(() => it);
+      // A new request replaces the subscription: the old stream's signal aborts and it is returned; reads waiting
+      // on it go on with the new one, so nothing of the old request is delivered after this write.
+      const old = this.stream;
+      this.stream = new StreamReader((signal) => s.rdwrStream!(this.ctx, request, signal)).start();
+      old?.close();
       return data.length;
     }
     throw new NinepError(`${Ename.perm}: ${this.ctx.path} is read-only`);
   }
 
-  close(): void {
-    this.lifeController?.abort();
-    this.stream?.close();
-    if (this.trunc && !this.wroteText && this.spec.text) void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
+  /** Saves the value this fid's writes built. */
+  private async commitText(): Promise<void> {
+    if (!this.textDirty) return;
+    this.textDirty = false;
+    const value = this.textParts.length === 1 ? this.textParts[0]! : concat(this.textParts);
+    this.textParts = [value];
+    try {
+      await this.spec.text!.set(this.ctx, new TextDecoder().decode(value));
+    } finally {
+      this.changed();
+    }
+  }
+
+  /** Hands the assembled message to the write handler. */
+  private async deliver(signal?: AbortSignal): Promise<void> {
+    const parts = this.parts;
+    if (!parts) return;
+    this.parts = undefined;
+    this.partsLength = 0;
+    const data = parts.length === 1 ? parts[0]! : concat(parts);
+    try {
+      await this.spec.write!(this.ctx, data, 0, signal ?? new AbortController().signal);
+    } finally {
+      this.changed();
+    }
+  }
+
+  close(): void | Promise<void> {
+    this.stream?.close(new NinepError(`${this.ctx.path}: fid clunked`));
+    if (this.trunc && !this.wroteText && this.spec.text) {
+      void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
+      this.changed();
+    }
+    if (this.parts) return this.deliver();
+    if (this.textDirty) return this.commitText();
   }
 }

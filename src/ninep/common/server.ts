@@ -36,8 +36,11 @@ export interface Pending {
 export interface OpenFile {
   read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array>;
   write(offset: number, data: Uint8Array, req: Pending): number | Promise<number>;
-  /** Called once when the fid is clunked or its connection ends. */
-  close(): void;
+  /**
+   * Called once when the fid is clunked or its connection ends. It may finish work (deliver what the fid's writes
+   * assembled): a rejection is the Tclunk's Rerror (the fid is gone all the same).
+   */
+  close(): void | Promise<void>;
 }
 
 /**
@@ -186,7 +189,10 @@ interface Fid<N> {
 class Request implements Pending {
   private controller?: AbortController;
   private aborted = false;
+  /** Dropped without a reply: the connection ended or a Tversion started over. */
   flushed = false;
+  /** Tags of the Tflushes waiting for this request: each is answered right after its reply (lib9p's order). */
+  flushes?: number[];
   constructor(readonly tag: number) {}
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -397,13 +403,13 @@ export class Connection<N> {
       return;
     }
     if (m.type === Type.Tflush) {
+      // As lib9p: the handler is told (its signal aborts) and either finishes or gives up before having any effect;
+      // its reply goes out first and the Rflush after it, so the client knows which happened.
       const old = this.pending.get(m.oldtag);
-      if (old) {
-        old.flushed = true;
-        this.pending.delete(m.oldtag);
+      if (old && m.oldtag !== m.tag) {
+        (old.flushes ??= []).push(m.tag);
         old.abort();
-      }
-      this.send({ type: Type.Rflush, tag: m.tag });
+      } else this.send({ type: Type.Rflush, tag: m.tag });
       return;
     }
     const req = new Request(m.tag);
@@ -423,6 +429,7 @@ export class Connection<N> {
     if (req.flushed || this.closed) return;
     this.pending.delete(req.tag);
     this.send(reply);
+    if (req.flushes) for (const tag of req.flushes) this.send({ type: Type.Rflush, tag });
   }
 
   private send(m: RMessage): void {
@@ -658,15 +665,18 @@ export class Connection<N> {
 
   /** Closes a fid's open file and performs its ORCLOSE removal. */
   private async release(f: Fid<N>): Promise<void> {
-    f.file?.close();
-    if (f.mode !== undefined && f.mode & ORCLOSE && this.fs.remove) await this.fs.remove(f.path[f.path.length - 1]!, f.user);
+    try {
+      await f.file?.close();
+    } finally {
+      if (f.mode !== undefined && f.mode & ORCLOSE && this.fs.remove) await this.fs.remove(f.path[f.path.length - 1]!, f.user);
+    }
   }
 
   private async remove(tag: number, fidno: number): Promise<RMessage> {
     const f = this.fid(fidno);
     // Tremove clunks the fid whether or not the removal succeeds.
     this.fids.delete(fidno);
-    f.file?.close();
+    await f.file?.close();
     const parent = f.path[f.path.length - 2];
     if (f.auth || !parent) throw new NinepError(Ename.noRemove);
     if (!canAccess(this.fs.stat(parent), f.user, 2)) throw new NinepError(Ename.perm);

@@ -506,8 +506,9 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               remove: (ctx) => agents.kill(ctx.params.session!, ctx.params.agent!),
             },
               Leaf('prompt', {
-                doc: 'Write a prompt (each write is one); it runs now, or waits in the queue while a turn runs. /cmd is a ctl command, !cmd a shell command.',
+                doc: 'Write a prompt (everything written on one open file is one prompt, taken when it is closed); it runs now, or waits in the queue while a turn runs. /cmd is a ctl command, !cmd a shell command.',
                 access: agentOwn,
+                whole: true,
                 write: async (ctx, data) => {
                   const text = new TextDecoder().decode(data);
                   if (text.startsWith('/')) agentCommand(o, ctx, ag(ctx), text.slice(1));
@@ -515,10 +516,11 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 },
               }),
               Leaf('fifo', {
-                doc: 'The prompt queue as a FIFO: a write enqueues a prompt, a read pops the oldest (empty when none).',
+                doc: 'The prompt queue as a FIFO: what is written on one open file enqueues one prompt (when it is closed), a read pops the oldest (empty when none).',
                 access: onAgent(scope, { agent: {} }),
+                whole: true,
                 write: (ctx, data) => void ag(ctx).enqueue(new TextDecoder().decode(data)),
-                // Not `read`: that one is also evaluated for stat (length, version), and popping is not idempotent.
+                // Not `read`: a read at offset 0 computes it again, and popping is not idempotent.
                 blockOnce: async (ctx) => ag(ctx).queue.shift() ?? '',
               }),
               Leaf('queue', {
@@ -649,7 +651,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   access: onAgent(scope, { agent: { self: ['walk', 'write'] } }),
                   list: (ctx) => agents.peerNames(ag(ctx)),
                   has: (ctx, name) => agents.peerNames(ag(ctx)).includes(name),
-                  file: { write: (ctx, data) => agents.sendPeer(ag(ctx), ctx.params.peer!, new TextDecoder().decode(data)) },
+                  file: { whole: true, write: (ctx, data) => agents.sendPeer(ag(ctx), ctx.params.peer!, new TextDecoder().decode(data)) },
                 }),
               ),
               Leaf('id', { doc: 'The immutable agent id.', access: agentView, read: (ctx) => `${ag(ctx).id}\n` }),
