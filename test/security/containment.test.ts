@@ -187,7 +187,9 @@ ctypes.CDLL(None).prctl(36, 0)
 if os.fork() == 0:
     if os.fork(): os._exit(0)
     os.setsid()
-    open("d.pid", "w").write(str(os.getpid()))
+    # Written whole, then renamed: a reader must never see the file created but still empty.
+    open("d.tmp", "w").write(str(os.getpid()))
+    os.rename("d.tmp", "d.pid")
     time.sleep(1013.7)
 os.wait()
 while not os.path.exists("d.pid"): time.sleep(0.01)
