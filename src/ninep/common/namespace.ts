@@ -424,10 +424,13 @@ export class Namespace implements FileServer<Node> {
     let vers = 0;
     const spec = b.spec;
     if (spec.kind === 'leaf') {
-      // Never a read handler: a generated file is computed when it is read, not to learn its length.
-      if (spec.version || spec.size) {
+      // Never a read handler: a generated file is computed when it is read, not to learn its length. A text file
+      // is a stored value, not a computation: its true length is cheap, and an appending client (echo >> plan
+      // through a FUSE mount) must see it, or it would write at 0 and replace the value it meant to extend.
+      if (spec.version || spec.size || spec.text) {
         const ctx = this.ctx(n, n.user ?? { name: b.uid, groups: [] });
         if (spec.size) length = Math.max(0, Math.floor(spec.size(ctx)));
+        else if (spec.text) length = toBytes(spec.text.get(ctx)).length;
         if (spec.version) vers = spec.version(ctx) >>> 0;
       }
       if (!spec.version) vers = this.writes.get(n.path) ?? 0;
