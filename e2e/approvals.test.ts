@@ -15,7 +15,7 @@ import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { buildRenderer, launch, mockBackends, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const document: { activeElement: { getAttribute(n: string): string | null } | null };
@@ -37,7 +37,7 @@ describe('approvals in the app (web mode, real daemon)', () => {
     mkdirSync(join(dir, 'work'));
     writeFileSync(
       join(dir, 'config', 'backends.conf'),
-      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
+      mockBackends(mock.url),
     );
     writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
     const sock = socketPath(dir);

@@ -12,7 +12,7 @@ import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, overflows, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
+import { buildRenderer, launch, mockBackends, overflows, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const document: { querySelectorAll: (s: string) => ArrayLike<DomEl>; createRange: () => { selectNodeContents: (n: unknown) => void; getBoundingClientRect: () => Rect } };
@@ -39,7 +39,7 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     writeFileSync(join(dir, 'work', 'notes.txt'), 'alpha\nbeta\ngamma\n');
     writeFileSync(
       join(dir, 'config', 'backends.conf'),
-      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
+      mockBackends(mock.url),
     );
     writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell', 'file_read', 'file_edit'], maxSteps: 20 }));
     daemon = await startDaemon({

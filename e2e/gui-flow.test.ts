@@ -16,7 +16,7 @@ import { dial } from '../src/ninep/node.js';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, overflows, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { buildRenderer, launch, mockBackends, overflows, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
@@ -58,7 +58,7 @@ describe('the app with real agents (web mode)', () => {
     mkdirSync(join(dir, 'work'));
     writeFileSync(
       join(dir, 'config', 'backends.conf'),
-      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
+      mockBackends(mock.url),
     );
     writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
     await start();

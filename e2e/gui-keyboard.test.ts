@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, socketPath, tempDir } from './helpers.js';
+import { buildRenderer, launch, mockBackends, rmrf, socketPath, tempDir } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 interface El { id: string; tagName: string; textContent: string | null; getAttribute: (n: string) => string | null; closest: (s: string) => El | null }
@@ -33,7 +33,7 @@ describe('keyboard and screen readers (web mode, real daemon)', () => {
     mkdirSync(join(dir, 'work'));
     writeFileSync(
       join(dir, 'config', 'backends.conf'),
-      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
+      mockBackends(mock.url),
     );
     daemon = await startDaemon({ socket: socketPath(dir), dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined, retryDelay: () => 10 });
     ui = await startWebUi({ server: daemon.server, rendererDir, port: 0 });

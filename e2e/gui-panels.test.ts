@@ -18,7 +18,7 @@ import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { buildRenderer, launch, mockBackends, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
 
 /** The page's, in evaluate callbacks (this project's tsconfig for tests has no DOM types). */
 declare const getComputedStyle: (e: unknown) => { color: string };
@@ -42,7 +42,7 @@ describe('processes, search and settings with real agents (web mode)', () => {
     mkdirSync(work);
     writeFileSync(
       join(dir, 'config', 'backends.conf'),
-      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`,
+      mockBackends(mock.url),
     );
     writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell', 'asker'], maxSteps: 20 }));
     // A tty tool: it runs in a pty, asks for a name, answers with it and with its terminal's size.

@@ -118,3 +118,8 @@ export function overflows(page: Page): Promise<string[]> {
     return bad;
   });
 }
+
+/** backends.conf with the mock LLM (at `url`) as the default, OpenAI-protocol backend `mock`. */
+export function mockBackends(url: string): string {
+  return `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${url}/v1\nkey = test-key\nmodel = gpt-4o\ncontext = 100000\n`;
+}
