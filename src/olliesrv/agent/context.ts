@@ -5,7 +5,7 @@
  * of the history, never the history itself: tool results and tool-call arguments of rounds the model has moved
  * past are cut to a head/tail excerpt that names a file holding the whole text, so a 40 KiB output costs its
  * full size for a few rounds, not for the rest of the session, and the history (the database, `ctl restore`,
- * the log) keeps every byte. When the view is still over budget the agent compacts (agent.ts, fit()).
+ * the log) keeps every byte. When the view is still over budget the agent compacts (fit.ts, fit()).
  */
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
