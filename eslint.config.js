@@ -55,6 +55,9 @@ export default defineConfig(
   },
   {
     rules: {
+      // Prettier owns the layout; this rule objects to the line breaks it makes (a chained call's `[...]` on its own
+      // line), as eslint-config-prettier would turn it off.
+      'no-unexpected-multiline': 'off',
       // `_`-prefixed names are deliberately unused (callback positions, destructuring).
       '@typescript-eslint/no-unused-vars': [
         'error',
