@@ -133,7 +133,7 @@ program
   .option('--untrust', 'forget the file instead')
   .option('--list', 'list the trusted files: sha256, path')
   .action(async (path: string, o: { config: string; untrust?: boolean; list?: boolean }) => {
-    const { applyTrustCommands, listTrusted } = await import('../toolsrv/sandbox/trust.js');
+    const { applyTrustCommands, listTrusted } = await import('../toolsrv/public.js');
     try {
       const dir = resolve(o.config);
       process.stdout.write(o.list ? listTrusted(dir) : applyTrustCommands(dir, `${o.untrust ? 'untrust' : 'trust'} ${resolve(path)}`));

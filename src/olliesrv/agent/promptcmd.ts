@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { loadPolicy, PACKAGE_ROOT, readOnlyPolicy, sandboxCommand, type SandboxPolicy } from '../../toolsrv/sandbox/index.js';
+import { loadPolicy, PACKAGE_ROOT, readOnlyPolicy, sandboxCommand, type SandboxPolicy } from '../../toolsrv/public.js';
 
 export interface PromptCommandOptions {
   configDir: string;

@@ -11,8 +11,18 @@ import { candidateConfig, checkCandidate, mergeSetup, parseSetupRequest, SetupEr
 import type { Profiles } from '../agent/profiles.js';
 import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
-import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandbox/trust.js';
-import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
+import {
+  applyTrustCommands,
+  containmentStatus,
+  describeContainment,
+  landlockStatusAsync,
+  listTrusted,
+  parsePolicyFile,
+  sandboxSummary,
+  SPAWNER,
+  TrustError,
+  type LandlockStatus,
+} from '../../toolsrv/public.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -132,29 +142,21 @@ export class ConfigFiles {
   /** sandbox.yaml: parsed as toolsrv parses it; applies to tool calls of toolsrv processes started from now on. */
   async writeSandbox(text: string): Promise<string> {
     const file = this.path('sandbox.yaml');
-    // Loaded only here: YAML and the policy code are toolsrv's business on every other path.
-    const { parsePolicyFile } = await import('../../toolsrv/sandbox/policy.js');
     const home = homedir();
     parsePolicyFile(file, text, { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: home, home, runtimeDir: tmpdir(), tmpDir: join(tmpdir(), 'ollie-policy-check') });
     this.commit('sandbox.yaml', text);
     return file;
   }
 
-  /**
-   * What the sandbox helper applies to tools on this machine (its --probe): asked once, then cached. Loaded only
-   * here, as the policy code is: the sandbox is toolsrv's business on every other path.
-   */
+  /** What the sandbox helper applies to tools on this machine (its --probe): asked once, then cached. */
   async sandboxStatus(): Promise<SandboxReport> {
     // Never rejects: the daemon logs it without waiting, and a report saying why is more use than an error.
     let s: LandlockStatus;
     let summary: string;
     try {
-      const m = await import('../../toolsrv/sandbox/index.js');
-      const c = await import('../../toolsrv/exec/containment.js');
-      const { SPAWNER } = await import('../../toolsrv/exec/spawner.js');
       // The helper confines; toolsrv's spawner contains and limits: the report says both.
-      s = { ...(await m.landlockStatusAsync()), ...c.describeContainment(c.containmentStatus(existsSync(SPAWNER))) };
-      summary = m.sandboxSummary(s);
+      s = { ...(await landlockStatusAsync()), ...describeContainment(containmentStatus(existsSync(SPAWNER))) };
+      summary = sandboxSummary(s);
     } catch (e) {
       s = { abi: 0, enforces: [], reason: `the sandbox helper's probe failed: ${(e as Error).message}` };
       summary = `sandbox unavailable: ${s.reason}; sandboxed tool calls will be refused`;

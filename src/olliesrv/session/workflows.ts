@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { loadPolicy, PACKAGE_ROOT, sandboxCommand, withPaths } from '../../toolsrv/sandbox/index.js';
+import { loadPolicy, PACKAGE_ROOT, sandboxCommand, withPaths } from '../../toolsrv/public.js';
 import { privateTmpDir } from '../agent/promptcmd.js';
 import { confine } from '../auth/confined.js';
 import { goalState, type Session, type Sessions } from './registry.js';

@@ -1,0 +1,21 @@
+/**
+ * What the rest of Ollie (olliesrv, the CLI) may use of toolsrv besides its wire protocol (protocol.ts): running a
+ * command under the sandbox, reading and checking policies, the list of trusted project policies, and what the
+ * sandbox and the spawner enforce on this machine. Everything else under src/toolsrv is toolsrv's own; the lint
+ * (eslint.config.js) holds other code to these two files.
+ */
+export {
+  landlockStatusAsync,
+  loadPolicy,
+  PACKAGE_ROOT,
+  parsePolicyFile,
+  readOnlyPolicy,
+  sandboxCommand,
+  sandboxSummary,
+  withPaths,
+  type LandlockStatus,
+  type SandboxPolicy,
+} from './sandbox/index.js';
+export { applyTrustCommands, listTrusted, TrustError } from './sandbox/trust.js';
+export { containmentStatus, describeContainment } from './exec/containment.js';
+export { SPAWNER } from './exec/spawner.js';
