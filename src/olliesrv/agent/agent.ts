@@ -22,6 +22,7 @@ import { closeDanglingCalls, History } from './history.js';
 import { resolvePrompt, type Profile } from './profiles.js';
 import { envRefusal } from '../session/envrules.js';
 import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
+import { postToolUseHooks, preCompactHooks, preToolUseHooks, sessionStartHooks, stopHooks, userPromptHooks } from '../hooks/agent.js';
 import { describeLoaded, searchTools, spec, TOOL_SEARCH, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
@@ -436,6 +437,9 @@ export class Agent {
   private async turn(text: string, signal: AbortSignal): Promise<TurnResult> {
     this.setState('thinking');
     const rt = await this.ensureRuntime();
+    for (const c of await sessionStartHooks(this.deps.hooks, this, rt, this.history.messages.length > 0)) this.addContext(c, 'hook');
+    const hooked = text.startsWith('<system-proc-interrupt') ? { context: [] } : await userPromptHooks(this.deps.hooks, this, text);
+    if (hooked.block) return { reply: '', error: hooked.block };
     if (this.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
       try {
         const present = new Set(this.sentView().flatMap((m) => (m.role === 'user' && m.kind === 'skill' ? [SKILL_NAME.exec(m.content)?.[1] ?? ''] : [])));
@@ -446,6 +450,7 @@ export class Agent {
         this.log.add('info', `could not match skills and tools to the prompt: ${errText(e)}`, { name: 'enrich' });
       }
     }
+    for (const c of hooked.context) this.addContext(c, 'hook');
     this.deps.store.batch(() => {
       this.log.add('user', text);
       this.history.append({ role: 'user', content: text });
@@ -486,8 +491,11 @@ export class Agent {
           ...(r.calls.length ? { toolCalls: r.calls } : {}),
         });
       });
-      if (!r.calls.length || finalRound) break;
+      const goOn = !r.calls.length && !finalRound ? await stopHooks(this.deps.hooks, this) : undefined;
+      if (goOn) this.addContext(goOn, 'hook');
+      else if (!r.calls.length || finalRound) break;
       steps++;
+      if (goOn) continue;
       if (this.budget.tokens !== undefined && this.stats.turnTokens > this.budget.tokens) {
         const msg = `token budget exhausted: this sub-agent used ${this.stats.turnTokens} tokens of its ${this.budget.tokens}`;
         this.log.add('error', msg, { name: 'budget' });
@@ -721,14 +729,16 @@ export class Agent {
         batch.map(async (p) => {
           const i = prepared.indexOf(p);
           let r: ModelResult;
+          let blocked: ModelResult | undefined;
           if (p.call.name === TOOL_SEARCH) r = await this.toolSearch(rt, p.call);
           else if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
           else if (!rt.host) r = { content: 'error: tools are unavailable: no tool server runs for this session', full: 'tools are unavailable', isError: true };
+          else if ((blocked = await preToolUseHooks(this.deps.hooks, this, p))) r = blocked;
           else {
             try {
               const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
               if (res.status === 'background') this.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
-              r = forModel(res, { root: this.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
+              r = await postToolUseHooks(this.deps.hooks, this, p, res, forModel(res, { root: this.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') }));
               // A listed tool called by name: toolsrv validated and ran it; its schema goes out from now on.
               if (deferred.has(p.call.name)) this.activate(rt, [p.call.name]);
             } catch (e) {
@@ -1034,6 +1044,7 @@ export class Agent {
     if (start === 0 || onlySummary || (!requested && !req?.force && headTokens < budget * MIN_HEAD_SHARE)) {
       return requested ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n` : '';
     }
+    await preCompactHooks(this.deps.hooks, this, requested);
     const prev = this.st;
     this.setState('compacting');
     const rt = req?.rt ?? this.runtime;

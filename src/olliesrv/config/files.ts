@@ -13,6 +13,7 @@ import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
 import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandbox/trust.js';
 import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
+import { HOOKS_FILE, HookConfigError, parseHooks } from '../hooks/config.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -161,6 +162,18 @@ export class ConfigFiles {
     }
     if (this.o.yolo) return { ...s, yolo: true, summary: 'sandbox: OFF (--yolo): tools run with all of your rights' };
     return { ...s, yolo: false, summary };
+  }
+
+  /** hooks.json: parsed as the hooks read it (hooks/config.ts); applies from the next event. */
+  writeHooks(text: string): string {
+    const file = this.path(HOOKS_FILE);
+    try {
+      parseHooks(file, text);
+    } catch (e) {
+      throw e instanceof HookConfigError ? new ConfigError(e.message) : e;
+    }
+    this.commit(HOOKS_FILE, text);
+    return file;
   }
 
   /** The profile new agents get when `agent/new` names none. */
