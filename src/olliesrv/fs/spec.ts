@@ -344,7 +344,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
         }),
         Leaf('trust', {
-          doc: 'Trusted project policy files (.ollie-sandbox.yaml), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
+          doc: 'Trusted project files (.ollie-sandbox.yaml; .ollie-hooks.json, named by its path), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
           mode: 0o600,
           text: { get: () => o.config.readTrust(), set: (_ctx, v) => void (v.trim() && o.config.writeTrust(v)) },
         }),

@@ -12,10 +12,10 @@
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTrusted, sha256 } from '../../toolsrv/sandbox/trust.js';
+import { PROJECT_HOOKS_FILE_NAME, readTrusted, sha256 } from '../../toolsrv/sandbox/trust.js';
 
 export const HOOKS_FILE = 'hooks.json';
-export const PROJECT_HOOKS_NAME = '.ollie-hooks.json';
+export const PROJECT_HOOKS_NAME = PROJECT_HOOKS_FILE_NAME;
 
 export const HOOK_EVENTS = ['SessionStart', 'UserPrompt', 'PreToolUse', 'PostToolUse', 'Stop', 'SubagentStop', 'PreCompact', 'Notification'] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];

@@ -168,6 +168,8 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
   const [reasoningOpen, setReasoningOpen] = useState(false);
   const role = block.role;
   if (COMPACT.has(role)) return <Compact block={block} label={LABEL[role] ?? role} />;
+  // A hook that ran (olliesrv/hooks): one line, its output behind the twist.
+  if (role === 'info' && block.name === 'hook') return <Compact block={block} label="Hook" />;
   let body;
   switch (role) {
     case 'assistant':
