@@ -136,6 +136,8 @@ describe('hooks', () => {
     h = await harness({ profiles: { hooks: PROFILE }, turns: [...script(shell('echo deployed > deployed.txt')), ...script(shell('echo second > second.txt'))] as never });
     writeHooks(h, {
       PreToolUse: [{ matcher: 'shell', hooks: [cmd(`printf '%s' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "this deploys"}}'`)] }],
+      // Told when the agent waits for a person.
+      Notification: [{ hooks: [cmd('cat >> notified.jsonl; echo >> notified.jsonl')] }],
     });
     const a = await agent(h);
     const loop = h.daemon.agents.all().find((x) => x.id === a.aid)!;
@@ -156,6 +158,12 @@ describe('hooks', () => {
     await h.c.write(`session/${a.session}/bypass`, `${req[0]} approve`);
     await done;
     expect(readFileSync(join(a.work, 'deployed.txt'), 'utf8')).toBe('deployed\n');
+    // The notification runs beside the call (nothing waits for it): wait for its line.
+    const notified = join(a.work, 'notified.jsonl');
+    while (!(existsSync(notified) && readFileSync(notified, 'utf8').includes('\n'))) await new Promise((r) => setTimeout(r, 20));
+    const note = JSON.parse(readFileSync(notified, 'utf8').split('\n')[0]!) as Record<string, string>;
+    expect(note).toMatchObject({ hook_event_name: 'Notification', session_id: a.sid, agent_id: a.aid });
+    expect(note.message).toContain('this deploys');
 
     done = loop.nextTurn();
     await h.c.write(`${a.path}/prompt`, 'again');
