@@ -24,10 +24,11 @@ function site(a: HookedAgent): HookSite {
   return { sessionId: a.sessionId, agentId: a.id, agentName: a.name, cwd: a.cfg.cwd, root: a.cfg.sandboxRoot ?? a.cfg.cwd };
 }
 
-/** One line for the chat: what ran, for what, how it ended, in how long; then its output. */
+/** One line for the chat: the event, the tool, how it ended, in how long, the command; then its output. */
 export function describeRecord(r: HookRecord): string {
   const how = r.exit === 'timeout' ? `killed (${r.why})` : r.exit === 'killed' ? `killed${r.why ? ` (${r.why})` : ''}` : r.exit === 'notrun' ? 'not run' : `exit ${r.exit}`;
-  const head = `${r.event} hook \`${r.command}\`${r.tool ? ` (${r.tool})` : ''}: ${how}, ${r.ms} ms`;
+  // How it ended first: the chat shows the first line alone, cut to the width.
+  const head = `${r.event} hook${r.tool ? ` (${r.tool})` : ''}: ${how}, ${r.ms} ms: \`${r.command}\``;
   return r.output ? `${head}\n${r.output}` : head;
 }
 

@@ -96,7 +96,7 @@ function Compact({ block, label }: { block: Block; label: string }) {
     <div className={`block compact role-${block.role}`} data-role={block.role} data-id={block.id}>
       <button type="button" className="compact-line" aria-expanded={open} onClick={() => setOpen(!open)}>
         <span className="who">{label}</span>
-        {block.name && block.name !== block.role && <span className="tool-name">{block.name}</span>}
+        {block.name && block.name !== block.role && block.name !== label.toLowerCase() && <span className="tool-name">{block.name}</span>}
         <span className="first">{first}</span>
         <span className="twist" aria-hidden="true">{open ? '▾' : '▸'}</span>
       </button>
