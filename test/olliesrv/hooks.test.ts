@@ -191,6 +191,24 @@ describe('hooks', () => {
     expect(lastRequest(h)).toContain('A Stop hook did not let the turn end yet: run the tests first');
   });
 
+  it('PreCompact runs before a compaction; SubagentStop when a sub-agent ends', async () => {
+    h = await harness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'first' }]] as never });
+    writeHooks(h, {
+      PreCompact: [{ hooks: [cmd('cat > precompact.json')] }],
+      SubagentStop: [{ hooks: [cmd('cat > subagentstop.json')] }],
+      Stop: [{ hooks: [cmd('cat > stop.json')] }],
+    });
+    const a = await agent(h);
+    await h.turn(a.path, 'hello');
+    expect(JSON.parse(readFileSync(join(a.work, 'stop.json'), 'utf8'))).toMatchObject({ hook_event_name: 'Stop', stop_hook_active: false });
+    // The summary request gets the mock's default reply.
+    expect(await h.c.rdwrText(`${a.path}/ctl`, 'compact')).toMatch(/Compacted/);
+    expect(JSON.parse(readFileSync(join(a.work, 'precompact.json'), 'utf8'))).toMatchObject({ hook_event_name: 'PreCompact', trigger: 'manual' });
+    h.mock.script([{ text: 'sub done' }]);
+    expect(await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=hooks prompt=do a small thing')).toContain('sub done');
+    expect(JSON.parse(readFileSync(join(a.work, 'subagentstop.json'), 'utf8'))).toMatchObject({ hook_event_name: 'SubagentStop' });
+  });
+
   it('a malformed hooks.json is an error naming the file and the field, and the agent keeps working; config/hooks.json refuses it', async () => {
     h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('echo fine')) as never });
     writeFileSync(join(h.configDir, 'hooks.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'shell', hooks: [{ type: 'command', command: 'true', timeout: -1 }] }] } }));

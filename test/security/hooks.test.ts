@@ -32,7 +32,7 @@ async function attacker(hh: Harness): Promise<{ session: string; sid: string; pa
 }
 
 describe('an agent attacking hooks through its own tools', () => {
-  it('cannot write hooks.json, trust a hooks file, or turn hooks off — by the filesystem or the namespace', async () => {
+  it('cannot write hooks.json, trust a hooks file, turn hooks off or read what hooks said — by the filesystem or the namespace', async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const globalFile = join(h.configDir, 'hooks.json');
@@ -46,18 +46,21 @@ describe('an agent attacking hooks through its own tools', () => {
       client9p('write', 'config/hooks.json', payload),
       client9p('write', `session/$OLLIE_SESSION_ID/ctl`, 'hooks off'),
       client9p('write', 'config/trust', `trust ${join(a.work, '.ollie-hooks.json')}\n`),
+      client9p('read', 'config/hooks.json'),
+      client9p('read', `session/$OLLIE_SESSION_ID/hooks`),
       shell('echo forbidden'),
     ));
     const blocks = await h.turn(a.path, 'go', 60000);
     const r = results(blocks);
     expect(r[0]).toMatch(/Permission denied|No such file|Read-only/);
     expect(r[1]).toMatch(/Permission denied|No such file|Read-only/);
-    for (const i of [2, 3, 4]) expect(r[i]).toMatch(/permission denied|refused|not allowed|no such file/i);
+    for (const i of [2, 3, 4, 5, 6]) expect(r[i]).toMatch(/permission denied|refused|not allowed|no such file/i);
+    expect(r[5]).not.toContain('owner-policy');
     expect(readFileSync(globalFile, 'utf8')).toBe(before);
     expect(await h.c.readText('config/trust')).toBe('');
     expect(await h.c.rdwrText(`session/${a.session}/ctl`, 'hooks')).toBe('hooks on\n');
     // The owner's hook still holds.
-    expect(r[5]).toContain('blocked by a PreToolUse hook: owner-policy');
+    expect(r[7]).toContain('blocked by a PreToolUse hook: owner-policy');
   });
 
   it('a hooks file it plants in the project never runs; a trusted one it edits stops applying', async () => {
