@@ -135,7 +135,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log });
           st.onBypass((e) => {
             if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
-            if (e.kind === 'request') void notificationHooks(hooks, agents.all().find((a) => a.id === e.req.agent), `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`);
+            // Once a remembered approval had its chance (it answers at once): only a request left for a person notifies.
+            if (e.kind === 'request') setImmediate(() => st.pending().some((r) => r.id === e.req.id) && void notificationHooks(hooks, agents.all().find((a) => a.id === e.req.agent), `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`));
             else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
           });
           sessionTools.set(sid, st);
