@@ -2,7 +2,7 @@
  * Hooks in the chat (web mode, real daemon, real toolsrv and sandbox, mock LLM over HTTP): a hook that ran is one
  * compact line (event, command, tool, exit, duration) that opens to its output.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -72,5 +72,27 @@ describe('hooks in the chat (web mode, real daemon)', () => {
     // The model was told why, in the call's result.
     await page.locator('.block[data-role="tool"]', { hasText: 'blocked by a PreToolUse hook: rm -rf is not allowed here' }).waitFor();
     await screenshot(page, 'hook-block');
+  });
+
+  it('shows a hook\'s "ask" as an approval of a sandboxed call, approved once', async () => {
+    writeFileSync(join(dir, 'config', 'hooks.json'), JSON.stringify({
+      hooks: { PreToolUse: [{ matcher: 'shell', hooks: [{ type: 'command', command: `printf '%s' '{"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "this deploys to staging"}}'` }] }] },
+    }));
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo deployed > deployed.txt' } }] }], [{ text: 'Deployed.' }]);
+    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    await box.fill('deploy');
+    await box.press('Enter');
+    const panel = page.getByRole('dialog', { name: /Approval needed/ });
+    await panel.waitFor({ timeout: 20_000 });
+    await panel.getByText('A hook asks you to approve this call before it runs (inside the sandbox).').waitFor();
+    await panel.getByText(/this deploys to staging/).waitFor();
+    expect(await panel.getByTestId('approval-rule').textContent()).toBe('none: what a hook asks is approved once at a time');
+    expect(await panel.getByRole('button', { name: 'Always allow' }).isDisabled()).toBe(true);
+    await screenshot(page, 'hook-ask');
+    const once = panel.getByRole('button', { name: 'Approve once' });
+    await expect.poll(() => once.isEnabled()).toBe(true);
+    await once.click();
+    await page.locator('.block[data-role="assistant"]', { hasText: 'Deployed.' }).waitFor({ timeout: 20_000 });
+    expect(readFileSync(join(dir, 'work', 'deployed.txt'), 'utf8')).toBe('deployed\n');
   });
 });
