@@ -121,7 +121,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
       yolo: ts?.yolo === true,
     };
-    const hooks = new Hooks({ configDir: opts.configDir, run: promptCommands, bus, log });
+    const hooks = new Hooks({ configDir: opts.configDir, run: promptCommands, bus, log, offFile: join(opts.dataDir, 'hooks-off') });
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {

@@ -1,6 +1,11 @@
 /** hooks.json as the hooks read it (src/olliesrv/hooks/config.ts): Claude Code's shape, errors naming file and field. */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { EventBus } from '../../src/olliesrv/event/bus.js';
 import { DEFAULT_HOOK_TIMEOUT, matching, parseHooks } from '../../src/olliesrv/hooks/config.js';
+import { Hooks } from '../../src/olliesrv/hooks/hooks.js';
 
 const F = '/cfg/hooks.json';
 const one = (command: string) => [{ hooks: [{ type: 'command', command }] }];
@@ -38,5 +43,26 @@ describe('parseHooks', () => {
       [{ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'x', async: true }] }] } }, /hooks\.Stop\[0\]\.hooks\[0\]: unknown key "async"/],
     ];
     for (const [doc, re] of bad) expect(() => parseHooks(F, typeof doc === 'string' ? doc : JSON.stringify(doc)), JSON.stringify(doc)).toThrow(re);
+  });
+});
+
+describe('the per-session switch', () => {
+  it('is kept across restarts in a private file, and forgotten with the session', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-hooks-off-'));
+    try {
+      const offFile = join(dir, 'data', 'hooks-off');
+      const make = () => new Hooks({ configDir: join(dir, 'config'), run: { configDir: join(dir, 'config'), dataDir: join(dir, 'data'), runtimeDir: join(dir, 'run'), env: {} }, bus: new EventBus(), log: () => undefined, offFile });
+      const a = make();
+      a.setEnabled('s1', false);
+      a.setEnabled('s2', false);
+      a.setEnabled('s2', true);
+      expect(statSync(offFile).mode & 0o777).toBe(0o600);
+      const b = make();
+      expect([b.enabled('s1'), b.enabled('s2')]).toEqual([false, true]);
+      b.forget('s1');
+      expect(make().enabled('s1')).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -12,6 +12,9 @@
  * `session.S.agent.A.hook` on the bus, and (by the caller, agent.ts's call sites) a block in the chat. Hooks
  * can be turned off per session by the owner (`session/S/ctl`: `hooks off`).
  */
+import { readFileSync, renameSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { privateDir, writePrivateFile } from '../../platform/private.js';
 import type { EventBus } from '../event/bus.js';
 import type { PromptCommandOptions } from '../agent/promptcmd.js';
 import { loadHooks, matching, type HookCommand, type HookEvent } from './config.js';
@@ -69,6 +72,8 @@ export interface HooksOptions {
   run: PromptCommandOptions;
   bus: EventBus;
   log: (m: string) => void;
+  /** Where the sessions with hooks turned off are kept across restarts (one id per line, 0600); none: in memory. */
+  offFile?: string;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -80,7 +85,27 @@ export class Hooks {
   /** Problems with the hooks files already told, per session (each is told once, not at every tool call). */
   private readonly told = new Map<string, Set<string>>();
 
-  constructor(private readonly o: HooksOptions) {}
+  constructor(private readonly o: HooksOptions) {
+    if (!o.offFile) return;
+    try {
+      for (const id of readFileSync(o.offFile, 'utf8').split('\n')) if (id.trim()) this.off.add(id.trim());
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') o.log(`hooks: cannot read ${o.offFile}: ${(e as Error).message}; hooks are on in every session`);
+    }
+  }
+
+  private saveOff(): void {
+    const file = this.o.offFile;
+    if (!file) return;
+    try {
+      privateDir(dirname(file), 'the data directory');
+      const tmp = `${file}.${process.pid}.tmp`;
+      writePrivateFile(tmp, [...this.off].map((id) => `${id}\n`).join(''));
+      renameSync(tmp, file);
+    } catch (e) {
+      this.o.log(`hooks: cannot save ${file}: ${(e as Error).message}; the switch holds until the daemon stops`);
+    }
+  }
 
   enabled(sessionId: string): boolean {
     return !this.off.has(sessionId);
@@ -90,6 +115,7 @@ export class Hooks {
   setEnabled(sessionId: string, on: boolean): void {
     if (on) this.off.delete(sessionId);
     else this.off.add(sessionId);
+    this.saveOff();
     this.o.bus.publish(`session.${sessionId}.hooks`, on ? 'on' : 'off');
   }
 
@@ -101,7 +127,7 @@ export class Hooks {
   }
 
   forget(sessionId: string): void {
-    this.off.delete(sessionId);
+    if (this.off.delete(sessionId)) this.saveOff();
     this.records.delete(sessionId);
     this.told.delete(sessionId);
   }
