@@ -48,6 +48,7 @@ describe('an agent attacking hooks through its own tools', () => {
       client9p('write', 'config/trust', `trust ${join(a.work, '.ollie-hooks.json')}\n`),
       client9p('read', 'config/hooks.json'),
       client9p('read', `session/$OLLIE_SESSION_ID/hooks`),
+      shell(`echo "$OLLIE_SESSION_ID" >> ${join(h.dataDir, 'hooks-off')}`),
       shell('echo forbidden'),
     ));
     const blocks = await h.turn(a.path, 'go', 60000);
@@ -60,7 +61,9 @@ describe('an agent attacking hooks through its own tools', () => {
     expect(await h.c.readText('config/trust')).toBe('');
     expect(await h.c.rdwrText(`session/${a.session}/ctl`, 'hooks')).toBe('hooks on\n');
     // The owner's hook still holds.
-    expect(r[7]).toContain('blocked by a PreToolUse hook: owner-policy');
+    expect(r[7]).toMatch(/Permission denied|No such file|Read-only/);
+    expect(existsSync(join(h.dataDir, 'hooks-off'))).toBe(false);
+    expect(r[8]).toContain('blocked by a PreToolUse hook: owner-policy');
   });
 
   it('a hooks file it plants in the project never runs; a trusted one it edits stops applying', async () => {
