@@ -142,6 +142,8 @@ export class Hooks {
     const loaded = loadHooks(this.o.configDir, site.root);
     const told = this.told.get(site.sessionId) ?? new Set<string>();
     this.told.set(site.sessionId, told);
+    // A problem fixed and back later is told again.
+    for (const p of told) if (!loaded.problems.includes(p)) told.delete(p);
     for (const p of loaded.problems) {
       if (told.has(p)) continue;
       told.add(p);
