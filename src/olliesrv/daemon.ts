@@ -29,6 +29,8 @@ import { Principals, type Origin, type Principal } from './auth/principals.js';
 import { confinedPids } from './auth/confined.js';
 import { peerCredentials, peerCredentialsUnavailable } from '../platform/peercred.js';
 import { rmSync, writeFileSync } from 'node:fs';
+import { Hooks } from './hooks/hooks.js';
+import { notificationHooks } from './hooks/agent.js';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -112,6 +114,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log,
     });
     const rules = new BypassRuleStore(db, log);
+    const promptCommands = {
+      configDir: opts.configDir,
+      dataDir: opts.dataDir,
+      runtimeDir: dirname(opts.socket),
+      env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+      yolo: ts?.yolo === true,
+    };
+    const hooks = new Hooks({ configDir: opts.configDir, run: promptCommands, bus, log, offFile: join(opts.dataDir, 'hooks-off') });
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
@@ -125,6 +135,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log });
           st.onBypass((e) => {
             if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
+            // Once a remembered approval had its chance (it answers at once): only a request left for a person notifies.
+            if (e.kind === 'request') setImmediate(() => st.pending().some((r) => r.id === e.req.id) && void notificationHooks(hooks, agents.all().find((a) => a.id === e.req.agent), `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`));
             else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
           });
           sessionTools.set(sid, st);
@@ -156,13 +168,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       baseEnv: Object.fromEntries(
         Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
       ),
-      promptCommands: {
-        configDir: opts.configDir,
-        dataDir: opts.dataDir,
-        runtimeDir: dirname(opts.socket),
-        env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
-        yolo: ts?.yolo === true,
-      },
+      promptCommands,
+      hooks,
       log,
     }, () => config.defaultProfile());
     const workflows = new Workflows({
@@ -190,6 +197,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       kill: (id) => {
         workflows.stop(id);
         agents.dropSession(id);
+        hooks.forget(id);
         const st = sessionTools.get(id);
         sessionTools.delete(id);
         opening.delete(id);
@@ -204,7 +212,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload, hooks },
       userInfo().username,
     );
     const server = new Server({

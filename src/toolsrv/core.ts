@@ -271,15 +271,19 @@ export class Core {
       lock = typeof p === 'string' && p !== '' ? { kind: 'path', path: resolve(s.cwd, p) } : { kind: 'global' };
     }
 
+    if (flags.ask !== undefined && typeof flags.ask !== 'string') return refused('flag ask must be a string (the reason shown to the person)');
     let bypassed = false;
-    if (flags.bypass && !this.opts.confinement.yolo) {
+    const unsandboxed = flags.bypass && !this.opts.confinement.yolo;
+    if (unsandboxed || flags.ask !== undefined) {
       const session = s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId;
+      // One request: leaving the sandbox, a hook's ask, or both (approving the bypass answers the hook too).
+      const reason = [unsandboxed && 'the model asked to run this outside the sandbox', flags.ask !== undefined && `a hook asks for your approval${unsandboxed ? '' : ' (the call runs inside the sandbox)'}: ${flags.ask}`].filter(Boolean).join('; ');
       const approved = await this.bypass.request(
-        { agent: s.name, tool: tool.name, cmd, ...(commandOf(args) !== undefined && { command: commandOf(args) }), cwd: s.cwd, reason: 'the model asked to run this outside the sandbox', ...(session && { session }) },
+        { agent: s.name, tool: tool.name, cmd, ...(commandOf(args) !== undefined && { command: commandOf(args) }), cwd: s.cwd, reason, ...(session && { session }), ...(flags.ask !== undefined && !unsandboxed && { ask: true }) },
         signal,
       );
       if (!approved) return refused('denied by user', tool.name);
-      bypassed = true;
+      bypassed = !!unsandboxed;
     }
 
     const release = lock ? await this.locks.acquire(lock, signal) : undefined;

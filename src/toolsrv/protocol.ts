@@ -59,6 +59,11 @@ export interface ProcFlags {
   timeout?: number;
   /** Run in the background: proc/new answers at once with status "background" and the pid. */
   background?: boolean;
+  /**
+   * A PreToolUse hook's "ask" (olliesrv/hooks): the call waits for a person's approval, through the bypass queue,
+   * and then runs inside the sandbox as usual. Set by olliesrv only: never lifted from the model's arguments.
+   */
+  ask?: string;
 }
 
 export interface ProcRequest {
@@ -112,6 +117,8 @@ export interface BypassRequest {
   reason: string;
   /** The caller's OLLIE_SESSION_ID (set by olliesrv with `env`), so a shared toolsrv's followers can filter. */
   session?: string;
+  /** An approval a hook asked for, to run the call inside the sandbox: approved once at a time, never remembered. */
+  ask?: boolean;
 }
 
 /** A bypass/pending line telling that a request left the queue. */

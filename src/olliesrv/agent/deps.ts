@@ -8,6 +8,7 @@ import type { Agent } from './agent.js';
 import type { Profiles } from './profiles.js';
 import type { PromptCommandOptions } from './promptcmd.js';
 import type { ToolCache } from './toolcache.js';
+import type { Hooks } from '../hooks/hooks.js';
 
 export interface BackendPool {
   names(): string[];
@@ -56,6 +57,8 @@ export interface AgentDeps {
   skills?: { command(args: string): Promise<string> };
   /** Tool schemas remembered from earlier runs, so a first request need not wait for toolsrv to start. */
   toolCache?: ToolCache;
+  /** Lifecycle hooks (olliesrv/hooks): absent, none run. */
+  hooks?: Hooks;
   /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
   /** Renames an agent (names are unique in a session, so the registry does it). */

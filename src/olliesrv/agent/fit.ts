@@ -2,6 +2,7 @@
  * Fitting requests into the model's window: the window and the token budget, the size of a request, and how it
  * shrinks when over (compaction of the oldest turns, cutting tool output, dropping skills and hints).
  */
+import { preCompactHooks } from '../hooks/agent.js';
 import { join } from 'node:path';
 import { preciseCounting } from '../backend/tokens.js';
 import type { GenerationParams, Message, ToolSpec } from '../backend/types.js';
@@ -181,6 +182,7 @@ export async function compactNow(
   if (start === 0 || onlySummary || (!requested && !req?.force && headTokens < budget * MIN_HEAD_SHARE)) {
     return requested ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n` : '';
   }
+  await preCompactHooks(agent.deps.hooks, agent, requested);
   const prev = agent.st;
   setState(agent, 'compacting');
   const rt = req?.rt ?? agent.runtime;

@@ -128,7 +128,7 @@ export function promptEnv(daemonEnv: Record<string, string>, ollie: Record<strin
   return { ...env, ...ollie, ...gitEnv(gitExtra), PWD: cwd, TMPDIR: tmp };
 }
 
-interface Run {
+export interface Run {
   out: string;
   err: string;
   code: number | null;
@@ -136,15 +136,23 @@ interface Run {
   cut?: string;
 }
 
-/** Runs argv in cwd with env, in its own process group; kills the group at the timeout or the output cap. */
-function run(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, maxOutput: number): Promise<Run> {
+/**
+ * Runs argv in cwd with env, in its own process group, `input` on its stdin (none: /dev/null); kills the group at
+ * the timeout or the output cap. Also how hooks run (olliesrv/hooks/runner.ts).
+ */
+export function run(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, maxOutput: number, input?: string): Promise<Run> {
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(file, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(file, args, { cwd, env, detached: true, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     } catch (e) {
       resolve({ out: '', err: (e as Error).message, code: null });
       return;
+    }
+    if (child.stdin) {
+      // A command that exits without reading its input closes the pipe under us: not an error of ours.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(input);
     }
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -161,13 +169,13 @@ function run(file: string, args: string[], cwd: string, env: Record<string, stri
       }
     };
     const timer = setTimeout(() => kill(`timed out after ${timeoutMs} ms`), timeoutMs);
-    child.stdout.on('data', (b: Buffer) => {
+    child.stdout!.on('data', (b: Buffer) => {
       if (outBytes >= maxOutput) return;
       out.push(b.subarray(0, maxOutput - outBytes));
       outBytes += b.length;
       if (outBytes >= maxOutput) kill(`its output passed ${maxOutput} bytes`);
     });
-    child.stderr.on('data', (b: Buffer) => {
+    child.stderr!.on('data', (b: Buffer) => {
       if (errBytes < 64 << 10) err.push(b);
       errBytes += b.length;
     });
@@ -183,7 +191,7 @@ function run(file: string, args: string[], cwd: string, env: Record<string, stri
 }
 
 /** The helper's own exit codes (sandbox/index.ts SANDBOX_EXIT): the command never ran. */
-const HELPER_EXITS = new Set([120, 121, 122]);
+export const HELPER_EXITS = new Set([120, 121, 122]);
 
 /** Runs a profile's prompt commands in `cwd` (side by side, their stdout concatenated in order). */
 export async function runPromptCommands(commands: string[], cwd: string, ollie: Record<string, string>, o: PromptCommandOptions): Promise<ResolvedPrompt> {

@@ -9,6 +9,7 @@ import type { Runtime } from './runtime.js';
 import { setState } from './state.js';
 import { describeLoaded, searchTools, spec, TOOL_SEARCH } from './tooling.js';
 import type { TurnResult } from './types.js';
+import { postToolUseHooks, preToolUseHooks } from '../hooks/agent.js';
 
 export async function runTools(agent: Agent, rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
   await rt.ready;
@@ -22,14 +23,16 @@ export async function runTools(agent: Agent, rt: Runtime, calls: ToolCall[], sig
       batch.map(async (p) => {
         const i = prepared.indexOf(p);
         let r: ModelResult;
+        let blocked: ModelResult | undefined;
         if (p.call.name === TOOL_SEARCH) r = await toolSearch(agent, rt, p.call);
         else if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
         else if (!rt.host) r = { content: 'error: tools are unavailable: no tool server runs for this session', full: 'tools are unavailable', isError: true };
+        else if ((blocked = await preToolUseHooks(agent.deps.hooks, agent, p))) r = blocked;
         else {
           try {
             const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
             if (res.status === 'background') agent.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
-            r = forModel(res, { root: agent.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') });
+            r = await postToolUseHooks(agent.deps.hooks, agent, p, res, forModel(res, { root: agent.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') }));
             // A listed tool called by name: toolsrv validated and ran it; its schema goes out from now on.
             if (deferred.has(p.call.name)) activate(agent, rt, [p.call.name]);
           } catch (e) {

@@ -13,6 +13,7 @@ import { refreshTools } from './runtime.js';
 import { setState, topic } from './state.js';
 import { startTurn } from './stats.js';
 import { runShell, runTools } from './toolround.js';
+import { sessionStartHooks, stopHooks, userPromptHooks } from '../hooks/agent.js';
 import type { TurnResult } from './types.js';
 
 /** Safety thresholds of the loop (seed 000, "Safety Mechanisms"). */
@@ -67,6 +68,9 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
 export async function turn(agent: Agent, text: string, signal: AbortSignal): Promise<TurnResult> {
   setState(agent, 'thinking');
   const rt = await agent.ensureRuntime();
+  for (const c of await sessionStartHooks(agent.deps.hooks, agent, rt, agent.history.messages.length > 0)) addContext(agent, c, 'hook');
+  const hooked = text.startsWith('<system-proc-interrupt') ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
+  if (hooked.block) return { reply: '', error: hooked.block };
   if (agent.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
     try {
       const present = new Set(sentView(agent).flatMap((m) => (m.role === 'user' && m.kind === 'skill' ? [SKILL_NAME.exec(m.content)?.[1] ?? ''] : [])));
@@ -77,6 +81,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
       agent.log.add('info', `could not match skills and tools to the prompt: ${errText(e)}`, { name: 'enrich' });
     }
   }
+  for (const c of hooked.context) addContext(agent, c, 'hook');
   agent.deps.store.batch(() => {
     agent.log.add('user', text);
     agent.history.append({ role: 'user', content: text });
@@ -117,8 +122,11 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
         ...(r.calls.length ? { toolCalls: r.calls } : {}),
       });
     });
-    if (!r.calls.length || finalRound) break;
+    const goOn = !r.calls.length && !finalRound ? await stopHooks(agent.deps.hooks, agent) : undefined;
+    if (goOn) addContext(agent, goOn, 'hook');
+    else if (!r.calls.length || finalRound) break;
     steps++;
+    if (goOn) continue;
     if (agent.budget.tokens !== undefined && agent.stats.turnTokens > agent.budget.tokens) {
       const msg = `token budget exhausted: this sub-agent used ${agent.stats.turnTokens} tokens of its ${agent.budget.tokens}`;
       agent.log.add('error', msg, { name: 'budget' });

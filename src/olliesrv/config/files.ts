@@ -23,6 +23,7 @@ import {
   TrustError,
   type LandlockStatus,
 } from '../../toolsrv/public.js';
+import { HOOKS_FILE, HookConfigError, parseHooks } from '../hooks/config.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -163,6 +164,18 @@ export class ConfigFiles {
     }
     if (this.o.yolo) return { ...s, yolo: true, summary: 'sandbox: OFF (--yolo): tools run with all of your rights' };
     return { ...s, yolo: false, summary };
+  }
+
+  /** hooks.json: parsed as the hooks read it (hooks/config.ts); applies from the next event. */
+  writeHooks(text: string): string {
+    const file = this.path(HOOKS_FILE);
+    try {
+      parseHooks(file, text);
+    } catch (e) {
+      throw e instanceof HookConfigError ? new ConfigError(e.message) : e;
+    }
+    this.commit(HOOKS_FILE, text);
+    return file;
   }
 
   /** The profile new agents get when `agent/new` names none. */

@@ -14,6 +14,7 @@ import { Agents } from '../session/agents.js';
 import type { Sessions } from '../session/registry.js';
 import type { Workflows } from '../session/workflows.js';
 import type { ConfigFiles } from '../config/files.js';
+import type { Hooks } from '../hooks/hooks.js';
 import { PROVIDER_IDS, PROVIDERS, type Provider } from '../backend/setup.js';
 import type { SessionTools } from '../toolclient/host.js';
 import { ruleFor, type BypassRuleStore } from '../store/bypass.js';
@@ -39,6 +40,8 @@ export interface Olliesrv {
   rules?: BypassRuleStore;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
   reload: () => string;
+  /** Lifecycle hooks: their runs (session/S/hooks) and the per-session switch (session ctl `hooks on|off`). */
+  hooks?: Hooks;
 }
 
 const AGENT_KEYS = ['name', 'cwd', 'backend', 'model', 'agent', 'parent', 'prompt', 'steps', 'tokens', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort'] as const;
@@ -198,7 +201,7 @@ function escapeField(text: string): string {
 function bypassLines(o: Olliesrv, sessionId: string): string {
   return (o.sessionTools(sessionId)?.pending() ?? [])
     .map((r) => {
-      const rule = ruleFor(r);
+      const rule = r.ask ? { refused: 'a hook asked' } : ruleFor(r);
       const remember = 'refused' in rule ? 'once\t' : `${rule.kind}\t${rule.rule}`;
       return `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${escapeField(r.cmd)}\t${r.reason.replace(/\s+/g, ' ')}\t${remember}\n`;
     })
@@ -240,6 +243,15 @@ function revokeRules(o: Olliesrv, text: string): void {
 
 const SESSION_KEYS = ['name', 'cwd'] as const;
 
+/** `hooks`, `hooks on`, `hooks off`: the session's switch for lifecycle hooks (olliesrv/hooks). */
+function hooksCtl(o: Olliesrv, name: string, args: string): string {
+  if (!o.hooks) throw new NinepError('hooks are not available in this daemon');
+  const id = o.sessions.get(name).id;
+  if (args !== '' && args !== 'on' && args !== 'off') throw new RequestError(`hooks: expected on or off, not ${JSON.stringify(args)}`);
+  if (args) o.hooks.setEnabled(id, args === 'on');
+  return `hooks ${o.hooks.enabled(id) ? 'on' : 'off'}\n`;
+}
+
 function sessionCtl(o: Olliesrv, name: string, request: string): string {
   const { cmd, args } = splitCommand(request);
   const commands: Record<string, { usage: string; run: () => string }> = {
@@ -247,6 +259,7 @@ function sessionCtl(o: Olliesrv, name: string, request: string): string {
     save: { usage: 'save', run: () => (o.sessions.save(), 'saved\n') },
     pause: { usage: 'pause', run: () => (o.sessions.setPaused(name, true), 'paused\n') },
     resume: { usage: 'resume', run: () => (o.sessions.setPaused(name, false), 'resumed\n') },
+    hooks: { usage: 'hooks [on|off]', run: () => hooksCtl(o, name, args) },
     workflow: {
       usage: 'workflow [NAME]',
       run: () => {
@@ -331,9 +344,14 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
         }),
         Leaf('trust', {
-          doc: 'Trusted project policy files (.ollie-sandbox.yaml), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
+          doc: 'Trusted project files (.ollie-sandbox.yaml; .ollie-hooks.json, named by its path), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
           mode: 0o600,
           text: { get: () => o.config.readTrust(), set: (_ctx, v) => void (v.trim() && o.config.writeTrust(v)) },
+        }),
+        Leaf('hooks.json', {
+          doc: 'Lifecycle hooks (Claude Code\'s {"hooks": {EVENT: [{"matcher", "hooks": [{"type": "command", "command", "timeout"}]}]}}); see docs/hooks.md. Applies from the next event.',
+          mode: 0o600,
+          text: { get: () => o.config.read('hooks.json'), set: (_ctx, v) => void (v.trim() && o.config.writeHooks(v)) },
         }),
         Leaf('profile', {
           doc: 'The profile new agents get when agent/new names none.',
@@ -364,7 +382,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
       }),
       Leaf('event', {
-        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only. Topics: session.S.{new,rename,kill,pause,resume,goal}; session.S.agent.A.{new,rename,kill,state,turn,peer.add,peer.del,peer.message,bypass.request,bypass.resolved}.',
+        doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only. Topics: session.S.{new,rename,kill,pause,resume,goal}; session.S.agent.A.{new,rename,kill,state,turn,peer.add,peer.del,peer.message,bypass.request,bypass.resolved,hook} (hook: event, tool, exit, ms, command); session.S.hooks (on|off).',
         access: (ctx, op) => (principalOf(ctx)?.kind === 'session' ? undefined : OWNER_ONLY(ctx, op)),
         rdwrStream: (ctx, filter, signal) => {
           const p = principalOf(ctx);
@@ -417,7 +435,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             text: { get: (ctx) => s(ctx).plan, set: (ctx, v) => sessions.setPlan(ctx.params.session!, v) },
           }),
           Leaf('ctl', {
-            doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume.',
+            doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume, hooks [on|off] (lifecycle hooks for this session).',
             rdwr: (ctx, req) => sessionCtl(o, ctx.params.session!, req),
           }),
           Leaf('goal', {
@@ -434,6 +452,11 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             doc: 'A read blocks until the goal status changes, then returns it.',
             access: inSession(scope, { session: reads, agent: reads }),
             blockOnce: (ctx, signal) => sessions.waitGoal(ctx.params.session!, signal),
+          }),
+          Leaf('hooks', {
+            doc: 'The lifecycle hooks that ran in this session (the last 200), one per line: time (ms since the epoch), agent id, event, tool (- for none), exit (a status, timeout, killed or notrun), duration (ms), command, output (both with \\n, \\t, \\\\ escaped). Its workflow may read it.',
+            access: inSession(scope, { session: reads }),
+            read: (ctx) => o.hooks?.lines(s(ctx).id) ?? '',
           }),
           Leaf('bypass', {
             doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command (\\n, \\t, \\\\ and \\u{HEX} escaped), reason, and the rule "session" or "always" would store: prefix|exact and the rule, or once and nothing when it can only be approved once. Write "ID approve|deny [once|session|always]".',

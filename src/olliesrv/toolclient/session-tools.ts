@@ -104,7 +104,8 @@ export class ToolsrvSessionTools implements SessionTools {
     if (req.session && req.session !== this.o.sessionId) return;
     this.waiting.set(req.id, req);
     this.emit({ kind: 'request', req });
-    const why = this.remembered(req);
+    // A hook's ask is for a person every time: a remembered rule does not answer it.
+    const why = req.ask ? undefined : this.remembered(req);
     if (why) void this.send(req.id, 'approve', why);
   }
 
@@ -179,6 +180,7 @@ export class ToolsrvSessionTools implements SessionTools {
     }
     if (!['once', 'session', 'always'].includes(remember)) throw new Error(`remember must be once, session or always, not ${JSON.stringify(remember)}`);
     if (decision === 'approve' && remember !== 'once') {
+      if (req.ask) throw new Error(`${remember}: a hook asked for this approval; it is given once at a time (write "${id} approve")`);
       if (!this.o.rules) throw new Error(`${remember}: no rule store here (approve once)`);
       const rule = ruleFor(req);
       if ('refused' in rule) throw new Error(`${remember}: ${rule.refused}`);
@@ -188,7 +190,7 @@ export class ToolsrvSessionTools implements SessionTools {
     if (decision === 'approve' && remember !== 'once') {
       // Others already waiting that the new approval covers go through too.
       for (const r of [...this.waiting.values()]) {
-        const why = r.id !== id && !this.autoReason.has(r.id) ? this.remembered(r) : undefined;
+        const why = r.id !== id && !r.ask && !this.autoReason.has(r.id) ? this.remembered(r) : undefined;
         if (why) await this.send(r.id, 'approve', why);
       }
     }

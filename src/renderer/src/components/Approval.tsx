@@ -69,11 +69,13 @@ function ApprovalPanel({ p }: { p: Pending }) {
     void decide('deny');
   };
   const canRemember = p.remember !== 'once';
+  // A PreToolUse hook's "ask" (toolsrv words its reason so): the call stays in the sandbox, approved once at a time.
+  const hookAsk = p.reason?.startsWith('a hook asks for your approval') === true;
 
   return (
     <div ref={panel} className="approval-panel approval" role="dialog" aria-modal="false" aria-labelledby="approval-title" onKeyDown={onKey}>
       <h2 id="approval-title">Approval needed{count > 1 ? ` (1 of ${count})` : ''}</h2>
-      <p className="hint">An agent wants to run a command outside the sandbox.</p>
+      <p className="hint">{hookAsk ? 'A hook asks you to approve this call before it runs (inside the sandbox).' : 'An agent wants to run a command outside the sandbox.'}</p>
       <dl>
         {p.tool && (
           <>
@@ -115,7 +117,7 @@ function ApprovalPanel({ p }: { p: Pending }) {
               exactly <code className="rule">{p.rule}</code>, for {p.tool ?? 'this tool'}, nothing added
             </>
           )}
-          {p.remember === 'once' && 'none: this command holds a newline, a control or an invisible character, so it can only be approved once'}
+          {p.remember === 'once' && (hookAsk ? 'none: what a hook asks is approved once at a time' : 'none: this command holds a newline, a control or an invisible character, so it can only be approved once')}
         </dd>
       </dl>
       <div className="buttons">

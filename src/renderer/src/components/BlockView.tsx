@@ -96,7 +96,7 @@ function Compact({ block, label }: { block: Block; label: string }) {
     <div className={`block compact role-${block.role}`} data-role={block.role} data-id={block.id}>
       <button type="button" className="compact-line" aria-expanded={open} onClick={() => setOpen(!open)}>
         <span className="who">{label}</span>
-        {block.name && block.name !== block.role && <span className="tool-name">{block.name}</span>}
+        {block.name && block.name !== block.role && block.name !== label.toLowerCase() && <span className="tool-name">{block.name}</span>}
         <span className="first">{first}</span>
         <span className="twist" aria-hidden="true">{open ? '▾' : '▸'}</span>
       </button>
@@ -168,6 +168,8 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
   const [reasoningOpen, setReasoningOpen] = useState(false);
   const role = block.role;
   if (COMPACT.has(role)) return <Compact block={block} label={LABEL[role] ?? role} />;
+  // A hook that ran (olliesrv/hooks): one line, its output behind the twist.
+  if (role === 'info' && block.name === 'hook') return <Compact block={block} label="Hook" />;
   let body;
   switch (role) {
     case 'assistant':

@@ -1,0 +1,125 @@
+/**
+ * The agent loop's side of hooks: one function per event, called from one line in agent.ts each, which fires
+ * the event (hooks.ts), shows every hook that ran as a `hook` block in the agent's chat, and returns what the
+ * loop must do (a prompt blocked, context for the model, a tool call denied, rewritten or sent for approval).
+ */
+import type { ProcResult } from '../../toolsrv/protocol.js';
+import type { PreparedCall, ModelResult } from '../agent/dispatch.js';
+import type { ChatLog } from '../agent/chatlog.js';
+import type { HookEvent } from './config.js';
+import type { HookOutcome, HookRecord, Hooks, HookSite } from './hooks.js';
+
+/** What of an agent the hooks need (agent.ts's Agent has it). */
+export interface HookedAgent {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly depth: number;
+  name: string;
+  transient: boolean;
+  cfg: { cwd: string; sandboxRoot?: string };
+  readonly log: Pick<ChatLog, 'add'>;
+}
+
+function site(a: HookedAgent): HookSite {
+  return { sessionId: a.sessionId, agentId: a.id, agentName: a.name, cwd: a.cfg.cwd, root: a.cfg.sandboxRoot ?? a.cfg.cwd };
+}
+
+/** One line for the chat: the event, the tool, how it ended, in how long, the command; then its output. */
+export function describeRecord(r: HookRecord): string {
+  const how = r.exit === 'timeout' ? `killed (${r.why})` : r.exit === 'killed' ? `killed${r.why ? ` (${r.why})` : ''}` : r.exit === 'notrun' ? 'not run' : `exit ${r.exit}`;
+  // How it ended first: the chat shows the first line alone, cut to the width.
+  const head = `${r.event} hook${r.tool ? ` (${r.tool})` : ''}: ${how}, ${r.ms} ms: \`${r.command}\``;
+  return r.output ? `${head}\n${r.output}` : head;
+}
+
+async function fire(hooks: Hooks | undefined, a: HookedAgent, event: HookEvent, input: Record<string, unknown>, tool?: string): Promise<HookOutcome | undefined> {
+  if (!hooks) return undefined;
+  const out = await hooks.fire(event, site(a), input, tool);
+  for (const r of out.records) a.log.add('info', describeRecord(r), { name: 'hook' });
+  for (const n of out.notes) a.log.add('info', n, { name: 'hook' });
+  return out;
+}
+
+/** Runtimes whose SessionStart has fired: once per runtime (an agent's first turn, after a restart, a profile switch). */
+const started = new WeakSet<object>();
+
+/** SessionStart: context for the model from the hooks' stdout. */
+export async function sessionStartHooks(hooks: Hooks | undefined, a: HookedAgent, runtime: object, resumed: boolean): Promise<string[]> {
+  if (!hooks || started.has(runtime)) return [];
+  started.add(runtime);
+  return (await fire(hooks, a, 'SessionStart', { source: resumed ? 'resume' : 'startup' }))?.context ?? [];
+}
+
+/** Agents whose last Stop hook blocked (Claude Code's stop_hook_active: a hook can tell it already had its say). */
+const stopBlocked = new WeakSet<object>();
+
+/** UserPrompt: the prompt may be blocked (the reason is the turn's error), or get context. */
+export async function userPromptHooks(hooks: Hooks | undefined, a: HookedAgent, prompt: string): Promise<{ block?: string; context: string[] }> {
+  stopBlocked.delete(a);
+  const out = await fire(hooks, a, 'UserPrompt', { prompt });
+  if (!out) return { context: [] };
+  if (out.block) {
+    a.log.add('error', `The prompt was blocked by a UserPrompt hook: ${out.block}`, { name: 'hook' });
+    return { block: `blocked by a UserPrompt hook: ${out.block}`, context: [] };
+  }
+  return { context: out.context };
+}
+
+/**
+ * PreToolUse: a result for the model when a hook blocks the call; otherwise the call as it is to run — its
+ * arguments rewritten (updatedInput, merged into them) and, for "ask", marked for a person's approval (toolsrv
+ * raises it through the bypass queue and runs the call sandboxed once approved).
+ */
+export async function preToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, p: PreparedCall): Promise<ModelResult | undefined> {
+  const out = await fire(hooks, a, 'PreToolUse', { tool_name: p.call.name, tool_input: p.args ?? {}, tool_use_id: p.call.id }, p.call.name);
+  if (!out) return undefined;
+  if (out.block) {
+    const text = `error: the call was blocked by a PreToolUse hook: ${out.block}`;
+    return { content: text, full: text, isError: true };
+  }
+  if (out.updatedInput) {
+    // A hook may change what the tool does, not where it runs: leaving the sandbox stays the model's request and
+    // a person's decision.
+    const { bypass: _b, ...rest } = out.updatedInput;
+    p.args = { ...p.args, ...rest };
+    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(p.args)}`, { name: 'hook' });
+  }
+  if (out.ask) p.flags = { ...p.flags, ask: out.ask };
+  return undefined;
+}
+
+/** PostToolUse: what a blocking hook (or its additionalContext) says joins the tool's result for the model. */
+export async function postToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, p: PreparedCall, res: ProcResult, r: ModelResult): Promise<ModelResult> {
+  if (res.status === 'refused' || res.status === 'background') return r;
+  const response = { output: r.full, status: res.status, exit: res.exit, is_error: r.isError };
+  const out = await fire(hooks, a, 'PostToolUse', { tool_name: p.call.name, tool_input: p.args ?? {}, tool_response: response, tool_use_id: p.call.id }, p.call.name);
+  const said = [...(out?.block ? [`PostToolUse hook: ${out.block}`] : []), ...(out?.context ?? [])];
+  if (!said.length) return r;
+  const add = `\n\n[${said.join('\n')}]`;
+  return { ...r, content: r.content + add, full: r.full + add };
+}
+
+/**
+ * Stop (SubagentStop for a sub-agent): when a hook blocks, the text to send the model so that it goes on;
+ * undefined to let the turn end.
+ */
+export async function stopHooks(hooks: Hooks | undefined, a: HookedAgent): Promise<string | undefined> {
+  const event: HookEvent = a.depth > 0 || a.transient ? 'SubagentStop' : 'Stop';
+  const out = await fire(hooks, a, event, { stop_hook_active: stopBlocked.has(a) });
+  if (!out?.block) {
+    stopBlocked.delete(a);
+    return undefined;
+  }
+  stopBlocked.add(a);
+  return `A ${event} hook did not let the turn end yet: ${out.block}`;
+}
+
+/** PreCompact: told before the history is summarized (its hooks cannot stop it). */
+export async function preCompactHooks(hooks: Hooks | undefined, a: HookedAgent, requested: boolean): Promise<void> {
+  await fire(hooks, a, 'PreCompact', { trigger: requested ? 'manual' : 'auto', custom_instructions: '' });
+}
+
+/** Notification: the agent waits for a person (an approval). */
+export async function notificationHooks(hooks: Hooks | undefined, a: HookedAgent | undefined, message: string): Promise<void> {
+  if (a) await fire(hooks, a, 'Notification', { message });
+}
