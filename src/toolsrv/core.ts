@@ -16,7 +16,7 @@ import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
 import { SPAWNER, type Spawner } from './exec/spawner.js';
-import { Feed } from './feed.js';
+import { Feed } from '../platform/queue.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
 import { hostFacts } from './registry/meta.js';

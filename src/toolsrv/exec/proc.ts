@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { concatBytes } from '../../ninep/index.js';
-import { Feed } from '../feed.js';
+import { Feed } from '../../platform/queue.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
 import { describeLimit, type Limits } from '../sandbox/limits.js';
 import type { CallLimitKind, Spawner } from './spawner.js';
