@@ -104,7 +104,7 @@ describe('the front door, for both mounts', () => {
       const bad = ['', 'b'.repeat(64), TOKEN.slice(0, -1), `${TOKEN}a`, TOKEN.toUpperCase(), `${TOKEN}\t${TOKEN}`];
       expect((await raw(door.port, m.path, { host: host() })).status).toBe(401);
       for (const t of bad) {
-        for (const carry of [{ authorization: `Bearer ${t}` }, { cookie: `ollie_token=${t}` }]) {
+        for (const carry of [{ authorization: `Bearer ${t}` }, { cookie: `ollie_token=${t}` }] as Record<string, string>[]) {
           const r = await raw(door.port, m.path, { host: host(), ...carry });
           expect(r.status, JSON.stringify(carry)).toBe(401);
           expect(r.body).not.toContain(m.leak);

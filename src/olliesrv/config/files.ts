@@ -151,7 +151,7 @@ export class ConfigFiles {
     try {
       const m = await import('../../toolsrv/sandbox/index.js');
       const c = await import('../../toolsrv/exec/containment.js');
-      const { SPAWNER } = await import('../../toolsrv/exec/spawner.js');
+      const { SPAWNER } = await import('../../platform/spawner.js');
       // The helper confines; toolsrv's spawner contains and limits: the report says both.
       s = { ...(await m.landlockStatusAsync()), ...c.describeContainment(c.containmentStatus(existsSync(SPAWNER))) };
       summary = m.sandboxSummary(s);
