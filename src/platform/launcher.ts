@@ -65,7 +65,7 @@ export class Launcher {
 
   /**
    * Starts `req`; resolves with its pid once it runs, or rejects saying what stopped it (a missing program or
-   * cwd). The handlers then hear its output, its exit and the end of its output, in that order.
+   * cwd). The handlers then hear its output, then its exit and the end of its output (in either order).
    */
   launch(req: LaunchRequest, handlers: LaunchHandlers): Promise<Launched> {
     if (this.spawner && req.stderr !== 'separate') return this.spawner.spawn(req, handlers);

@@ -97,7 +97,7 @@ export class Spawner {
 
   /**
    * Starts a process; resolves with its pid once it has exec'd, or rejects with what stopped it (a missing
-   * program or cwd). The handlers then hear its output, its exit and the end of its output, in that order.
+   * program or cwd). The handlers then hear its output, then its exit and the end of its output (in either order).
    */
   spawn(req: SpawnRequest, handlers: SpawnedHandlers): Promise<Spawned> {
     // Strings travel NUL-terminated: one with a NUL inside would shift every field after it (as execve would cut it).
