@@ -4,42 +4,17 @@
  * playwright-core.
  */
 import { spawn } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import type { Browser, Page } from 'playwright-core';
 import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { buildRenderer, launch, rmrf, root, screenshot, socketPath, tempDir, until } from './helpers.js';
-
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Resolves 'open' or the refusal (`Unexpected server response: 403`). */
-function tryWebSocket(url: string, headers: Record<string, string> = {}): Promise<string> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    ws.on('open', () => {
-      ws.close();
-      resolve('open');
-    });
-    ws.on('error', (e) => resolve(e.message));
-  });
-}
+import { get, tryWebSocket } from '../test/http-helpers.js';
 
 describe('web mode', () => {
   let rendererDir: string;

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Launcher, type LaunchHandlers, type LaunchRequest } from '../../src/platform/launcher.js';
+import { alive, until } from '../toolsrv/helpers.js';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const open: Launcher[] = [];
@@ -76,19 +77,7 @@ async function run(l: Launcher, req: Omit<LaunchRequest, 'env' | 'cwd' | 'stdin'
   return o;
 }
 
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
-async function gone(pid: number, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (alive(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-  return !alive(pid);
-}
+const gone = (pid: number): Promise<boolean> => until(() => !alive(pid));
 
 for (const native of [true, false]) {
   describe(native ? 'through the spawner' : 'through the fallback (Node\'s spawn)', () => {

@@ -7,48 +7,18 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { mountHttpGateway } from '../../src/gateway/http.js';
 import { startFrontDoor, startRememberedFrontDoor, type FrontDoor } from '../../src/platform/front-door.js';
 import { mountWebUi } from '../../src/webui/server.js';
 import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { get, tryWebSocket, type Answer } from '../http-helpers.js';
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A raw request: unlike fetch() it sends whatever Host and Origin it is given, as a rebound page's browser would. */
-function raw(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const r = request({ host: '127.0.0.1', port, path, method, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
-    r.on('error', reject);
-    r.end();
-  });
-}
-
-/** 'open', or the status the upgrade was refused with. */
-function upgrade(url: string, headers: Record<string, string> = {}): Promise<string> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    ws.once('open', () => {
-      ws.close();
-      resolve('open');
-    });
-    ws.once('unexpected-response', (_req, res) => resolve(String(res.statusCode)));
-    ws.once('error', (e) => resolve(e.message));
-  });
-}
+/** A request to the door at `port`, with exactly the headers given (Host included). */
+const raw = (port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> => get(`http://127.0.0.1:${port}${path}`, headers, method);
+const upgrade = tryWebSocket;
 
 describe('the front door, for both mounts', () => {
   let h: Harness;
@@ -147,12 +117,12 @@ describe('the front door, for both mounts', () => {
 
   it('web UI: the 9P WebSocket is refused for a foreign Origin, a rebound Host or without the token, before any 9P flows', async () => {
     const ws = `ws://${host()}/9p`;
-    expect(await upgrade(ws)).toBe('401');
-    expect(await upgrade(`${ws}?token=${TOKEN.slice(1)}b`)).toBe('401');
-    expect(await upgrade(`${ws}?token=${TOKEN}`, { origin: 'http://evil.example' })).toBe('403');
-    expect(await upgrade(`${ws}?token=${TOKEN}`, { host: `evil.example:${door.port}` })).toBe('403');
+    expect(await upgrade(ws)).toMatch(/401/);
+    expect(await upgrade(`${ws}?token=${TOKEN.slice(1)}b`)).toMatch(/401/);
+    expect(await upgrade(`${ws}?token=${TOKEN}`, { origin: 'http://evil.example' })).toMatch(/403/);
+    expect(await upgrade(`${ws}?token=${TOKEN}`, { host: `evil.example:${door.port}` })).toMatch(/403/);
     // The gateway mount has no WebSocket: an upgrade there is not found even with the token.
-    expect(await upgrade(`ws://${host()}/api/session/idx?token=${TOKEN}`)).toBe('404');
+    expect(await upgrade(`ws://${host()}/api/session/idx?token=${TOKEN}`)).toMatch(/404/);
     expect(await upgrade(`${ws}?token=${TOKEN}`, { origin: `http://${host()}` })).toBe('open');
   });
 });
@@ -187,7 +157,7 @@ describe('ollie serve --ui --http', () => {
           await raw(port, `${path}?token=${token}`, { host: h, origin: 'http://evil.example' }, method);
         }
       }
-      expect(await upgrade(`ws://${h}/9p?token=${token}`, { origin: 'http://evil.example' })).toBe('403');
+      expect(await upgrade(`ws://${h}/9p?token=${token}`, { origin: 'http://evil.example' })).toMatch(/403/);
       p.kill('SIGTERM');
       expect(await new Promise((r) => p.once('exit', r))).toBe(0);
       expect(out.slice(startLines.length)).not.toContain(token);

@@ -15,6 +15,7 @@ import { dial } from '../../src/ninep/node.js';
 import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
+import { alive, until } from '../toolsrv/helpers.js';
 
 const SECRET = 'OLLIE_SEC_TEST_DAEMON_SECRET';
 
@@ -118,16 +119,7 @@ describe('workflows run sandboxed', () => {
     expect(st).toContain('STARTED');
     const pid = Number(readFileSync(join(w.ws, 'escaped.pid'), 'utf8').trim());
     expect(pid).toBeGreaterThan(0);
-    const alive = (): boolean => {
-      try {
-        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-      } catch {
-        return false;
-      }
-    };
-    const end = Date.now() + 10_000;
-    while (alive() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    expect(alive()).toBe(false);
+    await until(() => !alive(pid), 10_000);
   });
 
   it('a broken sandbox policy: the workflow is not started, and the goal says why', async () => {
