@@ -8,7 +8,9 @@
  * built. Node's child_process.spawn is the fallback, used
  *   - where native/build/ollie-spawner is not built (a checkout without a C compiler), or `native: false`;
  *   - for a launch that wants its stderr apart from its stdout (`stderr: 'separate'`: prompt commands, whose
- *     stderr becomes a warning and not prompt text), which the spawner's one output pipe cannot give.
+ *     stderr becomes a warning and not prompt text), which the spawner's one output pipe cannot give;
+ *   - for an interactive launch (launchInteractive: resident tool hosts, which read calls on a stdin that stays
+ *     open), since the spawner writes a process's stdin once and closes it.
  * What the fallback loses: containment beyond the process group (a process that calls setsid, or double-forks
  * out of the group, outlives the launch; the spawner's subreapers catch those), the per-launch process and
  * memory limits and the per-process rlimits (`limits` is ignored), and Node's event loop is blocked for each
@@ -35,6 +37,15 @@ export interface LaunchHandlers extends SpawnedHandlers {
 
 /** A started process: its pid (also its process group's id), and how to stop reading its output. */
 export type Launched = Spawned;
+
+/** A process started with its stdin open: `pid` is 0 when it could not start (then `lost` says why). */
+export interface Interactive {
+  readonly pid: number;
+  /** Writes to its stdin (nothing once it is gone). */
+  write(text: string): void;
+  /** Closes its stdin. */
+  endInput(): void;
+}
 
 export interface LauncherOptions {
   /** false: never use the spawner, even where it is built (tests of the fallback). */
@@ -72,6 +83,37 @@ export class Launcher {
     return launchWithNode(req, handlers, this.adopt);
   }
 
+  /**
+   * Starts `req` with its stdin left open for write(); its stdout comes to `output`, its stderr to `errorOutput`.
+   * Always through the fallback (see above). A start failure is reported through `lost`.
+   */
+  launchInteractive(req: Omit<LaunchRequest, 'stdin' | 'stderr' | 'limits'>, handlers: LaunchHandlers): Interactive {
+    let child: ChildProcess;
+    try {
+      child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      queueMicrotask(() => handlers.lost(`could not start: ${(e as Error).message}`));
+      return { pid: 0, write: () => undefined, endInput: () => undefined };
+    }
+    child.once('error', (e) => {
+      if (child.pid === undefined) handlers.lost(`could not start: ${e.message}`);
+    });
+    if (child.pid !== undefined) {
+      this.adopt?.(child);
+      wire(child, child.pid, 'separate', handlers);
+    }
+    let gone = child.pid === undefined;
+    child.once('exit', () => (gone = true));
+    child.stdin!.on('error', () => undefined);
+    return {
+      pid: child.pid ?? 0,
+      write: (text) => {
+        if (!gone) child.stdin!.write(text);
+      },
+      endInput: () => child.stdin!.end(),
+    };
+  }
+
   /** Ends the spawner, which kills the process groups it started. */
   close(): void {
     this.spawner?.close();
@@ -94,29 +136,31 @@ function launchWithNode(req: LaunchRequest, h: LaunchHandlers, adopt?: (child: C
     adopt?.(child);
     child.stdin!.on('error', () => undefined); // a process that never reads its input closes the pipe early
     child.stdin!.end(req.stdin);
-    child.stdout!.on('data', (b: Buffer) => h.output(b));
-    child.stderr!.on('data', (b: Buffer) => (req.stderr === 'separate' && h.errorOutput ? h.errorOutput(b) : h.output(b)));
-    let closed = false;
-    const close = (): void => {
-      if (closed) return;
-      closed = true;
-      h.closed();
-    };
-    child.once('exit', (code, signal) => {
-      killGroup(pid);
-      h.exited(code, signal);
-    });
-    // 'close' comes after 'exit', once stdout and stderr are both at end of file.
-    child.once('close', close);
-    resolve({
-      pid,
-      abandonOutput: () => {
-        child.stdout!.destroy();
-        child.stderr!.destroy();
-        close();
-      },
-    });
+    resolve({ pid, abandonOutput: wire(child, pid, req.stderr ?? 'merged', h) });
   });
+}
+
+/** Passes a started child's output, exit and end of output to `h`; returns how to abandon its output. */
+function wire(child: ChildProcess, pid: number, stderr: 'merged' | 'separate', h: LaunchHandlers): () => void {
+  child.stdout!.on('data', (b: Buffer) => h.output(b));
+  child.stderr!.on('data', (b: Buffer) => (stderr === 'separate' && h.errorOutput ? h.errorOutput(b) : h.output(b)));
+  let closed = false;
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    h.closed();
+  };
+  child.once('exit', (code, signal) => {
+    killGroup(pid);
+    h.exited(code, signal);
+  });
+  // 'close' comes after 'exit', once stdout and stderr are both at end of file.
+  child.once('close', close);
+  return () => {
+    child.stdout!.destroy();
+    child.stderr!.destroy();
+    close();
+  };
 }
 
 function killGroup(pid: number): void {

@@ -90,7 +90,7 @@ export class Core {
     for (const e of this.catalog.errors()) this.log(`invalid tool: ${e}`);
     this.bypass = new BypassBroker(this.log);
     this.ttl = opts.procTtlMs ?? PROC_TTL_MS;
-    this.hosts = new HostPool(opts.hostIdleMs);
+    this.hosts = new HostPool(opts.hostIdleMs, opts.launcher);
     this.gc = setInterval(() => this.collect(), Math.max(10, Math.min(this.ttl / 4, 60_000)));
     this.gc.unref();
   }
