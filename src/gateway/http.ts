@@ -46,6 +46,7 @@ export interface HttpGateway {
   readonly url: string;
   readonly port: number;
   readonly token: string;
+  /** Closes the front door the gateway is mounted on (with whatever else is mounted there). */
   close(): Promise<void>;
 }
 

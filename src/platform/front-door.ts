@@ -8,7 +8,9 @@
  * - Host must name this listener (127.0.0.1:PORT or localhost:PORT): a DNS-rebound name is refused (403)
  *   before anything else is looked at, tokens included.
  * - Origin, when sent, must be this listener's own: a page on another site is refused (403), with or without
- *   the token, for requests and WebSocket upgrades alike.
+ *   the token, for requests and WebSocket upgrades alike. So is a request a browser marks as coming from
+ *   another origin (`Sec-Fetch-Site` other than same-origin or none): a page on another local port is
+ *   "same-site" for cookies and sends no Origin on a plain GET (an <img>, a <script>), but does say that.
  * - The token, compared in constant time, may come as `Authorization: Bearer TOKEN` (scripts), `?token=TOKEN`
  *   (the printed URL, a WebSocket), or the `ollie_token` cookie (HttpOnly, SameSite=Strict), which the door
  *   sets on a GET that brought the token in its query, so that a page's own asset requests carry it.
@@ -102,6 +104,8 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
     if (!hosts().includes(req.headers.host ?? '')) return { status: 403, message: 'forbidden host' };
     const origin = req.headers.origin;
     if (origin !== undefined && !hosts().some((h) => origin === `http://${h}`)) return { status: 403, message: 'forbidden origin' };
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return { status: 403, message: 'forbidden: a request from another site' };
     if (!presented(req, url, token)) return { status: 401, message: TOKEN_HELP };
     return undefined;
   };

@@ -66,6 +66,14 @@ describe('the front door, for both mounts', () => {
         expect(r.status, origin).toBe(403);
         expect(r.body).not.toContain(m.leak);
       }
+      // A request the browser marks as another origin's, without an Origin header (an <img> or <script> of a page
+      // on another local port, which is "same-site" and so carries the cookie), is refused too.
+      for (const site of ['same-site', 'cross-site']) {
+        const r = await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, cookie: `ollie_token=${TOKEN}` });
+        expect(r.status, site).toBe(403);
+        expect(r.body).not.toContain(m.leak);
+      }
+      for (const site of ['same-origin', 'none']) expect((await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, cookie: `ollie_token=${TOKEN}` })).status, site).toBe(200);
       // The door's own origin is the page's: allowed.
       expect((await raw(door.port, m.path, { host: host(), origin: `http://${host()}`, authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     });
