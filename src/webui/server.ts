@@ -11,7 +11,7 @@ import type { Socket } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { webSocketChannel, type Server, type WebSocketLike } from '../ninep/index.js';
-import { startFrontDoor, startRememberedFrontDoor, type FrontDoor } from '../platform/front-door.js';
+import { startFrontDoor, type FrontDoor } from '../platform/front-door.js';
 
 export interface WebUiMountOptions {
   /** The 9P server to bridge (the daemon's). */
@@ -108,16 +108,9 @@ function asWebUi(door: FrontDoor): WebUi {
   return { url: webUiUrl(door), port: door.port, token: door.token, close: () => door.close() };
 }
 
-/** A front door of its own with only the web UI on it (tests, the desktop app's fallback). */
+/** A front door of its own with only the web UI on it (tests; `ollie serve` mounts it on its shared door). */
 export async function startWebUi(opts: WebUiOptions): Promise<WebUi> {
   const door = await startFrontDoor({ port: opts.port, token: opts.token });
-  mountWebUi(door, opts);
-  return asWebUi(door);
-}
-
-/** The web UI alone on a remembered front door (its token and port kept in `stateFile`). */
-export async function startRememberedWebUi(opts: Omit<WebUiOptions, 'token'> & { stateFile: string }): Promise<WebUi> {
-  const door = await startRememberedFrontDoor({ port: opts.port, stateFile: opts.stateFile });
   mountWebUi(door, opts);
   return asWebUi(door);
 }
