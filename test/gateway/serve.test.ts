@@ -51,4 +51,14 @@ describe('ollie serve --http', () => {
     expect(await new Promise((r) => a.p.once('exit', r))).toBe(0);
     await expect(fetch(`${a.url}/session/idx?token=${a.token}`)).rejects.toThrow();
   });
+
+  it('refuses two ports for the web UI and the gateway, which share one server', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
+    const p = spawn(process.execPath, [OLLIE, 'serve', '--no-tools', '--ui-port', '0', '--http', '1', '--socket', join(dir, 'run', 'ollie.sock'), '--config', join(dir, 'config'), '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    started.push({ p, dir });
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    expect(await new Promise((r) => p.once('exit', r))).toBe(1);
+    expect(err).toContain('--ui-port 0 and --http 1 name two ports; the web UI and the gateway share one');
+  });
 });
