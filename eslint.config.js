@@ -140,7 +140,7 @@ export default defineConfig(
     // (SQLite, the providers), and `ollie setup` dials a daemon only after saving.
     files: ['src/cli/**'],
     rules: restrict([ELECTRON, REACT, APP_CODE, TOOLSRV_INTERNALS], {
-      lazy: ['../olliesrv/daemon.js', '../olliesrv/toolclient/spawn.js', '../webui/server.js', '../gateway/http.js', '../toolsrv/public.js', '../ninep/node.js'],
+      lazy: ['../olliesrv/daemon.js', '../olliesrv/toolclient/spawn.js', '../webui/server.js', '../platform/front-door.js', '../gateway/http.js', '../toolsrv/public.js', '../ninep/node.js'],
     }),
   },
   {

@@ -4,42 +4,17 @@
  * playwright-core.
  */
 import { spawn } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import type { Browser, Page } from 'playwright-core';
 import type { Client } from '../src/ninep/index.js';
 import { dial } from '../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { buildRenderer, launch, rmrf, root, screenshot, socketPath, tempDir, until } from './helpers.js';
-
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Resolves 'open' or the refusal (`Unexpected server response: 403`). */
-function tryWebSocket(url: string, headers: Record<string, string> = {}): Promise<string> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    ws.on('open', () => {
-      ws.close();
-      resolve('open');
-    });
-    ws.on('error', (e) => resolve(e.message));
-  });
-}
+import { get, tryWebSocket } from '../test/http-helpers.js';
 
 describe('web mode', () => {
   let rendererDir: string;
@@ -94,9 +69,10 @@ describe('web mode', () => {
     const base = `http://127.0.0.1:${ui.port}`;
     expect(ui.url).toBe(`${base}/?token=${ui.token}`);
     expect(ui.token).toMatch(/^[0-9a-f]{64}$/);
-    expect((await get(`${base}/`)).status).toBe(403);
-    expect((await get(`${base}/?token=wrong`)).status).toBe(403);
-    expect((await get(`${base}/index.html?token=${ui.token.slice(0, -1)}x`)).status).toBe(403);
+    // One front door for the web UI and the gateway: a missing or wrong token is 401 on both.
+    expect((await get(`${base}/`)).status).toBe(401);
+    expect((await get(`${base}/?token=wrong`)).status).toBe(401);
+    expect((await get(`${base}/index.html?token=${ui.token.slice(0, -1)}x`)).status).toBe(401);
     // A DNS-rebound name reaching our port is refused even with the token.
     expect((await get(`${base}/?token=${ui.token}`, { host: 'evil.example:80' })).status).toBe(403);
 
@@ -108,21 +84,21 @@ describe('web mode', () => {
     expect(cookie).toBe(`ollie_token=${ui.token}`);
     // The page's assets load with the cookie the page set, and not without it.
     const asset = /src="([^"]+\.js)"/.exec(page200.body)![1]!;
-    expect((await get(`${base}${asset}`)).status).toBe(403);
+    expect((await get(`${base}${asset}`)).status).toBe(401);
     expect((await get(`${base}${asset}`, { cookie })).status).toBe(200);
     // Paths cannot climb out of the renderer directory.
     expect((await get(`${base}/..%2f..%2fpackage.json`, { cookie })).status).toBe(403);
 
     const ws = `ws://127.0.0.1:${ui.port}/9p`;
-    expect(await tryWebSocket(ws)).toMatch(/403/);
-    expect(await tryWebSocket(`${ws}?token=nope`)).toMatch(/403/);
+    expect(await tryWebSocket(ws)).toMatch(/401/);
+    expect(await tryWebSocket(`${ws}?token=nope`)).toMatch(/401/);
     expect(await tryWebSocket(`${ws}?token=${ui.token}`, { origin: 'http://evil.example' })).toMatch(/403/);
     expect(await tryWebSocket(`${ws}?token=${ui.token}`, { origin: `http://127.0.0.1:${ui.port}` })).toBe('open');
 
     // A browser sent to the URL without the token gets the refusal, not the app.
     const p = await browser.newPage();
     const res = await p.goto(base);
-    expect(res?.status()).toBe(403);
+    expect(res?.status()).toBe(401);
     expect(await p.textContent('body')).toContain('token');
     await p.close();
   });
@@ -250,7 +226,7 @@ describe('ollie serve --ui (the built CLI)', () => {
     // It serves the checkout's out/renderer: 200 once `npm run build:app` has run, else 503 saying to run it;
     // never the app without the token.
     expect([200, 503]).toContain(res.status);
-    expect((await get(first.url.replace(/\?token=.*/, ''))).status).toBe(403);
+    expect((await get(first.url.replace(/\?token=.*/, ''))).status).toBe(401);
     const p = await browser.newPage();
     await p.bringToFront();
     await p.goto(first.url);

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
 import { run, type RunOptions } from './run.js';
-import type { WebUi } from '../webui/server.js';
+import type { FrontDoor } from '../platform/front-door.js';
 import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
 import { registerModels } from './models.js';
 import { registerSetup } from './setup.js';
@@ -35,9 +35,9 @@ program
   .option('--config <dir>', 'configuration directory', configDir())
   .option('--data <dir>', 'data directory (ollie.db)', dataDir())
   .option('--ui', 'also serve the web UI on 127.0.0.1 (prints its URL, with its token; both kept across restarts, so an open page reconnects)')
-  .option('--ui-port <n>', 'port of the web UI (default: the last one if free, else any free port)', (v) => Number.parseInt(v, 10))
+  .option('--ui-port <n>', 'port of the loopback HTTP server (web UI and gateway; default: the last one if free, else any free port)', (v) => Number.parseInt(v, 10))
   .option('--yolo', 'run tools WITHOUT the sandbox (loudly logged)')
-  .option('--http [port]', 'also serve the HTTP gateway (REST over the namespace) on 127.0.0.1, with a per-start token (default port: any free one)')
+  .option('--http [port]', 'also serve the HTTP gateway (REST over the namespace) at /api on the loopback HTTP server the web UI uses, behind the same token')
   .option('--shared-toolsrv', 'one toolsrv for all sessions (path locks hold across sessions)')
   .option('--no-tools', 'start no toolsrv: agents run without tools')
   .action(async (o: { socket: string; tcp?: Address & { kind: 'tcp' }; config: string; data: string; ui?: boolean; uiPort?: number; yolo?: boolean; sharedToolsrv?: boolean; tools: boolean }) => {
@@ -58,28 +58,31 @@ program
     // A library's stray rejection must not take every client's sessions down with it: log it and keep serving.
     process.on('unhandledRejection', (e) => process.stderr.write(`ollie: internal error (still serving): ${(e as Error)?.stack ?? String(e)}\n`));
     for (const a of daemon.addresses) process.stdout.write(`ollie: serving 9P on ${formatAddress(a)}\n`);
-    let ui: WebUi | undefined;
-    if (o.ui || o.uiPort !== undefined) {
-      try {
-        // Imported only when asked for: it is a fifth of the CLI's start-up.
-        const { startRememberedWebUi } = await import('../webui/server.js');
-        ui = await startRememberedWebUi({ server: daemon.server, port: o.uiPort, stateFile: join(dirname(o.socket), 'webui.json') });
-      } catch (e) {
-        process.stderr.write(`ollie serve: web UI: ${(e as Error).message}\n`);
-        await daemon.close();
-        process.exit(1);
-      }
-      process.stdout.write(`ollie: web UI at ${ui.url}\n`);
-    }
     const http = (o as { http?: string | true }).http;
-    if (http !== undefined) {
+    const httpPort = typeof http === 'string' ? Number.parseInt(http, 10) : undefined;
+    const ui = o.ui || o.uiPort !== undefined;
+    let door: FrontDoor | undefined;
+    if (ui || http !== undefined) {
       try {
-        const { startHttpGateway } = await import('../gateway/http.js');
-        // Closed with the daemon: server.close() ends its 9P connection, process exit ends its listener.
-        const gw = await startHttpGateway({ server: daemon.server, port: http === true ? 0 : Number.parseInt(http, 10) });
-        process.stdout.write(`ollie: HTTP gateway at ${gw.url}/ (token ${gw.token}; curl -H "Authorization: Bearer ${gw.token}" ${gw.url}/session/idx)\n`);
+        // The web UI and the gateway share one loopback server, token and port: they cannot be given two ports.
+        if (o.uiPort !== undefined && httpPort !== undefined && o.uiPort !== httpPort) throw new Error(`--ui-port ${o.uiPort} and --http ${httpPort} name two ports; the web UI and the gateway share one`);
+        // Imported only when asked for: they are a fifth of the CLI's start-up.
+        const { startRememberedFrontDoor } = await import('../platform/front-door.js');
+        door = await startRememberedFrontDoor({ port: o.uiPort ?? httpPort, stateFile: join(dirname(o.socket), 'webui.json') });
+        if (ui) {
+          const { mountWebUi, webUiUrl } = await import('../webui/server.js');
+          mountWebUi(door, { server: daemon.server });
+          process.stdout.write(`ollie: web UI at ${webUiUrl(door)}\n`);
+        }
+        if (http !== undefined) {
+          const { mountHttpGateway } = await import('../gateway/http.js');
+          // Closed with the daemon: server.close() ends its 9P connection, the door's close its listener.
+          const gw = await mountHttpGateway(door, { server: daemon.server });
+          process.stdout.write(`ollie: HTTP gateway at ${gw.url}/ (token ${door.token}; curl -H "Authorization: Bearer ${door.token}" ${gw.url}/session/idx)\n`);
+        }
       } catch (e) {
-        process.stderr.write(`ollie serve: HTTP gateway: ${(e as Error).message}\n`);
+        process.stderr.write(`ollie serve: ${ui ? 'web UI' : 'HTTP gateway'}: ${(e as Error).message}\n`);
+        await door?.close();
         await daemon.close();
         process.exit(1);
       }
@@ -89,7 +92,7 @@ program
       if (stopping) return;
       stopping = true;
       process.stderr.write(`ollie: ${sig}, shutting down\n`);
-      Promise.all([ui?.close(), daemon.close()]).then(() => process.exit(0), (e: unknown) => {
+      Promise.all([door?.close(), daemon.close()]).then(() => process.exit(0), (e: unknown) => {
         process.stderr.write(`ollie: shutdown failed: ${(e as Error).message}\n`);
         process.exit(1);
       });

@@ -1,5 +1,6 @@
 /**
- * The HTTP gateway: REST over the 9P namespace for curl and scripts, on loopback, behind a per-start token.
+ * The HTTP gateway: REST over the 9P namespace for curl and scripts, mounted at /api on the daemon's loopback
+ * front door (src/platform/front-door.ts), which checks Host, Origin and the token before anything here runs.
  *
  *   GET     reads: a directory lists as JSON; a file is JSON where its format is well defined (formats.ts) and text
  *           otherwise (`?raw=1` always gives the text); a streaming file streams, chunked (NDJSON for line formats)
@@ -13,36 +14,42 @@
  * object with the daemon. The declaration (Namespace.declared()) says what each path is, so that the gateway
  * knows which reads stream, and which files the spec withholds (`internal`): those answer 404 as if absent.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userInfo } from 'node:os';
 import { Client, DMDIR, modeString, OREAD, ORDWR, type DeclaredNode, type Server } from '../ninep/index.js';
 import { lineFormat, OLLIESRV_FORMATS, render, renderLine, type Format } from './formats.js';
 import { openApi } from './openapi.js';
 import { channelPair } from './pair.js';
+import { startFrontDoor, type FrontDoor } from '../platform/front-door.js';
 
-export interface HttpGatewayOptions {
+/** Where the gateway is mounted on the front door. */
+export const GATEWAY_PREFIX = '/api';
+
+export interface HttpGatewayMountOptions {
   /** The 9P server to re-export (the daemon's). Its file server must be a declared Namespace. */
   server: Server<unknown>;
-  /** Port on 127.0.0.1; 0 (the default) picks a free one. */
-  port?: number;
-  /** A fixed token (tests); by default 32 random bytes, hex, new on every start. */
-  token?: string;
   /** The 9P user the gateway attaches as; the daemon's owner by default. */
   uname?: string;
   /** JSON formats by declared pattern; olliesrv's by default. */
   formats?: Readonly<Record<string, Format>>;
 }
 
+export interface HttpGatewayOptions extends HttpGatewayMountOptions {
+  /** Port on 127.0.0.1; 0 (the default) picks a free one. */
+  port?: number;
+  /** A fixed token (tests); by default 32 random bytes, hex, new on every start. */
+  token?: string;
+}
+
 export interface HttpGateway {
+  /** The gateway's root: the front door's origin and /api. */
   readonly url: string;
   readonly port: number;
   readonly token: string;
+  /** Closes the front door the gateway is mounted on (with whatever else is mounted there). */
   close(): Promise<void>;
 }
 
-const HOST = '127.0.0.1';
 /** Largest request body: prompts and plans, not uploads. */
 const MAX_BODY = 16 * 1024 * 1024;
 
@@ -50,13 +57,6 @@ class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
     super(message);
   }
-}
-
-function sameToken(given: string | undefined | null, token: string): boolean {
-  if (!given) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** 9P error strings to HTTP statuses: absent → 404, refused by permissions → 403, anything else the server refused → 400. */
@@ -106,25 +106,22 @@ function write(res: ServerResponse, data: string | Uint8Array): Promise<void> {
   return new Promise((resolve) => (res.write(data) ? resolve() : res.once('drain', resolve)));
 }
 
-export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGateway> {
+/** Mounts the gateway at /api of `door`; resolves once its 9P session with the daemon is up. */
+export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOptions): Promise<HttpGateway> {
   const fs = opts.server.options.fs as { declared?: () => DeclaredNode };
   if (typeof fs.declared !== 'function') throw new Error('the HTTP gateway needs a server whose file server is a declared Namespace');
   const tree = fs.declared();
   const formats = opts.formats ?? OLLIESRV_FORMATS;
-  const token = opts.token ?? randomBytes(32).toString('hex');
   const [mine, theirs] = channelPair();
   // The gateway checked the caller's token itself: its channel is the owner's (olliesrv's 'local' origin).
   opts.server.serve(theirs, { kind: 'local' });
   const c = await Client.connect(mine, { uname: opts.uname ?? userInfo().username });
-  let port = 0;
-  const origins = (): string[] => [`${HOST}:${port}`, `localhost:${port}`];
+  const base = `${door.origin}${GATEWAY_PREFIX}`;
 
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
     const text = typeof body === 'string' ? body : `${JSON.stringify(body)}\n`;
     res.writeHead(status, {
       'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json',
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
       ...headers,
     });
     res.end(text);
@@ -152,8 +149,6 @@ export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGa
     }
     res.writeHead(200, {
       'content-type': sse ? 'text/event-stream; charset=utf-8' : lines ? 'application/x-ndjson' : 'text/plain; charset=utf-8',
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
       'x-accel-buffering': 'no',
     });
     const dec = new TextDecoder();
@@ -190,23 +185,16 @@ export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGa
     res.end();
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!origins().includes(req.headers.host ?? '')) throw new HttpError(403, 'forbidden host');
-    const origin = req.headers.origin;
-    if (origin !== undefined && !origins().some((h) => origin === `http://${h}`)) throw new HttpError(403, 'forbidden origin');
-    const url = new URL(req.url ?? '/', `http://${HOST}:${port}`);
-    const auth = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
-    if (!sameToken(auth, token) && !sameToken(url.searchParams.get('token'), token)) {
-      throw new HttpError(401, 'this gateway needs the token printed by `ollie serve --http` (Authorization: Bearer TOKEN, or ?token=TOKEN)', { 'www-authenticate': 'Bearer' });
-    }
+  const handle = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
     const method = req.method ?? 'GET';
-    if (url.pathname === '/openapi.json') {
+    const rel = url.pathname.slice(GATEWAY_PREFIX.length) || '/';
+    if (rel === '/openapi.json') {
       if (method !== 'GET') throw new HttpError(405, 'method not allowed', { allow: 'GET' });
-      return send(res, 200, openApi(tree, formats, `http://${HOST}:${port}`));
+      return send(res, 200, openApi(tree, formats, base));
     }
     let names: string[];
     try {
-      names = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent);
+      names = rel.split('/').filter((p) => p !== '').map(decodeURIComponent);
     } catch {
       throw new HttpError(400, 'bad path');
     }
@@ -274,31 +262,30 @@ export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGa
     }
   };
 
-  const http = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      const err = e as Error;
-      if (res.headersSent) return void res.destroy(err);
-      if (res.destroyed) return;
-      const status = e instanceof HttpError ? e.status : statusOf(err.message);
-      send(res, status, { error: err.message }, e instanceof HttpError ? e.headers : {});
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(opts.port ?? 0, HOST, () => {
-      http.off('error', reject);
-      resolve();
-    });
-  });
-  port = (http.address() as AddressInfo).port;
-  return {
-    url: `http://${HOST}:${port}`,
-    port,
-    token,
-    async close() {
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
-      c.close();
+  door.mount({
+    prefix: GATEWAY_PREFIX,
+    errors: 'json',
+    request(req, res, url) {
+      handle(req, res, url).catch((e: unknown) => {
+        const err = e as Error;
+        if (res.headersSent) return void res.destroy(err);
+        if (res.destroyed) return;
+        const status = e instanceof HttpError ? e.status : statusOf(err.message);
+        send(res, status, { error: err.message }, e instanceof HttpError ? e.headers : {});
+      });
     },
-  };
+    close: () => c.close(),
+  });
+  return { url: base, port: door.port, token: door.token, close: () => door.close() };
+}
+
+/** A front door of its own with only the gateway on it (tests). */
+export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGateway> {
+  const door = await startFrontDoor({ port: opts.port, token: opts.token });
+  try {
+    return await mountHttpGateway(door, opts);
+  } catch (e) {
+    await door.close();
+    throw e;
+  }
 }

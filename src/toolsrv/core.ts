@@ -15,8 +15,9 @@ import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
-import { SPAWNER, type Spawner } from './exec/spawner.js';
-import { Feed } from './feed.js';
+import { SPAWNER } from '../platform/spawner.js';
+import type { Launcher } from '../platform/launcher.js';
+import { Feed } from '../platform/queue.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
 import { hostFacts } from './registry/meta.js';
@@ -36,8 +37,8 @@ export interface CoreOptions {
   procTtlMs?: number;
   /** Resident tool hosts stop after this long without a call (default 10 minutes). */
   hostIdleMs?: number;
-  /** Starts tool processes (toolsrv's fork server); without it, Node's spawn does. */
-  spawner?: Spawner;
+  /** Starts tool processes (src/platform/launcher.ts); without one, or one without the spawner, sandboxed calls are refused. */
+  launcher?: Launcher;
   log?: (m: string) => void;
 }
 
@@ -89,7 +90,7 @@ export class Core {
     for (const e of this.catalog.errors()) this.log(`invalid tool: ${e}`);
     this.bypass = new BypassBroker(this.log);
     this.ttl = opts.procTtlMs ?? PROC_TTL_MS;
-    this.hosts = new HostPool(opts.hostIdleMs);
+    this.hosts = new HostPool(opts.hostIdleMs, opts.launcher);
     this.gc = setInterval(() => this.collect(), Math.max(10, Math.min(this.ttl / 4, 60_000)));
     this.gc.unref();
   }
@@ -230,8 +231,8 @@ export class Core {
 
   info(): ToolsrvInfo {
     const sandbox = this.opts.confinement.status();
-    if (!this.opts.spawner && !sandbox.yolo) sandbox.unavailable ??= NO_SPAWNER;
-    return { platform: process.platform, arch: process.arch, pid: process.pid, ...sandbox, containment: containmentStatus(!!this.opts.spawner) };
+    if (!this.opts.launcher?.native && !sandbox.yolo) sandbox.unavailable ??= NO_SPAWNER;
+    return { platform: process.platform, arch: process.arch, pid: process.pid, ...sandbox, containment: containmentStatus(!!this.opts.launcher?.native) };
   }
 
   // ---- calls -------------------------------------------------------------------------------------
@@ -310,7 +311,7 @@ export class Core {
       notice = wrapped.notice;
       // Containment and limits are the spawner's: a sandboxed call does not run without them (tty tools and
       // hosts are started otherwise, see docs/toolsrv.md).
-      if (!this.opts.spawner && !bypassed && !this.opts.confinement.yolo && !tool.host && !tool.fields.tty) {
+      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo && !tool.host && !tool.fields.tty) {
         release?.();
         return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
       }
@@ -318,7 +319,7 @@ export class Core {
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
       if (tool.host) this.hosts.run(tool.host.name, wrapped, s.cwd, proc, { tool: tool.name, args }, timeout);
-      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty, ...(wrapped.limits && { limits: wrapped.limits }) }, timeout, this.opts.spawner);
+      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty, ...(wrapped.limits && { limits: wrapped.limits }) }, timeout, this.opts.launcher);
     } catch (e) {
       release?.();
       throw e;
@@ -450,7 +451,7 @@ export class Core {
   close(): void {
     clearInterval(this.gc);
     for (const p of this.procs.values()) p.terminate('killed', 0);
-    this.opts.spawner?.close();
+    this.opts.launcher?.close();
     this.hosts.close();
     this.bypass.close();
   }

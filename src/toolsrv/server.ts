@@ -13,7 +13,7 @@ import { prepareUnixSocket, socketChannel } from '../ninep/node.js';
 import { configDir, dataDir } from '../platform/paths.js';
 import { Core } from './core.js';
 import { Confinement } from './exec/confine.js';
-import { SPAWNER, Spawner } from './exec/spawner.js';
+import { Launcher } from '../platform/launcher.js';
 import { toolsrvNamespace } from './fs/spec.js';
 
 /** The shipped tools: data/tools of the installation (two levels above src/toolsrv or dist/toolsrv). */
@@ -68,7 +68,7 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     dirs: { ...dirs, home: homedir(), runtimeDir: dirname(o.socket), tmpDir },
   });
   // Tool processes start from the fork server when it is built (it is wherever the sandbox helper is).
-  const spawner = o.spawner === false ? undefined : Spawner.find(SPAWNER);
+  const launcher = Launcher.create({ native: o.spawner !== false });
   const baseEnv = o.baseEnv ?? (Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>);
   const core = new Core({
     toolDirs,
@@ -79,7 +79,7 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     ...(o.ollieAddr && { ollieAddr: o.ollieAddr }),
     ...(o.procTtlMs !== undefined && { procTtlMs: o.procTtlMs }),
     ...(o.hostIdleMs !== undefined && { hostIdleMs: o.hostIdleMs }),
-    ...(spawner && { spawner }),
+    launcher,
     log,
   });
   const server = new Server({ fs: toolsrvNamespace(core, userInfo().username), auth: sharedSecretAuth(o.secret), onProtocolError: (m) => log(`closed a connection: ${m}`) });

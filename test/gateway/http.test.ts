@@ -76,7 +76,7 @@ describe('auth', () => {
       expect(a.token).toMatch(/^[0-9a-f]{64}$/);
       expect(a.token).not.toBe(b.token);
       expect((await fetch(`${a.url}/session/idx`, { headers: { authorization: `Bearer ${b.token}` } })).status).toBe(401);
-      expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api$/);
     } finally {
       await a.close();
       await b.close();

@@ -1,6 +1,6 @@
 /**
- * `ollie serve --http` from the built CLI: it prints the gateway's URL and a token that is new on every start, the
- * gateway answers with it and refuses without it, and SIGTERM still ends the daemon cleanly.
+ * `ollie serve --http` from the built CLI: it prints the gateway's URL (/api on the loopback front door) and a token,
+ * the gateway answers with it and refuses without it, and SIGTERM still ends the daemon cleanly.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,7 +29,7 @@ async function serve(extra: string[]): Promise<{ p: ChildProcess; url: string; t
   const m = await new Promise<RegExpExecArray>((resolve, reject) => {
     p.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      const r = /HTTP gateway at (http:\/\/127\.0\.0\.1:\d+)\/ \(token ([0-9a-f]{64});/.exec(out);
+      const r = /HTTP gateway at (http:\/\/127\.0\.0\.1:\d+\/api)\/ \(token ([0-9a-f]{64});/.exec(out);
       if (r) resolve(r);
     });
     p.once('exit', (c) => reject(new Error(`ollie serve exited ${c}: ${out}`)));
@@ -50,5 +50,15 @@ describe('ollie serve --http', () => {
     a.p.kill('SIGTERM');
     expect(await new Promise((r) => a.p.once('exit', r))).toBe(0);
     await expect(fetch(`${a.url}/session/idx?token=${a.token}`)).rejects.toThrow();
+  });
+
+  it('refuses two ports for the web UI and the gateway, which share one server', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
+    const p = spawn(process.execPath, [OLLIE, 'serve', '--no-tools', '--ui-port', '0', '--http', '1', '--socket', join(dir, 'run', 'ollie.sock'), '--config', join(dir, 'config'), '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    started.push({ p, dir });
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    expect(await new Promise((r) => p.once('exit', r))).toBe(1);
+    expect(err).toContain('--ui-port 0 and --http 1 name two ports; the web UI and the gateway share one');
   });
 });

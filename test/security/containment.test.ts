@@ -13,7 +13,7 @@ import { spawnToolsrv, TOOLSRV_ENTRY, type ToolsrvProcess } from '../../src/olli
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { SPAWNER } from '../../src/toolsrv/exec/spawner.js';
+import { SPAWNER } from '../../src/platform/spawner.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
 
@@ -166,12 +166,12 @@ time.sleep(1013.7)`;
     };
     // The spawner proper (the guardian's one child): the guardian, a subreaper, inherits its calls and kills them.
     const esc1 = await escape('s1');
-    const guardian = env.ts.core.opts.spawner!.pid!;
+    const guardian = env.ts.core.opts.launcher!.spawnerPid!;
     process.kill(Number(readFileSync(`/proc/${guardian}/task/${guardian}/children`, 'utf8').trim()), 'SIGKILL');
     await until(() => !alive(esc1), 5000);
     // The guardian (what toolsrv started): the spawner gets its parent-death signal and kills its calls.
     const esc2 = await escape('s2');
-    process.kill(env.ts.core.opts.spawner!.pid!, 'SIGKILL');
+    process.kill(env.ts.core.opts.launcher!.spawnerPid!, 'SIGKILL');
     await until(() => !alive(esc2), 5000);
     expect(await shell('echo still serving')).toMatchObject({ status: 'exited', output: 'still serving\n' });
   });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { SPAWNER } from '../../src/toolsrv/exec/spawner.js';
+import { SPAWNER } from '../../src/platform/spawner.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 

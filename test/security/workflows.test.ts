@@ -6,7 +6,7 @@
  * helper, `ollie-9p`, mock LLM.
  */
 import { createServer, type Server } from 'node:net';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { dial } from '../../src/ninep/node.js';
 import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
+import { alive, until } from '../toolsrv/helpers.js';
 
 const SECRET = 'OLLIE_SEC_TEST_DAEMON_SECRET';
 
@@ -106,6 +107,19 @@ describe('workflows run sandboxed', () => {
     expect(st).not.toContain('CONNECTED');
     expect(existsSync(join(outside, 'owned'))).toBe(false);
     expect(hits).toBe(0);
+  });
+
+  it('what a workflow starts ends with it, even a process that left its group (it is started by the spawner)', async () => {
+    const w = await world();
+    // What an agent could leave in the workspace for the owner's workflow to run: a daemon that detaches.
+    writeFileSync(join(w.ws, 'check.sh'), 'setsid sleep 1013.9 >/dev/null 2>&1 </dev/null &\necho $! > escaped.pid\necho STARTED\n');
+    const s = (await w.c.rdwrText('session/new', `cwd=${w.ws}`)).trim();
+    await w.c.rdwrText(`session/${s}/ctl`, 'workflow checker');
+    const st = await goalStatus(w.c, s);
+    expect(st).toContain('STARTED');
+    const pid = Number(readFileSync(join(w.ws, 'escaped.pid'), 'utf8').trim());
+    expect(pid).toBeGreaterThan(0);
+    await until(() => !alive(pid), 10_000);
   });
 
   it('a broken sandbox policy: the workflow is not started, and the goal says why', async () => {

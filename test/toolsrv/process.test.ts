@@ -14,7 +14,7 @@ import { ToolsrvSessionTools } from '../../src/olliesrv/toolclient/session-tools
 import { spawnToolsrv, ToolsrvKeeper, TOOLSRV_ENTRY, type SpawnOptions, type ToolsrvProcess } from '../../src/olliesrv/toolclient/spawn.js';
 import { BypassRuleStore } from '../../src/olliesrv/store/bypass.js';
 import { openDatabase } from '../../src/olliesrv/store/db.js';
-import { BASIC, sleep, until, writeTools } from './helpers.js';
+import { alive, BASIC, sleep, until, writeTools } from './helpers.js';
 
 const dirs: string[] = [];
 const procs: ToolsrvProcess[] = [];
@@ -38,14 +38,6 @@ async function start(extra: Partial<SpawnOptions> = {}): Promise<ToolsrvProcess>
   procs.push(p);
   return p;
 }
-
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
 
 beforeAll(() => {
   if (!existsSync(TOOLSRV_ENTRY)) throw new Error(`${TOOLSRV_ENTRY} is missing: run npm run build:node first`);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Proc } from '../../src/toolsrv/exec/proc.js';
-import { SPAWNER, Spawner, type SpawnedHandlers } from '../../src/toolsrv/exec/spawner.js';
+import { Launcher } from '../../src/platform/launcher.js';
+import { SPAWNER, Spawner, type SpawnedHandlers } from '../../src/platform/spawner.js';
 import { startEnv, until, type Env } from './helpers.js';
 
 /** What one process reported, in order. */
@@ -50,14 +51,25 @@ const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 let spawner: Spawner | undefined;
 let dir: string | undefined;
 let env: Env | undefined;
+let launcher: Launcher | undefined;
+
 afterEach(async () => {
   spawner?.close();
   spawner = undefined;
+  launcher?.close();
+  launcher = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
   await env?.close();
   env = undefined;
 });
+
+/** The launcher toolsrv uses, on the spawner (Proc starts its calls through it). */
+function startLauncher(): Launcher {
+  launcher = Launcher.create();
+  if (!launcher.native) throw new Error(`${SPAWNER} is not built: run node scripts/build-native.mjs`);
+  return launcher;
+}
 
 function start(): Spawner {
   spawner = Spawner.find(SPAWNER);
@@ -194,11 +206,11 @@ describe('ollie-spawner', () => {
   });
 
   it('a call whose spawner is killed outright ends with the reason, and its process group with it', async () => {
-    const spawner = start();
+    const spawner = startLauncher();
     const proc = new Proc({ id: 1, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
     await proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false }, undefined, spawner);
     expect(alive(proc.osPid)).toBe(true);
-    process.kill(spawner.pid!, 'SIGKILL');
+    process.kill(spawner.spawnerPid!, 'SIGKILL');
     await proc.done;
     expect(proc.status).toBe('killed');
     expect(proc.error).toMatch(/the process spawner was killed by SIGKILL/);
@@ -206,7 +218,7 @@ describe('ollie-spawner', () => {
   });
 
   it('a stop asked for while the spawner is still starting the process reaches its group once it exists', async () => {
-    const spawner = start();
+    const spawner = startLauncher();
     const proc = new Proc({ id: 2, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
     const starting = proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false }, undefined, spawner);
     // No pid yet: the started frame has not come back.

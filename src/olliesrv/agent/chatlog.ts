@@ -14,6 +14,7 @@
  * read from SQLite by number when a reader reaches them (log.raw from the start reads them a page at a time).
  */
 import { createHash } from 'node:crypto';
+import { WakeQueue } from '../../platform/queue.js';
 
 export type Role = 'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
 
@@ -73,11 +74,6 @@ export function parseFromRequest(req: string): FromRequest {
   throw bad(verb === 'tail' || verb === 'before' || verb === 'after' ? 'wrong number of arguments' : `unknown request ${JSON.stringify(verb ?? '')}`);
 }
 
-interface Reader {
-  queue: string[];
-  wake: (() => void) | null;
-}
-
 function line(b: Block): string {
   return `${JSON.stringify(b)}\n`;
 }
@@ -109,7 +105,7 @@ export class ChatLog {
   /** Block id → its number, for the blocks in `finals` (the `block` file, log.from's `before`/`after`). */
   private readonly seqOf = new Map<string, number>();
   private readonly open = new Map<string, Block>();
-  private readonly readers = new Set<Reader>();
+  private readonly readers = new Set<WakeQueue<string>>();
   private readonly source?: StoredLog;
   /** False once a block could not be stored (the agent is gone): nothing may leave memory any more. */
   private trimmable: boolean;
@@ -191,11 +187,8 @@ export class ChatLog {
 
   private emit(l: string, partial: boolean): void {
     for (const r of this.readers) {
-      if (partial && r.queue.length >= READER_LIMIT) continue;
-      r.queue.push(l);
-      const w = r.wake;
-      r.wake = null;
-      w?.();
+      if (partial && r.length >= READER_LIMIT) continue;
+      r.push(l);
     }
   }
 
@@ -302,29 +295,18 @@ export class ChatLog {
       pos = to;
       if (signal.aborted) return;
     }
-    const r: Reader = { queue: this.finals.slice(pos - this.base), wake: null };
-    for (const b of this.open.values()) if (b.content) r.queue.push(line({ ...b, partial: true }));
+    const first = this.finals.slice(pos - this.base);
+    for (const b of this.open.values()) if (b.content) first.push(line({ ...b, partial: true }));
     if (this.closed) {
-      if (r.queue.length) yield r.queue.join('');
+      if (first.length) yield first.join('');
       return;
     }
+    const r = new WakeQueue<string>(first);
     this.readers.add(r);
-    const onAbort = () => r.wake?.();
-    signal.addEventListener('abort', onAbort);
     try {
-      for (;;) {
-        if (r.queue.length) {
-          // Hand over everything queued at once: one 9P read can carry many lines.
-          const chunk = r.queue.join('');
-          r.queue.length = 0;
-          yield chunk;
-          continue;
-        }
-        if (this.closed || signal.aborted) return;
-        await new Promise<void>((resolve) => (r.wake = resolve));
-      }
+      // Each batch is everything queued: one 9P read can carry many lines.
+      for await (const batch of r.batches(signal)) yield batch.join('');
     } finally {
-      signal.removeEventListener('abort', onAbort);
       this.readers.delete(r);
     }
   }
@@ -332,10 +314,6 @@ export class ChatLog {
   /** The agent died: readers get what is queued, then EOF. */
   close(): void {
     this.closed = true;
-    for (const r of this.readers) {
-      const w = r.wake;
-      r.wake = null;
-      w?.();
-    }
+    for (const r of this.readers) r.end();
   }
 }

@@ -14,11 +14,11 @@
  * When the sandbox cannot run (no Landlock, a broken policy file) the commands do not run: a note says why,
  * unless the daemon runs with --yolo, which runs them unsandboxed (still with the small, hardened environment).
  */
-import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { loadPolicy, PACKAGE_ROOT, readOnlyPolicy, sandboxCommand, type SandboxPolicy } from '../../toolsrv/public.js';
+import { confinedLauncher } from '../auth/confined.js';
 
 export interface PromptCommandOptions {
   configDir: string;
@@ -137,56 +137,76 @@ export interface Run {
 }
 
 /**
- * Runs argv in cwd with env, in its own process group, `input` on its stdin (none: /dev/null); kills the group at
- * the timeout or the output cap. Also how hooks run (olliesrv/hooks/runner.ts).
+ * Runs argv in cwd with env through the project's launcher (src/platform/launcher.ts), in its own process group;
+ * kills the group at the timeout or the output cap. Its stderr is kept apart (a warning, not prompt text), which
+ * the launcher gives through Node's spawn, its documented fallback. `input` goes to its stdin (none: empty). Also
+ * how hooks run (olliesrv/hooks/runner.ts).
  */
 export function run(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, maxOutput: number, input?: string): Promise<Run> {
   return new Promise((resolve) => {
-    let child;
-    try {
-      child = spawn(file, args, { cwd, env, detached: true, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-    } catch (e) {
-      resolve({ out: '', err: (e as Error).message, code: null });
-      return;
-    }
-    if (child.stdin) {
-      // A command that exits without reading its input closes the pipe under us: not an error of ours.
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(input);
-    }
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
+    const out: Uint8Array[] = [];
+    const err: Uint8Array[] = [];
     let outBytes = 0;
     let errBytes = 0;
     let cut: string | undefined;
+    let pid: number | undefined;
+    let code: number | null = null;
+    let exited = false;
+    let closed = false;
     // The group, not the child: a git or a sleep it started would keep the pipes open.
     const kill = (why: string): void => {
       cut ??= why;
       try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+        if (pid) process.kill(-pid, 'SIGKILL');
       } catch {
         // Already gone.
       }
     };
     const timer = setTimeout(() => kill(`timed out after ${timeoutMs} ms`), timeoutMs);
-    child.stdout!.on('data', (b: Buffer) => {
-      if (outBytes >= maxOutput) return;
-      out.push(b.subarray(0, maxOutput - outBytes));
-      outBytes += b.length;
-      if (outBytes >= maxOutput) kill(`its output passed ${maxOutput} bytes`);
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      if (errBytes < 64 << 10) err.push(b);
-      errBytes += b.length;
-    });
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      resolve({ out: '', err: e.message, code: null });
-    });
-    child.on('close', (code) => {
+    const finish = (): void => {
+      if (!exited || !closed) return;
       clearTimeout(timer);
       resolve({ out: Buffer.concat(out).toString('utf8'), err: Buffer.concat(err).toString('utf8'), code, ...(cut && { cut }) });
-    });
+    };
+    confinedLauncher()
+      .launch(
+        { file, args, cwd, env, stdin: input ?? '', stderr: 'separate' },
+        {
+          output: (b) => {
+            if (outBytes >= maxOutput) return;
+            out.push(b.subarray(0, maxOutput - outBytes));
+            outBytes += b.length;
+            if (outBytes >= maxOutput) kill(`its output passed ${maxOutput} bytes`);
+          },
+          errorOutput: (b) => {
+            if (errBytes < 64 << 10) err.push(b);
+            errBytes += b.length;
+          },
+          exited: (c) => {
+            exited = true;
+            code = c;
+            finish();
+          },
+          closed: () => {
+            closed = true;
+            finish();
+          },
+          lost: (reason) => {
+            clearTimeout(timer);
+            resolve({ out: '', err: reason, code: null });
+          },
+        },
+      )
+      .then(
+        (started) => {
+          pid = started.pid;
+          if (cut) kill(cut);
+        },
+        (e: Error) => {
+          clearTimeout(timer);
+          resolve({ out: '', err: e.message, code: null });
+        },
+      );
   });
 }
 

@@ -5,6 +5,7 @@
  * its agent.
  */
 import type { ChildProcess } from 'node:child_process';
+import { Launcher } from '../../platform/launcher.js';
 
 const live = new Set<number>();
 
@@ -18,4 +19,14 @@ export function confine(child: ChildProcess): void {
 
 export function confinedPids(): Iterable<number> {
   return live;
+}
+
+let launcher: Launcher | undefined;
+
+/**
+ * The launcher of olliesrv's own launches (workflows, prompt commands): every process it starts itself (the
+ * spawner, or a fallback's process) is confined, and so is all that descends from it.
+ */
+export function confinedLauncher(): Launcher {
+  return (launcher ??= Launcher.create({ adopt: confine }));
 }

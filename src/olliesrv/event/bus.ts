@@ -6,6 +6,8 @@
  * QUEUE_LIMIT events behind loses its backlog and gets a single `ollie.overflow {dropped}` event instead,
  * telling it to re-read the index files it mirrors. Other subscribers and the daemon are not affected.
  */
+import { WakeQueue } from '../../platform/queue.js';
+
 export const QUEUE_LIMIT = 4096;
 
 export interface BusEvent {
@@ -39,19 +41,9 @@ export function compileFilter(text: string): Filter {
   };
 }
 
-class Subscription {
-  queue: BusEvent[] = [];
-  dropped = 0;
-  wake?: () => void;
-  constructor(readonly filter: Filter) {}
-
-  push(e: BusEvent): void {
-    if (this.queue.length >= QUEUE_LIMIT) {
-      this.dropped += this.queue.length + 1;
-      this.queue = [];
-    } else this.queue.push(e);
-    this.wake?.();
-  }
+interface Subscription {
+  filter: Filter;
+  queue: WakeQueue<BusEvent>;
 }
 
 export class EventBus {
@@ -59,7 +51,7 @@ export class EventBus {
 
   publish(topic: string, payload = ''): void {
     const e = { topic, payload };
-    for (const s of this.subs) if (s.filter(topic)) s.push(e);
+    for (const s of this.subs) if (s.filter(topic)) s.queue.push(e);
   }
 
   get subscribers(): number {
@@ -71,29 +63,17 @@ export class EventBus {
    * starts now, before the first chunk is asked for, so nothing published after this call is missed.
    */
   subscribe(filter: Filter, signal: AbortSignal): AsyncIterable<string> {
-    const sub = new Subscription(filter);
+    const sub: Subscription = { filter, queue: new WakeQueue<BusEvent>([], QUEUE_LIMIT) };
     this.subs.add(sub);
     const subs = this.subs;
-    signal.addEventListener('abort', () => {
-      subs.delete(sub);
-      sub.wake?.();
-    }, { once: true });
+    signal.addEventListener('abort', () => subs.delete(sub), { once: true });
     return {
       async *[Symbol.asyncIterator]() {
         try {
-          while (!signal.aborted) {
-            if (sub.queue.length === 0 && sub.dropped === 0) {
-              await new Promise<void>((r) => (sub.wake = r));
-              sub.wake = undefined;
-              continue;
-            }
-            let out = '';
-            if (sub.dropped) {
-              out += `ollie.overflow ${sub.dropped}\n`;
-              sub.dropped = 0;
-            }
-            for (const e of sub.queue) out += e.payload ? `${e.topic} ${e.payload}\n` : `${e.topic}\n`;
-            sub.queue = [];
+          for await (const batch of sub.queue.batches(signal)) {
+            const dropped = sub.queue.takeDropped();
+            let out = dropped ? `ollie.overflow ${dropped}\n` : '';
+            for (const e of batch) out += e.payload ? `${e.topic} ${e.payload}\n` : `${e.topic}\n`;
             yield out;
           }
         } finally {

@@ -6,15 +6,15 @@
  * A workflow runs in the session's working directory, which the agents write, and may run what is there (a test
  * suite, a check script): so it runs under the sandbox helper with the tools' policy for that directory, plus the
  * Unix socket it talks to the daemon through. When the sandbox cannot run it is not started (the goal says why),
- * unless the daemon runs with --yolo.
+ * unless the daemon runs with --yolo. It is started by the project's launcher (src/platform/launcher.ts): under the
+ * spawner, whatever it starts ends with it, however it detaches.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { loadPolicy, PACKAGE_ROOT, sandboxCommand, withPaths } from '../../toolsrv/public.js';
 import { privateTmpDir } from '../agent/promptcmd.js';
-import { confine } from '../auth/confined.js';
+import { confinedLauncher } from '../auth/confined.js';
 import { goalState, type Session, type Sessions } from './registry.js';
 
 /** Variables a sandboxed workflow keeps beyond the policy's env list: its own, and its session token. */
@@ -39,8 +39,14 @@ export interface WorkflowsOptions {
 
 const TAIL = 2048;
 
+/** A started workflow: its pid once it runs; `stopped` once stop() was asked (before the pid was known, too). */
+interface Run {
+  pid?: number;
+  stopped?: boolean;
+}
+
 export class Workflows {
-  private readonly running = new Map<string, ChildProcess>();
+  private readonly running = new Map<string, Run>();
 
   constructor(private readonly o: WorkflowsOptions) {
     mkdirSync(o.binDir, { recursive: true, mode: 0o700 });
@@ -126,43 +132,63 @@ export class Workflows {
         return;
       }
     }
-    const child = spawn(argv0, args, {
-      cwd: s.cwd,
-      env: spawnEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group, so stopping it stops whatever it started.
-      detached: true,
-    });
-    confine(child);
-    if (tmp) {
-      const dir = tmp;
-      child.on('close', () => rmSync(dir, { recursive: true, force: true }));
-    }
-    this.running.set(s.id, child);
+    const run: Run = {};
+    this.running.set(s.id, run);
     let tail = '';
-    const tag = `workflow ${s.workflow}[${child.pid}] (session ${s.name})`;
-    const take = (d: Buffer) => {
-      const text = d.toString();
+    let tag = `workflow ${s.workflow} (session ${s.name})`;
+    let partial = '';
+    const take = (d: Uint8Array): void => {
+      const text = Buffer.from(d).toString();
       tail = (tail + text).slice(-TAIL);
-      for (const l of text.split('\n')) if (l.trim()) this.o.log(`${tag}: ${l}`);
+      // Lines are logged whole: the spawner's chunks need not end at a newline.
+      const lines = (partial + text).split('\n');
+      partial = lines.pop()!;
+      for (const l of lines) if (l.trim()) this.o.log(`${tag}: ${l}`);
     };
-    child.stdout!.on('data', take);
-    child.stderr!.on('data', take);
-    child.on('error', (e) => {
-      this.running.delete(s.id);
-      fail(`workflow ${s.workflow} could not start: ${e.message}`);
-    });
-    child.on('exit', (code, signal) => {
-      // A run that was replaced or stopped says nothing about the goal any more (it may be a newer one's).
-      if (this.running.get(s.id) !== child) return;
-      this.running.delete(s.id);
-      if (code === 0) {
-        // A workflow that ends without a verdict leaves the goal blocked, with what it said.
-        this.settle(s, `blocked\nworkflow ${s.workflow} ended without setting the goal status${tail.trim() ? `:\n${tail.trim()}` : ''}`);
-      } else {
-        fail(`workflow ${s.workflow} exited with ${signal ?? `code ${code}`}${tail.trim() ? `:\n${tail.trim()}` : ''}`);
-      }
-    });
+    const cleanup = (): void => {
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+    };
+    const launchEnv = Object.fromEntries(Object.entries(spawnEnv).filter((e): e is [string, string] => e[1] !== undefined));
+    confinedLauncher()
+      .launch(
+        { file: argv0, args, cwd: s.cwd, env: launchEnv, stdin: '' },
+        {
+          output: take,
+          exited: (code, signal) => {
+            if (partial.trim()) this.o.log(`${tag}: ${partial}`);
+            partial = '';
+            cleanup();
+            // A run that was replaced or stopped says nothing about the goal any more (it may be a newer one's).
+            if (this.running.get(s.id) !== run) return;
+            this.running.delete(s.id);
+            if (code === 0) {
+              // A workflow that ends without a verdict leaves the goal blocked, with what it said.
+              this.settle(s, `blocked\nworkflow ${s.workflow} ended without setting the goal status${tail.trim() ? `:\n${tail.trim()}` : ''}`);
+            } else {
+              fail(`workflow ${s.workflow} exited with ${signal ?? `code ${code}`}${tail.trim() ? `:\n${tail.trim()}` : ''}`);
+            }
+          },
+          closed: () => undefined,
+          lost: (reason) => {
+            cleanup();
+            if (this.running.get(s.id) !== run) return;
+            this.running.delete(s.id);
+            fail(`workflow ${s.workflow} was lost: ${reason}`);
+          },
+        },
+      )
+      .then(
+        (started) => {
+          run.pid = started.pid;
+          tag = `workflow ${s.workflow}[${started.pid}] (session ${s.name})`;
+          if (run.stopped) killGroup(started.pid, 'SIGTERM');
+        },
+        (e: Error) => {
+          cleanup();
+          if (this.running.get(s.id) === run) this.running.delete(s.id);
+          fail(`workflow ${s.workflow} could not start: ${e.message}`);
+        },
+      );
   }
 
   private settle(s: Session, status: string): void {
@@ -170,17 +196,22 @@ export class Workflows {
   }
 
   stop(sessionId: string): void {
-    const c = this.running.get(sessionId);
-    if (!c?.pid) return;
+    const run = this.running.get(sessionId);
+    if (!run) return;
     this.running.delete(sessionId);
-    try {
-      process.kill(-c.pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
+    run.stopped = true;
+    if (run.pid) killGroup(run.pid, 'SIGTERM');
   }
 
   close(): void {
     for (const id of [...this.running.keys()]) this.stop(id);
+  }
+}
+
+function killGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // already gone
   }
 }

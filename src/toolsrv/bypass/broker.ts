@@ -5,7 +5,7 @@
  * feed so every follower drops it. Remembering approvals is olliesrv's business (it auto-approves); the
  * remember argument of a resolution is accepted here and only logged.
  */
-import { Feed } from '../feed.js';
+import { Feed } from '../../platform/queue.js';
 import type { BypassRequest, BypassResolution } from '../protocol.js';
 
 interface Waiting {

@@ -2,8 +2,8 @@
  * Resident tool hosts: long-lived processes that serve many calls of the tools naming them (`"host": NAME` in
  * a .meta), so that what is costly to load — grammars, language servers — loads once per host, not per call.
  *
- * A host is `node hosts/NAME.mjs --idle-ms N`, started on first use through the same sandbox wrapping as any
- * tool (Confinement.wrap with the calling scope's cwd, policy and the tool's own rules). Hosts are keyed by
+ * A host is `node hosts/NAME.mjs --idle-ms N`, started on first use by the project's launcher (its interactive
+ * launch: src/platform/launcher.ts) through the same sandbox wrapping as any tool (Confinement.wrap with the calling scope's cwd, policy and the tool's own rules). Hosts are keyed by
  * that wrapped command and the cwd, so a host only ever serves calls whose Landlock rules are exactly its own:
  * another cwd, another policy, a bypass, or other per-tool rules get another host.
  *
@@ -22,7 +22,7 @@
  * hosts when toolsrv closes. `retireAll()` (ctl reload) lets running calls finish and starts new hosts for
  * new calls, so edited host code and policies take effect.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { Launcher, type Interactive } from '../../platform/launcher.js';
 import type { HostedCall, Proc } from './proc.js';
 
 export const DEFAULT_HOST_IDLE_MS = 10 * 60 * 1000;
@@ -54,7 +54,10 @@ interface Pending {
 }
 
 class Host {
-  readonly child: ChildProcess;
+  private readonly proc: Interactive;
+  /** Called once it has exited (or never started). */
+  private readonly onExit: Array<() => void> = [];
+  private exitSeen = false;
   readonly startedAt = Date.now();
   readonly pending = new Map<number, Pending>();
   private readonly waiting = new Map<number, (v: unknown) => void>();
@@ -74,24 +77,47 @@ class Host {
     cmd: HostCommand,
     private readonly idleMs: number,
     private readonly gone: (h: Host) => void,
+    launcher: Launcher,
   ) {
+    const out = new TextDecoder();
+    const err = new TextDecoder();
+    const exited = (): void => {
+      this.exitSeen = true;
+      for (const f of this.onExit.splice(0)) f();
+    };
     // Its own process group, so that stopping it also stops what it started (language servers).
-    this.child = spawn(cmd.file, cmd.args, { cwd, env: cmd.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stdin!.on('error', () => undefined);
-    this.child.stdout!.setEncoding('utf8').on('data', (d: string) => this.read(d));
-    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-      this.stderr = (this.stderr + d).slice(-STDERR_TAIL);
-    });
-    this.child.once('error', (e) => this.died(null, null, `could not start: ${e.message}`));
-    this.child.once('exit', (code, signal) => this.died(code, signal));
+    this.proc = launcher.launchInteractive(
+      { file: cmd.file, args: cmd.args, cwd, env: cmd.env },
+      {
+        output: (b) => this.read(out.decode(b, { stream: true })),
+        errorOutput: (b) => {
+          this.stderr = (this.stderr + err.decode(b, { stream: true })).slice(-STDERR_TAIL);
+        },
+        exited: (code, signal) => {
+          this.died(code, signal);
+          exited();
+        },
+        closed: () => undefined,
+        lost: (why) => {
+          this.died(null, null, why);
+          exited();
+        },
+      },
+    );
   }
 
   get pid(): number {
-    return this.child.pid ?? 0;
+    return this.proc.pid;
+  }
+
+  /** Runs `f` once the host has exited, or failed to start (at once if it has). */
+  whenExited(f: () => void): void {
+    if (this.exitSeen) f();
+    else this.onExit.push(f);
   }
 
   private send(msg: unknown): void {
-    if (!this.dead) this.child.stdin!.write(`${JSON.stringify(msg)}\n`);
+    if (!this.dead) this.proc.write(`${JSON.stringify(msg)}\n`);
   }
 
   run(proc: Proc, req: { tool: string; args: Record<string, unknown>; env: Record<string, string> }, timeoutS?: number): void {
@@ -195,10 +221,10 @@ class Host {
   stop(): void {
     if (this.dead) return;
     this.gone(this);
-    this.child.stdin!.end();
+    this.proc.endInput();
     const t = setTimeout(() => this.killGroup('SIGKILL'), STOP_GRACE_MS);
     t.unref();
-    this.child.once('exit', () => {
+    this.whenExited(() => {
       clearTimeout(t);
       this.killGroup('SIGKILL');
     });
@@ -225,7 +251,10 @@ export class HostPool {
   /** Every live host, also retired or stopping ones (for close()). */
   private readonly live = new Set<Host>();
 
-  constructor(readonly idleMs = DEFAULT_HOST_IDLE_MS) {}
+  constructor(
+    readonly idleMs = DEFAULT_HOST_IDLE_MS,
+    private readonly launcher: Launcher = Launcher.create({ native: false }),
+  ) {}
 
   /** The arguments after the host program (its own idle time, for what it keeps warm inside). */
   programArgs(): string[] {
@@ -243,11 +272,11 @@ export class HostPool {
       h = new Host(name, key, cwd, cmd, this.idleMs, (gone) => {
         if (this.hosts.get(gone.key) === gone) this.hosts.delete(gone.key);
         if (gone.dead) this.live.delete(gone);
-      });
+      }, this.launcher);
       this.hosts.set(key, h);
       this.live.add(h);
       const started = h;
-      h.child.once('exit', () => this.live.delete(started));
+      h.whenExited(() => this.live.delete(started));
     }
     h.run(proc, { ...req, env: cmd.env }, timeoutS);
   }

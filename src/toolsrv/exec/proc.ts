@@ -5,13 +5,12 @@
  * an inherited pipe cannot keep it open. A tty tool runs in a pseudo-terminal (node-pty), which is a
  * session of its own as well.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { concatBytes } from '../../ninep/index.js';
-import { Feed } from '../feed.js';
+import { Feed } from '../../platform/queue.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
 import { describeLimit, type Limits } from '../sandbox/limits.js';
-import type { CallLimitKind, Spawner } from './spawner.js';
+import { Launcher, type CallLimitKind } from '../../platform/launcher.js';
 
 export interface SpawnSpec {
   file: string;
@@ -58,6 +57,12 @@ export interface HostedCall {
   lost(reason: string): void;
 }
 
+let fallback: Launcher | undefined;
+/** For a Proc started without a launcher (tests): Node's spawn, as the launcher's documented fallback. */
+function defaultLauncher(): Launcher {
+  return (fallback ??= Launcher.create({ native: false }));
+}
+
 export class Proc {
   readonly started = Date.now();
   ended?: number;
@@ -99,18 +104,17 @@ export class Proc {
   }
 
   /**
-   * Starts the process, through `spawner` when there is one (see exec/spawner.ts; Node's own spawn otherwise);
+   * Starts the process through `launcher` (src/platform/launcher.ts; a tty tool in node-pty instead);
    * `timeoutS` (seconds) kills the group when it runs longer.
    */
-  async start(spec: SpawnSpec, timeoutS?: number, spawner?: Spawner): Promise<void> {
+  async start(spec: SpawnSpec, timeoutS?: number, launcher: Launcher = defaultLauncher()): Promise<void> {
     this.limits = spec.limits;
     if (timeoutS !== undefined) {
       this.timer = setTimeout(() => this.terminate('timeout'), timeoutS * 1000);
       this.timer.unref();
     }
     if (spec.tty) await this.startPty(spec);
-    else if (spawner) await this.startSpawned(spawner, spec);
-    else this.startPipes(spec);
+    else await this.startLaunched(launcher, spec);
   }
 
   /**
@@ -143,48 +147,7 @@ export class Proc {
     return this.cancelHosted !== undefined;
   }
 
-  private startPipes(spec: SpawnSpec): void {
-    let child: ChildProcess;
-    try {
-      child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-    } catch (e) {
-      this.failed(`cannot start ${spec.file}: ${(e as Error).message}`);
-      return;
-    }
-    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let closed = false;
-    const settle = (): void => {
-      if (closed && exited) this.exited(exited.code, exited.signal);
-    };
-    child.once('error', (e) => {
-      // Spawn failures (missing executable or cwd) come here without an exit.
-      if (!this.osPid) this.failed(`cannot start ${spec.file}: ${e.message}`);
-    });
-    if (child.pid === undefined) return;
-    this.osPid = child.pid;
-    child.stdin!.on('error', () => undefined); // a tool that never reads its arguments closes the pipe early
-    child.stdin!.end(spec.stdin);
-    child.stdout!.on('data', (b: Buffer) => this.output(b));
-    child.stderr!.on('data', (b: Buffer) => this.output(b));
-    child.once('exit', (code, signal) => {
-      exited = { code, signal };
-      this.killGroup('SIGKILL');
-      const drain = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        closed = true;
-        settle();
-      }, DRAIN_MS);
-      drain.unref();
-      child.once('close', () => {
-        clearTimeout(drain);
-        closed = true;
-        settle();
-      });
-    });
-  }
-
-  private async startSpawned(spawner: Spawner, spec: SpawnSpec): Promise<void> {
+  private async startLaunched(launcher: Launcher, spec: SpawnSpec): Promise<void> {
     let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let closed = false;
     let drain: NodeJS.Timeout | undefined;
@@ -193,12 +156,12 @@ export class Proc {
     };
     let abandon = (): void => undefined;
     try {
-      const spawned = await spawner.spawn(spec, {
+      const spawned = await launcher.launch(spec, {
         output: (b) => this.output(b),
         exited: (code, signal, limit) => {
           exited = { code, signal };
           if (limit) this.hitLimit(limit);
-          // The spawner has killed the rest of the group; a process that left it may hold the pipe.
+          // The launcher has killed the rest of the group; a process that left it may hold the pipe.
           if (!closed) {
             drain = setTimeout(() => {
               abandon();

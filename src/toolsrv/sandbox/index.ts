@@ -4,7 +4,7 @@
  *
  *   const policy = loadPolicy({ configDir, dataDir, cwd, home, runtimeDir, tmpDir });
  *   const cmd = sandboxCommand(policy, [toolPath, ...toolArgs], { allowOllieSocket: meta.sandbox?.ollieSocket });
- *   spawn(cmd.file, cmd.args, { cwd, env: cmd.env(toolEnv), detached: true });
+ *   await launcher.launch({ file: cmd.file, args: cmd.args, cwd, env: cmd.env(toolEnv), stdin }, handlers);   // src/platform/launcher.ts
  *
  * Fails closed: sandboxCommand throws SandboxUnavailableError (with the exact reason) when the helper is
  * missing or the kernel's Landlock cannot enforce the policy. The helper checks the same again at run time

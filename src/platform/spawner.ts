@@ -1,5 +1,5 @@
 /**
- * The client of native/ollie-spawner, toolsrv's fork server. Node's spawn forks all of toolsrv and blocks its
+ * The client of native/ollie-spawner, the fork server behind the project's one process launcher (launcher.ts). Node's spawn forks all of toolsrv and blocks its
  * event loop until the child has exec'd (2.3 ms a call here, during which no other call moves); the spawner
  * is a small C process that forks instead, so toolsrv only writes a frame and reads the answers. The frames
  * are described in native/ollie-spawner.c.
@@ -7,13 +7,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Socket } from 'node:net';
-import { concatBytes } from '../../ninep/index.js';
-import { PACKAGE_ROOT } from '../sandbox/policy.js';
+import { concatBytes } from '../ninep/index.js';
 
-/** The fork server, built by scripts/build-native.mjs beside the sandbox helper. */
-export const SPAWNER = join(PACKAGE_ROOT, 'native', 'build', 'ollie-spawner');
+/** The fork server, built by scripts/build-native.mjs beside the sandbox helper (this file is two levels below the root). */
+export const SPAWNER = fileURLToPath(new URL('../../native/build/ollie-spawner', import.meta.url));
 
 /** What a spawned process reports, by the frames of its id. */
 export interface SpawnedHandlers {
@@ -39,7 +38,7 @@ export interface CallLimits {
   /** Bytes, per file written. */
   fileSize?: number;
   openFiles?: number;
-  /** Bytes of output; enforced by toolsrv (exec/proc.ts), not the spawner. */
+  /** Bytes of output; enforced by toolsrv (toolsrv/exec/proc.ts), not the spawner. */
   output?: number;
 }
 
@@ -80,13 +79,17 @@ export class Spawner {
   private buf = new Uint8Array(0);
   private errTail = '';
 
-  constructor(private readonly binary: string) {}
+  /** `adopt`: told of the spawner's own process when it starts (olliesrv confines it: see auth/confined.ts). */
+  constructor(
+    private readonly binary: string,
+    private readonly adopt?: (child: ChildProcess) => void,
+  ) {}
 
   /** The spawner at `binary` when it is there and executable, else undefined (no native build here). */
-  static find(binary: string): Spawner | undefined {
+  static find(binary: string, adopt?: (child: ChildProcess) => void): Spawner | undefined {
     try {
       accessSync(binary, constants.X_OK);
-      return new Spawner(binary);
+      return new Spawner(binary, adopt);
     } catch {
       return undefined;
     }
@@ -94,7 +97,7 @@ export class Spawner {
 
   /**
    * Starts a process; resolves with its pid once it has exec'd, or rejects with what stopped it (a missing
-   * program or cwd). The handlers then hear its output, its exit and the end of its output, in that order.
+   * program or cwd). The handlers then hear its output, then its exit and the end of its output (in either order).
    */
   spawn(req: SpawnRequest, handlers: SpawnedHandlers): Promise<Spawned> {
     // Strings travel NUL-terminated: one with a NUL inside would shift every field after it (as execve would cut it).
@@ -127,6 +130,7 @@ export class Spawner {
   private ensure(): ChildProcess {
     if (this.child) return this.child;
     const child = spawn(this.binary, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.adopt?.(child);
     this.child = child;
     this.buf = new Uint8Array(0);
     this.errTail = '';

@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+// The one process launcher (src/platform/launcher.ts), both ways: through the spawner and through its fallback
+// (Node's child_process.spawn). For `/bin/true`, launched one after another: the time from launch() to the exit and
+// the end of output, and the time launch() holds the event loop (the synchronous part of the call, which is where
+// Node's spawn forks the whole process). Needs `npm run build:node` and `node scripts/build-native.mjs`.
+//
+//   node bench/launcher.mjs [--n 300] [--warmup 30] [--json]
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { Launcher } = await import(join(root, 'dist/platform/launcher.js'));
+const { values } = parseArgs({ options: { n: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, json: { type: 'boolean', default: false } } });
+const N = Number(values.n);
+const WARMUP = Number(values.warmup);
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+async function once(l) {
+  let sync = 0;
+  const t0 = performance.now();
+  await new Promise((resolve, reject) => {
+    let exited = false;
+    let closed = false;
+    const done = () => exited && closed && resolve();
+    const s0 = performance.now();
+    l.launch({ file: '/bin/true', args: [], cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' }, stdin: '' }, {
+      output: () => undefined,
+      exited: () => ((exited = true), done()),
+      closed: () => ((closed = true), done()),
+      lost: (why) => reject(new Error(why)),
+    }).catch(reject);
+    sync = performance.now() - s0;
+  });
+  return { total: performance.now() - t0, sync };
+}
+
+const out = {};
+for (const native of [true, false]) {
+  const l = Launcher.create({ native });
+  if (native && !l.native) throw new Error('native/build/ollie-spawner is not built: run node scripts/build-native.mjs');
+  for (let i = 0; i < WARMUP; i++) await once(l);
+  const runs = [];
+  for (let i = 0; i < N; i++) runs.push(await once(l));
+  l.close();
+  out[native ? 'spawner' : 'fallback'] = { launch_to_end_ms: median(runs.map((r) => r.total)), event_loop_held_ms: median(runs.map((r) => r.sync)), n: N };
+}
+if (values.json) console.log(JSON.stringify(out));
+else for (const [k, v] of Object.entries(out)) console.log(`${k.padEnd(9)} /bin/true: launch to end ${v.launch_to_end_ms.toFixed(3)} ms, event loop held ${v.event_loop_held_ms.toFixed(3)} ms (medians of ${v.n})`);

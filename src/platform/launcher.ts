@@ -1,0 +1,172 @@
+/**
+ * The project's one way to start a process that acts for an agent: tool calls (toolsrv), workflows and profile
+ * prompt commands (olliesrv). A sandboxed launch is first wrapped by the sandbox module (sandboxCommand in
+ * src/toolsrv/sandbox, through toolsrv's Confinement.wrap for tools), which is the one code path that applies a
+ * policy; the launcher then starts what it was given, in a session and process group of its own.
+ *
+ * It starts processes through the native spawner (native/ollie-spawner.c, client in spawner.ts) whenever it is
+ * built. Node's child_process.spawn is the fallback, used
+ *   - where native/build/ollie-spawner is not built (a checkout without a C compiler), or `native: false`;
+ *   - for a launch that wants its stderr apart from its stdout (`stderr: 'separate'`: prompt commands, whose
+ *     stderr becomes a warning and not prompt text), which the spawner's one output pipe cannot give;
+ *   - for an interactive launch (launchInteractive: resident tool hosts, which read calls on a stdin that stays
+ *     open), since the spawner writes a process's stdin once and closes it.
+ * What the fallback loses: containment beyond the process group (a process that calls setsid, or double-forks
+ * out of the group, outlives the launch; the spawner's subreapers catch those), the per-launch process and
+ * memory limits and the per-process rlimits (`limits` is ignored), and Node's event loop is blocked for each
+ * fork (~2 ms). toolsrv refuses sandboxed tool calls without the spawner (toolsrv/core.ts, NO_SPAWNER) for
+ * the first two reasons; olliesrv's launches (workflows, prompt commands) accept the fallback, as before.
+ *
+ * Either way the process group goes with its leader: when the launched process exits, whatever it left in its
+ * group is killed before `exited` is heard.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { SPAWNER, Spawner, type SpawnedHandlers, type SpawnRequest, type Spawned } from './spawner.js';
+
+export type { CallLimitKind, CallLimits } from './spawner.js';
+
+export interface LaunchRequest extends SpawnRequest {
+  /** `merged` (the default): stdout and stderr come to `output` in the order written. */
+  stderr?: 'merged' | 'separate';
+}
+
+export interface LaunchHandlers extends SpawnedHandlers {
+  /** What the process wrote to stderr, for a launch with `stderr: 'separate'`. */
+  errorOutput?(bytes: Uint8Array): void;
+}
+
+/** A started process: its pid (also its process group's id), and how to stop reading its output. */
+export type Launched = Spawned;
+
+/** A process started with its stdin open: `pid` is 0 when it could not start (then `lost` says why). */
+export interface Interactive {
+  readonly pid: number;
+  /** Writes to its stdin (nothing once it is gone). */
+  write(text: string): void;
+  /** Closes its stdin. */
+  endInput(): void;
+}
+
+export interface LauncherOptions {
+  /** false: never use the spawner, even where it is built (tests of the fallback). */
+  native?: boolean;
+  /** Told of every process the launcher itself starts (the spawner, or a fallback's process): olliesrv confines them. */
+  adopt?: (child: ChildProcess) => void;
+}
+
+export class Launcher {
+  private constructor(
+    private readonly spawner: Spawner | undefined,
+    private readonly adopt: ((child: ChildProcess) => void) | undefined,
+  ) {}
+
+  static create(o: LauncherOptions = {}): Launcher {
+    return new Launcher(o.native === false ? undefined : Spawner.find(SPAWNER, o.adopt), o.adopt);
+  }
+
+  /** Whether launches go through the spawner (and so are contained and limited). */
+  get native(): boolean {
+    return this.spawner !== undefined;
+  }
+
+  /** The spawner's own pid while it runs. */
+  get spawnerPid(): number | undefined {
+    return this.spawner?.pid;
+  }
+
+  /**
+   * Starts `req`; resolves with its pid once it runs, or rejects saying what stopped it (a missing program or
+   * cwd). The handlers then hear its output, then its exit and the end of its output (in either order).
+   */
+  launch(req: LaunchRequest, handlers: LaunchHandlers): Promise<Launched> {
+    if (this.spawner && req.stderr !== 'separate') return this.spawner.spawn(req, handlers);
+    return launchWithNode(req, handlers, this.adopt);
+  }
+
+  /**
+   * Starts `req` with its stdin left open for write(); its stdout comes to `output`, its stderr to `errorOutput`.
+   * Always through the fallback (see above). A start failure is reported through `lost`.
+   */
+  launchInteractive(req: Omit<LaunchRequest, 'stdin' | 'stderr' | 'limits'>, handlers: LaunchHandlers): Interactive {
+    let child: ChildProcess;
+    try {
+      child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      queueMicrotask(() => handlers.lost(`could not start: ${(e as Error).message}`));
+      return { pid: 0, write: () => undefined, endInput: () => undefined };
+    }
+    child.once('error', (e) => {
+      if (child.pid === undefined) handlers.lost(`could not start: ${e.message}`);
+    });
+    if (child.pid !== undefined) {
+      this.adopt?.(child);
+      wire(child, child.pid, 'separate', handlers);
+    }
+    let gone = child.pid === undefined;
+    child.once('exit', () => (gone = true));
+    child.stdin!.on('error', () => undefined);
+    return {
+      pid: child.pid ?? 0,
+      write: (text) => {
+        if (!gone) child.stdin!.write(text);
+      },
+      endInput: () => child.stdin!.end(),
+    };
+  }
+
+  /** Ends the spawner, which kills the process groups it started. */
+  close(): void {
+    this.spawner?.close();
+  }
+}
+
+function launchWithNode(req: LaunchRequest, h: LaunchHandlers, adopt?: (child: ChildProcess) => void): Promise<Launched> {
+  return new Promise((resolve, reject) => {
+    const cannot = (e: Error): Error => new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${e.message}`);
+    let child: ChildProcess;
+    try {
+      child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      return reject(cannot(e as Error));
+    }
+    // Spawn failures (a missing program or cwd) come as an error event, without a pid.
+    if (child.pid === undefined) return void child.once('error', (e) => reject(cannot(e)));
+    child.on('error', () => undefined);
+    const pid = child.pid;
+    adopt?.(child);
+    child.stdin!.on('error', () => undefined); // a process that never reads its input closes the pipe early
+    child.stdin!.end(req.stdin);
+    resolve({ pid, abandonOutput: wire(child, pid, req.stderr ?? 'merged', h) });
+  });
+}
+
+/** Passes a started child's output, exit and end of output to `h`; returns how to abandon its output. */
+function wire(child: ChildProcess, pid: number, stderr: 'merged' | 'separate', h: LaunchHandlers): () => void {
+  child.stdout!.on('data', (b: Buffer) => h.output(b));
+  child.stderr!.on('data', (b: Buffer) => (stderr === 'separate' && h.errorOutput ? h.errorOutput(b) : h.output(b)));
+  let closed = false;
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    h.closed();
+  };
+  child.once('exit', (code, signal) => {
+    killGroup(pid);
+    h.exited(code, signal);
+  });
+  // 'close' comes after 'exit', once stdout and stderr are both at end of file.
+  child.once('close', close);
+  return () => {
+    child.stdout!.destroy();
+    child.stderr!.destroy();
+    close();
+  };
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Nothing left in it.
+  }
+}
