@@ -24,7 +24,7 @@ export function registerMcp(program: Command): void {
   program
     .command('mcp')
     .description('serve Ollie as an MCP server on stdio: sessions and agents as tools (list, create, prompt, read logs, list approvals)')
-    .option('-a, --addr <addr>', 'olliesrv address: unix!/path, tcp!host!port', defaultAddress())
+    .option('-a, --addr <addr>', 'olliesrv address: unix!/path, tcp!host!port, or ssh![user@]host[:port][!/remote.sock] (over ssh)', defaultAddress())
     .option('--timeout <seconds>', 'longest prompt_agent waits for the turn to end', (v) => {
       const n = Number(v);
       if (!(n > 0)) throw new Error(`--timeout: expected a number of seconds, got ${JSON.stringify(v)}`);
