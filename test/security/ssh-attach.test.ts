@@ -1,9 +1,8 @@
 /**
  * Remote attach (`-a ssh!HOST`) is no way for a model to reach this machine's daemon as its owner: from inside the
- * sandbox, a scripted shell call that holds a working ssh config and key (in its own working directory) for a real
- * sshd on loopback dials
- * `ssh!HOST!/the/local/daemon.sock` as ollie-9p does — the sandbox's network rules stop ssh before the daemon is
- * reached, and nothing changes. The control (the same command outside the sandbox) shows the path works.
+ * sandbox, a scripted shell call holding a working ssh config and key (in its own working directory) for a real
+ * sshd on loopback dials `ssh!HOST!/the/local/daemon.sock` as ollie-9p does; the sandbox's network rules stop ssh
+ * before the daemon is reached, and nothing changes. The control (the same dial outside the sandbox) works.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
