@@ -25,7 +25,7 @@ class UsageError extends Error {}
 
 const program = new Command('o')
   .description('Ollie from the shell: sessions, agents, prompts, goals and approvals, as plain 9P operations.')
-  .option('-a, --addr <addr>', 'olliesrv address: unix!/path or tcp!host!port', defaultAddress())
+  .option('-a, --addr <addr>', 'olliesrv address: unix!/path, tcp!host!port, or ssh![user@]host[:port][!/remote.sock] (over ssh)', defaultAddress())
   .option('-s, --session <name>', 'session (default: $OLLIE_SESSION, or the session whose id is $OLLIE_SESSION_ID)')
   .option('-g, --agent <name>', 'agent (default: $OLLIE_AGENT, or the agent whose id is $OLLIE_UNAME)')
   .showHelpAfterError();

@@ -11,7 +11,7 @@ import { defaultAddress } from '../platform/paths.js';
 
 const program = new Command('ollie-9p')
   .description('Read and write files of a 9P server (olliesrv by default).')
-  .option('-a, --addr <addr>', 'server address: unix!/path or tcp!host!port', defaultAddress());
+  .option('-a, --addr <addr>', 'server address: unix!/path, tcp!host!port, or ssh![user@]host[:port][!/remote.sock] (a daemon on another machine, over ssh)', defaultAddress());
 
 async function withClient<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   const c = await dialOllie(program.opts<{ addr: string }>().addr);

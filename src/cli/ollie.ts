@@ -14,6 +14,7 @@ import type { FrontDoor } from '../platform/front-door.js';
 import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
 import { registerModels } from './models.js';
 import { registerSetup } from './setup.js';
+import { registerMcp } from './mcp.js';
 
 function parseHostPort(v: string): Address & { kind: 'tcp' } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(v);
@@ -148,5 +149,6 @@ program
 
 registerModels(program);
 registerSetup(program);
+registerMcp(program);
 
 await program.parseAsync();

@@ -66,27 +66,25 @@ describe('namespace handler kinds over 9P', () => {
     expect(value).toBe('');
   });
 
-  it('text: 2 MB in 4 KiB chunks costs at most 3x one pass in 1 MiB chunks; reading on the fid sees its writes', async () => {
+  // The time of a 4 KiB-chunk pass against a 1 MiB-chunk pass is a figure of bench/ninep.mjs.
+  it('text: 2 MB in 4 KiB chunks or 1 MiB chunks is one commit per open; reading on the fid sees its writes', async () => {
     let value = '';
     let commits = 0;
     srv = (await serve({ fs: build(Dir('/', Leaf('t', { text: { get: () => value, set: (_c, v) => void ((value = v), commits++) } })), { uid: 'alice' }) })) as TestServer<unknown>;
     const c = await srv.client();
     const data = new Uint8Array(2 * 1024 * 1024).fill(97);
-    const pass = async (chunk: number): Promise<number> => {
-      const t0 = performance.now();
+    const pass = async (chunk: number): Promise<void> => {
       const f = await c.open('t', OWRITE | 0x10);
       const pending: Promise<number>[] = [];
       for (let off = 0; off < data.length; off += chunk) pending.push(f.write(off, data.subarray(off, off + chunk)));
       await Promise.all(pending);
       await f.clunk();
-      return performance.now() - t0;
     };
     await pass(1 << 20);
-    const big = await pass(1 << 20);
-    const small = await pass(4096);
+    await pass(1 << 20);
+    await pass(4096);
     expect(value.length).toBe(data.length);
     expect(commits).toBe(3);
-    expect(small).toBeLessThan(Math.max(3 * big, 200));
     const f = await c.open('t', ORDWR | 0x10);
     await f.write(0, new TextEncoder().encode('hello'));
     expect(new TextDecoder().decode(await f.read(0, 100))).toBe('hello');

@@ -1,10 +1,13 @@
 /**
- * A text file's stat gives its true length, so a client appending at the end (echo >> plan through a FUSE mount)
- * writes there — and is refused as leaving a hole, with the value intact — instead of writing at 0 and replacing
- * the value it meant to extend.
+ * Text files (plan, env, config files) under the writes real clients send:
+ *  - an append (`echo >> plan` through 9pfuse or a Linux v9fs mount): stat for the length, Topen OWRITE without
+ *    OTRUNC, Twrite at offset == length (the kernel puts an O_APPEND write at the size it has), Tclunk;
+ *  - plan9port's `9p write`: Topen OWRITE|OTRUNC, then 4 KiB Twrites from 0;
+ *  - chunked appends: many Twrites, each at the end of the one before.
+ * Each open's writes are assembled and committed once, at clunk.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { build, Dir, Leaf, OWRITE } from '../../src/ninep/index.js';
+import { build, Dir, Leaf, ORDWR, OTRUNC, OWRITE } from '../../src/ninep/index.js';
 import { serve, type TestServer } from './helpers.js';
 
 let t: TestServer<unknown> | undefined;
@@ -13,16 +16,86 @@ afterEach(async () => {
   t = undefined;
 });
 
-describe('text files', () => {
-  it('stat gives the value\'s length; a write past what this fid wrote is refused and the value stays', async () => {
-    let value = 'first line\n';
-    const ns = build(Dir('/', Leaf('plan', { text: { get: () => value, set: (_c, v) => void (value = v) } })), { uid: 'alice' });
-    t = await serve({ fs: ns as never });
-    const c = await t.client();
-    expect((await c.stat('plan')).length).toBe(Buffer.byteLength(value));
+const enc = new TextEncoder();
+
+async function textServer(initial: string): Promise<{ value: () => string; commits: string[] }> {
+  let value = initial;
+  const commits: string[] = [];
+  const ns = build(Dir('/', Leaf('plan', { text: { get: () => value, set: (_c, v) => void (commits.push(v), (value = v)) } })), { uid: 'alice' });
+  t = await serve({ fs: ns as never });
+  return { value: () => value, commits };
+}
+
+describe('text files take appends and chunked writes', () => {
+  it('an append at the length stat gave (as 9pfuse and v9fs send echo >>) extends the value, committed once', async () => {
+    const s = await textServer('- [ ] first\n');
+    const c = await t!.client();
+    const len = (await c.stat('plan')).length;
+    expect(len).toBe(12);
     const f = await c.open('plan', OWRITE);
-    await expect(f.write(Buffer.byteLength(value), new TextEncoder().encode('appended\n'))).rejects.toThrow(/would leave a hole/);
+    await f.write(len, enc.encode('- [ ] second\n'));
+    expect(s.commits).toEqual([]);
     await f.clunk();
-    expect(value).toBe('first line\n');
+    expect(s.value()).toBe('- [ ] first\n- [ ] second\n');
+    expect(s.commits).toHaveLength(1);
+    expect((await c.stat('plan')).length).toBe(Buffer.byteLength(s.value()));
+  });
+
+  it('a chunked append (4 KiB writes, each at the end of the last) is one commit of the whole', async () => {
+    const s = await textServer('head\n');
+    const c = await t!.client();
+    const tail = 'line of an appended plan\n'.repeat(12_000);
+    const bytes = enc.encode(tail);
+    const f = await c.open('plan', OWRITE);
+    const start = Number((await c.stat('plan')).length);
+    const pending: Promise<number>[] = [];
+    for (let off = 0; off < bytes.length; off += 4096) pending.push(f.write(start + off, bytes.subarray(off, off + 4096)));
+    await Promise.all(pending);
+    await f.clunk();
+    expect(s.value()).toBe(`head\n${tail}`);
+    expect(s.commits).toHaveLength(1);
+  });
+
+  it("plan9port's 9p write (OTRUNC, 4 KiB writes from 0) replaces a longer value with a shorter one", async () => {
+    const s = await textServer('x'.repeat(50_000));
+    const c = await t!.client();
+    const next = enc.encode('y'.repeat(10_000));
+    const f = await c.open('plan', OWRITE | OTRUNC);
+    for (let off = 0; off < next.length; off += 4096) await f.write(off, next.subarray(off, off + 4096));
+    await f.clunk();
+    expect(s.value()).toBe('y'.repeat(10_000));
+    expect(s.commits).toHaveLength(1);
+  });
+
+  it('a first write at 0 without OTRUNC replaces the value (a text file takes a new value whole)', async () => {
+    const s = await textServer('a long old value\n');
+    const c = await t!.client();
+    const f = await c.open('plan', OWRITE);
+    await f.write(0, enc.encode('new\n'));
+    await f.clunk();
+    expect(s.value()).toBe('new\n');
+  });
+
+  it('a first write inside the value without OTRUNC edits it in place; a read on the fid sees the edit', async () => {
+    const s = await textServer('- [ ] step one\n');
+    const c = await t!.client();
+    const f = await c.open('plan', ORDWR);
+    await f.write(3, enc.encode('x'));
+    expect(new TextDecoder().decode(await f.read(0, 100))).toBe('- [x] step one\n');
+    await f.clunk();
+    expect(s.value()).toBe('- [x] step one\n');
+  });
+
+  it('a write past the end is refused (a hole) and the value stays; so is a first write past 0 after OTRUNC', async () => {
+    const s = await textServer('first line\n');
+    const c = await t!.client();
+    const f = await c.open('plan', OWRITE);
+    await expect(f.write(100, enc.encode('far\n'))).rejects.toThrow(/would leave a hole \(value is 11 bytes\)/);
+    await f.clunk();
+    expect(s.value()).toBe('first line\n');
+    const g = await c.open('plan', OWRITE | OTRUNC);
+    await expect(g.write(11, enc.encode('appended\n'))).rejects.toThrow(/would leave a hole \(value is 0 bytes\)/);
+    await g.clunk();
+    expect(s.value()).toBe('');
   });
 });

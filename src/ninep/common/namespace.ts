@@ -6,7 +6,8 @@
  * Handler kinds (at most one that produces what a read returns; `write` may join read, stream or blockOnce):
  *   read        content made on each read at offset 0, served by offset (ctl status, idx files)
  *   write       every Twrite is one message to the handler (prompt, fifo)
- *   text        a value read whole and replaced whole by the writes of one open (name, plan, env)
+ *   text        a value read whole and replaced by the writes of one open, committed once (name, plan, env):
+ *               a first write at 0 starts a new value, a first write further on (an append) edits the current one
  *   rdwr        write a request, read its reply on the same fid (new, ctl)
  *   stream      reads block for the next chunk; EOF only when the object dies (log.raw)
  *   blockOnce   the first read blocks until the handler resolves (state changes)
@@ -105,6 +106,11 @@ export interface EachSpec extends Common {
   has?: (ctx: Ctx, name: string) => boolean;
   /** A stable identity for qid.path, so a renamed instance keeps its qids. */
   key?: (ctx: Ctx, name: string) => string;
+  /**
+   * With `key`: the instance's name now, undefined once it is gone. Fids below an instance are then bound to it,
+   * not to the name they walked: after a rename they reach the same object under its new name.
+   */
+  nameOf?: (ctx: Ctx, key: string) => string | undefined;
   rename?: (ctx: Ctx, newName: string) => void | Promise<void>;
   remove?: (ctx: Ctx) => void | Promise<void>;
   children: NodeSpec[];
@@ -196,11 +202,21 @@ export interface BuildOptions {
   access?: Access;
 }
 
+/** A template instance a node is bound to by its key (EachSpec.nameOf). */
+interface Binding {
+  readonly param: string;
+  readonly key: string;
+  readonly nameOf: (ctx: Ctx, key: string) => string | undefined;
+}
+
 /** A walked file: a declaration plus the template values that led to it. */
 export interface Node {
   readonly built: Built;
   readonly name: string;
+  /** The template values as walked; handlers get them as they are now (see bindings). */
   readonly params: Readonly<Record<string, string>>;
+  /** The instances above, outermost first, whose current names replace the walked ones in `params`. */
+  readonly bindings?: readonly Binding[];
   readonly parent: Node | undefined;
   readonly keyPath: string;
   readonly path: string;
@@ -313,10 +329,13 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
 
 export class Namespace implements FileServer<Node> {
   private readonly started = Math.floor(Date.now() / 1000);
-  /** qid.vers of files without a version hook: bumped by each write (or truncation) through this namespace. */
+  /**
+   * qid.vers of files without a version hook: bumped by each write (or truncation) through this namespace. By
+   * key path, so a count follows its file through renames.
+   */
   private readonly writes = new Map<string, number>();
   private bump(n: Node): void {
-    this.writes.set(n.path, ((this.writes.get(n.path) ?? 0) + 1) >>> 0);
+    this.writes.set(n.keyPath, ((this.writes.get(n.keyPath) ?? 0) + 1) >>> 0);
   }
   constructor(readonly top: Built) {}
 
@@ -366,7 +385,19 @@ export class Namespace implements FileServer<Node> {
   }
 
   private ctx(n: Node, user: User): Ctx {
-    return { params: n.params, user, path: n.path };
+    return { params: this.params(n, user), user, path: n.path };
+  }
+
+  /** The template values of `n` now: a node bound to instances follows them through renames. */
+  private params(n: Node, user: User): Readonly<Record<string, string>> {
+    if (!n.bindings) return n.params;
+    const params: Record<string, string> = { ...n.params };
+    for (const b of n.bindings) {
+      const name = b.nameOf({ params, user, path: n.path }, b.key);
+      if (name === undefined) throw new NinepError(`${Ename.notFound}: ${n.path}: the ${b.param} it was opened in is gone`);
+      params[b.param] = name;
+    }
+    return params;
   }
 
   /** Throws the rule's refusal when `user` may not do `op` to `n`. */
@@ -389,15 +420,17 @@ export class Namespace implements FileServer<Node> {
     const b = dir.built;
     const child = b.statics.get(name);
     const base = dir.path === '/' ? '' : dir.path;
-    if (child) return { built: child, name, params: dir.params, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}`, user };
+    const ctx = this.ctx(dir, user);
+    const bindings = dir.bindings;
+    if (child) return { built: child, name, params: ctx.params, bindings, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}`, user };
     const each = b.each;
     const spec = each?.template ?? (each?.spec.kind === 'each' ? each.spec : undefined);
     if (each && spec) {
-      const ctx = this.ctx(dir, user);
       if (spec.has ? spec.has(ctx, name) : spec.list(ctx).includes(name)) {
-        const params = { ...dir.params, [spec.param]: name };
+        const params = { ...ctx.params, [spec.param]: name };
         const key = spec.key ? spec.key({ ...ctx, params }, name) : name;
-        return { built: each, name, params, parent: dir, keyPath: `${dir.keyPath}/${key}`, path: `${base}/${name}`, user };
+        const bound = spec.key && spec.nameOf ? [...(bindings ?? []), { param: spec.param, key, nameOf: spec.nameOf }] : bindings;
+        return { built: each, name, params, bindings: bound, parent: dir, keyPath: `${dir.keyPath}/${key}`, path: `${base}/${name}`, user };
       }
     }
     throw new NinepError(`${Ename.notFound}: ${base}/${name}`);
@@ -433,7 +466,7 @@ export class Namespace implements FileServer<Node> {
         else if (spec.text) length = toBytes(spec.text.get(ctx)).length;
         if (spec.version) vers = spec.version(ctx) >>> 0;
       }
-      if (!spec.version) vers = this.writes.get(n.path) ?? 0;
+      if (!spec.version) vers = this.writes.get(n.keyPath) ?? 0;
     }
     const qid: Qid = { type: isDir ? QTDIR : QTFILE, vers, path: n.qidPath };
     return {
@@ -447,7 +480,7 @@ export class Namespace implements FileServer<Node> {
     if (spec.kind !== 'leaf') throw new NinepError(Ename.isDir);
     if ((mode & 3) !== 1) this.check(n, user, 'read');
     if ((mode & 3) === 1 || (mode & 3) === 2 || mode & OTRUNC) this.check(n, user, 'write');
-    return new LeafFile(spec, n.built.readKind, this.ctx(n, user), (mode & OTRUNC) !== 0, () => this.bump(n));
+    return new LeafFile(spec, n.built.readKind, () => this.ctx(n, user), n.path, (mode & OTRUNC) !== 0, () => this.bump(n));
   }
 
   async create(dir: Node, name: string, perm: number, mode: number, user: User): Promise<Node> {
@@ -579,10 +612,19 @@ class LeafFile implements OpenFile {
   private partsLength = 0;
 
   constructor(
-    private readonly spec: LeafSpec, private readonly kind: Built['readKind'], private readonly ctx: Ctx, private readonly trunc: boolean,
+    private readonly spec: LeafSpec, private readonly kind: Built['readKind'],
+    /** The context now: the names of the instances this fid is bound to may have changed since it was opened. */
+    private readonly ctxNow: () => Ctx,
+    /** The path as walked, for errors. */
+    private readonly path: string,
+    private readonly trunc: boolean,
     /** Counts a change to the file, for qid.vers. */
     private readonly changed: () => void,
   ) {}
+
+  private get ctx(): Ctx {
+    return this.ctxNow();
+  }
 
   read(offset: number, count: number, req: Pending): Uint8Array | Promise<Uint8Array> {
     const s = this.spec;
@@ -615,7 +657,7 @@ class LeafFile implements OpenFile {
         this.stream ??= new StreamReader((signal) => s.rdwrStream!(this.ctx, '', signal));
         return this.readStream(this.stream, count, req);
       default:
-        throw new NinepError(`${Ename.perm}: ${this.ctx.path} is write-only`);
+        throw new NinepError(`${Ename.perm}: ${this.path} is write-only`);
     }
   }
 
@@ -632,7 +674,7 @@ class LeafFile implements OpenFile {
     if (s.write && s.whole) {
       if (offset === 0 && this.parts) await this.deliver(req.signal);
       if (offset !== this.partsLength) throw new NinepError(`${Ename.badOffset}: ${offset}: a message is written in order (${this.partsLength} bytes so far)`);
-      if (this.partsLength + data.length > MAX_MESSAGE) throw new NinepError(`${this.ctx.path}: message longer than ${MAX_MESSAGE} bytes`);
+      if (this.partsLength + data.length > MAX_MESSAGE) throw new NinepError(`${this.path}: message longer than ${MAX_MESSAGE} bytes`);
       (this.parts ??= []).push(data);
       this.partsLength += data.length;
       return data.length;
@@ -648,9 +690,16 @@ class LeafFile implements OpenFile {
     if (s.text) {
       // The writes of one open build the new value, committed once at clunk (its error is the Tclunk's): chunked
       // writes and appends cost linear time, not a copy and a save each.
+      if (!this.wroteText && offset > 0 && !this.trunc) {
+        // The first write lands past 0 on a fid opened without OTRUNC: an append at the end the client learnt from
+        // stat (echo >> plan through 9pfuse or a kernel mount), or an edit in place. It edits the current value.
+        const current = toBytes(s.text.get(this.ctx));
+        this.textParts = [current];
+        this.textLength = current.length;
+      }
       const len = this.textLength;
       if (offset > len) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${len} bytes)`);
-      if (offset + data.length > MAX_TEXT) throw new NinepError(`${this.ctx.path}: value longer than ${MAX_TEXT} bytes`);
+      if (offset + data.length > MAX_TEXT) throw new NinepError(`${this.path}: value longer than ${MAX_TEXT} bytes`);
       if (offset === len) this.textParts.push(data);
       else {
         // Rewriting what this fid already wrote: flatten once.
@@ -678,7 +727,7 @@ class LeafFile implements OpenFile {
       old?.close();
       return data.length;
     }
-    throw new NinepError(`${Ename.perm}: ${this.ctx.path} is read-only`);
+    throw new NinepError(`${Ename.perm}: ${this.path} is read-only`);
   }
 
   /** Saves the value this fid's writes built. */
@@ -709,7 +758,7 @@ class LeafFile implements OpenFile {
   }
 
   close(): void | Promise<void> {
-    this.stream?.close(new NinepError(`${this.ctx.path}: fid clunked`));
+    this.stream?.close(new NinepError(`${this.path}: fid clunked`));
     if (this.trunc && !this.wroteText && this.spec.text) {
       void Promise.resolve(this.spec.text.set(this.ctx, '')).catch(() => undefined);
       this.changed();
