@@ -1,0 +1,162 @@
+/**
+ * MCP servers in toolsrv: a real stdio server (the SDK-written fixture) under the real sandbox helper, a real
+ * Streamable HTTP server on loopback, their tools called through proc/new like any tool.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { lines, type Client } from '../../src/ninep/index.js';
+import type { BypassRequest, ToolInfo } from '../../src/toolsrv/protocol.js';
+import { trust } from '../../src/toolsrv/sandbox/trust.js';
+import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
+import { startEnv, until, type Env } from './helpers.js';
+import { fixtureServer, startHttpFixture, writeMcpConfig } from './mcp-helpers.js';
+import { buildNative } from './sandbox-helpers.js';
+
+const cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+beforeAll(() => buildNative());
+
+async function mcpEnv(servers: Record<string, unknown>, o: { project?: Record<string, unknown> } = {}): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
+  const base = mkdtempSync(join(tmpdir(), 'mcp-test-'));
+  const cwd = join(base, 'ws');
+  const configDir = join(base, 'config');
+  mkdirSync(cwd);
+  writeMcpConfig(configDir, servers);
+  if (o.project) writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: o.project }));
+  const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') });
+  cleanup.push(async () => {
+    await env.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+  const c = await env.client('agent1');
+  await c.write('ctl', 'mcp-wait 15000');
+  return { env, c, cwd, configDir };
+}
+
+const status = async (c: Client, server: string): Promise<Record<string, string>> =>
+  Object.fromEntries((await c.readText(`mcp/${server}/status`)).trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+
+describe('MCP servers in toolsrv', () => {
+  test('a stdio server\'s tools are in every scope as mcp__SERVER__TOOL (cold), validated and run', async () => {
+    const { env, c } = await mcpEnv({ fx: fixtureServer() });
+    expect((await status(c, 'fx')).state).toBe('ready');
+    const tools = JSON.parse(await c.readText('tools')) as ToolInfo[];
+    const echo = tools.find((t) => t.name === 'mcp__fx__echo')!;
+    expect(echo).toMatchObject({ tier: 'cold', scope: 'read' });
+    expect(echo.description).toMatch(/Echoes the text.*\(MCP server fx\)/);
+    const r = await env.call(c, { tool: 'mcp__fx__echo', args: { text: 'abc' } });
+    expect(r).toMatchObject({ status: 'exited', exit: 0, output: 'echo: CBA\n' });
+    // Validated by toolsrv against the server's schema before the server sees it.
+    const bad = await env.call(c, { tool: 'mcp__fx__add', args: { a: 'x', b: 2 } });
+    expect(bad.status).toBe('refused');
+    expect(bad.error).toMatch(/invalid arguments for mcp__fx__add: argument a must be number/);
+    // Another agent's scope has them too, without a load.
+    const c2 = await env.client('agent2');
+    expect((await env.call(c2, { tool: 'mcp__fx__add', args: { a: 2, b: 3 } })).output).toBe('5\n');
+    // An unknown tool of a known server, and an unknown server, are refused in words.
+    expect((await env.call(c, { tool: 'mcp__fx__nope', args: {} })).error).toMatch(/MCP server fx has no tool "nope"/);
+    expect((await env.call(c, { tool: 'mcp__other__x', args: {} })).error).toMatch(/no MCP server "other" is configured/);
+  });
+
+  test('the server is sandboxed: the workspace is read only, secrets are out of reach, the network is off; a bypass runs the call outside', async () => {
+    const { env, c, cwd } = await mcpEnv({ fx: fixtureServer() });
+    const w = await env.call(c, { tool: 'mcp__fx__write_file', args: { path: join(cwd, 'x.txt'), content: 'x' } });
+    expect(w).toMatchObject({ exit: 1 });
+    expect(w.output).toMatch(/cannot write .*EACCES/);
+    expect(existsSync(join(cwd, 'x.txt'))).toBe(false);
+    // It may read the workspace.
+    writeFileSync(join(cwd, 'in.txt'), 'readable');
+    expect((await env.call(c, { tool: 'mcp__fx__read_file', args: { path: join(cwd, 'in.txt') } })).output).toBe('readable\n');
+    const sock: Server = createServer((s) => s.end('hello from the port'));
+    await new Promise<void>((r) => sock.listen(0, '127.0.0.1', r));
+    cleanup.push(() => void sock.close());
+    const port = (sock.address() as { port: number }).port;
+    const n = await env.call(c, { tool: 'mcp__fx__connect_port', args: { port } });
+    expect(n.output).toMatch(/cannot connect to port \d+: EACCES/);
+
+    // The same call with the bypass flag asks a person; approved, it runs in an unsandboxed instance.
+    const ctl = await env.client('');
+    const ac = new AbortController();
+    cleanup.push(() => ac.abort());
+    const pending = (async () => {
+      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal }))) return JSON.parse(line) as BypassRequest;
+      throw new Error('no request');
+    })();
+    const call = env.call(c, { tool: 'mcp__fx__connect_port', args: { port, bypass: true } });
+    const req = await pending;
+    expect(req).toMatchObject({ agent: 'agent1', tool: 'mcp__fx__connect_port', cmd: `mcp__fx__connect_port {"port":${port}}` });
+    await ctl.write('bypass/resolve', `${req.id} approve`);
+    const r = await call;
+    expect(r).toMatchObject({ exit: 0, bypassed: true, output: 'connected: hello from the port\n' });
+    // The resident server kept its sandbox.
+    expect((await env.call(c, { tool: 'mcp__fx__connect_port', args: { port } })).output).toMatch(/EACCES/);
+  });
+
+  test('a server that crashes is restarted with backoff; its call in flight fails in words; ctl stop and restart', async () => {
+    const { env, c } = await mcpEnv({ fx: fixtureServer() });
+    const pid = (await env.call(c, { tool: 'mcp__fx__pid', args: {} })).output.trim();
+    const r = await env.call(c, { tool: 'mcp__fx__crash', args: {} });
+    expect(r.status).toBe('killed');
+    expect(r.error).toMatch(/MCP server fx: /);
+    await until(async () => (await status(c, 'fx')).state === 'ready' && (await status(c, 'fx')).restarts === '1', 15000);
+    const pid2 = (await env.call(c, { tool: 'mcp__fx__pid', args: {} })).output.trim();
+    expect(pid2).not.toBe(pid);
+    expect(await c.readText('mcp/fx/log')).toMatch(/fixture: crashing on request[\s\S]*lost: .*starting again in 1000 ms[\s\S]*ready/);
+
+    await c.write('mcp/fx/ctl', 'stop');
+    expect((await status(c, 'fx')).state).toBe('stopped');
+    expect((await env.call(c, { tool: 'mcp__fx__pid', args: {} })).error).toMatch(/MCP server fx is stopped/);
+    await c.write('mcp/fx/ctl', 'restart');
+    await until(async () => (await status(c, 'fx')).state === 'ready', 15000);
+    expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 1 } })).output).toBe('2\n');
+  });
+
+  test('resources and prompts are read through mcp/SERVER', async () => {
+    const { c, cwd } = await mcpEnv({ fx: fixtureServer() });
+    expect(await c.readText('mcp/fx/resources')).toContain('fixture://greeting\tgreeting\ttext/plain\n');
+    expect(await c.rdwrText('mcp/fx/resource', 'fixture://greeting')).toBe('hello from an MCP resource\n');
+    expect(await c.rdwrText('mcp/fx/resource', 'fixture://cwd')).toBe(`${cwd}\n`);
+    expect(JSON.parse(await c.readText('mcp/fx/prompts'))[0]).toMatchObject({ name: 'review' });
+    expect(await c.rdwrText('mcp/fx/prompt', JSON.stringify({ name: 'review', arguments: { file: 'a.ts' } }))).toBe('Please review a.ts for bugs.');
+  });
+
+  test('a Streamable HTTP server on loopback is dialled by toolsrv', async () => {
+    const http = await startHttpFixture();
+    cleanup.push(() => void http.child.kill());
+    const { env, c } = await mcpEnv({ web: { type: 'http', url: http.url } });
+    expect((await status(c, 'web')).state).toBe('ready');
+    expect((await env.call(c, { tool: 'mcp__web__echo', args: { text: 'hi' } })).output).toBe('echo: IH\n');
+  });
+
+  test('bad configuration: each problem names the file, server and field; the other servers work', async () => {
+    const { env, c, configDir } = await mcpEnv({ fx: fixtureServer(), broken: { command: 'x', args: 'not-a-list' }, net: { command: 'x', ollie: { sandbox: { network: { connect_tcp: [99999] } } } }, 'bad name': { command: 'x' } });
+    const st = JSON.parse(await c.readText('mcp/status')) as { servers: Array<{ name: string; state: string; error: string }> };
+    const file = join(configDir, 'mcp.json');
+    expect(st.servers.find((s) => s.name === 'broken')).toMatchObject({ state: 'invalid', error: `${file}: mcpServers.broken: args: must be a list of strings` });
+    expect(st.servers.find((s) => s.name === 'net')!.error).toMatch(/mcpServers\.net: ollie\.sandbox\.network\.connect_tcp: must be a list of TCP ports/);
+    expect(st.servers.find((s) => s.name === 'bad name')!.error).toMatch(/mcpServers\.bad name: the name must be letters/);
+    expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 2 } })).output).toBe('3\n');
+    // A file that is not JSON: said with its name; the (empty) rest goes on.
+    writeFileSync(file, '{"mcpServers": ');
+    await c.write('mcp/ctl', 'reload');
+    expect(JSON.parse(await c.readText('mcp/status')).notes[0]).toMatch(new RegExp(`^${file}: not valid JSON`));
+  });
+
+  test('a project\'s .mcp.json starts nothing until the owner trusts it as it is; an edit untrusts it', async () => {
+    const { env, c, cwd, configDir } = await mcpEnv({}, { project: { proj: fixtureServer() } });
+    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ servers: [], notes: [expect.stringMatching(/\.mcp\.json is not trusted: its MCP servers are not started/)] });
+    trust(configDir, join(cwd, '.mcp.json'));
+    await c.write('mcp/ctl', 'reload');
+    await c.write('ctl', 'mcp-wait 15000');
+    expect((await env.call(c, { tool: 'mcp__proj__add', args: { a: 2, b: 2 } })).output).toBe('4\n');
+    // The agent edits the trusted file: untrusted again.
+    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { proj: fixtureServer(), evil: { command: '/bin/sh', args: ['-c', 'touch pwned'] } } }));
+    await c.write('mcp/ctl', 'reload');
+    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ servers: [], notes: [expect.stringMatching(/not trusted as it is now \(it changed since it was trusted\)/)] });
+  });
+});
