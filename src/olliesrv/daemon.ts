@@ -29,6 +29,7 @@ import { Principals, type Origin, type Principal } from './auth/principals.js';
 import { confinedPids } from './auth/confined.js';
 import { peerCredentials, peerCredentialsUnavailable } from '../platform/peercred.js';
 import { rmSync, writeFileSync } from 'node:fs';
+import { McpMirror } from './mcp/mirror.js';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -112,6 +113,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log,
     });
     const rules = new BypassRuleStore(db, log);
+    const mcp = new McpMirror(log);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
@@ -128,6 +130,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
             else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
           });
           sessionTools.set(sid, st);
+          mcp.follow(sid, st);
           return st;
         })();
         opening.set(sid, p);
@@ -192,6 +195,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         agents.dropSession(id);
         const st = sessionTools.get(id);
         sessionTools.delete(id);
+        mcp.forget(id);
         opening.delete(id);
         void st?.close().catch(() => undefined);
       },
@@ -204,7 +208,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload, mcp },
       userInfo().username,
     );
     const server = new Server({
@@ -258,6 +262,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         // Connections first: a listening socket only finishes closing once its connections have.
         server.close();
         workflows.close();
+        mcp.close();
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
         // The keeper first: it stops the toolsrvs, and one still starting is stopped as soon as it is up

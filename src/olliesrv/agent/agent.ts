@@ -23,6 +23,7 @@ import { resolvePrompt, type Profile } from './profiles.js';
 import { envRefusal } from '../session/envrules.js';
 import { addUsage, parseStats, startTurn, type Stats } from './stats.js';
 import { describeLoaded, searchTools, spec, TOOL_SEARCH, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
+import { isMcpTool, MCP_WAIT } from '../mcp/tools.js';
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting';
 /** How the agent's last turn ended: `-` before its first. Kept apart from the state, which stays `idle` after any turn. */
@@ -711,6 +712,8 @@ export class Agent {
 
   private async runTools(rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
     await rt.ready;
+    // An MCP tool the list does not have yet (its server started or came back since): look again first.
+    if (calls.some((c) => isMcpTool(c.name) && !rt.tools.has(c.name))) await this.refreshTools(rt);
     const prepared = calls.map((c) => prepare(c, rt.tools));
     const deferred = new Set(this.deferred(rt).map((t) => t.name));
     const results: ModelResult[] = new Array<ModelResult>(prepared.length);
@@ -793,7 +796,8 @@ export class Agent {
         // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
         // the profile's tools and the ones loaded by hand.
         // The commands are independent (one tool each), so they go out together: one round trip, not one each.
-        const loaded = new Set((await host.list()).tools.map((t) => t.name));
+        await host.ctl(MCP_WAIT).catch(() => undefined);
+        const loaded = new Set((await host.list()).tools.map((t) => t.name).filter((n) => !isMcpTool(n)));
         await Promise.all([
           ...[...loaded].filter((t) => !wanted.includes(t)).map((t) => host.ctl(`unload ${t}`).catch(() => undefined)),
           ...wanted.filter((t) => !loaded.has(t)).map((t) =>

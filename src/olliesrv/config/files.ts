@@ -13,6 +13,7 @@ import { shippedDataDir } from '../../platform/paths.js';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
 import { applyTrustCommands, listTrusted, TrustError } from '../../toolsrv/sandbox/trust.js';
 import type { LandlockStatus } from '../../toolsrv/sandbox/index.js';
+import { GLOBAL_MCP_FILE, parseMcpFile } from '../../toolsrv/mcp/config.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
@@ -72,6 +73,16 @@ export class ConfigFiles {
     } catch (e) {
       throw e instanceof TrustError ? new ConfigError(e.message) : e;
     }
+  }
+
+  /** mcp.json: every server checked (toolsrv/mcp/config.ts) before it is written; a problem names the server and field. */
+  writeMcp(text: string): string {
+    const file = this.path(GLOBAL_MCP_FILE);
+    const r = parseMcpFile(file, text);
+    const problems = [...(r.error ? [r.error] : []), ...r.bad.map((b) => b.error)];
+    if (problems.length) throw new ConfigError(problems.join('; '));
+    this.commit(GLOBAL_MCP_FILE, text);
+    return file;
   }
 
   /** backends.conf: parsed (every section, env: keys resolved) before it is written; the daemon reloads it. */

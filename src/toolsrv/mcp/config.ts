@@ -24,10 +24,10 @@ import { join } from 'node:path';
 import { MetaError } from '../registry/meta.js';
 import { parseToolSandbox } from '../registry/sandbox-rules.js';
 import type { SandboxExtra } from '../sandbox/index.js';
-import { projectPolicy, readTrusted } from '../sandbox/trust.js';
+import { PROJECT_MCP_NAME, projectPolicy, readTrusted } from '../sandbox/trust.js';
 
 export const GLOBAL_MCP_FILE = 'mcp.json';
-export const PROJECT_MCP_FILE = '.mcp.json';
+export const PROJECT_MCP_FILE = PROJECT_MCP_NAME;
 
 /** Server names: what `mcp__SERVER__TOOL` and a namespace directory can hold. */
 export const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$/;

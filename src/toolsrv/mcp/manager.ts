@@ -24,6 +24,7 @@ import type { ToolInfo } from '../protocol.js';
 import { validatorFor, type Tool } from '../registry/catalog.js';
 import { DEFAULT_TIMEOUT_S, type ToolFields } from '../registry/meta.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { Feed } from '../feed.js';
 import { loadMcpConfig, type McpConfig, type StdioServer } from './config.js';
 import { McpConnection, type McpState } from './connection.js';
 
@@ -71,6 +72,9 @@ export class McpManager {
   readonly servers = new Map<string, McpConnection>();
   private config: McpConfig = { servers: [], bad: [], errors: [], notices: [] };
   private tools = new Map<string, McpTool>();
+  /** A count pushed at every change of a server's state or lists (mcp/changes). */
+  readonly changes = new Feed<number>();
+  private changeCount = 0;
 
   constructor(private readonly o: McpManagerOptions) {}
 
@@ -115,7 +119,9 @@ export class McpManager {
   private rebuild(): void {
     const tools = new Map<string, McpTool>();
     for (const conn of this.servers.values()) {
-      if (conn.state !== 'ready') continue;
+      // A server coming back after a crash keeps its tools listed (a call meanwhile says it is restarting), so an
+      // agent's tool list and system prompt do not change with every restart.
+      if (conn.state !== 'ready' && conn.state !== 'restarting' && !(conn.state === 'starting' && conn.restarts > 0)) continue;
       for (const t of conn.tools) {
         const name = uniqueName(`${MCP_PREFIX}${conn.name}__${t.name.replace(/[^A-Za-z0-9_-]/g, '_')}`, tools);
         tools.set(name, this.toolFor(conn, name, t));
@@ -123,6 +129,7 @@ export class McpManager {
     }
     this.tools = tools;
     this.o.changed();
+    this.changes.push(++this.changeCount);
   }
 
   private toolFor(conn: McpConnection, name: string, t: McpConnection['tools'][number]): McpTool {
@@ -200,7 +207,7 @@ export class McpManager {
   status(): ServerStatus[] {
     const out: ServerStatus[] = [...this.servers.values()].map((c) => ({
       name: c.name, type: c.config.type, file: c.config.file, state: c.state, error: c.error, pid: c.pid, restarts: c.restarts,
-      tools: c.state === 'ready' ? c.tools.length : 0, resources: c.resources.length, prompts: c.prompts.length,
+      tools: c.tools.length, resources: c.resources.length, prompts: c.prompts.length,
     }));
     for (const b of this.config.bad) out.push({ name: b.name, type: '', file: b.file, state: 'invalid', error: b.error, pid: 0, restarts: 0, tools: 0, resources: 0, prompts: 0 });
     return out.sort((a, b) => a.name.localeCompare(b.name));
@@ -222,8 +229,14 @@ export class McpManager {
     return c;
   }
 
+  /** The change count now (what mcp/changes starts with). */
+  get changeNumber(): number {
+    return this.changeCount;
+  }
+
   close(): void {
     for (const c of this.servers.values()) c.stop('toolsrv closing');
+    this.changes.close();
   }
 }
 

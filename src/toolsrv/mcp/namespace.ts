@@ -3,6 +3,7 @@
  * which principal sees what of it, olliesrv/mcp/namespace.ts).
  *
  *   mcp/status              JSON: {"servers": [ServerStatus…], "notes": [problems of the config files…]}
+ *   mcp/changes             stream: a number per change of any server's state, tools, resources or prompts
  *   mcp/ctl                 write: reload (read config/mcp.json and the project's .mcp.json again, restart all)
  *   mcp/SERVER/status       key=value lines: name, type, file, state, error, pid, restarts, tools, resources, prompts
  *   mcp/SERVER/tools        the names agents call its tools by, one a line
@@ -32,6 +33,12 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
   };
   return Dir('mcp', { doc: 'The MCP servers of this workspace (config/mcp.json, and the project\'s .mcp.json once trusted).' },
     Leaf('status', { doc: 'JSON: every server\'s state, and the problems of the config files.', read: () => `${JSON.stringify({ servers: m.status(), notes: m.notes() })}\n` }),
+    Leaf('changes', {
+      doc: 'Stream: the change count now, then a line at every change of a server\'s state, tools, resources or prompts.',
+      stream: (_ctx, signal) => (async function* () {
+        for await (const n of m.changes.follow(signal, () => [m.changeNumber])) yield `${n}\n`;
+      })(),
+    }),
     Leaf('ctl', {
       doc: 'Write: reload (read the configuration again and restart every server).',
       write: (_ctx, data) => {

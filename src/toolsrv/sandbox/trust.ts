@@ -7,11 +7,13 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync, renameSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
 
 export const TRUST_FILE_NAME = 'trusted-projects';
 export const PROJECT_POLICY_NAME = '.ollie-sandbox.yaml';
+/** A project's MCP servers (toolsrv/mcp/config.ts), trusted by naming the file. */
+export const PROJECT_MCP_NAME = '.mcp.json';
 
 export class TrustError extends Error {
   override name = 'TrustError';
@@ -92,11 +94,12 @@ export function trust(configDir: string, path: string): string {
 export function untrust(configDir: string, path: string): boolean {
   const m = readTrusted(configDir);
   let file = resolve(path);
-  if (!file.endsWith(`/${PROJECT_POLICY_NAME}`)) file = join(file, PROJECT_POLICY_NAME);
+  // A project's MCP servers file (.mcp.json) is trusted the same way, by naming it.
+  if (!file.endsWith(`/${PROJECT_POLICY_NAME}`) && !file.endsWith(`/${PROJECT_MCP_NAME}`)) file = join(file, PROJECT_POLICY_NAME);
   // The list holds canonical paths; a path spelled through a symlink, or one that no longer exists, both count.
   let canon = file;
   try {
-    canon = join(realpathSync(dirname(file)), PROJECT_POLICY_NAME);
+    canon = join(realpathSync(dirname(file)), basename(file));
   } catch {
     // The project is gone: forget the spelling given.
   }
