@@ -96,13 +96,14 @@ export class Core {
     this.ttl = opts.procTtlMs ?? PROC_TTL_MS;
     this.hosts = new HostPool(opts.hostIdleMs);
     if (opts.mcp) {
+      // Started by the first session that asks (mcp-wait), in its workspace: a toolsrv may be started before it
+      // knows its session (a spare) or serve several (shared), and a server sees one workspace.
       this.mcp = new McpManager({
-        ...opts.mcp, cwd: opts.cwd, confinement: opts.confinement, baseEnv: opts.baseEnv, log: this.log,
+        ...opts.mcp, confinement: opts.confinement, baseEnv: opts.baseEnv, log: this.log,
         changed: () => {
           for (const s of this.scopes.values()) s.rev++;
         },
       });
-      this.mcp.start();
     }
     this.gc = setInterval(() => this.collect(), Math.max(10, Math.min(this.ttl / 4, 60_000)));
     this.gc.unref();
@@ -169,7 +170,12 @@ export class Core {
   }
 
   toolInfos(s: Scope): ToolInfo[] {
-    return [...[...s.tools.values()].map((t) => t.info), ...(this.mcp?.infos() ?? [])];
+    return [...[...s.tools.values()].map((t) => t.info), ...(this.mcpFor(s)?.infos() ?? [])];
+  }
+
+  /** The MCP servers a scope has: those of its session, once that session started them. */
+  private mcpFor(s: Scope): McpManager | undefined {
+    return this.mcp && this.mcp.session === (s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '') ? this.mcp : undefined;
   }
 
   /** A `ctl` line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. */
@@ -232,9 +238,13 @@ export class Core {
         // The owner changed config/mcp.json or trusted a project's .mcp.json.
         this.mcp?.start();
         return '';
-      case 'mcp-wait':
-        // An agent's first tool list should hold the MCP servers' tools: wait (bounded) for them to start.
-        return this.mcp ? this.mcp.settled(Math.min(Number(arg) || 10_000, 60_000)).then(() => '') : '';
+      case 'mcp-wait': {
+        // An agent's first tool list should hold the MCP servers' tools: start them for its session (the first to
+        // ask), then wait (bounded) for them.
+        if (!this.mcp) return '';
+        if (this.mcp.session === undefined) this.mcp.start({ session: s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '', cwd: s.root ?? s.cwd });
+        return this.mcpFor(s) ? this.mcp.settled(Math.min(Number(arg) || 10_000, 60_000)).then(() => '') : '';
+      }
       default:
         throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, root PATH, reload, mcp-reload, mcp-wait [MS]`);
     }
@@ -261,9 +271,9 @@ export class Core {
   async call(s: Scope, req: ProcRequest, signal: AbortSignal): Promise<ProcResult> {
     const refused = (error: string, tool = String(req?.tool ?? '')): ProcResult => ({ pid: 0, tool, status: 'refused', exit: null, output: '', outputBytes: 0, error });
     if (typeof req !== 'object' || req === null || typeof req.tool !== 'string') return refused('the request needs {"tool": NAME, "args": {…}, "flags": {…}}');
-    const tool: Tool | McpTool | undefined = s.tools.get(req.tool) ?? this.mcp?.tool(req.tool);
+    const tool: Tool | McpTool | undefined = s.tools.get(req.tool) ?? this.mcpFor(s)?.tool(req.tool);
     if (!tool) {
-      const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.mcp && req.tool.startsWith('mcp__') ? this.mcp.whyNot(req.tool) : this.catalog.whyNot(req.tool);
+      const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.mcpFor(s) && req.tool.startsWith('mcp__') ? this.mcp!.whyNot(req.tool) : this.catalog.whyNot(req.tool);
       return refused(`cannot run ${req.tool}: ${known}`);
     }
     if (req.args !== undefined && (typeof req.args !== 'object' || req.args === null || Array.isArray(req.args))) return refused('args must be a JSON object');

@@ -19,7 +19,7 @@ export function writeMcpConfig(configDir: string, servers: Record<string, unknow
   const modules = realpathSync(join(ROOT, 'node_modules'));
   if (!modules.startsWith(`${realpathSync(ROOT)}/`)) {
     const base = readFileSync(join(ROOT, 'data', 'sandbox.yaml'), 'utf8');
-    writeFileSync(join(configDir, 'sandbox.yaml'), base.replace(/^  ro:\n/m, `  ro:\n    - ${modules}\n`));
+    writeFileSync(join(configDir, 'sandbox.yaml'), base.replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`));
   }
 }
 

@@ -14,7 +14,10 @@ export interface ResourceEntry {
 }
 
 interface Known {
+  sid: string;
   st: SessionTools;
+  /** Its toolsrv runs another session's MCP servers (a shared toolsrv). */
+  foreign?: boolean;
   servers: string[];
   resources: Map<string, ResourceEntry[]>;
   life: AbortController;
@@ -32,7 +35,7 @@ export class McpMirror {
   follow(sid: string, st: SessionTools): void {
     if (!st.toolsrv) return;
     this.forget(sid);
-    const k: Known = { st, servers: [], resources: new Map(), life: new AbortController() };
+    const k: Known = { sid, st, servers: [], resources: new Map(), life: new AbortController() };
     this.sessions.set(sid, k);
     void this.run(sid, k);
   }
@@ -58,8 +61,10 @@ export class McpMirror {
 
   private async refresh(k: Known): Promise<void> {
     const c = k.st.toolsrv!();
-    const st = JSON.parse(await c.readText('mcp/status')) as { servers: Array<{ name: string; state: string; resources: number }> };
-    const running = st.servers.filter((s) => s.state !== 'invalid');
+    const st = JSON.parse(await c.readText('mcp/status')) as { session: string | null; servers: Array<{ name: string; state: string; resources: number }> };
+    // A toolsrv shared by sessions runs the servers of the first session that asked: never shown to another.
+    k.foreign = st.session !== null && st.session !== k.sid;
+    const running = st.session === k.sid ? st.servers.filter((s) => s.state !== 'invalid') : [];
     const resources = new Map<string, ResourceEntry[]>();
     await Promise.all(running.map(async (s) => {
       if (!s.resources) return;
@@ -90,6 +95,7 @@ export class McpMirror {
   client(sid: string): Client {
     const k = this.sessions.get(sid);
     if (!k) throw new Error('no tool server runs for this session yet (it starts with its first agent): its MCP servers are not running');
+    if (k.foreign) throw new Error('this session shares its tool server, whose MCP servers belong to another session: it has none of its own');
     return k.st.toolsrv!();
   }
 

@@ -26,7 +26,8 @@ export async function runMcpCommand(a: Agent, args: string, deps: AgentDeps): Pr
   const st = await deps.tools(a.sessionId);
   if (!st?.toolsrv) throw new Error('no tool server runs for this session: its MCP servers are not running');
   const c = st.toolsrv();
-  const status = JSON.parse(await c.readText('mcp/status')) as { servers: Array<{ name: string; state: string; prompts: number }> };
+  const status = JSON.parse(await c.readText('mcp/status')) as { session: string | null; servers: Array<{ name: string; state: string; prompts: number }> };
+  if (status.session !== a.sessionId) throw new Error('this session\'s MCP servers are not running (they start with its first agent; a shared tool server runs only the first session\'s)');
   if (!args.trim()) {
     const out: string[] = [];
     for (const s of status.servers.filter((x) => x.prompts > 0)) {

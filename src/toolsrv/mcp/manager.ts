@@ -34,7 +34,6 @@ const MAX_NAME = 64;
 
 export interface McpManagerOptions {
   configDir: string;
-  cwd: string;
   confinement: Confinement;
   /** The environment servers start from (toolsrv's base env; the sandbox filters it). */
   baseEnv: Record<string, string>;
@@ -78,16 +77,29 @@ export class McpManager {
 
   constructor(private readonly o: McpManagerOptions) {}
 
-  /** Reads the configuration and starts every enabled server (again: `reload`). */
-  start(): void {
+  /** The session the servers run for ('' for a toolsrv of no session), once started. */
+  session?: string;
+  /** Their workspace: the cwd (or policy root) of the session's first agent. */
+  workspace = '';
+
+  /**
+   * Reads the configuration and starts every enabled server (again: `reload`); the first start names the session
+   * and workspace, which stay.
+   */
+  start(first?: { session: string; cwd: string }): void {
+    if (first && this.session === undefined) {
+      this.session = first.session;
+      this.workspace = first.cwd;
+    }
+    if (this.session === undefined) throw new Error('no session has started its MCP servers yet (they start with its first agent)');
     for (const c of this.servers.values()) c.stop('configuration reloaded');
     this.servers.clear();
-    this.config = loadMcpConfig(this.o.configDir, this.o.cwd);
+    this.config = loadMcpConfig(this.o.configDir, this.workspace);
     for (const e of [...this.config.errors, ...this.config.bad.map((b) => b.error)]) this.o.log(`MCP: ${e}`);
     for (const n of this.config.notices) this.o.log(`MCP: ${n}`);
     for (const s of this.config.servers) {
       const conn = new McpConnection(s, {
-        cwd: this.o.cwd,
+        cwd: this.workspace,
         launch: (srv, unconfined) => this.launch(srv, unconfined),
         changed: () => this.rebuild(),
         log: this.o.log,
@@ -110,8 +122,8 @@ export class McpManager {
     const env = { ...this.o.baseEnv, ...s.env };
     // The server's own variables pass the policy's env filter: its config named them.
     const sandbox = { ...s.sandbox, env: [...new Set([...(s.sandbox.env ?? []), ...Object.keys(s.env)])] };
-    return this.o.confinement.wrap([s.command, ...s.args], this.o.cwd, env, {
-      unconfined, sandbox, adjust: (p) => serverPolicy(p, this.o.cwd, s.workspaceWritable),
+    return this.o.confinement.wrap([s.command, ...s.args], this.workspace, env, {
+      unconfined, sandbox, adjust: (p) => serverPolicy(p, this.workspace, s.workspaceWritable),
     });
   }
 

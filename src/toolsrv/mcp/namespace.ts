@@ -2,7 +2,7 @@
  * toolsrv's `mcp/` directory: the MCP servers of this toolsrv, for olliesrv (toolsrv's only client; it decides
  * which principal sees what of it, olliesrv/mcp/namespace.ts).
  *
- *   mcp/status              JSON: {"servers": [ServerStatus…], "notes": [problems of the config files…]}
+ *   mcp/status              JSON: {"session", "workspace", "servers": [ServerStatus…], "notes": [problems of the config files…]}
  *   mcp/changes             stream: a number per change of any server's state, tools, resources or prompts
  *   mcp/ctl                 write: reload (read config/mcp.json and the project's .mcp.json again, restart all)
  *   mcp/SERVER/status       key=value lines: name, type, file, state, error, pid, restarts, tools, resources, prompts
@@ -32,7 +32,7 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
     }
   };
   return Dir('mcp', { doc: 'The MCP servers of this workspace (config/mcp.json, and the project\'s .mcp.json once trusted).' },
-    Leaf('status', { doc: 'JSON: every server\'s state, and the problems of the config files.', read: () => `${JSON.stringify({ servers: m.status(), notes: m.notes() })}\n` }),
+    Leaf('status', { doc: 'JSON: every server\'s state, and the problems of the config files.', read: () => `${JSON.stringify({ session: m.session ?? null, workspace: m.workspace, servers: m.status(), notes: m.notes() })}\n` }),
     Leaf('changes', {
       doc: 'Stream: the change count now, then a line at every change of a server\'s state, tools, resources or prompts.',
       stream: (_ctx, signal) => (async function* () {
@@ -44,7 +44,11 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
       write: (_ctx, data) => {
         const cmd = text(data).trim();
         if (cmd !== 'reload') throw new NinepError(`unknown command ${JSON.stringify(cmd)}; commands: reload`);
-        m.start();
+        try {
+          m.start();
+        } catch (e) {
+          fail(e);
+        }
       },
     }),
     Each('server', { doc: 'One MCP server, by its name in the config.', list: () => [...m.servers.keys()], has: (_ctx, n) => m.servers.has(n) },
