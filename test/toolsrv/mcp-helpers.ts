@@ -26,9 +26,9 @@ export function writeMcpConfig(configDir: string, servers: Record<string, unknow
 /** The fixture as a stdio server entry. */
 export const fixtureServer = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ command: process.execPath, args: [FIXTURE], ...extra });
 
-/** The fixture over Streamable HTTP on loopback: its URL, and the process to kill. */
-export async function startHttpFixture(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [FIXTURE, '--http'], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** The fixture over Streamable HTTP (or SSE) on loopback: its URL, and the process to kill. */
+export async function startHttpFixture(transport: 'http' | 'sse' = 'http'): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [FIXTURE, `--${transport}`], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -38,5 +38,5 @@ export async function startHttpFixture(): Promise<{ url: string; child: ChildPro
     });
     child.once('exit', (code) => reject(new Error(`the HTTP fixture exited (${code})`)));
   });
-  return { url: `http://127.0.0.1:${port}/mcp`, child };
+  return { url: `http://127.0.0.1:${port}/${transport === 'sse' ? 'sse' : 'mcp'}`, child };
 }

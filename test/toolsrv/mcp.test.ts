@@ -2,6 +2,7 @@
  * MCP servers in toolsrv: a real stdio server (the SDK-written fixture) under the real sandbox helper, a real
  * Streamable HTTP server on loopback, their tools called through proc/new like any tool.
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import type { BypassRequest, ToolInfo } from '../../src/toolsrv/protocol.js';
 import { trust } from '../../src/toolsrv/sandbox/trust.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { startEnv, until, type Env } from './helpers.js';
-import { fixtureServer, startHttpFixture, writeMcpConfig } from './mcp-helpers.js';
+import { fixtureServer, ROOT, startHttpFixture, writeMcpConfig } from './mcp-helpers.js';
 import { buildNative } from './sandbox-helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -131,6 +132,33 @@ describe('MCP servers in toolsrv', () => {
     const { env, c } = await mcpEnv({ web: { type: 'http', url: http.url } });
     expect((await status(c, 'web')).state).toBe('ready');
     expect((await env.call(c, { tool: 'mcp__web__echo', args: { text: 'hi' } })).output).toBe('echo: IH\n');
+  });
+
+  test('an SSE server (the older transport) on loopback', async () => {
+    const sse = await startHttpFixture('sse');
+    cleanup.push(() => void sse.child.kill());
+    const { env, c } = await mcpEnv({ old: { type: 'sse', url: sse.url } });
+    expect((await status(c, 'old')).state).toBe('ready');
+    expect((await env.call(c, { tool: 'mcp__old__add', args: { a: 20, b: 22 } })).output).toBe('42\n');
+  });
+
+  test('the SDK\'s own example server (simpleSseServer, fixed port 3000), where the port is free', async (ctx) => {
+    const free = await new Promise<boolean>((r) => {
+      const probe = createServer().once('error', () => r(false)).listen(3000, () => probe.close(() => r(true)));
+    });
+    if (!free) return ctx.skip();
+    const example = spawn(process.execPath, [join(ROOT, 'node_modules', '@modelcontextprotocol', 'sdk', 'dist', 'esm', 'examples', 'server', 'simpleSseServer.js')], { stdio: ['ignore', 'pipe', 'ignore'] });
+    cleanup.push(() => void example.kill());
+    await new Promise<void>((r, j) => {
+      example.stdout!.on('data', (d: Buffer) => /listening on port 3000/.test(d.toString()) && r());
+      example.once('exit', (code) => j(new Error(`the SDK example exited (${code})`)));
+    });
+    const { env, c } = await mcpEnv({ sdk: { type: 'sse', url: 'http://127.0.0.1:3000/mcp' } });
+    expect((await status(c, 'sdk')).state).toBe('ready');
+    expect(await c.readText('mcp/sdk/tools')).toContain('mcp__sdk__start-notification-stream\n');
+    const r = await env.call(c, { tool: 'mcp__sdk__start-notification-stream', args: { interval: 10, count: 2 } });
+    expect(r).toMatchObject({ status: 'exited', exit: 0 });
+    expect(r.output).toBe("Completed sending 2 notifications every 10ms\n");
   });
 
   test('bad configuration: each problem names the file, server and field; the other servers work', async () => {
