@@ -5,6 +5,7 @@
  * the user's text so it can be fixed (the file on disk is unchanged).
  */
 import { Appearance } from './Appearance.js';
+import { McpServers } from './McpServers.js';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorLine, maskKeys, unmaskKeys, type BypassRule } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
@@ -366,6 +367,13 @@ export function Settings() {
         hint="What tools may read, write and reach. Applies to tool servers started after the save (new sessions)."
         emptyHint="No sandbox.yaml in the config directory: the shipped default policy applies. Saving writes one."
       />
+      <ConfigEditor
+        file="mcp.json"
+        title="MCP servers"
+        hint='{"mcpServers": {NAME: {"command", "args", "env"} or {"type": "http"|"sse", "url", "headers"}}}; saved, running sessions restart their servers (docs/mcp.md).'
+        emptyHint="No mcp.json: no MCP servers but the ones a trusted project .mcp.json declares."
+      />
+      <McpServers />
       <BypassRules />
     </section>
   );

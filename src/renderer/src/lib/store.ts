@@ -668,6 +668,16 @@ class Controller {
     return this.need().read('sandbox');
   }
 
+  /** A session's MCP servers (`session/S/mcp/status`, JSON; docs/mcp.md). */
+  readMcp(sid: string): Promise<string> {
+    return this.need().read(`session/${sid}/mcp/status`);
+  }
+
+  /** `reload`, or `restart|stop|start SERVER`, for a session's MCP servers. */
+  mcpCtl(sid: string, command: string): Promise<void> {
+    return this.need().write(`session/${sid}/mcp/ctl`, command);
+  }
+
   /** A file under the root `config/` (empty when it does not exist yet). */
   readConfig(name: string): Promise<string> {
     return this.need().read(`config/${name}`);
