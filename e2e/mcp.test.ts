@@ -6,7 +6,7 @@
  * are reached through the session's namespace and /mcp.
  */
 import { createServer, type Server } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../src/devtools/mock-llm/server.js';
@@ -66,6 +66,21 @@ describe('an agent with MCP servers', () => {
     expect(blocks.filter((b) => b.role === 'tool').at(-1)!.content).toContain('5');
     const last = h.mock.requests.filter((r) => r.path.includes('/chat/completions')).at(-1)!.body;
     expect(toolNames(last)).toContain('mcp__fx__add');
+  });
+
+  it('config/mcp.json: a bad write is refused naming the server and field; a good one restarts the running session\'s servers', async () => {
+    h = await harness({ turns: [done] });
+    writeMcpConfig(h.configDir, { fx: fixtureServer() });
+    const a = await h.agent();
+    await h.turn(a.path, 'start');
+    const dir = `session/${a.session}/mcp`;
+    await until(async () => /state=ready/.test(await h!.c.readText(`${dir}/fx/status`)));
+    const file = join(h.configDir, 'mcp.json');
+    await expect(h.c.write('config/mcp.json', JSON.stringify({ mcpServers: { fx: fixtureServer(), bad: { type: 'http', url: 'ftp://x' } } }))).rejects.toThrow(`${file}: mcpServers.bad: url: ftp: is not http: or https:`);
+    await expect(h.c.write('config/mcp.json', '{"mcpServers": [')).rejects.toThrow(`${file}: not valid JSON`);
+    await h.c.write('config/mcp.json', JSON.stringify({ mcpServers: { fx: fixtureServer(), fx2: fixtureServer() } }));
+    await until(async () => JSON.parse(await h!.c.readText(`${dir}/status`)).servers.filter((s: { state: string }) => s.state === 'ready').length === 2);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it('the server runs sandboxed: a workspace write and the network are refused; the bypass the model asks for waits for the person', async () => {

@@ -117,6 +117,23 @@ describe('MCP servers in toolsrv', () => {
     expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 1 } })).output).toBe('2\n');
   });
 
+  test('the dispatch flags: a timeout ends the call, a background call reports like any background proc', async () => {
+    const { env, c } = await mcpEnv({ fx: fixtureServer() });
+    const t = await env.call(c, { tool: 'mcp__fx__sleep', args: { seconds: 30, timeout: 0.3 } });
+    expect(t.status).toBe('timeout');
+    // The server lives on and answers the next call.
+    expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 2 } })).output).toBe('3\n');
+    const bg = await env.call(c, { tool: 'mcp__fx__sleep', args: { seconds: 0.2 }, flags: { background: true } });
+    expect(bg.status).toBe('background');
+    const ac = new AbortController();
+    cleanup.push(() => ac.abort());
+    for await (const line of lines(c.stream('proc/interrupts', { signal: ac.signal }))) {
+      expect(JSON.parse(line)).toMatchObject({ pid: bg.pid, tool: 'mcp__fx__sleep', status: 'exited', exit: 0, tail: 'slept\n' });
+      break;
+    }
+    expect(await c.readText(`proc/${bg.pid}/stat`)).toMatch(/tool=mcp__fx__sleep/);
+  });
+
   test('resources and prompts are read through mcp/SERVER', async () => {
     const { c, cwd } = await mcpEnv({ fx: fixtureServer() });
     expect(await c.readText('mcp/fx/resources')).toContain('fixture://greeting\tgreeting\ttext/plain\n');
