@@ -45,6 +45,8 @@ export interface CoreOptions {
 }
 
 const PROC_TTL_MS = 10 * 60 * 1000;
+/** How long a call of an MCP server that is starting waits for it. */
+const MCP_START_WAIT_MS = 15_000;
 
 /** Why sandboxed calls are refused where the spawner is not built. */
 export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
@@ -173,6 +175,11 @@ export class Core {
     return [...[...s.tools.values()].map((t) => t.info), ...(this.mcpFor(s)?.infos() ?? [])];
   }
 
+  /** Starts the MCP servers for this scope's session, in its workspace, unless a session started them already. */
+  private startMcp(s: Scope): void {
+    if (this.mcp && this.mcp.session === undefined) this.mcp.start({ session: s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '', cwd: s.root ?? s.cwd });
+  }
+
   /** The MCP servers a scope has: those of its session, once that session started them. */
   private mcpFor(s: Scope): McpManager | undefined {
     return this.mcp && this.mcp.session === (s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '') ? this.mcp : undefined;
@@ -208,6 +215,9 @@ export class Core {
         else s.env.set(k, arg.slice(eq + 1));
         this.rebuildEnv(s);
         this.reresolve(s);
+        // olliesrv names an agent's session after its cwd and root: the session's MCP servers can start (also in a
+        // toolsrv that replaced one that died, where no agent asks again).
+        if (k === 'OLLIE_SESSION_ID' && eq >= 0) this.startMcp(s);
         return '';
       }
       case 'cwd': {
@@ -242,7 +252,7 @@ export class Core {
         // An agent's first tool list should hold the MCP servers' tools: start them for its session (the first to
         // ask), then wait (bounded) for them.
         if (!this.mcp) return '';
-        if (this.mcp.session === undefined) this.mcp.start({ session: s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '', cwd: s.root ?? s.cwd });
+        this.startMcp(s);
         return this.mcpFor(s) ? this.mcp.settled(Math.min(Number(arg) || 10_000, 60_000)).then(() => '') : '';
       }
       default:
@@ -271,7 +281,12 @@ export class Core {
   async call(s: Scope, req: ProcRequest, signal: AbortSignal): Promise<ProcResult> {
     const refused = (error: string, tool = String(req?.tool ?? '')): ProcResult => ({ pid: 0, tool, status: 'refused', exit: null, output: '', outputBytes: 0, error });
     if (typeof req !== 'object' || req === null || typeof req.tool !== 'string') return refused('the request needs {"tool": NAME, "args": {…}, "flags": {…}}');
-    const tool: Tool | McpTool | undefined = s.tools.get(req.tool) ?? this.mcpFor(s)?.tool(req.tool);
+    let tool: Tool | McpTool | undefined = s.tools.get(req.tool) ?? this.mcpFor(s)?.tool(req.tool);
+    // A call of a server that is starting (a toolsrv that replaced a dead one, a restart asked for) waits for it.
+    if (!tool && this.mcpFor(s)?.starting(req.tool)) {
+      await this.mcp!.settled(MCP_START_WAIT_MS);
+      tool = this.mcpFor(s)?.tool(req.tool);
+    }
     if (!tool) {
       const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.mcpFor(s) && req.tool.startsWith('mcp__') ? this.mcp!.whyNot(req.tool) : this.catalog.whyNot(req.tool);
       return refused(`cannot run ${req.tool}: ${known}`);

@@ -117,6 +117,29 @@ describe('MCP servers in toolsrv', () => {
     expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 1 } })).output).toBe('2\n');
   });
 
+  test('a scope that names its session starts the servers (as olliesrv does on every connection); a call meanwhile waits for them', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'mcp-test-'));
+    const cwd = join(base, 'ws');
+    mkdirSync(cwd);
+    writeMcpConfig(join(base, 'config'), { fx: fixtureServer() });
+    const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: base, configDir: join(base, 'config'), dataDir: join(base, 'data') });
+    cleanup.push(async () => {
+      await env.close();
+      rmSync(base, { recursive: true, force: true });
+    });
+    const c = await env.client('agent1');
+    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ session: null, servers: [] });
+    await c.write('ctl', `cwd ${cwd}\nenv OLLIE_SESSION_ID=s1\n`);
+    expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 20, b: 22 } })).output).toBe('42\n');
+    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ session: 's1', workspace: cwd });
+    expect((await env.call(c, { tool: 'mcp__fx__read_file', args: { path: 'nope' } })).output).toContain(`cannot read nope`);
+    // Another session's scope of the same (shared) toolsrv has none of them.
+    const other = await env.client('agent2');
+    await other.write('ctl', `cwd ${cwd}\nenv OLLIE_SESSION_ID=s2\n`);
+    expect((JSON.parse(await other.readText('tools')) as ToolInfo[]).filter((t) => t.name.startsWith('mcp__'))).toEqual([]);
+    expect((await env.call(other, { tool: 'mcp__fx__add', args: { a: 1, b: 1 } })).status).toBe('refused');
+  });
+
   test('the dispatch flags: a timeout ends the call, a background call reports like any background proc', async () => {
     const { env, c } = await mcpEnv({ fx: fixtureServer() });
     const t = await env.call(c, { tool: 'mcp__fx__sleep', args: { seconds: 30, timeout: 0.3 } });

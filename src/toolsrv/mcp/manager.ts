@@ -174,6 +174,12 @@ export class McpManager {
     };
   }
 
+  /** Whether `name` belongs to a server that is starting now (its tools are not listed yet). */
+  starting(name: string): boolean {
+    const server = /^mcp__(.+?)__/.exec(name)?.[1];
+    return server !== undefined && this.servers.get(server)?.state === 'starting';
+  }
+
   tool(name: string): McpTool | undefined {
     return name.startsWith(MCP_PREFIX) ? this.tools.get(name) : undefined;
   }
