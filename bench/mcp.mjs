@@ -30,8 +30,8 @@ async function run(servers) {
   const mock = await startMockLlm();
   writeFileSync(join(config, 'backends.conf'), `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 128000\n`);
   const mcpServers = {};
-  // The fixture's own tools are 8; TOOLS - 8 generated ones make each server TOOLS.
-  for (let i = 0; i < servers; i++) mcpServers[`svc${i}`] = { command: process.execPath, args: [FIXTURE, '--tools', String(TOOLS - 8), `svc${i}`] };
+  // The fixture's own tools are 9; TOOLS - 9 generated ones make each server TOOLS.
+  for (let i = 0; i < servers; i++) mcpServers[`svc${i}`] = { command: process.execPath, args: [FIXTURE, '--tools', String(TOOLS - 9), `svc${i}`] };
   writeFileSync(join(config, 'mcp.json'), JSON.stringify({ mcpServers }));
   // A checkout whose node_modules lies elsewhere (a worktree): let the sandboxed servers read it.
   const modules = realpathSync(join(ROOT, 'node_modules'));

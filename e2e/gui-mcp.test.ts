@@ -63,7 +63,7 @@ describe('MCP servers in Settings', () => {
     await page.getByRole('tab', { name: 'Settings' }).click();
     const row = page.locator('[data-server="fx"]');
     await page.locator('[data-server="fx"][data-state="ready"]').waitFor();
-    expect(await row.locator('td').nth(2).textContent()).toBe('8');
+    expect(await row.locator('td').nth(2).textContent()).toBe('9');
     await row.getByRole('button', { name: 'Stop' }).click();
     await page.locator('[data-server="fx"][data-state="stopped"]').waitFor();
     expect(await outside.readText('session/proj/mcp/fx/status')).toMatch(/state=stopped/);

@@ -55,7 +55,7 @@ describe('an agent with MCP servers', () => {
     // Deferred: no MCP schema in the first request; the system prompt names the server and its tool count only.
     expect(toolNames(first).filter((n) => n.startsWith('mcp__'))).toEqual([]);
     expect(toolNames(first)).toContain('tool_search');
-    expect(first.messages[0]!.content).toMatch(/MCP servers, tools named mcp__SERVER__TOOL .*: fx \(8 tools\)/);
+    expect(first.messages[0]!.content).toMatch(/MCP servers, tools named mcp__SERVER__TOOL .*: fx \(9 tools\)/);
     expect(blocks.find((b) => b.role === 'tool' && b.name === 'tool_search')!.content).toMatch(/loaded mcp__fx__echo: Echoes the text/);
     // Loaded: its schema goes out from the next request on, and the call ran on the server.
     const chat = h.mock.requests.filter((r) => r.path.includes('/chat/completions'));
@@ -120,7 +120,7 @@ describe('an agent with MCP servers', () => {
     blocks = await h.turn(a.path, 'add');
     expect(blocks.filter((b) => b.role === 'tool').at(-1)!.content).toContain('2');
 
-    expect(JSON.parse(await h.c.readText(`${dir}/status`)).servers[0]).toMatchObject({ name: 'fx', state: 'ready', tools: 8 });
+    expect(JSON.parse(await h.c.readText(`${dir}/status`)).servers[0]).toMatchObject({ name: 'fx', state: 'ready', tools: 9 });
     expect(await h.c.readText(`${dir}/fx/tools`)).toContain('mcp__fx__echo\n');
     expect(await h.c.readText(`${dir}/fx/log`)).toMatch(/crashing on request/);
     const files = await until(async () => (await h!.c.ls(`${dir}/fx/resources`)).map((d) => d.name).sort().join(' ') || undefined);

@@ -116,12 +116,14 @@ describe('an agent attacking MCP servers through its own tools', () => {
       { name: 'mcp__fx__read_file', args: { path: join(h.dataDir, 'ollie.db') } },
       { name: 'mcp__fx__connect_port', args: { port: h.mock.port } },
       { name: 'mcp__fx__read_file', args: { path: join(h.dir, 'keep.txt') } },
+      { name: 'mcp__fx__connect_unix', args: { path: h.socket } },
     ));
     const out = results(await h.turn(a.path, 'escape'));
     expect(out[0]).toMatch(/cannot write .*EACCES/);
     for (const i of [1, 2, 3]) expect(out[i], `read ${i}`).toMatch(/cannot read .*(EACCES|ENOENT)/);
     expect(out[4]).toMatch(/cannot connect to port \d+: EACCES/);
     expect(out[5]).toContain('original');
+    expect(out[6]).toMatch(/cannot connect to .*ollie\.sock: (EACCES|EPERM)/);
     expect(readFileSync(join(h.dir, 'keep.txt'), 'utf8')).toBe('original');
     expect(out.join('\n')).not.toContain('test-key');
   });
