@@ -126,7 +126,9 @@ describe('an agent with MCP servers', () => {
     const files = await until(async () => (await h!.c.ls(`${dir}/fx/resources`)).map((d) => d.name).sort().join(' ') || undefined);
     expect(files).toBe('fixture%3A%2F%2Fcwd fixture%3A%2F%2Fgreeting');
     expect(await h.c.readText(`${dir}/fx/resources/fixture%3A%2F%2Fgreeting`)).toBe('hello from an MCP resource\n');
-    // A prompt as a slash command: its text goes to the model as the next prompt.
+    // The prompts, listed by /mcp; one as a slash command: its text goes to the model as the next prompt.
+    await h.c.write(`${a.path}/prompt`, '/mcp');
+    expect((await h.blocks(a.path)).filter((b) => b.role === 'info').at(-1)!.content).toBe('/mcp fx review file=…\tAsks for a review of a file.');
     const agent = h.daemon.agents.all().find((x) => x.id === a.aid)!;
     const next = agent.nextTurn();
     await h.c.write(`${a.path}/prompt`, '/mcp fx review file=src/a.ts');
