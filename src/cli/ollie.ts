@@ -127,8 +127,8 @@ program
 
 program
   .command('trust')
-  .description('trust a project\'s .ollie-sandbox.yaml as it is now (it applies only while unchanged); --untrust forgets it, --list lists')
-  .argument('[path]', 'the project directory or its .ollie-sandbox.yaml', '.')
+  .description('trust a project\'s .ollie-sandbox.yaml (or its .mcp.json, named) as it is now (it applies only while unchanged); --untrust forgets it, --list lists')
+  .argument('[path]', 'the project directory or its .ollie-sandbox.yaml, or its .mcp.json', '.')
   .option('--config <dir>', 'configuration directory (where trusted-projects is kept)', configDir())
   .option('--untrust', 'forget the file instead')
   .option('--list', 'list the trusted files: sha256, path')
