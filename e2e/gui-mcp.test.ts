@@ -32,7 +32,7 @@ describe('MCP servers in Settings', () => {
     mkdirSync(join(dir, 'work'));
     writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
     writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
-    writeMcpConfig(join(dir, 'config'), { fx: fixtureServer() });
+    writeMcpConfig(join(dir, 'config'), { fx: fixtureServer({ env: { FX_TOKEN: 'secret-xyz-123' } }) });
     const sock = socketPath(dir);
     daemon = await startDaemon({ socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined });
     ui = await startWebUi({ server: daemon.server, rendererDir, port: 0 });
@@ -71,7 +71,18 @@ describe('MCP servers in Settings', () => {
     await until(async () => /state=ready/.test(await outside.readText('session/proj/mcp/fx/status')), 'fx to restart', 15000);
     await page.getByRole('button', { name: 'Refresh' }).click();
     await page.locator('[data-server="fx"][data-state="ready"]').waitFor();
-    // The config file is edited in the same view.
-    await page.locator('[data-file="mcp.json"]').waitFor();
+    // The config file is edited in the same view, its env and header values hidden; a save keeps them.
+    const area = page.getByRole('textbox', { name: 'mcp.json', exact: true });
+    await until(async () => (await area.inputValue()).includes('FX_TOKEN'), 'mcp.json to load');
+    expect(await area.inputValue()).not.toContain('secret-xyz-123');
+    expect(await area.inputValue()).toContain('"FX_TOKEN": "••••••••"');
+    await area.fill((await area.inputValue()).replace('"fx"', '"fx2"').replace('"FX_TOKEN": "••••••••"', '"FX_TOKEN": "secret-new"'));
+    await page.locator('[data-file="mcp.json"]').getByRole('button', { name: 'Save' }).click();
+    await until(async () => (await outside.readText('config/mcp.json')).includes('"fx2"'), 'the save');
+    expect(JSON.parse(await outside.readText('config/mcp.json')).mcpServers.fx2.env).toEqual({ FX_TOKEN: 'secret-new' });
+    await area.fill((await area.inputValue()).replace('"args"', '"args" '));
+    await page.locator('[data-file="mcp.json"]').getByRole('button', { name: 'Save' }).click();
+    await until(async () => (await outside.readText('config/mcp.json')).includes('"args" '), 'the second save');
+    expect(JSON.parse(await outside.readText('config/mcp.json')).mcpServers.fx2.env).toEqual({ FX_TOKEN: 'secret-new' });
   });
 });

@@ -6,6 +6,7 @@
  */
 import { Appearance } from './Appearance.js';
 import { McpServers } from './McpServers.js';
+import { maskMcp, unmaskMcp } from '../lib/mcpmask.js';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorLine, maskKeys, unmaskKeys, type BypassRule } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
@@ -35,7 +36,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
     try {
       const t = await ollie.readConfig(file);
       // API keys are never shown: a masked line keeps the key it had when saved (unmaskKeys).
-      const shown = file === 'backends.conf' ? maskKeys(t) : t;
+      const shown = file === 'backends.conf' ? maskKeys(t) : file === 'mcp.json' ? maskMcp(t) : t;
       raw.current = t;
       setSaved(shown);
       setText(drafts.get(file) ?? shown);
@@ -71,6 +72,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
     try {
       await ollie.writeConfig(file, text, raw.current);
       if (file === 'backends.conf') raw.current = unmaskKeys(text, raw.current);
+      if (file === 'mcp.json') raw.current = unmaskMcp(text, raw.current);
       setError(undefined);
       setOk(true);
       drafts.delete(file);

@@ -8,6 +8,7 @@ import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import { appendEntry, loadConsole, saveConsole } from './consolelog.js';
+import { maskMcp, unmaskMcp } from './mcpmask.js';
 import {
   maskKeys, parseAgentIdx, parseBackends, parseEndedIdx, parseBypassRules, parseCheckedModels, parseEvent, parseKv, parsePending, parseProcIdx, parseProviders, parseSearch, parseSessionIdx, setupRequest, treeOrder, unmaskKeys,
   type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type ProviderInfo, type SearchHit, type SessionInfo,
@@ -709,6 +710,7 @@ class Controller {
   async writeConfig(name: string, text: string, saved?: string): Promise<void> {
     const t = text.endsWith('\n') ? text : `${text}\n`;
     if (name === 'backends.conf') await this.need().write(`config/${name}`, unmaskKeys(t, saved ?? ''), maskKeys(t));
+    else if (name === 'mcp.json') await this.need().write(`config/${name}`, unmaskMcp(t, saved ?? ''), maskMcp(t));
     else await this.need().write(`config/${name}`, t);
     // A new backends.conf is live at once: the new-agent dialog and the status bar read `backends`.
     if (name === 'backends.conf') set({ backends: parseBackends(await this.need().readOr('backends', '')) });
