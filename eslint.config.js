@@ -59,6 +59,9 @@ const LAZY_PACKAGES = [
   // olliesrv (backend/*.ts): a provider's SDK loads with the first request to that provider.
   '@ai-sdk/',
   'ollama-ai-provider-v2',
+  // cli (mcp.ts): the MCP SDK and zod load only for `ollie mcp`, a tenth of a second the other commands skip.
+  '@modelcontextprotocol/sdk/',
+  'zod',
   // olliesrv (skills/embed.ts): an optional dependency (289 MB); without it, search falls back to words.
   'onnxruntime-node',
   // toolsrv (exec/proc.ts): native, loaded only when a tool asks for a terminal.

@@ -131,8 +131,8 @@ program
 
 program
   .command('trust')
-  .description('trust a project\'s .ollie-sandbox.yaml (or, named by its path, its .ollie-hooks.json) as it is now (it applies only while unchanged); --untrust forgets it, --list lists')
-  .argument('[path]', 'the project directory, its .ollie-sandbox.yaml or its .ollie-hooks.json', '.')
+  .description('trust a project\'s .ollie-sandbox.yaml (or, named by its path, its .ollie-hooks.json or .mcp.json) as it is now (it applies only while unchanged); --untrust forgets it, --list lists')
+  .argument('[path]', 'the project directory, its .ollie-sandbox.yaml, its .ollie-hooks.json or its .mcp.json', '.')
   .option('--config <dir>', 'configuration directory (where trusted-projects is kept)', configDir())
   .option('--untrust', 'forget the file instead')
   .option('--list', 'list the trusted files: sha256, path')

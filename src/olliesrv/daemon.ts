@@ -31,6 +31,7 @@ import { peerCredentials, peerCredentialsUnavailable } from '../platform/peercre
 import { rmSync, writeFileSync } from 'node:fs';
 import { Hooks } from './hooks/hooks.js';
 import { notificationHooks } from './hooks/agent.js';
+import { McpMirror } from './mcp/mirror.js';
 
 export interface DaemonOptions {
   /** Unix socket path. */
@@ -122,6 +123,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       yolo: ts?.yolo === true,
     };
     const hooks = new Hooks({ configDir: opts.configDir, run: promptCommands, bus, log, offFile: join(opts.dataDir, 'hooks-off') });
+    const mcp = new McpMirror(log);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
@@ -140,6 +142,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
             else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
           });
           sessionTools.set(sid, st);
+          mcp.follow(sid, st);
           return st;
         })();
         opening.set(sid, p);
@@ -200,6 +203,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         hooks.forget(id);
         const st = sessionTools.get(id);
         sessionTools.delete(id);
+        mcp.forget(id);
         opening.delete(id);
         void st?.close().catch(() => undefined);
       },
@@ -212,7 +216,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload, hooks },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload, hooks, mcp },
       userInfo().username,
     );
     const server = new Server({
@@ -266,6 +270,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         // Connections first: a listening socket only finishes closing once its connections have.
         server.close();
         workflows.close();
+        mcp.close();
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
         // The keeper first: it stops the toolsrvs, and one still starting is stopped as soon as it is up

@@ -21,6 +21,7 @@ import { Feed } from '../platform/queue.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
 import { hostFacts } from './registry/meta.js';
+import { McpManager, type McpTool } from './mcp/manager.js';
 
 export interface CoreOptions {
   /** Tool directories, highest precedence first (user's config dir, then the shipped data/tools). */
@@ -39,10 +40,14 @@ export interface CoreOptions {
   hostIdleMs?: number;
   /** Starts tool processes (src/platform/launcher.ts); without one, or one without the spawner, sandboxed calls are refused. */
   launcher?: Launcher;
+  /** MCP servers (mcp/): Ollie's config dir holds mcp.json and the trust list; absent: none. */
+  mcp?: { configDir: string; backoffMs?: number; startTimeoutMs?: number };
   log?: (m: string) => void;
 }
 
 const PROC_TTL_MS = 10 * 60 * 1000;
+/** How long a call of an MCP server that is starting waits for it. */
+const MCP_START_WAIT_MS = 15_000;
 
 /** Why sandboxed calls are refused where the spawner is not built. */
 export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
@@ -78,6 +83,8 @@ export class Core {
   readonly procs = new Map<number, Proc>();
   /** Resident hosts of the tools whose .meta names one (exec/hosts.ts). */
   readonly hosts: HostPool;
+  /** The MCP servers of this toolsrv's workspace; their tools are in every scope (mcp/manager.ts). */
+  readonly mcp?: McpManager;
   private readonly scopes = new Map<string, Scope>();
   private nextPid = 1;
   private readonly gc: NodeJS.Timeout;
@@ -91,6 +98,16 @@ export class Core {
     this.bypass = new BypassBroker(this.log);
     this.ttl = opts.procTtlMs ?? PROC_TTL_MS;
     this.hosts = new HostPool(opts.hostIdleMs, opts.launcher);
+    if (opts.mcp) {
+      // Started by the first session that asks (mcp-wait), in its workspace: a toolsrv may be started before it
+      // knows its session (a spare) or serve several (shared), and a server sees one workspace.
+      this.mcp = new McpManager({
+        ...opts.mcp, confinement: opts.confinement, baseEnv: opts.baseEnv, log: this.log,
+        changed: () => {
+          for (const s of this.scopes.values()) s.rev++;
+        },
+      });
+    }
     this.gc = setInterval(() => this.collect(), Math.max(10, Math.min(this.ttl / 4, 60_000)));
     this.gc.unref();
   }
@@ -156,11 +173,21 @@ export class Core {
   }
 
   toolInfos(s: Scope): ToolInfo[] {
-    return [...s.tools.values()].map((t) => t.info);
+    return [...[...s.tools.values()].map((t) => t.info), ...(this.mcpFor(s)?.infos() ?? [])];
+  }
+
+  /** Starts the MCP servers for this scope's session, in its workspace, unless a session started them already. */
+  private startMcp(s: Scope): void {
+    if (this.mcp && this.mcp.session === undefined) this.mcp.start({ session: s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '', cwd: s.root ?? s.cwd });
+  }
+
+  /** The MCP servers a scope has: those of its session, once that session started them. */
+  private mcpFor(s: Scope): McpManager | undefined {
+    return this.mcp && this.mcp.session === (s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '') ? this.mcp : undefined;
   }
 
   /** A `ctl` line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. */
-  ctl(s: Scope, line: string): string {
+  ctl(s: Scope, line: string): string | Promise<string> {
     const m = /^\s*(\S+)\s*(.*?)\s*$/s.exec(line);
     if (!m) return '';
     const [, cmd, arg = ''] = m;
@@ -189,6 +216,9 @@ export class Core {
         else s.env.set(k, arg.slice(eq + 1));
         this.rebuildEnv(s);
         this.reresolve(s);
+        // olliesrv names an agent's session after its cwd and root: the session's MCP servers can start (also in a
+        // toolsrv that replaced one that died, where no agent asks again).
+        if (k === 'OLLIE_SESSION_ID' && eq >= 0) this.startMcp(s);
         return '';
       }
       case 'cwd': {
@@ -215,8 +245,19 @@ export class Core {
       }
       case 'reload':
         return this.reload().map((e) => `${e}\n`).join('');
+      case 'mcp-reload':
+        // The owner changed config/mcp.json or trusted a project's .mcp.json.
+        this.mcp?.start();
+        return '';
+      case 'mcp-wait': {
+        // An agent's first tool list should hold the MCP servers' tools: start them for its session (the first to
+        // ask), then wait (bounded) for them.
+        if (!this.mcp) return '';
+        this.startMcp(s);
+        return this.mcpFor(s) ? this.mcp.settled(Math.min(Number(arg) || 10_000, 60_000)).then(() => '') : '';
+      }
       default:
-        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, root PATH, reload`);
+        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, root PATH, reload, mcp-reload, mcp-wait [MS]`);
     }
   }
 
@@ -241,9 +282,14 @@ export class Core {
   async call(s: Scope, req: ProcRequest, signal: AbortSignal): Promise<ProcResult> {
     const refused = (error: string, tool = String(req?.tool ?? '')): ProcResult => ({ pid: 0, tool, status: 'refused', exit: null, output: '', outputBytes: 0, error });
     if (typeof req !== 'object' || req === null || typeof req.tool !== 'string') return refused('the request needs {"tool": NAME, "args": {…}, "flags": {…}}');
-    const tool = s.tools.get(req.tool);
+    let tool: Tool | McpTool | undefined = s.tools.get(req.tool) ?? this.mcpFor(s)?.tool(req.tool);
+    // A call of a server that is starting (a toolsrv that replaced a dead one, a restart asked for) waits for it.
+    if (!tool && this.mcpFor(s)?.starting(req.tool)) {
+      await this.mcp!.settled(MCP_START_WAIT_MS);
+      tool = this.mcpFor(s)?.tool(req.tool);
+    }
     if (!tool) {
-      const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.catalog.whyNot(req.tool);
+      const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.mcpFor(s) && req.tool.startsWith('mcp__') ? this.mcp!.whyNot(req.tool) : this.catalog.whyNot(req.tool);
       return refused(`cannot run ${req.tool}: ${known}`);
     }
     if (req.args !== undefined && (typeof req.args !== 'object' || req.args === null || Array.isArray(req.args))) return refused('args must be a JSON object');
@@ -287,6 +333,7 @@ export class Core {
       bypassed = !!unsandboxed;
     }
 
+    if ('mcp' in tool) return this.callMcp(s, tool as McpTool, args, flags, { cmd, bypassed, lock }, signal);
     const release = lock ? await this.locks.acquire(lock, signal) : undefined;
     let proc: Proc;
     let notice: string | undefined;
@@ -340,6 +387,29 @@ export class Core {
       release?.();
     }
     return notice ? { ...this.result(proc), notice } : this.result(proc);
+  }
+
+  /** A call answered by an MCP server: the lock, proc/ record, background and abort of any call (mcp/manager.ts). */
+  private async callMcp(s: Scope, tool: McpTool, args: Record<string, unknown>, flags: ProcFlags, o: { cmd: string; bypassed: boolean; lock?: LockKind }, signal: AbortSignal): Promise<ProcResult> {
+    const release = o.lock ? await this.locks.acquire(o.lock, signal) : undefined;
+    const proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd: o.cmd, background: !!flags.background, bypassed: o.bypassed });
+    this.procs.set(proc.id, proc);
+    this.mcp!.run(tool.mcp, proc, args, o.bypassed, flags.timeout ?? (flags.background ? undefined : tool.fields.timeout));
+    if (flags.background) {
+      release?.();
+      void proc.done.then(() => this.interrupted(s, proc));
+      return { pid: proc.id, tool: tool.name, status: 'background', exit: null, output: '', outputBytes: 0, ...(o.bypassed && { bypassed: true }) };
+    }
+    const onAbort = (): void => proc.terminate('killed', 0);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    try {
+      await proc.done;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      release?.();
+    }
+    return this.result(proc);
   }
 
   result(p: Proc): ProcResult {
@@ -453,6 +523,7 @@ export class Core {
     for (const p of this.procs.values()) p.terminate('killed', 0);
     this.opts.launcher?.close();
     this.hosts.close();
+    this.mcp?.close();
     this.bypass.close();
   }
 }

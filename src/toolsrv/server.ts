@@ -80,6 +80,7 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     ...(o.procTtlMs !== undefined && { procTtlMs: o.procTtlMs }),
     ...(o.hostIdleMs !== undefined && { hostIdleMs: o.hostIdleMs }),
     launcher,
+    mcp: { configDir: dirs.configDir },
     log,
   });
   const server = new Server({ fs: toolsrvNamespace(core, userInfo().username), auth: sharedSecretAuth(o.secret), onProtocolError: (m) => log(`closed a connection: ${m}`) });

@@ -7,6 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { Agent } from './agent.js';
 import type { AgentDeps } from './deps.js';
 import { renderStats } from './stats.js';
+import { MCP_COMMAND_USAGE, mcpAlias, runMcpCommand } from '../mcp/prompts.js';
 
 export class CommandError extends Error {
   override name = 'CommandError';
@@ -126,6 +127,7 @@ export const COMMANDS: Record<string, Command> = {
   peerdel: { usage: 'peerdel NAME', run: (a, args, d) => (d.peers.del(a, needArg('peerdel', args)), `peer ${args} removed\n`) },
   peers: { usage: 'peers', run: (a, args, d) => (noArg('peers', args), d.peers.names(a).map((n) => `${n}\n`).join('')) },
   queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), a.queue.map((q, i) => `${i + 1}\t${q.replace(/\n/g, ' ')}\n`).join('')) },
+  mcp: { usage: MCP_COMMAND_USAGE, run: runMcpCommand },
   help: { usage: 'help', run: () => Object.values(COMMANDS).map((c) => `${c.usage}\n`).join('') },
 };
 
@@ -134,6 +136,8 @@ export async function runCommand(a: Agent, text: string, deps: AgentDeps): Promi
   const sp = t.search(/\s/);
   const cmd = sp === -1 ? t : t.slice(0, sp);
   const args = sp === -1 ? '' : t.slice(sp).trim();
+  const alias = mcpAlias(cmd, args);
+  if (alias !== undefined) return runMcpCommand(a, alias, deps);
   const c = COMMANDS[cmd];
   if (!c) throw new CommandError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(COMMANDS).join(', ')}`);
   return c.run(a, args, deps);

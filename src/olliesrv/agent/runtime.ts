@@ -10,6 +10,7 @@ import type { Agent } from './agent.js';
 import { errText } from './errors.js';
 import { resolvePrompt, type Profile } from './profiles.js';
 import { spec, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
+import { isMcpTool, MCP_WAIT } from '../mcp/tools.js';
 
 export interface Runtime {
   profile: Profile;
@@ -82,7 +83,8 @@ export async function buildRuntime(agent: Agent): Promise<Runtime> {
       // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
       // the profile's tools and the ones loaded by hand.
       // The commands are independent (one tool each), so they go out together: one round trip, not one each.
-      const loaded = new Set((await host.list()).tools.map((t) => t.name));
+      await host.ctl(MCP_WAIT).catch(() => undefined);
+      const loaded = new Set((await host.list()).tools.map((t) => t.name).filter((n) => !isMcpTool(n)));
       await Promise.all([
         ...[...loaded].filter((t) => !wanted.includes(t)).map((t) => host.ctl(`unload ${t}`).catch(() => undefined)),
         ...wanted.filter((t) => !loaded.has(t)).map((t) =>

@@ -9,6 +9,7 @@
 import type { ToolSpec } from '../backend/types.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 import { Index } from '../skills/index.js';
+import { mcpSummary } from '../mcp/tools.js';
 
 export const TOOL_SEARCH = 'tool_search';
 
@@ -47,7 +48,8 @@ export function toolsPrompt(active: readonly ToolInfo[], deferred: readonly Tool
   if (deferred.length) {
     out.push(
       `## More tools\n\nCall one by name, or load several with \`${TOOL_SEARCH}\`${listed.length < deferred.length ? ' (it also finds tools not listed here)' : ''}:\n` +
-        listed.map((t) => `- ${t.name}: ${firstLine(t.description)}`).join('\n'),
+        listed.map((t) => `- ${t.name}: ${firstLine(t.description)}`).join('\n') +
+        mcpSummary(deferred),
     );
   }
   return out.join('\n\n');

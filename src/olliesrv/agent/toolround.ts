@@ -10,9 +10,13 @@ import { setState } from './state.js';
 import { describeLoaded, searchTools, spec, TOOL_SEARCH } from './tooling.js';
 import type { TurnResult } from './types.js';
 import { postToolUseHooks, preToolUseHooks } from '../hooks/agent.js';
+import { isMcpTool } from '../mcp/tools.js';
+import { refreshTools } from './runtime.js';
 
 export async function runTools(agent: Agent, rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
   await rt.ready;
+  // An MCP tool the list does not have yet (its server started or came back since): look again first.
+  if (calls.some((c) => isMcpTool(c.name) && !rt.tools.has(c.name))) await refreshTools(agent, rt);
   const prepared = calls.map((c) => prepare(c, rt.tools));
   const deferred = new Set(deferredTools(agent, rt).map((t) => t.name));
   const results: ModelResult[] = new Array<ModelResult>(prepared.length);

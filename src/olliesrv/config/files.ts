@@ -22,6 +22,8 @@ import {
   SPAWNER,
   TrustError,
   type LandlockStatus,
+  GLOBAL_MCP_FILE,
+  parseMcpFile,
 } from '../../toolsrv/public.js';
 import { HOOKS_FILE, HookConfigError, parseHooks } from '../hooks/config.js';
 
@@ -83,6 +85,16 @@ export class ConfigFiles {
     } catch (e) {
       throw e instanceof TrustError ? new ConfigError(e.message) : e;
     }
+  }
+
+  /** mcp.json: every server checked (toolsrv/mcp/config.ts) before it is written; a problem names the server and field. */
+  writeMcp(text: string): string {
+    const file = this.path(GLOBAL_MCP_FILE);
+    const r = parseMcpFile(file, text);
+    const problems = [...(r.error ? [r.error] : []), ...r.bad.map((b) => b.error)];
+    if (problems.length) throw new ConfigError(problems.join('; '));
+    this.commit(GLOBAL_MCP_FILE, text);
+    return file;
   }
 
   /** backends.conf: parsed (every section, env: keys resolved) before it is written; the daemon reloads it. */

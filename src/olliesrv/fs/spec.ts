@@ -24,6 +24,8 @@ import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY
 import { MAX_DEPTH } from '../session/agents.js';
 import { knownWindow } from '../backend/windows.js';
 import { realpathSync } from 'node:fs';
+import type { McpMirror } from '../mcp/mirror.js';
+import { sessionMcpDir } from '../mcp/namespace.js';
 import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
 export interface Olliesrv {
@@ -42,6 +44,8 @@ export interface Olliesrv {
   reload: () => string;
   /** Lifecycle hooks: their runs (session/S/hooks) and the per-session switch (session ctl `hooks on|off`). */
   hooks?: Hooks;
+  /** The sessions' MCP servers (session/S/mcp, olliesrv/mcp). */
+  mcp?: McpMirror;
 }
 
 const AGENT_KEYS = ['name', 'cwd', 'backend', 'model', 'agent', 'parent', 'prompt', 'steps', 'tokens', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort'] as const;
@@ -343,8 +347,13 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           doc: 'The sandbox policy; applies to the tool servers started after the write.',
           text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
         }),
+        Leaf('mcp.json', {
+          doc: 'MCP servers ({"mcpServers": {…}}, docs/mcp.md), checked before it is written; running sessions restart their servers with it.',
+          mode: 0o600,
+          text: { get: () => o.config.read('mcp.json'), set: (_ctx, v) => void (v.trim() && (o.config.writeMcp(v), o.mcp?.reloadAll())) },
+        }),
         Leaf('trust', {
-          doc: 'Trusted project files (.ollie-sandbox.yaml; .ollie-hooks.json, named by its path), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
+          doc: 'Trusted project files (.ollie-sandbox.yaml; .ollie-hooks.json and .mcp.json, named by their paths), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
           mode: 0o600,
           text: { get: () => o.config.readTrust(), set: (_ctx, v) => void (v.trim() && o.config.writeTrust(v)) },
         }),
@@ -459,6 +468,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             access: inSession(scope, { session: reads }),
             read: (ctx) => o.hooks?.lines(s(ctx).id) ?? '',
           }),
+          ...(o.mcp ? [sessionMcpDir(o.mcp, scope, (ctx) => s(ctx).id)] : []),
           Leaf('bypass', {
             doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command (\\n, \\t, \\\\ and \\u{HEX} escaped), reason, and the rule "session" or "always" would store: prefix|exact and the rule, or once and nothing when it can only be approved once. Write "ID approve|deny [once|session|always]".',
             read: (ctx) => bypassLines(o, s(ctx).id),

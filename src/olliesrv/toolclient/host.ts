@@ -3,6 +3,7 @@
  * connection attached with aname = the agent id; tests may implement it over an in-test 9P server speaking the
  * same namespace (src/toolsrv/protocol.ts).
  */
+import type { Client } from '../../ninep/index.js';
 import type { BypassRequest, ProcInterrupt, ProcRequest, ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
 
 export interface ToolHost {
@@ -46,6 +47,8 @@ export interface SessionTools {
   resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void>;
   /** Called for every new request and every resolution; returns an unsubscribe function. */
   onBypass(listener: (e: BypassEvent) => void): () => void;
+  /** The session-wide 9P connection to toolsrv, where there is one (olliesrv/mcp reads its mcp/ directory). */
+  toolsrv?(): Client;
   close(): Promise<void>;
 }
 

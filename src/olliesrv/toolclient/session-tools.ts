@@ -163,6 +163,11 @@ export class ToolsrvSessionTools implements SessionTools {
     return host;
   }
 
+  /** The session-wide connection to toolsrv (its mcp/ directory is mirrored by olliesrv/mcp). */
+  toolsrv(): Client {
+    return this.control;
+  }
+
   pending(): BypassRequest[] {
     return [...this.waiting.values()].filter((r) => !this.autoReason.has(r.id));
   }

@@ -16,6 +16,7 @@ import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { LandlockStatus, SandboxExtra } from '../sandbox/index.js';
 import type { Limits } from '../sandbox/limits.js';
+import type { SandboxPolicy } from '../sandbox/policy.js';
 
 export interface SandboxDirs {
   configDir: string;
@@ -126,7 +127,10 @@ export class Confinement {
    * run. `unconfined` skips the sandbox (an approved bypass); `sandbox` is the tool's own rules (its .meta);
    * `owner` the session and agent calling, whose own spill files (long outputs saved whole) the tool may read.
    */
-  wrap(argv: string[], cwd: string, env: Record<string, string>, o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra; owner?: { session?: string; agent: string } }): Wrapped {
+  wrap(
+    argv: string[], cwd: string, env: Record<string, string>,
+    o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra; owner?: { session?: string; agent: string }; adjust?: (policy: SandboxPolicy) => SandboxPolicy },
+  ): Wrapped {
     if (this.yolo || o.unconfined) {
       const out = { ...env };
       // Out of the sandbox too, only the tools that dial back carry the agent's credential.
@@ -167,7 +171,8 @@ export class Confinement {
       // The spill dir lies in the data dir, which no policy grants: the agent's own directory alone is added.
       const spill = o.owner?.session ? spillDirFor(this.dirs.dataDir, o.owner.session, o.owner.agent) : undefined;
       const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }), ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }) };
-      const cmd = this.mod.sandboxCommand(policy as never, argv, extra);
+      // `adjust` narrows a copy for one kind of process (an MCP server: workspace read only, no network).
+      const cmd = this.mod.sandboxCommand((o.adjust ? o.adjust(policy as SandboxPolicy) : policy) as never, argv, extra);
       const limits = (policy as { limits?: Limits }).limits;
       return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(notice && { notice }), ...(limits && { limits }) };
     } catch (e) {

@@ -5,6 +5,7 @@
  */
 import { build, Dir, Each, Leaf, NinepError, type Ctx, type FileServer, type Node } from '../../ninep/index.js';
 import type { Core, Scope } from '../core.js';
+import { mcpDir } from '../mcp/namespace.js';
 
 const text = (d: Uint8Array): string => new TextDecoder().decode(d);
 
@@ -23,9 +24,9 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
     Dir('/',
       Leaf('ctl', {
         doc: 'Write commands, one per line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. Read: this scope\'s cwd, env and loaded tools.',
-        write: (ctx, data) => {
+        write: async (ctx, data) => {
           const s = scope(ctx);
-          for (const line of text(data).split('\n')) if (line.trim()) guard(() => core.ctl(s, line));
+          for (const line of text(data).split('\n')) if (line.trim()) await guardAsync(() => core.ctl(s, line));
         },
         read: (ctx) => {
           const s = scope(ctx);
@@ -87,6 +88,7 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           }),
         ),
       ),
+      ...(core.mcp ? [mcpDir(core.mcp)] : []),
       Dir('bypass', { doc: 'Requests to run outside the sandbox, waiting for a person.' },
         Leaf('pending', {
           doc: 'Stream: every pending request (BypassRequest JSON lines), then new ones and resolutions ({"id","resolved"}).',
@@ -114,6 +116,14 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
     readdir: (d, u) => ns.readdir(d, u),
     open: (n, m, u) => ns.open(n, m, u),
   };
+}
+
+async function guardAsync<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw e instanceof NinepError ? e : new NinepError((e as Error).message);
+  }
 }
 
 function parseRequest(req: string): Parameters<Core['call']>[1] {

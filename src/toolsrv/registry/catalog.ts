@@ -69,8 +69,9 @@ function say(e: OutputUnit): string | undefined {
   return `${where}: ${e.error.replace(/\.$/, '')}`;
 }
 
-function validatorFor(schema: Record<string, unknown>): ArgsValidator {
-  const v = new Validator(schema, '7', false);
+/** `draft`: the .meta schemas are draft 7; MCP servers' are 2020-12 unless they say otherwise. */
+export function validatorFor(schema: Record<string, unknown>, draft: '7' | '2020-12' = '7'): ArgsValidator {
+  const v = new Validator(schema, draft, false);
   const f = ((args: unknown) => {
     const r = v.validate(args);
     f.errors = r.valid ? '' : [...new Set(leafErrors(r.errors).flatMap((e) => say(e) ?? []))].join('; ');

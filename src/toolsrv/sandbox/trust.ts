@@ -14,6 +14,8 @@ export const TRUST_FILE_NAME = 'trusted-projects';
 export const PROJECT_POLICY_NAME = '.ollie-sandbox.yaml';
 /** A project's hooks file (olliesrv/hooks/config.ts), trusted the same way. */
 export const PROJECT_HOOKS_FILE_NAME = '.ollie-hooks.json';
+/** A project's MCP servers (toolsrv/mcp/config.ts), trusted by naming the file. */
+export const PROJECT_MCP_NAME = '.mcp.json';
 
 export class TrustError extends Error {
   override name = 'TrustError';
@@ -94,8 +96,9 @@ export function trust(configDir: string, path: string): string {
 export function untrust(configDir: string, path: string): boolean {
   const m = readTrusted(configDir);
   let file = resolve(path);
-  // A project's hooks file (olliesrv/hooks) is trusted by its own name; a directory means its policy file.
-  if (!file.endsWith(`/${PROJECT_POLICY_NAME}`) && !file.endsWith(`/${PROJECT_HOOKS_FILE_NAME}`)) file = join(file, PROJECT_POLICY_NAME);
+  // A project's hooks file (olliesrv/hooks) and MCP servers file (.mcp.json) are trusted by their own names; a
+  // directory means its policy file.
+  if (![PROJECT_POLICY_NAME, PROJECT_HOOKS_FILE_NAME, PROJECT_MCP_NAME].some((n) => file.endsWith(`/${n}`))) file = join(file, PROJECT_POLICY_NAME);
   // The list holds canonical paths; a path spelled through a symlink, or one that no longer exists, both count.
   let canon = file;
   try {

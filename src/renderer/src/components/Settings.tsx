@@ -5,6 +5,8 @@
  * the user's text so it can be fixed (the file on disk is unchanged).
  */
 import { Appearance } from './Appearance.js';
+import { McpServers } from './McpServers.js';
+import { maskMcp, unmaskMcp } from '../lib/mcpmask.js';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorLine, maskKeys, unmaskKeys, type BypassRule } from '../lib/parse.js';
 import { act, ollie, useStore } from '../lib/store.js';
@@ -34,7 +36,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
     try {
       const t = await ollie.readConfig(file);
       // API keys are never shown: a masked line keeps the key it had when saved (unmaskKeys).
-      const shown = file === 'backends.conf' ? maskKeys(t) : t;
+      const shown = file === 'backends.conf' ? maskKeys(t) : file === 'mcp.json' ? maskMcp(t) : t;
       raw.current = t;
       setSaved(shown);
       setText(drafts.get(file) ?? shown);
@@ -70,6 +72,7 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
     try {
       await ollie.writeConfig(file, text, raw.current);
       if (file === 'backends.conf') raw.current = unmaskKeys(text, raw.current);
+      if (file === 'mcp.json') raw.current = unmaskMcp(text, raw.current);
       setError(undefined);
       setOk(true);
       drafts.delete(file);
@@ -366,6 +369,13 @@ export function Settings() {
         hint="What tools may read, write and reach. Applies to tool servers started after the save (new sessions)."
         emptyHint="No sandbox.yaml in the config directory: the shipped default policy applies. Saving writes one."
       />
+      <ConfigEditor
+        file="mcp.json"
+        title="MCP servers"
+        hint='{"mcpServers": {NAME: {"command", "args", "env"} or {"type": "http"|"sse", "url", "headers"}}}; saved, running sessions restart their servers (docs/mcp.md).'
+        emptyHint="No mcp.json: no MCP servers but the ones a trusted project .mcp.json declares."
+      />
+      <McpServers />
       <BypassRules />
     </section>
   );

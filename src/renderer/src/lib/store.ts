@@ -8,6 +8,7 @@ import {
 } from './parse.js';
 import { agentKey, agentPath, findAgent, get, notify, sessionPath, set } from './state.js';
 import { Sync } from './sync.js';
+import { maskMcp, unmaskMcp } from './mcpmask.js';
 
 export { agentKey, agentPath, findAgent, nextFrame, notify, sessionPath, useStore } from './state.js';
 export type { Dialog, SearchState, Selection, State, View } from './state.js';
@@ -156,6 +157,16 @@ class Controller extends Sync {
     return this.need().read('sandbox');
   }
 
+  /** A session's MCP servers (`session/S/mcp/status`, JSON; docs/mcp.md). */
+  readMcp(sid: string): Promise<string> {
+    return this.need().read(`session/${sid}/mcp/status`);
+  }
+
+  /** `reload`, or `restart|stop|start SERVER`, for a session's MCP servers. */
+  mcpCtl(sid: string, command: string): Promise<void> {
+    return this.need().write(`session/${sid}/mcp/ctl`, command);
+  }
+
   /** A file under the root `config/` (empty when it does not exist yet). */
   readConfig(name: string): Promise<string> {
     return this.need().read(`config/${name}`);
@@ -187,6 +198,7 @@ class Controller extends Sync {
   async writeConfig(name: string, text: string, saved?: string): Promise<void> {
     const t = text.endsWith('\n') ? text : `${text}\n`;
     if (name === 'backends.conf') await this.need().write(`config/${name}`, unmaskKeys(t, saved ?? ''), maskKeys(t));
+    else if (name === 'mcp.json') await this.need().write(`config/${name}`, unmaskMcp(t, saved ?? ''), maskMcp(t));
     else await this.need().write(`config/${name}`, t);
     // A new backends.conf is live at once: the new-agent dialog and the status bar read `backends`.
     if (name === 'backends.conf') set({ backends: parseBackends(await this.need().readOr('backends', '')) });

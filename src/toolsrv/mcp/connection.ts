@@ -1,0 +1,329 @@
+/**
+ * One configured MCP server, as toolsrv keeps it: the SDK's client over its transport, its tools, resources and
+ * prompts as last listed, a log, and its life. A stdio server is started through `launch` (the sandbox helper,
+ * with the server's own policy: see manager.ts); a remote one is dialled by toolsrv itself. When a server dies or
+ * its connection drops it is started again after a backoff that doubles (1 s, 2 s, … 60 s) and resets once a
+ * connection has lived a minute; calls in flight fail with the reason, and nothing else notices.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema,
+  type Prompt, type Resource, type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ServerConfig, StdioServer } from './config.js';
+
+export type McpState = 'starting' | 'ready' | 'restarting' | 'stopped' | 'failed' | 'disabled';
+
+/** The command that starts a stdio server (the sandbox helper's, around the server's own), or why it cannot start. */
+export type Launch = (s: StdioServer, unconfined: boolean) => { file: string; args: string[]; env: Record<string, string> } | { refused: string };
+
+export interface ConnectionOptions {
+  cwd: string;
+  launch: Launch;
+  /** First restart delay; doubles up to 60 s (tests shorten it). */
+  backoffMs?: number;
+  /** How long a start may take (spawn, initialize, first listings). */
+  startTimeoutMs?: number;
+  /** The server's tools, resources or prompts changed (or its state did). */
+  changed: () => void;
+  log: (m: string) => void;
+}
+
+const LOG_LINES = 500;
+const MAX_BACKOFF_MS = 60_000;
+/** A connection that lived this long resets the backoff. */
+const HEALTHY_MS = 60_000;
+const START_TIMEOUT_MS = 30_000;
+const CLIENT = { name: 'ollie', version: '1' };
+
+export class McpConnection {
+  state: McpState;
+  error = '';
+  restarts = 0;
+  pid = 0;
+  startedAt = 0;
+  tools: McpTool[] = [];
+  resources: Resource[] = [];
+  prompts: Prompt[] = [];
+  private client?: Client;
+  private lines: string[] = [];
+  private backoff: number;
+  private timer?: NodeJS.Timeout;
+  /** Bumped by every start and stop: a late event of an older connection changes nothing. */
+  private generation = 0;
+  private readyWaiters: Array<() => void> = [];
+
+  constructor(readonly config: ServerConfig, private readonly o: ConnectionOptions) {
+    this.backoff = o.backoffMs ?? 1000;
+    this.state = config.disabled ? 'disabled' : 'stopped';
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** The server's log: lifecycle lines and what a stdio server wrote to stderr, newest last. */
+  log(): string {
+    return this.lines.map((l) => `${l}\n`).join('');
+  }
+
+  private note(line: string): void {
+    const stamp = new Date().toISOString();
+    for (const l of line.split('\n')) if (l.trim()) this.lines.push(`${stamp} ${l}`);
+    if (this.lines.length > LOG_LINES) this.lines.splice(0, this.lines.length - LOG_LINES);
+  }
+
+  /** Resolves once the server is ready or has given up for now (failed, restarting, stopped), or after `ms`. */
+  settled(ms: number): Promise<void> {
+    if (this.state !== 'starting') return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.readyWaiters.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  private settle(): void {
+    for (const w of this.readyWaiters.splice(0)) w();
+  }
+
+  start(): void {
+    if (this.config.disabled) return;
+    clearTimeout(this.timer);
+    const gen = ++this.generation;
+    this.state = 'starting';
+    this.error = '';
+    this.o.changed();
+    void this.connect(gen);
+  }
+
+  private async connect(gen: number): Promise<void> {
+    let transport: Transport;
+    try {
+      transport = this.transport();
+    } catch (e) {
+      return this.failed(gen, (e as Error).message, false);
+    }
+    const client = new Client(CLIENT, { capabilities: {} });
+    this.client = client;
+    client.onclose = () => {
+      if (gen === this.generation && (this.state === 'ready' || this.state === 'starting')) this.failed(gen, 'the connection closed', true);
+    };
+    client.onerror = (e) => {
+      if (gen === this.generation) this.note(`error: ${e.message}`);
+    };
+    const timeout = this.o.startTimeoutMs ?? START_TIMEOUT_MS;
+    try {
+      await client.connect(transport, { timeout });
+      if (gen !== this.generation) return void client.close().catch(() => undefined);
+      this.pid = transport instanceof StdioClientTransport ? (transport.pid ?? 0) : 0;
+      this.startedAt = Date.now();
+      const caps = client.getServerCapabilities() ?? {};
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(gen, 'tools'));
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void this.refresh(gen, 'resources'));
+      client.setNotificationHandler(PromptListChangedNotificationSchema, () => void this.refresh(gen, 'prompts'));
+      this.tools = caps.tools ? await this.listAll('tools', timeout) : [];
+      this.resources = caps.resources ? await this.listAll('resources', timeout) : [];
+      this.prompts = caps.prompts ? await this.listAll('prompts', timeout) : [];
+      if (gen !== this.generation) return;
+      this.state = 'ready';
+      const v = client.getServerVersion();
+      this.note(`ready${v ? ` (${v.name} ${v.version})` : ''}: ${this.tools.length} tools, ${this.resources.length} resources, ${this.prompts.length} prompts${this.pid ? `, pid ${this.pid}` : ''}`);
+      this.settle();
+      this.o.changed();
+    } catch (e) {
+      this.failed(gen, (e as Error).message, true);
+    }
+  }
+
+  private transport(): Transport {
+    const c = this.config;
+    if (c.type === 'stdio') {
+      const cmd = this.o.launch(c, false);
+      if ('refused' in cmd) throw new Error(cmd.refused);
+      this.note(`starting ${[c.command, ...c.args].join(' ')} (sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'})`);
+      return this.stdio(cmd);
+    }
+    // Dialled by toolsrv itself, outside the sandbox (as any HTTP client of the owner's): the owner's config named it.
+    this.note(`connecting to ${redactUrl(c.url)} (${c.type === 'sse' ? 'SSE' : 'Streamable HTTP'})`);
+    const requestInit = { headers: c.headers };
+    return c.type === 'sse' ? new SSEClientTransport(new URL(c.url), { requestInit }) : new StreamableHTTPClientTransport(new URL(c.url), { requestInit });
+  }
+
+  private stdio(cmd: { file: string; args: string[]; env: Record<string, string> }): StdioClientTransport {
+    const t = new StdioClientTransport({ command: cmd.file, args: cmd.args, env: cmd.env, cwd: this.o.cwd, stderr: 'pipe' });
+    let buf = '';
+    t.stderr?.on('data', (d: Buffer) => {
+      buf += d.toString('utf8');
+      const nl = buf.lastIndexOf('\n');
+      if (nl >= 0) {
+        this.note(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+      }
+      if (buf.length > 4096) {
+        this.note(buf);
+        buf = '';
+      }
+    });
+    return t;
+  }
+
+  private async listAll<K extends 'tools' | 'resources' | 'prompts'>(what: K, timeout: number): Promise<K extends 'tools' ? McpTool[] : K extends 'resources' ? Resource[] : Prompt[]> {
+    const c = this.client!;
+    const out: unknown[] = [];
+    let cursor: string | undefined;
+    // A server that pages forever is cut off: 100 pages is more than any real server sends.
+    for (let page = 0; page < 100; page++) {
+      const params = cursor ? { cursor } : {};
+      const r = what === 'tools' ? await c.listTools(params, { timeout }) : what === 'resources' ? await c.listResources(params, { timeout }) : await c.listPrompts(params, { timeout });
+      out.push(...((r as Record<string, unknown[]>)[what] ?? []));
+      cursor = r.nextCursor;
+      if (!cursor) break;
+    }
+    return out as never;
+  }
+
+  private async refresh(gen: number, what: 'tools' | 'resources' | 'prompts'): Promise<void> {
+    try {
+      const list = await this.listAll(what, this.o.startTimeoutMs ?? START_TIMEOUT_MS);
+      if (gen !== this.generation) return;
+      (this as Record<string, unknown>)[what] = list;
+      this.note(`${what} changed: ${list.length}`);
+      this.o.changed();
+    } catch (e) {
+      if (gen === this.generation) this.note(`could not list ${what}: ${(e as Error).message}`);
+    }
+  }
+
+  private failed(gen: number, why: string, retry: boolean): void {
+    if (gen !== this.generation) return;
+    const lived = this.startedAt ? Date.now() - this.startedAt : 0;
+    this.generation++;
+    const client = this.client;
+    this.client = undefined;
+    void client?.close().catch(() => undefined);
+    this.error = why;
+    this.startedAt = 0;
+    this.pid = 0;
+    if (lived >= HEALTHY_MS) this.backoff = this.o.backoffMs ?? 1000;
+    if (!retry) {
+      this.state = 'failed';
+      this.note(`failed: ${why}`);
+    } else {
+      this.state = 'restarting';
+      const delay = this.backoff;
+      this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
+      this.note(`lost: ${why}; starting again in ${delay} ms`);
+      this.o.log(`MCP server ${this.name}: ${why}; restarting in ${delay} ms`);
+      this.timer = setTimeout(() => {
+        this.restarts++;
+        this.start();
+      }, delay);
+      this.timer.unref();
+    }
+    this.settle();
+    this.o.changed();
+  }
+
+  /** Stops it for good (until start or restart). */
+  stop(why = 'stopped'): void {
+    clearTimeout(this.timer);
+    this.generation++;
+    const client = this.client;
+    this.client = undefined;
+    void client?.close().catch(() => undefined);
+    if (this.state !== 'disabled') this.state = 'stopped';
+    this.pid = 0;
+    this.startedAt = 0;
+    this.note(why);
+    this.settle();
+    this.o.changed();
+  }
+
+  /** Starts it again now, with the backoff reset (ctl restart). */
+  restart(): void {
+    this.stop('restarting on request');
+    this.backoff = this.o.backoffMs ?? 1000;
+    this.start();
+  }
+
+  private ready(): Client {
+    if (this.state !== 'ready' || !this.client) {
+      throw new Error(`MCP server ${this.name} is ${this.state}${this.error ? ` (${this.error})` : ''}`);
+    }
+    return this.client;
+  }
+
+  /** One tool call; its result's content in words, and whether the server said it failed. */
+  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; isError: boolean }> {
+    return callOn(this.ready(), tool, args, signal, timeoutMs);
+  }
+
+  async readResource(uri: string): Promise<string> {
+    const r = await this.ready().readResource({ uri });
+    return r.contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : 'blob' in c && typeof c.blob === 'string' ? Buffer.from(c.blob, 'base64').toString('latin1') : '')).join('');
+  }
+
+  /** A prompt's messages in words (what a slash command sends the model). */
+  async getPrompt(name: string, args: Record<string, string>): Promise<string> {
+    const r = await this.ready().getPrompt({ name, arguments: args });
+    return r.messages.map((m) => contentText(m.content as { type: string })).join('\n\n');
+  }
+
+  /**
+   * One call in a connection of its own, started outside the sandbox and closed after: an approved bypass. The
+   * resident server keeps its sandbox; only this call runs with the user's rights.
+   */
+  async callUnconfined(tool: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; isError: boolean }> {
+    const c = this.config;
+    if (c.type !== 'stdio') return this.call(tool, args, signal, timeoutMs);
+    const cmd = this.o.launch(c, true);
+    if ('refused' in cmd) throw new Error(cmd.refused);
+    this.note(`bypass: starting an unsandboxed instance for one call of ${tool}`);
+    const client = new Client(CLIENT, { capabilities: {} });
+    await client.connect(this.stdio(cmd), { timeout: this.o.startTimeoutMs ?? START_TIMEOUT_MS, signal });
+    try {
+      return await callOn(client, tool, args, signal, timeoutMs);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+}
+
+async function callOn(client: Client, tool: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; isError: boolean }> {
+  const r = await client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs });
+  if ('toolResult' in r) return { text: JSON.stringify(r.toolResult), isError: false };
+  const parts = (r.content as Array<{ type: string }>).map(contentText);
+  if (!parts.length && r.structuredContent !== undefined) parts.push(JSON.stringify(r.structuredContent));
+  return { text: parts.join('\n'), isError: r.isError === true };
+}
+
+/** A content block as text: text as is, the rest named (an image is not text for the tool log). */
+function contentText(c: { type: string; text?: string; mimeType?: string; resource?: { uri: string; text?: string }; uri?: string; name?: string }): string {
+  switch (c.type) {
+    case 'text':
+      return c.text ?? '';
+    case 'resource':
+      return c.resource?.text ?? `[resource ${c.resource?.uri ?? ''}]`;
+    case 'resource_link':
+      return `[resource ${c.uri ?? ''}${c.name ? ` ${c.name}` : ''}]`;
+    default:
+      return `[${c.type}${c.mimeType ? ` ${c.mimeType}` : ''}]`;
+  }
+}
+
+/** A URL for logs: no user info, no query (tokens ride there). */
+export function redactUrl(u: string): string {
+  try {
+    const url = new URL(u);
+    return `${url.protocol}//${url.host}${url.pathname}`;
+  } catch {
+    return '(bad url)';
+  }
+}
