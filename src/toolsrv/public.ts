@@ -18,4 +18,4 @@ export {
 } from './sandbox/index.js';
 export { applyTrustCommands, listTrusted, PROJECT_HOOKS_FILE_NAME, readTrusted, sha256, TrustError } from './sandbox/trust.js';
 export { containmentStatus, describeContainment } from './exec/containment.js';
-export { SPAWNER } from './exec/spawner.js';
+export { SPAWNER, Spawner, type CallLimits } from './exec/spawner.js';

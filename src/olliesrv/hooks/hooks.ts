@@ -19,6 +19,7 @@ import type { EventBus } from '../event/bus.js';
 import type { PromptCommandOptions } from '../agent/promptcmd.js';
 import { loadHooks, matching, type HookCommand, type HookEvent } from './config.js';
 import { runHook, type HookRun } from './runner.js';
+import { SPAWNER, Spawner } from '../../toolsrv/public.js';
 
 /** Lines kept per session in its `hooks` file. */
 export const RECORDS_KEPT = 200;
@@ -74,6 +75,8 @@ export interface HooksOptions {
   log: (m: string) => void;
   /** Where the sessions with hooks turned off are kept across restarts (one id per line, 0600); none: in memory. */
   offFile?: string;
+  /** The process spawner's binary (tests); the built one by default. */
+  spawner?: string;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -84,6 +87,8 @@ export class Hooks {
   private readonly records = new Map<string, HookRecord[]>();
   /** Problems with the hooks files already told, per session (each is told once, not at every tool call). */
   private readonly told = new Map<string, Set<string>>();
+  /** Starts sandboxed hooks contained, as toolsrv's tools (hooks/contained.ts); started on first use. */
+  private spawner: Spawner | undefined | null = null;
 
   constructor(private readonly o: HooksOptions) {
     if (!o.offFile) return;
@@ -105,6 +110,17 @@ export class Hooks {
     } catch (e) {
       this.o.log(`hooks: cannot save ${file}: ${(e as Error).message}; the switch holds until the daemon stops`);
     }
+  }
+
+  /** Ends the spawner, and with it any hook still running. */
+  close(): void {
+    this.spawner?.close();
+    this.spawner = null;
+  }
+
+  private contained(): Spawner | undefined {
+    if (this.spawner === null) this.spawner = Spawner.find(this.o.spawner ?? SPAWNER);
+    return this.spawner;
   }
 
   enabled(sessionId: string): boolean {
@@ -170,7 +186,7 @@ export class Hooks {
       OLLIE_PROJECT_DIR: site.root,
       CLAUDE_PROJECT_DIR: site.root,
     };
-    const runs = await Promise.all(cmds.map((c) => runHook({ command: c.command, timeoutSec: c.timeoutSec, cwd: site.cwd, policyRoot: site.root, input: stdin, vars }, this.o.run)));
+    const runs = await Promise.all(cmds.map((c) => runHook({ command: c.command, timeoutSec: c.timeoutSec, cwd: site.cwd, policyRoot: site.root, input: stdin, vars }, this.o.run, this.contained())));
     const blocks: string[] = [];
     const asks: string[] = [];
     runs.forEach((r, i) => {
