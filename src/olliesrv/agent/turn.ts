@@ -13,7 +13,7 @@ import { refreshTools } from './runtime.js';
 import { setState, topic } from './state.js';
 import { startTurn } from './stats.js';
 import { runShell, runTools } from './toolround.js';
-import { sessionStartHooks, stopHooks, userPromptHooks } from '../hooks/agent.js';
+import { sessionStartHooks, stopHooks, takeInterrupt, userPromptHooks } from '../hooks/agent.js';
 import type { TurnResult } from './types.js';
 
 /** Safety thresholds of the loop (seed 000, "Safety Mechanisms"). */
@@ -69,7 +69,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
   setState(agent, 'thinking');
   const rt = await agent.ensureRuntime();
   for (const c of await sessionStartHooks(agent.deps.hooks, agent, rt, agent.history.messages.length > 0)) addContext(agent, c, 'hook');
-  const hooked = text.startsWith('<system-proc-interrupt') ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
+  const hooked = takeInterrupt(agent, text) ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
   if (hooked.block) return { reply: '', error: hooked.block };
   if (agent.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
     try {

@@ -4,6 +4,7 @@
  * loop must do (a prompt blocked, context for the model, a tool call denied, rewritten or sent for approval).
  */
 import type { ProcResult } from '../../toolsrv/protocol.js';
+import { hiddenChar } from '../store/shellwords.js';
 import type { PreparedCall, ModelResult } from '../agent/dispatch.js';
 import type { ChatLog } from '../agent/chatlog.js';
 import type { HookEvent } from './config.js';
@@ -50,6 +51,28 @@ export async function sessionStartHooks(hooks: Hooks | undefined, a: HookedAgent
   return (await fire(hooks, a, 'SessionStart', { source: resumed ? 'resume' : 'startup' }))?.context ?? [];
 }
 
+/**
+ * The background-process interrupts toolsrv delivered to each agent, until their turn takes them. Only these skip
+ * the UserPrompt hooks: a prompt an agent writes (its own, a sub-agent's) can look like one, and must not.
+ */
+const interrupts = new WeakMap<object, string[]>();
+
+/** Marks `text` as an interrupt toolsrv sent to `a` (runtime.ts, before it is queued). */
+export function markInterrupt(a: object, text: string): void {
+  const list = interrupts.get(a) ?? [];
+  list.push(text);
+  interrupts.set(a, list);
+}
+
+/** Whether `text`, about to start a turn, is an interrupt toolsrv sent (each counts once). */
+export function takeInterrupt(a: object, text: string): boolean {
+  const list = interrupts.get(a);
+  const i = list?.indexOf(text) ?? -1;
+  if (i < 0) return false;
+  list!.splice(i, 1);
+  return true;
+}
+
 /** Agents whose last Stop hook blocked (Claude Code's stop_hook_active: a hook can tell it already had its say). */
 const stopBlocked = new WeakSet<object>();
 
@@ -84,8 +107,22 @@ export async function preToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, 
     p.args = { ...p.args, ...rest };
     a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(p.args)}`, { name: 'hook' });
   }
-  if (out.ask) p.flags = { ...p.flags, ask: out.ask };
+  if (out.ask) p.flags = { ...p.flags, ask: visibleReason(out.ask) };
   return undefined;
+}
+
+/** Longest ask reason shown to the person: what the call is comes from toolsrv, not from the hook. */
+const ASK_REASON_MAX = 500;
+
+/**
+ * An ask's reason as the approval shows it: one line, every control or invisible character as \u{HEX}, cut. A
+ * hook's output may be the agent's (a workspace script a trusted hook runs): in a terminal an escape could redraw
+ * the request it stands in, a bidi override could reverse it.
+ */
+export function visibleReason(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const shown = [...flat].map((c) => (hiddenChar(c) ? `\\u{${c.codePointAt(0)!.toString(16)}}` : c)).join('');
+  return shown.length > ASK_REASON_MAX ? `${shown.slice(0, ASK_REASON_MAX)}…` : shown;
 }
 
 /** PostToolUse: what a blocking hook (or its additionalContext) says joins the tool's result for the model. */
