@@ -7,9 +7,10 @@
  * - a prompt that merely starts like a background-process interrupt skipped the UserPrompt hooks;
  * - asking for `bypass` beside a hook's "ask" let a remembered approval answer the hook's question;
  * - a hook could leave processes running after it ended, beyond the process limit its tools have;
- * - a hook's "ask" reason reached the approval file with terminal escapes in it.
+ * - a hook's "ask" reason reached the approval file with terminal escapes in it;
+ * - removing or editing a trusted project hooks file lifted the owner's guard (now: tool calls are refused).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
@@ -186,6 +187,38 @@ describe('hooks, second review', () => {
     expect(reason).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
     await h.c.write(`session/${a.session}/bypass`, `${line.split('\t')[0]} deny`);
     await done;
+  });
+});
+
+describe('hooks, second review: a trusted project guard', () => {
+  it('cannot be lifted by removing, replacing or editing .ollie-hooks.json: tool calls are refused until the owner decides', async () => {
+    h = await harness({ profiles: { attacker: ATTACKER } });
+    const a = await attacker(h);
+    const file = join(a.work, '.ollie-hooks.json');
+    const guard = JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'shell', hooks: [cmd('grep -q pwned && { echo project-guard >&2; exit 2; }; exit 0')] }] } });
+    writeFileSync(file, guard);
+    await h.c.write('config/trust', `trust ${file}\n`);
+    const attacks = [
+      'rm .ollie-hooks.json',
+      'rm .ollie-hooks.json; mkdir .ollie-hooks.json',
+      'rm .ollie-hooks.json; ln -s /dev/null .ollie-hooks.json',
+      'mv .ollie-hooks.json elsewhere.json',
+      `rm .ollie-hooks.json; printf '%s' '{"hooks": {}}' > .ollie-hooks.json`,
+    ];
+    for (const attack of attacks) {
+      // The trusted bytes back in place (the owner's own file, as trusted): each attack starts from a working guard.
+      rmSync(file, { recursive: true, force: true });
+      writeFileSync(file, guard);
+      h.mock.script(...script(shell(attack), shell('touch pwned')));
+      const r = results(await h.turn(a.path, 'go', 60000));
+      expect(r[0], attack).not.toContain('blocked');
+      expect(existsSync(join(a.work, 'pwned')), attack).toBe(false);
+      expect(r.at(-1), attack).toMatch(/blocked by a PreToolUse hook: .*(was trusted but is gone|changed since the owner trusted it|symbolic link|not a regular file).*tool calls are refused/);
+    }
+    // The owner decides: untrusted, the project's file no longer stands in the way (nor applies).
+    await h.c.write('config/trust', `untrust ${file}\n`);
+    h.mock.script(...script(shell('echo free')));
+    expect(results(await h.turn(a.path, 'go', 60000)).at(-1)).toContain('free');
   });
 });
 

@@ -166,6 +166,12 @@ export class Hooks {
       this.o.log(`hooks: ${p}`);
       out.notes.push(`hooks: ${p}`);
     }
+    // A trusted project hooks file the agent changed or removed may have held the owner's guard: no tool call runs
+    // without it (as no tool runs under a tampered project sandbox file).
+    if (loaded.tampered && event === 'PreToolUse') {
+      out.block = loaded.tampered;
+      return out;
+    }
     const cmds: HookCommand[] = loaded.tables.flatMap((t) => matching(t, event, tool));
     if (!cmds.length) return out;
     const stdin = JSON.stringify({
