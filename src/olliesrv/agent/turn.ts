@@ -104,8 +104,13 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
     if (agent.injection !== undefined) {
       const inj = agent.injection;
       agent.injection = undefined;
-      agent.log.add('user', inj, { name: 'inject' });
-      agent.history.append({ role: 'user', content: inj });
+      // An injection is a prompt too, and an agent may write one (its own ctl, a sub-agent's): the same hooks.
+      const checked = await userPromptHooks(agent.deps.hooks, agent, inj);
+      if (!checked.block) {
+        for (const c of checked.context) addContext(agent, c, 'hook');
+        agent.log.add('user', inj, { name: 'inject' });
+        agent.history.append({ role: 'user', content: inj });
+      }
     }
     setState(agent, 'thinking');
     const r = await respond(agent, backend, rt, finalRound ? [] : rt.specs, signal);
