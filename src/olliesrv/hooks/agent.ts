@@ -100,14 +100,25 @@ export async function preToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, 
     const text = `error: the call was blocked by a PreToolUse hook: ${out.block}`;
     return { content: text, full: text, isError: true };
   }
+  let ask = out.ask;
   if (out.updatedInput) {
     // A hook may change what the tool does, not where it runs: leaving the sandbox stays the model's request and
     // a person's decision.
     const { bypass: _b, ...rest } = out.updatedInput;
-    p.args = { ...p.args, ...rest };
-    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(p.args)}`, { name: 'hook' });
+    const rewritten = { ...p.args, ...rest };
+    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(rewritten)}`, { name: 'hook' });
+    // The hooks ran side by side, each on the model's arguments: a guard among them never saw the rewrite (which
+    // may be the agent's own, from a workspace script a hook runs). They judge the call as it will run, once more;
+    // a second rewrite is not taken, so that what runs is what they passed.
+    const again = await fire(hooks, a, 'PreToolUse', { tool_name: p.call.name, tool_input: rewritten, tool_use_id: p.call.id }, p.call.name);
+    if (again?.block) {
+      const text = `error: the call, as a PreToolUse hook rewrote it, was blocked by a PreToolUse hook: ${again.block}`;
+      return { content: text, full: text, isError: true };
+    }
+    ask ??= again?.ask;
+    p.args = rewritten;
   }
-  if (out.ask) p.flags = { ...p.flags, ask: visibleReason(out.ask) };
+  if (ask) p.flags = { ...p.flags, ask: visibleReason(ask) };
   return undefined;
 }
 
