@@ -112,10 +112,10 @@ export class Hooks {
     }
   }
 
-  /** Ends the spawner, and with it any hook still running. */
+  /** Ends the spawner, and with it any hook still running; a hook fired later does not run. */
   close(): void {
     this.spawner?.close();
-    this.spawner = null;
+    this.spawner = undefined;
   }
 
   private contained(): Spawner | undefined {
