@@ -4,7 +4,8 @@
  *   - the cost of an event with no hooks configured (reading hooks.json and the project file, absent): what every
  *     tool call pays when no hooks are set;
  *   - the same with a hooks.json of 20 entries none of which matches;
- *   - one hook run under the sandbox helper (`true`, the event on stdin): what each matching hook adds to a call.
+ *   - one hook run under the sandbox helper through the process spawner (`true`, the event on stdin): what each
+ *     matching hook adds to a call.
  *
  *   node bench/hooks.mjs [RUNS=50]     (after npm run build:node)
  */
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadHooks, matching } from '../dist/olliesrv/hooks/config.js';
 import { runHook } from '../dist/olliesrv/hooks/runner.js';
+import { Spawner, SPAWNER } from '../dist/toolsrv/public.js';
 
 const RUNS = Number(process.argv[2] ?? 50);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -43,11 +45,13 @@ try {
   const o = { configDir, dataDir: join(dir, 'data'), runtimeDir: join(dir, 'run'), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' } };
   const input = JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'shell', tool_input: { command: 'ls' } });
   const ms = [];
+  const spawner = Spawner.find(SPAWNER);
   for (let i = 0; i < RUNS; i++) {
-    const r = await runHook({ command: 'true', timeoutSec: 10, cwd: work, policyRoot: work, input, vars: {} }, o);
+    const r = await runHook({ command: 'true', timeoutSec: 10, cwd: work, policyRoot: work, input, vars: {} }, o, spawner);
     if (r.code !== 0) throw new Error(`the hook did not run: ${r.notRun ?? r.stderr}`);
     ms.push(r.ms);
   }
+  spawner?.close();
   console.log(`one sandboxed hook (true), ${RUNS} runs: median ${median(ms)} ms, p90 ${p90(ms)} ms`);
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -273,6 +273,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         mcp.close();
         await Promise.all(listeners.map((l) => l.close()));
         await Promise.all(agents.all().map((a) => a.kill()));
+        hooks.close();
         // The keeper first: it stops the toolsrvs, and one still starting is stopped as soon as it is up
         // instead of being waited for.
         const keeperClosed = keeper?.close();

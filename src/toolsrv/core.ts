@@ -323,10 +323,12 @@ export class Core {
     const unsandboxed = flags.bypass && !this.opts.confinement.yolo;
     if (unsandboxed || flags.ask !== undefined) {
       const session = s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId;
-      // One request: leaving the sandbox, a hook's ask, or both (approving the bypass answers the hook too).
+      // One request: leaving the sandbox, a hook's ask, or both (approving the bypass answers the hook too). With a
+      // hook's ask it is a person's, once: were a remembered bypass rule to answer it, a model could skip the hook's
+      // question by adding `bypass` to a call a person once approved always.
       const reason = [unsandboxed && 'the model asked to run this outside the sandbox', flags.ask !== undefined && `a hook asks for your approval${unsandboxed ? '' : ' (the call runs inside the sandbox)'}: ${flags.ask}`].filter(Boolean).join('; ');
       const approved = await this.bypass.request(
-        { agent: s.name, tool: tool.name, cmd, ...(commandOf(args) !== undefined && { command: commandOf(args) }), cwd: s.cwd, reason, ...(session && { session }), ...(flags.ask !== undefined && !unsandboxed && { ask: true }) },
+        { agent: s.name, tool: tool.name, cmd, ...(commandOf(args) !== undefined && { command: commandOf(args) }), cwd: s.cwd, reason, ...(session && { session }), ...(flags.ask !== undefined && { ask: true }) },
         signal,
       );
       if (!approved) return refused('denied by user', tool.name);

@@ -117,7 +117,7 @@ export interface BypassRequest {
   reason: string;
   /** The caller's OLLIE_SESSION_ID (set by olliesrv with `env`), so a shared toolsrv's followers can filter. */
   session?: string;
-  /** An approval a hook asked for, to run the call inside the sandbox: approved once at a time, never remembered. */
+  /** A hook asked for this approval (with or without a bypass): approved once at a time, never remembered. */
   ask?: boolean;
 }
 

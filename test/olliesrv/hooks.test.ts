@@ -234,8 +234,8 @@ describe('hooks', () => {
     expect(toolResults(blocks).at(-1)).toContain('blocked by a PreToolUse hook: blocked');
   });
 
-  it('a project\'s .ollie-hooks.json runs only once the owner trusts it, and stops when it changes', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [...script(shell('echo one')), ...script(shell('echo two')), ...script(shell('echo three'))] as never });
+  it('a project\'s .ollie-hooks.json runs only once the owner trusts it; changed, it refuses tool calls until the owner decides', async () => {
+    h = await harness({ profiles: { hooks: PROFILE }, turns: [...script(shell('echo one')), ...script(shell('echo two')), ...script(shell('echo blocked'))] as never });
     const a = await agent(h);
     const file = join(a.work, '.ollie-hooks.json');
     const project = (text: string) => writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [cmd(`echo ${text} >&2; exit 2`)] }] } }));
@@ -248,9 +248,14 @@ describe('hooks', () => {
     expect(toolResults(blocks).at(-1)).toContain('blocked by a PreToolUse hook: project-says-no');
     project('changed');
     blocks = await h.turn(a.path, 'go');
-    expect(toolResults(blocks).at(-1)).toContain('three');
+    // Not its hooks, and no tool call either: the file may have held the owner's guard.
+    expect(toolResults(blocks).at(-1)).toContain('changed since the owner trusted it; tool calls are refused');
+    expect(toolResults(blocks).at(-1)).not.toContain('changed\n');
     expect(hookBlocks(blocks).some((t) => t.includes('changed since the owner trusted it'))).toBe(true);
     await h.c.write('config/trust', `untrust ${file}\n`);
     expect(await h.c.readText('config/trust')).toBe('');
+    h.mock.script(...script(shell('echo three')));
+    blocks = await h.turn(a.path, 'go');
+    expect(toolResults(blocks).at(-1)).toContain('three');
   });
 });

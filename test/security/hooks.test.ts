@@ -66,7 +66,7 @@ describe('an agent attacking hooks through its own tools', () => {
     expect(r[8]).toContain('blocked by a PreToolUse hook: owner-policy');
   });
 
-  it('a hooks file it plants in the project never runs; a trusted one it edits stops applying', async () => {
+  it('a hooks file it plants in the project never runs; a trusted one it edits stops applying, and no tool call runs', async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const file = join(a.work, '.ollie-hooks.json');
@@ -83,7 +83,7 @@ describe('an agent attacking hooks through its own tools', () => {
     await h.c.write('config/trust', `trust ${file}\n`);
     h.mock.script(...script(shell(`printf '%s' '${planted}' > .ollie-hooks.json`), shell('echo after edit')));
     blocks = await h.turn(a.path, 'go', 60000);
-    expect(results(blocks).at(-1)).toContain('after edit');
+    expect(results(blocks).at(-1)).toContain('tool calls are refused until the owner trusts it again or untrusts it');
     expect(existsSync(marker)).toBe(false);
     expect(blocks.some((b) => b.name === 'hook' && b.content.includes('changed since the owner trusted it'))).toBe(true);
   });

@@ -11,6 +11,7 @@ import { errText } from './errors.js';
 import { resolvePrompt, type Profile } from './profiles.js';
 import { spec, TOOL_SEARCH_SPEC, toolsPrompt } from './tooling.js';
 import { isMcpTool, MCP_WAIT } from '../mcp/tools.js';
+import { markInterrupt } from '../hooks/agent.js';
 
 export interface Runtime {
   profile: Profile;
@@ -121,7 +122,10 @@ export async function followInterrupts(agent: Agent, host: ToolHost, signal: Abo
       const p = agent.procs.get(i.pid);
       if (p) Object.assign(p, { status: i.status, exit: i.exit });
       forgetFinishedProcs(agent);
-      if (!agent.dead) agent.enqueue(i.text);
+      if (!agent.dead) {
+        markInterrupt(agent, i.text);
+        agent.enqueue(i.text);
+      }
     }
   } catch (e) {
     if (!signal.aborted) agent.deps.log(`agent ${agent.id}: lost background-process notifications: ${errText(e)}`);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { ToolCall } from '../backend/types.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { Agent } from './agent.js';
-import { batches, forModel, prepare, type ModelResult } from './dispatch.js';
+import { batches, forModel, prepare, type ModelResult, type PreparedCall } from './dispatch.js';
 import { AgentError, errText } from './errors.js';
 import type { Runtime } from './runtime.js';
 import { setState } from './state.js';
@@ -63,8 +63,17 @@ export async function runShell(agent: Agent, cmd: string, signal: AbortSignal): 
   await rt.ready;
   agent.log.add('user', `!${cmd}`);
   if (!rt.host) throw new AgentError('no tool server runs for this session');
-  const res = await rt.host.call({ tool: 'shell', args: { command: cmd } }, signal);
-  const r = forModel(res, { root: agent.deps.outputDir, dir: join(agent.deps.outputDir, agent.sessionId, agent.id), name: `shell-${Date.now()}` });
+  // A `!cmd` prompt may come from an agent (its own prompt file, a sub-agent's first prompt): it is a shell call
+  // like the model's, and meets the same PreToolUse and PostToolUse hooks.
+  const id = `shell-${Date.now()}`;
+  const p: PreparedCall = { call: { id, name: 'shell', args: JSON.stringify({ command: cmd }) }, args: { command: cmd }, flags: {} };
+  const blocked = await preToolUseHooks(agent.deps.hooks, agent, p);
+  if (blocked) {
+    agent.log.add('tool', blocked.full, { name: 'shell' });
+    return { reply: blocked.full, error: blocked.content };
+  }
+  const res = await rt.host.call({ tool: 'shell', args: p.args!, flags: p.flags }, signal);
+  const r = await postToolUseHooks(agent.deps.hooks, agent, p, res, forModel(res, { root: agent.deps.outputDir, dir: join(agent.deps.outputDir, agent.sessionId, agent.id), name: id }));
   agent.log.add('tool', r.full, { name: 'shell', ...(r.format ? { format: r.format } : {}) });
   agent.history.append({ role: 'user', kind: 'attachment', content: `<context>\nThe user ran \`${cmd}\`:\n${r.content}\n</context>` });
   return { reply: r.full, error: r.isError ? r.content : undefined };

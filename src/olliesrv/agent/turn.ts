@@ -13,7 +13,7 @@ import { refreshTools } from './runtime.js';
 import { setState, topic } from './state.js';
 import { startTurn } from './stats.js';
 import { runShell, runTools } from './toolround.js';
-import { sessionStartHooks, stopHooks, userPromptHooks } from '../hooks/agent.js';
+import { sessionStartHooks, stopHooks, takeInterrupt, userPromptHooks } from '../hooks/agent.js';
 import type { TurnResult } from './types.js';
 
 /** Safety thresholds of the loop (seed 000, "Safety Mechanisms"). */
@@ -69,7 +69,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
   setState(agent, 'thinking');
   const rt = await agent.ensureRuntime();
   for (const c of await sessionStartHooks(agent.deps.hooks, agent, rt, agent.history.messages.length > 0)) addContext(agent, c, 'hook');
-  const hooked = text.startsWith('<system-proc-interrupt') ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
+  const hooked = takeInterrupt(agent, text) ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
   if (hooked.block) return { reply: '', error: hooked.block };
   if (agent.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
     try {
@@ -104,8 +104,13 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
     if (agent.injection !== undefined) {
       const inj = agent.injection;
       agent.injection = undefined;
-      agent.log.add('user', inj, { name: 'inject' });
-      agent.history.append({ role: 'user', content: inj });
+      // An injection is a prompt too, and an agent may write one (its own ctl, a sub-agent's): the same hooks.
+      const checked = await userPromptHooks(agent.deps.hooks, agent, inj);
+      if (!checked.block) {
+        for (const c of checked.context) addContext(agent, c, 'hook');
+        agent.log.add('user', inj, { name: 'inject' });
+        agent.history.append({ role: 'user', content: inj });
+      }
     }
     setState(agent, 'thinking');
     const r = await respond(agent, backend, rt, finalRound ? [] : rt.specs, signal);
@@ -126,12 +131,13 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
     if (goOn) addContext(agent, goOn, 'hook');
     else if (!r.calls.length || finalRound) break;
     steps++;
-    if (goOn) continue;
     if (agent.budget.tokens !== undefined && agent.stats.turnTokens > agent.budget.tokens) {
       const msg = `token budget exhausted: this sub-agent used ${agent.stats.turnTokens} tokens of its ${agent.budget.tokens}`;
       agent.log.add('error', msg, { name: 'budget' });
       return { reply, error: msg };
     }
+    // A Stop hook that blocked sends the model round again, within the budget like any round.
+    if (goOn) continue;
     setState(agent, 'calling');
     const results = await runTools(agent, rt, r.calls, signal);
     if (signal.aborted) return { reply, stopped: true };

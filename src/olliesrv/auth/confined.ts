@@ -30,3 +30,8 @@ let launcher: Launcher | undefined;
 export function confinedLauncher(): Launcher {
   return (launcher ??= Launcher.create({ adopt: confine }));
 }
+
+/** A launcher like confinedLauncher's that its user closes (and with it the processes it started). */
+export function ownConfinedLauncher(): Launcher {
+  return Launcher.create({ adopt: confine });
+}

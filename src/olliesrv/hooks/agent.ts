@@ -4,6 +4,7 @@
  * loop must do (a prompt blocked, context for the model, a tool call denied, rewritten or sent for approval).
  */
 import type { ProcResult } from '../../toolsrv/protocol.js';
+import { hiddenChar } from '../store/shellwords.js';
 import type { PreparedCall, ModelResult } from '../agent/dispatch.js';
 import type { ChatLog } from '../agent/chatlog.js';
 import type { HookEvent } from './config.js';
@@ -50,6 +51,28 @@ export async function sessionStartHooks(hooks: Hooks | undefined, a: HookedAgent
   return (await fire(hooks, a, 'SessionStart', { source: resumed ? 'resume' : 'startup' }))?.context ?? [];
 }
 
+/**
+ * The background-process interrupts toolsrv delivered to each agent, until their turn takes them. Only these skip
+ * the UserPrompt hooks: a prompt an agent writes (its own, a sub-agent's) can look like one, and must not.
+ */
+const interrupts = new WeakMap<object, string[]>();
+
+/** Marks `text` as an interrupt toolsrv sent to `a` (runtime.ts, before it is queued). */
+export function markInterrupt(a: object, text: string): void {
+  const list = interrupts.get(a) ?? [];
+  list.push(text);
+  interrupts.set(a, list);
+}
+
+/** Whether `text`, about to start a turn, is an interrupt toolsrv sent (each counts once). */
+export function takeInterrupt(a: object, text: string): boolean {
+  const list = interrupts.get(a);
+  const i = list?.indexOf(text) ?? -1;
+  if (i < 0) return false;
+  list!.splice(i, 1);
+  return true;
+}
+
 /** Agents whose last Stop hook blocked (Claude Code's stop_hook_active: a hook can tell it already had its say). */
 const stopBlocked = new WeakSet<object>();
 
@@ -77,15 +100,40 @@ export async function preToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, 
     const text = `error: the call was blocked by a PreToolUse hook: ${out.block}`;
     return { content: text, full: text, isError: true };
   }
+  let ask = out.ask;
   if (out.updatedInput) {
     // A hook may change what the tool does, not where it runs: leaving the sandbox stays the model's request and
     // a person's decision.
     const { bypass: _b, ...rest } = out.updatedInput;
-    p.args = { ...p.args, ...rest };
-    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(p.args)}`, { name: 'hook' });
+    const rewritten = { ...p.args, ...rest };
+    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(rewritten)}`, { name: 'hook' });
+    // The hooks ran side by side, each on the model's arguments: a guard among them never saw the rewrite (which
+    // may be the agent's own, from a workspace script a hook runs). They judge the call as it will run, once more;
+    // a second rewrite is not taken, so that what runs is what they passed.
+    const again = await fire(hooks, a, 'PreToolUse', { tool_name: p.call.name, tool_input: rewritten, tool_use_id: p.call.id }, p.call.name);
+    if (again?.block) {
+      const text = `error: the call, as a PreToolUse hook rewrote it, was blocked by a PreToolUse hook: ${again.block}`;
+      return { content: text, full: text, isError: true };
+    }
+    ask ??= again?.ask;
+    p.args = rewritten;
   }
-  if (out.ask) p.flags = { ...p.flags, ask: out.ask };
+  if (ask) p.flags = { ...p.flags, ask: visibleReason(ask) };
   return undefined;
+}
+
+/** Longest ask reason shown to the person: what the call is comes from toolsrv, not from the hook. */
+const ASK_REASON_MAX = 500;
+
+/**
+ * An ask's reason as the approval shows it: one line, every control or invisible character as \u{HEX}, cut. A
+ * hook's output may be the agent's (a workspace script a trusted hook runs): in a terminal an escape could redraw
+ * the request it stands in, a bidi override could reverse it.
+ */
+export function visibleReason(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const shown = [...flat].map((c) => (hiddenChar(c) ? `\\u{${c.codePointAt(0)!.toString(16)}}` : c)).join('');
+  return shown.length > ASK_REASON_MAX ? `${shown.slice(0, ASK_REASON_MAX)}…` : shown;
 }
 
 /** PostToolUse: what a blocking hook (or its additionalContext) says joins the tool's result for the model. */

@@ -137,6 +137,13 @@ export interface LoadedHooks {
   tables: HookTable[];
   /** Why a file is not applied (malformed, untrusted): shown to the user, never fatal. */
   problems: string[];
+  /**
+   * Set when the project's file was trusted but is gone, changed or no longer a regular file: its hooks may have
+   * been the owner's guard, and the agent writes the workspace, so one edit must not lift them. Tool calls are
+   * refused with this reason until the owner trusts the file again or untrusts it (as toolsrv does for a tampered
+   * project sandbox file).
+   */
+  tampered?: string;
 }
 
 /** The canonical path of a project's hooks file (the trust list holds canonical paths). */
@@ -161,20 +168,39 @@ export function loadHooks(configDir: string, projectRoot: string | undefined): L
   } catch (e) {
     problems.push((e as Error).message);
   }
+  let tampered: string | undefined;
   if (projectRoot !== undefined) {
     const file = projectHooksFile(projectRoot);
+    const refused = 'tool calls are refused until the owner trusts it again or untrusts it';
+    let trusted: string | undefined;
+    let bytes: Buffer | undefined;
+    let unread = false;
     try {
-      const bytes = readRegular(file);
-      if (bytes) {
-        const trusted = readTrusted(configDir).get(file);
-        // What is hashed is what is parsed: the bytes are read once.
-        if (trusted === undefined) problems.push(`${file} is not applied: the owner has not trusted it (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust)`);
-        else if (trusted !== sha256(bytes)) problems.push(`${file} is not applied: it changed since the owner trusted it; trust it again to apply it`);
-        else tables.push(parseHooks(file, bytes.toString('utf8')));
-      }
+      trusted = readTrusted(configDir).get(file);
+      bytes = readRegular(file);
     } catch (e) {
-      problems.push((e as Error).message);
+      // A link, a FIFO, too large, unreadable: a trusted file made so is tampered with.
+      unread = true;
+      if (trusted !== undefined) tampered = `${(e as Error).message}; it was trusted, so ${refused}`;
+      else problems.push((e as Error).message);
     }
+    if (!unread) {
+      if (!bytes) {
+        if (trusted !== undefined) tampered = `${file} was trusted but is gone; ${refused}`;
+      } else if (trusted === undefined) {
+        problems.push(`${file} is not applied: the owner has not trusted it (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust)`);
+      } else if (trusted !== sha256(bytes)) {
+        // What is hashed is what is parsed: the bytes are read once.
+        tampered = `${file} changed since the owner trusted it; ${refused}`;
+      } else {
+        try {
+          tables.push(parseHooks(file, bytes.toString('utf8')));
+        } catch (e) {
+          problems.push((e as Error).message);
+        }
+      }
+    }
+    if (tampered) problems.push(`${tampered} (\`ollie trust ${file}\` or \`ollie trust --untrust ${file}\`)`);
   }
-  return { tables, problems };
+  return { tables, problems, ...(tampered && { tampered }) };
 }

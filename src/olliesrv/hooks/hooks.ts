@@ -19,6 +19,8 @@ import type { EventBus } from '../event/bus.js';
 import type { PromptCommandOptions } from '../agent/promptcmd.js';
 import { loadHooks, matching, type HookCommand, type HookEvent } from './config.js';
 import { runHook, type HookRun } from './runner.js';
+import type { Launcher } from '../../platform/launcher.js';
+import { ownConfinedLauncher } from '../auth/confined.js';
 
 /** Lines kept per session in its `hooks` file. */
 export const RECORDS_KEPT = 200;
@@ -84,6 +86,8 @@ export class Hooks {
   private readonly records = new Map<string, HookRecord[]>();
   /** Problems with the hooks files already told, per session (each is told once, not at every tool call). */
   private readonly told = new Map<string, Set<string>>();
+  /** Starts sandboxed hooks contained, as toolsrv's tools (hooks/contained.ts); started on first use. */
+  private launcher: Launcher | undefined | null = null;
 
   constructor(private readonly o: HooksOptions) {
     if (!o.offFile) return;
@@ -105,6 +109,21 @@ export class Hooks {
     } catch (e) {
       this.o.log(`hooks: cannot save ${file}: ${(e as Error).message}; the switch holds until the daemon stops`);
     }
+  }
+
+  /** Ends the spawner, and with it any hook still running; a hook fired later does not run. */
+  close(): void {
+    this.launcher?.close();
+    this.launcher = undefined;
+  }
+
+  /** A launcher of the hooks' own (closing it ends their processes), only where its spawner runs. */
+  private contained(): Launcher | undefined {
+    if (this.launcher === null) {
+      const l = ownConfinedLauncher();
+      this.launcher = l.native ? l : undefined;
+    }
+    return this.launcher;
   }
 
   enabled(sessionId: string): boolean {
@@ -150,6 +169,12 @@ export class Hooks {
       this.o.log(`hooks: ${p}`);
       out.notes.push(`hooks: ${p}`);
     }
+    // A trusted project hooks file the agent changed or removed may have held the owner's guard: no tool call runs
+    // without it (as no tool runs under a tampered project sandbox file).
+    if (loaded.tampered && event === 'PreToolUse') {
+      out.block = loaded.tampered;
+      return out;
+    }
     const cmds: HookCommand[] = loaded.tables.flatMap((t) => matching(t, event, tool));
     if (!cmds.length) return out;
     const stdin = JSON.stringify({
@@ -170,7 +195,7 @@ export class Hooks {
       OLLIE_PROJECT_DIR: site.root,
       CLAUDE_PROJECT_DIR: site.root,
     };
-    const runs = await Promise.all(cmds.map((c) => runHook({ command: c.command, timeoutSec: c.timeoutSec, cwd: site.cwd, policyRoot: site.root, input: stdin, vars }, this.o.run)));
+    const runs = await Promise.all(cmds.map((c) => runHook({ command: c.command, timeoutSec: c.timeoutSec, cwd: site.cwd, policyRoot: site.root, input: stdin, vars }, this.o.run, this.contained())));
     const blocks: string[] = [];
     const asks: string[] = [];
     runs.forEach((r, i) => {

@@ -10,6 +10,8 @@
 import { rmSync } from 'node:fs';
 import { HELPER_EXITS, privateTmpDir, promptEnv, run, type PromptCommandOptions } from '../agent/promptcmd.js';
 import { loadPolicy, sandboxCommand } from '../../toolsrv/public.js';
+import type { CallLimits, Launcher } from '../../platform/launcher.js';
+import { runContained, stderrFile, withStderrTo } from './contained.js';
 
 /** What a hook may print: more is cut (and the hook killed). */
 export const HOOK_MAX_OUTPUT = 256 << 10;
@@ -39,7 +41,10 @@ export interface HookRunSpec {
   vars: Record<string, string>;
 }
 
-export async function runHook(spec: HookRunSpec, o: PromptCommandOptions): Promise<HookRun> {
+/** Why a sandboxed hook cannot run without the spawner (as toolsrv refuses a sandboxed call without it). */
+export const NO_SPAWNER = 'no process spawner (native/build/ollie-spawner is not built): a hook would not be contained';
+
+export async function runHook(spec: HookRunSpec, o: PromptCommandOptions, launcher?: Launcher): Promise<HookRun> {
   const started = Date.now();
   const done = (r: Omit<HookRun, 'ms'>): HookRun => ({ ...r, ms: Date.now() - started });
   let tmp: string;
@@ -50,24 +55,25 @@ export async function runHook(spec: HookRunSpec, o: PromptCommandOptions): Promi
   }
   try {
     const env = promptEnv(o.env, spec.vars, spec.cwd, tmp);
-    let file = '/bin/sh';
-    let args = ['-c', spec.command];
-    let runEnv = env;
-    if (!o.yolo) {
-      try {
-        const home = o.env.HOME ?? '/';
-        const policy = loadPolicy({ configDir: o.configDir, dataDir: o.dataDir, cwd: spec.policyRoot, home, runtimeDir: o.runtimeDir, tmpDir: tmp });
-        const cmd = sandboxCommand(policy, ['/bin/sh', '-c', spec.command], { env: Object.keys(env) });
-        file = cmd.file;
-        args = cmd.args;
-        runEnv = cmd.env(env);
-      } catch (e) {
-        return done({ code: null, stdout: '', stderr: '', notRun: `the sandbox is unavailable: ${(e as Error).message}` });
-      }
+    if (o.yolo) {
+      const r = await run('/bin/sh', ['-c', spec.command], spec.cwd, env, spec.timeoutSec * 1000, HOOK_MAX_OUTPUT, spec.input);
+      return done({ code: r.code, stdout: r.out, stderr: r.err, ...(r.cut && { cut: r.cut }) });
     }
-    const r = await run(file, args, spec.cwd, runEnv, spec.timeoutSec * 1000, HOOK_MAX_OUTPUT, spec.input);
-    if (!o.yolo && r.code !== null && HELPER_EXITS.has(r.code) && r.err.startsWith('ollie-sandbox:')) {
-      return done({ code: null, stdout: '', stderr: r.err, notRun: r.err.trim() });
+    if (!launcher) return done({ code: null, stdout: '', stderr: '', notRun: NO_SPAWNER });
+    let wrapped;
+    try {
+      const home = o.env.HOME ?? '/';
+      const policy = loadPolicy({ configDir: o.configDir, dataDir: o.dataDir, cwd: spec.policyRoot, home, runtimeDir: o.runtimeDir, tmpDir: tmp });
+      const cmd = sandboxCommand(policy, ['/bin/sh', '-c', withStderrTo(stderrFile(tmp), spec.command)], { env: Object.keys(env) });
+      wrapped = { file: cmd.file, args: cmd.args, env: cmd.env(env), limits: (policy as { limits?: CallLimits }).limits };
+    } catch (e) {
+      return done({ code: null, stdout: '', stderr: '', notRun: `the sandbox is unavailable: ${(e as Error).message}` });
+    }
+    const r = await runContained(launcher, { ...wrapped, cwd: spec.cwd, input: spec.input, tmp }, spec.timeoutSec * 1000, HOOK_MAX_OUTPUT);
+    // The helper speaks before the command's stderr is redirected: its refusal comes on the output.
+    const helper = [r.out, r.err].find((t) => t.startsWith('ollie-sandbox:'));
+    if (r.code !== null && HELPER_EXITS.has(r.code) && helper !== undefined) {
+      return done({ code: null, stdout: '', stderr: helper, notRun: helper.trim() });
     }
     return done({ code: r.code, stdout: r.out, stderr: r.err, ...(r.cut && { cut: r.cut }) });
   } finally {

@@ -71,6 +71,8 @@ function ApprovalPanel({ p }: { p: Pending }) {
   const canRemember = p.remember !== 'once';
   // A PreToolUse hook's "ask" (toolsrv words its reason so): the call stays in the sandbox, approved once at a time.
   const hookAsk = p.reason?.startsWith('a hook asks for your approval') === true;
+  // A bypass a hook also asks about is approved once at a time too.
+  const hookAsked = p.reason?.includes('a hook asks for your approval') === true;
 
   return (
     <div ref={panel} className="approval-panel approval" role="dialog" aria-modal="false" aria-labelledby="approval-title" onKeyDown={onKey}>
@@ -117,7 +119,7 @@ function ApprovalPanel({ p }: { p: Pending }) {
               exactly <code className="rule">{p.rule}</code>, for {p.tool ?? 'this tool'}, nothing added
             </>
           )}
-          {p.remember === 'once' && (hookAsk ? 'none: what a hook asks is approved once at a time' : 'none: this command holds a newline, a control or an invisible character, so it can only be approved once')}
+          {p.remember === 'once' && (hookAsked ? 'none: what a hook asks is approved once at a time' : 'none: this command holds a newline, a control or an invisible character, so it can only be approved once')}
         </dd>
       </dl>
       <div className="buttons">
