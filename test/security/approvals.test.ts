@@ -1,5 +1,5 @@
 /**
- * Approvals a person actually gave (issue 12 §4), attacked the way a model would: it gets a harmless command
+ * Approvals a person actually gave, attacked the way a model would: it gets a harmless command
  * approved "always", then asks for the same command with something riding along. Real olliesrv, real toolsrv
  * (Landlock), the mock LLM over HTTP scripting the tool calls; the person is this test, writing the session's
  * `bypass` file as the GUI does.

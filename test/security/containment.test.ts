@@ -1,5 +1,5 @@
 /**
- * Containment and limits (issue 13 §3-4), attacked the way a model would: scripted `shell` calls to a real
+ * Containment and limits, attacked the way a model would: scripted `shell` calls to a real
  * sandboxed toolsrv (the shipped tools, the real helper and spawner, the real kernel) that try to outlive their
  * call, their toolsrv and their spawner, fork 300 processes, allocate 2 GiB and leave files in /dev/shm; and
  * controls showing that honest work (npm test spawning children, a background process) still runs.

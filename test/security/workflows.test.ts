@@ -1,9 +1,9 @@
 /**
- * Issue 12 §5, workflows: a workflow runs in the session's working directory and may run what the agents left
- * there (a check script, a test suite). The model writes such a script with its sandboxed shell; the owner's
- * workflow runs it when a goal is set. The script must get no more than a tool: no writes outside the
- * workspace, no Ollie config (API keys), no network, none of the daemon's environment. Real olliesrv, toolsrv,
- * helper, `ollie-9p`, mock LLM.
+ * Nothing the daemon runs on an agent's behalf runs outside the sandbox, workflows included: a workflow runs in the
+ * session's working directory and may run what the agents left there (a check script, a test suite). The model writes
+ * such a script with its sandboxed shell; the owner's workflow runs it when a goal is set. The script must get no
+ * more than a tool: no writes outside the workspace, no Ollie config (API keys), no network, none of the daemon's
+ * environment. Real olliesrv, toolsrv, helper, `ollie-9p`, mock LLM.
  */
 import { createServer, type Server } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -15,7 +15,7 @@ import { startTurn } from './stats.js';
 import { runShell, runTools } from './toolround.js';
 import type { TurnResult } from './types.js';
 
-/** Safety thresholds of the loop (seed 000, "Safety Mechanisms"). */
+/** Safety thresholds of the loop: a model that keeps failing or repeating itself is nudged, then stopped. */
 export const ERROR_ROUNDS_NUDGE = 5;
 export const ERROR_ROUNDS_ABORT = 10;
 export const STALL_ROUNDS = 5;
