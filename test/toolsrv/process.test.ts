@@ -127,8 +127,8 @@ describe('toolsrv process', () => {
     const toolPid = Number((await host.stat(bgPid)).os_pid);
     expect(alive(toolPid)).toBe(true);
     parent.kill('SIGKILL');
-    await until(() => !alive(child.pid), 5000);
-    await until(() => !alive(toolPid), 5000);
+    await until(() => !alive(child.pid), 'toolsrv to exit');
+    await until(() => !alive(toolPid), 'the tool process to exit');
     expect(existsSync(join(o.runtimeDir, 'toolsrv-test.pid'))).toBe(false);
   });
 
@@ -301,7 +301,7 @@ describe('SessionTools against a real toolsrv', () => {
     expect((await host.list()).tools.map((t) => t.name)).toEqual(['sh']);
     // The new toolsrv's bypass queue reaches this SessionTools.
     const call = host.call({ tool: 'sh', args: { command: 'echo approved' }, flags: { bypass: true } });
-    await until(() => st.pending().length === 1, 8000);
+    await until(() => st.pending().length === 1, 'one pending bypass request', 8000);
     await st.resolve(st.pending()[0]!.id, 'approve');
     expect(await call).toMatchObject({ output: 'approved\n', bypassed: true });
     await st.close();

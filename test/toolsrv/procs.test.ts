@@ -223,7 +223,7 @@ describe('procs', () => {
     await c.readText(`proc/${done.pid}/stat`);
     await sleep(200);
     expect(env.ts.core.procs.has(done.pid)).toBe(true);
-    await until(() => !env!.ts.core.procs.has(done.pid), 3000);
+    await until(() => !env!.ts.core.procs.has(done.pid), 'the exited proc to be collected', 3000);
     await expect(c.readText(`proc/${done.pid}/stat`)).rejects.toThrow(/not found/);
     expect(env.ts.core.procs.has(running)).toBe(true);
     await c.write(`proc/${running}/ctl`, 'kill');

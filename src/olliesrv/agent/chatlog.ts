@@ -253,6 +253,11 @@ export class ChatLog {
     return this.total;
   }
 
+  /** How many readers follow the log now. */
+  get readerCount(): number {
+    return this.readers.size;
+  }
+
   /** How many final blocks are held in memory (the rest are read from the store). */
   get resident(): number {
     return this.finals.length;
