@@ -15,6 +15,7 @@ import { dial } from '../../src/ninep/node.js';
 import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 
 const SECRET = 'OLLIE_SEC_TEST_DAEMON_SECRET';
 
@@ -52,13 +53,10 @@ async function world(o: { yolo?: boolean } = {}): Promise<{ dir: string; ws: str
 
 async function goalStatus(c: Client, s: string): Promise<string> {
   await c.write(`session/${s}/goal`, 'check the work');
-  const end = Date.now() + 15_000;
-  for (;;) {
+  return until(async () => {
     const st = await c.readText(`session/${s}/goalstatus`);
-    if (!st.startsWith('running')) return st;
-    if (Date.now() > end) throw new Error(`goal still running: ${st}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return st.startsWith('running') ? undefined : st;
+  }, 'the workflow to settle the goal', 15_000);
 }
 
 describe('workflows run sandboxed', () => {

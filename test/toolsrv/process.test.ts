@@ -82,7 +82,7 @@ describe('toolsrv process', () => {
     const ac = new AbortController();
     const call = host.call({ tool: 'sh', args: { command: 'sleep 30' } }, ac.signal);
     call.catch(() => undefined);
-    await sleep(200);
+    await until(async () => (await host.stat(r.pid + 1)).state === 'running', 'the call to run');
     ac.abort();
     await expect(call).rejects.toThrow();
     const pid = r.pid + 1;
@@ -315,8 +315,7 @@ describe('SessionTools against a real toolsrv', () => {
     const host = await a.st.forAgent('agA', tmp(), {});
     await host.ctl('load sh');
     const call = host.call({ tool: 'sh', args: { command: 'echo a' }, flags: { bypass: true } });
-    await until(() => a.st.pending().length === 1);
-    await sleep(100);
+    await until(() => a.st.pending().length === 1 && a.events.length > 0, 'the request at session A');
     expect(b.st.pending()).toEqual([]);
     expect(b.events).toEqual([]);
     await a.st.resolve(a.st.pending()[0]!.id, 'approve');
