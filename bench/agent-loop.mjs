@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Figures of the agent loop (issue 3):
+ * Figures of the agent loop:
  *   - per-round overhead: a turn of ROUNDS rounds where the mock LLM answers at once with one call of a trivial
  *     tool (file_read of a small file, sandboxed, through toolsrv); the time between consecutive LLM requests is
  *     one whole round: parse the reply, dispatch over 9P, run the tool, append, build the next request;

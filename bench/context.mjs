@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Context economy (issue 14): a default agent works through a scripted 30-round coding task whose tool outputs
+ * Context economy: a default agent works through a scripted 30-round coding task whose tool outputs
  * are 2–40 KiB (shell `cat` of generated source files) and whose writes carry 6–20 KiB of arguments, against
  * mock models that enforce windows of 8k, 16k, 32k and 128k tokens (o200k estimate, backend/tokens.ts) and refuse
  * a longer prompt with OpenAI's real context-length error. Per window it prints: rounds completed, overflows hit,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * GUI figures (issue 5 §4), in Debian's Chromium against the built renderer in web mode: a chat of 1,000, 10,000
+ * GUI figures, in Debian's Chromium against the built renderer in web mode: a chat of 1,000, 10,000
  * (≈5 MB) and 100,000 blocks, side by side in one run —
  *   - first paint: from clicking the agent in the tree until its last block is on screen, median of 5 (the log's tail read
  *     through log.from, parsed, the virtualized chat rendered at the bottom; older blocks load on scrolling up);
@@ -11,11 +11,11 @@
  *     Chromium's 60 Hz, so a frame whose work overruns 16.7 ms shows as a 33 ms interval.
  * Targets: first paint ≤ 1 s and heap ≤ 150 MB at 10k; p95 frame ≤ 16.7 ms (5% allowed for timer jitter); and
  * 100k costing at most 1.5× of 1k (p95 frame, and heap per block) — the history must not make streaming slower;
- * first paint ≤ 300 ms at 100k and at most 1.5× of 1k's (issue 15: a long session opens as fast as a short one).
+ * first paint ≤ 300 ms at 100k and at most 1.5× of 1k's (a long session opens as fast as a short one).
  *
  * The daemon is the real olliesrv (dist/, no LLM and no toolsrv: each agent's log is filled directly through
  * its ChatLog, so every block is in SQLite as a long session leaves it, and the chat is read through the real
- * log.from); with --fake it is e2e/fake-olliesrv.ts (the figures recorded before issue 15 were taken with it).
+ * log.from); with --fake it is e2e/fake-olliesrv.ts (the "before" figures in docs/desktop.md were taken with it).
  * The synthetic blocks and the renderer build are the e2e suite's own, loaded through Vite's module runner.
  * Run it alone (timings on a busy machine are noise):
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Sub-agents in parallel (issue 6): one agent's 8 sub-agents, spawned at once through `agent/new` with `prompt=`
+ * Sub-agents in parallel: one agent's 8 sub-agents, spawned at once through `agent/new` with `prompt=`
  * and `parent=` (as the agent itself would), each doing ROUNDS tool rounds (file_read of a small file, sandboxed,
  * through toolsrv) against the mock LLM answering at once; the total wall time of the 8, side by side with one
  * sub-agent alone, each the median of RUNS runs. Target: 8 in parallel ≤ 2.5 × one alone, on 2 cores.

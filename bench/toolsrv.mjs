@@ -7,7 +7,7 @@
 //
 //   node bench/toolsrv.mjs [--n 300] [--warmup 30] [--json]
 //
-// Targets (issue 4): file_read ≤ 5 ms median; sandboxed `shell true` ≤ 1.5 × bare spawn + 2 ms.
+// Targets: file_read ≤ 5 ms median; sandboxed `shell true` ≤ 1.5 × bare spawn + 2 ms.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';

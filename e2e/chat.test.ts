@@ -1,8 +1,8 @@
 /**
- * The renderer's agent views against a scripted olliesrv (fake-olliesrv.ts, the issue 3 §2 namespace with the
- * test deciding what agents do): streamed chat blocks, states, sub-agents and the prompt box. Approvals are
- * tested against the real daemon (approvals.test.ts, gui-flow.test.ts): this fake once hid a broken "always".
- * The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
+ * The renderer's agent views against a scripted olliesrv (fake-olliesrv.ts: the namespace of the README's "The
+ * namespace" table, with the test deciding what agents do): streamed chat blocks, states, sub-agents and the prompt
+ * box. Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts): this fake once hid a
+ * broken "always". The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';

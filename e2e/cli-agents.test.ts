@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
 import { dial } from '../src/ninep/node.js';
 import { writeConfig } from '../test/olliesrv/agent-harness.js';
+import { until } from '../test/wait.js';
 
 const OLLIE = join(import.meta.dirname, '..', 'dist', 'cli', 'ollie.js');
 
@@ -51,11 +52,12 @@ describe('persistence', () => {
     expect((await c.rdwrText('session/keep/agent/new', 'name=alice agent=test')).trim()).toBe('alice');
     expect((await c.rdwrText('session/keep/agent/new', 'name=bob agent=test')).trim()).toBe('bob');
     await c.write('session/keep/agent/alice/prompt', 'hello');
-    while ((await c.readText('session/keep/agent/alice/state')).trim() !== 'idle' || !(await c.readText('session/keep/agent/alice/log')).includes('first reply')) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      async () => (await c.readText('session/keep/agent/alice/state')).trim() === 'idle' && (await c.readText('session/keep/agent/alice/log')).includes('first reply'),
+      'the first reply',
+    );
     await c.write('session/keep/agent/alice/prompt', 'tell me more');
-    while (!mock.requests.some((r) => JSON.stringify(r.body).includes('tell me more'))) await new Promise((r) => setTimeout(r, 20));
+    await until(() => mock.requests.some((r) => JSON.stringify(r.body).includes('tell me more')), 'the second request');
     c.close();
     p.kill('SIGKILL');
     await new Promise((r) => p.once('exit', r));
@@ -71,7 +73,7 @@ describe('persistence', () => {
     expect(log).toMatch(/\[info\] The previous turn was interrupted/);
     // The history came back too: the next request carries the first exchange.
     await c.write('session/keep/agent/alice/prompt', 'again');
-    while (!(await c.readText('session/keep/agent/alice/log')).includes('after restart')) await new Promise((r) => setTimeout(r, 20));
+    await until(async () => (await c.readText('session/keep/agent/alice/log')).includes('after restart'), 'the reply after the restart');
     const body = JSON.stringify(mock.requests.at(-1)!.body);
     expect(body).toContain('first reply');
     expect(body).toContain('tell me more');

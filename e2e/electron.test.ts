@@ -5,7 +5,7 @@
  * written on), and better-sqlite3 built for Electron's ABI; where either is missing it says so loudly and skips.
  */
 import { spawnSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -118,7 +118,9 @@ describe.skipIf(why !== undefined)(`Electron app${why ? ` — SKIPPED: ${why}` :
     const code = await new Promise<number | null>((r) => second.once('exit', r));
     expect(code).toBe(0);
     await app.evaluate(({ BrowserWindow }) => BrowserWindow.getAllWindows()[0]!.setBounds({ x: 40, y: 50, width: 900, height: 640 }));
-    await new Promise((r) => setTimeout(r, 600));
+    // Saved once the resize settles (debounced), before the window closes.
+    const stateFile = join(await app.evaluate(({ app: a }) => a.getPath('userData')), 'window-state.json');
+    await until(() => (JSON.parse(readFileSync(stateFile, 'utf8')) as { bounds: { width: number } }).bounds.width === 900, 'the new bounds to be saved');
     await app.close();
     app = await launch();
     page = await app.firstWindow();

@@ -1,7 +1,7 @@
 /**
  * A large chat in Chromium: a 10,000-block log (≈4.4 MB) opens from its tail, only the rows in view exist in the DOM,
- * the heap stays far below the issue's 150 MB, and a reply streamed at 200 chunks/s over that history arrives
- * whole, in one block. Nothing here is timed — timings on a loaded CI machine are noise; the figures (first
+ * the heap stays far below 150 MB (bench/gui.mjs's target), and a reply streamed at 200 chunks/s over that history
+ * arrives whole, in one block. Nothing here is timed — timings on a loaded CI machine are noise; the figures (first
  * paint, heap, p95 frame time for 1k/10k/100k blocks against the targets) are `node bench/gui.mjs`.
  */
 import { chromium, type Browser } from 'playwright-core';

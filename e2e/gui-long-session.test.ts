@@ -59,7 +59,10 @@ describe('a long session (web mode, real olliesrv)', () => {
   /** The rows in the DOM: their virtual index and the number in their text. */
   const rows = () =>
     page.locator('.row').evaluateAll((els) =>
-      els.map((e) => ({ index: Number(e.getAttribute('data-index')), n: Number(/block (\d+)/.exec(e.textContent ?? '')?.[1] ?? -1) })),
+      els.map((e) => ({
+        index: Number(e.getAttribute('data-index')),
+        n: Number(/block (\d+)/.exec(e.textContent ?? '')?.[1] ?? -1),
+      })),
     );
   /** The row at the top of the chat's view. */
   const topRow = () =>

@@ -70,20 +70,7 @@ export function rmrf(...dirs: (string | undefined)[]): void {
 }
 
 /** Waits until `fn` returns a truthy value (for state outside the page). */
-export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-}
+export { until } from '../test/wait.js';
 
 /** DOM shapes for page.evaluate (the test tsconfig has no DOM library). */
 interface OvRect { right: number; width: number }

@@ -42,7 +42,7 @@ const ENTRIES = {
 /** Loaded by path, shipping .node or .wasm files, or spawned: never bundled. */
 const EXTERNAL_PACKAGES = [
   'better-sqlite3', 'node-pty', 'onnxruntime-node', 'web-tree-sitter', '@vscode/tree-sitter-wasm',
-  'tree-sitter-c', 'tree-sitter-go', 'tree-sitter-json', 'tree-sitter-typescript', '@tree-sitter-grammars/tree-sitter-yaml',
+  'tree-sitter-c', 'tree-sitter-json', '@tree-sitter-grammars/tree-sitter-yaml',
   'typescript-language-server', 'typescript', 'ws', 'electron', 'shiki',
 ];
 const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);

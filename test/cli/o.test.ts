@@ -7,6 +7,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 
 const O = new URL('../../dist/cli/o.js', import.meta.url).pathname;
 let h: Harness;
@@ -156,10 +157,7 @@ describe('agents and prompts', () => {
     await h.waitState('session/work/agent/ann', 'thinking');
     const mine = o(['-s', 'work', '-g', 'ann', 'prompt', 'my question']);
     // Queued behind ours (once ours is in the queue), so it starts the moment ours ends.
-    for (let i = 0; !(await h.c.rdwrText('session/work/agent/ann/ctl', 'queue')).includes('my question'); i++) {
-      if (i > 200) throw new Error('o prompt never queued its prompt');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(async () => (await h.c.rdwrText('session/work/agent/ann/ctl', 'queue')).includes('my question'), 'o prompt to queue its prompt');
     await h.c.write('session/work/agent/ann/prompt', 'their question');
     const r = await mine;
     expect(r).toMatchObject({ code: 0, out: 'Mine.\n' });

@@ -1,5 +1,5 @@
 /**
- * `ollie-9p` as a Unix tool (issue 16 §4): the built CLI (dist/cli/ollie-9p.js, run as a child process) against a
+ * `ollie-9p` as a Unix tool: the built CLI (dist/cli/ollie-9p.js, run as a child process) against a
  * test 9P server. Quiet when its reader goes away; rdwr on a streaming file prints the stream as it comes.
  */
 import { spawn } from 'node:child_process';

@@ -153,7 +153,7 @@ test('a language server stops after the idle time, with its host', async () => {
       }
     };
     expect(alive(server)).toBe(true);
-    await until(() => !alive(server) && !alive(host), 10_000);
+    await until(() => !alive(server) && !alive(host), 'the server and its host to exit', 10_000);
     // The next call starts both again.
     expect(await e.ok('lsp_hover', { path: 'src/main.ts', line: 4, column: 27 })).toContain('Greeter.greet');
   } finally {

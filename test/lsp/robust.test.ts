@@ -167,7 +167,7 @@ describe('a broken server fails its own calls, in words; TypeScript goes on in t
     const second = (await until(async () => {
       const r = await go();
       return r.output.endsWith('it is started again on a call after 2 s\n') ? r : undefined;
-    }, 10_000))!;
+    }, 'the second failed start', 10_000))!;
     expect(second.output).toContain('exited during start-up (code 3)');
     expect((await stats()).started.go).toBe(started + 1);
     await typescriptStillServes();
@@ -188,7 +188,7 @@ describe('a broken server fails its own calls, in words; TypeScript goes on in t
     const again = (await until(async () => {
       const r = await call(c, 'lsp_symbols', { path: file });
       return r.exit === 0 ? r : undefined;
-    }, 10_000))!;
+    }, 'the server to serve again', 10_000))!;
     expect(again.output).toBe(`${file}:\n1:6  function main\n`);
     await typescriptStillServes();
   });

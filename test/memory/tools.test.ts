@@ -10,7 +10,7 @@ import type { Client } from '../../src/ninep/index.js';
 import { MemoryStore } from '../../src/olliesrv/memory/store.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
-import { startEnv, sleep, type Env } from '../toolsrv/helpers.js';
+import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
 const TOOLS = join(PACKAGE_ROOT, 'data', 'tools');
@@ -114,7 +114,7 @@ describe('memory tools through toolsrv, sandboxed', () => {
     const write = call('a', 'memory_remember', { text: 'Written after the lock was released.' }).then((r) => ((done = true), r));
     // A read goes past the held lock; the write waits for it.
     expect((await call('a', 'memory_recall', { query: 'Landlock' })).output).toContain('#5');
-    await sleep(300);
+    await until(() => env.ts.core.locks.snapshot().waiting.length > 0, 'the write to queue on the lock');
     expect(done).toBe(false);
     expect(env.ts.core.locks.snapshot().waiting).toEqual([{ kind: 'path', path: memDir }]);
     release();

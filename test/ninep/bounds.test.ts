@@ -1,5 +1,5 @@
 /**
- * Hostile clients (issue 16 §1): a client that never reads its replies, half-sent frames, too many requests, fids
+ * Hostile clients: a client that never reads its replies, half-sent frames, too many requests, fids
  * and connections. Each is bounded, and a normal client keeps being answered.
  */
 import { fork } from 'node:child_process';

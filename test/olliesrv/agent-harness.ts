@@ -12,6 +12,7 @@ import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { retryDelay } from '../../src/olliesrv/backend/retry.js';
 
 import type { Block } from '../../src/olliesrv/agent/chatlog.js';
+import { until } from '../wait.js';
 export type { Block };
 
 export interface Harness {
@@ -105,11 +106,7 @@ export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, 
       return daemon.agents.all().find((a) => a.id === aid)!.log.blocks();
     },
     async waitState(path, state, timeoutMs = 10000) {
-      const end = Date.now() + timeoutMs;
-      while ((await c.readText(`${path}/state`)).trim() !== state) {
-        if (Date.now() > end) throw new Error(`${path} did not reach state ${state}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await until(async () => (await c.readText(`${path}/state`)).trim() === state, `${path} to reach state ${state}`, timeoutMs);
     },
     async close() {
       c.close();

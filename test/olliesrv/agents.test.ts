@@ -11,6 +11,7 @@ import { dial } from '../../src/ninep/node.js';
 import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
 import { shippedDataDir } from '../../src/platform/paths.js';
+import { until } from '../wait.js';
 import { harness, parseBlocks, type Harness } from './agent-harness.js';
 
 let h: Harness | undefined;
@@ -44,10 +45,11 @@ describe('a turn', () => {
   it('streams the reply as partial blocks closed by a final block, and accounts usage and cost', async () => {
     h = await harness({ turns: [[{ text: 'Hello there, friend.' }, { usage: { input: 1000, output: 20, cached: 400 } }]] });
     const a = await h.agent();
+    const subs = h.daemon.bus.subscribers;
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` });
     const it0 = events[Symbol.asyncIterator]();
     const firstEvent = it0.next();
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
     const log = h.c.stream(`${a.path}/log.raw`);
     const blocks = await h.turn(a.path, 'hi');
     expect(roles(blocks)).toEqual(['user', 'assistant']);
@@ -90,7 +92,7 @@ describe('a turn', () => {
         if (got.some((l) => l.includes('"content":"one two three four"'))) return;
       }
     })();
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => h!.daemon.agents.all().find((x) => x.id === a.aid)!.log.readerCount > 0, 'the log.raw reader');
     await h.turn(a.path, 'count');
     await reader;
     const bs = got.map((l) => JSON.parse(l) as { role: string; id: string; content: string; partial?: boolean });
@@ -198,6 +200,7 @@ describe('retries and errors', () => {
     const a = await h.agent();
     const idx = async () => (await h!.c.readText(`session/${a.session}/agent/idx`)).trim().split('\t');
     expect((await idx())[6]).toBe('-');
+    const subs = h.daemon.bus.subscribers;
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` });
     let seen = '';
     const reading = (async () => {
@@ -206,7 +209,7 @@ describe('retries and errors', () => {
         if (seen.includes('.turn ok')) break;
       }
     })();
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
     await h.turn(a.path, 'x');
     expect(await idx()).toEqual([a.sid, a.aid, a.name, '-', '0', 'idle', 'error']);
     await h.turn(a.path, 'y');
@@ -257,7 +260,8 @@ describe('control', () => {
     const a = await h.agent();
     await h.c.write(`${a.path}/prompt`, 'go');
     await h.waitState(a.path, 'thinking');
-    await new Promise((r) => setTimeout(r, 250));
+    // The request is out: the model (200 ms before its first chunk) is streaming when the stop comes.
+    await until(() => h!.mock.requests.length === 1, 'the request to reach the model');
     expect(await h.c.rdwrText(`${a.path}/ctl`, 'stop')).toBe('stopping\n');
     await h.waitState(a.path, 'idle');
     const blocks = await h.blocks(a.path);
@@ -326,9 +330,10 @@ describe('sub-agents', () => {
     const parent = await h.agent();
     const spawn = (p: string) => h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=${p}`);
     const both = Promise.all([spawn('task one'), spawn('task two')]);
-    await new Promise((r) => setTimeout(r, 60));
-    const idx = (await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n').map((l) => l.split('\t'));
-    expect(idx).toHaveLength(3);
+    const idx = await until(async () => {
+      const rows = (await h!.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n').map((l) => l.split('\t'));
+      return rows.length === 3 ? rows : undefined;
+    }, 'both sub-agents in agent/idx');
     const subs = idx.filter((l) => l[3] === parent.aid);
     expect(subs).toHaveLength(2);
     expect(subs.every((l) => l[4] === '1')).toBe(true);
@@ -482,13 +487,14 @@ describe('events', () => {
     const slow = await h.c.open('event', 2 /* ORDWR */);
     await slow.writeAll(new TextEncoder().encode('>'));
     const seen: string[] = [];
+    const subs = h.daemon.bus.subscribers;
     const fast = (async () => {
       for await (const chunk of h!.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` })) {
         seen.push(...new TextDecoder().decode(chunk).split('\n').filter(Boolean));
         if (seen.filter((l) => l.endsWith(' idle')).length >= 3) return;
       }
     })();
-    await new Promise((r) => setTimeout(r, 30));
+    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
     for (let i = 0; i < 6000; i++) h.daemon.bus.publish(`session.${a.sid}.noise`, String(i));
     for (let i = 0; i < 3; i++) {
       h.mock.script([{ text: `reply ${i}` }]);
@@ -540,9 +546,9 @@ describe('lifecycle', () => {
     await h.c.rdwrText(`session/${a.session}/ctl`, 'pause');
     expect((await h.c.readText(`${a.path}/state`)).trim()).toBe('paused');
     await h.c.write(`${a.path}/prompt`, 'wait for it');
-    await new Promise((r) => setTimeout(r, 50));
-    expect(h.mock.requests).toHaveLength(0);
+    // Held: the prompt is in the queue, and no request went out for it.
     expect(JSON.parse(await h.c.readText(`${a.path}/queue`))).toEqual(['wait for it']);
+    expect(h.mock.requests).toHaveLength(0);
     const agent = h.daemon.agents.all()[0]!;
     const done = agent.nextTurn();
     await h.c.rdwrText(`session/${a.session}/ctl`, 'resume');
@@ -570,13 +576,14 @@ describe('lifecycle', () => {
     expect(listed.every((n) => reviewer.autoLoad.includes(n))).toBe(true);
     expect(sent).toContain('file_read');
 
+    const subs = h.daemon.bus.subscribers;
     const ev = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` })[Symbol.asyncIterator]();
     const evs = (async () => {
       let t = '';
       while (!t.includes('.kill')) t += new TextDecoder().decode((await ev.next()).value as Uint8Array);
       return t;
     })();
-    await new Promise((r) => setTimeout(r, 30));
+    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
     await h.c.rename(a.path, 'renamed');
     const path = `session/${a.session}/agent/renamed`;
     const reader = (async () => {
@@ -584,7 +591,7 @@ describe('lifecycle', () => {
       for await (const chunk of h!.c.stream(`${path}/log.raw`)) n += chunk.length;
       return n;
     })();
-    await new Promise((r) => setTimeout(r, 30));
+    await until(() => h!.daemon.agents.all().find((x) => x.id === a.aid)!.log.readerCount > 0, 'the log.raw reader');
     await h.c.remove(path);
     expect(await reader).toBeGreaterThan(0);
     const text = await evs;
@@ -610,12 +617,14 @@ describe('bypass', () => {
       ],
     });
     const a = await h.agent();
+    const subs = h.daemon.bus.subscribers;
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.bypass.>` })[Symbol.asyncIterator]();
     const next = async (): Promise<string> => new TextDecoder().decode((await events.next()).value as Uint8Array);
-    await new Promise((r) => setTimeout(r, 30));
+    const first = next();
+    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
 
     await h.c.write(`${a.path}/prompt`, 'do it');
-    const req = await next();
+    const req = await first;
     expect(req).toMatch(new RegExp(`^session\\.${a.sid}\\.agent\\.${a.aid}\\.bypass\\.request (\\S+)\\t.*echo outside-the-box.*\\t${h.dir}`));
     const id = /bypass\.request (\S+)\t/.exec(req)![1]!;
     const pending = await h.c.readText(`session/${a.session}/bypass`);

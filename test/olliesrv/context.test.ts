@@ -1,5 +1,5 @@
 /**
- * Context economy (issue 14) against the real daemon, toolsrv and the mock LLM enforcing a window the way a
+ * Context economy against the real daemon, toolsrv and the mock LLM enforcing a window the way a
  * served model does (a prompt over it is refused with the provider's real context-length error).
  */
 import { existsSync, readFileSync } from 'node:fs';

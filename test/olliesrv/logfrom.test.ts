@@ -8,6 +8,7 @@ import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { WINDOW, type ChatLog } from '../../src/olliesrv/agent/chatlog.js';
 import { startDaemon } from '../../src/olliesrv/daemon.js';
+import { until } from '../wait.js';
 import { harness, parseBlocks, type Block, type Harness } from './agent-harness.js';
 
 let h: Harness | undefined;
@@ -56,7 +57,7 @@ describe('log.from', () => {
       return bs.some((b) => b.content === 'live');
     });
     // The live block is added once the backlog has arrived, so it can only come through the live path.
-    while (!seen.some((b) => b.partial)) await new Promise((r) => setTimeout(r, 10));
+    await until(() => seen.some((b) => b.partial), 'the backlog with the open block');
     a.log.add('info', 'live');
     const { blocks, eof } = await reading;
     expect(eof).toBe(false);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon } from '../../src/olliesrv/daemon.js';
+import { until } from '../wait.js';
 import { harness, type Harness } from './agent-harness.js';
 
 let h: Harness | undefined;
@@ -23,9 +24,10 @@ describe('peers', () => {
     expect(await h.c.rdwrText(`${bob.path}/ctl`, 'peers')).toBe(`${alice.name}\n`);
     expect((await h.c.ls(`${bob.path}/peer`)).map((s) => s.name)).toEqual([alice.name]);
 
+    const subs = h.daemon.bus.subscribers;
     const events = h.c.stream('event', { request: `session.${bob.sid}.agent.${bob.aid}.peer.message` })[Symbol.asyncIterator]();
     const ev = events.next();
-    await new Promise((r) => setTimeout(r, 20));
+    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
     const done = h.daemon.agents.all().find((a) => a.id === bob.aid)!.nextTurn();
     await h.c.write(`${alice.path}/peer/${bob.name}`, 'please review src/x.ts');
     await done;
@@ -82,7 +84,7 @@ describe('goals', () => {
     expect(await h.c.rdwrText(`session/${a.session}/ctl`, 'workflow echo-done')).toBe('workflow echo-done\n');
     await expect(h.c.rdwrText(`session/${a.session}/ctl`, 'workflow nope')).rejects.toThrow(/no workflow named "nope".*workflows: .*echo-done/);
     const wait = h.c.readText(`session/${a.session}/goalwait`);
-    await new Promise((r) => setTimeout(r, 20));
+    await until(() => h!.daemon.sessions.goalReaders(a.session) > 0, 'the goalwait reader');
     await h.c.write(`session/${a.session}/goal`, 'make it fast');
     expect(await h.c.readText(`session/${a.session}/goalstatus`)).toMatch(/^(running|complete)/);
     let status = await wait;
@@ -102,13 +104,11 @@ describe('goals', () => {
     await h.c.write(`session/${a.session}/goal`, 'x');
     // goalwait wakes on the next change only: a workflow that ends between a read of goalstatus and the
     // goalwait would leave it waiting, so the status is polled.
-    const settled = async (): Promise<string> => {
-      for (;;) {
+    const settled = (): Promise<string> =>
+      until(async () => {
         const now = await h!.c.readText(`session/${a.session}/goalstatus`);
-        if (!now.startsWith('running')) return now;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
+        return now.startsWith('running') ? undefined : now;
+      }, 'the workflow to settle the goal', 20_000);
     let st = await settled();
     expect(st).toMatch(/^error\nworkflow broken exited with code 3:\ncannot reach the planner/);
     await h.c.rdwrText(`session/${a.session}/ctl`, 'workflow silent');

@@ -6,6 +6,7 @@ import { DMDIR, OREAD, type Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { compileFilter, EventBus, QUEUE_LIMIT } from '../../src/olliesrv/event/bus.js';
+import { until } from '../wait.js';
 
 describe('olliesrv sessions', () => {
   let dir: string;
@@ -102,13 +103,14 @@ describe('olliesrv sessions', () => {
   it('publishes session events to filtered subscribers', async () => {
     const ac = new AbortController();
     const lines: string[] = [];
+    const subs = daemon.bus.subscribers;
     const done = (async () => {
       for await (const chunk of c.stream('event', { request: 'session.*.new session.*.rename', signal: ac.signal })) {
         lines.push(...new TextDecoder().decode(chunk).split('\n').filter(Boolean));
         if (lines.length >= 2) ac.abort(new Error('done'));
       }
     })().catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 30));
+    await until(() => daemon.bus.subscribers > subs, 'the event subscription');
     await c.rdwr('session/new', 'name=ev');
     await c.rdwr('session/ev/ctl', 'pause'); // filtered out
     await c.rename('session/ev', 'ev2');

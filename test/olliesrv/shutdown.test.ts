@@ -2,6 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { harness } from './agent-harness.js';
+import { until } from '../wait.js';
 
 /** Pids of the processes whose command line mentions `needle`. */
 function processesWith(needle: string): number[] {
@@ -30,8 +31,7 @@ test.each([0, 50, 150])('a daemon closed %i ms into a session opening its toolsr
   await h.daemon.close();
   const toolsrvs = join(h.dir, 'run', 'toolsrv-');
   // A toolsrv that was still starting is stopped once it is up; give it the time a start takes.
-  const end = Date.now() + 5000;
-  while (processesWith(toolsrvs).length && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  await until(() => processesWith(toolsrvs).length === 0, 'the toolsrv processes to exit').catch(() => undefined);
   expect(processesWith(toolsrvs)).toEqual([]);
   await h.mock.close();
 });

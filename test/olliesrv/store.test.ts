@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentStore, type AgentRow } from '../../src/olliesrv/store/agents.js';
 import { openDatabase, type DB } from '../../src/olliesrv/store/db.js';
+import { until } from '../wait.js';
 
 let dir: string;
 beforeEach(() => {
@@ -61,7 +62,7 @@ describe('chat-log search index', () => {
     store.addBlock('a1', 0, 'b0', block('user', 'gigawatts'));
     const rows = (): number => (db.prepare("SELECT COUNT(*) AS n FROM block_fts WHERE block_fts MATCH 'gigawatts'").get() as { n: number }).n;
     expect(rows()).toBe(0);
-    await new Promise((r) => setTimeout(r, 700));
+    await until(() => rows() === 1, 'the background indexer');
     expect(rows()).toBe(1);
     store.indexNow();
     expect(store.search('gigawatts')).toHaveLength(1);

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkRule, ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
 import { shellWords } from '../../src/olliesrv/store/shellwords.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -27,12 +28,11 @@ async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
   let ended = false;
   void agent.nextTurn().then(() => (ended = true));
   await hh.c.write(`${a.path}/prompt`, 'go');
-  for (;;) {
+  const seen = await until(async () => {
     const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
-    if (line) return line.split('\t');
-    if (ended) return undefined;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
+  }, 'a bypass request or the end of the turn', 30_000);
+  return seen.req;
 }
 
 async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * Approvals a person actually gave (issue 12 §4), attacked the way a model would: it gets a harmless command
+ * Approvals a person actually gave, attacked the way a model would: it gets a harmless command
  * approved "always", then asks for the same command with something riding along. Real olliesrv, real toolsrv
  * (Landlock), the mock LLM over HTTP scripting the tool calls; the person is this test, writing the session's
  * `bypass` file as the GUI does.
@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { lines } from '../../src/ninep/index.js';
 import type { BypassRequest } from '../../src/toolsrv/protocol.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 import { startEnv, type Env } from '../toolsrv/helpers.js';
 
 let h: Harness | undefined;
@@ -32,12 +33,11 @@ async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
   let ended = false;
   void agent.nextTurn().then(() => (ended = true));
   await hh.c.write(`${a.path}/prompt`, 'go');
-  for (;;) {
+  const seen = await until(async () => {
     const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
-    if (line) return line.split('\t');
-    if (ended) return undefined;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
+  }, 'a bypass request or the end of the turn', 30_000);
+  return seen.req;
 }
 
 async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * Containment and limits (issue 13 §3-4), attacked the way a model would: scripted `shell` calls to a real
+ * Containment and limits, attacked the way a model would: scripted `shell` calls to a real
  * sandboxed toolsrv (the shipped tools, the real helper and spawner, the real kernel) that try to outlive their
  * call, their toolsrv and their spawner, fork 300 processes, allocate 2 GiB and leave files in /dev/shm; and
  * controls showing that honest work (npm test spawning children, a background process) still runs.
@@ -150,7 +150,7 @@ time.sleep(1013.7)`;
         process.kill(p.pid, 'SIGKILL');
         await p.exited;
       }
-      await until(() => !alive(esc), 5000);
+      await until(() => !alive(esc), 'the escapee to die');
       rmSync(cwd, { recursive: true, force: true });
       rmSync(`${cwd}.run`, { recursive: true, force: true });
     }
@@ -168,11 +168,11 @@ time.sleep(1013.7)`;
     const esc1 = await escape('s1');
     const guardian = env.ts.core.opts.launcher!.spawnerPid!;
     process.kill(Number(readFileSync(`/proc/${guardian}/task/${guardian}/children`, 'utf8').trim()), 'SIGKILL');
-    await until(() => !alive(esc1), 5000);
+    await until(() => !alive(esc1), 'the first escapee to die');
     // The guardian (what toolsrv started): the spawner gets its parent-death signal and kills its calls.
     const esc2 = await escape('s2');
     process.kill(env.ts.core.opts.launcher!.spawnerPid!, 'SIGKILL');
-    await until(() => !alive(esc2), 5000);
+    await until(() => !alive(esc2), 'the second escapee to die');
     expect(await shell('echo still serving')).toMatchObject({ status: 'exited', output: 'still serving\n' });
   });
 

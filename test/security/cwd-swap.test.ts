@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness, type Block } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
 let h: Harness | undefined;
@@ -46,11 +47,10 @@ describe('a sub-agent\'s cwd', () => {
     expect(out[0]).not.toMatch(/rc=0/);
     expect(out[2]!.trim()).toBe('kid');
     await h.waitState(`session/${a.session}/agent/kid`, 'idle', 20000).catch(() => undefined);
-    let kidOut = '';
-    for (let i = 0; i < 200 && !/kid rc=/.test(kidOut); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      kidOut = results(await h.blocks(`session/${a.session}/agent/kid`)).join('\n');
-    }
+    const kidOut = await until(async () => {
+      const out = results(await h!.blocks(`session/${a.session}/agent/kid`)).join('\n');
+      return /kid rc=/.test(out) ? out : undefined;
+    }, 'the sub-agent\'s attempt', 10_000);
     expect(kidOut).not.toMatch(/kid rc=0/);
     expect(existsSync(target)).toBe(false);
   });

@@ -1,5 +1,5 @@
 /**
- * The kernel's attack surface (issue 13 §1, §2): what a model can do from inside the sandbox with system calls
+ * The kernel's attack surface: what a model can do from inside the sandbox with system calls
  * Landlock does not govern, tried for real — the built helper, this kernel, compiled attack programs
  * (kernel-attacks.c), real sockets and processes. Every attack is run twice: outside the sandbox, where it must
  * work (so the test can fail, and proves the attack is real here), and inside, where it must be refused. The

@@ -1,7 +1,7 @@
 /**
- * The filesystem side of the sandbox policy, attacked the way a model scripting tool calls would (issue 12 §6,
- * §7; issue 13 §5, §6): with the real helper on the real kernel, real files in a fake HOME, and a real toolsrv
- * process where the daemon's wiring matters (--config/--data, spill files).
+ * The filesystem side of the sandbox policy, attacked the way a model scripting tool calls would: with the real
+ * helper on the real kernel, real files in a fake HOME, and a real toolsrv process where the daemon's wiring matters
+ * (--config/--data, spill files).
  *
  * Each attack asserts what the model must not get (a key's bytes, a write outside, a file created through a
  * planted link); the controls assert that honest work still runs.

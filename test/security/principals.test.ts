@@ -13,6 +13,7 @@ import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
 import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'subagent_spawn', 'shell'], maxSteps: 20 };
 
@@ -42,11 +43,7 @@ describe('an agent attacking the control plane through its own tools', () => {
     // The victim asks to leave the sandbox; its call waits for a person.
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo escaped', bypass: true } }] }]);
     await h.c.write(`${vpath}/prompt`, 'go');
-    let pending = '';
-    for (let i = 0; i < 500 && !pending; i++) {
-      pending = await h.c.readText(`session/${a.session}/bypass`);
-      if (!pending) await new Promise((r) => setTimeout(r, 20));
-    }
+    const pending = await until(() => h!.c.readText(`session/${a.session}/bypass`), 'the victim\'s bypass request', 10_000);
     const id = pending.split('\t')[0]!;
     expect(id).toMatch(/\S/);
     // The attacker reads the queue and approves it, for now and for ever.

@@ -1,5 +1,5 @@
 /**
- * Issue 12 §5: nothing the daemon runs on an agent's behalf runs outside the sandbox. The attacker is the model:
+ * Nothing the daemon runs on an agent's behalf runs outside the sandbox. The attacker is the model:
  * it scripts tool calls (the real `shell` tool, sandboxed, writing in its workspace) and writes the session
  * environment; then a new agent starts in that workspace, and its profile's prompt commands (the shipped
  * environment.sh) run. Real olliesrv, real toolsrv, the real helper, real git, the mock LLM over HTTP.

@@ -124,7 +124,7 @@ while not os.path.exists("d.pid") or not open("d.pid").read(): time.sleep(0.01)
     await until(() => {
       const f = readFileSync(`/proc/${victim.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
       return Number(f[11]) + Number(f[12]) > 120; // utime + stime in ticks: > 1.2 s of CPU
-    }, 30000);
+    }, 'the victim to use 1.2 s of CPU', 30000);
     const r = await env.call(c, { tool: 'shell', args: { command: `/usr/bin/python3 -c 'import resource; resource.prlimit(${victim.pid}, resource.RLIMIT_CPU, (1, 1)); print("set")' 2>&1` } });
     expect(r.output).toMatch(/Operation not permitted/);
     await new Promise((ok) => setTimeout(ok, 300));

@@ -1,9 +1,9 @@
 /**
- * Issue 12 §5, workflows: a workflow runs in the session's working directory and may run what the agents left
- * there (a check script, a test suite). The model writes such a script with its sandboxed shell; the owner's
- * workflow runs it when a goal is set. The script must get no more than a tool: no writes outside the
- * workspace, no Ollie config (API keys), no network, none of the daemon's environment. Real olliesrv, toolsrv,
- * helper, `ollie-9p`, mock LLM.
+ * Nothing the daemon runs on an agent's behalf runs outside the sandbox, workflows included: a workflow runs in the
+ * session's working directory and may run what the agents left there (a check script, a test suite). The model writes
+ * such a script with its sandboxed shell; the owner's workflow runs it when a goal is set. The script must get no
+ * more than a tool: no writes outside the workspace, no Ollie config (API keys), no network, none of the daemon's
+ * environment. Real olliesrv, toolsrv, helper, `ollie-9p`, mock LLM.
  */
 import { createServer, type Server } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,8 @@ import { dial } from '../../src/ninep/node.js';
 import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
-import { alive, until } from '../toolsrv/helpers.js';
+import { until } from '../wait.js';
+import { alive } from '../toolsrv/helpers.js';
 
 const SECRET = 'OLLIE_SEC_TEST_DAEMON_SECRET';
 
@@ -53,13 +54,10 @@ async function world(o: { yolo?: boolean } = {}): Promise<{ dir: string; ws: str
 
 async function goalStatus(c: Client, s: string): Promise<string> {
   await c.write(`session/${s}/goal`, 'check the work');
-  const end = Date.now() + 15_000;
-  for (;;) {
+  return until(async () => {
     const st = await c.readText(`session/${s}/goalstatus`);
-    if (!st.startsWith('running')) return st;
-    if (Date.now() > end) throw new Error(`goal still running: ${st}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return st.startsWith('running') ? undefined : st;
+  }, 'the workflow to settle the goal', 15_000);
 }
 
 describe('workflows run sandboxed', () => {
@@ -119,7 +117,7 @@ describe('workflows run sandboxed', () => {
     expect(st).toContain('STARTED');
     const pid = Number(readFileSync(join(w.ws, 'escaped.pid'), 'utf8').trim());
     expect(pid).toBeGreaterThan(0);
-    await until(() => !alive(pid), 10_000);
+    await until(() => !alive(pid), 'the detached process to end', 10_000);
   });
 
   it('a broken sandbox policy: the workflow is not started, and the goal says why', async () => {

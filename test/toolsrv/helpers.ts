@@ -96,13 +96,4 @@ export const alive = (pid: number): boolean => {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns a truthy value or `ms` pass. */
-export async function until<T>(fn: () => T | Promise<T>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await sleep(20);
-  }
-}
+export { until } from '../wait.js';

@@ -227,7 +227,7 @@ describe('resident tool hosts', () => {
     const h = await hostEnv({ hostIdleMs: 300 });
     await h.call('echo');
     const pid = h.host().pid;
-    await until(() => !alive(pid) && h.env.ts.core.hosts.list().length === 0, 5000);
+    await until(() => !alive(pid) && h.env.ts.core.hosts.list().length === 0, 'the idle host to stop');
     expect((await h.call('echo')).exit).toBe(0);
     expect(h.host().pid).not.toBe(pid);
   });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LockTable, type LockKind } from '../../src/toolsrv/exec/locks.js';
-import { sleep, startEnv, until, type Env } from './helpers.js';
+import { startEnv, until, type Env } from './helpers.js';
 
 const P = (path: string): LockKind => ({ kind: 'path', path });
 const G: LockKind = { kind: 'global' };
@@ -166,7 +166,7 @@ describe('locks in toolsrv', () => {
     await expect(waiter).rejects.toThrow();
     await until(() => env!.ts.core.locks.snapshot().waiting.length === 0);
     await holder;
-    await sleep(50);
+    await until(() => env!.ts.core.locks.snapshot().held.length === 0, 'the holder to release its lock');
     expect(env.ts.core.procs.size).toBe(procsBefore);
     expect(env.ts.core.locks.snapshot()).toEqual({ held: [], waiting: [] });
   });

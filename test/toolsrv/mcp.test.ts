@@ -104,7 +104,7 @@ describe('MCP servers in toolsrv', () => {
     const r = await env.call(c, { tool: 'mcp__fx__crash', args: {} });
     expect(r.status).toBe('killed');
     expect(r.error).toMatch(/MCP server fx: /);
-    await until(async () => (await status(c, 'fx')).state === 'ready' && (await status(c, 'fx')).restarts === '1', 15000);
+    await until(async () => (await status(c, 'fx')).state === 'ready' && (await status(c, 'fx')).restarts === '1', 'the crashed server to restart', 15000);
     const pid2 = (await env.call(c, { tool: 'mcp__fx__pid', args: {} })).output.trim();
     expect(pid2).not.toBe(pid);
     expect(await c.readText('mcp/fx/log')).toMatch(/fixture: crashing on request[\s\S]*lost: .*starting again in 1000 ms[\s\S]*ready/);
@@ -113,7 +113,7 @@ describe('MCP servers in toolsrv', () => {
     expect((await status(c, 'fx')).state).toBe('stopped');
     expect((await env.call(c, { tool: 'mcp__fx__pid', args: {} })).error).toMatch(/MCP server fx is stopped/);
     await c.write('mcp/fx/ctl', 'restart');
-    await until(async () => (await status(c, 'fx')).state === 'ready', 15000);
+    await until(async () => (await status(c, 'fx')).state === 'ready', 'the server to be ready', 15000);
     expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 1 } })).output).toBe('2\n');
   });
 

@@ -74,7 +74,7 @@ describe('toolsrv process', () => {
     const ac = new AbortController();
     const call = host.call({ tool: 'sh', args: { command: 'sleep 30' } }, ac.signal);
     call.catch(() => undefined);
-    await sleep(200);
+    await until(async () => (await host.stat(r.pid + 1)).state === 'running', 'the call to run');
     ac.abort();
     await expect(call).rejects.toThrow();
     const pid = r.pid + 1;
@@ -119,8 +119,8 @@ describe('toolsrv process', () => {
     const toolPid = Number((await host.stat(bgPid)).os_pid);
     expect(alive(toolPid)).toBe(true);
     parent.kill('SIGKILL');
-    await until(() => !alive(child.pid), 5000);
-    await until(() => !alive(toolPid), 5000);
+    await until(() => !alive(child.pid), 'toolsrv to exit');
+    await until(() => !alive(toolPid), 'the tool process to exit');
     expect(existsSync(join(o.runtimeDir, 'toolsrv-test.pid'))).toBe(false);
   });
 
@@ -293,7 +293,7 @@ describe('SessionTools against a real toolsrv', () => {
     expect((await host.list()).tools.map((t) => t.name)).toEqual(['sh']);
     // The new toolsrv's bypass queue reaches this SessionTools.
     const call = host.call({ tool: 'sh', args: { command: 'echo approved' }, flags: { bypass: true } });
-    await until(() => st.pending().length === 1, 8000);
+    await until(() => st.pending().length === 1, 'one pending bypass request', 8000);
     await st.resolve(st.pending()[0]!.id, 'approve');
     expect(await call).toMatchObject({ output: 'approved\n', bypassed: true });
     await st.close();
@@ -307,8 +307,7 @@ describe('SessionTools against a real toolsrv', () => {
     const host = await a.st.forAgent('agA', tmp(), {});
     await host.ctl('load sh');
     const call = host.call({ tool: 'sh', args: { command: 'echo a' }, flags: { bypass: true } });
-    await until(() => a.st.pending().length === 1);
-    await sleep(100);
+    await until(() => a.st.pending().length === 1 && a.events.length > 0, 'the request at session A');
     expect(b.st.pending()).toEqual([]);
     expect(b.events).toEqual([]);
     await a.st.resolve(a.st.pending()[0]!.id, 'approve');

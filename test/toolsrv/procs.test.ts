@@ -167,7 +167,7 @@ describe('procs', () => {
     await other.write('ctl', 'load sh');
     const pid = await bg(c, 'echo done');
     await c.readText(`proc/${pid}/wait`);
-    await sleep(20);
+    await until(() => env!.ts.core.scope('agent1').interrupts.length > 0, 'the interrupt for the agent that started it');
     // Another agent neither sees the proc nor its interrupt.
     await expect(other.readText(`proc/${pid}/stat`)).rejects.toThrow(/not found/);
     expect(env!.ts.core.scope('agent2').interrupts).toEqual([]);
@@ -185,8 +185,9 @@ describe('procs', () => {
 
   it('ctl: signal N, term, kill and dismiss', async () => {
     const c = await loaded();
-    const p1 = await bg(c, 'trap "echo got-usr1; exit 7" USR1; while :; do sleep 0.05; done');
-    await sleep(150);
+    const trapped = join(env!.dir, 'trapped');
+    const p1 = await bg(c, `trap "echo got-usr1; exit 7" USR1; : > ${trapped}; while :; do sleep 0.05; done`);
+    await until(() => existsSync(trapped), 'the trap to be set');
     await c.write(`proc/${p1}/ctl`, 'signal USR1');
     expect(await c.readText(`proc/${p1}/wait`)).toBe('7\n');
     expect(await c.readText(`proc/${p1}/out`)).toContain('got-usr1\n'); // the whole group got it: sh may report its sleep's death
@@ -208,7 +209,7 @@ describe('procs', () => {
     await until(() => !alive(osPid));
     await expect(c.write(`proc/${p1}/ctl`, 'explode')).rejects.toThrow(/unknown command/);
     // A dismissed proc announces nothing; the others did.
-    await sleep(50);
+    await until(() => env!.ts.core.scope('agent1').interrupts.length >= 3, 'the interrupts of the other three');
     expect(env!.ts.core.scope('agent1').interrupts.map((i) => i.pid)).toEqual([p1, p2, p3]);
   });
 
@@ -223,7 +224,7 @@ describe('procs', () => {
     await c.readText(`proc/${done.pid}/stat`);
     await sleep(200);
     expect(env.ts.core.procs.has(done.pid)).toBe(true);
-    await until(() => !env!.ts.core.procs.has(done.pid), 3000);
+    await until(() => !env!.ts.core.procs.has(done.pid), 'the exited proc to be collected', 3000);
     await expect(c.readText(`proc/${done.pid}/stat`)).rejects.toThrow(/not found/);
     expect(env.ts.core.procs.has(running)).toBe(true);
     await c.write(`proc/${running}/ctl`, 'kill');

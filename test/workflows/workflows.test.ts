@@ -14,6 +14,7 @@ import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
+import { until } from '../wait.js';
 
 interface Msg {
   role: string;
@@ -92,15 +93,12 @@ async function world(route: (a: Ask) => Turn): Promise<World> {
 
 /** Sets the goal and waits for the workflow's verdict, then for the workflow script to end. */
 async function goal(c: Client, session: string, text: string, timeoutMs = 45000): Promise<string> {
-  const end = Date.now() + timeoutMs;
   await c.write(`session/${session}/goal`, text);
-  let st = '';
-  for (;;) {
-    st = await c.readText(`session/${session}/goalstatus`);
-    if (!st.startsWith('running') && !(await c.rdwrText(`session/${session}/ctl`, 'workflow')).includes('(running)')) return st;
-    if (Date.now() > end) throw new Error(`goal still running after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return until(async () => {
+    const st = await c.readText(`session/${session}/goalstatus`);
+    if (st.startsWith('running') || (await c.rdwrText(`session/${session}/ctl`, 'workflow')).includes('(running)')) return undefined;
+    return st;
+  }, 'the workflow to settle the goal', timeoutMs);
 }
 
 const call = (name: string, args: Record<string, unknown>): Turn => [{ toolCalls: [{ name, args }] }];

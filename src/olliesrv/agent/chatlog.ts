@@ -1,7 +1,7 @@
 /**
- * An agent's chat log: JSONL blocks as in the seeds' phase 40. A block streamed from the model is sent as
- * partial blocks, each carrying the new text only (so a long reply costs O(n) bytes, not O(n²)), and closed by a
- * final block with the same id carrying the whole content. Only final blocks are stored.
+ * An agent's chat log: JSONL blocks (`log.raw`, see the README's namespace table). A block streamed from the model is
+ * sent as partial blocks, each carrying the new text only (so a long reply costs O(n) bytes, not O(n²)), and closed
+ * by a final block with the same id carrying the whole content. Only final blocks are stored.
  *
  * Readers of `log.raw` start from the beginning: every final block so far, then one partial block with the text
  * so far of each block still open, then live lines. A reader that falls behind by more than READER_LIMIT lines
@@ -244,6 +244,11 @@ export class ChatLog {
 
   get length(): number {
     return this.total;
+  }
+
+  /** How many readers follow the log now. */
+  get readerCount(): number {
+    return this.readers.size;
   }
 
   /** How many final blocks are held in memory (the rest are read from the store). */

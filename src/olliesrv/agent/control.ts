@@ -75,7 +75,7 @@ export function clear(agent: Agent): void {
   agent.log.add('info', 'History cleared.', { name: 'clear' });
 }
 
-/** Switches profile: a fresh runtime and an empty history (seed 000, "Agent Switching"). */
+/** Switches profile: a fresh runtime and an empty history (the old one is another profile's conversation). */
 export async function switchProfile(agent: Agent, name: string): Promise<void> {
   if (agent.running) throw new AgentError('the agent is running; stop it first');
   const p = agent.deps.profiles.get(name);

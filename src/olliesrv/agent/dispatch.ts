@@ -1,5 +1,5 @@
 /**
- * Running one round of tool calls. Calls are grouped into batches by each tool's scope (seed 003, phase 20):
+ * Running one round of tool calls. Calls are grouped into batches by each tool's scope (.meta `scope`, docs/tools.md):
  * read never conflicts; write conflicts only with a write to the same path; global (or an unknown tool) runs
  * alone. Batches run one after another, the calls of a batch in parallel, results kept in call order.
  */

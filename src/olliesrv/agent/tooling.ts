@@ -1,10 +1,10 @@
 /**
- * What the model is told about tools, kept lean (issue 14). Of the tools an agent has loaded, only the `hot`
- * ones (the .meta tier: shell and the file tools) are sent with their schemas on every request. `warm` tools are
- * listed by name and one line in the system prompt; `cold` ones are not listed. Either kind is loaded by
- * `tool_search` (their schemas are sent from the next request on) or simply by calling it by name: the call is
- * validated by toolsrv against the tool's schema and run, and the tool's schema is sent from then on. The
- * dispatch flags every tool takes (bypass, timeout, background) are described once here, not in each schema.
+ * What the model is told about tools, kept lean (every schema sent costs tokens on every request). Of the tools an
+ * agent has loaded, only the `hot` ones (the .meta tier: shell and the file tools) are sent with their schemas on
+ * every request. `warm` tools are listed by name and one line in the system prompt; `cold` ones are not listed.
+ * Either kind is loaded by `tool_search` (their schemas are sent from the next request on) or simply by calling it by
+ * name: the call is validated by toolsrv against the tool's schema and run, and the tool's schema is sent from then
+ * on. The dispatch flags every tool takes (bypass, timeout, background) are described once here, not in each schema.
  */
 import type { ToolSpec } from '../backend/types.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';

@@ -16,7 +16,7 @@ import { runShell, runTools } from './toolround.js';
 import { sessionStartHooks, stopHooks, takeInterrupt, userPromptHooks } from '../hooks/agent.js';
 import type { TurnResult } from './types.js';
 
-/** Safety thresholds of the loop (seed 000, "Safety Mechanisms"). */
+/** Safety thresholds of the loop: a model that keeps failing or repeating itself is nudged, then stopped. */
 export const ERROR_ROUNDS_NUDGE = 5;
 export const ERROR_ROUNDS_ABORT = 10;
 export const STALL_ROUNDS = 5;

@@ -255,6 +255,11 @@ export class Sessions {
     for (const f of w) f();
   }
 
+  /** How many goalwait readers wait on this session's next goal status. */
+  goalReaders(name: string): number {
+    return this.goalWaiters.get(this.get(name).id)?.length ?? 0;
+  }
+
   /** goalwait: resolves with the status after its next change. */
   waitGoal(name: string, signal: AbortSignal): Promise<string> {
     const s = this.get(name);

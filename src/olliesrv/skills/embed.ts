@@ -5,7 +5,9 @@
  * cosine. all-MiniLM-L6-v2 (384-d) is the default. A model is a directory holding `model.onnx` and its
  * `tokenizer.json`, under $XDG_DATA_HOME/ollie/models/NAME (`ollie models install` puts it there).
  *
- * onnxruntime-node is imported only when a model is present: without one, nothing here costs start-up time.
+ * onnxruntime-node is imported only when a model is present: without one, nothing here costs start-up time. It is
+ * an optional dependency: when it is not installed, loading a model fails with that reason and callers fall back
+ * to matching by words.
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -65,7 +67,10 @@ export class OnnxEmbedder implements Embedder {
     // agent's working directory. It sends nothing from the sandbox anyway; ORT_DISABLE_TELEMETRY (read by the
     // native library when it starts, so set before the import) turns it off. A user's explicit setting is kept.
     process.env.ORT_DISABLE_TELEMETRY ??= '1';
-    const ort = (await import('onnxruntime-node')) as typeof Ort;
+    // An optional dependency (289 MB): without it, skills and memory match by words (BM25) and say why.
+    const ort = (await import('onnxruntime-node').catch((e: unknown) => {
+      throw new Error(`onnxruntime-node is not installed (an optional dependency: npm install onnxruntime-node): ${(e as Error).message}`);
+    })) as typeof Ort;
     // Warnings would land in a tool's output (the model reads it): onnxruntime's telemetry cannot persist its
     // device id inside the sandbox, and says so on every start.
     ort.env.logLevel = 'error';

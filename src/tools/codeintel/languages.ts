@@ -25,11 +25,11 @@ interface LangDef {
 const vscode = (n: string) => (): string => join(pkgDir('@vscode/tree-sitter-wasm'), 'wasm', `tree-sitter-${n}.wasm`);
 
 export const LANGUAGES: Record<LangId, LangDef> = {
-  typescript: { exts: ['.ts', '.mts', '.cts'], wasm: () => join(pkgDir('tree-sitter-typescript'), 'tree-sitter-typescript.wasm') },
-  tsx: { exts: ['.tsx'], wasm: () => join(pkgDir('tree-sitter-typescript'), 'tree-sitter-tsx.wasm') },
+  typescript: { exts: ['.ts', '.mts', '.cts'], wasm: vscode('typescript') },
+  tsx: { exts: ['.tsx'], wasm: vscode('tsx') },
   javascript: { exts: ['.js', '.mjs', '.cjs', '.jsx'], wasm: vscode('javascript') },
   python: { exts: ['.py', '.pyi'], wasm: vscode('python') },
-  go: { exts: ['.go'], wasm: () => join(pkgDir('tree-sitter-go'), 'tree-sitter-go.wasm') },
+  go: { exts: ['.go'], wasm: vscode('go') },
   rust: { exts: ['.rs'], wasm: vscode('rust') },
   c: { exts: ['.c', '.h'], wasm: () => join(pkgDir('tree-sitter-c'), 'tree-sitter-c.wasm') },
   cpp: { exts: ['.cc', '.cpp', '.cxx', '.c++', '.hpp', '.hh', '.hxx', '.h++', '.ipp'], wasm: vscode('cpp') },

@@ -37,7 +37,7 @@ export function Prompt() {
     if (!t) return;
     setText('');
     if (t.startsWith('/')) {
-      // `/cmd` typed as a prompt is the same as writing `cmd` to ctl (issue 3 §3).
+      // `/cmd` typed as a prompt is the same as writing `cmd` to ctl (as the daemon treats a `/cmd` prompt).
       const command = t.split(/\s/)[0]!;
       const out = await act(command, () => ollie.agentCtl(session, agent, t.slice(1)));
       if (out !== undefined) setReply({ command: t, text: out.trimEnd() || `${command} done` });

@@ -20,7 +20,7 @@ export interface Block {
   live?: boolean;
 }
 
-/** Roles that are never shown: context is for the model (seed 003, phase 40). */
+/** Roles that are never shown: context blocks are what the daemon adds for the model (skills, hints, the plan). */
 export const HIDDEN_ROLES: ReadonlySet<string> = new Set(['context']);
 
 export class ChatLog {
