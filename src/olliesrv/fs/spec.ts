@@ -23,6 +23,8 @@ import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY
 import { MAX_DEPTH } from '../session/agents.js';
 import { knownWindow } from '../backend/windows.js';
 import { realpathSync } from 'node:fs';
+import type { SessionRemotes } from '../toolclient/remotes.js';
+import { newSession, remoteCtl, toolsConnected } from './remote-files.js';
 import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
 export interface Olliesrv {
@@ -37,6 +39,8 @@ export interface Olliesrv {
   sessionTools: (sessionId: string) => SessionTools | undefined;
   /** Remembered bypass approvals (listed and revoked through `bypassrules`). */
   rules?: BypassRuleStore;
+  /** Which host each session's tools run on (toolclient/remotes.ts). */
+  remotes?: SessionRemotes;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
   reload: () => string;
 }
@@ -238,7 +242,7 @@ function revokeRules(o: Olliesrv, text: string): void {
   for (const id of ids) o.rules!.remove(id);
 }
 
-const SESSION_KEYS = ['name', 'cwd'] as const;
+const SESSION_KEYS = ['name', 'cwd', 'remote'] as const;
 
 function sessionCtl(o: Olliesrv, name: string, request: string): string {
   const { cmd, args } = splitCommand(request);
@@ -247,6 +251,7 @@ function sessionCtl(o: Olliesrv, name: string, request: string): string {
     save: { usage: 'save', run: () => (o.sessions.save(), 'saved\n') },
     pause: { usage: 'pause', run: () => (o.sessions.setPaused(name, true), 'paused\n') },
     resume: { usage: 'resume', run: () => (o.sessions.setPaused(name, false), 'resumed\n') },
+    remote: { usage: 'remote [HOST|-]', run: () => remoteCtl(o, name, args) },
     workflow: {
       usage: 'workflow [NAME]',
       run: () => {
@@ -383,12 +388,12 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         },
       },
         Leaf('new', {
-          doc: 'Write key=value pairs (name=, cwd=) to create a session; read back its name.',
-          rdwr: (_ctx, req) => `${sessions.create(parseKeyValues(req, SESSION_KEYS)).name}\n`,
+          doc: 'Write key=value pairs (name=, cwd=, remote=[user@]host[:port] to run its tools there over SSH, with cwd= a path there) to create a session; read back its name.',
+          rdwr: (_ctx, req) => `${newSession(o, parseKeyValues(req, SESSION_KEYS)).name}\n`,
         }),
         Leaf('idx', {
-          doc: 'One line per session: id, name, paused, connected (1 while a tool server serves it), remote (- for this machine), cwd (tab-separated).',
-          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t${o.sessionTools(x.id) ? 1 : 0}\t-\t${x.cwd}\n`).join(''),
+          doc: 'One line per session: id, name, paused, connected (1 while a tool server serves it and is reachable), remote (its host, - for this machine), cwd (tab-separated).',
+          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t${toolsConnected(o.sessionTools(x.id)) ? 1 : 0}\t${o.remotes?.get(x.id) ?? '-'}\t${x.cwd}\n`).join(''),
         }),
         Each('session', {
           doc: 'One session.',

@@ -16,6 +16,8 @@ import type { ToolHost } from './host.js';
 export interface ToolsrvAddress {
   socket: string;
   secret: string;
+  /** The remote host it runs on (`[user@]host[:port]`), for toolsrvs reached over SSH. */
+  host?: string;
 }
 
 /** A fixed address, or a provider that returns a live toolsrv's (starting one when needed). */
@@ -66,6 +68,8 @@ export class ToolClient implements ToolHost {
   private connecting?: Promise<Client>;
   private readonly setup = new Setup();
   private closed = false;
+  /** The remote host of the toolsrv of the current connection (undefined for this machine). */
+  host?: string;
   /** Replayed setup lines that failed on the last reconnect (a tool that no longer loads), for the log. */
   replayErrors: string[] = [];
 
@@ -82,9 +86,11 @@ export class ToolClient implements ToolHost {
     if (this.closed) return Promise.reject(new Error('tool connection closed'));
     if (this.current && !this.current.closed) return Promise.resolve(this.current);
     this.connecting ??= (async () => {
-      const c = await connectToolsrv(await addressOf(this.source), this.agentId, this.uname);
+      const addr = await addressOf(this.source);
+      const c = await connectToolsrv(addr, this.agentId, this.uname);
+      this.host = addr.host;
       this.replayErrors = [];
-      for (const line of this.setup.lines()) {
+      for (const line of this.forHost(this.setup.lines())) {
         // One line at a time, so one tool that no longer loads does not keep the rest from being restored.
         await c.write('ctl', line).catch((e: Error) => this.replayErrors.push(`${line}: ${e.message}`));
       }
@@ -127,7 +133,9 @@ export class ToolClient implements ToolHost {
   async ctl(command: string): Promise<void> {
     if (command.includes('\n')) throw new Error('a ctl command is one line (values with newlines cannot be set)');
     this.ctls++;
-    await this.writeSmall(await this.conn(), 'ctl', command);
+    const c = await this.conn();
+    const [line] = this.forHost([command]);
+    if (line !== undefined) await this.writeSmall(c, 'ctl', line);
     this.setup.note(command);
   }
 
@@ -135,12 +143,40 @@ export class ToolClient implements ToolHost {
   async ctlLines(commands: string[]): Promise<void> {
     for (const c of commands) if (c.includes('\n')) throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
     this.ctls++;
-    await this.writeSmall(await this.conn(), 'ctl', `${commands.join('\n')}\n`);
+    const c = await this.conn();
+    const sent = this.forHost(commands);
+    if (sent.length) await this.writeSmall(c, 'ctl', `${sent.join('\n')}\n`);
     for (const c of commands) this.setup.note(c);
   }
 
   async call(req: ProcRequest, signal?: AbortSignal): Promise<ProcResult> {
     const c = await this.conn();
+    try {
+      return await this.callOn(c, req, signal);
+    } catch (e) {
+      // A remote toolsrv whose SSH connection dropped: say where, and that the outcome is unknown (it ended
+      // with its toolsrv, which follows the connection).
+      if (this.host && c.closed && !signal?.aborted) {
+        throw new Error(`lost the connection to the tool server on ${this.host} during the call (the tool was stopped there; whether it finished its work is unknown): ${(e as Error).message}`);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * The ctl lines for the current toolsrv: a remote one never gets the local daemon's address or an agent's
+   * token for it (nothing there could reach the daemon, and the host need not be trusted with the credential).
+   */
+  private forHost(cmds: string[]): string[] {
+    return this.host ? cmds.filter((l) => !/^\s*env\s+OLLIE_(?:TOKEN|ADDR)(?:=|\s*$)/.test(l)) : cmds;
+  }
+
+  /** Drops the current connection (the next use reconnects: to another host when the session moved). */
+  dropConnection(): void {
+    this.current?.close();
+  }
+
+  private async callOn(c: Client, req: ProcRequest, signal?: AbortSignal): Promise<ProcResult> {
     const data = new TextEncoder().encode(JSON.stringify(req));
     // A Rdwr request is one Twrite (the namespace library takes each write as a whole request).
     if (data.length > c.msize - IOHDRSZ) {
