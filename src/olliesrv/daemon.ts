@@ -128,7 +128,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           // A lease, not one process: a toolsrv that dies is replaced on next use and the agents keep their hosts.
           const lease = keeper.lease(sid);
           const st = await ToolsrvSessionTools.open({
-            toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log,
+            toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log, localEnv: env,
             onState: (up, host, why) => bus.publish(`session.${sid}.tools`, `${up ? 'connected' : 'disconnected'} ${host ?? '-'}${why ? ` ${why}` : ''}`),
           });
           st.onBypass((e) => {

@@ -73,10 +73,19 @@ export class ToolClient implements ToolHost {
   /** Replayed setup lines that failed on the last reconnect (a tool that no longer loads), for the log. */
   replayErrors: string[] = [];
 
-  private constructor(private readonly source: ToolsrvSource, readonly agentId: string, private readonly uname: string | undefined) {}
+  private constructor(
+    private readonly source: ToolsrvSource,
+    readonly agentId: string,
+    private readonly uname: string | undefined,
+    private readonly localEnv: Readonly<Record<string, string | undefined>>,
+  ) {}
 
-  static async connect(src: ToolsrvSource, agentId: string, uname?: string): Promise<ToolClient> {
-    const tc = new ToolClient(src, agentId, uname);
+  /**
+   * @param localEnv this machine's environment (olliesrv's): a remote toolsrv does not get the variables an agent
+   *   inherited from it (HOME, PATH, … name things here), only those set for the session or the agent
+   */
+  static async connect(src: ToolsrvSource, agentId: string, uname?: string, localEnv: Readonly<Record<string, string | undefined>> = {}): Promise<ToolClient> {
+    const tc = new ToolClient(src, agentId, uname, localEnv);
     await tc.conn();
     return tc;
   }
@@ -165,10 +174,18 @@ export class ToolClient implements ToolHost {
 
   /**
    * The ctl lines for the current toolsrv: a remote one never gets the local daemon's address or an agent's
-   * token for it (nothing there could reach the daemon, and the host need not be trusted with the credential).
+   * token for it (nothing there could reach the daemon, and the host need not be trusted with the credential),
+   * nor this machine's paths (OLLIE_DATA, OLLIE_CONFIG, and what the agent inherited from olliesrv's environment).
    */
   private forHost(cmds: string[]): string[] {
-    return this.host ? cmds.filter((l) => !/^\s*env\s+OLLIE_(?:TOKEN|ADDR)(?:=|\s*$)/.test(l)) : cmds;
+    if (!this.host) return cmds;
+    return cmds.filter((l) => {
+      const m = /^\s*env\s+([^=\s]+)(?:=(.*))?$/.exec(l);
+      if (!m) return true;
+      const [, k, v] = m;
+      if (/^OLLIE_(?:TOKEN|ADDR|DATA|CONFIG)$/.test(k!)) return false;
+      return !(v !== undefined && this.localEnv[k!] === v);
+    });
   }
 
   /** Drops the current connection (the next use reconnects: to another host when the session moved). */

@@ -27,6 +27,8 @@ export interface SessionToolsOptions {
   rules?: BypassRuleStore;
   /** The uname connections attach with (tools see it as OLLIE_UNAME); default: the agent id. */
   uname?: string;
+  /** olliesrv's environment: what of an agent's a remote toolsrv does not get (ToolClient.connect). */
+  localEnv?: Readonly<Record<string, string | undefined>>;
   /** Told when the connection to the toolsrv is made and when it is lost (with the host, for a remote one). */
   onState?: (connected: boolean, host: string | undefined, why?: string) => void;
   /** Runs after close(), e.g. the keeper's release of the toolsrv. */
@@ -173,7 +175,7 @@ export class ToolsrvSessionTools implements SessionTools {
       cmds.push(`env ${k}=${v}`);
     }
     // The agent attaches as itself: tools see its id as OLLIE_UNAME (client_9p expands it in agent paths).
-    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? agentId);
+    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? agentId, this.o.localEnv);
     try {
       await host.ctlLines(cmds);
     } catch (e) {
