@@ -101,7 +101,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
     if (ts?.yolo) log('WARNING: --yolo: tools, prompt commands and workflows run WITHOUT the sandbox, with all of your rights');
     else if (ts) void config.sandboxStatus().then((st) => log(st.summary));
-    const remotes = new SessionRemotes(db, bus);
+    const remotes = new SessionRemotes(db, bus, env.OLLIE_SSH_CONFIG ?? join(homedir(), '.ssh', 'config'));
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
       remoteOf: (sid) => remotes.get(sid),

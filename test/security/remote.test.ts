@@ -157,13 +157,15 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
 
   it('on the shared toolsrv, session A cannot kill session B\'s process nor approve its bypass', async () => {
     const bWork = join(sshd.remoteHome, 'b');
-    const dbg = (m: string): void => void (process.env.OLLIE_TEST_LOG && process.stderr.write(`DBG ${new Date().toISOString()} ${m}\n`));
     const bAgent = await agent('b');
-    // B: a call that runs until the test lets it go, then a bypass request (the mock answers requests in order,
-    // and B's next one comes only after A's turn).
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo b-survived' } }] }]);
-    const bDone = bAgent.nextTurn();
-    await c.write('session/b/agent/coder/prompt', 'go');
+    // B: a background process that runs until the test lets it go (a foreground shell call would hold the
+    // toolsrv's global lock, which A's call then waits for: locks hold across the sessions of a host). Its end
+    // comes back to B as a prompt, and B then asks to leave the sandbox (the mock answers requests in order).
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo b-survived', background: true } }] }],
+      [{ text: 'started' }],
+    );
+    await turn('b');
     // B's shell, as this machine (the remote's kernel) numbers it.
     const pid = await until(() => readdirSync('/proc').filter((x) => /^\d+$/.test(x)).map(Number).find((p) => {
       try {
@@ -172,31 +174,29 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
         return false;
       }
     }), 'B\'s process', 30_000);
-    dbg('mock.script(\n      [{ toolCall');
     mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: `kill -9 ${pid}; echo rc=$?; ls /proc/${pid}/fd >/dev/null 2>&1 && echo fds-visible || echo fds-hidden` } }] }],
+      [{ toolCalls: [{ name: 'shell', args: { command: `kill -9 ${pid}; echo rc=$?; cat /proc/${pid}/environ >/dev/null 2>&1 && echo env-visible || echo env-hidden` } }] }],
       [{ text: 'tried' }],
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo b-bypass', bypass: true } }] }],
       [{ text: 'b done' }],
     );
-    dbg("const [kill] = await turn('a')");
     const [kill] = await turn('a');
     expect(kill).toMatch(/rc=[1-9]/);
-    expect(kill).toContain('fds-hidden');
+    // Refused by the sandbox (Landlock's signal scope), and B's environment is not A's to read (nor is its memory).
+    expect(kill).toMatch(/Operation not permitted/);
+    expect(kill).toContain('env-hidden');
     expect(() => process.kill(pid, 0)).not.toThrow();
-    dbg("writeFileSync(join(bWork, 'go'");
+    const bDone = bAgent.nextTurn();
     writeFileSync(join(bWork, 'go'), '');
     const line = await until(async () => (await c.readText('session/b/bypass')).trim() || undefined, 'B\'s bypass request', 30_000);
     const id = line.split('\t')[0]!;
     expect(await c.readText('session/a/bypass')).toBe('');
     await expect(c.write('session/a/bypass', `${id} approve`)).rejects.toThrow(/no pending bypass request/);
     expect((await c.readText('session/b/bypass')).split('\t')[0]).toBe(id);
-    dbg("await c.write('session/b/bypas");
     await c.write('session/b/bypass', `${id} deny`);
-    dbg('await bDone;');
     await bDone;
     const bTools = bAgent.log.blocks().filter((b) => b.role === 'tool').map((b) => b.content);
-    expect(bTools.some((t) => t.includes('b-survived'))).toBe(true);
+    expect(bAgent.log.blocks().some((b) => b.content.includes('b-survived'))).toBe(true);
     expect(bTools.some((t) => t.includes('b-bypass') && !/denied/i.test(t))).toBe(false);
     // Both sessions were served by the one toolsrv there.
     const toolsrvs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(sshd.remoteHome) && l.includes('toolsrv/main.js') && !l.includes('ssh '));

@@ -282,6 +282,10 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
   const ag = (ctx: Ctx) => agents.find(ctx.params.session!, ctx.params.agent!);
   return build(
     Dir('/', { access: ANYONE },
+      Leaf('sshhosts', {
+        doc: 'The Host aliases of the ssh config ($OLLIE_SSH_CONFIG, else ~/.ssh/config), one per line: hosts a session\'s tools can run on (session/new remote=).',
+        read: () => (o.remotes?.hosts() ?? []).map((h) => `${h}\n`).join(''),
+      }),
       Leaf('backends', {
         doc: 'The configured LLM backends, one per line: name, type, url, default model; the default backend is marked with *.',
         read: () => o.backends.names().map((n) => {

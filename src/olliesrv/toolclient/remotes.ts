@@ -8,13 +8,15 @@
  */
 import type { DB } from '../store/db.js';
 import type { EventBus } from '../event/bus.js';
-import { parseRemote } from './remote.js';
+import { readFileSync } from 'node:fs';
+import { parseRemote, sshConfigHosts } from './remote.js';
 
 export class SessionRemotes {
   private readonly byId = new Map<string, string>();
   private readonly moved = new Set<(sessionId: string) => void>();
 
-  constructor(private readonly db: DB, private readonly bus: EventBus) {
+  /** @param sshConfig the ssh config whose Host aliases hosts() offers ($OLLIE_SSH_CONFIG, else ~/.ssh/config) */
+  constructor(private readonly db: DB, private readonly bus: EventBus, private readonly sshConfig?: string) {
     db.exec(`CREATE TABLE IF NOT EXISTS session_remote (
       session TEXT PRIMARY KEY REFERENCES session(id) ON DELETE CASCADE,
       remote  TEXT NOT NULL
@@ -46,6 +48,16 @@ export class SessionRemotes {
     this.bus.publish(`session.${sessionId}.remote`, label ?? '-');
     for (const l of [...this.moved]) l(sessionId);
     return label;
+  }
+
+  /** The Host aliases of the ssh config (none when there is no config): what the GUI offers. */
+  hosts(): string[] {
+    if (!this.sshConfig) return [];
+    try {
+      return sshConfigHosts(readFileSync(this.sshConfig, 'utf8'));
+    } catch {
+      return [];
+    }
   }
 
   /** The session is gone (its row went with it, by the foreign key). */

@@ -255,6 +255,10 @@ class Controller {
           await this.reloadSessions();
           if (e.kind === 'new') await this.reloadAgents(sid);
           return;
+        // A remote session's host changed, or its connection came or went (the tree's state dot).
+        case 'remote':
+        case 'tools':
+          return this.reloadSessions();
         case 'kill':
           return this.dropSession(sid);
         case 'pause':
@@ -495,7 +499,7 @@ class Controller {
 
   // Actions. Each is one file operation (or a few), visible in the 9P console.
 
-  async createSession(fields: { name?: string; cwd?: string }): Promise<string> {
+  async createSession(fields: { name?: string; cwd?: string; remote?: string }): Promise<string> {
     const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
     const name = (await this.need().rdwr('session/new', `${req}\n`)).trim();
     await this.reloadSessions();
