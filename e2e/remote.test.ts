@@ -147,14 +147,33 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     life.abort();
   }, 120_000);
 
-  it('two sessions on one host share one toolsrv', async () => {
+  it('two sessions on one host share one toolsrv, and its locks hold across them', async () => {
     const work2 = join(sshd.remoteHome, 'work2');
     mkdirSync(work2);
     await c.rdwrText('session/new', `name=r2 cwd=${work2} remote=${sshd.host}`);
     await c.rdwrText('session/r2/agent/new', 'name=coder agent=e2e backend=mock');
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo second > s.txt' } }] }], [{ text: 'ok' }]);
-    await turn('session/r2/agent/coder', 'go');
+    // r1's shell holds toolsrv's global lock (shell's scope) until the test lets it go; r2's shell, asked for
+    // meanwhile, starts only after it: the lock is the host's, not the session's.
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; date +%s%N > r1-end' } }] }]);
+    const a1 = await agentOf('session/r1/agent/coder')();
+    const d1 = a1.nextTurn();
+    await c.write('session/r1/agent/coder/prompt', 'hold');
+    await until(() => readdirSync('/proc').some((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('while [ ! -e go ]');
+      } catch {
+        return false;
+      }
+    }), 'r1\'s call to run', 30_000);
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'date +%s%N > r2-start; echo second > s.txt' } }] }], [{ text: 'ok' }], [{ text: 'ok' }]);
+    const a2 = await agentOf('session/r2/agent/coder')();
+    const d2 = a2.nextTurn();
+    await c.write('session/r2/agent/coder/prompt', 'go');
+    await until(async () => (await c.readText('session/r2/agent/coder/state')).trim() === 'calling', 'r2\'s call to be made', 30_000);
+    writeFileSync(join(work, 'go'), '');
+    await Promise.all([d1, d2]);
     expect(readFileSync(join(work2, 's.txt'), 'utf8')).toBe('second\n');
+    expect(BigInt(readFileSync(join(work2, 'r2-start'), 'utf8').trim())).toBeGreaterThanOrEqual(BigInt(readFileSync(join(work, 'r1-end'), 'utf8').trim()));
     expect(remoteToolsrvs(sshd.remoteHome)).toHaveLength(1);
   }, 60_000);
 });
