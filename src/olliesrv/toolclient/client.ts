@@ -95,8 +95,7 @@ export class ToolClient implements ToolHost {
     if (this.closed) return Promise.reject(new Error('tool connection closed'));
     if (this.current && !this.current.closed) return Promise.resolve(this.current);
     this.connecting ??= (async () => {
-      const addr = await addressOf(this.source);
-      const c = await connectToolsrv(addr, this.agentId, this.uname);
+      const { addr, c } = await this.dialAddress();
       this.host = addr.host;
       this.replayErrors = [];
       for (const line of this.forHost(this.setup.lines())) {
@@ -111,6 +110,23 @@ export class ToolClient implements ToolHost {
       return c;
     })().finally(() => (this.connecting = undefined));
     return this.connecting;
+  }
+
+  /**
+   * Connects to the source's toolsrv. A provider's may have just died without its process having ended yet (an
+   * ssh whose connection dropped closes its forwarded sockets before it exits): a failed dial is tried again a
+   * few times, briefly, by when the provider hands out a new one.
+   */
+  private async dialAddress(): Promise<{ addr: ToolsrvAddress; c: Client }> {
+    for (let i = 0; ; i++) {
+      const addr = await addressOf(this.source);
+      try {
+        return { addr, c: await connectToolsrv(addr, this.agentId, this.uname) };
+      } catch (e) {
+        if (typeof this.source !== 'function' || this.closed || i >= 4) throw e;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+      }
+    }
   }
 
   async list(): Promise<{ rev: number; tools: ToolInfo[] }> {
