@@ -19,6 +19,7 @@ import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { parseRemote, spawnRemoteToolsrv } from '../../src/olliesrv/toolclient/remote.js';
+import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import { startSshd, sshdAvailable, type Sshd } from '../helpers/sshd.js';
 import { mockBackends, rmrf, socketPath, tempDir, until } from '../../e2e/helpers.js';
 
@@ -137,6 +138,13 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
       for (const d of readdirSync(cache)) expect(statSync(join(cache, d)).mode & 0o077).toBe(0);
       // The forwarded socket here is in the private runtime directory.
       expect(statSync(join(dir, 'rt')).mode & 0o777).toBe(0o700);
+      // The toolsrv there reports its own sandbox (the remote kernel's Landlock ABI), and only the secret opens it.
+      const tc = await ToolClient.connect(p, 'probe');
+      const info = await tc.info();
+      expect(info.landlockAbi).toBeGreaterThan(0);
+      expect(info.pid).not.toBe(p.pid);
+      await tc.close();
+      await expect(ToolClient.connect({ socket: p.socket, secret: 'x'.repeat(64) }, 'probe')).rejects.toThrow(/authentication failed/);
     } finally {
       await p.stop();
     }

@@ -426,7 +426,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             text: { get: (ctx) => s(ctx).plan, set: (ctx, v) => sessions.setPlan(ctx.params.session!, v) },
           }),
           Leaf('ctl', {
-            doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume.',
+            doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume, remote [HOST|-] (the host its tools run on; docs/remote.md).',
             rdwr: (ctx, req) => sessionCtl(o, ctx.params.session!, req),
           }),
           Leaf('goal', {
