@@ -113,7 +113,7 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     const done = agent.nextTurn();
     await c.write('session/r1/agent/coder/prompt', 'bypass');
     const line = await until(async () => (await c.readText('session/r1/bypass')).split('\n').find(Boolean), 'the bypass request', 30_000);
-    await c.write('session/r1/bypass', `${line.split('\t')[0]} approve`);
+    await c.write('session/r1/bypass', `${line!.split('\t')[0]} approve`);
     await done;
     expect(existsSync(target)).toBe(true);
   }, 60_000);

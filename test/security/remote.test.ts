@@ -193,11 +193,11 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     // Refused by the sandbox (Landlock's signal scope), and B's environment is not A's to read (nor is its memory).
     expect(kill).toMatch(/Operation not permitted/);
     expect(kill).toContain('env-hidden');
-    expect(() => process.kill(pid, 0)).not.toThrow();
+    expect(() => process.kill(pid!, 0)).not.toThrow();
     const bDone = bAgent.nextTurn();
     writeFileSync(join(bWork, 'go'), '');
     const line = await until(async () => (await c.readText('session/b/bypass')).trim() || undefined, 'B\'s bypass request', 30_000);
-    const id = line.split('\t')[0]!;
+    const id = line!.split('\t')[0]!;
     expect(await c.readText('session/a/bypass')).toBe('');
     await expect(c.write('session/a/bypass', `${id} approve`)).rejects.toThrow(/no pending bypass request/);
     expect((await c.readText('session/b/bypass')).split('\t')[0]).toBe(id);
