@@ -26,6 +26,9 @@ export interface Sshd {
   readonly dir: string;
   /** Kills every connection's sshd process (the listener stays): clients see the connection drop. */
   cutConnections(): number;
+  /** Stops the listener (SIGSTOP): new connections hang until resume(), like a host that went away. */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -161,7 +164,10 @@ export async function startSshd(opts: { host?: string; env?: Record<string, stri
       }
       return kids.length;
     },
+    pause: () => void child.kill('SIGSTOP'),
+    resume: () => void child.kill('SIGCONT'),
     async stop() {
+      child.kill('SIGCONT');
       if (child.exitCode === null) {
         child.kill('SIGTERM');
         await exited;
