@@ -124,25 +124,31 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     void (async () => {
       for await (const e of daemon.bus.subscribe(() => true, life.signal)) events.push(e);
     })().catch(() => undefined);
-    mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'touch started; sleep 30; echo slept' } }] }],
-      [{ text: 'after the cut' }],
-      [{ toolCalls: [{ name: 'shell', args: { command: 'echo again > again.txt; echo again-ran' } }] }],
-      [{ text: 'recovered' }],
-    );
+    // Only the call is scripted: whether the turn goes on after the failed call depends on when the agent next
+    // reaches the host (while it is away the turn ends with that error); a reply it may ask for is the mock's default.
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'touch started; sleep 30; echo slept' } }] }]);
     const agent = await agentOf('session/r1/agent/coder')();
     const done = agent.nextTurn();
     await c.write('session/r1/agent/coder/prompt', 'sleep');
     await until(() => existsSync(join(work, 'started')), 'the remote call to start', 30_000);
+    // The host stays away for a while (new connections hang) while the connection is cut.
+    sshd.pause();
     expect(sshd.cutConnections()).toBeGreaterThan(0);
     await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error('the call hung after the cut')), 20_000))]);
     const cut = agent.log.blocks().filter((b) => b.role === 'tool').map((b) => JSON.stringify(b)).at(-1)!;
     expect(cut).toContain(`connection to the tool server on ${sshd.host}`);
     await until(() => events.some((e) => e.includes('.tools') && e.includes(`disconnected ${sshd.host}`)), 'a disconnected event', 10_000);
+    expect((await idx('r1'))[3]).toBe('0');
+    // The remote toolsrv ended with its connection (and the call's process with it): nothing is left there.
+    await until(() => remoteToolsrvs(sshd.remoteHome).length === 0, 'the remote toolsrv to end', 10_000);
+    sshd.resume();
+    // The session reconnects by itself (retrying with backoff), before any call asks for it.
+    await until(async () => (await idx('r1'))[3] === '1', 'session/idx to say connected again', 60_000);
+    expect(mock.pending()).toBe(0);
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo again > again.txt; echo again-ran' } }] }], [{ text: 'recovered' }]);
     const tools = await turn('session/r1/agent/coder', 'again');
     expect(tools.at(-1)).toContain('again-ran');
     expect(readFileSync(join(work, 'again.txt'), 'utf8')).toBe('again\n');
-    await until(async () => (await idx('r1'))[3] === '1', 'session/idx to say connected again', 10_000);
     expect(events.some((e) => e.includes('.tools') && e.includes(`connected ${sshd.host}`))).toBe(true);
     life.abort();
   }, 120_000);
