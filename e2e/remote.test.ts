@@ -182,4 +182,23 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     expect(BigInt(readFileSync(join(work2, 'r2-start'), 'utf8').trim())).toBeGreaterThanOrEqual(BigInt(readFileSync(join(work, 'r1-end'), 'utf8').trim()));
     expect(remoteToolsrvs(sshd.remoteHome)).toHaveLength(1);
   }, 60_000);
+
+  it('ctl remote moves a session\'s tools to the host and back', async () => {
+    const work3 = join(sshd.remoteHome, 'work3');
+    mkdirSync(work3);
+    // On loopback the directory is both here and there; HOME tells the sides apart.
+    await c.rdwrText('session/new', `name=mover cwd=${work3}`);
+    await c.rdwrText('session/mover/agent/new', 'name=coder agent=e2e backend=mock');
+    const where = async (): Promise<string> => {
+      mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo "home=$HOME"' } }] }], [{ text: 'ok' }]);
+      return (await turn('session/mover/agent/coder', 'where')).at(-1)!;
+    };
+    expect(await where()).toContain(`home=${local}`);
+    expect((await idx('mover'))[4]).toBe('-');
+    expect(await c.rdwrText('session/mover/ctl', `remote ${sshd.host}`)).toBe(`remote ${sshd.host}\n`);
+    expect((await idx('mover'))[4]).toBe(sshd.host);
+    expect(await where()).toContain(`home=${sshd.remoteHome}`);
+    expect(await c.rdwrText('session/mover/ctl', 'remote -')).toBe('remote -\n');
+    expect(await where()).toContain(`home=${local}`);
+  }, 90_000);
 });
