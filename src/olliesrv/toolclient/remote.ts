@@ -214,7 +214,7 @@ const sameArch = (a: string, b: string): boolean => {
  * Builds the helpers from the shipped sources with the remote's cc: the same objects and links as
  * scripts/build-native.mjs, without Node (the peer-credentials module is olliesrv's, not toolsrv's).
  */
-function buildScript(files: string[]): string {
+export function buildScript(files: string[]): string {
   const tools = files.filter((f) => /^native\/tools\/[^/]+\.c$/.test(f)).map((f) => f.slice('native/tools/'.length, -2));
   const libs = files.filter((f) => /^native\/tools\/lib\/[^/]+\.c$/.test(f));
   const table = [
