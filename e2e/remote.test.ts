@@ -201,4 +201,19 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     expect(await c.rdwrText('session/mover/ctl', 'remote -')).toBe('remote -\n');
     expect(await where()).toContain(`home=${local}`);
   }, 90_000);
+
+  it('a session keeps its host across a daemon restart', async () => {
+    c.close();
+    await daemon.close();
+    const sock = socketPath(dir);
+    daemon = await startDaemon({
+      socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), skills: false, toolCacheFile: false,
+      env: { ...process.env, HOME: local, OLLIE_SSH_CONFIG: sshd.sshConfig }, log: () => undefined, retryDelay: () => 10,
+    });
+    c = await dial(`unix!${sock}`, { uname: userInfo().username });
+    expect((await idx('r1'))[4]).toBe(sshd.host);
+    expect((await idx('mover'))[4]).toBe('-');
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo "home=$HOME"' } }] }], [{ text: 'ok' }]);
+    expect((await turn('session/r1/agent/coder', 'still there?')).at(-1)).toContain(`home=${sshd.remoteHome}`);
+  }, 90_000);
 });
