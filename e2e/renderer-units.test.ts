@@ -82,7 +82,8 @@ describe('ChatLog', () => {
 
 describe('parsers', () => {
   it('reads session/idx, agent/idx (tree order) and pending bypass requests in both forms', () => {
-    expect(parseSessionIdx('s1\twork\t1\t0\t-\t/home/me\n')).toEqual([{ id: 's1', name: 'work', paused: true, cwd: '/home/me' }]);
+    expect(parseSessionIdx('s1\twork\t1\t0\t-\t/home/me\n')).toEqual([{ id: 's1', name: 'work', paused: true, connected: false, remote: '', cwd: '/home/me' }]);
+    expect(parseSessionIdx('s2\tsrv\t0\t1\tme@build:2222\t/srv/app\n')).toEqual([{ id: 's2', name: 'srv', paused: false, connected: true, remote: 'me@build:2222', cwd: '/srv/app' }]);
     // The last column (how the last turn ended) is new: a daemon without it reads as '-'.
     const agents = parseAgentIdx('s\tc\tchild\tp\t1\tthinking\tok\ns\tp\tparent\t-\t0\tidle\terror\ns\tg\tgrand\tc\t2\tcalling\ns\to\tother\t-\t0\tidle\n');
     expect(agents[1]).toEqual({ session: 's', id: 'p', name: 'parent', parent: '', depth: 0, state: 'idle', last: 'error' });

@@ -24,6 +24,8 @@ import { BypassRuleStore } from './store/bypass.js';
 import type { SessionTools } from './toolclient/host.js';
 import { ToolsrvSessionTools } from './toolclient/session-tools.js';
 import { ToolsrvKeeper, type ToolsrvProcess } from './toolclient/spawn.js';
+import { SessionRemotes } from './toolclient/remotes.js';
+import { sshSettingsFromEnv } from './toolclient/remote.js';
 import { SkillMatcher, type SkillMatcherOptions } from './skills/matcher.js';
 import { Principals, type Origin, type Principal } from './auth/principals.js';
 import { confinedPids } from './auth/confined.js';
@@ -102,8 +104,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
     if (ts?.yolo) log('WARNING: --yolo: tools, prompt commands and workflows run WITHOUT the sandbox, with all of your rights');
     else if (ts) void config.sandboxStatus().then((st) => log(st.summary));
+    const remotes = new SessionRemotes(db, bus, env.OLLIE_SSH_CONFIG ?? join(homedir(), '.ssh', 'config'));
     const keeper = ts && new ToolsrvKeeper({
       runtimeDir: dirname(opts.socket),
+      remoteOf: (sid) => remotes.get(sid),
+      ssh: sshSettingsFromEnv(env),
       shared: ts.shared,
       spare: ts.spare ?? false,
       yolo: ts.yolo,
@@ -134,7 +139,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         p = (async () => {
           // A lease, not one process: a toolsrv that dies is replaced on next use and the agents keep their hosts.
           const lease = keeper.lease(sid);
-          const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log });
+          const st = await ToolsrvSessionTools.open({
+            toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log, localEnv: env,
+            onState: (up, host, why) => bus.publish(`session.${sid}.tools`, `${up ? 'connected' : 'disconnected'} ${host ?? '-'}${why ? ` ${why}` : ''}`),
+          });
           st.onBypass((e) => {
             if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
             // Once a remembered approval had its chance (it answers at once): only a request left for a person notifies.
@@ -157,6 +165,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       backends: pool,
       profiles,
       tools: toolsFor,
+      remoteSession: (sid) => remotes.get(sid) !== undefined,
       ...(ts && opts.toolCacheFile !== false && {
         toolCache: new ToolCache(opts.toolCacheFile ?? join(cacheDir(), 'tools.json'), [
           ...(ts.toolDirs ?? []),
@@ -202,6 +211,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         agents.dropSession(id);
         hooks.forget(id);
         const st = sessionTools.get(id);
+        remotes.forget(id);
         sessionTools.delete(id);
         mcp.forget(id);
         opening.delete(id);
@@ -209,6 +219,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       },
       paused: (id, p) => agents.sessionPaused(id, p),
     };
+    // A session moved to another host: its connections follow (each reconnects to the new host's toolsrv).
+    remotes.onMove((sid) => (sessionTools.get(sid) as ToolsrvSessionTools | undefined)?.reconnect());
     agents.restore();
     const reload = (): string => {
       const err = backends.reload();
@@ -216,7 +228,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload, hooks, mcp },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, remotes, reload, hooks, mcp },
       userInfo().username,
     );
     const server = new Server({

@@ -35,6 +35,8 @@ export interface AgentDeps {
   profiles: Profiles;
   /** The session's toolsrv, or undefined when tools are unavailable (no toolsrv configured). */
   tools: (sessionId: string) => Promise<SessionTools | undefined>;
+  /** Whether the session's tools run on another host (its cwd is a path there, not checked here). */
+  remoteSession?: (sessionId: string) => boolean;
   /** Where tool output too long for the model is saved whole. */
   outputDir: string;
   /** The daemon's environment and Ollie's dirs (OLLIE_DATA, OLLIE_CONFIG): what tools get beneath the session's. */

@@ -26,6 +26,8 @@ import { knownWindow } from '../backend/windows.js';
 import { realpathSync } from 'node:fs';
 import type { McpMirror } from '../mcp/mirror.js';
 import { sessionMcpDir } from '../mcp/namespace.js';
+import type { SessionRemotes } from '../toolclient/remotes.js';
+import { newSession, remoteCtl, toolsConnected } from './remote-files.js';
 import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
 export interface Olliesrv {
@@ -40,6 +42,8 @@ export interface Olliesrv {
   sessionTools: (sessionId: string) => SessionTools | undefined;
   /** Remembered bypass approvals (listed and revoked through `bypassrules`). */
   rules?: BypassRuleStore;
+  /** Which host each session's tools run on (toolclient/remotes.ts). */
+  remotes?: SessionRemotes;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
   reload: () => string;
   /** Lifecycle hooks: their runs (session/S/hooks) and the per-session switch (session ctl `hooks on|off`). */
@@ -245,7 +249,7 @@ function revokeRules(o: Olliesrv, text: string): void {
   for (const id of ids) o.rules!.remove(id);
 }
 
-const SESSION_KEYS = ['name', 'cwd'] as const;
+const SESSION_KEYS = ['name', 'cwd', 'remote'] as const;
 
 /** `hooks`, `hooks on`, `hooks off`: the session's switch for lifecycle hooks (olliesrv/hooks). */
 function hooksCtl(o: Olliesrv, name: string, args: string): string {
@@ -264,6 +268,7 @@ function sessionCtl(o: Olliesrv, name: string, request: string): string {
     pause: { usage: 'pause', run: () => (o.sessions.setPaused(name, true), 'paused\n') },
     resume: { usage: 'resume', run: () => (o.sessions.setPaused(name, false), 'resumed\n') },
     hooks: { usage: 'hooks [on|off]', run: () => hooksCtl(o, name, args) },
+    remote: { usage: 'remote [HOST|-]', run: () => remoteCtl(o, name, args) },
     workflow: {
       usage: 'workflow [NAME]',
       run: () => {
@@ -294,6 +299,10 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
   const ag = (ctx: Ctx) => agents.find(ctx.params.session!, ctx.params.agent!);
   return build(
     Dir('/', { access: ANYONE },
+      Leaf('sshhosts', {
+        doc: 'The Host aliases of the ssh config ($OLLIE_SSH_CONFIG, else ~/.ssh/config), one per line: hosts a session\'s tools can run on (session/new remote=).',
+        read: () => (o.remotes?.hosts() ?? []).map((h) => `${h}\n`).join(''),
+      }),
       Leaf('backends', {
         doc: 'The configured LLM backends, one per line: name, type, url, default model; the default backend is marked with *.',
         read: () => o.backends.names().map((n) => {
@@ -410,12 +419,12 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         },
       },
         Leaf('new', {
-          doc: 'Write key=value pairs (name=, cwd=) to create a session; read back its name.',
-          rdwr: (_ctx, req) => `${sessions.create(parseKeyValues(req, SESSION_KEYS)).name}\n`,
+          doc: 'Write key=value pairs (name=, cwd=, remote=[user@]host[:port] to run its tools there over SSH, with cwd= a path there) to create a session; read back its name.',
+          rdwr: (_ctx, req) => `${newSession(o, parseKeyValues(req, SESSION_KEYS)).name}\n`,
         }),
         Leaf('idx', {
-          doc: 'One line per session: id, name, paused, connected (1 while a tool server serves it), remote (- for this machine), cwd (tab-separated).',
-          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t${o.sessionTools(x.id) ? 1 : 0}\t-\t${x.cwd}\n`).join(''),
+          doc: 'One line per session: id, name, paused, connected (1 while a tool server serves it and is reachable), remote (its host, - for this machine), cwd (tab-separated).',
+          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t${toolsConnected(o.sessionTools(x.id)) ? 1 : 0}\t${o.remotes?.get(x.id) ?? '-'}\t${x.cwd}\n`).join(''),
         }),
         Each('session', {
           doc: 'One session.',
@@ -445,7 +454,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             text: { get: (ctx) => s(ctx).plan, set: (ctx, v) => sessions.setPlan(ctx.params.session!, v) },
           }),
           Leaf('ctl', {
-            doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume, hooks [on|off] (lifecycle hooks for this session).',
+            doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume, hooks [on|off] (lifecycle hooks for this session), remote [HOST|-] (the host its tools run on; docs/remote.md).',
             rdwr: (ctx, req) => sessionCtl(o, ctx.params.session!, req),
           }),
           Leaf('goal', {

@@ -11,7 +11,7 @@ import { closeDanglingCalls } from '../agent/history.js';
 import type { GenerationParams } from '../backend/types.js';
 import type { AgentRow } from '../store/agents.js';
 import { addSubagent, emptyStats } from '../agent/stats.js';
-import { checkName, resolvedDir, type Sessions } from './registry.js';
+import { checkName, remoteDir, resolvedDir, type Sessions } from './registry.js';
 
 /** How deep sub-agents may nest (a top-level agent is depth 0). */
 export const MAX_DEPTH = 3;
@@ -261,7 +261,7 @@ export class Agents {
     if (named !== undefined) this.deps.backends.get(named);
     const backend = named ?? this.deps.backends.defaultName;
     // Resolved once, here: the sandbox then refuses a working directory that a symlink redirects later.
-    const cwd = resolvedDir(opts.cwd ?? session.cwd);
+    const cwd = this.deps.remoteSession?.(session.id) ? remoteDir(opts.cwd ?? session.cwd) : resolvedDir(opts.cwd ?? session.cwd);
     const parent = opts.parent ? this.find(sessionName, opts.parent) : undefined;
     const depth = parent ? parent.depth + 1 : 0;
     let name = opts.name;

@@ -114,6 +114,14 @@ export class Session {
 export interface NewSession {
   name?: string;
   cwd?: string;
+  /** The tools run on another host: cwd is a path there, so it is only checked to be absolute. */
+  remote?: boolean;
+}
+
+/** A working directory on a remote host: absolute (it can only be checked there). */
+export function remoteDir(cwd: string): string {
+  if (!isAbsolute(cwd)) throw new SessionError(`cwd ${JSON.stringify(cwd)} is not an absolute path`);
+  return cwd;
 }
 
 export class Sessions {
@@ -176,7 +184,8 @@ export class Sessions {
     checkName(name);
     if (this.byName.has(name)) throw new SessionError(`a session named ${JSON.stringify(name)} already exists`);
     const cwd = opts.cwd ?? this.defaultCwd;
-    checkCwd(cwd);
+    if (opts.remote) remoteDir(cwd);
+    else checkCwd(cwd);
     const row: SessionRow = { id, name, cwd, env: '', plan: '', paused: false, created: Date.now(), goal: '', goalstatus: '', workflow: 'conductor' };
     this.store.insert(row);
     const s = new Session(row);

@@ -16,6 +16,8 @@ import type { ToolHost } from './host.js';
 export interface ToolsrvAddress {
   socket: string;
   secret: string;
+  /** The remote host it runs on (`[user@]host[:port]`), for toolsrvs reached over SSH. */
+  host?: string;
 }
 
 /** A fixed address, or a provider that returns a live toolsrv's (starting one when needed). */
@@ -66,13 +68,24 @@ export class ToolClient implements ToolHost {
   private connecting?: Promise<Client>;
   private readonly setup = new Setup();
   private closed = false;
+  /** The remote host of the toolsrv of the current connection (undefined for this machine). */
+  host?: string;
   /** Replayed setup lines that failed on the last reconnect (a tool that no longer loads), for the log. */
   replayErrors: string[] = [];
 
-  private constructor(private readonly source: ToolsrvSource, readonly agentId: string, private readonly uname: string | undefined) {}
+  private constructor(
+    private readonly source: ToolsrvSource,
+    readonly agentId: string,
+    private readonly uname: string | undefined,
+    private readonly localEnv: Readonly<Record<string, string | undefined>>,
+  ) {}
 
-  static async connect(src: ToolsrvSource, agentId: string, uname?: string): Promise<ToolClient> {
-    const tc = new ToolClient(src, agentId, uname);
+  /**
+   * @param localEnv this machine's environment (olliesrv's): a remote toolsrv does not get the variables an agent
+   *   inherited from it (HOME, PATH, … name things here), only those set for the session or the agent
+   */
+  static async connect(src: ToolsrvSource, agentId: string, uname?: string, localEnv: Readonly<Record<string, string | undefined>> = {}): Promise<ToolClient> {
+    const tc = new ToolClient(src, agentId, uname, localEnv);
     await tc.conn();
     return tc;
   }
@@ -82,9 +95,10 @@ export class ToolClient implements ToolHost {
     if (this.closed) return Promise.reject(new Error('tool connection closed'));
     if (this.current && !this.current.closed) return Promise.resolve(this.current);
     this.connecting ??= (async () => {
-      const c = await connectToolsrv(await addressOf(this.source), this.agentId, this.uname);
+      const { addr, c } = await this.dialAddress();
+      this.host = addr.host;
       this.replayErrors = [];
-      for (const line of this.setup.lines()) {
+      for (const line of this.forHost(this.setup.lines())) {
         // One line at a time, so one tool that no longer loads does not keep the rest from being restored.
         await c.write('ctl', line).catch((e: Error) => this.replayErrors.push(`${line}: ${e.message}`));
       }
@@ -96,6 +110,23 @@ export class ToolClient implements ToolHost {
       return c;
     })().finally(() => (this.connecting = undefined));
     return this.connecting;
+  }
+
+  /**
+   * Connects to the source's toolsrv. A provider's may have just died without its process having ended yet (an
+   * ssh whose connection dropped closes its forwarded sockets before it exits): a failed dial is tried again a
+   * few times, briefly, by when the provider hands out a new one.
+   */
+  private async dialAddress(): Promise<{ addr: ToolsrvAddress; c: Client }> {
+    for (let i = 0; ; i++) {
+      const addr = await addressOf(this.source);
+      try {
+        return { addr, c: await connectToolsrv(addr, this.agentId, this.uname) };
+      } catch (e) {
+        if (typeof this.source !== 'function' || this.closed || i >= 4) throw e;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+      }
+    }
   }
 
   async list(): Promise<{ rev: number; tools: ToolInfo[] }> {
@@ -127,7 +158,9 @@ export class ToolClient implements ToolHost {
   async ctl(command: string): Promise<void> {
     if (command.includes('\n')) throw new Error('a ctl command is one line (values with newlines cannot be set)');
     this.ctls++;
-    await this.writeSmall(await this.conn(), 'ctl', command);
+    const c = await this.conn();
+    const [line] = this.forHost([command]);
+    if (line !== undefined) await this.writeSmall(c, 'ctl', line);
     this.setup.note(command);
   }
 
@@ -135,12 +168,48 @@ export class ToolClient implements ToolHost {
   async ctlLines(commands: string[]): Promise<void> {
     for (const c of commands) if (c.includes('\n')) throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
     this.ctls++;
-    await this.writeSmall(await this.conn(), 'ctl', `${commands.join('\n')}\n`);
+    const c = await this.conn();
+    const sent = this.forHost(commands);
+    if (sent.length) await this.writeSmall(c, 'ctl', `${sent.join('\n')}\n`);
     for (const c of commands) this.setup.note(c);
   }
 
   async call(req: ProcRequest, signal?: AbortSignal): Promise<ProcResult> {
     const c = await this.conn();
+    try {
+      return await this.callOn(c, req, signal);
+    } catch (e) {
+      // A remote toolsrv whose SSH connection dropped: say where, and that the outcome is unknown (it ended
+      // with its toolsrv, which follows the connection).
+      if (this.host && c.closed && !signal?.aborted) {
+        throw new Error(`lost the connection to the tool server on ${this.host} during the call (the tool was stopped there; whether it finished its work is unknown): ${(e as Error).message}`);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * The ctl lines for the current toolsrv: a remote one never gets the local daemon's address or an agent's
+   * token for it (nothing there could reach the daemon, and the host need not be trusted with the credential),
+   * nor this machine's paths (OLLIE_DATA, OLLIE_CONFIG, and what the agent inherited from olliesrv's environment).
+   */
+  private forHost(cmds: string[]): string[] {
+    if (!this.host) return cmds;
+    return cmds.filter((l) => {
+      const m = /^\s*env\s+([^=\s]+)(?:=(.*))?$/.exec(l);
+      if (!m) return true;
+      const [, k, v] = m;
+      if (/^OLLIE_(?:TOKEN|ADDR|DATA|CONFIG)$/.test(k!)) return false;
+      return !(v !== undefined && this.localEnv[k!] === v);
+    });
+  }
+
+  /** Drops the current connection (the next use reconnects: to another host when the session moved). */
+  dropConnection(): void {
+    this.current?.close();
+  }
+
+  private async callOn(c: Client, req: ProcRequest, signal?: AbortSignal): Promise<ProcResult> {
     const data = new TextEncoder().encode(JSON.stringify(req));
     // A Rdwr request is one Twrite (the namespace library takes each write as a whole request).
     if (data.length > c.msize - IOHDRSZ) {

@@ -45,6 +45,10 @@ export interface SessionTools {
    * by the rule store/bypass.ts's ruleFor computes from the request.
    */
   resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void>;
+  /** Whether its toolsrv is reachable now (false while a remote one's connection is down). */
+  readonly connected?: boolean;
+  /** The remote host its toolsrv runs on, when not this machine. */
+  readonly host?: string | undefined;
   /** Called for every new request and every resolution; returns an unsubscribe function. */
   onBypass(listener: (e: BypassEvent) => void): () => void;
   /** The session-wide 9P connection to toolsrv, where there is one (olliesrv/mcp reads its mcp/ directory). */

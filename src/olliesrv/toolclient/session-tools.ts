@@ -27,6 +27,10 @@ export interface SessionToolsOptions {
   rules?: BypassRuleStore;
   /** The uname connections attach with (tools see it as OLLIE_UNAME); default: the agent id. */
   uname?: string;
+  /** olliesrv's environment: what of an agent's a remote toolsrv does not get (ToolClient.connect). */
+  localEnv?: Readonly<Record<string, string | undefined>>;
+  /** Told when the connection to the toolsrv is made and when it is lost (with the host, for a remote one). */
+  onState?: (connected: boolean, host: string | undefined, why?: string) => void;
   /** Runs after close(), e.g. the keeper's release of the toolsrv. */
   onClose?: () => Promise<void>;
   log?: (m: string) => void;
@@ -44,13 +48,34 @@ export class ToolsrvSessionTools implements SessionTools {
   private following: Promise<void> = Promise.resolve();
   private closed = false;
 
-  private constructor(private readonly o: SessionToolsOptions, private control: Client) {}
+  private constructor(private readonly o: SessionToolsOptions, private control: Client, private where: string | undefined) {}
 
   static async open(o: SessionToolsOptions): Promise<ToolsrvSessionTools> {
-    const control = await connectToolsrv(await addressOf(o.toolsrv), '', o.uname ?? 'olliesrv');
-    const st = new ToolsrvSessionTools(o, control);
+    const addr = await addressOf(o.toolsrv);
+    const control = await connectToolsrv(addr, '', o.uname ?? 'olliesrv');
+    const st = new ToolsrvSessionTools(o, control, addr.host);
+    o.onState?.(true, addr.host);
     st.following = st.follow();
     return st;
+  }
+
+  /** Whether the toolsrv is reachable now (its control connection is up). */
+  get connected(): boolean {
+    return !this.closed && !this.control.closed;
+  }
+
+  /** The remote host of the toolsrv (undefined for this machine). */
+  get host(): string | undefined {
+    return this.where;
+  }
+
+  /**
+   * Drops every connection to the toolsrv: each reconnects on its next use, through the provider, to the toolsrv
+   * the session has now (after `ctl remote` moved it to another host).
+   */
+  reconnect(): void {
+    for (const h of this.hosts) h.dropConnection();
+    this.control.close();
   }
 
   private log(m: string): void {
@@ -78,8 +103,9 @@ export class ToolsrvSessionTools implements SessionTools {
           else this.requested(m);
         }
       } catch (e) {
-        if (!this.life.signal.aborted) this.log(`lost toolsrv's bypass queue: ${(e as Error).message}`);
+        if (!this.life.signal.aborted) this.log(`lost toolsrv's bypass queue${this.where ? ` on ${this.where}` : ''}: ${(e as Error).message}`);
       }
+      if (!this.life.signal.aborted) this.o.onState?.(false, this.where, this.where ? `lost the connection to ${this.where}` : 'toolsrv went away');
       // The queue is gone with its toolsrv: nothing that waited can be approved any more.
       for (const r of [...this.waiting.values()]) this.resolved({ id: r.id, agent: r.agent, resolved: 'cancelled' });
       if (this.life.signal.aborted || typeof this.o.toolsrv !== 'function') return;
@@ -90,8 +116,11 @@ export class ToolsrvSessionTools implements SessionTools {
         if (this.life.signal.aborted) return;
         try {
           this.control.close();
-          this.control = await connectToolsrv(await addressOf(this.o.toolsrv), '', this.o.uname ?? 'olliesrv');
-          this.log('following the bypass queue of a new toolsrv');
+          const addr = await addressOf(this.o.toolsrv);
+          this.control = await connectToolsrv(addr, '', this.o.uname ?? 'olliesrv');
+          this.where = addr.host;
+          this.o.onState?.(true, addr.host);
+          this.log(`following the bypass queue of a new toolsrv${addr.host ? ` on ${addr.host}` : ''}`);
           break;
         } catch (e) {
           this.log(`cannot reach a toolsrv: ${(e as Error).message}`);
@@ -147,7 +176,7 @@ export class ToolsrvSessionTools implements SessionTools {
       cmds.push(`env ${k}=${v}`);
     }
     // The agent attaches as itself: tools see its id as OLLIE_UNAME (client_9p expands it in agent paths).
-    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? agentId);
+    const host = await ToolClient.connect(this.o.toolsrv, agentId, this.o.uname ?? agentId, this.o.localEnv);
     try {
       await host.ctlLines(cmds);
     } catch (e) {

@@ -11,6 +11,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ToolsrvAddress } from './client.js';
+import { parseRemote, spawnRemoteToolsrv, type SshSettings } from './remote.js';
 
 /** The built entry point: dist/toolsrv/main.js of this installation (whether we run from src or dist). */
 export const TOOLSRV_ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'toolsrv', 'main.js');
@@ -173,8 +174,23 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
  */
 const SPARE_DELAY_MS = 2000;
 
+/** Pauses between attempts to reach a remote host that failed: 0.5 s doubling up to 30 s. */
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 30000;
+
+export interface KeeperOptions extends Omit<SpawnOptions, 'name' | 'sessionId'> {
+  shared?: boolean;
+  spare?: boolean | Promise<ToolsrvProcess>;
+  /** The session's remote host (`[user@]host[:port]`), or undefined for this machine. */
+  remoteOf?: (sessionId: string) => string | undefined;
+  /** How ssh is run for remote hosts. */
+  ssh?: SshSettings;
+}
+
 export class ToolsrvKeeper {
   private readonly running = new Map<string, { proc: Promise<ToolsrvProcess>; users: number }>();
+  /** Remote hosts that failed: how often in a row, and not before when to try again. */
+  private readonly failing = new Map<string, { count: number; until: number; why: string }>();
   /** A toolsrv started ahead of need, taken by the next session (its session id is set per scope with `env`). */
   private spare?: Promise<ToolsrvProcess>;
   private closed = false;
@@ -183,7 +199,7 @@ export class ToolsrvKeeper {
    * @param opts.spare keep one toolsrv started ahead of need, so a new session's first prompt does not wait the
    *   ~150 ms a toolsrv takes to start (per-session mode only); a promise hands over one its caller already started
    */
-  constructor(private readonly opts: Omit<SpawnOptions, 'name' | 'sessionId'> & { shared?: boolean; spare?: boolean | Promise<ToolsrvProcess> }) {
+  constructor(private readonly opts: KeeperOptions) {
     if (opts.spare instanceof Promise) {
       const p = opts.spare;
       this.spare = p;
@@ -215,10 +231,44 @@ export class ToolsrvKeeper {
     );
   }
 
-  async acquire(sessionId: string): Promise<{ proc: ToolsrvProcess; release: () => Promise<void> }> {
+  /**
+   * Which toolsrv serves `sessionId`: one per remote host (shared by that host's sessions, so path locks hold
+   * across them), the shared local one, or the session's own.
+   */
+  nameFor(sessionId: string): string {
+    const remote = this.opts.remoteOf?.(sessionId);
+    return remote ? `remote:${remote}` : this.opts.shared ? 'shared' : sessionId;
+  }
+
+  /** A remote host's toolsrv, after the pause its last failures call for; failures lengthen the pause. */
+  private async startRemote(name: string, remote: string): Promise<ToolsrvProcess> {
+    const f = this.failing.get(name);
+    if (f && f.until > Date.now()) await new Promise((r) => setTimeout(r, f.until - Date.now()));
+    if (this.closed) throw new Error('olliesrv is shutting down: no toolsrv is started any more');
+    try {
+      const { runtimeDir, yolo, idleMs, graceMs, procTtlMs, log } = this.opts;
+      const proc = await spawnRemoteToolsrv({
+        remote: parseRemote(remote), runtimeDir,
+        ...(this.opts.ssh && { ssh: this.opts.ssh }),
+        ...(yolo !== undefined && { yolo }), ...(idleMs !== undefined && { idleMs }), ...(graceMs !== undefined && { graceMs }),
+        ...(procTtlMs !== undefined && { procTtlMs }), ...(log && { log }),
+      });
+      this.failing.delete(name);
+      return proc;
+    } catch (e) {
+      const count = (f?.count ?? 0) + 1;
+      const pause = Math.min(RETRY_FIRST_MS * 2 ** (count - 1), RETRY_MAX_MS);
+      this.failing.set(name, { count, until: Date.now() + pause, why: (e as Error).message });
+      (this.opts.log ?? (() => undefined))(`${(e as Error).message} (attempt ${count}; next in ${pause} ms)`);
+      throw e;
+    }
+  }
+
+  async acquire(sessionId: string): Promise<{ proc: ToolsrvProcess; release: () => Promise<void>; name: string }> {
     // A toolsrv started after close would outlive its olliesrv (and keep a CLI's event loop alive).
     if (this.closed) throw new Error('olliesrv is shutting down: no toolsrv is started any more');
-    const name = this.opts.shared ? 'shared' : sessionId;
+    const name = this.nameFor(sessionId);
+    const remote = name.startsWith('remote:') ? name.slice('remote:'.length) : undefined;
     let entry = this.running.get(name);
     if (entry) {
       const p = await entry.proc.catch(() => undefined);
@@ -228,7 +278,10 @@ export class ToolsrvKeeper {
       }
     }
     if (!entry) {
-      entry = { proc: this.opts.shared ? spawnToolsrv({ ...this.opts, name }) : this.start(name, sessionId), users: 0 };
+      entry = {
+        proc: remote ? this.startRemote(name, remote) : this.opts.shared ? spawnToolsrv({ ...this.opts, name }) : this.start(name, sessionId),
+        users: 0,
+      };
       this.running.set(name, entry);
       entry.proc.catch(() => this.running.delete(name));
     }
@@ -242,6 +295,7 @@ export class ToolsrvKeeper {
     let released = false;
     return {
       proc,
+      name,
       release: async () => {
         if (released) return;
         released = true;
@@ -257,13 +311,14 @@ export class ToolsrvKeeper {
    * new one when the last died. Made for ToolsrvSessionTools' `toolsrv` (a provider) and its `onClose`.
    */
   lease(sessionId: string): { address: () => Promise<ToolsrvProcess>; release: () => Promise<void> } {
-    let cur: { proc: ToolsrvProcess; release: () => Promise<void> } | undefined;
+    let cur: { proc: ToolsrvProcess; release: () => Promise<void>; name: string } | undefined;
     let pending: Promise<ToolsrvProcess> | undefined;
     let released = false;
     return {
       address: () => {
         if (released) return Promise.reject(new Error(`the toolsrv lease of session ${sessionId} was released`));
-        if (cur?.proc.alive) return Promise.resolve(cur.proc);
+        // A session moved to another host (ctl remote) leaves its old toolsrv for the new one.
+        if (cur?.proc.alive && cur.name === this.nameFor(sessionId)) return Promise.resolve(cur.proc);
         pending ??= (async () => {
           const old = cur;
           cur = undefined;

@@ -91,11 +91,21 @@ function Modal({ title, children, onSubmit, submitLabel = 'Create' }: { title: s
 function NewSession() {
   const [name, setName] = useState('');
   const [cwd, setCwd] = useState('');
+  const [remote, setRemote] = useState('');
+  const [hosts, setHosts] = useState<string[]>([]);
+  useEffect(() => {
+    // The Host aliases of the ssh config, offered for "Run tools on".
+    let live = true;
+    void ollie.api?.readOr('sshhosts', '').then((t) => live && setHosts(t.split('\n').filter(Boolean)));
+    return () => {
+      live = false;
+    };
+  }, []);
   return (
     <Modal
       title="New session"
       onSubmit={async () => {
-        const r = await act('new session', () => ollie.createSession({ name: name.trim(), cwd: cwd.trim() }));
+        const r = await act('new session', () => ollie.createSession({ name: name.trim(), cwd: cwd.trim(), remote: remote.trim() }));
         if (r === undefined) return;
         focusAfter = () => document.querySelector<HTMLElement>(`.tree [data-session="${CSS.escape(r)}"] > .node`);
         useStore.setState({ dialog: null });
@@ -105,7 +115,15 @@ function NewSession() {
         Name <input autoFocus value={name} onChange={(e) => setName(e.target.value)} placeholder="(generated)" />
       </label>
       <label>
-        Working directory <input value={cwd} onChange={(e) => setCwd(e.target.value)} placeholder="(home)" />
+        Working directory <input value={cwd} onChange={(e) => setCwd(e.target.value)} placeholder={remote.trim() ? '(required: a path on that host)' : '(home)'} />
+      </label>
+      <label>
+        Run tools on <input value={remote} onChange={(e) => setRemote(e.target.value)} list="ssh-hosts" placeholder="(this machine)" aria-label="Run tools on (an ssh host)" />
+        <datalist id="ssh-hosts">
+          {hosts.map((h) => (
+            <option key={h} value={h} />
+          ))}
+        </datalist>
       </label>
     </Modal>
   );

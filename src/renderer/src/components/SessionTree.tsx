@@ -161,7 +161,7 @@ export function SessionTree() {
                 aria-level={1}
                 aria-expanded={list.length ? !collapsed[sid] : undefined}
                 aria-selected={selected.session === sid && !selected.agent}
-                aria-label={`${s.name}${s.paused ? ', paused' : ''}${sPending ? `, ${sPending} approval(s) pending` : ''}`}
+                aria-label={`${s.name}${s.remote ? `, on ${s.remote}${s.connected ? '' : ', not connected'}` : ''}${s.paused ? ', paused' : ''}${sPending ? `, ${sPending} approval(s) pending` : ''}`}
                 tabIndex={tabStop === sid ? 0 : -1}
                 onFocus={(e) => e.target === e.currentTarget && setCurrent(sid)}
                 onClick={() => ollie.select({ session: sid })}
@@ -181,6 +181,11 @@ export function SessionTree() {
                   <Rename value={s.name} onDone={(v) => (setRenaming(undefined), v && void act('rename', () => ollie.renameSession(sid, v)))} />
                 ) : (
                   <span className="label">{s.name}</span>
+                )}
+                {s.remote && (
+                  <span className={`conn-dot${s.connected ? ' up' : ''}`} data-testid="conn-dot" title={`tools on ${s.remote}: ${s.connected ? 'connected' : 'not connected'}`}>
+                    ●
+                  </span>
                 )}
                 {s.paused && <span className="tag">paused</span>}
                 <button type="button" className="add" tabIndex={-1} title="New agent (Ctrl+Shift+N)" aria-label={`New agent in ${s.name}`} onClick={(e) => (e.stopPropagation(), useStore.setState({ dialog: { kind: 'new-agent', session: sid } }))}>+</button>

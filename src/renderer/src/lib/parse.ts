@@ -5,6 +5,10 @@ export interface SessionInfo {
   name: string;
   paused: boolean;
   cwd: string;
+  /** Whether its tool server serves it and is reachable (false too before its first tool use). */
+  connected?: boolean;
+  /** The host its tools run on, '' for this machine. */
+  remote?: string;
 }
 
 export type AgentState = 'idle' | 'thinking' | 'calling' | 'paused' | 'compacting' | string;
@@ -57,7 +61,8 @@ const lines = (text: string): string[] => text.split('\n').filter((l) => l.trim(
 export function parseSessionIdx(text: string): SessionInfo[] {
   return lines(text).map((l) => {
     const f = l.split('\t');
-    return { id: f[0] ?? '', name: f[1] ?? '', paused: f[2] === '1', cwd: f.slice(5).join('\t') };
+    const remote = f[4] && f[4] !== '-' ? f[4] : '';
+    return { id: f[0] ?? '', name: f[1] ?? '', paused: f[2] === '1', connected: f[3] === '1', remote, cwd: f.slice(5).join('\t') };
   });
 }
 

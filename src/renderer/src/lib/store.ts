@@ -14,7 +14,7 @@ export { agentKey, agentPath, findAgent, nextFrame, notify, sessionPath, useStor
 export type { Dialog, SearchState, Selection, State, View } from './state.js';
 
 class Controller extends Sync {
-  async createSession(fields: { name?: string; cwd?: string }): Promise<string> {
+  async createSession(fields: { name?: string; cwd?: string; remote?: string }): Promise<string> {
     const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
     const name = (await this.need().rdwr('session/new', `${req}\n`)).trim();
     await this.reloadSessions();

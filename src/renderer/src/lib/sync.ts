@@ -119,6 +119,10 @@ export class Sync {
           await this.reloadSessions();
           if (e.kind === 'new') await this.reloadAgents(sid);
           return;
+        // A remote session's host changed, or its connection came or went (the tree's state dot).
+        case 'remote':
+        case 'tools':
+          return this.reloadSessions();
         case 'kill':
           return this.dropSession(sid);
         case 'pause':

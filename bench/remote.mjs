@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+// A tool round over SSH against the same round locally: toolsrv's proc/new for `file_read` of a small file and
+// `shell true` (sandboxed), through a toolsrv on the remote host (9P over an SSH channel to its Unix socket) and
+// through a local one, round-robin in the same run; and the first-use setup (the package copied there) against a
+// start with the package already there. Needs `npm run build:node`.
+//
+//   node bench/remote.mjs [--n 200] [--warmup 20] [--host ALIAS --ssh-config FILE] [--json]
+//
+// Without --host it starts a throwaway OpenSSH server on a loopback port (as root: /usr/sbin/sshd, keys made with
+// ssh-keygen, its own client config; ~/.ssh is neither read nor written), whose sessions get their own HOME, so
+// the first use really copies the package. Goal (issue 19): at most 1 ms added per call on loopback.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
+const { spawnRemoteToolsrv, parseRemote } = await import(join(root, 'dist/olliesrv/toolclient/remote.js'));
+const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
+
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '200' }, warmup: { type: 'string', default: '20' },
+    host: { type: 'string' }, 'ssh-config': { type: 'string' }, json: { type: 'boolean', default: false },
+  },
+});
+const N = Number(values.n);
+const WARMUP = Number(values.warmup);
+
+const dir = mkdtempSync(join(tmpdir(), 'bench-remote-'));
+
+/** A throwaway sshd on loopback (the same setup as test/helpers/sshd.ts). */
+async function loopbackSshd() {
+  const port = await new Promise((resolve, reject) => {
+    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+  for (const k of ['host_key', 'user_key']) spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, k)], { stdio: 'ignore' });
+  const home = join(dir, 'home');
+  mkdirSync(join(home, 'run'), { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'user_key.pub')));
+  mkdirSync('/run/sshd', { recursive: true });
+  writeFileSync(join(dir, 'sshd_config'), [
+    'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'host_key')}`, `PidFile ${join(dir, 'sshd.pid')}`,
+    `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`, 'StrictModes no', 'PasswordAuthentication no', 'UsePAM no',
+    'PermitRootLogin prohibit-password', 'AllowStreamLocalForwarding yes',
+    `SetEnv HOME=${home} XDG_RUNTIME_DIR=${join(home, 'run')} XDG_CACHE_HOME=${join(home, '.cache')}`, '',
+  ].join('\n'));
+  writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${port} ${readFileSync(join(dir, 'host_key.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}\n`);
+  writeFileSync(join(dir, 'ssh_config'), [
+    'Host bench-remote', '  HostName 127.0.0.1', `  Port ${port}`, `  User ${userInfo().username}`, `  IdentityFile ${join(dir, 'user_key')}`,
+    '  IdentitiesOnly yes', '  IdentityAgent none', `  UserKnownHostsFile ${join(dir, 'known_hosts')}`, '  GlobalKnownHostsFile /dev/null',
+    '  StrictHostKeyChecking yes', '  ControlMaster no', '  LogLevel ERROR', '',
+  ].join('\n'));
+  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config'), '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise((resolve, reject) => {
+    let log = '';
+    child.stderr.setEncoding('utf8').on('data', (d) => ((log += d), log.includes('Server listening') && resolve()));
+    child.once('exit', (c) => reject(new Error(`sshd exited (${c}): ${log}`)));
+  });
+  return { host: 'bench-remote', config: join(dir, 'ssh_config'), home, stop: () => child.kill('SIGTERM') };
+}
+
+function stats(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  return { median: q(0.5), p95: q(0.95), n: s.length };
+}
+
+async function timeTogether(runners) {
+  const names = Object.keys(runners);
+  for (let i = 0; i < WARMUP; i++) for (const n of names) await runners[n]();
+  const xs = Object.fromEntries(names.map((n) => [n, []]));
+  for (let i = 0; i < N; i++) {
+    for (const n of names) {
+      const t = process.hrtime.bigint();
+      await runners[n]();
+      xs[n].push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, stats(xs[n])]));
+}
+
+const sshd = values.host ? undefined : await loopbackSshd();
+const host = values.host ?? sshd.host;
+const ssh = { ...((values['ssh-config'] ?? sshd?.config) && { configFile: values['ssh-config'] ?? sshd.config }) };
+const results = {};
+const servers = [];
+try {
+  const remote = parseRemote(host);
+  let t = performance.now();
+  const first = await spawnRemoteToolsrv({ remote, ssh, runtimeDir: join(dir, 'rt'), log: () => undefined });
+  const firstMs = performance.now() - t;
+  servers.push(first);
+  t = performance.now();
+  const again = await spawnRemoteToolsrv({ remote, ssh, runtimeDir: join(dir, 'rt'), log: () => undefined });
+  const againMs = performance.now() - t;
+  await again.stop();
+  results.setup = { firstUseMs: firstMs, copyMs: first.setupMs, startWithPackageMs: againMs };
+
+  const local = await spawnToolsrv({ runtimeDir: join(dir, 'run'), name: 'local', cwd: dir, toolDirs: [join(root, 'data', 'tools')], log: () => undefined });
+  servers.push(local);
+  // The remote side's workspace: on loopback it is this machine's directory too.
+  const work = mkdtempSync(join(tmpdir(), 'bench-remote-work-'));
+  writeFileSync(join(work, 'small.txt'), Array.from({ length: 20 }, (_, i) => `line ${i + 1} of a small file`).join('\n') + '\n');
+  const hosts = {};
+  for (const [name, p] of [['ssh', first], ['local', local]]) {
+    const h = await ToolClient.connect(p, 'bench');
+    await h.ctlLines([`cwd ${work}`, 'load file_read', 'load shell']);
+    hosts[name] = h;
+  }
+  for (const c of [{ name: 'file_read', tool: 'file_read', args: { path: join(work, 'small.txt') } }, { name: 'shell true', tool: 'shell', args: { command: 'true' } }]) {
+    const req = { tool: c.tool, args: c.args };
+    for (const [n, h] of Object.entries(hosts)) {
+      const r = await h.call(req);
+      if (r.status !== 'exited' || r.exit !== 0) throw new Error(`${n} ${c.name}: ${JSON.stringify(r)}`);
+    }
+    results[c.name] = await timeTogether({ ssh: () => hosts.ssh.call(req), local: () => hosts.local.call(req) });
+  }
+  for (const h of Object.values(hosts)) await h.close();
+  rmSync(work, { recursive: true, force: true });
+} finally {
+  for (const p of servers) await p.stop();
+  sshd?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+if (values.json) {
+  console.log(JSON.stringify(results, null, 2));
+} else {
+  const f = (s) => `${s.median.toFixed(2).padStart(6)} / ${s.p95.toFixed(2).padStart(6)}`;
+  console.log(`toolsrv proc/new over SSH (${values.host ? host : 'loopback sshd'}) vs local (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`);
+  console.log(`${''.padEnd(12)} ${'over ssh'.padStart(15)}   ${'local'.padStart(15)}   ${'added (median)'.padStart(15)}`);
+  for (const name of ['file_read', 'shell true']) {
+    const r = results[name];
+    const added = r.ssh.median - r.local.median;
+    console.log(`${name.padEnd(12)} ${f(r.ssh)}   ${f(r.local)}   ${added.toFixed(2).padStart(12)} ms ${added <= 1 ? '(goal ≤ 1 ms: met)' : '(goal ≤ 1 ms: MISSED)'}`);
+  }
+  const s = results.setup;
+  console.log(`\nfirst use on the host: ${s.firstUseMs.toFixed(0)} ms (of which copying the package: ${s.copyMs.toFixed(0)} ms); a start with the package there: ${s.startWithPackageMs.toFixed(0)} ms`);
+}
