@@ -72,6 +72,7 @@ export function mountWebUi(door: FrontDoor, opts: WebUiMountOptions): void {
   door.mount({
     prefix: '/',
     errors: 'text',
+    pageCookie: true,
     request(req, res, url) {
       if (req.method !== 'GET' && req.method !== 'HEAD') return deny(res, 405, 'method not allowed');
       let rel: string;
