@@ -53,7 +53,7 @@ describe('the page cookie, as another local port receives it, opens no more than
     // What the page's own requests need still works with it (the control).
     expect((await at('/assets/app.js', { cookie })).status).toBe(200);
     // What the receiver of the cookie tries: as the cookie, and as a token, on the gateway and the WebSocket.
-    for (const headers of [{ cookie }, { authorization: `Bearer ${value}` }]) {
+    for (const headers of [{ cookie }, { authorization: `Bearer ${value}` }] as Record<string, string>[]) {
       const r = await at('/api/session/idx', headers);
       expect(r.status, JSON.stringify(headers)).toBe(401);
       expect(r.body).not.toContain('secret-project');
