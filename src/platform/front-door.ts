@@ -11,15 +11,18 @@
  *   the token, for requests and WebSocket upgrades alike. So is a request a browser marks as coming from
  *   another origin (`Sec-Fetch-Site` other than same-origin or none): a page on another local port is
  *   "same-site" for cookies and sends no Origin on a plain GET (an <img>, a <script>), but does say that.
- * - The token, compared in constant time, may come as `Authorization: Bearer TOKEN` (scripts), `?token=TOKEN`
- *   (the printed URL, a WebSocket), or the `ollie_token` cookie (HttpOnly, SameSite=Strict), which the door
- *   sets on a GET that brought the token in its query, so that a page's own asset requests carry it.
- *   Without it: 401, before any mount is asked.
+ * - The token, compared in constant time, may come as `Authorization: Bearer TOKEN` (scripts) or `?token=TOKEN`
+ *   (the printed URL, a WebSocket). Without it: 401, before any mount is asked.
+ * - The `ollie_token` cookie (HttpOnly, SameSite=Strict), set on a GET that brought the token in its query, lets
+ *   the page's own asset requests through: GET and HEAD on a mount that asks for it (the web UI's files), and
+ *   nothing else, no WebSocket, no gateway. It does not hold the token but a value derived from it, because
+ *   browsers send a cookie of 127.0.0.1 to every port of 127.0.0.1: to any local server the owner browses to,
+ *   an agent's dev server included.
  * - Every answer has the headers below: no caching, no sniffing, no referrer (a URL holding the token never
  *   travels on), no framing. Mounts add their own content policy. The door logs no request URL, and its
  *   refusals never echo the request, so a token in a URL ends up in no log.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -45,6 +48,8 @@ export interface Mount {
   /** Called only once Host, Origin and the token passed. `url` is the request's full URL. */
   request(req: IncomingMessage, res: ServerResponse, url: URL): void;
   upgrade?(req: IncomingMessage, socket: Socket, head: Buffer, url: URL): void;
+  /** Whether the page cookie lets GET and HEAD requests in (a page's own assets); otherwise only the token does. */
+  pageCookie?: boolean;
   /** How refusals are worded for it: JSON `{"error": …}` (an API) or plain text (pages). */
   errors?: 'json' | 'text';
   /** Called when the door closes (connections it holds of its own, such as WebSockets). */
@@ -82,12 +87,17 @@ function cookieToken(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
-/** How a request presented the token, if it did. */
+/** The page cookie's value: derived from the token, so that a cookie that reaches another port is not it. */
+function pageCookieValue(token: string): string {
+  return createHmac('sha256', token).update('ollie front door page cookie').digest('hex');
+}
+
+/** How a request presented the token (or the page cookie), if it did. */
 function presented(req: IncomingMessage, url: URL, token: string): 'header' | 'query' | 'cookie' | undefined {
   const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   if (sameToken(bearer, token)) return 'header';
   if (sameToken(url.searchParams.get('token'), token)) return 'query';
-  if (sameToken(cookieToken(req), token)) return 'cookie';
+  if (sameToken(cookieToken(req), pageCookieValue(token))) return 'cookie';
   return undefined;
 }
 
@@ -100,13 +110,16 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
   const hosts = (): string[] => [`${LOOPBACK}:${port}`, `localhost:${port}`];
 
   /** Why a request may not pass, as a status and a message that names nothing of the request; or undefined. */
-  const check = (req: IncomingMessage, url: URL): { status: number; message: string } | undefined => {
+  const cookie = pageCookieValue(token);
+  /** `cookieOk`: a GET or HEAD for a mount that takes the page cookie. */
+  const check = (req: IncomingMessage, url: URL, cookieOk: boolean): { status: number; message: string } | undefined => {
     if (!hosts().includes(req.headers.host ?? '')) return { status: 403, message: 'forbidden host' };
     const origin = req.headers.origin;
     if (origin !== undefined && !hosts().some((h) => origin === `http://${h}`)) return { status: 403, message: 'forbidden origin' };
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') return { status: 403, message: 'forbidden: a request from another site' };
-    if (!presented(req, url, token)) return { status: 401, message: TOKEN_HELP };
+    const how = presented(req, url, token);
+    if (!how || (how === 'cookie' && !cookieOk)) return { status: 401, message: TOKEN_HELP };
     return undefined;
   };
   const mountFor = (path: string): Mount | undefined =>
@@ -132,11 +145,11 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
       res.end(api ? `${JSON.stringify({ error: message })}\n` : `${message}\n`);
     };
     if (!url) return deny(400, 'bad request target');
-    const refused = check(req, url);
+    const refused = check(req, url, (req.method === 'GET' || req.method === 'HEAD') && m?.pageCookie === true);
     if (refused) return deny(refused.status, refused.message);
     // The page's own requests (scripts, styles) cannot carry the query token: a strict, HttpOnly cookie does.
     if ((req.method === 'GET' || req.method === 'HEAD') && presented(req, url, token) === 'query') {
-      res.setHeader('set-cookie', `${COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/`);
+      res.setHeader('set-cookie', `${COOKIE}=${cookie}; HttpOnly; SameSite=Strict; Path=/`);
     }
     if (!m) return deny(404, 'not found');
     m.request(req, res, url);
@@ -149,7 +162,7 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
     };
     const url = urlOf(req);
     if (!url) return refuse(400);
-    const refused = check(req, url);
+    const refused = check(req, url, false);
     if (refused) return refuse(refused.status);
     const m = mountFor(url.pathname);
     if (!m?.upgrade) return refuse(404);

@@ -7,8 +7,6 @@
  * It starts processes through the native spawner (native/ollie-spawner.c, client in spawner.ts) whenever it is
  * built. Node's child_process.spawn is the fallback, used
  *   - where native/build/ollie-spawner is not built (a checkout without a C compiler), or `native: false`;
- *   - for a launch that wants its stderr apart from its stdout (`stderr: 'separate'`: prompt commands, whose
- *     stderr becomes a warning and not prompt text), which the spawner's one output pipe cannot give;
  *   - for an interactive launch (launchInteractive: resident tool hosts, which read calls on a stdin that stays
  *     open), since the spawner writes a process's stdin once and closes it.
  * What the fallback loses: containment beyond the process group (a process that calls setsid, or double-forks
@@ -17,10 +15,19 @@
  * fork (~2 ms). toolsrv refuses sandboxed tool calls without the spawner (toolsrv/core.ts, NO_SPAWNER) for
  * the first two reasons; olliesrv's launches (workflows, prompt commands) accept the fallback, as before.
  *
+ * A launch that wants its stderr apart from its stdout (`stderr: 'separate'`: prompt commands and hooks, whose
+ * stderr becomes a warning and not prompt text) goes through the spawner too, though its one output pipe
+ * carries stdout only: /bin/sh points the process's stderr at a file in a private directory before it execs
+ * it, and the file is read once the process has exited. These commands run what an agent can write (a trusted
+ * `npm test` runs the workspace's scripts), so they must not run where a process can leave the launch.
+ *
  * Either way the process group goes with its leader: when the launched process exits, whatever it left in its
  * group is killed before `exited` is heard.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, closeSync, constants, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { SPAWNER, Spawner, type SpawnedHandlers, type SpawnRequest, type Spawned } from './spawner.js';
 
 export type { CallLimitKind, CallLimits } from './spawner.js';
@@ -79,8 +86,9 @@ export class Launcher {
    * cwd). The handlers then hear its output, then its exit and the end of its output (in either order).
    */
   launch(req: LaunchRequest, handlers: LaunchHandlers): Promise<Launched> {
-    if (this.spawner && req.stderr !== 'separate') return this.spawner.spawn(req, handlers);
-    return launchWithNode(req, handlers, this.adopt);
+    if (!this.spawner) return launchWithNode(req, handlers, this.adopt);
+    if (req.stderr !== 'separate') return this.spawner.spawn(req, handlers);
+    return spawnWithStderrFile(this.spawner, req, handlers);
   }
 
   /**
@@ -117,6 +125,56 @@ export class Launcher {
   /** Ends the spawner, which kills the process groups it started. */
   close(): void {
     this.spawner?.close();
+  }
+}
+
+/** How much of a separate stderr is kept (prompt commands and hooks keep 64 KiB of it). */
+const STDERR_KEPT = 1 << 20;
+
+/** A launch through the spawner whose stderr goes to a private file, handed to `errorOutput` at its exit. */
+async function spawnWithStderrFile(spawner: Spawner, req: LaunchRequest, h: LaunchHandlers): Promise<Launched> {
+  // /bin/sh starts the program, so a missing one must be refused here, as the spawner would have.
+  if (isAbsolute(req.file)) {
+    try {
+      accessSync(req.file, constants.X_OK);
+    } catch (e) {
+      throw new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${(e as Error).message}`);
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'ollie-stderr-'));
+  const file = join(dir, 'stderr');
+  const cleanUp = (): void => rmSync(dir, { recursive: true, force: true });
+  const stderrOut = (): void => {
+    let fd: number | undefined;
+    try {
+      fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+      const buf = Buffer.alloc(STDERR_KEPT);
+      const n = readSync(fd, buf, 0, STDERR_KEPT, 0);
+      if (n > 0) (h.errorOutput ?? h.output)(buf.subarray(0, n));
+    } catch {
+      // Nothing was written to it.
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+      cleanUp();
+    }
+  };
+  const wrapped: LaunchRequest = { ...req, file: '/bin/sh', args: ['-c', 'exec "$@" 2>"$0"', file, req.file, ...req.args] };
+  try {
+    return await spawner.spawn(wrapped, {
+      output: (b) => h.output(b),
+      exited: (code, signal, limit) => {
+        stderrOut();
+        h.exited(code, signal, limit);
+      },
+      closed: () => h.closed(),
+      lost: (why) => {
+        cleanUp();
+        h.lost(why);
+      },
+    });
+  } catch (e) {
+    cleanUp();
+    throw e;
   }
 }
 

@@ -5,7 +5,7 @@
  * cookie the door sets), the WebSocket at /9p needs it too, and is refused before any 9P flows. The gateway moves
  * bytes and nothing else: every semantic lives in the namespace.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
@@ -72,6 +72,7 @@ export function mountWebUi(door: FrontDoor, opts: WebUiMountOptions): void {
   door.mount({
     prefix: '/',
     errors: 'text',
+    pageCookie: true,
     request(req, res, url) {
       if (req.method !== 'GET' && req.method !== 'HEAD') return deny(res, 405, 'method not allowed');
       let rel: string;
@@ -87,6 +88,8 @@ export function mountWebUi(door: FrontDoor, opts: WebUiMountOptions): void {
         if (rel === '/index.html') return deny(res, 503, `the renderer is not built (${rootDir} is missing); run \`npm run build:app\``);
         return deny(res, 404, 'not found');
       }
+      // A symbolic link in the build (planted, or left by a tool) must not serve a file from elsewhere.
+      if (!realpathSync(file).startsWith(realpathSync(rootDir) + sep)) return deny(res, 404, 'not found');
       res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'content-security-policy': CSP });
       res.end(req.method === 'HEAD' ? undefined : readFileSync(file));
     },

@@ -89,7 +89,7 @@ for (const native of [true, false]) {
       expect(o.pid).toBeGreaterThan(0);
     });
 
-    it('keeps stderr apart when asked (Node\'s spawn serves that launch)', async () => {
+    it('keeps stderr apart when asked', async () => {
       const o = await run(launcher(native), { file: '/bin/sh', args: ['-c', 'echo out; echo err >&2'], stderr: 'separate' });
       expect(o.out).toBe('out\n');
       expect(o.err).toBe('err\n');

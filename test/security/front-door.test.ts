@@ -73,7 +73,7 @@ describe('the front door, for both mounts', () => {
         expect(r.status, site).toBe(403);
         expect(r.body).not.toContain(m.leak);
       }
-      for (const site of ['same-origin', 'none']) expect((await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, cookie: `ollie_token=${TOKEN}` })).status, site).toBe(200);
+      for (const site of ['same-origin', 'none']) expect((await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, authorization: `Bearer ${TOKEN}` })).status, site).toBe(200);
       // The door's own origin is the page's: allowed.
       expect((await raw(door.port, m.path, { host: host(), origin: `http://${host()}`, authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     });

@@ -138,8 +138,8 @@ export interface Run {
 
 /**
  * Runs argv in cwd with env through the project's launcher (src/platform/launcher.ts), in its own process group;
- * kills the group at the timeout or the output cap. Its stderr is kept apart (a warning, not prompt text), which
- * the launcher gives through Node's spawn, its documented fallback. `input` goes to its stdin (none: empty). Also
+ * kills the group at the timeout or the output cap. Its stderr is kept apart (a warning, not prompt text); the
+ * launcher still contains it like any launch. `input` goes to its stdin (none: empty). Also
  * how hooks run (olliesrv/hooks/runner.ts).
  */
 export function run(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, maxOutput: number, input?: string): Promise<Run> {

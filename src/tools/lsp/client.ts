@@ -24,6 +24,15 @@ import { ToolError } from '../hosts/runtime.js';
 
 const require = createRequire(import.meta.url);
 
+/** The TypeScript Ollie ships (see the typescript server's `init`), or undefined where it is not installed. */
+function shippedTsserver(): string | undefined {
+  try {
+    return require.resolve('typescript/lib/tsserver.js');
+  } catch {
+    return undefined;
+  }
+}
+
 interface ServerSpec {
   id: string;
   /** The program's name, for messages. */
@@ -44,11 +53,16 @@ export const SERVERS: ServerSpec[] = [
     id: 'typescript',
     name: 'typescript-language-server',
     exts: ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'],
-    command: () => [process.execPath, require.resolve('typescript-language-server/lib/cli.mjs'), '--stdio'],
+    command: () => {
+      if (!shippedTsserver()) throw new ToolError('no typescript package beside typescript-language-server: reinstall Ollie (a workspace\'s own TypeScript is not run)');
+      return [process.execPath, require.resolve('typescript-language-server/lib/cli.mjs'), '--stdio'];
+    },
     markers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
     languageId: (e) => (e === '.tsx' ? 'typescriptreact' : e === '.jsx' ? 'javascriptreact' : ['.js', '.mjs', '.cjs'].includes(e) ? 'javascript' : 'typescript'),
     // Typings acquisition would download @types packages: no network in the sandbox, and not wanted anyway.
-    init: { disableAutomaticTypingAcquisition: true, tsserver: { useSyntaxServer: 'never' }, hostInfo: 'ollie' },
+    // The TypeScript Ollie ships, by path: left to itself the server runs a workspace's own
+    // node_modules/typescript/lib/tsserver.js, code an agent can write, in a host the spawner does not contain.
+    init: { disableAutomaticTypingAcquisition: true, tsserver: { useSyntaxServer: 'never', path: shippedTsserver() }, hostInfo: 'ollie' },
     install: 'typescript-language-server ships with Ollie',
   },
   { id: 'go', name: 'gopls', exts: ['.go'], command: () => ['gopls'], markers: ['go.work', 'go.mod'], languageId: () => 'go', install: 'install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH' },
