@@ -17,6 +17,7 @@ import { Agents } from './session/agents.js';
 import { Sessions } from './session/registry.js';
 import { Workflows } from './session/workflows.js';
 import { ConfigFiles } from './config/files.js';
+import { Checkpoints } from './checkpoint/service.js';
 import { AgentStore } from './store/agents.js';
 import { openDatabase, type DB } from './store/db.js';
 import { SessionStore } from './store/sessions.js';
@@ -112,6 +113,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log,
     });
     const rules = new BypassRuleStore(db, log);
+    const agentStore = new AgentStore(db);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
@@ -135,9 +137,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       return p;
     };
+    // Where tools run, their writable roots are checkpointed around each round that can write.
+    const checkpoints = ts ? new Checkpoints({ configDir: opts.configDir, dataDir: opts.dataDir, runtimeDir: dirname(opts.socket), store: agentStore, log }) : undefined;
     const skills = opts.skills === false ? undefined : new SkillMatcher({ ...opts.skills, configDir: opts.configDir, log });
     const agents = new Agents(sessions, {
-      store: new AgentStore(db),
+      store: agentStore,
+      ...(checkpoints && { checkpoints }),
       bus,
       backends: pool,
       profiles,
@@ -204,7 +209,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, reload, ...(checkpoints && { checkpoints }) },
       userInfo().username,
     );
     const server = new Server({

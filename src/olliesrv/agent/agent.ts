@@ -494,7 +494,7 @@ export class Agent {
         return { reply, error: msg };
       }
       this.setState('calling');
-      const results = await this.runTools(rt, r.calls, signal);
+      const results = await (this.deps.checkpoints?.round(this, r.calls, rt.tools, () => this.runTools(rt, r.calls, signal)) ?? this.runTools(rt, r.calls, signal));
       if (signal.aborted) return { reply, stopped: true };
       errorRounds = results.every((x) => x.isError) ? errorRounds + 1 : 0;
       const sig = JSON.stringify(r.calls.map((c) => [c.name, c.args]));

@@ -8,6 +8,7 @@ import type { Agent } from './agent.js';
 import type { Profiles } from './profiles.js';
 import type { PromptCommandOptions } from './promptcmd.js';
 import type { ToolCache } from './toolcache.js';
+import type { Checkpoints } from '../checkpoint/service.js';
 
 export interface BackendPool {
   names(): string[];
@@ -58,6 +59,8 @@ export interface AgentDeps {
   toolCache?: ToolCache;
   /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
+  /** Checkpoints of the writable roots around each tool round that can write (checkpoint/service.ts). */
+  checkpoints?: Checkpoints;
   /** Renames an agent (names are unique in a session, so the registry does it). */
   rename: (agent: Agent, name: string) => void;
   /** Peer links live in the registry: they join two agents. */

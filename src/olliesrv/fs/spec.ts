@@ -23,6 +23,8 @@ import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY
 import { MAX_DEPTH } from '../session/agents.js';
 import { knownWindow } from '../backend/windows.js';
 import { realpathSync } from 'node:fs';
+import type { Checkpoints } from '../checkpoint/service.js';
+import { checkpointDir } from './checkpoint-spec.js';
 import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
 export interface Olliesrv {
@@ -39,6 +41,8 @@ export interface Olliesrv {
   rules?: BypassRuleStore;
   /** Root ctl `reload`: re-reads backends.conf; returns what changed or throws the file's error. */
   reload: () => string;
+  /** Checkpoints of agents' writable roots (an agent's checkpoint/ directory, ctl rewind). */
+  checkpoints?: Checkpoints;
 }
 
 const AGENT_KEYS = ['name', 'cwd', 'backend', 'model', 'agent', 'parent', 'prompt', 'steps', 'tokens', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort'] as const;
@@ -112,6 +116,8 @@ function agentCommand(o: Olliesrv, ctx: Ctx, target: Agent, command: string): st
   const why = checkAgentCommand(p, command);
   if (why) throw new NinepError(`refused: ${why}`);
   const { cmd, args } = splitCommand(command);
+  // Rewinding changes the user's files and conversation: the owner's decision, not a workflow's.
+  if (p?.kind !== 'owner' && (cmd === 'rewind' || cmd === 'checkpoint')) throw new NinepError(`refused: only the owner may ${cmd}`);
   if (p?.kind === 'agent' && cmd === 'tool_load') {
     const listed = new Set([...o.profiles.get(target.cfg.profile).autoLoad]);
     const other = args.split(/\s+/).filter((n) => n && !listed.has(n));
@@ -669,6 +675,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   return renderStats(a.stats, a.contextEstimate(), len);
                 },
               }),
+              checkpointDir(o.checkpoints, ag, scope),
             ),
           ),
         ),
