@@ -18,6 +18,8 @@ export interface ScanRules {
   maxFile: number;
   /** Refuse to checkpoint a root with more entries than this. */
   maxEntries?: number;
+  /** Absolute paths never walked: the policy's denied paths (Ollie's own data dir may lie inside a workspace). */
+  exclude?: ReadonlySet<string>;
 }
 
 export interface ScanResult {
@@ -77,8 +79,9 @@ export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, 
       for (const d of names) {
         const rel = relDir ? `${relDir}/${d.name}` : d.name;
         if (skip(d.name, rel)) continue;
-        if (++count > limit) throw new Error(`${root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
         const abs = join(dir, d.name);
+        if (rules.exclude?.has(abs)) continue;
+        if (++count > limit) throw new Error(`${root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
         let st;
         try {
           st = lstatSync(abs);

@@ -55,7 +55,7 @@ const MAX_DIFF_BYTES = 1 << 20;
 export class Checkpoints {
   readonly store: CheckpointStore;
   private readonly agents = new Map<string, AgentState>();
-  private readonly policies = new Map<string, { stamp: string; roots: string[]; rules: CheckpointRules }>();
+  private readonly policies = new Map<string, { stamp: string; roots: string[]; rules: CheckpointRules; exclude: Set<string> }>();
   private lastSweep = 0;
 
   constructor(private readonly o: CheckpointOptions) {
@@ -83,7 +83,7 @@ export class Checkpoints {
   // ---- roots -------------------------------------------------------------------------------------------
 
   /** The writable roots of the agent's sandbox and the checkpoint rules, from its policy (cached per policy files' state). */
-  rootsOf(a: AgentLike): { roots: string[]; rules: CheckpointRules } {
+  rootsOf(a: AgentLike): { roots: string[]; rules: CheckpointRules; exclude: Set<string> } {
     const cwd = canonical(a.cfg.sandboxRoot ?? a.cfg.cwd);
     const at = (p: string): string => {
       try {
@@ -102,7 +102,8 @@ export class Checkpoints {
     const within = (p: string, d: string): boolean => d === '/' || p === d || p.startsWith(`${d}/`);
     const candidates = [...new Set([...(policy.resolved?.rw ?? []), ...(policy.resolved?.rwx ?? [])])].filter((p) => {
       if (p === '/' || ['/dev', '/proc', '/sys', '/run'].some((d) => within(p, d))) return false;
-      if (!rules.tmp && (within(p, tmp) || within(p, '/tmp') || within(p, '/var/tmp'))) return false;
+      // The temp dirs are left out unless asked for; a workspace that happens to lie in one is not.
+      if (!rules.tmp && p !== cwd && (within(p, tmp) || p === '/tmp' || p === '/var/tmp')) return false;
       try {
         return lstatSync(p).isDirectory();
       } catch {
@@ -111,7 +112,8 @@ export class Checkpoints {
     });
     // A root inside another is walked as part of it.
     const roots = candidates.filter((p) => !candidates.some((q) => q !== p && within(p, q))).sort();
-    const entry = { stamp, roots, rules };
+    const exclude = new Set([...policy.filesystem.deny, this.o.dataDir, this.o.configDir, this.o.runtimeDir].map(canonical));
+    const entry = { stamp, roots, rules, exclude };
     this.policies.set(cwd, entry);
     return entry;
   }
@@ -142,9 +144,9 @@ export class Checkpoints {
 
   /** Walks the agent's roots now: the manifest's hash, the manifest, and the bytes it added. */
   private snapshot(a: AgentLike, list: Checkpoint[]): { hash: string; manifest: Manifest; bytes: number } {
-    const { roots, rules } = this.rootsOf(a);
+    const { roots, rules, exclude } = this.rootsOf(a);
     const prev = this.lastManifest(a, list);
-    const r = scan(roots, { skip: rules.skip, maxFile: rules.maxFile }, this.store, prev?.manifest);
+    const r = scan(roots, { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, prev?.manifest);
     if (!r.dirty && prev) {
       // Nothing changed: the previous manifest stands (its `at` stays, so its racy entries are read again next time).
       return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
@@ -258,7 +260,8 @@ export class Checkpoints {
   /** The round's changes: before, after (the workspace now while the round has not ended). */
   private roundChanges(a: AgentLike, c: Checkpoint): Array<[string, string, Entry | undefined, Entry | undefined]> {
     const pre = this.store.manifest(c.pre);
-    const post = c.post ? this.store.manifest(c.post) : scan(Object.keys(pre.roots), { ...this.rootsOf(a).rules, maxFile: this.rootsOf(a).rules.maxFile }, this.store, pre).manifest;
+    const { rules, exclude } = this.rootsOf(a);
+    const post = c.post ? this.store.manifest(c.post) : scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, pre).manifest;
     return changes(pre, post);
   }
 
