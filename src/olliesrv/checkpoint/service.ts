@@ -268,7 +268,8 @@ export class Checkpoints {
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */
   files(a: AgentLike, id: string): string {
     return this.roundChanges(a, this.get(a, id))
-      .filter(([, , x, y]) => x?.t !== 'd' && y?.t !== 'd')
+      // Directories show through their files; one that became a file or a link (or back) is a type change.
+      .filter(([, , x, y]) => (x && x.t !== 'd') || (y && y.t !== 'd'))
       .map(([root, rel, x, y]) => `${!x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M'}\t${this.display(a, root, rel)}\n`)
       .join('');
   }
@@ -276,7 +277,7 @@ export class Checkpoints {
   /** checkpoint/ID/diff: a unified diff per changed file. */
   diff(a: AgentLike, id: string): string {
     const text = (e: Entry | undefined): string | undefined => {
-      if (!e) return '';
+      if (!e || e.t === 'd') return '';
       if (e.t === 'l') return `-> ${e.target}\n`;
       if (e.t !== 'f' || e.big || !e.h) return undefined;
       if (e.size > MAX_DIFF_BYTES) return undefined;
@@ -286,7 +287,7 @@ export class Checkpoints {
     };
     let out = '';
     for (const [root, rel, x, y] of this.roundChanges(a, this.get(a, id))) {
-      if (x?.t === 'd' || y?.t === 'd') continue;
+      if ((!x || x.t === 'd') && (!y || y.t === 'd')) continue;
       const name = this.display(a, root, rel);
       const before = text(x);
       const after = text(y);
