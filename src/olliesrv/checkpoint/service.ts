@@ -224,7 +224,7 @@ export class Checkpoints {
     const snap = this.snapshot(a, list);
     rec.post = snap.hash;
     rec.bytes += snap.bytes;
-    rec.changed = rec.post === rec.pre ? 0 : changes(this.store.manifest(rec.pre), snap.manifest).length;
+    rec.changed = rec.post === rec.pre ? 0 : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
     this.store.writeIndex(a.sessionId, a.id, list);
     this.maybeSweep();
   }
@@ -268,8 +268,7 @@ export class Checkpoints {
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */
   files(a: AgentLike, id: string): string {
     return this.roundChanges(a, this.get(a, id))
-      // Directories show through their files; one that became a file or a link (or back) is a type change.
-      .filter(([, , x, y]) => (x && x.t !== 'd') || (y && y.t !== 'd'))
+      .filter(isFileChange)
       .map(([root, rel, x, y]) => `${!x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M'}\t${this.display(a, root, rel)}\n`)
       .join('');
   }
@@ -418,7 +417,7 @@ export class Checkpoints {
     const after = this.snapshot(a, list);
     rec.post = after.hash;
     rec.bytes += after.bytes;
-    rec.changed = changes(now.manifest, after.manifest).length;
+    rec.changed = countFiles(changes(now.manifest, after.manifest));
 
     let conversation = '';
     if (scope === 'all') {
@@ -545,3 +544,8 @@ export class Checkpoints {
     this.store.dropAgent(sessionId, agentId);
   }
 }
+
+/** Directories show through their files; one that became a file or a link (or back) is a type change. */
+const isFileChange = ([, , x, y]: [string, string, Entry | undefined, Entry | undefined]): boolean => (!!x && x.t !== 'd') || (!!y && y.t !== 'd');
+
+const countFiles = (list: Array<[string, string, Entry | undefined, Entry | undefined]>): number => list.filter(isFileChange).length;

@@ -84,15 +84,19 @@ function Round({ base, row, onRewind, version }: { base: string; row: Row; onRew
   const mark = async (path: string, on: boolean): Promise<void> => {
     const api = ollie.api;
     if (!api) return;
-    try {
-      await api.write(`${base}/checkpoint/${row.id}/reviewed`, `${on ? '+' : '-'}${path}\n`);
+    const set = (yes: boolean): void =>
       setReviewed((s) => {
         const n = new Set(s);
-        if (on) n.add(path);
+        if (yes) n.add(path);
         else n.delete(path);
         return n;
       });
+    // Shown at once; taken back if the daemon refuses it.
+    set(on);
+    try {
+      await api.write(`${base}/checkpoint/${row.id}/reviewed`, `${on ? '+' : '-'}${path}\n`);
     } catch (e) {
+      set(!on);
       notify(`mark reviewed: ${(e as Error).message}`, true);
     }
   };
