@@ -8,10 +8,11 @@
  * Never followed: symbolic links (recorded as links), `.git` (neither walked nor ever written), the skip rules'
  * names and paths. Files larger than max_file are listed but not stored.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckpointStore, Entry, FileEntry, Manifest } from './store.js';
 import { sha256 } from './store.js';
+import type { DirWatch } from './watch.js';
 
 export interface ScanRules {
   skip: string[];
@@ -50,87 +51,193 @@ export function skipMatcher(rules: string[]): (name: string, rel: string) => boo
   return (name, rel) => isProtectedName(name) || names.has(name) || globs.some((g) => g.test(rel));
 }
 
+/** Walks directories into a root's entry map, reusing the hashes of unchanged files from the previous map. */
+class Walker {
+  bytes = 0;
+  hashed = 0;
+  dirty = false;
+  private count = 0;
+  private readonly skip: (name: string, rel: string) => boolean;
+
+  constructor(
+    private readonly root: string,
+    private readonly rules: ScanRules,
+    private readonly store: CheckpointStore,
+    /** The previous entries of this root and when they were taken (undefined: nothing to compare with). */
+    private readonly old: Record<string, Entry>,
+    private readonly oldAt: number | undefined,
+    readonly out: Record<string, Entry>,
+    private readonly watch: DirWatch | undefined,
+  ) {
+    this.skip = skipMatcher(rules.skip);
+    this.count = Object.keys(out).length;
+  }
+
+  /**
+   * Reads directory `relDir`: its entries, and the subdirectories that are new (all of them when `deep`).
+   * Says whether it was there to read.
+   */
+  dir(relDir: string, deep: boolean): 'ok' | 'gone' | 'unreadable' {
+    const dir = relDir ? join(this.root, relDir) : this.root;
+    if (deep) this.watch?.add(dir);
+    let names: Dirent[];
+    try {
+      names = readdirSync(dir, { withFileTypes: true });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') {
+        // Kept as it was, not taken for empty: a tool made it unreadable, the files in it may still be there.
+        const prefix = relDir ? `${relDir}/` : '';
+        if (deep) for (const [k, v] of Object.entries(this.old)) if (k.startsWith(prefix)) this.out[k] = v;
+        return 'unreadable';
+      }
+      if (code === 'ENOENT' || code === 'ENOTDIR') return 'gone';
+      throw e;
+    }
+    const limit = this.rules.maxEntries ?? MAX_ENTRIES;
+    for (const d of names) {
+      const rel = relDir ? `${relDir}/${d.name}` : d.name;
+      if (this.skip(d.name, rel)) continue;
+      const abs = join(dir, d.name);
+      if (this.rules.exclude?.has(abs)) continue;
+      if (!(rel in this.out) && ++this.count > limit) {
+        throw new Error(`${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
+      }
+      const e = this.entry(abs, rel);
+      if (!e) continue;
+      this.out[rel] = e;
+      if (e.t === 'd' && (deep || this.old[rel]?.t !== 'd')) this.dir(rel, true);
+    }
+    return 'ok';
+  }
+
+  private entry(abs: string, rel: string): Entry | undefined {
+    let st;
+    try {
+      st = lstatSync(abs);
+    } catch {
+      return undefined; // gone since the listing
+    }
+    const before = this.old[rel];
+    if (st.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = readlinkSync(abs);
+      } catch {
+        return undefined;
+      }
+      if (!before || before.t !== 'l' || before.target !== target) this.dirty = true;
+      return { t: 'l', target };
+    }
+    if (st.isDirectory()) {
+      const mode = st.mode & 0o7777;
+      if (!before || before.t !== 'd' || before.mode !== mode) this.dirty = true;
+      return { t: 'd', mode };
+    }
+    // Sockets, FIFOs and devices are not files a rewind could bring back: left out.
+    if (!st.isFile()) return undefined;
+    const e: FileEntry = { t: 'f', mode: st.mode & 0o7777, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino };
+    const p = before?.t === 'f' ? before : undefined;
+    const at = this.oldAt;
+    if (p && at !== undefined && p.size === e.size && p.mtime === e.mtime && p.ctime === e.ctime && p.ino === e.ino && p.mode === e.mode && p.mtime < at && p.ctime < at) {
+      if (p.h) e.h = p.h;
+      if (p.big) e.big = true;
+      return e;
+    }
+    this.dirty = true;
+    if (e.size > this.rules.maxFile) {
+      e.big = true;
+      return e;
+    }
+    const data = readRegular(abs);
+    if (data === undefined) return undefined;
+    e.h = sha256(data);
+    e.size = data.length;
+    this.bytes += this.store.put(e.h, data);
+    this.hashed++;
+    return e;
+  }
+}
+
 /**
  * One walk of `roots`. `prev` is the last manifest of these roots (the stat cache); contents of new or changed
- * files go into `store`.
+ * files go into `store`. With `watch`, every directory walked is watched from here on.
  */
-export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, prev: Manifest | undefined): ScanResult {
+export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, prev: Manifest | undefined, watch?: DirWatch): ScanResult {
   const at = Date.now();
-  const skip = skipMatcher(rules.skip);
-  const limit = rules.maxEntries ?? MAX_ENTRIES;
   const manifest: Manifest = { at, roots: {} };
   let dirty = !prev || Object.keys(prev.roots).join('\0') !== [...roots].join('\0');
   let bytes = 0;
   let hashed = 0;
   for (const root of roots) {
     const old = prev?.roots[root] ?? {};
-    const out: Record<string, Entry> = {};
-    let count = 0;
-    const walk = (dir: string, relDir: string): void => {
-      let names: import('node:fs').Dirent[];
-      try {
-        names = readdirSync(dir, { withFileTypes: true });
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        // A directory the walk cannot read (a tool made it 000) is kept as it was, not taken for empty.
-        if (code === 'EACCES' || code === 'ENOENT' || code === 'ENOTDIR') return;
-        throw e;
-      }
-      for (const d of names) {
-        const rel = relDir ? `${relDir}/${d.name}` : d.name;
-        if (skip(d.name, rel)) continue;
-        const abs = join(dir, d.name);
-        if (rules.exclude?.has(abs)) continue;
-        if (++count > limit) throw new Error(`${root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
-        let st;
-        try {
-          st = lstatSync(abs);
-        } catch {
-          continue; // gone since the listing
+    const w = new Walker(root, rules, store, old, prev?.at, {}, watch);
+    w.dir('', true);
+    if (w.dirty || Object.keys(old).length !== Object.keys(w.out).length) dirty = true;
+    bytes += w.bytes;
+    hashed += w.hashed;
+    manifest.roots[root] = w.out;
+  }
+  return { manifest, dirty, bytes, hashed };
+}
+
+/**
+ * `prev` brought up to date by reading again only the directories in `changed` (absolute paths, from a DirWatch
+ * that has watched every directory since `prev` was taken): their entries are compared and stored as a full walk
+ * would, new subdirectories are walked, removed ones dropped with everything below them.
+ */
+export function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore, changed: Set<string>, watch: DirWatch): ScanResult {
+  const manifest: Manifest = { at: Date.now(), roots: {} };
+  let dirty = false;
+  let bytes = 0;
+  let hashed = 0;
+  for (const [root, old] of Object.entries(prev.roots)) {
+    const mine = [...changed]
+      .filter((d) => d === root || d.startsWith(`${root}/`))
+      .map((d) => (d === root ? '' : d.slice(root.length + 1)))
+      .sort((a, b) => a.split('/').length - b.split('/').length);
+    if (!mine.length) {
+      manifest.roots[root] = old;
+      continue;
+    }
+    const out: Record<string, Entry> = { ...old };
+    const w = new Walker(root, rules, store, old, prev.at, out, watch);
+    for (const relDir of mine) {
+      // Gone, or no longer a directory, or skipped: its parent's change says what it became.
+      if (relDir !== '' && out[relDir]?.t !== 'd') continue;
+      const prefix = relDir ? `${relDir}/` : '';
+      const children = Object.keys(out).filter((k) => k.startsWith(prefix) && !k.slice(prefix.length).includes('/'));
+      const seen = new Set<string>();
+      // Entries that stay are rewritten by dir(); the ones it did not see are gone.
+      const before = new Map(children.map((k) => [k, out[k]!]));
+      for (const k of children) delete out[k];
+      const exists = w.dir(relDir, false);
+      for (const k of Object.keys(out)) if (k.startsWith(prefix) && !k.slice(prefix.length).includes('/')) seen.add(k);
+      for (const [k, e] of before) {
+        if (seen.has(k)) {
+          // A directory that became something else loses its subtree.
+          if (e.t === 'd' && out[k]!.t !== 'd') dropTree(out, k, root, watch);
+          continue;
         }
-        const before = old[rel];
-        if (st.isSymbolicLink()) {
-          let target: string;
-          try {
-            target = readlinkSync(abs);
-          } catch {
-            continue;
-          }
-          if (!before || before.t !== 'l' || before.target !== target) dirty = true;
-          out[rel] = { t: 'l', target };
-        } else if (st.isDirectory()) {
-          const mode = st.mode & 0o7777;
-          if (!before || before.t !== 'd' || before.mode !== mode) dirty = true;
-          out[rel] = { t: 'd', mode };
-          walk(abs, rel);
-        } else if (st.isFile()) {
-          const e: FileEntry = { t: 'f', mode: st.mode & 0o7777, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino };
-          const p = prev && before?.t === 'f' ? before : undefined;
-          if (p && p.size === e.size && p.mtime === e.mtime && p.ctime === e.ctime && p.ino === e.ino && p.mode === e.mode && p.mtime < prev!.at && p.ctime < prev!.at) {
-            if (p.h) e.h = p.h;
-            if (p.big) e.big = true;
-          } else {
-            dirty = true;
-            if (e.size > rules.maxFile) e.big = true;
-            else {
-              const data = readRegular(abs);
-              if (data === undefined) continue;
-              e.h = sha256(data);
-              e.size = data.length;
-              bytes += store.put(e.h, data);
-              hashed++;
-            }
-          }
-          out[rel] = e;
+        // A directory the daemon cannot read (a tool made it 000) is kept as it was, not taken for empty.
+        if (exists === 'unreadable') out[k] = e;
+        else {
+          w.dirty = true;
+          if (e.t === 'd') dropTree(out, k, root, watch);
         }
-        // Sockets, FIFOs and devices are not files a rewind could bring back: left out.
       }
-    };
-    walk(root, '');
-    if (!dirty && Object.keys(old).length !== Object.keys(out).length) dirty = true;
+    }
+    if (w.dirty) dirty = true;
+    bytes += w.bytes;
+    hashed += w.hashed;
     manifest.roots[root] = out;
   }
   return { manifest, dirty, bytes, hashed };
+}
+
+function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: DirWatch): void {
+  for (const k of Object.keys(out)) if (k.startsWith(`${rel}/`)) delete out[k];
+  watch.removeTree(join(root, rel));
 }
 
 /** A regular file's bytes, opened without following a link or blocking on a FIFO swapped in since the listing. */

@@ -22,7 +22,8 @@ import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { AgentStore } from '../store/agents.js';
 import type { Agent } from '../agent/agent.js';
 import { applyChanges, type Change } from './restore.js';
-import { changes, scan, sameEntry } from './scan.js';
+import { changes, rescan, scan, sameEntry } from './scan.js';
+import { DirWatch } from './watch.js';
 import { CheckpointStore, type Checkpoint, type Entry, type Manifest } from './store.js';
 
 export interface CheckpointOptions {
@@ -33,6 +34,8 @@ export interface CheckpointOptions {
   log: (m: string) => void;
   /** Retention when no policy says otherwise (tests shorten it). */
   keep?: CheckpointRules['keep'];
+  /** false: walk every root at every checkpoint instead of watching for changes (the bench compares both). */
+  watch?: boolean;
 }
 
 export class CheckpointError extends Error {
@@ -47,6 +50,10 @@ interface AgentState {
   last?: { hash: string; manifest: Manifest };
   /** Operations on this agent's checkpoints run one at a time. */
   chain: Promise<unknown>;
+  /** The directories that changed since `last` was taken, when every one has been watched since. */
+  watch?: DirWatch;
+  /** The roots `watch` watches. */
+  watched?: string;
 }
 
 const BINARY = /\0/;
@@ -142,11 +149,28 @@ export class Checkpoints {
     return s.last;
   }
 
-  /** Walks the agent's roots now: the manifest's hash, the manifest, and the bytes it added. */
-  private snapshot(a: AgentLike, list: Checkpoint[]): { hash: string; manifest: Manifest; bytes: number } {
+  /**
+   * The agent's roots now: the manifest's hash, the manifest, and the bytes it added. With a watch that has
+   * seen every directory since the last one, only the directories that changed are read again (none: nothing
+   * is read); otherwise everything is walked, and watched from then on.
+   */
+  private async snapshot(a: AgentLike, list: Checkpoint[]): Promise<{ hash: string; manifest: Manifest; bytes: number }> {
     const { roots, rules, exclude } = this.rootsOf(a);
+    const s = this.state(a);
     const prev = this.lastManifest(a, list);
-    const r = scan(roots, { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, prev?.manifest);
+    const scanRules = { skip: rules.skip, maxFile: rules.maxFile, exclude };
+    const key = `${roots.join('\0')}|${rules.skip.join('\0')}|${rules.maxFile}`;
+    let r;
+    if (prev && s.last === prev && s.watch && !s.watch.broken && s.watched === key) {
+      const changed = await s.watch.take();
+      if (!changed.size) return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
+      r = rescan(prev.manifest, scanRules, this.store, changed, s.watch);
+    } else {
+      s.watch?.close();
+      s.watch = this.o.watch === false ? undefined : new DirWatch();
+      s.watched = key;
+      r = scan(roots, scanRules, this.store, prev?.manifest, s.watch);
+    }
     if (!r.dirty && prev) {
       // Nothing changed: the previous manifest stands (its `at` stays, so its racy entries are read again next time).
       return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
@@ -193,9 +217,9 @@ export class Checkpoints {
     return `${a.history.epoch}:${i}`;
   }
 
-  private begin(a: AgentLike): Checkpoint {
+  private async begin(a: AgentLike): Promise<Checkpoint> {
     const list = this.store.readIndex(a.sessionId, a.id);
-    const snap = this.snapshot(a, list);
+    const snap = await this.snapshot(a, list);
     const last = list[list.length - 1];
     const prompt = this.promptKey(a);
     const rec: Checkpoint = {
@@ -217,11 +241,11 @@ export class Checkpoints {
     return rec;
   }
 
-  private end(a: AgentLike, id: number): void {
+  private async end(a: AgentLike, id: number): Promise<void> {
     const list = this.store.readIndex(a.sessionId, a.id);
     const rec = list.find((c) => c.id === id);
     if (!rec) return;
-    const snap = this.snapshot(a, list);
+    const snap = await this.snapshot(a, list);
     rec.post = snap.hash;
     rec.bytes += snap.bytes;
     rec.changed = rec.post === rec.pre ? 0 : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
@@ -348,12 +372,12 @@ export class Checkpoints {
     });
   }
 
-  private rewindNow(a: AgentLike, id: string, scope: 'files' | 'all', onConflict: 'refuse' | 'force' | 'keep'): string {
+  private async rewindNow(a: AgentLike, id: string, scope: 'files' | 'all', onConflict: 'refuse' | 'force' | 'keep'): Promise<string> {
     const list = this.list(a);
     const i = list.findIndex((c) => String(c.id) === id);
     if (i < 0) throw new CheckpointError(`no checkpoint ${JSON.stringify(id)} of agent ${a.id} (checkpoint/idx lists them)`);
     const target = list[i]!;
-    const now = this.snapshot(a, list);
+    const now = await this.snapshot(a, list);
     const want = this.store.manifest(target.pre);
 
     // What someone other than the agent's rounds changed since: between one round's end and the next one's start,
@@ -414,7 +438,7 @@ export class Checkpoints {
       removed.push(...r.removed.map((p) => this.display(a, root, p)));
       failed.push(...r.failed);
     }
-    const after = this.snapshot(a, list);
+    const after = await this.snapshot(a, list);
     rec.post = after.hash;
     rec.bytes += after.bytes;
     rec.changed = countFiles(changes(now.manifest, after.manifest));
@@ -534,12 +558,17 @@ export class Checkpoints {
       freed += o.size;
       removed++;
     }
-    for (const s of this.agents.values()) s.last = undefined;
+    for (const s of this.agents.values()) {
+      s.last = undefined;
+      s.watch?.close();
+      s.watch = undefined;
+    }
     return `checkpoints dropped ${dropped}\nobjects removed ${removed}\nbytes freed ${freed}\nbytes kept ${size()}\n`;
   }
 
   /** An agent that is gone: its checkpoints go with it (their objects at the next gc). */
   forget(sessionId: string, agentId: string): void {
+    this.agents.get(`${sessionId}/${agentId}`)?.watch?.close();
     this.agents.delete(`${sessionId}/${agentId}`);
     this.store.dropAgent(sessionId, agentId);
   }
