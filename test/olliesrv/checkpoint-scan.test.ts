@@ -84,3 +84,30 @@ describe('the watched walk', () => {
     watch.close();
   });
 });
+
+describe('manifests stored as deltas', () => {
+  it('read back whole from a fresh store, down a chain longer than the limit, and small when little changed', () => {
+    dir = mkdtempSync(join(tmpdir(), 'ollie-manifest-'));
+    const root = join(dir, 'ws');
+    mkdirSync(root);
+    for (let i = 0; i < 200; i++) writeFileSync(join(root, `f${i}`), `file ${i}\n`);
+    const store = new CheckpointStore(join(dir, 'data'));
+    const rules = { skip: [], maxFile: 1 << 20 };
+    let prev: { hash: string; manifest: Manifest } | undefined;
+    const saved: Array<{ hash: string; manifest: Manifest; bytes: number }> = [];
+    for (let round = 0; round < 40; round++) {
+      writeFileSync(join(root, `f${round}`), `changed in round ${round}\n`);
+      if (round % 7 === 3) rmSync(join(root, `f${round + 100}`));
+      const m = scan([root], rules, store, prev?.manifest).manifest;
+      const put = store.putManifest(m, prev);
+      saved.push({ ...put, manifest: m });
+      prev = { hash: put.hash, manifest: m };
+    }
+    // A whole manifest of 200 entries is kilobytes; one round's delta, a few hundred bytes.
+    expect(saved[0]!.bytes).toBeGreaterThan(10_000);
+    expect(saved[5]!.bytes).toBeLessThan(1000);
+    const fresh = new CheckpointStore(join(dir, 'data'));
+    for (const s of saved) expect(same(fresh.manifest(s.hash), s.manifest)).toEqual([]);
+    expect(fresh.chain(saved[39]!.hash).length).toBeLessThanOrEqual(33);
+  });
+});

@@ -197,3 +197,19 @@ describe('checkpoints of shell side effects', () => {
     expect(list[1]![4]).toBe('0');
   });
 });
+
+describe('retention', () => {
+  it('keeps keep.count checkpoints per agent, and gc removes what no checkpoint needs; what is kept still rewinds', async () => {
+    const { path, ctl } = await setup();
+    writeFileSync(join(h!.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  keep:\n    count: 2\n`);
+    h!.mock.script(...rounds(sh('echo v1 > a.txt'), sh('echo v2 > a.txt'), sh('echo v3 > a.txt'), sh('echo v4 > a.txt')));
+    await h!.turn(path, 'four rounds');
+    const ids = idx(await h!.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
+    expect(ids).toEqual(['3', '4']);
+    const gc = await ctl('checkpoint gc');
+    expect(Number(/objects removed (\d+)/.exec(gc)?.[1])).toBeGreaterThan(0);
+    // The oldest kept checkpoint's state (v2) comes back whole after the collection.
+    await ctl('rewind 3');
+    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('v2\n');
+  });
+});

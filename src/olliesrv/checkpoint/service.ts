@@ -10,11 +10,11 @@
  * conflict a rewind lists instead of overwriting. A rewind is a checkpoint too (its `pre` is the state it
  * replaced), listed last, so rewinding to it undoes it.
  */
-import { lstatSync, statSync } from 'node:fs';
+import { lstatSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { unifiedDiff } from '../../tools/common/diff.js';
-import { canonical, loadPolicy } from '../../toolsrv/sandbox/policy.js';
+import { canonical, loadPolicy, parsePolicyFile } from '../../toolsrv/sandbox/policy.js';
 import { DEFAULT_CHECKPOINT_RULES, type CheckpointRules } from '../../toolsrv/sandbox/checkpoint-rules.js';
 import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../../toolsrv/sandbox/trust.js';
 import type { Message, ToolCall } from '../backend/types.js';
@@ -175,7 +175,7 @@ export class Checkpoints {
       // Nothing changed: the previous manifest stands (its `at` stays, so its racy entries are read again next time).
       return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
     }
-    const m = this.store.putManifest(r.manifest);
+    const m = this.store.putManifest(r.manifest, prev);
     this.state(a).last = { hash: m.hash, manifest: r.manifest };
     return { hash: m.hash, manifest: r.manifest, bytes: r.bytes + m.bytes };
   }
@@ -466,8 +466,31 @@ export class Checkpoints {
 
   // ---- retention ---------------------------------------------------------------------------------------
 
+  private keepCache?: { stamp: string; keep: CheckpointRules['keep'] };
+
+  /** Retention: the user's sandbox.yaml's `checkpoint.keep` (a project's file cannot set it), else the defaults. */
   private keep(): CheckpointRules['keep'] {
-    return this.o.keep ?? DEFAULT_CHECKPOINT_RULES.keep;
+    if (this.o.keep) return this.o.keep;
+    const file = join(this.o.configDir, 'sandbox.yaml');
+    let stamp = '-';
+    try {
+      const st = statSync(file);
+      stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      // no file: the defaults
+    }
+    if (this.keepCache?.stamp !== stamp) {
+      let keep = DEFAULT_CHECKPOINT_RULES.keep;
+      if (stamp !== '-') {
+        try {
+          keep = parsePolicyFile(file, readFileSync(file, 'utf8'), { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: homedir(), home: homedir(), runtimeDir: this.o.runtimeDir, tmpDir: tmpdir() }).checkpoint?.keep ?? keep;
+        } catch (e) {
+          this.o.log(`checkpoint retention: ${(e as Error).message}; using the defaults`);
+        }
+      }
+      this.keepCache = { stamp, keep };
+    }
+    return this.keepCache.keep;
   }
 
   /** Drops an agent's checkpoints beyond the count and age limits (oldest first; the newest always stays). */
@@ -531,7 +554,7 @@ export class Checkpoints {
         for (const c of ix.list) {
           for (const h of [c.pre, c.post]) {
             if (!h) continue;
-            set.add(h);
+            for (const link of this.store.chain(h)) set.add(link);
             const m = load(h);
             for (const entries of Object.values(m?.roots ?? {})) for (const e of Object.values(entries)) if (e.t === 'f' && e.h) set.add(e.h);
           }

@@ -44,6 +44,44 @@ export interface Checkpoint {
   reviewed?: string[];
 }
 
+/** A manifest as stored: whole, or the entries that differ from its base manifest. */
+type StoredManifest = Manifest | { base: string; at: number; set: Record<string, Record<string, Entry>>; del: Record<string, string[]> };
+
+/** Deltas on deltas: at most this many before a manifest is stored whole again. */
+const MAX_CHAIN = 32;
+
+const sameKeys = (a: object, b: object): boolean => Object.keys(a).sort().join('\0') === Object.keys(b).sort().join('\0');
+
+/** Every field equal (stat fields included: they are the next walk's cache). */
+function identical(a: Entry, b: Entry): boolean {
+  if (a.t !== b.t) return false;
+  if (a.t === 'l') return a.target === (b as typeof a).target;
+  if (a.t === 'd') return a.mode === (b as typeof a).mode;
+  const f = b as FileEntry;
+  return a.mode === f.mode && a.size === f.size && a.mtime === f.mtime && a.ctime === f.ctime && a.ino === f.ino && a.h === f.h && a.big === f.big;
+}
+
+function delta(base: Manifest, m: Manifest): { set: Record<string, Record<string, Entry>>; del: Record<string, string[]>; size: number } {
+  const set: Record<string, Record<string, Entry>> = {};
+  const del: Record<string, string[]> = {};
+  let size = 0;
+  for (const [root, entries] of Object.entries(m.roots)) {
+    const old = base.roots[root] ?? {};
+    for (const [rel, e] of Object.entries(entries)) {
+      const o = old[rel];
+      if (o && identical(o, e)) continue;
+      (set[root] ??= {})[rel] = e;
+      size++;
+    }
+    for (const rel of Object.keys(old)) {
+      if (rel in entries) continue;
+      (del[root] ??= []).push(rel);
+      size++;
+    }
+  }
+  return { set, del, size };
+}
+
 export const sha256 = (b: Uint8Array | string): string => createHash('sha256').update(b).digest('hex');
 
 export class CheckpointStore {
@@ -80,15 +118,71 @@ export class CheckpointStore {
     return readFileSync(this.objectPath(hash));
   }
 
-  /** Stores a manifest; its hash and the bytes written. */
-  putManifest(m: Manifest): { hash: string; bytes: number } {
-    const text = JSON.stringify(m);
+  /**
+   * Stores a manifest; its hash and the bytes written. Given the manifest it follows (`base`), it is stored as
+   * the entries that differ from it, unless that chain is long or the difference large: a round that changes
+   * ten files of ten thousand writes ten entries, not ten thousand.
+   */
+  putManifest(m: Manifest, base?: { hash: string; manifest: Manifest }): { hash: string; bytes: number } {
+    let stored: StoredManifest = m;
+    const depth = base ? (this.depths.get(base.hash) ?? MAX_CHAIN) + 1 : 0;
+    if (base && depth < MAX_CHAIN && sameKeys(base.manifest.roots, m.roots)) {
+      const d = delta(base.manifest, m);
+      if (d.size * 4 < Object.values(m.roots).reduce((n, r) => n + Object.keys(r).length, 0)) stored = { base: base.hash, at: m.at, set: d.set, del: d.del };
+    }
+    const text = JSON.stringify(stored);
     const hash = sha256(text);
+    this.remember(hash, m, 'base' in stored ? depth : 0);
     return { hash, bytes: this.put(hash, Buffer.from(text)) };
   }
 
+  /** A manifest whole (a delta applied to its base, and so on down the chain). */
   manifest(hash: string): Manifest {
-    return JSON.parse(this.get(hash).toString('utf8')) as Manifest;
+    const hit = this.cache.get(hash);
+    if (hit) return hit;
+    const stored = JSON.parse(this.get(hash).toString('utf8')) as StoredManifest;
+    if (!('base' in stored)) {
+      this.remember(hash, stored, 0);
+      return stored;
+    }
+    const base = this.manifest(stored.base);
+    const roots: Manifest['roots'] = {};
+    for (const [root, entries] of Object.entries(base.roots)) {
+      const out = { ...entries, ...stored.set[root] };
+      for (const rel of stored.del[root] ?? []) delete out[rel];
+      roots[root] = out;
+    }
+    const m = { at: stored.at, roots };
+    this.remember(hash, m, (this.depths.get(stored.base) ?? 0) + 1);
+    return m;
+  }
+
+  /** The stored manifests `hash` needs: itself and its bases. */
+  chain(hash: string): string[] {
+    const out: string[] = [];
+    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1; ) {
+      out.push(h);
+      let stored: StoredManifest;
+      try {
+        stored = JSON.parse(this.get(h).toString('utf8')) as StoredManifest;
+      } catch {
+        break;
+      }
+      h = 'base' in stored ? stored.base : undefined;
+    }
+    return out;
+  }
+
+  /** Parsed manifests kept in memory, the newest few: each round reads the one before it. */
+  private readonly cache = new Map<string, Manifest>();
+  private readonly depths = new Map<string, number>();
+
+  private remember(hash: string, m: Manifest, depth: number): void {
+    this.cache.delete(hash);
+    this.cache.set(hash, m);
+    this.depths.set(hash, depth);
+    while (this.cache.size > 16) this.cache.delete(this.cache.keys().next().value!);
+    while (this.depths.size > 4096) this.depths.delete(this.depths.keys().next().value!);
   }
 
   indexPath(sessionId: string, agentId: string): string {
