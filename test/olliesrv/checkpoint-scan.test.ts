@@ -53,6 +53,7 @@ describe('the watched walk', () => {
     for (let i = 0; i < 40; i++) writeFileSync(join(root, pick(dirs), `f${i}`), `file ${i}\n`);
     const watch = new DirWatch();
     let prev = scan([root], rules, store, undefined, watch).manifest;
+    let prevHash = store.putManifest(prev).hash;
     let n = 40;
     for (let round = 0; round < 25; round++) {
       for (let k = 0; k < 1 + Math.floor(rand() * 6); k++) {
@@ -75,9 +76,13 @@ describe('the watched walk', () => {
         }
       }
       const changed = await watch.take();
-      const next = rescan(prev, rules, store, changed, watch).manifest;
+      const r = rescan(prev, rules, store, changed, watch);
+      const next = r.manifest;
       const full = scan([root], rules, store, undefined).manifest;
       expect(same(next, full), `round ${round}`).toEqual([]);
+      // Stored as the delta the rescan found, it reads back as the same manifest from a fresh store.
+      prevHash = store.putManifest(next, { hash: prevHash, manifest: prev }, r.delta).hash;
+      expect(same(new CheckpointStore(join(dir, 'data')).manifest(prevHash), full), `round ${round} stored`).toEqual([]);
       prev = next;
     }
     expect(watch.broken).toBe(false);

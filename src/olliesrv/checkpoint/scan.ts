@@ -11,7 +11,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckpointStore, Entry, FileEntry, Manifest } from './store.js';
-import { sha256 } from './store.js';
+import { identical, sha256 } from './store.js';
 import type { DirWatch } from './watch.js';
 
 export interface ScanRules {
@@ -31,6 +31,13 @@ export interface ScanResult {
   bytes: number;
   /** Files read and hashed. */
   hashed: number;
+  /** From rescan: the entries that differ from the previous manifest, and the paths gone from it. */
+  delta?: ManifestDelta;
+}
+
+export interface ManifestDelta {
+  set: Record<string, Record<string, Entry>>;
+  del: Record<string, string[]>;
 }
 
 const MAX_ENTRIES = 200_000;
@@ -56,6 +63,8 @@ class Walker {
   bytes = 0;
   hashed = 0;
   dirty = false;
+  /** Entries written that are not identical to the previous ones (rescan's delta). */
+  readonly set: Record<string, Entry> = {};
   private count = 0;
   private readonly skip: (name: string, rel: string) => boolean;
 
@@ -77,7 +86,7 @@ class Walker {
    * Reads directory `relDir`: its entries, and the subdirectories that are new (all of them when `deep`).
    * Says whether it was there to read.
    */
-  dir(relDir: string, deep: boolean): 'ok' | 'gone' | 'unreadable' {
+  dir(relDir: string, deep: boolean, seen?: string[]): 'ok' | 'gone' | 'unreadable' {
     const dir = relDir ? join(this.root, relDir) : this.root;
     if (deep) this.watch?.add(dir);
     let names: Dirent[];
@@ -106,7 +115,10 @@ class Walker {
       const e = this.entry(abs, rel);
       if (!e) continue;
       this.out[rel] = e;
-      if (e.t === 'd' && (deep || this.old[rel]?.t !== 'd')) this.dir(rel, true);
+      seen?.push(rel);
+      const o = this.old[rel];
+      if (!o || !identical(o, e)) this.set[rel] = e;
+      if (e.t === 'd' && (deep || o?.t !== 'd')) this.dir(rel, true);
     }
     return 'ok';
   }
@@ -188,6 +200,7 @@ export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, 
  */
 export function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore, changed: Set<string>, watch: DirWatch): ScanResult {
   const manifest: Manifest = { at: Date.now(), roots: {} };
+  const delta: ManifestDelta = { set: {}, del: {} };
   let dirty = false;
   let bytes = 0;
   let hashed = 0;
@@ -200,44 +213,67 @@ export function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore,
       manifest.roots[root] = old;
       continue;
     }
+    // The previous children of the changed directories, found in one pass.
+    const wanted = new Set(mine);
+    const children = new Map<string, string[]>();
+    for (const k of Object.keys(old)) {
+      const slash = k.lastIndexOf('/');
+      const parent = slash < 0 ? '' : k.slice(0, slash);
+      if (wanted.has(parent)) (children.get(parent) ?? children.set(parent, []).get(parent)!).push(k);
+    }
     const out: Record<string, Entry> = { ...old };
     const w = new Walker(root, rules, store, old, prev.at, out, watch);
+    const gone: string[] = [];
     for (const relDir of mine) {
       // Gone, or no longer a directory, or skipped: its parent's change says what it became.
       if (relDir !== '' && out[relDir]?.t !== 'd') continue;
-      const prefix = relDir ? `${relDir}/` : '';
-      const children = Object.keys(out).filter((k) => k.startsWith(prefix) && !k.slice(prefix.length).includes('/'));
-      const seen = new Set<string>();
-      // Entries that stay are rewritten by dir(); the ones it did not see are gone.
-      const before = new Map(children.map((k) => [k, out[k]!]));
-      for (const k of children) delete out[k];
-      const exists = w.dir(relDir, false);
-      for (const k of Object.keys(out)) if (k.startsWith(prefix) && !k.slice(prefix.length).includes('/')) seen.add(k);
-      for (const [k, e] of before) {
-        if (seen.has(k)) {
+      // A directory new since prev was walked whole when its parent was read.
+      if (relDir !== '' && old[relDir]?.t !== 'd') continue;
+      const before = children.get(relDir) ?? [];
+      for (const k of before) delete out[k];
+      const seen: string[] = [];
+      const exists = w.dir(relDir, false, seen);
+      const now = new Set(seen);
+      for (const k of before) {
+        const e = old[k]!;
+        if (now.has(k)) {
           // A directory that became something else loses its subtree.
-          if (e.t === 'd' && out[k]!.t !== 'd') dropTree(out, k, root, watch);
+          if (e.t === 'd' && out[k]!.t !== 'd') gone.push(...dropTree(out, k, root, watch));
           continue;
         }
         // A directory the daemon cannot read (a tool made it 000) is kept as it was, not taken for empty.
         if (exists === 'unreadable') out[k] = e;
         else {
           w.dirty = true;
-          if (e.t === 'd') dropTree(out, k, root, watch);
+          gone.push(k);
+          if (e.t === 'd') gone.push(...dropTree(out, k, root, watch));
         }
       }
     }
+    if (Object.keys(w.set).length) w.dirty = true;
     if (w.dirty) dirty = true;
+    const set: Record<string, Entry> = {};
+    for (const [k, e] of Object.entries(w.set)) if (out[k] === e) set[k] = e;
+    const del = [...new Set(gone)].filter((k) => !(k in out) && k in old);
+    if (Object.keys(set).length) delta.set[root] = set;
+    if (del.length) delta.del[root] = del;
     bytes += w.bytes;
     hashed += w.hashed;
     manifest.roots[root] = out;
   }
-  return { manifest, dirty, bytes, hashed };
+  return { manifest, dirty, bytes, hashed, delta };
 }
 
-function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: DirWatch): void {
-  for (const k of Object.keys(out)) if (k.startsWith(`${rel}/`)) delete out[k];
+/** Removes everything below `rel`; the paths removed. */
+function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: DirWatch): string[] {
+  const removed: string[] = [];
+  for (const k of Object.keys(out)) {
+    if (!k.startsWith(`${rel}/`)) continue;
+    delete out[k];
+    removed.push(k);
+  }
   watch.removeTree(join(root, rel));
+  return removed;
 }
 
 /** A regular file's bytes, opened without following a link or blocking on a FIFO swapped in since the listing. */

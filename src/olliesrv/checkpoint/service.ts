@@ -22,7 +22,7 @@ import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { AgentStore } from '../store/agents.js';
 import type { Agent } from '../agent/agent.js';
 import { applyChanges, type Change } from './restore.js';
-import { changes, rescan, scan, sameEntry } from './scan.js';
+import { changes, rescan, scan, sameEntry, type ManifestDelta } from './scan.js';
 import { DirWatch } from './watch.js';
 import { CheckpointStore, type Checkpoint, type Entry, type Manifest } from './store.js';
 
@@ -154,7 +154,7 @@ export class Checkpoints {
    * seen every directory since the last one, only the directories that changed are read again (none: nothing
    * is read); otherwise everything is walked, and watched from then on.
    */
-  private async snapshot(a: AgentLike, list: Checkpoint[]): Promise<{ hash: string; manifest: Manifest; bytes: number }> {
+  private async snapshot(a: AgentLike, list: Checkpoint[]): Promise<{ hash: string; manifest: Manifest; bytes: number; base?: string; changedFiles?: number }> {
     const { roots, rules, exclude } = this.rootsOf(a);
     const s = this.state(a);
     const prev = this.lastManifest(a, list);
@@ -175,9 +175,10 @@ export class Checkpoints {
       // Nothing changed: the previous manifest stands (its `at` stays, so its racy entries are read again next time).
       return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
     }
-    const m = this.store.putManifest(r.manifest, prev);
+    const m = this.store.putManifest(r.manifest, prev, r.delta);
     this.state(a).last = { hash: m.hash, manifest: r.manifest };
-    return { hash: m.hash, manifest: r.manifest, bytes: r.bytes + m.bytes };
+    const changedFiles = r.delta && prev ? countDelta(prev.manifest, r.delta) : undefined;
+    return { hash: m.hash, manifest: r.manifest, bytes: r.bytes + m.bytes, ...(prev && changedFiles !== undefined && { base: prev.hash, changedFiles }) };
   }
 
   /** Whether a round of these calls can write: any tool of scope write or global (or one not known). */
@@ -248,7 +249,8 @@ export class Checkpoints {
     const snap = await this.snapshot(a, list);
     rec.post = snap.hash;
     rec.bytes += snap.bytes;
-    rec.changed = rec.post === rec.pre ? 0 : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
+    // A rescan from the round's own start knows what changed; otherwise the two manifests are compared.
+    rec.changed = rec.post === rec.pre ? 0 : snap.base === rec.pre && snap.changedFiles !== undefined ? snap.changedFiles : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
     this.store.writeIndex(a.sessionId, a.id, list);
     this.maybeSweep();
   }
@@ -601,3 +603,17 @@ export class Checkpoints {
 const isFileChange = ([, , x, y]: [string, string, Entry | undefined, Entry | undefined]): boolean => (!!x && x.t !== 'd') || (!!y && y.t !== 'd');
 
 const countFiles = (list: Array<[string, string, Entry | undefined, Entry | undefined]>): number => list.filter(isFileChange).length;
+
+/** Files (not directories) a rescan's delta adds, changes or removes. */
+function countDelta(prev: Manifest, d: ManifestDelta): number {
+  let n = 0;
+  for (const [root, set] of Object.entries(d.set)) {
+    for (const [rel, e] of Object.entries(set)) {
+      const o = prev.roots[root]?.[rel];
+      if (sameEntry(o, e)) continue; // stat fields only
+      if (e.t !== 'd' || (o && o.t !== 'd')) n++;
+    }
+  }
+  for (const [root, dels] of Object.entries(d.del)) for (const rel of dels) if (prev.roots[root]?.[rel]?.t !== 'd') n++;
+  return n;
+}

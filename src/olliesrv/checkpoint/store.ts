@@ -53,7 +53,7 @@ const MAX_CHAIN = 32;
 const sameKeys = (a: object, b: object): boolean => Object.keys(a).sort().join('\0') === Object.keys(b).sort().join('\0');
 
 /** Every field equal (stat fields included: they are the next walk's cache). */
-function identical(a: Entry, b: Entry): boolean {
+export function identical(a: Entry, b: Entry): boolean {
   if (a.t !== b.t) return false;
   if (a.t === 'l') return a.target === (b as typeof a).target;
   if (a.t === 'd') return a.mode === (b as typeof a).mode;
@@ -123,12 +123,13 @@ export class CheckpointStore {
    * the entries that differ from it, unless that chain is long or the difference large: a round that changes
    * ten files of ten thousand writes ten entries, not ten thousand.
    */
-  putManifest(m: Manifest, base?: { hash: string; manifest: Manifest }): { hash: string; bytes: number } {
+  putManifest(m: Manifest, base?: { hash: string; manifest: Manifest }, known?: { set: Record<string, Record<string, Entry>>; del: Record<string, string[]> }): { hash: string; bytes: number } {
     let stored: StoredManifest = m;
     const depth = base ? (this.depths.get(base.hash) ?? MAX_CHAIN) + 1 : 0;
     if (base && depth < MAX_CHAIN && sameKeys(base.manifest.roots, m.roots)) {
-      const d = delta(base.manifest, m);
-      if (d.size * 4 < Object.values(m.roots).reduce((n, r) => n + Object.keys(r).length, 0)) stored = { base: base.hash, at: m.at, set: d.set, del: d.del };
+      // The walk that made `m` from `base` may know the difference already (a rescan of a few directories).
+      const d = known ? { ...known, size: [...Object.values(known.set)].reduce((n, r) => n + Object.keys(r).length, 0) + [...Object.values(known.del)].reduce((n, r) => n + r.length, 0) } : delta(base.manifest, m);
+      if (d.size * 4 < Object.values(base.manifest.roots).reduce((n, r) => n + Object.keys(r).length, 0)) stored = { base: base.hash, at: m.at, set: d.set, del: d.del };
     }
     const text = JSON.stringify(stored);
     const hash = sha256(text);
