@@ -52,7 +52,7 @@ describe('the watched walk', () => {
     for (const d of dirs) mkdirSync(join(root, d), { recursive: true });
     for (let i = 0; i < 40; i++) writeFileSync(join(root, pick(dirs), `f${i}`), `file ${i}\n`);
     const watch = new DirWatch();
-    let prev = scan([root], rules, store, undefined, watch).manifest;
+    let prev = (await scan([root], rules, store, undefined, watch)).manifest;
     let prevHash = store.putManifest(prev).hash;
     let n = 40;
     for (let round = 0; round < 25; round++) {
@@ -76,9 +76,9 @@ describe('the watched walk', () => {
         }
       }
       const changed = await watch.take();
-      const r = rescan(prev, rules, store, changed, watch);
+      const r = await rescan(prev, rules, store, changed, watch);
       const next = r.manifest;
-      const full = scan([root], rules, store, undefined).manifest;
+      const full = (await scan([root], rules, store, undefined)).manifest;
       expect(same(next, full), `round ${round}`).toEqual([]);
       // Stored as the delta the rescan found, it reads back as the same manifest from a fresh store.
       prevHash = store.putManifest(next, { hash: prevHash, manifest: prev }, r.delta).hash;
@@ -91,7 +91,7 @@ describe('the watched walk', () => {
 });
 
 describe('manifests stored as deltas', () => {
-  it('read back whole from a fresh store, down a chain longer than the limit, and small when little changed', () => {
+  it('read back whole from a fresh store, down a chain longer than the limit, and small when little changed', async () => {
     dir = mkdtempSync(join(tmpdir(), 'ollie-manifest-'));
     const root = join(dir, 'ws');
     mkdirSync(root);
@@ -103,7 +103,7 @@ describe('manifests stored as deltas', () => {
     for (let round = 0; round < 40; round++) {
       writeFileSync(join(root, `f${round}`), `changed in round ${round}\n`);
       if (round % 7 === 3) rmSync(join(root, `f${round + 100}`));
-      const m = scan([root], rules, store, prev?.manifest).manifest;
+      const m = (await scan([root], rules, store, prev?.manifest)).manifest;
       const put = store.putManifest(m, prev);
       saved.push({ ...put, manifest: m });
       prev = { hash: put.hash, manifest: m };

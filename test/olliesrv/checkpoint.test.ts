@@ -213,3 +213,15 @@ describe('retention', () => {
     expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('v2\n');
   });
 });
+
+describe('limits', () => {
+  it('does not copy a workspace larger than checkpoint.max_total, and says so in the chat; the round still runs', async () => {
+    const { path } = await setup((dir) => writeFileSync(join(dir, 'big.bin'), Buffer.alloc(8192, 1)));
+    writeFileSync(join(h!.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 4 KiB\n`);
+    h!.mock.script(...rounds(sh('echo ran > ran.txt')));
+    const blocks = await h!.turn(path, 'go');
+    expect(readFileSync(join(ws!, 'ran.txt'), 'utf8')).toBe('ran\n');
+    expect(await h!.c.readText(`${path}/checkpoint/idx`)).toBe('');
+    expect(blocks.some((b) => b.name === 'checkpoint' && b.content.includes('not checkpointed (name its large directories in checkpoint.skip'))).toBe(true);
+  });
+});

@@ -19,6 +19,8 @@ export interface ScanRules {
   maxFile: number;
   /** Refuse to checkpoint a root with more entries than this. */
   maxEntries?: number;
+  /** Refuse to checkpoint roots whose files (those stored) add up to more bytes than this. */
+  maxTotal?: number;
   /** Absolute paths never walked: the policy's denied paths (Ollie's own data dir may lie inside a workspace). */
   exclude?: ReadonlySet<string>;
 }
@@ -63,6 +65,9 @@ class Walker {
   bytes = 0;
   hashed = 0;
   dirty = false;
+  /** Bytes of the files this walk saw (those small enough to be stored). */
+  private total = 0;
+  private lastYield = performance.now();
   /** Entries written that are not identical to the previous ones (rescan's delta). */
   readonly set: Record<string, Entry> = {};
   private count = 0;
@@ -86,7 +91,7 @@ class Walker {
    * Reads directory `relDir`: its entries, and the subdirectories that are new (all of them when `deep`).
    * Says whether it was there to read.
    */
-  dir(relDir: string, deep: boolean, seen?: string[]): 'ok' | 'gone' | 'unreadable' {
+  async dir(relDir: string, deep: boolean, seen?: string[]): Promise<'ok' | 'gone' | 'unreadable'> {
     const dir = relDir ? join(this.root, relDir) : this.root;
     if (deep) this.watch?.add(dir);
     let names: Dirent[];
@@ -105,6 +110,11 @@ class Walker {
     }
     const limit = this.rules.maxEntries ?? MAX_ENTRIES;
     for (const d of names) {
+      // The daemon serves everyone while a large tree is read: other work gets a turn every 20 ms.
+      if (performance.now() - this.lastYield > 20) {
+        await new Promise((r) => setImmediate(r));
+        this.lastYield = performance.now();
+      }
       const rel = relDir ? `${relDir}/${d.name}` : d.name;
       if (this.skip(d.name, rel)) continue;
       const abs = join(dir, d.name);
@@ -118,7 +128,7 @@ class Walker {
       seen?.push(rel);
       const o = this.old[rel];
       if (!o || !identical(o, e)) this.set[rel] = e;
-      if (e.t === 'd' && (deep || o?.t !== 'd')) this.dir(rel, true);
+      if (e.t === 'd' && (deep || o?.t !== 'd')) await this.dir(rel, true);
     }
     return 'ok';
   }
@@ -149,6 +159,12 @@ class Walker {
     // Sockets, FIFOs and devices are not files a rewind could bring back: left out.
     if (!st.isFile()) return undefined;
     const e: FileEntry = { t: 'f', mode: st.mode & 0o7777, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino };
+    // Counted over what this walk reads (a rescan: the changed directories), so a lower bound that stops a
+    // workspace of gigabytes before it is copied.
+    if (st.size <= this.rules.maxFile) this.total += st.size;
+    if (this.rules.maxTotal !== undefined && this.total > this.rules.maxTotal) {
+      throw new Error(`${this.root} holds more than ${this.rules.maxTotal} bytes of files: not checkpointed (name its large directories in checkpoint.skip, or raise checkpoint.max_total, in sandbox.yaml)`);
+    }
     const p = before?.t === 'f' ? before : undefined;
     const at = this.oldAt;
     if (p && at !== undefined && p.size === e.size && p.mtime === e.mtime && p.ctime === e.ctime && p.ino === e.ino && p.mode === e.mode && p.mtime < at && p.ctime < at) {
@@ -175,7 +191,7 @@ class Walker {
  * One walk of `roots`. `prev` is the last manifest of these roots (the stat cache); contents of new or changed
  * files go into `store`. With `watch`, every directory walked is watched from here on.
  */
-export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, prev: Manifest | undefined, watch?: DirWatch): ScanResult {
+export async function scan(roots: string[], rules: ScanRules, store: CheckpointStore, prev: Manifest | undefined, watch?: DirWatch): Promise<ScanResult> {
   const at = Date.now();
   const manifest: Manifest = { at, roots: {} };
   let dirty = !prev || Object.keys(prev.roots).join('\0') !== [...roots].join('\0');
@@ -184,7 +200,7 @@ export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, 
   for (const root of roots) {
     const old = prev?.roots[root] ?? {};
     const w = new Walker(root, rules, store, old, prev?.at, {}, watch);
-    w.dir('', true);
+    await w.dir('', true);
     if (w.dirty || Object.keys(old).length !== Object.keys(w.out).length) dirty = true;
     bytes += w.bytes;
     hashed += w.hashed;
@@ -198,7 +214,7 @@ export function scan(roots: string[], rules: ScanRules, store: CheckpointStore, 
  * that has watched every directory since `prev` was taken): their entries are compared and stored as a full walk
  * would, new subdirectories are walked, removed ones dropped with everything below them.
  */
-export function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore, changed: Set<string>, watch: DirWatch): ScanResult {
+export async function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore, changed: Set<string>, watch: DirWatch): Promise<ScanResult> {
   const manifest: Manifest = { at: Date.now(), roots: {} };
   const delta: ManifestDelta = { set: {}, del: {} };
   let dirty = false;
@@ -232,7 +248,7 @@ export function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore,
       const before = children.get(relDir) ?? [];
       for (const k of before) delete out[k];
       const seen: string[] = [];
-      const exists = w.dir(relDir, false, seen);
+      const exists = await w.dir(relDir, false, seen);
       const now = new Set(seen);
       for (const k of before) {
         const e = old[k]!;

@@ -158,18 +158,18 @@ export class Checkpoints {
     const { roots, rules, exclude } = this.rootsOf(a);
     const s = this.state(a);
     const prev = this.lastManifest(a, list);
-    const scanRules = { skip: rules.skip, maxFile: rules.maxFile, exclude };
-    const key = `${roots.join('\0')}|${rules.skip.join('\0')}|${rules.maxFile}`;
+    const scanRules = { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude };
+    const key = `${roots.join('\0')}|${rules.skip.join('\0')}|${rules.maxFile}|${rules.maxTotal}`;
     let r;
     if (prev && s.last === prev && s.watch && !s.watch.broken && s.watched === key) {
       const changed = await s.watch.take();
       if (!changed.size) return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
-      r = rescan(prev.manifest, scanRules, this.store, changed, s.watch);
+      r = await rescan(prev.manifest, scanRules, this.store, changed, s.watch);
     } else {
       s.watch?.close();
       s.watch = this.o.watch === false ? undefined : new DirWatch();
       s.watched = key;
-      r = scan(roots, scanRules, this.store, prev?.manifest, s.watch);
+      r = await scan(roots, scanRules, this.store, prev?.manifest, s.watch);
     }
     if (!r.dirty && prev) {
       // Nothing changed: the previous manifest stands (its `at` stays, so its racy entries are read again next time).
@@ -284,23 +284,23 @@ export class Checkpoints {
   }
 
   /** The round's changes: before, after (the workspace now while the round has not ended). */
-  private roundChanges(a: AgentLike, c: Checkpoint): Array<[string, string, Entry | undefined, Entry | undefined]> {
+  private async roundChanges(a: AgentLike, c: Checkpoint): Promise<Array<[string, string, Entry | undefined, Entry | undefined]>> {
     const pre = this.store.manifest(c.pre);
     const { rules, exclude } = this.rootsOf(a);
-    const post = c.post ? this.store.manifest(c.post) : scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, pre).manifest;
+    const post = c.post ? this.store.manifest(c.post) : (await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, pre)).manifest;
     return changes(pre, post);
   }
 
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */
-  files(a: AgentLike, id: string): string {
-    return this.roundChanges(a, this.get(a, id))
+  async files(a: AgentLike, id: string): Promise<string> {
+    return (await this.roundChanges(a, this.get(a, id)))
       .filter(isFileChange)
       .map(([root, rel, x, y]) => `${!x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M'}\t${this.display(a, root, rel)}\n`)
       .join('');
   }
 
   /** checkpoint/ID/diff: a unified diff per changed file. */
-  diff(a: AgentLike, id: string): string {
+  async diff(a: AgentLike, id: string): Promise<string> {
     const text = (e: Entry | undefined): string | undefined => {
       if (!e || e.t === 'd') return '';
       if (e.t === 'l') return `-> ${e.target}\n`;
@@ -311,7 +311,7 @@ export class Checkpoints {
       return BINARY.test(s) ? undefined : s;
     };
     let out = '';
-    for (const [root, rel, x, y] of this.roundChanges(a, this.get(a, id))) {
+    for (const [root, rel, x, y] of await this.roundChanges(a, this.get(a, id))) {
       if ((!x || x.t === 'd') && (!y || y.t === 'd')) continue;
       const name = this.display(a, root, rel);
       const before = text(x);

@@ -21,6 +21,15 @@ function guard<T>(fn: () => T): T {
   }
 }
 
+/** An async handler's errors as 9P errors. */
+async function settle(fn: () => Promise<string>): Promise<string> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw e instanceof NinepError ? e : new NinepError((e as Error).message);
+  }
+}
+
 export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ctx) => Agent, scope: Scope) {
   const cp = (): Checkpoints => {
     if (!checkpoints) throw new NinepError('checkpoints are off in this daemon');
@@ -48,12 +57,12 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
       Leaf('files', {
         doc: 'The files its round changed, one per line: A (added), D (deleted), M (modified) or T (type changed), a tab, the path (relative to the working directory when inside it).',
         access: selfReads,
-        read: (ctx) => guard(() => cp().files(ag(ctx), ctx.params.checkpoint!)),
+        blockOnce: (ctx) => settle(() => cp().files(ag(ctx), ctx.params.checkpoint!)),
       }),
       Leaf('diff', {
         doc: 'What its round changed as a unified diff, file by file (binary and large files as one line).',
         access: selfReads,
-        read: (ctx) => guard(() => cp().diff(ag(ctx), ctx.params.checkpoint!)),
+        blockOnce: (ctx) => settle(() => cp().diff(ag(ctx), ctx.params.checkpoint!)),
       }),
       Leaf('reviewed', {
         doc: 'The paths the owner marked reviewed, one per line. Write PATH (or +PATH) to mark, -PATH to unmark. The owner\'s.',

@@ -7,6 +7,7 @@
  *     skip: [node_modules, .venv, target]   # directory or file names (or relative paths, globs with *) not checkpointed
  *     tmp: false                            # checkpoint the system temp dir when a rule makes it writable
  *     max_file: 64 MiB                      # larger files are listed as not checkpointed
+ *     max_total: 2 GiB                      # roots holding more than this (outside skip) are not checkpointed
  *     keep:                                 # retention (the base policy's; a project file cannot change it)
  *       count: 200                          # checkpoints per agent
  *       age: 30d                            # s, m, h, d
@@ -18,6 +19,7 @@ export interface CheckpointRules {
   skip: string[];
   tmp: boolean;
   maxFile: number;
+  maxTotal: number;
   keep: { count: number; ageMs: number; size: number };
 }
 
@@ -28,6 +30,7 @@ export const DEFAULT_CHECKPOINT_RULES: CheckpointRules = {
   skip: DEFAULT_SKIP,
   tmp: false,
   maxFile: 64 * 1024 * 1024,
+  maxTotal: 2 * 1024 ** 3,
   keep: { count: 200, ageMs: 30 * 86_400_000, size: 2 * 1024 ** 3 },
 };
 
@@ -58,6 +61,12 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
       } catch {
         fail('.max_file: must be a size (64 MiB)');
       }
+    } else if (k === 'max_total') {
+      try {
+        out.maxTotal = parseLimit('file_size', v);
+      } catch {
+        fail('.max_total: must be a size (2 GiB)');
+      }
     } else if (k === 'keep') {
       if (typeof v !== 'object' || v === null || Array.isArray(v)) fail('.keep: must be a mapping (count, age, size)');
       const keep: Partial<CheckpointRules['keep']> = {};
@@ -78,7 +87,7 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
         } else fail(`.keep.${kk}: unknown setting (known: count, age, size)`);
       }
       out.keep = keep;
-    } else fail(`.${k}: unknown setting (known: skip, tmp, max_file, keep)`);
+    } else fail(`.${k}: unknown setting (known: skip, tmp, max_file, max_total, keep)`);
   }
   return out;
 }
@@ -90,6 +99,7 @@ export function baseCheckpointRules(parsed: ReturnType<typeof parseCheckpointRul
     skip: p.skip ?? DEFAULT_SKIP,
     tmp: p.tmp ?? DEFAULT_CHECKPOINT_RULES.tmp,
     maxFile: p.maxFile ?? DEFAULT_CHECKPOINT_RULES.maxFile,
+    maxTotal: p.maxTotal ?? DEFAULT_CHECKPOINT_RULES.maxTotal,
     keep: { ...DEFAULT_CHECKPOINT_RULES.keep, ...p.keep },
   };
 }
@@ -106,5 +116,6 @@ export function narrowCheckpointRules(base: CheckpointRules, project: ReturnType
     ...base,
     skip: [...new Set([...base.skip, ...(project.skip ?? [])])],
     maxFile: Math.min(base.maxFile, project.maxFile ?? base.maxFile),
+    maxTotal: Math.min(base.maxTotal, project.maxTotal ?? base.maxTotal),
   };
 }
