@@ -195,6 +195,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       kill: (id) => {
         workflows.stop(id);
         agents.dropSession(id);
+        checkpoints?.forgetSession(id);
         const st = sessionTools.get(id);
         sessionTools.delete(id);
         opening.delete(id);

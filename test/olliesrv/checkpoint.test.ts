@@ -211,6 +211,11 @@ describe('retention', () => {
     // The oldest kept checkpoint's state (v2) comes back whole after the collection.
     await ctl('rewind 3');
     expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('v2\n');
+    // A deleted session's checkpoints go with it.
+    const sid = (await h!.c.readText(`${path.split('/agent/')[0]}/id`)).trim();
+    expect(existsSync(join(h!.dataDir, 'checkpoints', 'agents', sid))).toBe(true);
+    await h!.c.remove(path.split('/agent/')[0]!);
+    expect(existsSync(join(h!.dataDir, 'checkpoints', 'agents', sid))).toBe(false);
   });
 });
 

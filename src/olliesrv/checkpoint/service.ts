@@ -54,6 +54,8 @@ interface AgentState {
   watch?: DirWatch;
   /** The roots `watch` watches. */
   watched?: string;
+  /** When a checkpoint of it was last taken (idle agents give their watches back). */
+  used: number;
 }
 
 const BINARY = /\0/;
@@ -73,7 +75,7 @@ export class Checkpoints {
     const key = `${a.sessionId}/${a.id}`;
     let s = this.agents.get(key);
     if (!s) {
-      s = { chain: Promise.resolve() };
+      s = { chain: Promise.resolve(), used: Date.now() };
       this.agents.set(key, s);
     }
     return s;
@@ -157,6 +159,7 @@ export class Checkpoints {
   private async snapshot(a: AgentLike, list: Checkpoint[]): Promise<{ hash: string; manifest: Manifest; bytes: number; base?: string; changedFiles?: number }> {
     const { roots, rules, exclude } = this.rootsOf(a);
     const s = this.state(a);
+    s.used = Date.now();
     const prev = this.lastManifest(a, list);
     const scanRules = { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude };
     const key = `${roots.join('\0')}|${rules.skip.join('\0')}|${rules.maxFile}|${rules.maxTotal}`;
@@ -509,6 +512,13 @@ export class Checkpoints {
   private maybeSweep(): void {
     if (Date.now() - this.lastSweep < 10 * 60_000) return;
     this.lastSweep = Date.now();
+    // An agent idle for half an hour gives its inotify watches back; its next checkpoint walks its roots again.
+    for (const st of this.agents.values()) {
+      if (st.watch && Date.now() - st.used > 30 * 60_000) {
+        st.watch.close();
+        st.watch = undefined;
+      }
+    }
     setImmediate(() => {
       try {
         this.gcNow(60_000);
@@ -591,11 +601,14 @@ export class Checkpoints {
     return `checkpoints dropped ${dropped}\nobjects removed ${removed}\nbytes freed ${freed}\nbytes kept ${size()}\n`;
   }
 
-  /** An agent that is gone: its checkpoints go with it (their objects at the next gc). */
-  forget(sessionId: string, agentId: string): void {
-    this.agents.get(`${sessionId}/${agentId}`)?.watch?.close();
-    this.agents.delete(`${sessionId}/${agentId}`);
-    this.store.dropAgent(sessionId, agentId);
+  /** A session that is deleted: its agents' checkpoints go with it (their objects at the next gc). */
+  forgetSession(sessionId: string): void {
+    for (const [key, st] of this.agents) {
+      if (!key.startsWith(`${sessionId}/`)) continue;
+      st.watch?.close();
+      this.agents.delete(key);
+    }
+    this.store.dropSession(sessionId);
   }
 }
 

@@ -206,8 +206,9 @@ export class CheckpointStore {
     writeWhole(p, Buffer.from(JSON.stringify(list)), () => this.mkdirs(dirname(p)));
   }
 
-  dropAgent(sessionId: string, agentId: string): void {
-    rmSync(this.indexPath(sessionId, agentId), { force: true });
+  dropSession(sessionId: string): void {
+    if (!/^[\w.-]+$/.test(sessionId) || sessionId === '.' || sessionId === '..') return;
+    rmSync(join(this.root, 'agents', sessionId), { recursive: true, force: true });
   }
 
   /** Every index on disk, as (session, agent, checkpoints). */
