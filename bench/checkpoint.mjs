@@ -4,6 +4,7 @@
 // through the daemon's own Checkpoints service (dist/), with the default policy. Each round costs two walks
 // (before and after); the time printed is the whole round's time minus the time of the change itself. Beside
 // it: a real tool round's tool part, a sandboxed `shell` call through a real toolsrv that makes the same change.
+// The rows "(walked)" are the same without watching the directories: every checkpoint walks the whole tree.
 // Needs `npm run build:node`.
 //
 //   node bench/checkpoint.mjs [--files 10000] [--mb 200] [--n 7]
@@ -66,16 +67,16 @@ const shell = async (command) => {
 };
 
 /** One checkpointed round: the time added (whole round less the change), the bytes its checkpoint added. */
-async function round(k) {
+async function round(k, svc = cps, who = agent) {
   let tool = 0;
   const t = process.hrtime.bigint();
-  await cps.round(agent, calls, tools, async () => {
+  await svc.round(who, calls, tools, async () => {
     const s = process.hrtime.bigint();
     await shell(changeCmd(k));
     tool = ms(s);
   });
   const total = ms(t);
-  const list = cps.list(agent);
+  const list = svc.list(who);
   return { added: total - tool, tool, bytes: list[list.length - 1].bytes };
 }
 
@@ -88,6 +89,16 @@ try {
     const xs = [];
     for (let i = 0; i < N; i++) xs.push(await round(k));
     rows.push({ name: `${k} changed`, added: median(xs.map((x) => x.added)), tool: median(xs.map((x) => x.tool)), bytes: median(xs.map((x) => x.bytes)) });
+  }
+  // The fallback when the directories are not watched (too many, inotify limits, after a restart): every
+  // checkpoint walks the whole tree.
+  const walker = new Checkpoints({ configDir: join(dir, 'config'), dataDir: join(dir, 'data'), runtimeDir: join(dir, 'run'), store: {}, log: () => undefined, watch: false });
+  const other = { ...agent, id: 'bench-walk' };
+  await round(0, walker, other);
+  for (const k of [0, 10]) {
+    const xs = [];
+    for (let i = 0; i < N; i++) xs.push(await round(k, walker, other));
+    rows.push({ name: `${k} (walked)`, added: median(xs.map((x) => x.added)), tool: median(xs.map((x) => x.tool)), bytes: median(xs.map((x) => x.bytes)) });
   }
   const gc = process.hrtime.bigint();
   const gcOut = await cps.gc();
