@@ -92,6 +92,10 @@ describe('checkpoints of shell side effects', () => {
     expect(tree(ws!)).toEqual(after);
     // The conversation was not touched by a files-only rewind.
     expect((await ctl('context')).match(/^epoch=(\d+)/m)?.[1]).toBe('0');
+    // The store is the owner's alone: directories 0700, files 0600.
+    const modes = execFileSync('find', [join(h!.dataDir, 'checkpoints'), '-printf', '%y %m\n'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    expect(modes.length).toBeGreaterThan(5);
+    expect(new Set(modes)).toEqual(new Set(['d 700', 'f 600']));
   });
 
   it('lists a file the user edited after the checkpoint as a conflict and does not overwrite it; force and keep decide', async () => {
