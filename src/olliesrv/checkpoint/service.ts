@@ -36,6 +36,11 @@ export interface CheckpointOptions {
   keep?: CheckpointRules['keep'];
   /** false: walk every root at every checkpoint instead of watching for changes (the bench compares both). */
   watch?: boolean;
+  /**
+   * Whether the agent's tools run on this machine. The roots are walked here: for an agent whose toolsrv runs on
+   * another host the same paths here are other files, so its rounds are not checkpointed and rewinds refused.
+   */
+  local?: (a: AgentLike) => boolean;
 }
 
 export class CheckpointError extends Error {
@@ -197,7 +202,7 @@ export class Checkpoints {
    * agent's chat and never stops the round.
    */
   async round<T>(a: AgentLike, calls: readonly ToolCall[], tools: ReadonlyMap<string, ToolInfo>, run: () => Promise<T>): Promise<T> {
-    if (!Checkpoints.writes(calls, tools)) return run();
+    if (!Checkpoints.writes(calls, tools) || this.o.local?.(a) === false) return run();
     let rec: Checkpoint | undefined;
     try {
       rec = await this.serial(a, () => this.begin(a));
@@ -371,6 +376,7 @@ export class Checkpoints {
       else throw new CheckpointError(`rewind: unknown word ${JSON.stringify(w)}; usage: rewind ID [files|all] [force|keep]`);
     }
     if (a.busy) throw new CheckpointError('the agent is running a turn: stop it (ctl stop) or wait, then rewind');
+    if (this.o.local?.(a) === false) throw new CheckpointError("this agent's tools run on another host: its files are not checkpointed here");
     return this.serial(a, () => {
       if (a.busy) throw new CheckpointError('the agent is running a turn: stop it (ctl stop) or wait, then rewind');
       return this.rewindNow(a, id, scope, onConflict);
