@@ -17,6 +17,7 @@ import { Agents } from './session/agents.js';
 import { Sessions } from './session/registry.js';
 import { Workflows } from './session/workflows.js';
 import { ConfigFiles } from './config/files.js';
+import { Checkpoints } from './checkpoint/service.js';
 import { AgentStore } from './store/agents.js';
 import { openDatabase, type DB } from './store/db.js';
 import { SessionStore } from './store/sessions.js';
@@ -129,6 +130,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     };
     const hooks = new Hooks({ configDir: opts.configDir, run: promptCommands, bus, log, offFile: join(opts.dataDir, 'hooks-off') });
     const mcp = new McpMirror(log);
+    const agentStore = new AgentStore(db);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
     let closed = false;
     const toolsFor = (sid: string): Promise<SessionTools | undefined> => {
@@ -158,9 +160,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       }
       return p;
     };
+    // Where tools run, their writable roots are checkpointed around each round that can write.
+    const checkpoints = ts
+      ? new Checkpoints({ configDir: opts.configDir, dataDir: opts.dataDir, runtimeDir: dirname(opts.socket), store: agentStore, log, local: (a) => remotes.get(a.sessionId) === undefined })
+      : undefined;
     const skills = opts.skills === false ? undefined : new SkillMatcher({ ...opts.skills, configDir: opts.configDir, log });
     const agents = new Agents(sessions, {
-      store: new AgentStore(db),
+      store: agentStore,
+      ...(checkpoints && { checkpoints }),
       bus,
       backends: pool,
       profiles,
@@ -210,6 +217,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         workflows.stop(id);
         agents.dropSession(id);
         hooks.forget(id);
+        checkpoints?.forgetSession(id);
         const st = sessionTools.get(id);
         remotes.forget(id);
         sessionTools.delete(id);
@@ -228,7 +236,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, remotes, reload, hooks, mcp },
+      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, remotes, reload, hooks, mcp, ...(checkpoints && { checkpoints }) },
       userInfo().username,
     );
     const server = new Server({

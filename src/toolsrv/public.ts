@@ -20,3 +20,6 @@ export { applyTrustCommands, listTrusted, PROJECT_HOOKS_FILE_NAME, readTrusted, 
 export { containmentStatus, describeContainment } from './exec/containment.js';
 export { SPAWNER } from '../platform/spawner.js';
 export { GLOBAL_MCP_FILE, parseMcpFile } from './mcp/config.js';
+export { canonical } from './sandbox/policy.js';
+export { DEFAULT_CHECKPOINT_RULES, type CheckpointRules } from './sandbox/checkpoint-rules.js';
+export { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from './sandbox/trust.js';

@@ -128,6 +128,21 @@ export const COMMANDS: Record<string, Command> = {
   peers: { usage: 'peers', run: (a, args, d) => (noArg('peers', args), d.peers.names(a).map((n) => `${n}\n`).join('')) },
   queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), a.queue.map((q, i) => `${i + 1}\t${q.replace(/\n/g, ' ')}\n`).join('')) },
   mcp: { usage: MCP_COMMAND_USAGE, run: runMcpCommand },
+  rewind: {
+    usage: 'rewind ID [files|all] [force|keep]',
+    run: (a, args, d) => {
+      if (!d.checkpoints) throw new CommandError('checkpoints are off in this daemon');
+      return d.checkpoints.rewind(a, needArg('rewind', args));
+    },
+  },
+  checkpoint: {
+    usage: 'checkpoint gc',
+    run: (_a, args, d) => {
+      if (!d.checkpoints) throw new CommandError('checkpoints are off in this daemon');
+      if (args !== 'gc') throw new CommandError('usage: checkpoint gc');
+      return d.checkpoints.gc();
+    },
+  },
   help: { usage: 'help', run: () => Object.values(COMMANDS).map((c) => `${c.usage}\n`).join('') },
 };
 

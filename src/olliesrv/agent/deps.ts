@@ -9,6 +9,7 @@ import type { Profiles } from './profiles.js';
 import type { PromptCommandOptions } from './promptcmd.js';
 import type { ToolCache } from './toolcache.js';
 import type { Hooks } from '../hooks/hooks.js';
+import type { Checkpoints } from '../checkpoint/service.js';
 
 export interface BackendPool {
   names(): string[];
@@ -63,6 +64,8 @@ export interface AgentDeps {
   hooks?: Hooks;
   /** The retry policy (backend/retry.ts by default; tests shorten the waits). */
   retryDelay?: (err: unknown, attempt: number) => number | null;
+  /** Checkpoints of the writable roots around each tool round that can write (checkpoint/service.ts). */
+  checkpoints?: Checkpoints;
   /** Renames an agent (names are unique in a session, so the registry does it). */
   rename: (agent: Agent, name: string) => void;
   /** Peer links live in the registry: they join two agents. */

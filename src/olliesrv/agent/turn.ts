@@ -139,7 +139,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
     // A Stop hook that blocked sends the model round again, within the budget like any round.
     if (goOn) continue;
     setState(agent, 'calling');
-    const results = await runTools(agent, rt, r.calls, signal);
+    const results = await (agent.deps.checkpoints?.round(agent, r.calls, rt.tools, () => runTools(agent, rt, r.calls, signal)) ?? runTools(agent, rt, r.calls, signal));
     if (signal.aborted) return { reply, stopped: true };
     errorRounds = results.every((x) => x.isError) ? errorRounds + 1 : 0;
     const sig = JSON.stringify(r.calls.map((c) => [c.name, c.args]));

@@ -28,6 +28,8 @@ import type { McpMirror } from '../mcp/mirror.js';
 import { sessionMcpDir } from '../mcp/namespace.js';
 import type { SessionRemotes } from '../toolclient/remotes.js';
 import { newSession, remoteCtl, toolsConnected } from './remote-files.js';
+import type { Checkpoints } from '../checkpoint/service.js';
+import { checkpointDir } from './checkpoint-spec.js';
 import { relative, isAbsolute, resolve as resolvePath } from 'node:path';
 
 export interface Olliesrv {
@@ -50,6 +52,8 @@ export interface Olliesrv {
   hooks?: Hooks;
   /** The sessions' MCP servers (session/S/mcp, olliesrv/mcp). */
   mcp?: McpMirror;
+  /** Checkpoints of agents' writable roots (an agent's checkpoint/ directory, ctl rewind). */
+  checkpoints?: Checkpoints;
 }
 
 const AGENT_KEYS = ['name', 'cwd', 'backend', 'model', 'agent', 'parent', 'prompt', 'steps', 'tokens', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort'] as const;
@@ -123,6 +127,8 @@ function agentCommand(o: Olliesrv, ctx: Ctx, target: Agent, command: string): st
   const why = checkAgentCommand(p, command);
   if (why) throw new NinepError(`refused: ${why}`);
   const { cmd, args } = splitCommand(command);
+  // Rewinding changes the user's files and conversation: the owner's decision, not a workflow's.
+  if (p?.kind !== 'owner' && (cmd === 'rewind' || cmd === 'checkpoint')) throw new NinepError(`refused: only the owner may ${cmd}`);
   if (p?.kind === 'agent' && cmd === 'tool_load') {
     const listed = new Set([...o.profiles.get(target.cfg.profile).autoLoad]);
     const other = args.split(/\s+/).filter((n) => n && !listed.has(n));
@@ -713,6 +719,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   return renderStats(a.stats, a.contextEstimate(), len);
                 },
               }),
+              checkpointDir(o.checkpoints, ag, scope),
             ),
           ),
         ),

@@ -8,6 +8,7 @@ import { Chat } from './components/Chat.js';
 import { Console } from './components/Console.js';
 import { Dialogs } from './components/Dialogs.js';
 import { Processes } from './components/Processes.js';
+import { Review, useReview } from './components/Review.js';
 import { Prompt } from './components/Prompt.js';
 import { Search } from './components/Search.js';
 import { Onboarding } from './components/Onboarding.js';
@@ -83,6 +84,7 @@ function Toolbar() {
   const procsOpen = useStore((s) => s.procsOpen);
   const live = useStore((s) => s.procs.filter((p) => p.status === 'running').length);
   const all = useStore((s) => s.procs.length);
+  const reviewOpen = useReview((s) => s.open);
   return (
     <nav className="toolbar" aria-label="Views">
       <div role="tablist" aria-label="Main view">
@@ -94,6 +96,9 @@ function Toolbar() {
       </div>
       <button type="button" className={procsOpen ? 'on' : ''} aria-pressed={procsOpen} title="Background processes of the selected agent (Ctrl+Shift+P)" onClick={() => runCommand('toggle-procs')}>
         Processes{all > 0 ? ` (${live > 0 ? `${live} running` : all})` : ''}
+      </button>
+      <button type="button" className={reviewOpen ? 'on' : ''} aria-pressed={reviewOpen} title="What the selected agent's tools changed, round by round, with Rewind and Undo" onClick={() => useReview.setState({ open: !reviewOpen })}>
+        Review
       </button>
     </nav>
   );
@@ -175,6 +180,7 @@ export function App() {
             <div className={`work${procsOpen ? ' with-procs' : ''}`}>
               <Chat />
               <Processes />
+              <Review />
             </div>
             <Prompt />
           </>

@@ -17,6 +17,7 @@ import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, readTrusted, sha256 } from './trust.js';
+import { baseCheckpointRules, narrowCheckpointRules, parseCheckpointRules, type CheckpointRules } from './checkpoint-rules.js';
 import { DEFAULT_LIMITS, LIMIT_KEYS, parseLimit, widenedLimit, type Limits } from './limits.js';
 
 export type Access = 'ro' | 'rox' | 'rw' | 'rwx';
@@ -39,6 +40,8 @@ export interface SandboxPolicy {
   env: string[];
   /** What one call may use (sandbox/limits.ts); 0 is no limit. */
   limits: Limits;
+  /** How the writable roots are checkpointed before a tool round (checkpoint-rules.ts). */
+  checkpoint?: CheckpointRules;
   /** The private tmp dir ({TMPDIR}), which tools also get as $TMPDIR. */
   tmpDir: string;
   /** The user's tool dir ($XDG_CONFIG_HOME/ollie/tools): readable and executable although the config dir is denied. */
@@ -193,6 +196,7 @@ interface PolicyFile {
   isolate: { signals?: boolean; abstractUnix?: boolean };
   env?: string[];
   limits: Partial<Limits>;
+  checkpoint?: ReturnType<typeof parseCheckpointRules>;
   at: Map<string, number>;
 }
 
@@ -298,8 +302,14 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
         };
       }
       section(value, key, fields);
+    } else if (key === 'checkpoint') {
+      try {
+        out.checkpoint = parseCheckpointRules(value?.toJSON(), `${file}:${lineOf(pair.key as YamlNode)}`);
+      } catch (e) {
+        throw new PolicyError((e as Error).message);
+      }
     } else {
-      err(pair.key as YamlNode, `${key}: unknown section (known: filesystem, network, isolate, env, limits)`);
+      err(pair.key as YamlNode, `${key}: unknown section (known: filesystem, network, isolate, env, limits, checkpoint)`);
     }
   }
   return out;
@@ -325,6 +335,7 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
     isolate: { signals: f.isolate.signals ?? true, abstractUnix: f.isolate.abstractUnix ?? true },
     env: f.env ?? [],
     limits: { ...DEFAULT_LIMITS, ...f.limits },
+    checkpoint: baseCheckpointRules(f.checkpoint),
     tmpDir: ctx.tmpDir,
     toolDirs: [join(ctx.configDir, 'tools')],
     execRoots: [ctx.cwd, ctx.tmpDir, ...USER_BIN_DIRS.map((d) => join(ctx.home, d))],
@@ -442,6 +453,12 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
   const wider = widenedLimit(base.limits, f.limits);
   if (wider) fail(`limits.${wider}`, `limits.${wider}: a project file can only lower a limit of ${base.sources[0]}`);
   out.limits = { ...out.limits, ...f.limits };
+
+  try {
+    out.checkpoint = narrowCheckpointRules(base.checkpoint ?? baseCheckpointRules(undefined), f.checkpoint, `${file}:${f.at.get('checkpoint') ?? 1}`);
+  } catch (e) {
+    throw new PolicyError((e as Error).message);
+  }
 
   if (f.env) {
     for (const name of f.env) {

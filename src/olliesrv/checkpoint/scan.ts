@@ -1,0 +1,336 @@
+/**
+ * Walks the writable roots and records every file, link and directory, the way git's index finds unchanged
+ * files: an entry whose size, mtime, ctime and inode match the last walk's keeps its hash without being read.
+ * Only new or changed files are read, hashed and stored (once per content: the store is by hash). An entry
+ * whose mtime is not older than the walk that recorded it is read again ("racily clean": it may have changed
+ * within the same timestamp tick).
+ *
+ * Never followed: symbolic links (recorded as links), `.git` (neither walked nor ever written), the skip rules'
+ * names and paths. Files larger than max_file are listed but not stored.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
+import { join } from 'node:path';
+import type { CheckpointStore, Entry, FileEntry, Manifest } from './store.js';
+import { identical, sha256 } from './store.js';
+import type { DirWatch } from './watch.js';
+
+export interface ScanRules {
+  skip: string[];
+  maxFile: number;
+  /** Refuse to checkpoint a root with more entries than this. */
+  maxEntries?: number;
+  /** Refuse to checkpoint roots whose files (those stored) add up to more bytes than this. */
+  maxTotal?: number;
+  /** Absolute paths never walked: the policy's denied paths (Ollie's own data dir may lie inside a workspace). */
+  exclude?: ReadonlySet<string>;
+}
+
+export interface ScanResult {
+  manifest: Manifest;
+  /** Whether any entry differs from the previous manifest (when false, the previous manifest's hash stands). */
+  dirty: boolean;
+  /** Content bytes newly stored. */
+  bytes: number;
+  /** Files read and hashed. */
+  hashed: number;
+  /** From rescan: the entries that differ from the previous manifest, and the paths gone from it. */
+  delta?: ManifestDelta;
+}
+
+export interface ManifestDelta {
+  set: Record<string, Record<string, Entry>>;
+  del: Record<string, string[]>;
+}
+
+const MAX_ENTRIES = 200_000;
+
+/** `.git` is never checkpointed nor written; nor the names restore uses for its temporary files. */
+export const isProtectedName = (name: string): boolean => name === '.git' || name.startsWith('.ollie-rewind-');
+
+/** A matcher for the skip rules: plain names match at any depth; a rule with / or * matches the relative path. */
+export function skipMatcher(rules: string[]): (name: string, rel: string) => boolean {
+  const names = new Set(rules.filter((r) => !r.includes('/') && !r.includes('*')));
+  const globs = rules
+    .filter((r) => r.includes('/') || r.includes('*'))
+    .map((r) => {
+      const body = r.replace(/\/$/, '').split('**').map((part) => part.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')).join('.*');
+      // A rule without a slash (a glob on a name) matches at any depth.
+      return new RegExp(r.includes('/') ? `^${body}$` : `(^|/)${body}$`);
+    });
+  return (name, rel) => isProtectedName(name) || names.has(name) || globs.some((g) => g.test(rel));
+}
+
+/** Walks directories into a root's entry map, reusing the hashes of unchanged files from the previous map. */
+class Walker {
+  bytes = 0;
+  hashed = 0;
+  dirty = false;
+  /** Bytes of the files this walk saw (those small enough to be stored). */
+  private total = 0;
+  private lastYield = performance.now();
+  /** Entries written that are not identical to the previous ones (rescan's delta). */
+  readonly set: Record<string, Entry> = {};
+  private count = 0;
+  private readonly skip: (name: string, rel: string) => boolean;
+
+  constructor(
+    private readonly root: string,
+    private readonly rules: ScanRules,
+    private readonly store: CheckpointStore,
+    /** The previous entries of this root and when they were taken (undefined: nothing to compare with). */
+    private readonly old: Record<string, Entry>,
+    private readonly oldAt: number | undefined,
+    readonly out: Record<string, Entry>,
+    private readonly watch: DirWatch | undefined,
+  ) {
+    this.skip = skipMatcher(rules.skip);
+    this.count = Object.keys(out).length;
+  }
+
+  /**
+   * Reads directory `relDir`: its entries, and the subdirectories that are new (all of them when `deep`).
+   * Says whether it was there to read.
+   */
+  async dir(relDir: string, deep: boolean, seen?: string[]): Promise<'ok' | 'gone' | 'unreadable'> {
+    const dir = relDir ? join(this.root, relDir) : this.root;
+    if (deep) this.watch?.add(dir);
+    let names: Dirent[];
+    try {
+      names = readdirSync(dir, { withFileTypes: true });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') {
+        // Kept as it was, not taken for empty: a tool made it unreadable, the files in it may still be there.
+        const prefix = relDir ? `${relDir}/` : '';
+        if (deep) for (const [k, v] of Object.entries(this.old)) if (k.startsWith(prefix)) this.out[k] = v;
+        return 'unreadable';
+      }
+      if (code === 'ENOENT' || code === 'ENOTDIR') return 'gone';
+      throw e;
+    }
+    const limit = this.rules.maxEntries ?? MAX_ENTRIES;
+    for (const d of names) {
+      // The daemon serves everyone while a large tree is read: other work gets a turn every 20 ms.
+      if (performance.now() - this.lastYield > 20) {
+        await new Promise((r) => setImmediate(r));
+        this.lastYield = performance.now();
+      }
+      const rel = relDir ? `${relDir}/${d.name}` : d.name;
+      if (this.skip(d.name, rel)) continue;
+      const abs = join(dir, d.name);
+      if (this.rules.exclude?.has(abs)) continue;
+      if (!(rel in this.out) && ++this.count > limit) {
+        throw new Error(`${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
+      }
+      const e = this.entry(abs, rel);
+      if (!e) continue;
+      this.out[rel] = e;
+      seen?.push(rel);
+      const o = this.old[rel];
+      if (!o || !identical(o, e)) this.set[rel] = e;
+      if (e.t === 'd' && (deep || o?.t !== 'd')) await this.dir(rel, true);
+    }
+    return 'ok';
+  }
+
+  private entry(abs: string, rel: string): Entry | undefined {
+    let st;
+    try {
+      st = lstatSync(abs);
+    } catch {
+      return undefined; // gone since the listing
+    }
+    const before = this.old[rel];
+    if (st.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = readlinkSync(abs);
+      } catch {
+        return undefined;
+      }
+      if (!before || before.t !== 'l' || before.target !== target) this.dirty = true;
+      return { t: 'l', target };
+    }
+    if (st.isDirectory()) {
+      const mode = st.mode & 0o7777;
+      if (!before || before.t !== 'd' || before.mode !== mode) this.dirty = true;
+      return { t: 'd', mode };
+    }
+    // Sockets, FIFOs and devices are not files a rewind could bring back: left out.
+    if (!st.isFile()) return undefined;
+    const e: FileEntry = { t: 'f', mode: st.mode & 0o7777, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino };
+    // Counted over what this walk reads (a rescan: the changed directories), so a lower bound that stops a
+    // workspace of gigabytes before it is copied.
+    if (st.size <= this.rules.maxFile) this.total += st.size;
+    if (this.rules.maxTotal !== undefined && this.total > this.rules.maxTotal) {
+      throw new Error(`${this.root} holds more than ${this.rules.maxTotal} bytes of files: not checkpointed (name its large directories in checkpoint.skip, or raise checkpoint.max_total, in sandbox.yaml)`);
+    }
+    const p = before?.t === 'f' ? before : undefined;
+    const at = this.oldAt;
+    if (p && at !== undefined && p.size === e.size && p.mtime === e.mtime && p.ctime === e.ctime && p.ino === e.ino && p.mode === e.mode && p.mtime < at && p.ctime < at) {
+      if (p.h) e.h = p.h;
+      if (p.big) e.big = true;
+      return e;
+    }
+    this.dirty = true;
+    if (e.size > this.rules.maxFile) {
+      e.big = true;
+      return e;
+    }
+    const data = readRegular(abs);
+    if (data === undefined) return undefined;
+    e.h = sha256(data);
+    e.size = data.length;
+    this.bytes += this.store.put(e.h, data);
+    this.hashed++;
+    return e;
+  }
+}
+
+/**
+ * One walk of `roots`. `prev` is the last manifest of these roots (the stat cache); contents of new or changed
+ * files go into `store`. With `watch`, every directory walked is watched from here on.
+ */
+export async function scan(roots: string[], rules: ScanRules, store: CheckpointStore, prev: Manifest | undefined, watch?: DirWatch): Promise<ScanResult> {
+  const at = Date.now();
+  const manifest: Manifest = { at, roots: {} };
+  let dirty = !prev || Object.keys(prev.roots).join('\0') !== [...roots].join('\0');
+  let bytes = 0;
+  let hashed = 0;
+  for (const root of roots) {
+    const old = prev?.roots[root] ?? {};
+    const w = new Walker(root, rules, store, old, prev?.at, {}, watch);
+    await w.dir('', true);
+    if (w.dirty || Object.keys(old).length !== Object.keys(w.out).length) dirty = true;
+    bytes += w.bytes;
+    hashed += w.hashed;
+    manifest.roots[root] = w.out;
+  }
+  return { manifest, dirty, bytes, hashed };
+}
+
+/**
+ * `prev` brought up to date by reading again only the directories in `changed` (absolute paths, from a DirWatch
+ * that has watched every directory since `prev` was taken): their entries are compared and stored as a full walk
+ * would, new subdirectories are walked, removed ones dropped with everything below them.
+ */
+export async function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore, changed: Set<string>, watch: DirWatch): Promise<ScanResult> {
+  const manifest: Manifest = { at: Date.now(), roots: {} };
+  const delta: ManifestDelta = { set: {}, del: {} };
+  let dirty = false;
+  let bytes = 0;
+  let hashed = 0;
+  for (const [root, old] of Object.entries(prev.roots)) {
+    const mine = [...changed]
+      .filter((d) => d === root || d.startsWith(`${root}/`))
+      .map((d) => (d === root ? '' : d.slice(root.length + 1)))
+      .sort((a, b) => a.split('/').length - b.split('/').length);
+    if (!mine.length) {
+      manifest.roots[root] = old;
+      continue;
+    }
+    // The previous children of the changed directories, found in one pass.
+    const wanted = new Set(mine);
+    const children = new Map<string, string[]>();
+    for (const k of Object.keys(old)) {
+      const slash = k.lastIndexOf('/');
+      const parent = slash < 0 ? '' : k.slice(0, slash);
+      if (wanted.has(parent)) (children.get(parent) ?? children.set(parent, []).get(parent)!).push(k);
+    }
+    const out: Record<string, Entry> = { ...old };
+    const w = new Walker(root, rules, store, old, prev.at, out, watch);
+    const gone: string[] = [];
+    for (const relDir of mine) {
+      // Gone, or no longer a directory, or skipped: its parent's change says what it became.
+      if (relDir !== '' && out[relDir]?.t !== 'd') continue;
+      // A directory new since prev was walked whole when its parent was read.
+      if (relDir !== '' && old[relDir]?.t !== 'd') continue;
+      const before = children.get(relDir) ?? [];
+      for (const k of before) delete out[k];
+      const seen: string[] = [];
+      const exists = await w.dir(relDir, false, seen);
+      const now = new Set(seen);
+      for (const k of before) {
+        const e = old[k]!;
+        if (now.has(k)) {
+          // A directory that became something else loses its subtree.
+          if (e.t === 'd' && out[k]!.t !== 'd') gone.push(...dropTree(out, k, root, watch));
+          continue;
+        }
+        // A directory the daemon cannot read (a tool made it 000) is kept as it was, not taken for empty.
+        if (exists === 'unreadable') out[k] = e;
+        else {
+          w.dirty = true;
+          gone.push(k);
+          if (e.t === 'd') gone.push(...dropTree(out, k, root, watch));
+        }
+      }
+    }
+    if (Object.keys(w.set).length) w.dirty = true;
+    if (w.dirty) dirty = true;
+    const set: Record<string, Entry> = {};
+    for (const [k, e] of Object.entries(w.set)) if (out[k] === e) set[k] = e;
+    const del = [...new Set(gone)].filter((k) => !(k in out) && k in old);
+    if (Object.keys(set).length) delta.set[root] = set;
+    if (del.length) delta.del[root] = del;
+    bytes += w.bytes;
+    hashed += w.hashed;
+    manifest.roots[root] = out;
+  }
+  return { manifest, dirty, bytes, hashed, delta };
+}
+
+/** Removes everything below `rel`; the paths removed. */
+function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: DirWatch): string[] {
+  const removed: string[] = [];
+  for (const k of Object.keys(out)) {
+    if (!k.startsWith(`${rel}/`)) continue;
+    delete out[k];
+    removed.push(k);
+  }
+  watch.removeTree(join(root, rel));
+  return removed;
+}
+
+/** A regular file's bytes, opened without following a link or blocking on a FIFO swapped in since the listing. */
+function readRegular(abs: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The paths whose entries differ between two manifests, per root, as [root, rel, before, after]. */
+export function changes(a: Manifest | undefined, b: Manifest): Array<[string, string, Entry | undefined, Entry | undefined]> {
+  const out: Array<[string, string, Entry | undefined, Entry | undefined]> = [];
+  const roots = new Set([...Object.keys(a?.roots ?? {}), ...Object.keys(b.roots)]);
+  for (const root of roots) {
+    const x = a?.roots[root] ?? {};
+    const y = b.roots[root] ?? {};
+    for (const rel of new Set([...Object.keys(x), ...Object.keys(y)])) {
+      if (!sameEntry(x[rel], y[rel])) out.push([root, rel, x[rel], y[rel]]);
+    }
+  }
+  return out.sort((p, q) => (p[0] === q[0] ? (p[1] < q[1] ? -1 : 1) : p[0] < q[0] ? -1 : 1));
+}
+
+/** Same content and kind (stat fields aside): what a rewind compares. */
+export function sameEntry(a: Entry | undefined, b: Entry | undefined): boolean {
+  if (!a || !b) return a === b;
+  if (a.t !== b.t) return false;
+  if (a.t === 'l') return a.target === (b as typeof a).target;
+  if (a.t === 'd') return a.mode === (b as typeof a).mode;
+  const f = b as FileEntry;
+  if (a.big || f.big) return !!a.big && !!f.big && a.size === f.size && a.mtime === f.mtime;
+  return a.h === f.h && a.mode === f.mode;
+}

@@ -1,0 +1,66 @@
+/**
+ * Which directories of the roots changed since the last walk, from inotify (fs.watch, one watch per directory),
+ * so that a checkpoint of an unchanged tree walks nothing and one with a few changes re-reads only their
+ * directories. Every change made through a directory — by a tool, a build, the user's editor — is queued by
+ * the kernel at the system call, before the process that made it can exit, so once the round's result has
+ * arrived the events are there to be read.
+ *
+ * Anything that makes the watch incomplete (more directories than the cap, inotify's limits, a watch error)
+ * marks it broken, and the next checkpoint walks everything again.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+
+/** More directories than this are walked each time instead (each watch is one of the user's inotify watches). */
+export const MAX_WATCHED_DIRS = 4096;
+
+export class DirWatch {
+  private readonly watchers = new Map<string, FSWatcher>();
+  private dirty = new Set<string>();
+  broken = false;
+
+  constructor(private readonly max = MAX_WATCHED_DIRS) {}
+
+  /** Starts watching `dir` (absolute); call before reading it, so a change during the read is not missed. */
+  add(dir: string): void {
+    if (this.broken || this.watchers.has(dir)) return;
+    if (this.watchers.size >= this.max) return this.break();
+    try {
+      const w = watch(dir, { persistent: false }, () => this.dirty.add(dir));
+      w.on('error', () => this.break());
+      this.watchers.set(dir, w);
+    } catch {
+      this.break();
+    }
+  }
+
+  /** Stops watching `dir` and everything below it (it was removed, or is now a file or a link). */
+  removeTree(dir: string): void {
+    for (const [d, w] of this.watchers) {
+      if (d === dir || d.startsWith(`${dir}/`)) {
+        w.close();
+        this.watchers.delete(d);
+      }
+    }
+  }
+
+  /** The directories that changed since the last take, after letting the event loop read what the kernel queued. */
+  async take(): Promise<Set<string>> {
+    // Two turns of the loop: the inotify descriptor is read in a poll phase that may come after this one.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 0));
+    await new Promise((r) => setImmediate(r));
+    const d = this.dirty;
+    this.dirty = new Set();
+    return d;
+  }
+
+  private break(): void {
+    this.broken = true;
+    this.close();
+  }
+
+  close(): void {
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+  }
+}
