@@ -2,6 +2,7 @@
  * olliesrv as a whole: the store, the sessions, the event bus and the namespace, served over 9P on a
  * private Unix socket (and TCP when asked). Runs the same under `ollie serve` and inside the Electron app.
  */
+import { EVENTS } from '../formats/olliesrv.js';
 import { homedir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Server, tokenAuth, type Address } from '../ninep/index.js';
@@ -124,8 +125,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           const lease = keeper.lease(sid);
           const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log });
           st.onBypass((e) => {
-            if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
-            else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
+            if (e.kind === 'request') {
+              const topic = `session.${sid}.agent.${e.req.agent}.bypass.request`;
+              bus.publish(topic, EVENTS.payload(topic, { id: e.req.id, cmd: e.req.cmd, cwd: e.req.cwd, tool: e.req.tool }));
+            } else {
+              const topic = `session.${sid}.agent.${e.agent}.bypass.resolved`;
+              bus.publish(topic, EVENTS.payload(topic, { id: e.id, decision: e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied' }));
+            }
           });
           sessionTools.set(sid, st);
           return st;

@@ -68,12 +68,23 @@ export interface LeafHandlers {
   remove?: (ctx: Ctx) => void | Promise<void>;
 }
 
+/**
+ * What a file contains, declared beside its handlers by whoever builds the namespace; `help` prints
+ * its description, and gateways find it on the declared tree.
+ */
+export interface ContentFormat {
+  readonly kind: string;
+  describe(): string;
+}
+
 interface Common {
   /** Permission bits (0o777); derived from the handlers when absent. */
   mode?: number;
   uid?: string;
   gid?: string;
   doc?: string;
+  /** The content's format. */
+  format?: ContentFormat;
   /**
    * Withheld from gateways that re-export the namespace to other protocols (the HTTP gateway): a 9P client sees
    * the file as usual. On a directory it covers everything below.
@@ -170,6 +181,8 @@ export interface DeclaredNode {
   pattern: string;
   mode: number;
   doc?: string;
+  /** The content's format, when declared. */
+  format?: ContentFormat;
   /** Declared internal here or on a directory above. */
   internal: boolean;
   /** What a read does: the leaf's read handler kind, 'list' for directories, undefined for write-only leaves. */
@@ -327,6 +340,7 @@ export class Namespace implements FileServer<Node> {
       const dir = b.spec.kind !== 'leaf';
       const kind = b.spec.kind === 'leaf' ? (b.readKind ?? 'write') : 'dir';
       lines.push(`${modeString((dir ? DMDIR : 0) | b.mode)}  ${(b.pattern + (dir && b.pattern !== '/' ? '/' : '')).padEnd(34)} ${kind.padEnd(10)} ${b.spec.doc ?? ''}`.trimEnd());
+      if (b.spec.format) lines.push(`${' '.repeat(58)}Format: ${b.spec.format.describe()}`);
       for (const c of b.statics.values()) visit(c);
       if (b.each) visit(b.each);
     };
@@ -340,7 +354,7 @@ export class Namespace implements FileServer<Node> {
       const spec = b.spec;
       const internal = inherited || spec.internal === true || b.template?.internal === true;
       const children = [...b.statics.values(), ...(b.each ? [b.each] : [])].map((c) => visit(c, internal));
-      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, internal, children };
+      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, ...(spec.format && { format: spec.format }), internal, children };
       if (spec.kind === 'leaf') {
         const t = b.template;
         return {

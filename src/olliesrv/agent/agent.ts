@@ -4,6 +4,7 @@
  * and go round again until the model answers without calling a tool. One turn at a time; prompts that arrive
  * while a turn runs wait in the queue and run in order after it.
  */
+import { EVENTS } from '../../formats/olliesrv.js';
 import { join, relative } from 'node:path';
 import { ContextOverflowError, RateLimitError } from '../backend/errors.js';
 import { retryDelay } from '../backend/retry.js';
@@ -420,7 +421,7 @@ export class Agent {
       });
       // Before the state: a client that sees `idle` already knows whether the turn failed.
       this.lastTurn = result.error ? 'error' : result.stopped ? 'stopped' : 'ok';
-      this.deps.bus.publish(this.topic('turn'), result.error ? `error ${result.error.replace(/\s+/g, ' ')}` : this.lastTurn);
+      this.deps.bus.publish(this.topic('turn'), EVENTS.payload(this.topic('turn'), { how: this.lastTurn, error: result.error ?? null }));
       this.setState('idle');
     }
     const waiters = this.turnWaiters;

@@ -1,12 +1,15 @@
 /**
- * The agent's `ctl` commands. Writing `cmd args` to ctl and typing `/cmd args` as a prompt are the same thing.
- * Each command returns the text read back from ctl.
+ * What the agent's `ctl` commands do. Their names, arguments and who may give them are declared once
+ * (formats/olliesrv.ts AGENT_CTL, which clients complete from); writing `cmd args` to ctl and typing `/cmd args` as a
+ * prompt are the same thing (fs/spec.ts dispatchAgentCommand). Each command returns the text read back from ctl.
  */
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Agent } from './agent.js';
 import type { AgentDeps } from './deps.js';
 import { renderStats } from './stats.js';
+import { FormatError } from '../../formats/format.js';
+import { AGENT_CTL } from '../../formats/olliesrv.js';
 
 export class CommandError extends Error {
   override name = 'CommandError';
@@ -126,15 +129,19 @@ export const COMMANDS: Record<string, Command> = {
   peerdel: { usage: 'peerdel NAME', run: (a, args, d) => (d.peers.del(a, needArg('peerdel', args)), `peer ${args} removed\n`) },
   peers: { usage: 'peers', run: (a, args, d) => (noArg('peers', args), d.peers.names(a).map((n) => `${n}\n`).join('')) },
   queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), a.queue.map((q, i) => `${i + 1}\t${q.replace(/\n/g, ' ')}\n`).join('')) },
-  help: { usage: 'help', run: () => Object.values(COMMANDS).map((c) => `${c.usage}\n`).join('') },
+  help: { usage: 'help', run: () => AGENT_CTL.commands.map((c) => `${AGENT_CTL.usage(c)}\t${c.help}\n`).join('') },
 };
 
+/** Runs a command as written: read through the declared table (arguments unquoted), then run by this one. */
 export async function runCommand(a: Agent, text: string, deps: AgentDeps): Promise<string> {
-  const t = text.trim();
-  const sp = t.search(/\s/);
-  const cmd = sp === -1 ? t : t.slice(0, sp);
-  const args = sp === -1 ? '' : t.slice(sp).trim();
-  const c = COMMANDS[cmd];
-  if (!c) throw new CommandError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(COMMANDS).join(', ')}`);
-  return c.run(a, args, deps);
+  let parsed;
+  try {
+    parsed = AGENT_CTL.parse(text);
+  } catch (e) {
+    if (e instanceof FormatError) throw new CommandError(e.message);
+    throw e;
+  }
+  const c = COMMANDS[parsed.name];
+  if (!c) throw new CommandError(`command ${parsed.name} is declared but this daemon has no handler for it`);
+  return c.run(a, parsed.args[0] ?? '', deps);
 }

@@ -4,6 +4,7 @@
  * alone. The rules here only say who; what an allowed principal may ask for inside a request (an agent's
  * agent/new, its ctl commands) is checked by the handlers with the helpers at the end.
  */
+import { AGENT_CTL } from '../../formats/olliesrv.js';
 import type { Access, AccessOp, Ctx } from '../../ninep/index.js';
 import type { Agent } from '../agent/agent.js';
 import type { Agents } from '../session/agents.js';
@@ -106,10 +107,11 @@ export function onAgent(s: Scope, rules: { session?: readonly AccessOp[]; agent:
 /**
  * The agent commands (ctl, and /cmd typed as a prompt) an agent may give itself or its sub-agents: the ones that
  * neither widen what it may do (cwd, profile, backend, model, peers) nor reach beyond it. Without arguments, the
- * read-only forms of the others are allowed (`cwd` prints the working directory).
+ * read-only forms of the others are allowed (`cwd` prints the working directory). Which is which is declared with
+ * the command table (formats/olliesrv.ts AGENT_CTL: agent always, bare or never).
  */
-const AGENT_COMMANDS = new Set(['stop', 'compact', 'help', 'tools', 'skills', 'tool_load', 'context', 'usage', 'queue', 'peers', 'systemprompt', 'inject']);
-const READ_FORMS = new Set(['cwd', 'agent', 'model', 'backend', 'name', 'models']);
+const AGENT_COMMANDS = new Set(AGENT_CTL.commands.filter((c) => c.agent === 'always').map((c) => c.name));
+const READ_FORMS = new Set(AGENT_CTL.commands.filter((c) => c.agent === 'bare').map((c) => c.name));
 
 /** Throws the refusal when principal `p` may not run `command` (as written to ctl) on an agent. */
 export function checkAgentCommand(p: Principal | undefined, command: string): string | undefined {
