@@ -18,7 +18,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { userInfo } from 'node:os';
 import { Client, DMDIR, modeString, OREAD, ORDWR, type DeclaredNode, type Server } from '../ninep/index.js';
-import { lineFormat, OLLIESRV_FORMATS, render, renderLine, type Format } from './formats.js';
+import { formatsOf, lineFormat, render, renderLine, type Format } from './formats.js';
 import { openApi } from './openapi.js';
 import { channelPair } from './pair.js';
 
@@ -31,7 +31,7 @@ export interface HttpGatewayOptions {
   token?: string;
   /** The 9P user the gateway attaches as; the daemon's owner by default. */
   uname?: string;
-  /** JSON formats by declared pattern; olliesrv's by default. */
+  /** JSON formats by declared pattern; by default the ones declared on the namespace's files. */
   formats?: Readonly<Record<string, Format>>;
 }
 
@@ -110,7 +110,7 @@ export async function startHttpGateway(opts: HttpGatewayOptions): Promise<HttpGa
   const fs = opts.server.options.fs as { declared?: () => DeclaredNode };
   if (typeof fs.declared !== 'function') throw new Error('the HTTP gateway needs a server whose file server is a declared Namespace');
   const tree = fs.declared();
-  const formats = opts.formats ?? OLLIESRV_FORMATS;
+  const formats = opts.formats ?? formatsOf(tree);
   const token = opts.token ?? randomBytes(32).toString('hex');
   const [mine, theirs] = channelPair();
   // The gateway checked the caller's token itself: its channel is the owner's (olliesrv's 'local' origin).
