@@ -39,7 +39,7 @@ export function Prompt() {
     if (t.startsWith('/')) {
       // `/cmd` typed as a prompt is the same as writing `cmd` to ctl (issue 3 §3).
       const command = t.split(/\s/)[0]!;
-      const out = await act(command, () => ollie.agentCtl(session, agent, t.slice(1)));
+      const out = await act(command, () => ollie.agentCommand(session, agent, t.slice(1)));
       if (out !== undefined) setReply({ command: t, text: out.trimEnd() || `${command} done` });
       return;
     }
@@ -143,7 +143,7 @@ export function Prompt() {
           <button type="button" className="primary" onClick={() => void send()} disabled={!text.trim()}>
             {busy ? 'Queue' : 'Send'}
           </button>
-          <button type="button" onClick={() => void act('inject', () => ollie.agentCtl(session, agent, `inject ${text.trim()}`)).then((r) => r !== undefined && setText(''))} disabled={!busy || !text.trim()} title="Add this text to the running turn">
+          <button type="button" onClick={() => void act('inject', () => ollie.agentCtl(session, agent, 'inject', text.trim())).then((r) => r !== undefined && setText(''))} disabled={!busy || !text.trim()} title="Add this text to the running turn">
             Inject
           </button>
           <button type="button" className="danger" onClick={() => void act('stop', () => ollie.agentCtl(session, agent, 'stop'))} disabled={!busy} title="Stop the turn (Ctrl+.)">

@@ -9,10 +9,11 @@ import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
 import { appendEntry, loadConsole, saveConsole } from './consolelog.js';
 import {
-  maskKeys, parseAgentIdx, parseBackends, parseEndedIdx, parseBypassRules, parseCheckedModels, parseEvent, parseKv, parsePending, parseProcIdx, parseProviders, parseSearch, parseSessionIdx, setupRequest, treeOrder, unmaskKeys,
+  agentCommandLine, maskKeys, parseAgentIdx, parseBackends, parseEndedIdx, parseBypassRules, parseCheckedModels, parseEvent, parseKv, parsePending, parseProcIdx, parseProviders, parseSearch, parseSessionIdx, setupRequest, treeOrder, unmaskKeys,
   type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type ProviderInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
+import { AGENT_CTL, AGENT_NEW, CFG, PROC_CTL, PROC_STAT, SESSION_CTL, SESSION_NEW, STATS } from '../../../formats/olliesrv.js';
 
 export type Dialog =
   | { kind: 'new-session' }
@@ -284,25 +285,24 @@ class Controller {
         return;
       }
       case 'state':
-        return this.onState(sid, aid, e.payload.trim());
+        return this.onState(sid, aid, e.fields.state ?? e.payload.trim());
       case 'turn': {
         // Sent just before the state goes idle: the tree's dot then says whether the turn failed.
-        const last = e.payload.trim().split(' ')[0] || '-';
+        const last = e.fields.how || '-';
         set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, last } : a)) } }));
         return;
       }
       case 'bypass.request': {
-        const [id = '', cmd = '', cwd = ''] = e.payload.split('\t');
+        const { id, cmd = '', cwd = '', tool } = e.fields;
         if (!id) return;
-        set((s) => ({ pending: { ...s.pending, [id]: { id, session: sid, agent: aid, cmd, cwd } } }));
+        set((s) => ({ pending: { ...s.pending, [id]: { id, session: sid, agent: aid, cmd: cmd ?? '', cwd: cwd ?? '', ...(tool && { tool }) } } }));
         if (!get().approving) set({ approving: id });
-        // The event carries id, command and cwd; the pending file adds the tool and the sandbox's reason.
+        // The event carries id, command, cwd and tool; the pending file adds the sandbox's reason and the rule.
         await this.reloadPending(sid);
         return;
       }
       case 'bypass.resolved': {
-        const [id = ''] = e.payload.split('\t');
-        this.dropPending(id);
+        this.dropPending(e.fields.id ?? '');
         return;
       }
       default:
@@ -490,14 +490,15 @@ class Controller {
     if (!api || !session || !agent || isEnded(session, agent)) return;
     const base = agentPath(session, agent);
     const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, ''), this.reloadQueue(session, agent)]);
-    if (get().selected.agent === agent) set({ stats: parseKv(stats), cfg: parseKv(cfg) });
+    if (get().selected.agent === agent) set({ stats: parseKv(STATS, stats), cfg: parseKv(CFG, cfg) });
   }
 
   // Actions. Each is one file operation (or a few), visible in the 9P console.
 
   async createSession(fields: { name?: string; cwd?: string }): Promise<string> {
-    const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
-    const name = (await this.need().rdwr('session/new', `${req}\n`)).trim();
+    // Quoted by the declaration: a cwd with spaces is one value.
+    const req = SESSION_NEW.format(Object.fromEntries(Object.entries(fields).filter(([, v]) => v)));
+    const name = (await this.need().rdwr('session/new', req)).trim();
     await this.reloadSessions();
     const s = Object.values(get().sessions).find((x) => x.name === name);
     if (s) this.select({ session: s.id });
@@ -505,8 +506,8 @@ class Controller {
   }
 
   async createAgent(sid: string, fields: Record<string, string>): Promise<string> {
-    const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
-    const name = (await this.need().rdwr(`${sessionPath(sid)}/agent/new`, `${req}\n`)).trim();
+    const req = AGENT_NEW.format(Object.fromEntries(Object.entries(fields).filter(([, v]) => v)));
+    const name = (await this.need().rdwr(`${sessionPath(sid)}/agent/new`, req)).trim();
     await this.reloadAgents(sid);
     const a = get().agents[sid]?.find((x) => x.name === name || x.id === name);
     if (a) this.select({ session: sid, agent: a.id });
@@ -534,12 +535,19 @@ class Controller {
     await this.reloadAgents(sid);
   }
 
-  sessionCtl(sid: string, cmd: string): Promise<string> {
-    return this.need().rdwr(`${sessionPath(sid)}/ctl`, `${cmd}\n`);
+  /** A session command with its arguments, quoted by the declared table. */
+  sessionCtl(sid: string, cmd: string, ...args: string[]): Promise<string> {
+    return this.need().rdwr(`${sessionPath(sid)}/ctl`, `${SESSION_CTL.format(cmd, args)}\n`);
   }
 
-  agentCtl(sid: string, aid: string, cmd: string): Promise<string> {
-    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${cmd}\n`);
+  /** An agent command with its arguments, quoted by the declared table (`inject` text, a cwd with spaces). */
+  agentCtl(sid: string, aid: string, cmd: string, ...args: string[]): Promise<string> {
+    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${AGENT_CTL.format(cmd, args)}\n`);
+  }
+
+  /** A `/command` line as a person typed it, checked and quoted through the declared table (agentCommandLine). */
+  async agentCommand(sid: string, aid: string, typed: string): Promise<string> {
+    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${agentCommandLine(typed)}\n`);
   }
 
   /** Kills an agent: removing its directory (`rm`), as from a shell. */
@@ -625,12 +633,12 @@ class Controller {
 
   /** Sizes a tty process's terminal to the view (`resize COLS ROWS` to its ctl; the list is not re-read). */
   async procResize(sid: string, aid: string, pid: number, cols: number, rows: number): Promise<void> {
-    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `resize ${cols} ${rows}\n`);
+    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${PROC_CTL.format('resize', [String(cols), String(rows)])}\n`);
   }
 
   /** `term`, `kill`, `signal N` or `dismiss`, written to the process's ctl. */
-  async procCtl(sid: string, aid: string, pid: number, cmd: string): Promise<void> {
-    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${cmd}\n`);
+  async procCtl(sid: string, aid: string, pid: number, cmd: string, ...args: string[]): Promise<void> {
+    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${PROC_CTL.format(cmd, args)}\n`);
     await this.reloadProcs(sid, aid);
   }
 
