@@ -55,6 +55,19 @@ export class Commands implements DeclaredFormat {
     return [name, ...args.map(quoteWord)].join(' ');
   }
 
+  /**
+   * A command line from a shell's argv (`o ctl inject fix the tests`): words beyond the declared arguments join
+   * the last one, as the daemon reads an unquoted last argument.
+   */
+  fromArgv(words: readonly string[]): string {
+    const [name = '', ...rest] = words;
+    const c = this.get(name);
+    if (!c) throw new FormatError(`unknown command ${JSON.stringify(name)}; known commands: ${this.names().join(', ')}`);
+    const n = c.args.length;
+    const args = n > 0 && rest.length > n ? [...rest.slice(0, n - 1), rest.slice(n - 1).join(' ')] : rest;
+    return this.format(name, args);
+  }
+
   private check(c: CommandDecl, args: readonly string[]): void {
     if (args.length > c.args.length) throw new FormatError(c.args.length ? `usage: ${this.usage(c)}` : `${c.name} takes no arguments`);
     const need = c.args.filter((a) => !a.optional).length;
