@@ -19,6 +19,7 @@ export type AnyFormat =
   | import('./simple.js').Lines
   | import('./simple.js').Status
   | import('./simple.js').Text
+  | import('./simple.js').OneLine
   | import('./env.js').EnvLines
   | import('./events.js').Events
   | import('./commands.js').Commands;

@@ -9,7 +9,7 @@ import { Events } from './events.js';
 import type { DeclaredFormat, Field } from './format.js';
 import { KeyValues } from './keyvalues.js';
 import { Records } from './records.js';
-import { Json, JsonLines, Lines, Status, Text } from './simple.js';
+import { Json, JsonLines, Lines, OneLine, Status, Text } from './simple.js';
 
 const f = (name: string, doc?: string, more: Partial<Field> = {}): Field => ({ name, ...(doc && { doc }), ...more });
 const opt = (name: string, doc?: string, more: Partial<Field> = {}): Field => f(name, doc, { optional: true, ...more });
@@ -58,7 +58,7 @@ export const BLOCK = new Json('one chat log block');
 export const QUEUE = new Json('the queued prompts, an array of strings');
 export const GOAL_STATUS = new Status(['running', 'complete', 'blocked', 'error'], 'a summary');
 export const TEXT = (doc: string): Text => new Text(doc);
-export const VALUE = (doc: string): Lines => new Lines(doc);
+export const VALUE = (doc: string): OneLine => new OneLine(doc);
 
 const p1 = (name: string): Records => new Records(name, [f(name)]);
 const none = new Records('none', []);

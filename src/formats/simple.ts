@@ -106,3 +106,19 @@ export class Text implements DeclaredFormat {
     return `text: ${this.doc}`;
   }
 }
+
+/** One value on one line (an id, a name, a state): the gateway serves it as text. */
+export class OneLine implements DeclaredFormat {
+  readonly kind = 'value';
+  constructor(readonly doc: string) {}
+  format(v: string): string {
+    if (v.includes('\n')) throw new FormatError(`a one-line value holds a newline: ${JSON.stringify(v)}`);
+    return `${v}\n`;
+  }
+  parse(text: string): string {
+    return text.replace(/\n$/, '');
+  }
+  describe(): string {
+    return `one line: ${this.doc}`;
+  }
+}

@@ -77,6 +77,8 @@ export interface ContentFormat {
   describe(): string;
 }
 
+const HELP_FORMAT: ContentFormat = { kind: 'text', describe: () => 'text: one line per file (mode, path pattern, what a read does, doc), its format below it' };
+
 interface Common {
   /** Permission bits (0o777); derived from the handlers when absent. */
   mode?: number;
@@ -257,7 +259,7 @@ function hash64(s: string): bigint {
 export function build(root: DirSpec, opts: BuildOptions): Namespace {
   const problems: string[] = [];
   const withHelp: DirSpec = opts.help
-    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', read: () => ns.help(), access: () => undefined })] }
+    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', format: HELP_FORMAT, read: () => ns.help(), access: () => undefined })] }
     : root;
   const top = compile(withHelp, '', { uid: opts.uid, gid: opts.gid ?? opts.uid, access: opts.access }, new Set(), problems);
   if (problems.length) throw new NamespaceError(`invalid namespace:\n  ${problems.join('\n  ')}`);

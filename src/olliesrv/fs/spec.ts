@@ -658,7 +658,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                     blockOnce: async (ctx, signal) => {
                       const h = await ag(ctx).procHost();
                       if (!h.wait) throw new NinepError('this toolsrv connection cannot wait for procs');
-                      return F.VALUE('').format([String(await h.wait(Number(ctx.params.pid), signal))]);
+                      return `${await h.wait(Number(ctx.params.pid), signal)}\n`;
                     },
                   }),
                   // No access rule: the owner only. An agent must not type into processes (its own included): its

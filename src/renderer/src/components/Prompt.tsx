@@ -5,7 +5,7 @@
  * `stop` to ctl; Inject adds the text to the running turn.
  */
 import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
-import { CTL_COMMANDS } from '../lib/parse.js';
+import { ctlCompletions } from '../lib/parse.js';
 import { act, agentKey, ollie, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
 
@@ -26,7 +26,7 @@ export function Prompt() {
   const completions = useMemo(() => {
     const m = /^\/(\w*)$/.exec(text);
     if (!m) return [];
-    return CTL_COMMANDS.filter((c) => c.name.startsWith(m[1]!));
+    return ctlCompletions(m[1]!);
   }, [text]);
 
   // An ended agent's log is a record: nothing to send it.
@@ -123,7 +123,7 @@ export function Prompt() {
         <ul className="completions" role="listbox" aria-label="Commands">
           {completions.map((c, i) => (
             <li key={c.name} role="option" aria-selected={i === pick} className={i === pick ? 'picked' : ''} onMouseDown={(e) => (e.preventDefault(), setText(`/${c.name} `), box.current?.focus())}>
-              <b>/{c.name}</b> <span>{c.help}</span>
+              <b>/{c.usage}</b> <span>{c.help}</span>
             </li>
           ))}
         </ul>

@@ -215,8 +215,10 @@ export function parseKv(decl: KeyValues, text: string): Record<string, string> {
   }
 }
 
-/** The ctl commands of an agent, for `/` completion: the daemon's own table (AGENT_CTL), so none is missing. */
-export const CTL_COMMANDS: { name: string; help: string; usage: string }[] = AGENT_CTL.commands.map((c) => ({ name: c.name, help: c.help, usage: AGENT_CTL.usage(c) }));
+/** The agent commands starting with `prefix`, for `/` completion: the daemon's own table (AGENT_CTL), so none is missing. */
+export function ctlCompletions(prefix: string): { name: string; help: string; usage: string }[] {
+  return AGENT_CTL.commands.filter((c) => c.name.startsWith(prefix)).map((c) => ({ name: c.name, help: c.help, usage: AGENT_CTL.usage(c) }));
+}
 
 /**
  * A `/command` line as typed, checked against the declared table and quoted as the daemon reads it; an unknown
