@@ -77,7 +77,12 @@ export interface ContentFormat {
   describe(): string;
 }
 
-const HELP_FORMAT: ContentFormat = { kind: 'text', describe: () => 'text: one line per file (mode, path pattern, what a read does, doc), its format below it' };
+const HELP_FORMAT: ContentFormat & { format(v: string): string; parse(t: string): string } = {
+  kind: 'text',
+  describe: () => 'text: one line per file (mode, path pattern, what a read does, doc), its format below it',
+  format: (v) => v,
+  parse: (t) => t,
+};
 
 interface Common {
   /** Permission bits (0o777); derived from the handlers when absent. */
