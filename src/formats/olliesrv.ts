@@ -6,7 +6,7 @@
 import { Commands, type CommandDecl } from './commands.js';
 import { EnvLines } from './env.js';
 import { Events } from './events.js';
-import type { DeclaredFormat, Field } from './format.js';
+import type { Field } from './format.js';
 import { KeyValues } from './keyvalues.js';
 import { Records } from './records.js';
 import { Json, JsonLines, Lines, OneLine, Status, Text } from './simple.js';

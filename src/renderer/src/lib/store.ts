@@ -13,7 +13,7 @@ import {
   type AgentInfo, type BackendInfo, type BypassRule, type Event, type Pending, type ProcInfo, type ProviderInfo, type SearchHit, type SessionInfo,
 } from './parse.js';
 import { openChannel } from './transport.js';
-import { AGENT_CTL, AGENT_NEW, CFG, PROC_CTL, PROC_STAT, SESSION_CTL, SESSION_NEW, STATS } from '../../../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_NEW, CFG, PROC_CTL, SESSION_CTL, SESSION_NEW, STATS } from '../../../formats/olliesrv.js';
 
 export type Dialog =
   | { kind: 'new-session' }
