@@ -1,9 +1,10 @@
 /**
- * A scripted olliesrv for the renderer's e2e tests: the namespace of issue 3 §2 (sessions, agents, log.raw,
- * log.from,
- * state, stats, cfg, ctl, prompt, bypass, event) with no LLM behind it. The test decides what each agent
- * "does" — blocks, partial chunks, state changes, sub-agents, approval requests — so that the UI can be
- * checked block by block. The real daemon with the mock LLM is exercised by agents.test.ts.
+ * A scripted olliesrv for the renderer's chat test (e2e/chat.test.ts) and `bench/gui.mjs --fake`: the namespace's
+ * session and agent files with no LLM behind it. The test decides what each agent "does" — blocks, partial chunks,
+ * any state at any moment (compacting, paused), sub-agents, a turn that stays open until told — so that the UI can
+ * be checked step by step. Every file and event payload it serves is written and read through olliesrv's own
+ * declarations (src/formats/olliesrv.ts), so it cannot drift from the daemon's formats. Everything else (approvals,
+ * the tray watcher, the large chat, the whole flow) runs against the real daemon.
  */
 import { Dir, Each, Leaf, NinepError, Server, build } from '../src/ninep/index.js';
 import { compileFilter, EventBus } from '../src/olliesrv/event/bus.js';
