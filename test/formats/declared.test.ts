@@ -13,6 +13,7 @@ import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
 import { ctlCompletions } from '../../src/renderer/src/lib/parse.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
 import { declaredLeaves, declaredTree } from './declared.js';
+import { olliesrvNamespace, type Olliesrv } from '../../src/olliesrv/fs/spec.js';
 
 describe('which files declare a format', () => {
   it('lists the files without one; a file whose content the daemon generates (anything readable) must have one', () => {
@@ -23,8 +24,14 @@ describe('which files declare a format', () => {
   });
 
   it('help prints each file\'s format under it', () => {
-    const ns = declaredTree();
-    expect(ns.children.find((c) => c.name === 'help')?.format).toBeDefined();
+    const help = olliesrvNamespace({} as Olliesrv, 'owner').help();
+    const lines = help.split('\n');
+    for (const l of declaredLeaves()) {
+      const at = lines.findIndex((x) => x.includes(` ${l.pattern} `));
+      expect(at, l.pattern).toBeGreaterThanOrEqual(0);
+      expect(lines[at + 1]!.trim(), l.pattern).toBe(`Format: ${l.format!.describe()}`);
+    }
+    expect(help).toContain('Format: tab-separated records, one a line (\\t \\n \\\\ escaped): id; name; paused (boolean); connected (boolean): 1 while a tool server serves it; remote (- for none): none for this machine; cwd.');
   });
 });
 
