@@ -14,7 +14,7 @@ import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
 import { escapeField, type KeyValues } from '../formats/index.js';
-import { AGENT_CTL, AGENT_NEW, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_NEW, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
 import { agentNameOf, agentRows, pendingRequests, sessionNameOf, sessionRows, type Pending } from './o-read.js';
 
 interface Globals {
@@ -338,9 +338,8 @@ program.command('prompt').description('send a prompt to the agent and print its 
       // Whether the running turn is ours is the agent's to say, not the log's: our prompt's block appears only
       // once its turn has set up (tools loaded), and the turn is ours from the moment the prompt left the queue.
       if (sent && !nextTurn) {
-        const flat = text.replace(/\n/g, ' ');
         const queued = await x.c.rdwrText(`${path}/ctl`, 'queue').then(
-          (q) => q.split('\n').some((l) => l.slice(l.indexOf('\t') + 1) === flat),
+          (q) => QUEUE_LIST.parse(q).some((r) => r.prompt === text),
           () => false,
         );
         const nl = atLineStart ? '' : '\n';

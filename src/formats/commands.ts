@@ -21,6 +21,8 @@ export interface CommandDecl {
   readonly help: string;
   /** Only on agent commands. */
   readonly agent?: AgentRule;
+  /** What the command answers, when it is more than a line of text. */
+  readonly reply?: DeclaredFormat;
 }
 
 export interface ParsedCommand {
@@ -101,7 +103,10 @@ export class Commands implements DeclaredFormat {
   }
 
   describe(): string {
-    return `commands, arguments as shell words: ${this.commands.map((c) => this.usage(c)).join('; ')}.`;
+    return `commands, arguments as shell words: ${this.commands.map((c) => this.usage(c)).join('; ')}.${this.commands
+      .filter((c) => c.reply)
+      .map((c) => ` ${c.name} answers ${c.reply!.describe()}`)
+      .join('')}`;
   }
 }
 

@@ -82,7 +82,17 @@ export const EVENTS = new Events([
   { topic: 'ollie.overflow', payload: none },
 ]);
 
-const cmd = (name: string, help: string, args: CommandDecl['args'] = [], agent?: CommandDecl['agent']): CommandDecl => ({ name, args, help, ...(agent && { agent }) });
+const cmd = (name: string, help: string, args: CommandDecl['args'] = [], agent?: CommandDecl['agent'], reply?: CommandDecl['reply']): CommandDecl => ({ name, args, help, ...(agent && { agent }), ...(reply && { reply }) });
+
+/** Replies of agent commands. */
+export const TOOL_LIST = new Records('tools', [f('name'), f('scope', 'read, write or global'), f('description', 'its first line')]);
+export const MODEL_LIST = new Records('models', [f('model'), opt('context', 'the context length', { type: 'integer' })]);
+export const QUEUE_LIST = new Records('queue', [int('n', 'its place, from 1'), f('prompt')]);
+export const COMMAND_LIST = new Records('help', [f('usage'), f('help')]);
+export const CONTEXT = new KeyValues('context', [
+  int('messages'), int('epoch'), int('estimate', 'the next request'), int('length', 'the window'), n('percent'),
+  int('system'), int('tools'), int('history'), int('skills'), int('attachments'),
+]);
 const a = (name: string, optional = false) => ({ name, ...(optional && { optional }) });
 
 /** An agent's ctl, and `/cmd` typed as its prompt. `agent` says what agents may give themselves and their sub-agents. */
@@ -94,21 +104,21 @@ export const AGENT_CTL = new Commands('agent ctl', [
   cmd('inject', 'add text to the running turn', [a('TEXT')], 'always'),
   cmd('agent', 'show or switch the profile (history cleared)', [a('PROFILE', true)], 'bare'),
   cmd('model', 'show or switch the model', [a('NAME', true)], 'bare'),
-  cmd('models', 'list the backend\'s models', [], 'bare'),
+  cmd('models', 'list the backend\'s models', [], 'bare', MODEL_LIST),
   cmd('backend', 'show or switch the backend', [a('NAME', true)], 'bare'),
-  cmd('tools', 'list loaded tools', [], 'always'),
+  cmd('tools', 'list loaded tools', [], 'always', TOOL_LIST),
   cmd('skills', 'list skills, or show one', [a('NAME', true)], 'always'),
   cmd('tool_load', 'load a tool', [a('NAME')], 'always'),
   cmd('cwd', 'show or change the working directory', [a('PATH', true)], 'bare'),
   cmd('name', 'show or change the agent\'s name', [a('NEWNAME', true)], 'bare'),
   cmd('systemprompt', 'show the system prompt', [], 'always'),
-  cmd('context', 'show the context and its parts', [], 'always'),
-  cmd('usage', 'token usage and cost', [], 'always'),
+  cmd('context', 'show the context and its parts', [], 'always', CONTEXT),
+  cmd('usage', 'token usage and cost', [], 'always', STATS),
   cmd('peeradd', 'link a peer agent', [a('NAME')], 'never'),
   cmd('peerdel', 'unlink a peer agent', [a('NAME')], 'never'),
   cmd('peers', 'list peers', [], 'always'),
-  cmd('queue', 'list queued prompts', [], 'always'),
-  cmd('help', 'list the commands', [], 'always'),
+  cmd('queue', 'list queued prompts', [], 'always', QUEUE_LIST),
+  cmd('help', 'list the commands', [], 'always', COMMAND_LIST),
 ]);
 
 export const SESSION_CTL = new Commands('session ctl', [

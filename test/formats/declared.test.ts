@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Records, KeyValues, type AnyFormat } from '../../src/formats/index.js';
-import { AGENT_CTL, EVENTS } from '../../src/formats/olliesrv.js';
+import { AGENT_CTL, COMMAND_LIST, EVENTS } from '../../src/formats/olliesrv.js';
 import { formatsOf, render, renderLine } from '../../src/gateway/formats.js';
 import { openApi } from '../../src/gateway/openapi.js';
 import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
@@ -125,7 +125,7 @@ describe('against the real daemon', () => {
   it('the GUI\'s /command completion is the daemon\'s command table: every command help lists, none more', async () => {
     const a = await h.agent();
     const help = await h.c.rdwrText(`${a.path}/ctl`, 'help');
-    const daemon = help.trim().split('\n').map((l) => l.split(/[\s\t]/)[0]);
+    const daemon = COMMAND_LIST.parse(help).map((r) => r.usage!.split(' ')[0]);
     expect(ctlCompletions('').map((c) => c.name)).toEqual(daemon);
     expect(daemon).toHaveLength(AGENT_CTL.commands.length);
     expect(ctlCompletions('pe').map((c) => c.name)).toEqual(['peeradd', 'peerdel', 'peers']);

@@ -63,6 +63,8 @@ function checkCommands(f: Commands): void {
     if (c.args.length === 1) expect(f.parse(`${c.name}   free text, don't "quote" \\ it  \n`)).toEqual({ name: c.name, args: [`free text, don't "quote" \\ it`] });
   }
   expect(() => f.parse('no-such-command')).toThrow(/unknown command "no-such-command"; known commands: /);
+  // What the commands answer is declared too, and round-trips the same way.
+  for (const c of f.commands) if (c.reply) check(c.reply as AnyFormat);
 }
 
 function checkEvents(f: Events): void {

@@ -9,7 +9,7 @@ import type { Agent } from './agent.js';
 import type { AgentDeps } from './deps.js';
 import { renderStats } from './stats.js';
 import { FormatError } from '../../formats/format.js';
-import { AGENT_CTL } from '../../formats/olliesrv.js';
+import { AGENT_CTL, COMMAND_LIST, CONTEXT, MODEL_LIST, QUEUE_LIST, TOOL_LIST } from '../../formats/olliesrv.js';
 
 export class CommandError extends Error {
   override name = 'CommandError';
@@ -60,7 +60,7 @@ export const COMMANDS: Record<string, Command> = {
     run: async (a, args) => {
       noArg('models', args);
       const list = await a.backend().models();
-      return list.map((m) => `${m.id}${m.contextLength ? `\t${m.contextLength}` : ''}\n`).join('');
+      return MODEL_LIST.format(list.map((m) => ({ model: m.id, context: m.contextLength || null })));
     },
   },
   backend: {
@@ -80,7 +80,7 @@ export const COMMANDS: Record<string, Command> = {
     run: async (a, args) => {
       noArg('tools', args);
       const tools = await a.tools();
-      return tools.length ? tools.map((t) => `${t.name}\t${t.scope}\t${t.description.split('\n')[0]}\n`).join('') : 'no tools loaded\n';
+      return TOOL_LIST.format(tools.map((t) => ({ name: t.name, scope: t.scope, description: t.description.split('\n')[0] ?? '' })));
     },
   },
   skills: {
@@ -118,18 +118,18 @@ export const COMMANDS: Record<string, Command> = {
       const len = await a.contextLength();
       const est = a.contextEstimate();
       const p = a.stats.context!;
-      return (
-        `messages=${a.history.length}\nepoch=${a.history.epoch}\nestimate=${est}\nlength=${len}\npercent=${((100 * est) / len).toFixed(1)}\n` +
-        `system=${p.system}\ntools=${p.tools}\nhistory=${p.history}\nskills=${p.skills}\nattachments=${p.attachments}\n`
-      );
+      return CONTEXT.format({
+        messages: a.history.length, epoch: a.history.epoch, estimate: est, length: len, percent: ((100 * est) / len).toFixed(1),
+        system: p.system, tools: p.tools, history: p.history, skills: p.skills, attachments: p.attachments,
+      });
     },
   },
   usage: { usage: 'usage', run: async (a, args) => (noArg('usage', args), renderStats(a.stats, a.contextEstimate(), await a.contextLength())) },
   peeradd: { usage: 'peeradd NAME', run: (a, args, d) => (d.peers.add(a, needArg('peeradd', args)), `peer ${args} added\n`) },
   peerdel: { usage: 'peerdel NAME', run: (a, args, d) => (d.peers.del(a, needArg('peerdel', args)), `peer ${args} removed\n`) },
   peers: { usage: 'peers', run: (a, args, d) => (noArg('peers', args), d.peers.names(a).map((n) => `${n}\n`).join('')) },
-  queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), a.queue.map((q, i) => `${i + 1}\t${q.replace(/\n/g, ' ')}\n`).join('')) },
-  help: { usage: 'help', run: () => AGENT_CTL.commands.map((c) => `${AGENT_CTL.usage(c)}\t${c.help}\n`).join('') },
+  queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), QUEUE_LIST.format(a.queue.map((prompt, i) => ({ n: i + 1, prompt })))) },
+  help: { usage: 'help', run: () => COMMAND_LIST.format(AGENT_CTL.commands.map((c) => ({ usage: AGENT_CTL.usage(c), help: c.help }))) },
 };
 
 /** Runs a command as written: read through the declared table (arguments unquoted), then run by this one. */
