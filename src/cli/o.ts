@@ -14,7 +14,7 @@ import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
 import { escapeField, type KeyValues } from '../formats/index.js';
-import { AGENT_CTL, AGENT_NEW, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_NEW, GOAL_STATUS, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
 import { agentNameOf, agentRows, pendingRequests, sessionNameOf, sessionRows, type Pending } from './o-read.js';
 
 interface Globals {
@@ -392,7 +392,7 @@ program.command('ctl').description('write a command to the agent\'s ctl (stop, c
 
 // ---- goals -------------------------------------------------------------------------------------------------
 
-const state = (status: string): string => status.trim().split(/\s/, 1)[0] ?? '';
+const state = (status: string): string => GOAL_STATUS.parse(status).status.split(/\s/, 1)[0] ?? '';
 
 program.command('goal').description('`o goal TEXT…` sets the session goal (starting its workflow); `o goal wait` waits for the verdict and prints it (exit 0 when complete); `o goal` prints the status')
   .argument('[words...]')
