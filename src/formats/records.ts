@@ -56,6 +56,18 @@ export class Records implements DeclaredFormat {
     return out;
   }
 
+  /** The records of `text` that parse as declared, a line that does not left out (a client shows the rest). */
+  parseValid(text: string): Row[] {
+    return text.split('\n').flatMap((l) => {
+      if (!l.trim()) return [];
+      try {
+        return [this.parseRow(l)];
+      } catch {
+        return [];
+      }
+    });
+  }
+
   describe(): string {
     return `tab-separated records, one a line (\\t \\n \\\\ escaped): ${this.columns.map(describeField).join('; ')}.${this.doc ? ` ${this.doc}` : ''}`;
   }

@@ -31,17 +31,7 @@ export interface WatcherEvents {
 // The bypass file's escaping is declared with its format (src/formats), shared by every client.
 export { unescapeField };
 
-/** The records of `text` that parse as declared (a line that does not is left out, not the whole file). */
-function rowsOf(decl: Records, text: string): Row[] {
-  return text.split('\n').flatMap((l) => {
-    if (!l.trim()) return [];
-    try {
-      return [decl.parseRow(l)];
-    } catch {
-      return [];
-    }
-  });
-}
+const rowsOf = (decl: Records, text: string): Row[] => decl.parseValid(text);
 
 /** A command a person can read in one menu line: newlines and invisible characters as marks, nothing dropped. */
 export function visible(cmd: string): string {

@@ -4,14 +4,13 @@
  * daemon's command table.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Records, KeyValues, type AnyFormat } from '../../src/formats/index.js';
 import { AGENT_CTL, COMMAND_LIST, EVENTS } from '../../src/formats/olliesrv.js';
 import { formatsOf, render, renderLine } from '../../src/gateway/formats.js';
 import { openApi } from '../../src/gateway/openapi.js';
-import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
 import { ctlCompletions } from '../../src/renderer/src/lib/parse.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { withGateway } from './gateway-harness.js';
 import { declaredLeaves, declaredTree } from './declared.js';
 import { olliesrvNamespace, type Olliesrv } from '../../src/olliesrv/fs/spec.js';
 
@@ -78,23 +77,12 @@ describe('the gateway\'s JSON: one key per column of the file it renders', () =>
 });
 
 describe('against the real daemon', () => {
-  let h: Harness;
-  let gw: HttpGateway;
-  const TOKEN = 'declared-test-token-0123';
-  const get = async (path: string): Promise<unknown> => (await fetch(`${gw.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
-
-  beforeAll(async () => {
-    h = await harness({ tools: false });
-    gw = await startHttpGateway({ server: h.daemon.server, token: TOKEN });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await h.close();
-  });
+  const g = withGateway();
+  const get = (path: string): Promise<unknown> => g.json(path);
 
   it('every JSON object the gateway serves for a declared file has one key per declared column or key', async () => {
-    const a = await h.agent();
-    const tree = (h.daemon.server.options.fs as unknown as { declared(): ReturnType<typeof declaredTree> }).declared();
+    const a = await g.h.agent();
+    const tree = (g.h.daemon.server.options.fs as unknown as { declared(): ReturnType<typeof declaredTree> }).declared();
     const formats = formatsOf(tree);
     const files: Record<string, string> = {
       '/backends': '/backends',
@@ -123,8 +111,8 @@ describe('against the real daemon', () => {
   });
 
   it('the GUI\'s /command completion is the daemon\'s command table: every command help lists, none more', async () => {
-    const a = await h.agent();
-    const help = await h.c.rdwrText(`${a.path}/ctl`, 'help');
+    const a = await g.h.agent();
+    const help = await g.h.c.rdwrText(`${a.path}/ctl`, 'help');
     const daemon = COMMAND_LIST.parse(help).map((r) => r.usage!.split(' ')[0]);
     expect(ctlCompletions('').map((c) => c.name)).toEqual(daemon);
     expect(daemon).toHaveLength(AGENT_CTL.commands.length);
@@ -138,17 +126,17 @@ describe('against the real daemon', () => {
     const { parseSessionIdx } = await import('../../src/renderer/src/lib/parse.js');
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('a b', "it's", 'x=y z', 'tab\there', 'q"uote', 'back\\slash', 'é 日本'), async (name) => {
-        const cwd = join(h.dir, `dir ${name}`);
+        const cwd = join(g.h.dir, `dir ${name}`);
         mkdirSync(cwd, { recursive: true });
-        const created = (await h.c.rdwrText('session/new', SESSION_NEW.format({ cwd }))).trim();
-        const row = parseSessionIdx(await h.c.readText('session/idx')).find((s) => s.name === created);
+        const created = (await g.h.c.rdwrText('session/new', SESSION_NEW.format({ cwd }))).trim();
+        const row = parseSessionIdx(await g.h.c.readText('session/idx')).find((s) => s.name === created);
         expect(row?.cwd).toBe(cwd);
-        expect(SESSION_IDX.parse(await h.c.readText('session/idx')).find((r) => r.name === created)?.cwd).toBe(cwd);
-        const agent = (await h.c.rdwrText(`session/${created}/agent/new`, 'agent=test')).trim();
-        const other = join(h.dir, `other ${name}`);
+        expect(SESSION_IDX.parse(await g.h.c.readText('session/idx')).find((r) => r.name === created)?.cwd).toBe(cwd);
+        const agent = (await g.h.c.rdwrText(`session/${created}/agent/new`, 'agent=test')).trim();
+        const other = join(g.h.dir, `other ${name}`);
         mkdirSync(other, { recursive: true });
-        expect((await h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, AGENT_CTL.format('cwd', [other]))).trim()).toBe(other);
-        expect((await h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, 'cwd')).trim()).toBe(other);
+        expect((await g.h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, AGENT_CTL.format('cwd', [other]))).trim()).toBe(other);
+        expect((await g.h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, 'cwd')).trim()).toBe(other);
       }),
       { numRuns: 7 },
     );

@@ -3,35 +3,24 @@
  * with no edit to any of them: the test reorders a declaration's columns and adds one, on the declaration the spec's
  * Leaf carries, against a real daemon.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Records, type Field } from '../../src/formats/index.js';
 import { formatsOf } from '../../src/gateway/formats.js';
-import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
 import type { DeclaredNode } from '../../src/ninep/index.js';
 import { parseAgentIdx, parsePending, parseSessionIdx } from '../../src/renderer/src/lib/parse.js';
 import { agentRows, pendingRequests, sessionRows } from '../../src/cli/o-read.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { withGateway } from './gateway-harness.js';
 
-let h: Harness;
-let gw: HttpGateway;
-const TOKEN = 'follow-test-token-0123456';
+const g = withGateway();
 const restore: Array<() => void> = [];
 
-beforeAll(async () => {
-  h = await harness({ tools: false });
-  gw = await startHttpGateway({ server: h.daemon.server, token: TOKEN });
-});
-afterAll(async () => {
-  await gw.close();
-  await h.close();
-});
 afterEach(() => {
   for (const r of restore.splice(0)) r();
 });
 
 /** The declaration the spec's Leaf at `pattern` carries. */
 function specFormat(pattern: string): Records {
-  const tree = (h.daemon.server.options.fs as unknown as { declared(): DeclaredNode }).declared();
+  const tree = (g.h.daemon.server.options.fs as unknown as { declared(): DeclaredNode }).declared();
   const f = formatsOf(tree)[pattern];
   if (!(f instanceof Records)) throw new Error(`${pattern} declares no records`);
   return f;
@@ -44,18 +33,17 @@ function change(f: Records, columns: Field[]): void {
   restore.push(() => f.columns.splice(0, f.columns.length, ...before));
 }
 
-const json = async (path: string): Promise<Array<Record<string, unknown>>> =>
-  (await fetch(`${gw.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as Promise<Array<Record<string, unknown>>>;
+const json = (path: string): Promise<Array<Record<string, unknown>>> => g.json(path);
 
 describe('a format changed in the spec alone', () => {
   it('session/idx with its columns reversed and one added: the daemon writes it, the renderer, the gateway and o read it', async () => {
-    const cwd = `${h.dir}`;
-    await h.c.rdwrText('session/new', `name=follow cwd=${cwd}`);
+    const cwd = `${g.h.dir}`;
+    await g.h.c.rdwrText('session/new', `name=follow cwd=${cwd}`);
     const idx = specFormat('/session/idx');
-    const before = await h.c.readText('session/idx');
+    const before = await g.h.c.readText('session/idx');
     change(idx, [{ name: 'label', optional: true, doc: 'a column the clients do not know' }, ...[...idx.columns].reverse()]);
 
-    const text = await h.c.readText('session/idx');
+    const text = await g.h.c.readText('session/idx');
     expect(text).not.toBe(before);
     // The daemon writes the new order: the added column first (none), then cwd … id.
     const line = text.split('\n').find((l) => l.includes('\tfollow\t'))!;
@@ -70,10 +58,10 @@ describe('a format changed in the spec alone', () => {
   });
 
   it('agent/idx and bypass reordered: the tree, the approvals and o follow', async () => {
-    const a = await h.agent();
+    const a = await g.h.agent();
     const agentIdx = specFormat('/session/{session}/agent/idx');
     change(agentIdx, [...agentIdx.columns].reverse());
-    const text = await h.c.readText(`session/${a.session}/agent/idx`);
+    const text = await g.h.c.readText(`session/${a.session}/agent/idx`);
     expect(text.split('\t').at(-1)!.trim()).toBe(a.sid);
     expect(parseAgentIdx(text)).toEqual([expect.objectContaining({ id: a.aid, name: a.name, session: a.sid, parent: '', depth: 0, state: 'idle' })]);
     expect(Object.keys((await json(`/session/${a.session}/agent/idx`))[0]!)).toEqual(agentIdx.columns.map((c) => c.name));

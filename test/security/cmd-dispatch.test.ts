@@ -6,7 +6,8 @@
  * an agent may give still work.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { client9p, results, script } from './scripted-calls.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p'], maxSteps: 30 };
 
@@ -16,10 +17,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const client9p = (op: 'write' | 'rdwr', path: string, data: string): Call => ({ name: 'client_9p', args: { op, path, data } });
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 
 describe('an agent disguising a command through the command table\'s quoting', () => {
   it('is refused through ctl and through a /cmd prompt alike; what agents may run still runs', async () => {

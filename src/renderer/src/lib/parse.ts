@@ -8,17 +8,7 @@ import { unescapeField, type KeyValues, type Records, type Row } from '../../../
 
 export { unescapeField };
 
-/** The records of `text` that parse as `decl` declares (a line that does not is left out, not the whole file). */
-function rowsOf(decl: Records, text: string): Row[] {
-  return text.split('\n').flatMap((l) => {
-    if (!l.trim()) return [];
-    try {
-      return [decl.parseRow(l)];
-    } catch {
-      return [];
-    }
-  });
-}
+const rowsOf = (decl: Records, text: string): Row[] => decl.parseValid(text);
 
 const str = (r: Row, k: string): string => r[k] ?? '';
 
