@@ -61,10 +61,19 @@ export class Events implements DeclaredFormat {
     return { topic, payload: pl, kind: topic };
   }
 
-  /** The payload's fields by name; undefined for a topic not declared (a newer daemon's). */
+  /**
+   * The payload's fields by name; undefined for a topic not declared (a newer daemon's) or a payload that does not
+   * read as declared, so that one odd event never stops a client's handling of the stream.
+   */
   fields(e: ParsedEvent): Row | undefined {
     const p = this.payloadOf(e.topic);
-    return p ? (p.columns.length ? p.parseRow(e.payload) : {}) : undefined;
+    if (!p) return undefined;
+    if (!p.columns.length) return e.payload === '' ? {} : undefined;
+    try {
+      return p.parseRow(e.payload);
+    } catch {
+      return undefined;
+    }
   }
 
   describe(): string {

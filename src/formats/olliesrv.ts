@@ -79,7 +79,7 @@ export const EVENTS = new Events([
   { topic: 'session.{session}.agent.{agent}.peer.message', payload: p1('from') },
   { topic: 'session.{session}.agent.{agent}.bypass.request', payload: new Records('bypass.request', [f('id'), f('cmd'), f('cwd'), f('tool')]) },
   { topic: 'session.{session}.agent.{agent}.bypass.resolved', payload: new Records('bypass.resolved', [f('id'), f('decision', 'approved, denied or cancelled')]) },
-  { topic: 'ollie.overflow', payload: none },
+  { topic: 'ollie.overflow', payload: new Records('overflow', [int('dropped', 'events this subscriber lost: re-read the idx files')]) },
 ]);
 
 const cmd = (name: string, help: string, args: CommandDecl['args'] = [], agent?: CommandDecl['agent'], reply?: CommandDecl['reply']): CommandDecl => ({ name, args, help, ...(agent && { agent }), ...(reply && { reply }) });

@@ -6,6 +6,7 @@
  * QUEUE_LIMIT events behind loses its backlog and gets a single `ollie.overflow {dropped}` event instead,
  * telling it to re-read the index files it mirrors. Other subscribers and the daemon are not affected.
  */
+import { EVENTS } from '../../formats/olliesrv.js';
 export const QUEUE_LIMIT = 4096;
 
 export interface BusEvent {
@@ -89,7 +90,7 @@ export class EventBus {
             }
             let out = '';
             if (sub.dropped) {
-              out += `ollie.overflow ${sub.dropped}\n`;
+              out += `${EVENTS.formatLine('ollie.overflow', { dropped: sub.dropped })}\n`;
               sub.dropped = 0;
             }
             for (const e of sub.queue) out += e.payload ? `${e.topic} ${e.payload}\n` : `${e.topic}\n`;
