@@ -40,7 +40,7 @@ export const AGENT_NEW = new KeyValues('agent/new', [
 ]);
 export const CFG = new KeyValues('cfg', [
   f('backend'), f('model'), f('profile'), f('cwd'), f('temperature', '', { type: 'number' }), f('topP', '', { type: 'number' }), int('topK'), int('maxTokens'), int('seed'),
-  int('thinkingBudget'), f('reasoningEffort'), int('maxSteps'), f('compactAt', 'a fraction of the window', { type: 'number' }),
+  int('thinkingBudget'), f('reasoningEffort'), f('stop', 'stop sequences, comma-separated'), int('maxSteps'), f('compactAt', 'a fraction of the window', { type: 'number' }),
 ]);
 const n = (name: string, doc?: string): Field => f(name, doc, { type: 'number' });
 export const STATS = new KeyValues('stats', [
@@ -50,7 +50,11 @@ export const STATS = new KeyValues('stats', [
   int('subagents', 'finished sub-agents (removed; their caller pays)'), int('subagents_input_tokens'), int('subagents_output_tokens'), int('subagents_cached_tokens'),
   int('subagents_cache_creation_tokens'), int('subagents_requests'), n('subagents_cost'), n('cost_total', 'cost_session plus subagents_cost'),
 ], { pattern: /^subagent\.[^=\s]+$/, doc: 'one per sub-agent: "name=NAME input_tokens=… output_tokens=… cached_tokens=… requests=… cost=…" (each including its own sub-agents)' });
-export const PROC_STAT = new KeyValues('proc stat', [f('state'), f('runtime'), f('tool'), f('exit'), f('tty', '1 in a pty', { type: 'boolean' })], { pattern: /^[a-z_]+$/, doc: 'what the tool server adds' });
+export const PROC_STAT = new KeyValues('proc stat', [
+  f('state', 'running or exited'), f('status', 'running, or how it ended'), int('runtime_ms'), f('tool'), f('exit', 'exit code, empty while running'), f('signal', 'the signal that ended it, if one did'),
+  f('agent', 'agent id'), int('os_pid'), f('background', '', { type: 'boolean' }), f('bypassed', 'ran outside the sandbox', { type: 'boolean' }), f('tty', '1 in a pty', { type: 'boolean' }),
+  int('output_bytes'), f('cmd', 'the command, as JSON'),
+], { pattern: /^[a-z_]+$/, doc: 'what a newer tool server adds' });
 export const ENV = new EnvLines('the session environment');
 
 export const LOG = new JsonLines('chat log blocks', ['role', 'id', 'content'], ['name', 'format', 'partial']);

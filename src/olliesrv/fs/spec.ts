@@ -178,6 +178,8 @@ async function applyCfg(o: Olliesrv, a: Agent, text: string): Promise<void> {
   if (kv.model !== undefined) a.cfg.model = kv.model;
   const params = Agents.params(kv);
   a.cfg.params = { ...a.cfg.params, ...params };
+  // Stop sequences as cfg shows them (a profile may set them): comma-separated, empty for none.
+  if (kv.stop !== undefined) a.cfg.params = { ...a.cfg.params, stop: kv.stop ? kv.stop.split(',') : undefined };
   if (kv.maxSteps !== undefined) a.cfg.maxSteps = positiveInt('maxSteps', kv.maxSteps);
   if (kv.compactAt !== undefined) {
     const f = Number(kv.compactAt);
@@ -642,7 +644,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                     stream: (ctx, signal) => procStream(ag(ctx), Number(ctx.params.pid), signal),
                   }),
                   Leaf('stat', {
-                    doc: 'key=value: state, runtime, tool, exit.',
+                    doc: 'key=value: state, status, runtime_ms, tool, exit, signal, tty, output_bytes, cmd….',
                     access: agentOwn,
                     format: F.PROC_STAT,
                     blockOnce: async (ctx) => {
