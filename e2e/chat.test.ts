@@ -1,10 +1,12 @@
 /**
  * The renderer's agent views: streamed chat blocks, tool calls, the virtualized list, renaming and killing against the
- * real daemon (its agent's chat log written as turns write it); states at will, the prompt box's queue held open and
- * a daemon without backends against a scripted olliesrv (fake-olliesrv.ts: the test decides what agents do, in
+ * real daemon (its agent's chat log written as turns write it), and a daemon without backends; states at will and the
+ * prompt box's queue held open against a scripted olliesrv (fake-olliesrv.ts: the test decides what agents do, in
  * olliesrv's declared formats). Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts).
  * The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
  */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
@@ -149,13 +151,6 @@ describe('agents in the renderer, against the scripted daemon', () => {
     await box.fill('!ls');
     await box.press('Enter');
     await until(() => fake.agent('work', 'main').prompts.includes('!ls'), '!ls as a prompt');
-  });
-
-  it('says when no LLM backend is configured', async () => {
-    expect(await page.getByRole('note').count()).toBe(0);
-    fake.backends = '';
-    await page.reload();
-    await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor();
   });
 
 });
@@ -306,5 +301,15 @@ describe('agents in the renderer, against the real daemon', () => {
     await page.getByRole('alertdialog', { name: 'Kill agent lead?' }).getByRole('button', { name: 'Kill' }).click();
     await page.locator('[data-agent="lead"]').waitFor({ state: 'detached' });
     expect(h.daemon.agents.list('work')).toHaveLength(0);
+  });
+
+  it('says when no LLM backend is configured', async () => {
+    expect(await page.getByRole('note').count()).toBe(0);
+    // The owner removes backends.conf and has the daemon re-read it: a first run's state.
+    rmSync(join(h.configDir, 'backends.conf'));
+    await h.c.rdwrText('ctl', 'reload');
+    expect(await h.c.readText('backends')).toBe('');
+    await page.reload();
+    await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor();
   });
 });
