@@ -5,7 +5,7 @@
 import { request } from 'node:http';
 import { userInfo } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build, Dir, Each, Leaf, Server, type DeclaredNode } from '../../src/ninep/index.js';
+import { build, Dir, Each, Leaf, Server } from '../../src/ninep/index.js';
 import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
 
