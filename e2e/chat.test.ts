@@ -1,8 +1,8 @@
 /**
  * The renderer's agent views: streamed chat blocks, tool calls, the virtualized list, renaming and killing against the
- * real daemon (its agent's chat log written as turns write it), and a daemon without backends; states at will and the
- * prompt box's queue held open against a scripted olliesrv (fake-olliesrv.ts: the test decides what agents do, in
- * olliesrv's declared formats). Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts).
+ * real daemon (its agent's chat log written as turns write it), the prompt box (queue, stop, `/` completion) and a
+ * daemon without backends too; only states at will (compacting, paused) and the status bar's exact figures against a
+ * scripted olliesrv (fake-olliesrv.ts: the test decides what agents do, in olliesrv's declared formats). Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts).
  * The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
  */
 import { rmSync } from 'node:fs';
@@ -91,66 +91,6 @@ describe('agents in the renderer, against the scripted daemon', () => {
     // The token account, split by part, on hover.
     expect(await page.getByTestId('context').getAttribute('title')).toMatch(/next request ~15,360 tokens of a 128,000-token window:\nsystem prompt 1,600\ntool schemas 900\nhistory 12,000\nskills and hints 700\nattachments 0/);
     expect(await status.textContent()).toContain('$0.0012 turn');
-  });
-
-  it('sends with Enter, queues while the agent works, completes / commands, stops', async () => {
-    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
-    await box.fill('first line');
-    await box.press('Shift+Enter');
-    await box.pressSequentially('second line');
-    await box.press('Enter');
-    await until(() => fake.agent('work', 'main').prompts.length === 1, 'the prompt to be written');
-    expect(fake.agent('work', 'main').prompts[0]).toBe('first line\nsecond line');
-    await page.locator('.block[data-role="user"]', { hasText: 'second line' }).waitFor();
-
-    // A turn runs (the fake, like olliesrv, starts thinking); prompts written now wait in olliesrv's queue,
-    // shown in the prompt box and editable before they go.
-    await page.locator('[data-agent="main"][data-state="thinking"]').waitFor();
-    await page.getByRole('button', { name: 'Queue' }).waitFor();
-    await box.fill('queued one');
-    await box.press('Enter');
-    await box.fill('queued two');
-    await box.press('Enter');
-    const queue = page.getByRole('list', { name: 'Queued prompts' });
-    await queue.getByText('queued two').waitFor();
-    await queue.getByText('queued one').click();
-    await page.getByLabel('Edit queued prompt').fill('queued one, edited');
-    await page.getByLabel('Edit queued prompt').press('Enter');
-    await queue.getByText('queued one, edited').waitFor();
-    await until(() => fake.agent('work', 'main').queue[0] === 'queued one, edited', 'the edit to reach the queue file');
-    expect(fake.agent('work', 'main').prompts).toHaveLength(1);
-
-    // Stop is `stop` on ctl; the turn ending starts the next queued prompt, one per turn.
-    await page.getByRole('button', { name: 'Stop' }).click();
-    await until(() => fake.agent('work', 'main').prompts.length === 2, 'the first queued prompt');
-    expect(fake.agent('work', 'main').ctl).toContain('stop');
-    expect(fake.agent('work', 'main').prompts[1]).toBe('queued one, edited');
-    await queue.getByText('queued one, edited').waitFor({ state: 'detached' });
-    fake.setState('work', 'main', 'idle');
-    await until(() => fake.agent('work', 'main').prompts.length === 3, 'the second queued prompt');
-    expect(fake.agent('work', 'main').prompts[2]).toBe('queued two');
-    await queue.waitFor({ state: 'detached' });
-    fake.setState('work', 'main', 'idle');
-
-    // `/` completes ctl commands; `/usage` is `usage` on ctl and its reply is shown.
-    await box.fill('/us');
-    const list = page.getByRole('listbox', { name: 'Commands' });
-    await list.getByRole('option', { name: /usage/ }).waitFor();
-    await box.press('Tab');
-    expect(await box.inputValue()).toBe('/usage ');
-    await box.press('Enter');
-    await until(() => fake.agent('work', 'main').ctl.includes('usage'), 'usage on ctl');
-    // The reply stays above the prompt, whole, until closed (it was a 3-second toast).
-    const reply = page.getByRole('region', { name: 'Reply to /usage' });
-    await reply.getByText('ok usage').waitFor();
-    await reply.getByRole('button', { name: 'Close the reply' }).click();
-    await reply.waitFor({ state: 'detached' });
-    expect(await box.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
-
-    // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv).
-    await box.fill('!ls');
-    await box.press('Enter');
-    await until(() => fake.agent('work', 'main').prompts.includes('!ls'), '!ls as a prompt');
   });
 
 });
@@ -311,5 +251,62 @@ describe('agents in the renderer, against the real daemon', () => {
     expect(await h.c.readText('backends')).toBe('');
     await page.reload();
     await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor();
+  });
+
+  it('sends with Enter, queues while the agent works, completes / commands, stops', async () => {
+    // The first turn streams slowly (a minute a chunk): the agent works until it is stopped.
+    h.mock.script([{ text: 'a slow answer' }, { delayMs: 60_000 }], [{ text: 'first queued, answered' }], [{ text: 'second queued, answered' }]);
+    const userBlocks = () => mainLog().blocks().filter((b) => b.role === 'user').map((b) => b.content);
+    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    await box.fill('first line');
+    await box.press('Shift+Enter');
+    await box.pressSequentially('second line');
+    await box.press('Enter');
+    await page.locator('.block[data-role="user"]', { hasText: 'second line' }).waitFor();
+    expect(userBlocks()).toEqual(['first line\nsecond line']);
+
+    // Prompts written while the turn runs wait in olliesrv's queue, shown in the prompt box and editable before they go.
+    await page.locator('[data-agent="main"][data-state="thinking"]').waitFor();
+    await page.getByRole('button', { name: 'Queue' }).waitFor();
+    await box.fill('queued one');
+    await box.press('Enter');
+    await box.fill('queued two');
+    await box.press('Enter');
+    const queue = page.getByRole('list', { name: 'Queued prompts' });
+    await queue.getByText('queued two').waitFor();
+    await queue.getByText('queued one').click();
+    await page.getByLabel('Edit queued prompt').fill('queued one, edited');
+    await page.getByLabel('Edit queued prompt').press('Enter');
+    await queue.getByText('queued one, edited').waitFor();
+    await until(async () => (JSON.parse(await h.c.readText('session/work/agent/main/queue')) as string[])[0] === 'queued one, edited', 'the edit to reach the queue file');
+    expect(userBlocks()).toHaveLength(1);
+
+    // Stop is `stop` on ctl; the turn ending starts the next queued prompt, one per turn.
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await until(() => userBlocks().length === 3, 'both queued prompts to run', 15_000);
+    expect(userBlocks()).toEqual(['first line\nsecond line', 'queued one, edited', 'queued two']);
+    expect(mainLog().blocks().some((b) => b.role === 'info' && b.name === 'stopped')).toBe(true);
+    await queue.waitFor({ state: 'detached' });
+    await page.locator('[data-agent="main"][data-state="idle"]').waitFor();
+
+    // `/` completes from the daemon's command table; `/usage` is `usage` on ctl and its reply is shown.
+    await box.fill('/us');
+    const list = page.getByRole('listbox', { name: 'Commands' });
+    await list.getByRole('option', { name: /usage/ }).waitFor();
+    await box.press('Tab');
+    expect(await box.inputValue()).toBe('/usage ');
+    await box.press('Enter');
+    // The reply stays above the prompt, whole, until closed.
+    const reply = page.getByRole('region', { name: 'Reply to /usage' });
+    await reply.getByText(/input_tokens=\d+/).waitFor();
+    await reply.getByRole('button', { name: 'Close the reply' }).click();
+    await reply.waitFor({ state: 'detached' });
+    expect(await box.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
+
+    // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv, none here): the agent takes it.
+    const before = mainLog().blocks().length;
+    await box.fill('!ls');
+    await box.press('Enter');
+    await until(() => mainLog().blocks().length > before, '!ls to reach the agent');
   });
 });

@@ -1,8 +1,9 @@
 /**
- * A scripted olliesrv for the renderer's chat test (e2e/chat.test.ts) and `bench/gui.mjs --fake`: the namespace's
- * session and agent files with no LLM behind it. The test decides what each agent "does" — blocks, partial chunks,
- * any state at any moment (compacting, paused), sub-agents, a turn that stays open until told — so that the UI can
- * be checked step by step. Every file and event payload it serves is written and read through olliesrv's own
+ * A scripted olliesrv for one renderer test (e2e/chat.test.ts, states and sub-agents) and `bench/gui.mjs --fake`: the
+ * namespace's session and agent files with no LLM behind it. The test decides what each agent "does" — any state at
+ * any moment (compacting, paused: a real agent is in those only while it compacts or its session is paused),
+ * sub-agents appearing and ending, exact token figures for the status bar — so that the UI can be checked step by
+ * step. Every file and event payload it serves is written and read through olliesrv's own
  * declarations (src/formats/olliesrv.ts), so it cannot drift from the daemon's formats. Everything else (approvals,
  * the tray watcher, the large chat, the whole flow) runs against the real daemon.
  */
