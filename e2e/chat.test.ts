@@ -1,19 +1,23 @@
 /**
- * The renderer's agent views against a scripted olliesrv (fake-olliesrv.ts: the namespace of the README's "The
- * namespace" table, with the test deciding what agents do): streamed chat blocks, states, sub-agents and the prompt
- * box. Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts): this fake once hid a
- * broken "always". The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
+ * The renderer's agent views: streamed chat blocks, tool calls, the virtualized list, renaming and killing against the
+ * real daemon (its agent's chat log written as turns write it), the prompt box (queue, stop, `/` completion) and a
+ * daemon without backends too; only states at will (compacting, paused) and the status bar's exact figures against a
+ * scripted olliesrv (fake-olliesrv.ts: the test decides what agents do, in olliesrv's declared formats). Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts).
+ * The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
  */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { FakeOlliesrv } from './fake-olliesrv.js';
+import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
 import { buildRenderer, launch, rmrf, screenshot, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
 
-describe('agents in the renderer', () => {
+describe('agents in the renderer, against the scripted daemon', () => {
   let rendererDir: string;
   let browser: Browser;
   let fake: FakeOlliesrv;
@@ -42,102 +46,6 @@ describe('agents in the renderer', () => {
     await page?.close();
     await ui?.close();
     fake.server.close();
-  });
-
-  const block = (id: string) => page.locator(`.block[data-id="${id}"]`);
-
-  it('streams blocks: partial chunks update one block in place, roles look distinct, context is hidden', async () => {
-    fake.block('work', 'main', { role: 'user', content: 'Explain the build' });
-    fake.block('work', 'main', { role: 'context', content: 'SECRET-CONTEXT injected for the model' });
-    fake.block('work', 'main', { role: 'reasoning', id: 'r1', content: 'Let me think about vite' });
-    fake.block('work', 'main', { role: 'assistant', id: 'a1', partial: true, content: 'The build ' });
-    await block('a1').waitFor();
-    expect(await block('a1').getAttribute('class')).toContain('partial');
-    // Each partial chunk carries the new text only (olliesrv's chatlog.ts); the final block the whole text.
-    fake.block('work', 'main', { role: 'assistant', id: 'a1', partial: true, content: 'uses **vite**' });
-    await block('a1').filter({ hasText: 'The build uses vite' }).waitFor();
-    fake.block('work', 'main', { role: 'assistant', id: 'a1', partial: true, content: ' and `tsc`.' });
-    await block('a1').locator('code', { hasText: 'tsc' }).waitFor();
-    fake.block('work', 'main', { role: 'assistant', id: 'a1', content: 'The build uses **vite** and `tsc`.\n\n- one\n- two' });
-    await block('a1').locator('li', { hasText: 'two' }).waitFor();
-    expect(await block('a1').getAttribute('class')).not.toContain('partial');
-    expect(await page.locator('.block[data-id="a1"]').count()).toBe(1);
-    expect(await block('a1').locator('strong').textContent()).toBe('vite');
-
-    // Context blocks never show; reasoning is collapsed until asked for.
-    expect(await page.getByTestId('chat').textContent()).not.toContain('SECRET-CONTEXT');
-    expect(await block('r1').textContent()).not.toContain('think about vite');
-    await block('r1').getByRole('button', { name: /show reasoning/ }).click();
-    await block('r1').filter({ hasText: 'think about vite' }).waitFor();
-
-    const roles = await page.locator('.block').evaluateAll((els) => els.map((e) => [e.getAttribute('data-role'), getComputedStyle(e).borderLeftColor]));
-    expect(roles.map((r) => r[0])).toEqual(['user', 'reasoning', 'assistant']);
-    expect(new Set(roles.map((r) => r[1])).size).toBe(3);
-    await screenshot(page, 'chat-streamed');
-  });
-
-  it('shows tool calls with arguments, collapses long results and highlights them, renders diffs, errors and retries', async () => {
-    fake.block('work', 'main', { role: 'call', id: 'c1', name: 'shell', content: '{"cmd":"ls -la","timeout":5}' });
-    const long = Array.from({ length: 60 }, (_, i) => `export const v${i} = ${i};`).join('\n');
-    fake.block('work', 'main', { role: 'tool', id: 't1', name: 'file_read', format: 'typescript', content: long });
-    fake.block('work', 'main', { role: 'tool', id: 't2', name: 'file_edit', content: '--- a/x.ts\n+++ b/x.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n unchanged' });
-    fake.block('work', 'main', { role: 'retry', id: 'rt', content: 'rate limited (429), retrying in 2s (attempt 1/5)' });
-    fake.block('work', 'main', { role: 'error', id: 'e1', content: 'backend error: context overflow' });
-
-    await block('c1').locator('.tool-name', { hasText: 'shell' }).waitFor();
-    // Arguments as key=value, not raw JSON (a shell call without `command` has no command line to show).
-    expect(await block('c1').locator('.call-rest').textContent()).toContain('cmd=ls -la');
-
-    // Long result: collapsed to a preview, with a toggle that says how much there is.
-    const toggle = block('t1').getByRole('button', { name: /show all 60 lines/ });
-    await toggle.waitFor();
-    expect(await block('t1').textContent()).not.toContain('v59 = 59');
-    await toggle.click();
-    await block('t1').filter({ hasText: 'v59 = 59' }).waitFor();
-    // Highlighted lazily by shiki: coloured token spans replace the plain text.
-    await block('t1').locator('pre .line span[style*="color"]').first().waitFor({ timeout: 10_000 });
-
-    await block('t2').locator('.add', { hasText: '+const a = 2;' }).waitFor();
-    expect(await block('t2').locator('.del').textContent()).toBe('-const a = 1;');
-    // Each line is laid out inside the diff, one under the other: added lines used to land off to the right.
-    const pre = (await block('t2').locator('pre').boundingBox())!;
-    const del = (await block('t2').locator('.del').boundingBox())!;
-    const add = (await block('t2').locator('.add').boundingBox())!;
-    expect(add.x).toBeGreaterThanOrEqual(pre.x);
-    expect(add.x + add.width).toBeLessThanOrEqual(pre.x + pre.width + 1);
-    expect(add.y).toBeGreaterThanOrEqual(del.y + del.height - 1);
-
-    expect(await block('rt').getAttribute('data-role')).toBe('retry');
-    expect(await block('rt').textContent()).toContain('retrying in 2s');
-    expect(await block('e1').locator('.who').textContent()).toBe('Error');
-    await screenshot(page, 'chat-tools');
-  });
-
-  it('is virtualized from the first block, sticks to the bottom while streaming, and stays put when scrolled up', async () => {
-    for (let i = 0; i < 3000; i++) fake.block('work', 'main', { role: i % 2 ? 'assistant' : 'user', id: `b${i}`, content: `message ${i}\nsecond line of ${i}` });
-    await block('b2999').waitFor();
-    const rows = await page.locator('.chat .row').count();
-    expect(rows).toBeGreaterThan(0);
-    expect(rows).toBeLessThan(60);
-
-    // Streaming at the bottom: each new chunk stays in view.
-    fake.block('work', 'main', { role: 'assistant', id: 'live', partial: true, content: 'streaming\n' });
-    for (let i = 0; i < 20; i++) fake.block('work', 'main', { role: 'assistant', id: 'live', partial: true, content: ` chunk${i}\n` });
-    await block('live').filter({ hasText: 'chunk19' }).waitFor();
-    await until(() => block('live').isVisible(), 'the streaming block to be in view');
-    const atBottom = await page.getByTestId('chat').evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40);
-    expect(atBottom).toBe(true);
-
-    // Scrolled up: new blocks do not pull the view down; "Latest" brings it back.
-    await page.getByTestId('chat').evaluate((el) => el.scrollTo({ top: 1000 }));
-    await page.getByRole('button', { name: '↓ Latest' }).waitFor();
-    const top = await page.getByTestId('chat').evaluate((el) => el.scrollTop);
-    fake.block('work', 'main', { role: 'assistant', id: 'after', content: 'arrived while scrolled up' });
-    await page.waitForTimeout(200);
-    expect(await page.getByTestId('chat').evaluate((el) => el.scrollTop)).toBe(top);
-    expect(await block('after').count()).toBe(0);
-    await page.getByRole('button', { name: '↓ Latest' }).click();
-    await block('after').waitFor();
   });
 
   it('shows states and sub-agents live from the event stream', async () => {
@@ -185,18 +93,179 @@ describe('agents in the renderer', () => {
     expect(await status.textContent()).toContain('$0.0012 turn');
   });
 
+});
+
+describe('agents in the renderer, against the real daemon', () => {
+  let rendererDir: string;
+  let browser: Browser;
+  let h: Harness;
+  let ui: WebUi;
+  let page: Page;
+
+  beforeAll(async () => {
+    rendererDir = await buildRenderer();
+    browser = await launch();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    rmrf(rendererDir);
+  });
+  beforeEach(async () => {
+    h = await harness({ tools: false });
+    await h.c.rdwrText('session/new', `name=work cwd=${h.dir}`);
+    await h.c.rdwrText('session/work/agent/new', 'name=main agent=test');
+    ui = await startWebUi({ server: h.daemon.server, rendererDir });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(ui.url);
+    await page.locator('[data-agent="main"] .node').click();
+    await page.getByTestId('chat').waitFor();
+  });
+  afterEach(async () => {
+    await page?.close();
+    await ui?.close();
+    await h?.close();
+  });
+
+  const block = (id: string) => page.locator(`.block[data-id="${id}"]`);
+  /** The agent's chat log, written as its turns write it (blocks, and streamed ones through begin/delta/end). */
+  const mainLog = () => h.daemon.agents.get('work', 'main').log;
+
+  it('streams blocks: partial chunks update one block in place, roles look distinct, context is hidden', async () => {
+    const log = mainLog();
+    log.add('user', 'Explain the build');
+    log.add('context', 'SECRET-CONTEXT injected for the model');
+    const r1 = log.add('reasoning', 'Let me think about vite').id;
+    const a1 = log.begin('assistant');
+    log.delta(a1, 'The build ');
+    await block(a1).waitFor();
+    expect(await block(a1).getAttribute('class')).toContain('partial');
+    // Each partial chunk carries the new text only (olliesrv's chatlog.ts); the final block the whole text.
+    log.delta(a1, 'uses **vite**');
+    await block(a1).filter({ hasText: 'The build uses vite' }).waitFor();
+    log.delta(a1, ' and `tsc`.');
+    await block(a1).locator('code', { hasText: 'tsc' }).waitFor();
+    log.end(a1, { content: 'The build uses **vite** and `tsc`.\n\n- one\n- two' });
+    await block(a1).locator('li', { hasText: 'two' }).waitFor();
+    expect(await block(a1).getAttribute('class')).not.toContain('partial');
+    expect(await page.locator(`.block[data-id="${a1}"]`).count()).toBe(1);
+    expect(await block(a1).locator('strong').textContent()).toBe('vite');
+
+    // Context blocks never show; reasoning is collapsed until asked for.
+    expect(await page.getByTestId('chat').textContent()).not.toContain('SECRET-CONTEXT');
+    expect(await block(r1).textContent()).not.toContain('think about vite');
+    await block(r1).getByRole('button', { name: /show reasoning/ }).click();
+    await block(r1).filter({ hasText: 'think about vite' }).waitFor();
+
+    const roles = await page.locator('.block').evaluateAll((els) => els.map((e) => [e.getAttribute('data-role'), getComputedStyle(e).borderLeftColor]));
+    expect(roles.map((r) => r[0])).toEqual(['user', 'reasoning', 'assistant']);
+    expect(new Set(roles.map((r) => r[1])).size).toBe(3);
+    await screenshot(page, 'chat-streamed');
+  });
+
+  it('shows tool calls with arguments, collapses long results and highlights them, renders diffs, errors and retries', async () => {
+    const log = mainLog();
+    const c1 = log.add('call', '{"cmd":"ls -la","timeout":5}', { name: 'shell' }).id;
+    const long = Array.from({ length: 60 }, (_, i) => `export const v${i} = ${i};`).join('\n');
+    const t1 = log.add('tool', long, { name: 'file_read', format: 'typescript' }).id;
+    const t2 = log.add('tool', '--- a/x.ts\n+++ b/x.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n unchanged', { name: 'file_edit' }).id;
+    const rt = log.add('retry', 'rate limited (429), retrying in 2s (attempt 1/5)').id;
+    const e1 = log.add('error', 'backend error: context overflow').id;
+
+    await block(c1).locator('.tool-name', { hasText: 'shell' }).waitFor();
+    // Arguments as key=value, not raw JSON (a shell call without `command` has no command line to show).
+    expect(await block(c1).locator('.call-rest').textContent()).toContain('cmd=ls -la');
+
+    // Long result: collapsed to a preview, with a toggle that says how much there is.
+    const toggle = block(t1).getByRole('button', { name: /show all 60 lines/ });
+    await toggle.waitFor();
+    expect(await block(t1).textContent()).not.toContain('v59 = 59');
+    await toggle.click();
+    await block(t1).filter({ hasText: 'v59 = 59' }).waitFor();
+    // Highlighted lazily by shiki: coloured token spans replace the plain text.
+    await block(t1).locator('pre .line span[style*="color"]').first().waitFor({ timeout: 10_000 });
+
+    await block(t2).locator('.add', { hasText: '+const a = 2;' }).waitFor();
+    expect(await block(t2).locator('.del').textContent()).toBe('-const a = 1;');
+    // Each line is laid out inside the diff, one under the other: added lines used to land off to the right.
+    const pre = (await block(t2).locator('pre').boundingBox())!;
+    const del = (await block(t2).locator('.del').boundingBox())!;
+    const add = (await block(t2).locator('.add').boundingBox())!;
+    expect(add.x).toBeGreaterThanOrEqual(pre.x);
+    expect(add.x + add.width).toBeLessThanOrEqual(pre.x + pre.width + 1);
+    expect(add.y).toBeGreaterThanOrEqual(del.y + del.height - 1);
+
+    expect(await block(rt).getAttribute('data-role')).toBe('retry');
+    expect(await block(rt).textContent()).toContain('retrying in 2s');
+    expect(await block(e1).locator('.who').textContent()).toBe('Error');
+    await screenshot(page, 'chat-tools');
+  });
+
+  it('is virtualized from the first block, sticks to the bottom while streaming, and stays put when scrolled up', async () => {
+    const log = mainLog();
+    let last = '';
+    for (let i = 0; i < 3000; i++) last = log.add(i % 2 ? 'assistant' : 'user', `message ${i}\nsecond line of ${i}`).id;
+    await block(last).waitFor();
+    const rows = await page.locator('.chat .row').count();
+    expect(rows).toBeGreaterThan(0);
+    expect(rows).toBeLessThan(60);
+
+    // Streaming at the bottom: each new chunk stays in view.
+    const live = log.begin('assistant');
+    log.delta(live, 'streaming\n');
+    for (let i = 0; i < 20; i++) log.delta(live, ` chunk${i}\n`);
+    await block(live).filter({ hasText: 'chunk19' }).waitFor();
+    await until(() => block(live).isVisible(), 'the streaming block to be in view');
+    const atBottom = await page.getByTestId('chat').evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40);
+    expect(atBottom).toBe(true);
+
+    // Scrolled up: new blocks do not pull the view down; "Latest" brings it back.
+    await page.getByTestId('chat').evaluate((el) => el.scrollTo({ top: 1000 }));
+    await page.getByRole('button', { name: '↓ Latest' }).waitFor();
+    const top = await page.getByTestId('chat').evaluate((el) => el.scrollTop);
+    const after = log.add('assistant', 'arrived while scrolled up').id;
+    await page.waitForTimeout(200);
+    expect(await page.getByTestId('chat').evaluate((el) => el.scrollTop)).toBe(top);
+    expect(await block(after).count()).toBe(0);
+    await page.getByRole('button', { name: '↓ Latest' }).click();
+    await block(after).waitFor();
+  });
+
+  it('renames an agent by double-click and kills it from the context menu', async () => {
+    await page.locator('[data-agent="main"] .label').dblclick();
+    await page.getByLabel('New name').fill('lead');
+    await page.getByLabel('New name').press('Enter');
+    await page.locator('[data-agent="lead"]').waitFor();
+    expect(h.daemon.agents.has('work', 'lead')).toBe(true);
+    await page.locator('[data-agent="lead"] .label').click({ button: 'right' });
+    await page.getByRole('menuitem', { name: 'Kill agent…' }).click();
+    await page.getByRole('alertdialog', { name: 'Kill agent lead?' }).getByRole('button', { name: 'Kill' }).click();
+    await page.locator('[data-agent="lead"]').waitFor({ state: 'detached' });
+    expect(h.daemon.agents.list('work')).toHaveLength(0);
+  });
+
+  it('says when no LLM backend is configured', async () => {
+    expect(await page.getByRole('note').count()).toBe(0);
+    // The owner removes backends.conf and has the daemon re-read it: a first run's state.
+    rmSync(join(h.configDir, 'backends.conf'));
+    await h.c.rdwrText('ctl', 'reload');
+    expect(await h.c.readText('backends')).toBe('');
+    await page.reload();
+    await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor();
+  });
+
   it('sends with Enter, queues while the agent works, completes / commands, stops', async () => {
+    // The first turn streams slowly (a minute a chunk): the agent works until it is stopped.
+    h.mock.script([{ text: 'a slow answer' }, { delayMs: 60_000 }], [{ text: 'first queued, answered' }], [{ text: 'second queued, answered' }]);
+    const userBlocks = () => mainLog().blocks().filter((b) => b.role === 'user').map((b) => b.content);
     const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('first line');
     await box.press('Shift+Enter');
     await box.pressSequentially('second line');
     await box.press('Enter');
-    await until(() => fake.agent('work', 'main').prompts.length === 1, 'the prompt to be written');
-    expect(fake.agent('work', 'main').prompts[0]).toBe('first line\nsecond line');
     await page.locator('.block[data-role="user"]', { hasText: 'second line' }).waitFor();
+    expect(userBlocks()).toEqual(['first line\nsecond line']);
 
-    // A turn runs (the fake, like olliesrv, starts thinking); prompts written now wait in olliesrv's queue,
-    // shown in the prompt box and editable before they go.
+    // Prompts written while the turn runs wait in olliesrv's queue, shown in the prompt box and editable before they go.
     await page.locator('[data-agent="main"][data-state="thinking"]').waitFor();
     await page.getByRole('button', { name: 'Queue' }).waitFor();
     await box.fill('queued one');
@@ -209,59 +278,35 @@ describe('agents in the renderer', () => {
     await page.getByLabel('Edit queued prompt').fill('queued one, edited');
     await page.getByLabel('Edit queued prompt').press('Enter');
     await queue.getByText('queued one, edited').waitFor();
-    await until(() => fake.agent('work', 'main').queue[0] === 'queued one, edited', 'the edit to reach the queue file');
-    expect(fake.agent('work', 'main').prompts).toHaveLength(1);
+    await until(async () => (JSON.parse(await h.c.readText('session/work/agent/main/queue')) as string[])[0] === 'queued one, edited', 'the edit to reach the queue file');
+    expect(userBlocks()).toHaveLength(1);
 
     // Stop is `stop` on ctl; the turn ending starts the next queued prompt, one per turn.
     await page.getByRole('button', { name: 'Stop' }).click();
-    await until(() => fake.agent('work', 'main').prompts.length === 2, 'the first queued prompt');
-    expect(fake.agent('work', 'main').ctl).toContain('stop');
-    expect(fake.agent('work', 'main').prompts[1]).toBe('queued one, edited');
-    await queue.getByText('queued one, edited').waitFor({ state: 'detached' });
-    fake.setState('work', 'main', 'idle');
-    await until(() => fake.agent('work', 'main').prompts.length === 3, 'the second queued prompt');
-    expect(fake.agent('work', 'main').prompts[2]).toBe('queued two');
+    await until(() => userBlocks().length === 3, 'both queued prompts to run', 15_000);
+    expect(userBlocks()).toEqual(['first line\nsecond line', 'queued one, edited', 'queued two']);
+    expect(mainLog().blocks().some((b) => b.role === 'info' && b.name === 'stopped')).toBe(true);
     await queue.waitFor({ state: 'detached' });
-    fake.setState('work', 'main', 'idle');
+    await page.locator('[data-agent="main"][data-state="idle"]').waitFor();
 
-    // `/` completes ctl commands; `/usage` is `usage` on ctl and its reply is shown.
+    // `/` completes from the daemon's command table; `/usage` is `usage` on ctl and its reply is shown.
     await box.fill('/us');
     const list = page.getByRole('listbox', { name: 'Commands' });
     await list.getByRole('option', { name: /usage/ }).waitFor();
     await box.press('Tab');
     expect(await box.inputValue()).toBe('/usage ');
     await box.press('Enter');
-    await until(() => fake.agent('work', 'main').ctl.includes('usage'), 'usage on ctl');
-    // The reply stays above the prompt, whole, until closed (it was a 3-second toast).
+    // The reply stays above the prompt, whole, until closed.
     const reply = page.getByRole('region', { name: 'Reply to /usage' });
-    await reply.getByText('ok usage').waitFor();
+    await reply.getByText(/input_tokens=\d+/).waitFor();
     await reply.getByRole('button', { name: 'Close the reply' }).click();
     await reply.waitFor({ state: 'detached' });
     expect(await box.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
 
-    // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv).
+    // `!cmd` goes to the agent as a prompt (the daemon runs it through toolsrv, none here): the agent takes it.
+    const before = mainLog().blocks().length;
     await box.fill('!ls');
     await box.press('Enter');
-    await until(() => fake.agent('work', 'main').prompts.includes('!ls'), '!ls as a prompt');
-  });
-
-  it('says when no LLM backend is configured', async () => {
-    expect(await page.getByRole('note').count()).toBe(0);
-    fake.backends = '';
-    await page.reload();
-    await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor();
-  });
-
-  it('renames an agent by double-click and kills it from the context menu', async () => {
-    await page.locator('[data-agent="main"] .label').dblclick();
-    await page.getByLabel('New name').fill('lead');
-    await page.getByLabel('New name').press('Enter');
-    await page.locator('[data-agent="lead"]').waitFor();
-    expect(fake.session('work').agents.has('lead')).toBe(true);
-    await page.locator('[data-agent="lead"] .label').click({ button: 'right' });
-    await page.getByRole('menuitem', { name: 'Kill agent…' }).click();
-    await page.getByRole('alertdialog', { name: 'Kill agent lead?' }).getByRole('button', { name: 'Kill' }).click();
-    await page.locator('[data-agent="lead"]').waitFor({ state: 'detached' });
-    expect(fake.session('work').agents.size).toBe(0);
+    await until(() => mainLog().blocks().length > before, '!ls to reach the agent');
   });
 });

@@ -1,30 +1,23 @@
 /**
- * A scripted olliesrv for the renderer's e2e tests: the namespace of issue 3 §2 (sessions, agents, log.raw,
- * log.from,
- * state, stats, cfg, ctl, prompt, bypass, event) with no LLM behind it. The test decides what each agent
- * "does" — blocks, partial chunks, state changes, sub-agents, approval requests — so that the UI can be
- * checked block by block. The real daemon with the mock LLM is exercised by agents.test.ts.
+ * A scripted olliesrv for one renderer test (e2e/chat.test.ts, states and sub-agents) and `bench/gui.mjs --fake`: the
+ * namespace's session and agent files with no LLM behind it. The test decides what each agent "does" — any state at
+ * any moment (compacting, paused: a real agent is in those only while it compacts or its session is paused),
+ * sub-agents appearing and ending, exact token figures for the status bar — so that the UI can be checked step by
+ * step. Every file and event payload it serves is written and read through olliesrv's own
+ * declarations (src/formats/olliesrv.ts), so it cannot drift from the daemon's formats. Everything else (approvals,
+ * the tray watcher, the large chat, the whole flow) runs against the real daemon.
  */
 import { Dir, Each, Leaf, NinepError, Server, build } from '../src/ninep/index.js';
 import { compileFilter, EventBus } from '../src/olliesrv/event/bus.js';
 import { parseFromRequest } from '../src/olliesrv/agent/chatlog.js';
+// Every file and event payload this fake serves is written through olliesrv's own declarations.
+import { AGENT_CTL, AGENT_IDX, AGENT_NEW, BACKENDS, BYPASS, CFG, EVENTS, PROFILES, SESSION_CTL, SESSION_IDX, SESSION_NEW, STATS } from '../src/formats/olliesrv.js';
 
 import type { Block } from '../src/olliesrv/agent/chatlog.js';
 export type { Block };
 
-const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tests use vitest and Chromium. ';
-
-/**
- * Block i of a synthetic chat: a realistic mix of prompts, markdown replies, tool calls and long results (≈500
- * bytes a block), the same for this fake and for the real daemon in bench/gui.mjs.
- */
-export function syntheticBlock(i: number): Omit<Block, 'id'> {
-  const kind = i % 4;
-  return kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
-    : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
-    : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
-    : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
-}
+export { syntheticBlock } from './synthetic.js';
+import { syntheticBlock } from './synthetic.js';
 
 interface Agent {
   id: string;
@@ -61,31 +54,32 @@ export class FakeOlliesrv {
   readonly sessions = new Map<string, Session>();
   readonly server: Server<unknown>;
   /** The root `backends` file (olliesrv's columns: name, * on the default, type, url, model). */
-  backends = 'mock*\topenai\thttp://127.0.0.1:1/v1\tmock-model\n';
+  backends = BACKENDS.format([{ name: 'mock*', type: 'openai', url: 'http://127.0.0.1:1/v1', model: 'mock-model' }]);
 
   constructor() {
     const s = (ctx: { params: Readonly<Record<string, string>> }): Session => this.session(ctx.params.session!);
     const a = (ctx: { params: Readonly<Record<string, string>> }): Agent => this.agent(ctx.params.session!, ctx.params.agent!);
-    const kv = (o: Record<string, string>): string => Object.entries(o).map(([k, v]) => `${k}=${v}\n`).join('');
     const ns = build(
       Dir('/',
-        Leaf('backends', { read: () => this.backends }),
-        Leaf('agents', { read: () => 'default\nreviewer\n' }),
-        Leaf('event', { rdwrStream: (_c, filter, signal) => this.bus.subscribe(compileFilter(filter), signal) }),
+        Leaf('backends', { format: BACKENDS, read: () => this.backends }),
+        Leaf('agents', { format: PROFILES, read: () => PROFILES.format(['default', 'reviewer']) }),
+        Leaf('event', { format: EVENTS, rdwrStream: (_c, filter, signal) => this.bus.subscribe(compileFilter(filter), signal) }),
         Dir('session',
           Leaf('new', {
+            format: SESSION_NEW,
             rdwr: (_c, req) => {
-              const f = Object.fromEntries(req.split('\n').filter(Boolean).map((l) => l.split('=') as [string, string]));
+              const f = SESSION_NEW.parse(req);
               return `${this.addSession(f.name ?? `s${seq + 1}`, f.cwd ?? '/tmp').name}\n`;
             },
           }),
-          Leaf('idx', { read: () => [...this.sessions.values()].map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t0\t-\t${x.cwd}\n`).join('') }),
+          Leaf('idx', { format: SESSION_IDX, read: () => SESSION_IDX.format([...this.sessions.values()].map((x) => ({ id: x.id, name: x.name, paused: x.paused, connected: false, remote: null, cwd: x.cwd }))) }),
           Each('session', { list: () => [...this.sessions.keys()], has: (_c, n) => this.sessions.has(n) },
             Leaf('id', { read: (c) => `${s(c).id}\n` }),
             Leaf('name', { text: { get: (c) => `${s(c).name}\n`, set: (c, v) => this.renameSession(c.params.session!, v.trim()) } }),
             Leaf('ctl', {
+              format: SESSION_CTL,
               rdwr: (c, req) => {
-                const cmd = req.trim();
+                const cmd = SESSION_CTL.parse(req).name;
                 const sess = s(c);
                 if (cmd === 'kill') this.killSession(sess.name);
                 else if (cmd === 'pause' || cmd === 'resume') {
@@ -96,8 +90,9 @@ export class FakeOlliesrv {
               },
             }),
             Leaf('bypass', {
-              // olliesrv's form: id, agent id, tool, cwd, command (whitespace flattened).
-              read: (c) => s(c).pending.map((p) => `${p.id}\t${p.agent}\t${p.tool}\t${p.cwd}\t${p.cmd.replace(/\s+/g, ' ')}\n`).join(''),
+              // olliesrv's declared records; what approving would remember is olliesrv's to compute, not this fake's.
+              format: BYPASS,
+              read: (c) => BYPASS.format(s(c).pending.map((p) => ({ ...p, remember: 'once', rule: '' }))),
               write: (c, data) => {
                 const sess = s(c);
                 const line = new TextDecoder().decode(data).trim();
@@ -107,20 +102,23 @@ export class FakeOlliesrv {
                 if (decision !== 'approve' && decision !== 'deny') throw new NinepError('expected approve or deny');
                 sess.pending = sess.pending.filter((x) => x !== p);
                 sess.resolutions.push(line);
-                this.bus.publish(`session.${sess.id}.agent.${p.agent}.bypass.resolved`, `${id}\t${decision === 'approve' ? 'approved' : 'denied'}`);
+                const topic = `session.${sess.id}.agent.${p.agent}.bypass.resolved`;
+                this.bus.publish(topic, EVENTS.payload(topic, { id, decision: decision === 'approve' ? 'approved' : 'denied' }));
               },
             }),
             Dir('agent',
               Leaf('new', {
+                format: AGENT_NEW,
                 rdwr: (c, req) => {
-                  const f = Object.fromEntries(req.split('\n').filter(Boolean).map((l) => l.split('=') as [string, string]));
+                  const f = AGENT_NEW.parse(req);
                   return `${this.addAgent(c.params.session!, f.name || `agent${seq + 1}`).name}\n`;
                 },
               }),
               Leaf('idx', {
+                format: AGENT_IDX,
                 read: (c) => {
                   const sess = s(c);
-                  return [...sess.agents.values()].map((x) => `${sess.id}\t${x.id}\t${x.name}\t${x.parent || '-'}\t${x.depth}\t${x.state}\n`).join('');
+                  return AGENT_IDX.format([...sess.agents.values()].map((x) => ({ session: sess.id, id: x.id, name: x.name, parent: x.parent || null, depth: x.depth, state: x.state, last: null })));
                 },
               }),
               Each('agent', {
@@ -131,8 +129,8 @@ export class FakeOlliesrv {
                 Leaf('id', { read: (c) => `${a(c).id}\n` }),
                 Leaf('name', { text: { get: (c) => `${a(c).name}\n`, set: (c, v) => this.renameAgent(c.params.session!, c.params.agent!, v.trim()) } }),
                 Leaf('state', { read: (c) => `${a(c).state}\n` }),
-                Leaf('stats', { read: (c) => kv(a(c).stats) }),
-                Leaf('cfg', { read: (c) => kv(a(c).cfg) }),
+                Leaf('stats', { format: STATS, read: (c) => STATS.format(a(c).stats) }),
+                Leaf('cfg', { format: CFG, read: (c) => CFG.format(a(c).cfg) }),
                 Leaf('prompt', {
                   // Like olliesrv: runs now when idle, otherwise waits in the queue.
                   write: (c, data) => {
@@ -151,8 +149,11 @@ export class FakeOlliesrv {
                   },
                 }),
                 Leaf('ctl', {
+                  format: AGENT_CTL,
                   rdwr: (c, req) => {
                     const ag = a(c);
+                    // Read as olliesrv reads it (an unknown command or a wrong count is refused the same way).
+                    AGENT_CTL.parse(req);
                     const cmd = req.trim();
                     ag.ctl.push(cmd);
                     if (cmd === 'stop') this.setState(c.params.session!, ag.name, 'idle');
@@ -200,7 +201,7 @@ export class FakeOlliesrv {
     this.sessions.delete(old);
     s.name = name;
     this.sessions.set(name, s);
-    this.bus.publish(`session.${s.id}.rename`, `${old} ${name}`);
+    this.bus.publish(`session.${s.id}.rename`, EVENTS.payload(`session.${s.id}.rename`, { old, new: name }));
   }
 
   killSession(name: string): void {
@@ -215,11 +216,11 @@ export class FakeOlliesrv {
     const p = parent ? this.agent(session, parent) : undefined;
     const a: Agent = {
       id: `aid-${hex()}`, name, parent: p?.id ?? '', depth: p ? p.depth + 1 : 0, state: 'idle', log: [], wake: new Set(), dead: false,
-      prompts: [], queue: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100', context_estimate: '15360', context_length: '128000', context_system: '1600', context_tools: '900', context_history: '12000', context_skills: '700', context_attachments: '0', estimate_factor: '1.040' },
+      prompts: [], queue: [], ctl: [], stats: { input_tokens: '1200', output_tokens: '345', cached_tokens: '100', context_percent: '12', cost_last_turn: '0.0012', cost_session: '0.0100', context_estimate: '15360', context_length: '128000', context_system: '1600', context_tools: '900', context_history: '12000', context_skills: '700', context_attachments: '0', estimate_factor: '1.040' },
       cfg: { backend: 'mock', model: 'mock-model' },
     };
     s.agents.set(name, a);
-    this.bus.publish(`session.${s.id}.agent.${a.id}.new`);
+    this.bus.publish(`session.${s.id}.agent.${a.id}.new`, EVENTS.payload(`session.${s.id}.agent.${a.id}.new`, { name }));
     return a;
   }
 
@@ -229,7 +230,7 @@ export class FakeOlliesrv {
     s.agents.delete(old);
     a.name = name;
     s.agents.set(name, a);
-    this.bus.publish(`session.${s.id}.agent.${a.id}.rename`, `${old} ${name}`);
+    this.bus.publish(`session.${s.id}.agent.${a.id}.rename`, EVENTS.payload(`session.${s.id}.agent.${a.id}.rename`, { old, new: name }));
   }
 
   killAgent(session: string, name: string): void {
@@ -283,7 +284,8 @@ export class FakeOlliesrv {
     const a = this.agent(session, agent);
     const id = `by-${hex()}`;
     s.pending.push({ id, agent: a.id, ...req });
-    this.bus.publish(`session.${s.id}.agent.${a.id}.bypass.request`, `${id}\t${req.cmd}\t${req.cwd}`);
+    const topic = `session.${s.id}.agent.${a.id}.bypass.request`;
+    this.bus.publish(topic, EVENTS.payload(topic, { id, cmd: req.cmd, cwd: req.cwd, tool: req.tool }));
     return id;
   }
 

@@ -1,40 +1,50 @@
 /**
  * A large chat in Chromium: a 10,000-block log (≈4.4 MB) opens from its tail, only the rows in view exist in the DOM,
- * the heap stays far below 150 MB (bench/gui.mjs's target), and a reply streamed at 200 chunks/s over that history
- * arrives whole, in one block. Nothing here is timed — timings on a loaded CI machine are noise; the figures (first
+ * the heap stays far below 150 MB (bench/gui.mjs's target), and a reply streamed at 200 chunks/s over that history arrives
+ * whole, in one block. Against the real daemon (the mock LLM behind it): the blocks go through the agent's chat log
+ * into SQLite and out through log.from, as an agent's turns write them. Nothing here is timed — timings on a loaded CI machine are noise; the figures (first
  * paint, heap, p95 frame time for 1k/10k/100k blocks against the targets) are `node bench/gui.mjs`.
  */
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { FakeOlliesrv } from './fake-olliesrv.js';
+import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
+import { syntheticBlock } from './synthetic.js';
 import { buildRenderer, CHROMIUM, requireChromium, rmrf } from './helpers.js';
 
 describe('a large chat', () => {
   let rendererDir: string;
   let browser: Browser;
-  let fake: FakeOlliesrv;
+  let h: Harness;
   let ui: WebUi;
 
   beforeAll(async () => {
     requireChromium();
     rendererDir = await buildRenderer();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-    fake = new FakeOlliesrv();
-    fake.addSession('perf');
-    ui = await startWebUi({ server: fake.server, rendererDir });
+    h = await harness({ tools: false });
+    await h.c.rdwrText('session/new', `name=perf cwd=${h.dir}`);
+    ui = await startWebUi({ server: h.daemon.server, rendererDir });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
     await ui?.close();
-    fake?.server.close();
+    await h?.close();
     rmrf(rendererDir);
   });
 
   it('loads 10,000 blocks virtualized, in little memory, and streams a reply over them in one block', async () => {
-    fake.addAgent('perf', 'big');
-    expect(fake.fillSynthetic('perf', 'big', 10_000)).toBeGreaterThan(4e6);
-    const lastId = /"id":"([^"]+)"/.exec(fake.agent('perf', 'big').log.at(-1)!)![1]!;
+    await h.c.rdwrText('session/perf/agent/new', 'name=big agent=test');
+    const log = h.daemon.agents.get('perf', 'big').log;
+    let bytes = 0;
+    let lastId = '';
+    for (let i = 0; i < 10_000; i++) {
+      const b = syntheticBlock(i);
+      const added = log.add(b.role, b.content, { ...(b.name ? { name: b.name } : {}), ...(b.format ? { format: b.format } : {}) });
+      bytes += Buffer.byteLength(JSON.stringify(added)) + 1;
+      lastId = added.id;
+    }
+    expect(bytes).toBeGreaterThan(4e6);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
       await page.goto(ui.url);
@@ -50,11 +60,12 @@ describe('a large chat', () => {
       const { metrics } = (await cdp.send('Performance.getMetrics')) as { metrics: { name: string; value: number }[] };
       expect((metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? Infinity) / 1e6).toBeLessThan(150);
 
-      const id = fake.block('perf', 'big', { role: 'assistant', partial: true, content: 'Streaming: ' });
+      const id = log.begin('assistant');
+      log.delta(id, 'Streaming: ');
       await new Promise<void>((resolve) => {
         let i = 0;
         const timer = setInterval(() => {
-          fake.block('perf', 'big', { id, role: 'assistant', partial: true, content: `word${i} ` });
+          log.delta(id, `word${i} `);
           if (++i >= 400) {
             clearInterval(timer);
             resolve();

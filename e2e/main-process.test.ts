@@ -1,37 +1,40 @@
 /**
  * The Electron main process's parts that need no Electron: the watcher behind the tray and the notifications
- * (a 9P client of the daemon, here the scripted olliesrv), the 9P bridge over a MessagePort, and the tray icon.
+ * (a 9P client of the daemon, here the real one with the mock LLM), the 9P bridge over a MessagePort, and the tray icon.
  */
 import { MessageChannel } from 'node:worker_threads';
 import { inflateSync } from 'node:zlib';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { Client, messagePortChannel, type MessagePortLike } from '../src/ninep/index.js';
 import type { MessagePortMain } from 'electron';
 import { portMainChannel } from '../src/main/bridge.js';
 import { drawIcon, iconPng } from '../src/main/icon.js';
 import { middleEllipsis, unescapeField, visible, Watcher, wrapLines, type PendingRequest } from '../src/main/watcher.js';
-import { FakeOlliesrv } from './fake-olliesrv.js';
+import { userInfo } from 'node:os';
+import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
 import { until } from './helpers.js';
 
-async function connect(fake: FakeOlliesrv): Promise<Client> {
+async function connect(h: Harness): Promise<Client> {
   const { port1, port2 } = new MessageChannel();
-  fake.server.serve(messagePortChannel(port1 as unknown as MessagePortLike));
-  return Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: 'ollie' });
+  // As the Electron main process serves its own clients: a local channel, the owner's.
+  h.daemon.server.serve(messagePortChannel(port1 as unknown as MessagePortLike), { kind: 'local' });
+  return Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: userInfo().username });
 }
 
-describe('tray and notification watcher', () => {
-  let fake: FakeOlliesrv;
+describe('tray and notification watcher, against the real daemon', () => {
+  let h: Harness;
   let client: Client;
   let watcher: Watcher;
   let pending: PendingRequest[][];
   let requests: PendingRequest[];
   let ended: string[];
+  let main: { session: string; name: string; path: string };
 
   beforeEach(async () => {
-    fake = new FakeOlliesrv();
-    fake.addSession('work');
-    fake.addAgent('work', 'main');
-    client = await connect(fake);
+    h = await harness();
+    await h.c.rdwrText('session/new', `name=work cwd=${h.dir}`);
+    main = await h.agent({ session: 'work' });
+    client = await connect(h);
     pending = [];
     requests = [];
     ended = [];
@@ -41,54 +44,74 @@ describe('tray and notification watcher', () => {
       turnEnded: (e) => ended.push(`${e.session}/${e.agent}`),
     });
   });
-  afterEach(() => {
-    watcher.close();
-    client.close();
-    fake.server.close();
+  afterEach(async () => {
+    watcher?.close();
+    client?.close();
+    await h?.close();
   });
 
-  it('finds requests pending before it started, follows new ones from agents and sub-agents, and their resolutions', async () => {
-    const early = fake.requestBypass('work', 'main', { tool: 'shell', cmd: 'make install', cwd: '/src', reason: 'r' });
+  /** The agent at `path` asks to run `command` outside the sandbox; resolves with the request's id once it is pending. */
+  async function askBypass(path: string, command: string): Promise<string> {
+    // Only the call: the mock answers requests in order, whichever agent makes them, so the replies that end the
+    // turns are scripted once the calls are resolved.
+    h.mock.script([{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }]);
+    const session = path.split('/')[1]!;
+    const before = await h.c.readText(`session/${session}/bypass`);
+    await h.c.write(`${path}/prompt`, `run ${command}`);
+    const line = await until(async () => (await h.c.readText(`session/${session}/bypass`)).split('\n').find((l) => l && !before.includes(l)), `the request for ${command}`, 20_000);
+    return line!.split('\t')[0]!;
+  }
+
+  it('finds requests pending before it started, follows new ones from other agents, and their resolutions', async () => {
+    const early = await askBypass(main.path, 'echo early-one');
     await watcher.start();
-    expect(watcher.pending.map((p) => [p.id, p.agent, p.tool, p.cmd, p.cwd, p.session])).toEqual([[early, 'main', 'shell', 'make install', '/src', 'work']]);
+    expect(watcher.pending.map((p) => [p.id, p.agent, p.tool, p.cmd, p.cwd, p.session])).toEqual([[early, main.name, 'shell', 'shell echo early-one', h.dir, 'work']]);
     // Requests that were already there when it started are not announced again.
     expect(requests).toHaveLength(0);
 
-    fake.addAgent('work', 'sub', 'main');
-    const late = fake.requestBypass('work', 'sub', { tool: 'shell', cmd: 'curl x', cwd: '/tmp', reason: 'r' });
+    const sub = await h.agent({ session: 'work' });
+    const late = await askBypass(sub.path, 'echo "late one"\necho second line');
     await until(() => requests.length === 1, 'the request notification');
-    expect(requests[0]).toMatchObject({ id: late, agent: 'sub', tool: 'shell', cmd: 'curl x', cwd: '/tmp', session: 'work' });
+    // The event carries the request whole: the tool and the command with its newline (as the daemon words it: the
+    // tool's name, then the command; the scripted daemon these tests once ran against left both out).
+    expect(requests[0]).toMatchObject({ id: late, agent: sub.name, tool: 'shell', cmd: 'shell echo "late one"\necho second line', cwd: h.dir, session: 'work' });
     expect(pending.at(-1)!.map((p) => p.id).sort()).toEqual([early, late].sort());
 
-    // The tray's Approve and Deny write to the session's bypass file.
+    // The tray's Approve and Deny write to the session's bypass file; the daemon runs one and refuses the other.
+    h.mock.script([{ text: 'done' }], [{ text: 'done' }]);
     await watcher.resolve(early, 'approve');
     await watcher.resolve(late, 'deny');
-    expect(fake.session('work').resolutions).toEqual([`${early} approve`, `${late} deny`]);
     await until(() => watcher.pending.length === 0, 'the resolutions to clear the list');
     expect(pending.at(-1)).toEqual([]);
+    await h.waitState(main.path, 'idle', 20_000);
+    await h.waitState(sub.path, 'idle', 20_000);
+    expect((await h.blocks(main.path)).find((b) => b.role === 'tool')!.content).toContain('early-one');
+    expect((await h.blocks(sub.path)).find((b) => b.role === 'tool')!.content).not.toContain('late one\n');
     await expect(watcher.resolve('nope', 'approve')).rejects.toThrow(/no pending request/);
   });
 
   it('tells when a turn ends (working to idle), not on other state changes', async () => {
     await watcher.start();
-    fake.setState('work', 'main', 'thinking');
-    fake.setState('work', 'main', 'calling');
-    fake.setState('work', 'main', 'idle');
+    h.mock.script([{ text: 'one' }]);
+    await h.turn(main.path, 'first');
     await until(() => ended.length === 1, 'the turn end');
-    fake.setState('work', 'main', 'paused');
-    fake.setState('work', 'main', 'idle');
-    fake.renameSession('work', 'renamed');
-    fake.setState('renamed', 'main', 'thinking');
-    fake.setState('renamed', 'main', 'idle');
+    // Paused and resumed while idle: no turn ended.
+    await h.c.rdwrText('session/work/ctl', 'pause');
+    await h.waitState(main.path, 'paused');
+    await h.c.rdwrText('session/work/ctl', 'resume');
+    await h.waitState(main.path, 'idle');
+    await h.c.rename('session/work', 'renamed');
+    h.mock.script([{ text: 'two' }]);
+    await h.turn(`session/renamed/agent/${main.name}`, 'second');
     await until(() => ended.length === 2, 'the second turn end');
-    expect(ended).toEqual(['work/main', 'renamed/main']);
+    expect(ended).toEqual([`work/${main.name}`, `renamed/${main.name}`]);
   });
 
   it('drops the requests of a killed session', async () => {
     await watcher.start();
-    fake.requestBypass('work', 'main', { tool: 'shell', cmd: 'ls', cwd: '/', reason: 'r' });
+    await askBypass(main.path, 'ls /');
     await until(() => watcher.pending.length === 1, 'the request');
-    fake.killSession('work');
+    await h.c.rdwrText('session/work/ctl', 'kill');
     await until(() => watcher.pending.length === 0, 'the session kill to clear it');
   });
 });
@@ -111,14 +134,16 @@ describe('renderer bridge', () => {
       start: () => undefined,
       close: () => port1.close(),
     };
-    const fake = new FakeOlliesrv();
-    fake.addSession('bridged');
-    fake.server.serve(portMainChannel(asMain as unknown as MessagePortMain));
-    const c = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: 'ollie' });
+    const h = await harness({ tools: false });
+    onTestFinished(() => h.close());
+    await h.c.rdwrText('session/new', `name=bridged cwd=${h.dir}`);
+    const before = h.daemon.server.connections.size;
+    h.daemon.server.serve(portMainChannel(asMain as unknown as MessagePortMain), { kind: 'local' });
+    const c = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: userInfo().username });
     expect(await c.readText('session/idx')).toContain('\tbridged\t');
-    expect(fake.server.connections.size).toBe(1);
+    expect(h.daemon.server.connections.size).toBe(before + 1);
     c.close();
-    await until(() => fake.server.connections.size === 0, 'the server side to close');
+    await until(() => h.daemon.server.connections.size === before, 'the server side to close');
   });
 });
 

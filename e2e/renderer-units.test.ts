@@ -12,6 +12,7 @@ import {
   errorLine, groupHits, parseAgentIdx, parseEndedIdx, parseBypassRules, parseProcInterrupt, parseBackends, parseEvent, parseKv, parseModels, parsePending, parseProcIdx, parseSearch, parseSessionIdx,
   procCommand, snippetParts, treeOrder, unescapeField, visibleCommand, KEY_MASK, maskKeys, parseCheckedModels, parseProviders, setupRequest, unmaskKeys,
 } from '../src/renderer/src/lib/parse.js';
+import { CFG } from '../src/formats/olliesrv.js';
 import type { Client } from '../src/ninep/index.js';
 
 const line = (o: object): string => `${JSON.stringify(o)}\n`;
@@ -84,15 +85,15 @@ describe('parsers', () => {
   it('reads session/idx, agent/idx (tree order) and pending bypass requests in both forms', () => {
     expect(parseSessionIdx('s1\twork\t1\t0\t-\t/home/me\n')).toEqual([{ id: 's1', name: 'work', paused: true, connected: false, remote: '', cwd: '/home/me' }]);
     expect(parseSessionIdx('s2\tsrv\t0\t1\tme@build:2222\t/srv/app\n')).toEqual([{ id: 's2', name: 'srv', paused: false, connected: true, remote: 'me@build:2222', cwd: '/srv/app' }]);
-    // The last column (how the last turn ended) is new: a daemon without it reads as '-'.
-    const agents = parseAgentIdx('s\tc\tchild\tp\t1\tthinking\tok\ns\tp\tparent\t-\t0\tidle\terror\ns\tg\tgrand\tc\t2\tcalling\ns\to\tother\t-\t0\tidle\n');
+    // A line that does not parse as declared (a column missing) is left out, not the whole file.
+    const agents = parseAgentIdx('s\tc\tchild\tp\t1\tthinking\tok\ns\tp\tparent\t-\t0\tidle\terror\ns\tg\tgrand\tc\t2\tcalling\t-\ns\to\tother\t-\t0\tidle\t-\ns\tx\tbroken\n');
     expect(agents[1]).toEqual({ session: 's', id: 'p', name: 'parent', parent: '', depth: 0, state: 'idle', last: 'error' });
     expect(agents[2]!.last).toBe('-');
     expect(parseEndedIdx('s\tk\tsub-1\tp\t1\t1700000000000\tfinished\tok\n')).toEqual([
       { session: 's', id: 'k', name: 'sub-1', parent: 'p', depth: 1, state: 'ended', last: 'ok', ended: 'finished' },
     ]);
     expect(treeOrder(agents).map((a) => a.name)).toEqual(['parent', 'child', 'grand', 'other']);
-    expect(parsePending('b1\ta1\tshell\t/w\trm -rf x\n', 's')).toEqual([{ id: 'b1', session: 's', agent: 'a1', tool: 'shell', cwd: '/w', cmd: 'rm -rf x', reason: undefined }]);
+    expect(parsePending('b1\ta1\tshell\t/w\trm -rf x\t\tonce\t\n', 's')).toEqual([{ id: 'b1', session: 's', agent: 'a1', tool: 'shell', cwd: '/w', cmd: 'rm -rf x', reason: undefined, remember: 'once', rule: '' }]);
     expect(parsePending('{"id":"b2","agent":"a","tool":"t","cmd":"c","cwd":"/","reason":"net"}\n', 's')[0]).toMatchObject({ id: 'b2', reason: 'net' });
   });
 
@@ -110,17 +111,21 @@ describe('parsers', () => {
   });
 
   it('reads events, key=value files, backends and models', () => {
-    expect(parseEvent('session.S.agent.A.bypass.request b1\tls -l\t/w')).toEqual({ topic: 'session.S.agent.A.bypass.request', payload: 'b1\tls -l\t/w', session: 'S', agent: 'A', kind: 'bypass.request' });
-    expect(parseEvent('session.S.rename old new')).toMatchObject({ session: 'S', kind: 'rename', payload: 'old new' });
+    expect(parseEvent('session.S.agent.A.bypass.request b1\tls -l\\nx\t/w\tshell')).toEqual({
+      topic: 'session.S.agent.A.bypass.request', payload: 'b1\tls -l\\nx\t/w\tshell', session: 'S', agent: 'A', kind: 'bypass.request',
+      fields: { id: 'b1', cmd: 'ls -l\nx', cwd: '/w', tool: 'shell' },
+    });
+    expect(parseEvent('session.S.rename old\tnew')).toMatchObject({ session: 'S', kind: 'rename', fields: { old: 'old', new: 'new' } });
     expect(parseEvent('session.S.kill')).toMatchObject({ session: 'S', kind: 'kill', payload: '' });
     const overflow = parseEvent('ollie.overflow 12');
     expect([overflow.kind, overflow.payload, overflow.session]).toEqual(['ollie.overflow', '12', undefined]);
-    expect(parseKv('a=1\nb = two=2\njunk\n')).toEqual({ a: '1', b: 'two=2' });
+    expect(parseKv(CFG, "model=m1\ncwd='/a dir/x=y'\n")).toEqual({ model: 'm1', cwd: '/a dir/x=y' });
+    expect(parseKv(CFG, 'junk\n')).toEqual({});
     expect(parseBackends('mock*\topenai\thttp://x/v1\tgpt-4o\nclaude\tanthropic\thttp://y\tsonnet\n')).toEqual([
       { name: 'mock', type: 'openai', url: 'http://x/v1', model: 'gpt-4o', isDefault: true },
       { name: 'claude', type: 'anthropic', url: 'http://y', model: 'sonnet', isDefault: false },
     ]);
-    expect(parseModels('mock\tgpt-4o\t128000\nbad\t-\t-\tconnection refused\n')).toEqual([{ backend: 'mock', model: 'gpt-4o', context: 128000 }]);
+    expect(parseModels('mock\tgpt-4o\t128000\t-\nbad\t-\t-\tconnection refused\n')).toEqual([{ backend: 'mock', model: 'gpt-4o', context: 128000 }]);
   });
 });
 
@@ -246,8 +251,6 @@ describe('proc, search and config parsers', () => {
       ['s1', [['a', '', ['b1', 'b3']], ['d', '', ['b4']], ['a', 'killed', ['b5']]]],
       ['s2', [['c', '', ['b2']]]],
     ]);
-    // From a daemon without the new columns: grouped by name, as before.
-    expect(parseSearch('s1\ta\tb1\tuser\tthe [flux] thing\n')[0]).toMatchObject({ snippet: 'the [flux] thing', agentId: '', ended: '' });
     expect(snippetParts('…the [flux] and [capacitor]!')).toEqual([
       { text: '…the ', hit: false }, { text: 'flux', hit: true }, { text: ' and ', hit: false }, { text: 'capacitor', hit: true }, { text: '!', hit: false },
     ]);

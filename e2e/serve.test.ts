@@ -100,7 +100,7 @@ describe('ollie serve + ollie-9p', () => {
 
   it('gives clear errors and a non-zero exit for bad requests and missing servers', async () => {
     daemon = await serve(args);
-    expect(await p9fails(['rdwr', 'session/new'], 'colour=red')).toMatch(/ollie-9p: unknown key "colour"; valid keys: name, cwd/);
+    expect(await p9fails(['rdwr', 'session/new'], 'colour=red')).toMatch(/ollie-9p: session\/new: unknown key "colour"; valid keys: name, cwd/);
     expect(await p9fails(['read', 'no/such/file'])).toMatch(/ollie-9p: file not found: \/no\n/);
     daemon.proc.kill('SIGTERM');
     await daemon.exited;

@@ -13,6 +13,9 @@ import { resolve } from 'node:path';
 import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
+import { escapeField, type KeyValues } from '../formats/index.js';
+import { AGENT_CTL, AGENT_NEW, GOAL_STATUS, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
+import { agentNameOf, agentRows, pendingRequests, sessionNameOf, sessionRows, type Pending } from './o-read.js';
 
 interface Globals {
   addr: string;
@@ -31,10 +34,9 @@ const program = new Command('o')
   .showHelpAfterError();
 
 const enc = new TextEncoder();
-const quote = (v: string): string => (/^[^\s"\\]+$/.test(v) ? v : `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`);
-const kv = (pairs: Record<string, string | undefined>): string =>
-  Object.entries(pairs).filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => `${k}=${quote(v!)}`).join(' ');
-const rows = (text: string): string[][] => text.split('\n').filter(Boolean).map((l) => l.split('\t'));
+/** A key=value request, quoted by its declaration (empty values left out). */
+const kv = (decl: KeyValues, pairs: Record<string, string | undefined>): string =>
+  decl.format(Object.fromEntries(Object.entries(pairs).filter(([, v]) => v !== undefined && v !== '')));
 
 function out(s: string | Uint8Array): Promise<void> {
   return new Promise((res) => (process.stdout.write(s) ? res() : process.stdout.once('drain', res)));
@@ -57,9 +59,9 @@ class Ctx {
     const env = process.env;
     if (env.OLLIE_SESSION) return env.OLLIE_SESSION;
     if (env.OLLIE_SESSION_ID) {
-      const row = rows(await this.c.readText('session/idx')).find((r) => r[0] === env.OLLIE_SESSION_ID);
-      if (!row) throw new UsageError(`no session has the id in $OLLIE_SESSION_ID (${env.OLLIE_SESSION_ID})`);
-      return row[1]!;
+      const name = sessionNameOf(await this.c.readText('session/idx'), env.OLLIE_SESSION_ID);
+      if (name === undefined) throw new UsageError(`no session has the id in $OLLIE_SESSION_ID (${env.OLLIE_SESSION_ID})`);
+      return name;
     }
     throw new UsageError('no session given: use -s NAME, or set OLLIE_SESSION (a name) or OLLIE_SESSION_ID (an id; see `o env`)');
   }
@@ -69,9 +71,8 @@ class Ctx {
     let agent = this.g.agent ?? process.env.OLLIE_AGENT;
     if (!agent && process.env.OLLIE_UNAME) {
       const id = process.env.OLLIE_UNAME;
-      const row = rows(await this.c.readText(`session/${session}/agent/idx`)).find((r) => r[1] === id);
-      if (!row) throw new UsageError(`no agent of session ${session} has the id in $OLLIE_UNAME (${id})`);
-      agent = row[2]!;
+      agent = agentNameOf(await this.c.readText(`session/${session}/agent/idx`), id);
+      if (agent === undefined) throw new UsageError(`no agent of session ${session} has the id in $OLLIE_UNAME (${id})`);
     }
     if (!agent) throw new UsageError(`no agent given (session ${session}): use -g NAME, or set OLLIE_AGENT (a name) or OLLIE_UNAME (an agent id; see \`o env\`)`);
     return { session, agent, path: `session/${session}/agent/${agent}` };
@@ -104,13 +105,12 @@ const sess = program.command('sess').description('sessions');
 sess.command('new').description('create a session; prints its name')
   .argument('[name]').option('--cwd <dir>', 'working directory (default: here)')
   .action(action(async (x, name?: string, o?: { cwd?: string }) => {
-    await out(await x.c.rdwrText('session/new', kv({ name, cwd: resolve(o?.cwd ?? process.cwd()) })));
+    await out(await x.c.rdwrText('session/new', kv(SESSION_NEW, { name, cwd: resolve(o?.cwd ?? process.cwd()) })));
   }));
 
 sess.command('ls').description('list sessions: name, id, paused, cwd')
   .action(action(async (x) => {
-    const r = rows(await x.c.readText('session/idx'));
-    await out(table(['NAME', 'ID', 'PAUSED', 'CWD'], r.map((f) => [f[1]!, f[0]!, f[2] === '1' ? 'yes' : 'no', f[5] ?? ''])));
+    await out(table(['NAME', 'ID', 'PAUSED', 'CWD'], sessionRows(await x.c.readText('session/idx'))));
   }));
 
 sess.command('kill').description('kill a session (the given one, else the context\'s)')
@@ -130,23 +130,20 @@ sess.command('rename').description('rename a session: rename NEW (the context\'s
 sess.command('ctl').description('write a command to the session\'s ctl (kill, save, pause, resume, workflow NAME…), print the reply')
   .argument('<words...>')
   .action(action(async (x, words: string[]) => {
-    await out(await x.c.rdwrText(`session/${await x.session()}/ctl`, words.join(' ')));
+    await out(await x.c.rdwrText(`session/${await x.session()}/ctl`, SESSION_CTL.fromArgv(words)));
   }));
 
-interface Pending { id: string; agent: string; tool: string; cwd: string; cmd: string }
-
 async function pending(x: Ctx, session: string): Promise<Pending[]> {
-  const reqs = rows(await x.c.readText(`session/${session}/bypass`));
-  if (!reqs.length) return [];
-  const names = new Map(rows(await x.c.readText(`session/${session}/agent/idx`)).map((r) => [r[1]!, r[2]!]));
-  // The command column is escaped by olliesrv (\n, \t, \\, \u{HEX}): printed as it is, a newline in it shows.
-  return reqs.map(([id = '', agent = '', tool = '', cwd = '', cmd = '']) => ({ id, agent: names.get(agent) ?? agent, tool, cwd, cmd }));
+  const bypass = await x.c.readText(`session/${session}/bypass`);
+  if (!bypass.trim()) return [];
+  return pendingRequests(bypass, await x.c.readText(`session/${session}/agent/idx`));
 }
 
 sess.command('bypass').description('pending requests to run outside the sandbox: id, agent, cwd, command')
   .action(action(async (x) => {
     const p = await pending(x, await x.session());
-    if (p.length) await out(table(['ID', 'AGENT', 'CWD', 'COMMAND'], p.map((r) => [r.id, r.agent, r.cwd, r.cmd])));
+    // The command shown escaped (\n, \t, \\, \u{HEX}), as the file has it: a newline in it shows.
+    if (p.length) await out(table(['ID', 'AGENT', 'CWD', 'COMMAND'], p.map((r) => [r.id, r.agent, r.cwd, escapeField(r.cmd)])));
   }));
 
 function resolveBypass(decision: 'approve' | 'deny') {
@@ -181,7 +178,7 @@ agent.command('new').description('create an agent in the session; prints its nam
   .option('--backend <name>').option('--model <name>').option('--cwd <dir>', 'working directory (default: the session\'s)')
   .action(action(async (x, name?: string, o?: { profile?: string; backend?: string; model?: string; cwd?: string }) => {
     const session = await x.session();
-    await out(await x.c.rdwrText(`session/${session}/agent/new`, kv({ name, agent: o?.profile, backend: o?.backend, model: o?.model, cwd: o?.cwd && resolve(o.cwd) })));
+    await out(await x.c.rdwrText(`session/${session}/agent/new`, kv(AGENT_NEW, { name, agent: o?.profile, backend: o?.backend, model: o?.model, cwd: o?.cwd && resolve(o.cwd) })));
   }));
 
 agent.command('kill').description('kill an agent (the given one, else the context\'s): its turn stops and it is removed')
@@ -194,9 +191,7 @@ agent.command('kill').description('kill an agent (the given one, else the contex
 
 agent.command('ls').description('list the session\'s agents: name, state, depth, parent, id')
   .action(action(async (x) => {
-    const r = rows(await x.c.readText(`session/${await x.session()}/agent/idx`));
-    const names = new Map(r.map((f) => [f[1]!, f[2]!]));
-    await out(table(['NAME', 'STATE', 'DEPTH', 'PARENT', 'ID'], r.map((f) => [f[2]!, f[5]!, f[4]!, f[3] === '-' ? '-' : (names.get(f[3]!) ?? f[3]!), f[1]!])));
+    await out(table(['NAME', 'STATE', 'DEPTH', 'PARENT', 'ID'], agentRows(await x.c.readText(`session/${await x.session()}/agent/idx`))));
   }));
 
 // ---- talking to an agent -----------------------------------------------------------------------------------
@@ -257,7 +252,8 @@ program.command('prompt').description('send a prompt to the agent and print its 
     const { session, path } = await x.agent();
     if (text.startsWith('/')) {
       // A slash command runs at once and answers: the ctl file is the same thing with a reply.
-      await out(await x.c.rdwrText(`${path}/ctl`, text.slice(1)));
+      const c = AGENT_CTL.parse(text.slice(1));
+      await out(await x.c.rdwrText(`${path}/ctl`, AGENT_CTL.format(c.name, c.args)));
       return;
     }
     const life = interruptible();
@@ -342,9 +338,8 @@ program.command('prompt').description('send a prompt to the agent and print its 
       // Whether the running turn is ours is the agent's to say, not the log's: our prompt's block appears only
       // once its turn has set up (tools loaded), and the turn is ours from the moment the prompt left the queue.
       if (sent && !nextTurn) {
-        const flat = text.replace(/\n/g, ' ');
         const queued = await x.c.rdwrText(`${path}/ctl`, 'queue').then(
-          (q) => q.split('\n').some((l) => l.slice(l.indexOf('\t') + 1) === flat),
+          (q) => QUEUE_LIST.parse(q).some((r) => r.prompt === text),
           () => false,
         );
         const nl = atLineStart ? '' : '\n';
@@ -392,12 +387,12 @@ program.command('ctl').description('write a command to the agent\'s ctl (stop, c
   .argument('<words...>')
   .action(action(async (x, words: string[]) => {
     const { path } = await x.agent();
-    await out(await x.c.rdwrText(`${path}/ctl`, words.join(' ')));
+    await out(await x.c.rdwrText(`${path}/ctl`, AGENT_CTL.fromArgv(words)));
   }));
 
 // ---- goals -------------------------------------------------------------------------------------------------
 
-const state = (status: string): string => status.trim().split(/\s/, 1)[0] ?? '';
+const state = (status: string): string => GOAL_STATUS.parse(status).status.split(/\s/, 1)[0] ?? '';
 
 program.command('goal').description('`o goal TEXT…` sets the session goal (starting its workflow); `o goal wait` waits for the verdict and prints it (exit 0 when complete); `o goal` prints the status')
   .argument('[words...]')

@@ -1,73 +1,37 @@
 /**
- * How the HTTP gateway renders files as JSON. The 9P namespace serves text; the formats below are what the files'
- * doc strings promise, and each is turned into JSON only when the content parses as promised (otherwise the text
- * goes out as it is). The table is keyed by the declared path patterns; test/gateway checks every key against the
- * declared tree, so a renamed file cannot leave a stale entry behind.
+ * How the HTTP gateway renders files as JSON. The 9P namespace serves text; each file's format is declared on its
+ * Leaf (src/formats, put there by the daemon's spec) and found on the declared tree, so the gateway reads every file
+ * through the same declaration the daemon writes it with: one JSON key per column or declared key. Content that does
+ * not parse as declared goes out as text.
  */
-export type Format =
-  /** Tab-separated records, one per line; fields beyond the last column stay in the last one. */
-  | { kind: 'tsv'; columns: string[] }
-  /** key=value lines; blank lines and # comments are skipped. */
-  | { kind: 'kv' }
-  /** One JSON value. */
-  | { kind: 'json' }
-  /** One JSON value per line (the chat log). */
-  | { kind: 'jsonl' }
-  /** "topic payload" lines (the event file). */
-  | { kind: 'events' }
-  /** One item per line. */
-  | { kind: 'lines' }
-  /** A status word on the first line, then optional summary lines (goalstatus). */
-  | { kind: 'status' };
+import type { DeclaredNode } from '../ninep/index.js';
+import type { AnyFormat } from '../formats/index.js';
 
-const tsv = (...columns: string[]): Format => ({ kind: 'tsv', columns });
-const A = '/session/{session}/agent/{agent}';
+export type Format = AnyFormat;
 
-/** The formats of olliesrv's files (src/olliesrv/fs/spec.ts), by pattern. */
-export const OLLIESRV_FORMATS: Readonly<Record<string, Format>> = {
-  '/backends': tsv('name', 'type', 'url', 'model'),
-  '/models': tsv('backend', 'model', 'context', 'error'),
-  '/config/providers': tsv('id', 'label', 'type', 'url', 'key_env', 'key'),
-  '/config/check': tsv('model', 'context'),
-  '/agents': { kind: 'lines' },
-  '/event': { kind: 'events' },
-  '/session/idx': tsv('id', 'name', 'paused', 'connected', 'remote', 'cwd'),
-  '/session/{session}/env': { kind: 'kv' },
-  '/bypassrules': tsv('id', 'tool', 'kind', 'rule', 'scope', 'created'),
-  '/session/{session}/bypass': tsv('id', 'agent', 'tool', 'cwd', 'cmd', 'reason', 'remember', 'rule'),
-  '/session/{session}/goalstatus': { kind: 'status' },
-  '/session/{session}/goalwait': { kind: 'status' },
-  '/session/{session}/agent/idx': tsv('session', 'id', 'name', 'parent', 'depth', 'state', 'last'),
-  '/session/{session}/ended/idx': tsv('session', 'id', 'name', 'parent', 'depth', 'ended', 'how', 'last'),
-  '/session/{session}/ended/{ended}/log.raw': { kind: 'jsonl' },
-  '/session/{session}/ended/{ended}/block': { kind: 'json' },
-  [`${A}/queue`]: { kind: 'json' },
-  [`${A}/log.raw`]: { kind: 'jsonl' },
-  [`${A}/log.from`]: { kind: 'jsonl' },
-  [`${A}/block`]: { kind: 'json' },
-  [`${A}/cfg`]: { kind: 'kv' },
-  [`${A}/stats`]: { kind: 'kv' },
-};
-
-const lines = (text: string): string[] => text.split('\n').filter((l) => l !== '');
+/** The declared formats of a namespace's files, by path pattern (internal files left out, as the gateway does). */
+export function formatsOf(root: DeclaredNode): Record<string, Format> {
+  const out: Record<string, Format> = {};
+  const visit = (n: DeclaredNode): void => {
+    if (n.internal) return;
+    if (n.format) out[n.pattern] = n.format as Format;
+    for (const c of n.children) visit(c);
+  };
+  visit(root);
+  return out;
+}
 
 /** One line of a line-oriented format as JSON (streams render line by line). */
 export function renderLine(f: Format, line: string): unknown {
   switch (f.kind) {
     case 'jsonl':
-      return JSON.parse(line) as unknown;
+      return f.parseLine(line);
     case 'events': {
-      const sp = line.indexOf(' ');
-      return sp === -1 ? { topic: line, payload: '' } : { topic: line.slice(0, sp), payload: line.slice(sp + 1) };
+      const e = f.split(line);
+      return { topic: e.topic, payload: f.fields(e) ?? e.payload };
     }
-    case 'tsv': {
-      const fields = line.split('\t');
-      const cols = f.columns;
-      const o: Record<string, string> = {};
-      for (let i = 0; i < Math.min(fields.length, cols.length); i++) o[cols[i]!] = fields[i]!;
-      if (fields.length > cols.length) o[cols[cols.length - 1]!] = fields.slice(cols.length - 1).join('\t');
-      return o;
-    }
+    case 'tsv':
+      return f.parseRow(line);
     default:
       return line;
   }
@@ -78,23 +42,17 @@ export function render(f: Format, text: string): unknown {
   try {
     switch (f.kind) {
       case 'json':
-        return JSON.parse(text) as unknown;
-      case 'kv': {
-        const o: Record<string, string> = {};
-        for (const l of lines(text)) {
-          if (l.trimStart().startsWith('#')) continue;
-          const eq = l.indexOf('=');
-          if (eq < 1) return undefined;
-          o[l.slice(0, eq).trim()] = l.slice(eq + 1);
-        }
-        return o;
-      }
-      case 'status': {
-        const [status = '', ...rest] = text.split('\n');
-        return { status: status.trim(), summary: rest.join('\n').trim() };
-      }
+      case 'jsonl':
+      case 'tsv':
+      case 'kv':
+      case 'env':
+      case 'lines':
+      case 'status':
+        return f.parse(text);
+      case 'events':
+        return text.split('\n').filter((l) => l !== '').map((l) => renderLine(f, l));
       default:
-        return lines(text).map((l) => renderLine(f, l));
+        return undefined;
     }
   } catch {
     return undefined;

@@ -17,7 +17,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userInfo } from 'node:os';
 import { Client, DMDIR, modeString, OREAD, ORDWR, type DeclaredNode, type Server } from '../ninep/index.js';
-import { lineFormat, OLLIESRV_FORMATS, render, renderLine, type Format } from './formats.js';
+import { formatsOf, lineFormat, render, renderLine, type Format } from './formats.js';
 import { openApi } from './openapi.js';
 import { channelPair } from './pair.js';
 import { startFrontDoor, type FrontDoor } from '../platform/front-door.js';
@@ -30,7 +30,7 @@ export interface HttpGatewayMountOptions {
   server: Server<unknown>;
   /** The 9P user the gateway attaches as; the daemon's owner by default. */
   uname?: string;
-  /** JSON formats by declared pattern; olliesrv's by default. */
+  /** JSON formats by declared pattern; by default the ones declared on the namespace's files. */
   formats?: Readonly<Record<string, Format>>;
 }
 
@@ -111,7 +111,7 @@ export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOp
   const fs = opts.server.options.fs as { declared?: () => DeclaredNode };
   if (typeof fs.declared !== 'function') throw new Error('the HTTP gateway needs a server whose file server is a declared Namespace');
   const tree = fs.declared();
-  const formats = opts.formats ?? OLLIESRV_FORMATS;
+  const formats = opts.formats ?? formatsOf(tree);
   const [mine, theirs] = channelPair();
   // The gateway checked the caller's token itself: its channel is the owner's (olliesrv's 'local' origin).
   opts.server.serve(theirs, { kind: 'local' });

@@ -3,29 +3,55 @@
  * directory (internal ones left out), one operation per thing the declaration says it can do.
  */
 import type { DeclaredNode } from '../ninep/index.js';
+import { describeField, type Field, type KeyValues } from '../formats/index.js';
 import type { Format } from './formats.js';
 
 type Json = Record<string, unknown>;
 
 const str = { type: 'string' };
 
-function schemaOf(f: Format | undefined): Json | undefined {
+/** A declared field as JSON Schema: always a string (the file's text), null when the declaration says none is `-`. */
+function fieldSchema(f: Field): Json {
+  const d = describeField(f);
+  return f.optional ? { type: ['string', 'null'], description: d } : { type: 'string', description: d };
+}
+
+/** One object per record or file: one key per declared column or key, all present. */
+function objectOf(fields: readonly Field[], extra?: KeyValues['extra']): Json {
+  return {
+    type: 'object',
+    properties: Object.fromEntries(fields.map((c) => [c.name, fieldSchema(c)])),
+    ...(extra ? { patternProperties: { [extra.pattern.source]: { type: 'string', description: extra.doc } } } : {}),
+  };
+}
+
+export function schemaOf(f: Format | undefined): Json | undefined {
   if (!f) return undefined;
   switch (f.kind) {
     case 'tsv':
-      return { type: 'array', items: { type: 'object', properties: Object.fromEntries(f.columns.map((c) => [c, str])) } };
+      return { type: 'array', items: { ...objectOf(f.columns), required: f.columns.map((c) => c.name), additionalProperties: false } };
     case 'kv':
+      return { ...objectOf(f.keys, f.extra), additionalProperties: false };
+    case 'env':
       return { type: 'object', additionalProperties: str };
     case 'lines':
       return { type: 'array', items: str };
     case 'jsonl':
-      return { type: 'array', items: { type: 'object' } };
+      return { type: 'array', items: { type: 'object', required: [...f.keys], properties: Object.fromEntries([...f.keys, ...f.optionalKeys].map((k) => [k, {}])) } };
     case 'events':
-      return { type: 'array', items: { type: 'object', properties: { topic: str, payload: str } } };
+      return {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { topic: str, payload: { oneOf: f.kinds.map((k) => ({ ...objectOf(k.payload.columns), title: k.topic, required: k.payload.columns.map((c) => c.name) })) } },
+        },
+      };
     case 'status':
-      return { type: 'object', properties: { status: { type: 'string', enum: ['running', 'complete', 'blocked', 'error', ''] }, summary: str } };
+      return { type: 'object', properties: { status: { type: 'string', enum: [...f.words, ''] }, summary: str }, required: ['status', 'summary'] };
     case 'json':
       return {};
+    default:
+      return undefined;
   }
 }
 
@@ -36,7 +62,7 @@ const DIR_ENTRY = {
 
 function content(f: Format | undefined, stream: boolean): Json {
   if (stream) {
-    const line = f && f.kind !== 'json' && f.kind !== 'kv' && f.kind !== 'status' ? 'application/x-ndjson' : 'text/plain';
+    const line = f && ['jsonl', 'events', 'tsv', 'lines'].includes(f.kind) ? 'application/x-ndjson' : 'text/plain';
     return { [line]: { schema: str }, 'text/event-stream': { schema: str } };
   }
   const s = schemaOf(f);
@@ -56,7 +82,7 @@ export function openApi(root: DeclaredNode, formats: Readonly<Record<string, For
     const ps = n.param !== undefined ? [...params, n.param] : params;
     const parameters = ps.map((p) => ({ name: p, in: 'path', required: true, schema: str }));
     const f = formats[n.pattern];
-    const doc = n.doc ?? '';
+    const doc = `${n.doc ?? ''}${f ? `\n\nFormat: ${f.describe()}` : ''}`;
     const ops: Json = {};
     const streaming = n.read === 'stream' || n.read === 'rdwrStream';
     if (n.read === 'list') {

@@ -5,6 +5,8 @@
  * imports, so that it is tested under plain Node against a daemon.
  */
 import type { Client } from '../ninep/index.js';
+import { unescapeField, type Records, type Row } from '../formats/index.js';
+import { AGENT_IDX, BYPASS, EVENTS, SESSION_IDX } from '../formats/olliesrv.js';
 
 export interface PendingRequest {
   id: string;
@@ -26,15 +28,10 @@ export interface WatcherEvents {
   turnEnded(e: { sessionId: string; session: string; agentId: string; agent: string; error?: string }): void;
 }
 
-/**
- * The command column of a session's bypass file back to the command: olliesrv escapes \\ \n \t \r and invisible
- * characters (\u{HEX}) so that a line holds one request. (The renderer's parse.ts reads it the same way; main
- * may not import renderer code.)
- */
-export function unescapeField(text: string): string {
-  return text.replace(/\\(u\{([0-9a-fA-F]{1,6})\}|[\\ntr])/g, (_m, e: string, hex?: string) =>
-    hex ? String.fromCodePoint(parseInt(hex, 16)) : ({ n: '\n', t: '\t', r: '\r', '\\': '\\' } as Record<string, string>)[e] ?? e);
-}
+// The bypass file's escaping is declared with its format (src/formats), shared by every client.
+export { unescapeField };
+
+const rowsOf = (decl: Records, text: string): Row[] => decl.parseValid(text);
 
 /** A command a person can read in one menu line: newlines and invisible characters as marks, nothing dropped. */
 export function visible(cmd: string): string {
@@ -112,18 +109,14 @@ export class Watcher {
 
   private async reload(): Promise<void> {
     this.sessions.clear();
-    for (const l of (await this.client.readText('session/idx')).split('\n')) {
-      const [id, name] = l.split('\t');
-      if (id && name) this.sessions.set(id, name);
-    }
+    for (const r of rowsOf(SESSION_IDX, await this.client.readText('session/idx'))) if (r.id && r.name) this.sessions.set(r.id, r.name);
     const seen = new Set<string>();
     for (const [sid, sname] of this.sessions) {
       await this.reloadAgents(sname);
       const text = await this.client.readText(`session/${sname}/bypass`).catch(() => '');
-      for (const l of text.split('\n')) {
-        const [id, agentId = '', tool = '', cwd = '', escaped = ''] = l.split('\t');
+      for (const r of rowsOf(BYPASS, text)) {
+        const { id, agent: agentId = '', tool = '', cwd = '', cmd = '' } = r as Record<string, string>;
         if (!id) continue;
-        const cmd = unescapeField(escaped);
         seen.add(id);
         if (!this.pendingById.has(id)) this.add({ id, sessionId: sid, session: sname, agentId, agent: this.agents.get(agentId)?.name ?? agentId, tool, cmd, cwd }, false);
       }
@@ -134,12 +127,10 @@ export class Watcher {
 
   private async reloadAgents(session: string): Promise<void> {
     const text = await this.client.readText(`session/${session}/agent/idx`).catch(() => '');
-    for (const l of text.split('\n')) {
-      const f = l.split('\t');
-      if (f[1]) {
-        const known = this.agents.get(f[1]);
-        this.agents.set(f[1], { name: f[2] ?? f[1], state: known?.state ?? (f[5] ?? '').trim() });
-      }
+    for (const r of rowsOf(AGENT_IDX, text)) {
+      if (!r.id) continue;
+      const known = this.agents.get(r.id);
+      this.agents.set(r.id, { name: r.name ?? r.id, state: known?.state ?? r.state ?? '' });
     }
   }
 
@@ -149,9 +140,9 @@ export class Watcher {
   }
 
   private async onEvent(line: string): Promise<void> {
-    const sp = line.indexOf(' ');
-    const topic = sp === -1 ? line : line.slice(0, sp);
-    const payload = sp === -1 ? '' : line.slice(sp + 1);
+    const e = EVENTS.split(line);
+    const { topic, payload } = e;
+    const fields = EVENTS.fields(e) ?? {};
     if (topic === 'ollie.overflow') return this.reload();
     const t = topic.split('.');
     const sid = t[1] ?? '';
@@ -161,7 +152,7 @@ export class Watcher {
         for (const [id, p] of this.pendingById) if (p.sessionId === sid) this.pendingById.delete(id);
         this.on.pending(this.pending);
       } else {
-        const [, newName = ''] = payload.split(' ');
+        const newName = fields.new;
         if (newName) this.sessions.set(sid, newName);
       }
       return;
@@ -177,26 +168,22 @@ export class Watcher {
     const agent = this.agents.get(aid) ?? { name: aid, state: '' };
     if (kind === 'turn') {
       // Comes just before `state idle`: how the turn that is ending went.
-      const p = payload.trim();
-      this.agents.set(aid, { ...agent, error: p.startsWith('error') ? p.slice(5).trim() || 'error' : undefined });
+      this.agents.set(aid, { ...agent, error: fields.how === 'error' ? fields.error || 'error' : undefined });
     } else if (kind === 'state') {
-      const state = payload.trim();
+      const state = fields.state ?? payload.trim();
       const was = agent.state;
       this.agents.set(aid, { ...agent, state, error: undefined });
       if (state === 'idle' && was !== '' && was !== 'idle' && was !== 'paused') {
         this.on.turnEnded({ sessionId: sid, session, agentId: aid, agent: agent.name, ...(agent.error ? { error: agent.error } : {}) });
       }
     } else if (kind === 'bypass.request') {
-      const [id = '', cmd = '', cwd = ''] = payload.split('\t');
+      const { id = '', cmd = '', cwd = '', tool = '' } = fields as Record<string, string>;
       if (!id) return;
-      // The event has id, a flattened command and cwd; the session's bypass file adds the tool and the command
-      // whole (a newline in it is what a flattened one would hide).
-      const line = (await this.client.readText(`session/${session}/bypass`).catch(() => '')).split('\n').find((l) => l.startsWith(`${id}\t`));
-      const f = line?.split('\t') ?? [];
-      this.add({ id, sessionId: sid, session, agentId: aid, agent: agent.name, tool: f[2] ?? '', cmd: f[4] !== undefined ? unescapeField(f[4]) : cmd, cwd }, true);
+      // The event has the request whole (id, command, cwd, tool: its declared payload, escaped like the file).
+      this.add({ id, sessionId: sid, session, agentId: aid, agent: agent.name, tool, cmd, cwd }, true);
       this.on.pending(this.pending);
     } else if (kind === 'bypass.resolved') {
-      const [id = ''] = payload.split('\t');
+      const id = fields.id ?? '';
       if (this.pendingById.delete(id)) this.on.pending(this.pending);
     }
   }

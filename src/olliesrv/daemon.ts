@@ -2,6 +2,7 @@
  * olliesrv as a whole: the store, the sessions, the event bus and the namespace, served over 9P on a
  * private Unix socket (and TCP when asked). Runs the same under `ollie serve` and inside the Electron app.
  */
+import { EVENTS } from '../formats/olliesrv.js';
 import { homedir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Server, tokenAuth, type Address } from '../ninep/index.js';
@@ -146,10 +147,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
             onState: (up, host, why) => bus.publish(`session.${sid}.tools`, `${up ? 'connected' : 'disconnected'} ${host ?? '-'}${why ? ` ${why}` : ''}`),
           });
           st.onBypass((e) => {
-            if (e.kind === 'request') bus.publish(`session.${sid}.agent.${e.req.agent}.bypass.request`, `${e.req.id}\t${e.req.cmd.replace(/\s+/g, ' ')}\t${e.req.cwd}`);
-            // Once a remembered approval had its chance (it answers at once): only a request left for a person notifies.
-            if (e.kind === 'request') setImmediate(() => st.pending().some((r) => r.id === e.req.id) && void notificationHooks(hooks, agents.all().find((a) => a.id === e.req.agent), `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`));
-            else bus.publish(`session.${sid}.agent.${e.agent}.bypass.resolved`, `${e.id}\t${e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied'}`);
+            if (e.kind === 'request') {
+              const topic = `session.${sid}.agent.${e.req.agent}.bypass.request`;
+              bus.publish(topic, EVENTS.payload(topic, { id: e.req.id, cmd: e.req.cmd, cwd: e.req.cwd, tool: e.req.tool }));
+              // Once a remembered approval had its chance (it answers at once): only a request left for a person notifies.
+              setImmediate(() => st.pending().some((r) => r.id === e.req.id) && void notificationHooks(hooks, agents.all().find((a) => a.id === e.req.agent), `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`));
+            } else {
+              const topic = `session.${sid}.agent.${e.agent}.bypass.resolved`;
+              bus.publish(topic, EVENTS.payload(topic, { id: e.id, decision: e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied' }));
+            }
           });
           sessionTools.set(sid, st);
           mcp.follow(sid, st);

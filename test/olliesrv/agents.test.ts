@@ -2,6 +2,7 @@
  * The agent loop end to end: a real daemon, the mock LLM over HTTP, a real toolsrv running the core tools, all
  * driven through the 9P namespace.
  */
+import { STATS } from '../../src/formats/olliesrv.js';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -206,7 +207,7 @@ describe('retries and errors', () => {
     const reading = (async () => {
       for await (const chunk of events) {
         seen += new TextDecoder().decode(chunk);
-        if (seen.includes('.turn ok')) break;
+        if (seen.includes('.turn ok\t-')) break;
       }
     })();
     await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
@@ -217,10 +218,11 @@ describe('retries and errors', () => {
     await reading;
     // The outcome comes before the idle state, so that a client never shows a failed turn as a good one.
     const lines = seen.split('\n').map((l) => l.replace(/^\S+\.agent\.[^.]+\./, ''));
-    const failed = lines.findIndex((l) => l.startsWith('turn error '));
-    expect(lines[failed]).toMatch(/turn error .*(401|invalid api key)/);
+    // The payload as declared (formats/olliesrv.ts EVENTS): how, then why when it is an error.
+    const failed = lines.findIndex((l) => l.startsWith('turn error\t'));
+    expect(lines[failed]).toMatch(/turn error\t.*(401|invalid api key)/);
     expect(lines.slice(failed + 1)).toContain('state idle');
-    expect(lines.indexOf('turn ok')).toBeGreaterThan(failed);
+    expect(lines.indexOf('turn ok\t-')).toBeGreaterThan(failed);
   });
 
   it('compacts and retries once when the context overflows', async () => {
@@ -399,7 +401,7 @@ describe('sub-agents', () => {
     // Both are gone from the tree, and their usage is in the caller's stats.
     expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
     const stats = await h.c.readText(`${parent.path}/stats`);
-    const kv = Object.fromEntries(stats.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const kv = STATS.parse(stats);
     expect(kv).toMatchObject({
       input_tokens: '1000', // the caller's own requests only
       cost_session: '0.500000',
@@ -595,7 +597,7 @@ describe('lifecycle', () => {
     await h.c.remove(path);
     expect(await reader).toBeGreaterThan(0);
     const text = await evs;
-    expect(text).toContain(`session.${a.sid}.agent.${a.aid}.rename ${a.name} renamed`);
+    expect(text).toContain(`session.${a.sid}.agent.${a.aid}.rename ${a.name}\trenamed`);
     expect(text).toContain(`session.${a.sid}.agent.${a.aid}.kill`);
     expect(await h.c.readText(`session/${a.session}/agent/idx`)).toBe('');
     // A killed agent's history stays searchable, marked killed, and readable under ended/.

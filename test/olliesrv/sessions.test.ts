@@ -116,7 +116,7 @@ describe('olliesrv sessions', () => {
     await c.rename('session/ev', 'ev2');
     await done;
     const id = (await c.readText('session/ev2/id')).trim();
-    expect(lines).toEqual([`session.${id}.new ev`, `session.${id}.rename ev ev2`]);
+    expect(lines).toEqual([`session.${id}.new ev`, `session.${id}.rename ev\tev2`]);
   });
 
   it('serves help generated from the namespace', async () => {

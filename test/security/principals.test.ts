@@ -12,8 +12,9 @@ import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
 import { until } from '../wait.js';
+import { client9p, results, script } from './scripted-calls.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'subagent_spawn', 'shell'], maxSteps: 20 };
 
@@ -23,12 +24,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-/** One model turn per call, then a closing text: the calls run one after another, as a model would make them. */
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({ name: 'client_9p', args: { op, path, ...(data !== undefined && { data }) } });
-/** What each tool call returned to the model, in order. */
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 
 async function attacker(h: Harness): Promise<{ session: string; sid: string; aid: string; name: string; path: string }> {
   return h.agent({ profile: 'attacker' });

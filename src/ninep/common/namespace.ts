@@ -69,12 +69,30 @@ export interface LeafHandlers {
   remove?: (ctx: Ctx) => void | Promise<void>;
 }
 
+/**
+ * What a file contains, declared beside its handlers by whoever builds the namespace; `help` prints
+ * its description, and gateways find it on the declared tree.
+ */
+export interface ContentFormat {
+  readonly kind: string;
+  describe(): string;
+}
+
+const HELP_FORMAT: ContentFormat & { format(v: string): string; parse(t: string): string } = {
+  kind: 'text',
+  describe: () => 'text: one line per file (mode, path pattern, what a read does, doc), its format below it',
+  format: (v) => v,
+  parse: (t) => t,
+};
+
 interface Common {
   /** Permission bits (0o777); derived from the handlers when absent. */
   mode?: number;
   uid?: string;
   gid?: string;
   doc?: string;
+  /** The content's format. */
+  format?: ContentFormat;
   /**
    * Withheld from gateways that re-export the namespace to other protocols (the HTTP gateway): a 9P client sees
    * the file as usual. On a directory it covers everything below.
@@ -176,6 +194,8 @@ export interface DeclaredNode {
   pattern: string;
   mode: number;
   doc?: string;
+  /** The content's format, when declared. */
+  format?: ContentFormat;
   /** Declared internal here or on a directory above. */
   internal: boolean;
   /** What a read does: the leaf's read handler kind, 'list' for directories, undefined for write-only leaves. */
@@ -260,7 +280,7 @@ function hash64(s: string): bigint {
 export function build(root: DirSpec, opts: BuildOptions): Namespace {
   const problems: string[] = [];
   const withHelp: DirSpec = opts.help
-    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', read: () => ns.help(), access: () => undefined })] }
+    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', format: HELP_FORMAT, read: () => ns.help(), access: () => undefined })] }
     : root;
   const top = compile(withHelp, '', { uid: opts.uid, gid: opts.gid ?? opts.uid, access: opts.access }, new Set(), problems);
   if (problems.length) throw new NamespaceError(`invalid namespace:\n  ${problems.join('\n  ')}`);
@@ -346,6 +366,7 @@ export class Namespace implements FileServer<Node> {
       const dir = b.spec.kind !== 'leaf';
       const kind = b.spec.kind === 'leaf' ? (b.readKind ?? 'write') : 'dir';
       lines.push(`${modeString((dir ? DMDIR : 0) | b.mode)}  ${(b.pattern + (dir && b.pattern !== '/' ? '/' : '')).padEnd(34)} ${kind.padEnd(10)} ${b.spec.doc ?? ''}`.trimEnd());
+      if (b.spec.format) lines.push(`${' '.repeat(58)}Format: ${b.spec.format.describe()}`);
       for (const c of b.statics.values()) visit(c);
       if (b.each) visit(b.each);
     };
@@ -359,7 +380,7 @@ export class Namespace implements FileServer<Node> {
       const spec = b.spec;
       const internal = inherited || spec.internal === true || b.template?.internal === true;
       const children = [...b.statics.values(), ...(b.each ? [b.each] : [])].map((c) => visit(c, internal));
-      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, internal, children };
+      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, ...(spec.format && { format: spec.format }), internal, children };
       if (spec.kind === 'leaf') {
         const t = b.template;
         return {

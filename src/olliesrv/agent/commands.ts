@@ -1,6 +1,7 @@
 /**
- * The agent's `ctl` commands. Writing `cmd args` to ctl and typing `/cmd args` as a prompt are the same thing.
- * Each command returns the text read back from ctl.
+ * What the agent's `ctl` commands do. Their names, arguments and who may give them are declared once
+ * (formats/olliesrv.ts AGENT_CTL, which clients complete from); writing `cmd args` to ctl and typing `/cmd args` as a
+ * prompt are the same thing (fs/spec.ts dispatchAgentCommand). Each command returns the text read back from ctl.
  */
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
@@ -8,6 +9,8 @@ import type { Agent } from './agent.js';
 import type { AgentDeps } from './deps.js';
 import { renderStats } from './stats.js';
 import { MCP_COMMAND_USAGE, mcpAlias, runMcpCommand } from '../mcp/prompts.js';
+import { FormatError } from '../../formats/format.js';
+import { AGENT_CTL, COMMAND_LIST, CONTEXT, MODEL_LIST, QUEUE_LIST, TOOL_LIST } from '../../formats/olliesrv.js';
 
 export class CommandError extends Error {
   override name = 'CommandError';
@@ -58,7 +61,7 @@ export const COMMANDS: Record<string, Command> = {
     run: async (a, args) => {
       noArg('models', args);
       const list = await a.backend().models();
-      return list.map((m) => `${m.id}${m.contextLength ? `\t${m.contextLength}` : ''}\n`).join('');
+      return MODEL_LIST.format(list.map((m) => ({ model: m.id, context: m.contextLength || null })));
     },
   },
   backend: {
@@ -78,7 +81,7 @@ export const COMMANDS: Record<string, Command> = {
     run: async (a, args) => {
       noArg('tools', args);
       const tools = await a.tools();
-      return tools.length ? tools.map((t) => `${t.name}\t${t.scope}\t${t.description.split('\n')[0]}\n`).join('') : 'no tools loaded\n';
+      return TOOL_LIST.format(tools.map((t) => ({ name: t.name, scope: t.scope, description: t.description.split('\n')[0] ?? '' })));
     },
   },
   skills: {
@@ -116,17 +119,17 @@ export const COMMANDS: Record<string, Command> = {
       const len = await a.contextLength();
       const est = a.contextEstimate();
       const p = a.stats.context!;
-      return (
-        `messages=${a.history.length}\nepoch=${a.history.epoch}\nestimate=${est}\nlength=${len}\npercent=${((100 * est) / len).toFixed(1)}\n` +
-        `system=${p.system}\ntools=${p.tools}\nhistory=${p.history}\nskills=${p.skills}\nattachments=${p.attachments}\n`
-      );
+      return CONTEXT.format({
+        messages: a.history.length, epoch: a.history.epoch, estimate: est, length: len, percent: ((100 * est) / len).toFixed(1),
+        system: p.system, tools: p.tools, history: p.history, skills: p.skills, attachments: p.attachments,
+      });
     },
   },
   usage: { usage: 'usage', run: async (a, args) => (noArg('usage', args), renderStats(a.stats, a.contextEstimate(), await a.contextLength())) },
   peeradd: { usage: 'peeradd NAME', run: (a, args, d) => (d.peers.add(a, needArg('peeradd', args)), `peer ${args} added\n`) },
   peerdel: { usage: 'peerdel NAME', run: (a, args, d) => (d.peers.del(a, needArg('peerdel', args)), `peer ${args} removed\n`) },
   peers: { usage: 'peers', run: (a, args, d) => (noArg('peers', args), d.peers.names(a).map((n) => `${n}\n`).join('')) },
-  queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), a.queue.map((q, i) => `${i + 1}\t${q.replace(/\n/g, ' ')}\n`).join('')) },
+  queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), QUEUE_LIST.format(a.queue.map((prompt, i) => ({ n: i + 1, prompt })))) },
   mcp: { usage: MCP_COMMAND_USAGE, run: runMcpCommand },
   rewind: {
     usage: 'rewind ID [files|all] [force|keep]',
@@ -143,17 +146,23 @@ export const COMMANDS: Record<string, Command> = {
       return d.checkpoints.gc();
     },
   },
-  help: { usage: 'help', run: () => Object.values(COMMANDS).map((c) => `${c.usage}\n`).join('') },
+  help: { usage: 'help', run: () => COMMAND_LIST.format(AGENT_CTL.commands.map((c) => ({ usage: AGENT_CTL.usage(c), help: c.help }))) },
 };
 
+/** Runs a command as written: read through the declared table (arguments unquoted), then run by this one. */
 export async function runCommand(a: Agent, text: string, deps: AgentDeps): Promise<string> {
   const t = text.trim();
   const sp = t.search(/\s/);
-  const cmd = sp === -1 ? t : t.slice(0, sp);
-  const args = sp === -1 ? '' : t.slice(sp).trim();
-  const alias = mcpAlias(cmd, args);
+  const alias = mcpAlias(sp === -1 ? t : t.slice(0, sp), sp === -1 ? '' : t.slice(sp).trim());
   if (alias !== undefined) return runMcpCommand(a, alias, deps);
-  const c = COMMANDS[cmd];
-  if (!c) throw new CommandError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(COMMANDS).join(', ')}`);
-  return c.run(a, args, deps);
+  let parsed;
+  try {
+    parsed = AGENT_CTL.parse(text);
+  } catch (e) {
+    if (e instanceof FormatError) throw new CommandError(e.message);
+    throw e;
+  }
+  const c = COMMANDS[parsed.name];
+  if (!c) throw new CommandError(`command ${parsed.name} is declared but this daemon has no handler for it`);
+  return c.run(a, parsed.args[0] ?? '', deps);
 }

@@ -1,6 +1,7 @@
 /** Token and cost accounting of one agent: per turn and accumulated, persisted with the agent. */
 import { priceUsage } from '../backend/pricing.js';
 import type { Usage } from '../backend/types.js';
+import { STATS } from '../../formats/olliesrv.js';
 import type { Parts } from './context.js';
 
 export interface Stats {
@@ -121,46 +122,47 @@ const usd = (n: number): string => n.toFixed(6);
 export function renderStats(s: Stats, contextEstimate: number, contextLength: number): string {
   const pct = contextLength > 0 ? ((100 * contextEstimate) / contextLength).toFixed(1) : '0.0';
   const c = s.context;
-  return [
-    `input_tokens=${s.inputTokens}`,
-    `output_tokens=${s.outputTokens}`,
-    `cached_tokens=${s.cachedTokens}`,
-    `cache_creation_tokens=${s.cacheCreationTokens}`,
-    `requests=${s.requests}`,
-    `cost_last_turn=${usd(s.costLastTurn)}`,
-    `cost_session=${usd(s.costSession)}`,
-    `context_estimate=${contextEstimate}`,
-    `context_length=${contextLength}`,
-    `context_percent=${pct}`,
-    `context_system=${c?.system ?? 0}`,
-    `context_tools=${c?.tools ?? 0}`,
-    `context_history=${c?.history ?? 0}`,
-    `context_skills=${c?.skills ?? 0}`,
-    `context_attachments=${c?.attachments ?? 0}`,
-    `estimate_factor=${s.estimateFactor.toFixed(3)}`,
-    ...renderSubagents(s),
-    '',
-  ].join('\n');
+  return STATS.format({
+    input_tokens: s.inputTokens,
+    output_tokens: s.outputTokens,
+    cached_tokens: s.cachedTokens,
+    cache_creation_tokens: s.cacheCreationTokens,
+    requests: s.requests,
+    cost_last_turn: usd(s.costLastTurn),
+    cost_session: usd(s.costSession),
+    context_estimate: contextEstimate,
+    context_length: contextLength,
+    context_percent: pct,
+    context_system: c?.system ?? 0,
+    context_tools: c?.tools ?? 0,
+    context_history: c?.history ?? 0,
+    context_skills: c?.skills ?? 0,
+    context_attachments: c?.attachments ?? 0,
+    estimate_factor: s.estimateFactor.toFixed(3),
+    ...subagentValues(s),
+  });
 }
 
 /**
  * The sub-agents' part of `stats`: their totals (the keys above count this agent's own requests only), the total
- * cost with them, and one `subagent.ID=` line per sub-agent, in the order they finished.
+ * cost with them, and one `subagent.ID=` pair per sub-agent (its value quoted: it holds spaces), in the order they finished.
  */
-function renderSubagents(s: Stats): string[] {
+function subagentValues(s: Stats): Record<string, string | number> {
   const t = subagentTotals(s);
-  return [
-    `subagents=${s.subagents?.length ?? 0}`,
-    `subagents_input_tokens=${t.inputTokens}`,
-    `subagents_output_tokens=${t.outputTokens}`,
-    `subagents_cached_tokens=${t.cachedTokens}`,
-    `subagents_cache_creation_tokens=${t.cacheCreationTokens}`,
-    `subagents_requests=${t.requests}`,
-    `subagents_cost=${usd(t.cost)}`,
-    `cost_total=${usd(s.costSession + t.cost)}`,
-    ...(s.subagents ?? []).map(
-      (u) =>
-        `subagent.${u.id}=name=${u.name} input_tokens=${u.inputTokens} output_tokens=${u.outputTokens} cached_tokens=${u.cachedTokens} requests=${u.requests} cost=${usd(u.cost)}`,
+  return {
+    subagents: s.subagents?.length ?? 0,
+    subagents_input_tokens: t.inputTokens,
+    subagents_output_tokens: t.outputTokens,
+    subagents_cached_tokens: t.cachedTokens,
+    subagents_cache_creation_tokens: t.cacheCreationTokens,
+    subagents_requests: t.requests,
+    subagents_cost: usd(t.cost),
+    cost_total: usd(s.costSession + t.cost),
+    ...Object.fromEntries(
+      (s.subagents ?? []).map((u) => [
+        `subagent.${u.id}`,
+        `name=${u.name} input_tokens=${u.inputTokens} output_tokens=${u.outputTokens} cached_tokens=${u.cachedTokens} requests=${u.requests} cost=${usd(u.cost)}`,
+      ]),
     ),
-  ];
+  };
 }

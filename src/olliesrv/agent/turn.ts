@@ -4,6 +4,7 @@
  * rounds, repeated rounds, token budget).
  */
 import type { ContextKind } from '../backend/types.js';
+import { EVENTS } from '../../formats/olliesrv.js';
 import type { Agent } from './agent.js';
 import { errText } from './errors.js';
 import { compactNow, sentView } from './fit.js';
@@ -52,7 +53,7 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
     });
     // Before the state: a client that sees `idle` already knows whether the turn failed.
     agent.lastTurn = result.error ? 'error' : result.stopped ? 'stopped' : 'ok';
-    agent.deps.bus.publish(topic(agent, 'turn'), result.error ? `error ${result.error.replace(/\s+/g, ' ')}` : agent.lastTurn);
+    agent.deps.bus.publish(topic(agent, 'turn'), EVENTS.payload(topic(agent, 'turn'), { how: agent.lastTurn, error: result.error ?? null }));
     setState(agent, 'idle');
   }
   const waiters = agent.turnWaiters;

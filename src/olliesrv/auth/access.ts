@@ -4,6 +4,7 @@
  * alone. The rules here only say who; what an allowed principal may ask for inside a request (an agent's
  * agent/new, its ctl commands) is checked by the handlers with the helpers at the end.
  */
+import { AGENT_CTL } from '../../formats/olliesrv.js';
 import type { Access, AccessOp, Ctx } from '../../ninep/index.js';
 import type { Agent } from '../agent/agent.js';
 import type { Agents } from '../session/agents.js';
@@ -106,18 +107,32 @@ export function onAgent(s: Scope, rules: { session?: readonly AccessOp[]; agent:
 /**
  * The agent commands (ctl, and /cmd typed as a prompt) an agent may give itself or its sub-agents: the ones that
  * neither widen what it may do (cwd, profile, backend, model, peers) nor reach beyond it. Without arguments, the
- * read-only forms of the others are allowed (`cwd` prints the working directory).
+ * read-only forms of the others are allowed (`cwd` prints the working directory). Which is which is declared with
+ * the command table (formats/olliesrv.ts AGENT_CTL: agent always, bare or never).
  */
-const AGENT_COMMANDS = new Set(['stop', 'compact', 'help', 'tools', 'skills', 'tool_load', 'context', 'usage', 'queue', 'peers', 'systemprompt', 'inject']);
-const READ_FORMS = new Set(['cwd', 'agent', 'model', 'backend', 'name', 'models']);
+const AGENT_COMMANDS = new Set(AGENT_CTL.commands.filter((c) => c.agent === 'always').map((c) => c.name));
+const READ_FORMS = new Set(AGENT_CTL.commands.filter((c) => c.agent === 'bare').map((c) => c.name));
 
-/** Throws the refusal when principal `p` may not run `command` (as written to ctl) on an agent. */
+/**
+ * The refusal when principal `p` may not run `command` (as written to ctl) on an agent. The command is read as the
+ * dispatcher reads it (AGENT_CTL: quoting undone), so what is checked is what would run; a command that does not
+ * read is refused for an agent by its first word.
+ */
 export function checkAgentCommand(p: Principal | undefined, command: string): string | undefined {
   if (!p) return 'unauthenticated';
   if (p.kind !== 'agent') return undefined;
-  const t = command.trim();
-  const sp = t.search(/\s/);
-  const cmd = sp === -1 ? t : t.slice(0, sp);
-  if (AGENT_COMMANDS.has(cmd) || (sp === -1 && READ_FORMS.has(cmd))) return undefined;
-  return `an agent may not run "${cmd}${sp === -1 ? '' : ' …'}" (agents may: ${[...AGENT_COMMANDS].join(', ')}, and ${[...READ_FORMS].join(', ')} without arguments)`;
+  let name: string;
+  let bare: boolean;
+  try {
+    const c = AGENT_CTL.parse(command);
+    name = c.name;
+    bare = c.args.length === 0;
+  } catch {
+    const t = command.trim();
+    const sp = t.search(/\s/);
+    name = sp === -1 ? t : t.slice(0, sp);
+    bare = sp === -1;
+  }
+  if (AGENT_COMMANDS.has(name) || (bare && READ_FORMS.has(name))) return undefined;
+  return `an agent may not run "${name}${bare ? '' : ' …'}" (agents may: ${[...AGENT_COMMANDS].join(', ')}, and ${[...READ_FORMS].join(', ')} without arguments)`;
 }

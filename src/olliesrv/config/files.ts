@@ -3,6 +3,7 @@
  * each write is checked by the same parser that reads the file, and lands on disk only when it parses — a bad
  * write gets the parser's `file:line` error and changes nothing.
  */
+import { CHECKED_MODELS } from '../../formats/olliesrv.js';
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,7 +115,7 @@ export class ConfigFiles {
   async checkBackend(text: string): Promise<string> {
     try {
       const models = await checkCandidate(this.candidate(text, 'config/check'));
-      return models.map((m) => `${m.id}\t${m.contextLength ?? '-'}\n`).join('');
+      return CHECKED_MODELS.format(models.map((m) => ({ model: m.id, context: m.contextLength ?? null })));
     } catch (e) {
       throw e instanceof SetupError ? new ConfigError(e.message) : e;
     }

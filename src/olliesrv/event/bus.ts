@@ -7,6 +7,7 @@
  * telling it to re-read the index files it mirrors. Other subscribers and the daemon are not affected.
  */
 import { WakeQueue } from '../../platform/queue.js';
+import { EVENTS } from '../../formats/olliesrv.js';
 
 export const QUEUE_LIMIT = 4096;
 
@@ -72,7 +73,7 @@ export class EventBus {
         try {
           for await (const batch of sub.queue.batches(signal)) {
             const dropped = sub.queue.takeDropped();
-            let out = dropped ? `ollie.overflow ${dropped}\n` : '';
+            let out = dropped ? `${EVENTS.formatLine('ollie.overflow', { dropped })}\n` : '';
             for (const e of batch) out += e.payload ? `${e.topic} ${e.payload}\n` : `${e.topic}\n`;
             yield out;
           }

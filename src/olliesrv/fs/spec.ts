@@ -18,8 +18,9 @@ import type { Hooks } from '../hooks/hooks.js';
 import { PROVIDER_IDS, PROVIDERS, type Provider } from '../backend/setup.js';
 import type { SessionTools } from '../toolclient/host.js';
 import { ruleFor, type BypassRuleStore } from '../store/bypass.js';
-import { hiddenChar } from '../store/shellwords.js';
-import { parseKeyValues, RequestError, splitCommand } from './kv.js';
+import { parseKeyValues, RequestError } from './kv.js';
+import { FormatError, type Commands } from '../../formats/index.js';
+import * as F from '../../formats/olliesrv.js';
 import { ANYONE, ANYONE_READS, checkAgentCommand, inSession, onAgent, OWNER_ONLY, principalOf, relate, type Scope } from '../auth/access.js';
 import { MAX_DEPTH } from '../session/agents.js';
 import { knownWindow } from '../backend/windows.js';
@@ -56,17 +57,15 @@ export interface Olliesrv {
   checkpoints?: Checkpoints;
 }
 
-const AGENT_KEYS = ['name', 'cwd', 'backend', 'model', 'agent', 'parent', 'prompt', 'steps', 'tokens', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort'] as const;
-const CFG_KEYS = ['backend', 'model', 'profile', 'cwd', 'temperature', 'topP', 'topK', 'maxTokens', 'seed', 'thinkingBudget', 'reasoningEffort', 'maxSteps', 'compactAt'] as const;
 
 /**
  * `agent/new` requests: key=value pairs; `prompt=` may come last and unquoted, taking the rest of the request
  * (so `agent=reviewer prompt=look at the diff` works from a shell).
  */
-function parseAgentRequest(req: string): Partial<Record<(typeof AGENT_KEYS)[number], string>> {
-  const m = /(^|\s)prompt=(?!")/.exec(req);
-  if (!m) return parseKeyValues(req, AGENT_KEYS);
-  const head = parseKeyValues(req.slice(0, m.index), AGENT_KEYS);
+function parseAgentRequest(req: string): Record<string, string> {
+  const m = /(^|\s)prompt=(?!["'])/.exec(req);
+  if (!m) return parseKeyValues(req, F.AGENT_NEW);
+  const head = parseKeyValues(req.slice(0, m.index), F.AGENT_NEW);
   if (head.prompt !== undefined) throw new RequestError('key prompt given twice');
   return { ...head, prompt: req.slice(m.index + m[0].length).replace(/\n$/, '') };
 }
@@ -126,7 +125,7 @@ function agentCommand(o: Olliesrv, ctx: Ctx, target: Agent, command: string): st
   const p = principalOf(ctx);
   const why = checkAgentCommand(p, command);
   if (why) throw new NinepError(`refused: ${why}`);
-  const { cmd, args } = splitCommand(command);
+  const { name: cmd, args: [args = ''] } = parseCommand(F.AGENT_CTL, command);
   // Rewinding changes the user's files and conversation: the owner's decision, not a workflow's.
   if (p?.kind !== 'owner' && (cmd === 'rewind' || cmd === 'checkpoint')) throw new NinepError(`refused: only the owner may ${cmd}`);
   if (p?.kind === 'agent' && cmd === 'tool_load') {
@@ -136,6 +135,25 @@ function agentCommand(o: Olliesrv, ctx: Ctx, target: Agent, command: string): st
   }
   if (p?.kind === 'session' && cmd === 'cwd' && args) checkSessionCwd(o, ctx, resolvePath(target.cfg.cwd, args));
   return command;
+}
+
+/**
+ * The one way an agent command runs: a write to its ctl and `/cmd` typed as its prompt both come here, are read
+ * through the declared command table (formats/olliesrv.ts AGENT_CTL), checked for the caller, and run by the
+ * agent's command table (agent/commands.ts). Returns the reply.
+ */
+async function dispatchAgentCommand(o: Olliesrv, ctx: Ctx, target: Agent, command: string): Promise<string> {
+  return target.ctl(agentCommand(o, ctx, target, command));
+}
+
+/** A request read by a declared command table; a bad one is a RequestError naming what and where. */
+function parseCommand(table: Commands, text: string): { name: string; args: string[] } {
+  try {
+    return table.parse(text);
+  } catch (e) {
+    if (e instanceof FormatError) throw new RequestError(e.message);
+    throw e;
+  }
 }
 
 /** A workflow's agents work inside the session's directory. */
@@ -152,23 +170,20 @@ function positiveInt(key: string, v: string | undefined): number | undefined {
 }
 
 function renderCfg(a: Agent): string {
-  const lines = [`backend=${a.cfg.backend}`, `model=${a.cfg.model}`, `profile=${a.cfg.profile}`, `cwd=${a.cfg.cwd}`];
-  for (const [k, v] of Object.entries(a.cfg.params)) lines.push(`${k}=${Array.isArray(v) ? v.join(',') : String(v)}`);
-  if (a.cfg.maxSteps !== undefined) lines.push(`maxSteps=${a.cfg.maxSteps}`);
-  if (a.cfg.compactAt !== undefined) lines.push(`compactAt=${a.cfg.compactAt}`);
-  return `${lines.join('\n')}\n`;
+  const params = Object.fromEntries(Object.entries(a.cfg.params).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)]));
+  return F.CFG.format({ backend: a.cfg.backend, model: a.cfg.model, profile: a.cfg.profile, cwd: a.cfg.cwd, ...params, maxSteps: a.cfg.maxSteps, compactAt: a.cfg.compactAt });
 }
 
 function providerLines(): string {
-  return PROVIDER_IDS.map((id) => {
+  return F.PROVIDERS.format(PROVIDER_IDS.map((id) => {
     const p: Provider = PROVIDERS[id];
-    return `${id}\t${p.label}\t${p.type}\t${p.url ?? '-'}\t${p.keyEnv ?? '-'}\t${p.needsKey ? 'needed' : 'optional'}\n`;
-  }).join('');
+    return { id, label: p.label, type: p.type, url: p.url ?? null, key_env: p.keyEnv ?? null, key: p.needsKey ? 'needed' : 'optional' };
+  }));
 }
 
 /** Writes to `cfg`: key=value lines (or pairs); each applies or the whole write is refused with the reason. */
 async function applyCfg(o: Olliesrv, a: Agent, text: string): Promise<void> {
-  const kv = parseKeyValues(text, CFG_KEYS);
+  const kv = parseKeyValues(text, F.CFG);
   if (Object.keys(kv).length === 0) return;
   if (a.busy) throw new NinepError(`agent ${a.name} is running a turn; cfg changes are refused until it is idle (ctl stop ends it)`);
   if (kv.backend !== undefined) o.backends.get(kv.backend);
@@ -180,6 +195,8 @@ async function applyCfg(o: Olliesrv, a: Agent, text: string): Promise<void> {
   if (kv.model !== undefined) a.cfg.model = kv.model;
   const params = Agents.params(kv);
   a.cfg.params = { ...a.cfg.params, ...params };
+  // Stop sequences as cfg shows them (a profile may set them): comma-separated, empty for none.
+  if (kv.stop !== undefined) a.cfg.params = { ...a.cfg.params, stop: kv.stop ? kv.stop.split(',') : undefined };
   if (kv.maxSteps !== undefined) a.cfg.maxSteps = positiveInt('maxSteps', kv.maxSteps);
   if (kv.compactAt !== undefined) {
     const f = Number(kv.compactAt);
@@ -197,29 +214,17 @@ async function* procStream(a: Agent, pid: number, signal: AbortSignal): AsyncIte
 }
 
 function rootCtl(o: Olliesrv, request: string): string {
-  const { cmd, args } = splitCommand(request);
-  if (cmd === 'reload' && !args) return o.reload();
-  throw new NinepError(`unknown command ${JSON.stringify(request.trim())}; known commands: reload`);
+  const { name } = parseCommand(F.ROOT_CTL, request);
+  if (name === 'reload') return o.reload();
+  throw new NinepError(`command ${name} is declared but not handled`);
 }
 
-/**
- * A command as one field of a line, whole: a backslash, newline, tab, carriage return become \\ \n \t \r and any
- * other control or invisible character \u{HEX}, so that nothing in it can pass for something else (a newline
- * flattened to a space would make `npm test⏎rm -rf ~` read as arguments of npm).
- */
-function escapeField(text: string): string {
-  const named: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r' };
-  return [...text].map((c) => named[c] ?? (hiddenChar(c) ? `\\u{${c.codePointAt(0)!.toString(16)}}` : c)).join('');
-}
-
+/** The pending requests; the command is escaped by the records (\n, \t, \\, \u{HEX}), so nothing in it passes for something else. */
 function bypassLines(o: Olliesrv, sessionId: string): string {
-  return (o.sessionTools(sessionId)?.pending() ?? [])
-    .map((r) => {
-      const rule = r.ask ? { refused: 'a hook asked' } : ruleFor(r);
-      const remember = 'refused' in rule ? 'once\t' : `${rule.kind}\t${rule.rule}`;
-      return `${r.id}\t${r.agent}\t${r.tool}\t${r.cwd}\t${escapeField(r.cmd)}\t${r.reason.replace(/\s+/g, ' ')}\t${remember}\n`;
-    })
-    .join('');
+  return F.BYPASS.format((o.sessionTools(sessionId)?.pending() ?? []).map((r) => {
+    const rule = r.ask ? { refused: 'a hook asked' } : ruleFor(r);
+    return { id: r.id, agent: r.agent, tool: r.tool, cwd: r.cwd, cmd: r.cmd, reason: r.reason, ...('refused' in rule ? { remember: 'once', rule: '' } : { remember: rule.kind, rule: rule.rule }) };
+  }));
 }
 
 async function resolveBypass(o: Olliesrv, sessionId: string, request: string): Promise<string> {
@@ -235,9 +240,9 @@ async function resolveBypass(o: Olliesrv, sessionId: string, request: string): P
 
 function ruleLines(o: Olliesrv): string {
   const names = new Map(o.sessions.all().map((x) => [x.id, x.name]));
-  return (o.rules?.list() ?? [])
-    .map((r) => `${r.id}\t${r.tool}\t${r.kind}\t${r.rule}\t${r.session === null ? 'global' : `session ${names.get(r.session) ?? r.session}`}\t${new Date(r.created).toISOString()}\n`)
-    .join('');
+  return F.BYPASS_RULES.format((o.rules?.list() ?? []).map((r) => ({
+    id: r.id, tool: r.tool, kind: r.kind, rule: r.rule, scope: r.session === null ? 'global' : `session ${names.get(r.session) ?? r.session}`, created: new Date(r.created).toISOString(),
+  })));
 }
 
 /** `revoke ID` lines; every line is checked before any rule goes, so a bad write changes nothing. */
@@ -255,8 +260,6 @@ function revokeRules(o: Olliesrv, text: string): void {
   for (const id of ids) o.rules!.remove(id);
 }
 
-const SESSION_KEYS = ['name', 'cwd', 'remote'] as const;
-
 /** `hooks`, `hooks on`, `hooks off`: the session's switch for lifecycle hooks (olliesrv/hooks). */
 function hooksCtl(o: Olliesrv, name: string, args: string): string {
   if (!o.hooks) throw new NinepError('hooks are not available in this daemon');
@@ -267,16 +270,16 @@ function hooksCtl(o: Olliesrv, name: string, args: string): string {
 }
 
 function sessionCtl(o: Olliesrv, name: string, request: string): string {
-  const { cmd, args } = splitCommand(request);
-  const commands: Record<string, { usage: string; run: () => string }> = {
-    kill: { usage: 'kill', run: () => (o.sessions.kill(name), 'killed\n') },
-    save: { usage: 'save', run: () => (o.sessions.save(), 'saved\n') },
-    pause: { usage: 'pause', run: () => (o.sessions.setPaused(name, true), 'paused\n') },
-    resume: { usage: 'resume', run: () => (o.sessions.setPaused(name, false), 'resumed\n') },
-    hooks: { usage: 'hooks [on|off]', run: () => hooksCtl(o, name, args) },
-    remote: { usage: 'remote [HOST|-]', run: () => remoteCtl(o, name, args) },
+  const { name: cmd, args: [args = ''] } = parseCommand(F.SESSION_CTL, request);
+  // The table's arguments and usage are declared in formats/olliesrv.ts (SESSION_CTL); these are what they do.
+  const commands: Record<string, { run: () => string }> = {
+    kill: { run: () => (o.sessions.kill(name), 'killed\n') },
+    save: { run: () => (o.sessions.save(), 'saved\n') },
+    pause: { run: () => (o.sessions.setPaused(name, true), 'paused\n') },
+    resume: { run: () => (o.sessions.setPaused(name, false), 'resumed\n') },
+    hooks: { run: () => hooksCtl(o, name, args) },
+    remote: { run: () => remoteCtl(o, name, args) },
     workflow: {
-      usage: 'workflow [NAME]',
       run: () => {
         const s = o.sessions.get(name);
         if (!args) return `${s.workflow}${o.workflows.isRunning(s.id) ? ' (running)' : ''}\nworkflows: ${o.workflows.names().join(' ')}\n`;
@@ -287,8 +290,7 @@ function sessionCtl(o: Olliesrv, name: string, request: string): string {
     },
   };
   const c = commands[cmd];
-  if (!c) throw new NinepError(`unknown command ${JSON.stringify(cmd)}; known commands: ${Object.keys(commands).join(', ')}`);
-  if (args && !c.usage.includes(' ')) throw new NinepError(`${cmd} takes no arguments`);
+  if (!c) throw new NinepError(`command ${cmd} is declared but not handled`);
   return c.run();
 }
 
@@ -311,31 +313,34 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       }),
       Leaf('backends', {
         doc: 'The configured LLM backends, one per line: name, type, url, default model; the default backend is marked with *.',
-        read: () => o.backends.names().map((n) => {
+        format: F.BACKENDS,
+        read: () => F.BACKENDS.format(o.backends.names().map((n) => {
           const b = o.backends.get(n);
-          return `${n}${n === o.backends.defaultName ? '*' : ''}\t${b.type}\t${b.url}\t${b.defaultModel}\n`;
-        }).join(''),
+          return { name: `${n}${n === o.backends.defaultName ? '*' : ''}`, type: b.type, url: b.url, model: b.defaultModel };
+        })),
       }),
       Leaf('models', {
         doc: 'Models of every backend (asked once, then cached): backend, model, context length (the provider\'s, else backends.conf\'s context =, else the known window of the model; - when none is known). Unreachable backends say why.',
+        format: F.MODELS,
         blockOnce: async () => {
           const parts = await Promise.all(o.backends.names().map(async (n) => {
             try {
               const b = o.backends.get(n);
               const list = await b.models();
-              return list.map((m) => `${n}\t${m.id}\t${m.contextLength ?? b.configuredContext ?? knownWindow(m.id) ?? '-'}\n`).join('');
+              return F.MODELS.format(list.map((m) => ({ backend: n, model: m.id, context: m.contextLength ?? b.configuredContext ?? knownWindow(m.id) ?? null, error: null })));
             } catch (e) {
-              return `${n}\t-\t-\t${(e as Error).message.replace(/\s+/g, ' ')}\n`;
+              return F.MODELS.format([{ backend: n, model: null, context: null, error: (e as Error).message }]);
             }
           }));
           return parts.join('');
         },
       }),
-      Leaf('agents', { doc: 'Agent profile names, one per line.', access: ANYONE_READS, read: () => o.profiles.names().map((n) => `${n}\n`).join('') }),
-      Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', rdwr: (_ctx, req) => rootCtl(o, req) }),
+      Leaf('agents', { doc: 'Agent profile names, one per line.', access: ANYONE_READS, format: F.PROFILES, read: () => F.PROFILES.format(o.profiles.names()) }),
+      Leaf('ctl', { doc: 'Write a command, read its result: reload (re-read backends.conf).', format: F.ROOT_CTL, rdwr: (_ctx, req) => rootCtl(o, req) }),
       Leaf('bypassrules', {
         doc: 'Remembered bypass approvals, one per line: id, tool, prefix|exact, rule, scope (global, or session NAME), created. Write "revoke ID" (one per line) to remove one.',
         mode: 0o600,
+        format: F.BYPASS_RULES,
         read: () => ruleLines(o),
         write: (_ctx, data) => revokeRules(o, new TextDecoder().decode(data)),
       }),
@@ -343,23 +348,28 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         Leaf('backends.conf', {
           doc: 'The LLM backends (INI); written, it is reloaded at once.',
           mode: 0o600,
+          format: F.TEXT('INI, parsed by backend/config.ts'),
           // An empty write (an OTRUNC open with nothing written) must not wipe the file: a file is never emptied here.
           text: { get: () => o.config.read('backends.conf'), set: (_ctx, v) => void (v.trim() && o.config.writeBackends(v)) },
         }),
         Leaf('providers', {
           doc: 'The providers config/check and config/backend know, one per line: id, label, backends.conf type, URL (- when the user gives one), the environment variable its key usually is in (- none), key (needed or optional).',
+          format: F.PROVIDERS,
           read: () => providerLines(),
         }),
         Leaf('check', {
           doc: 'Check a backend before storing it: write provider=, url=, key= or key_env=, model= lines (provider: openai, anthropic, openrouter, ollama, gemini, copilot, compatible); read its models, "ID<TAB>context" lines, or the provider\'s error.',
+          format: F.CHECKED_MODELS,
           rdwr: (_ctx, req) => o.config.checkBackend(req),
         }),
         Leaf('backend', {
           doc: 'Store a backend: the same lines as check (and name=, default=yes|no); it is merged into backends.conf as a commented section, written 0600 and reloaded.',
+          format: F.TEXT('the stored section\'s name, or the error'),
           rdwr: (_ctx, req) => o.config.setupBackend(req),
         }),
         Leaf('sandbox.yaml', {
           doc: 'The sandbox policy; applies to the tool servers started after the write.',
+          format: F.TEXT('YAML, the sandbox policy (docs/sandbox.md)'),
           text: { get: () => o.config.read('sandbox.yaml'), set: async (_ctx, v) => void (v.trim() && (await o.config.writeSandbox(v))) },
         }),
         Leaf('mcp.json', {
@@ -370,6 +380,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         Leaf('trust', {
           doc: 'Trusted project files (.ollie-sandbox.yaml; .ollie-hooks.json and .mcp.json, named by their paths), "sha256<TAB>path" lines; write "trust PATH" or "untrust PATH" lines (a project dir or its file). A file applies only while its hash matches.',
           mode: 0o600,
+          format: F.TRUST,
           text: { get: () => o.config.readTrust(), set: (_ctx, v) => void (v.trim() && o.config.writeTrust(v)) },
         }),
         Leaf('hooks.json', {
@@ -379,16 +390,19 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }),
         Leaf('profile', {
           doc: 'The profile new agents get when agent/new names none.',
+          format: F.VALUE('the profile name'),
           text: { get: () => `${o.config.defaultProfile()}\n`, set: (_ctx, v) => (v.trim() ? o.config.writeDefaultProfile(v) : undefined) },
         }),
       ),
       Leaf('sandbox', {
         doc: 'What the tool sandbox applies on this machine, as JSON: Landlock ABI and rights, the system call filter, the capabilities dropped, containment, limits, and a one-line summary.',
-        blockOnce: async () => `${JSON.stringify(await o.config.sandboxStatus())}\n`,
+        format: F.SANDBOX,
+        blockOnce: async () => F.SANDBOX.format(await o.config.sandboxStatus()),
       }),
       Leaf('search', {
         doc: 'Full-text search of every chat log: write words, read matches (all words, best first): session, agent, block id, role, snippet with the words in [brackets], agent id, ended (- for a live agent, else how it ended: its log is then under session/S/ended/ID). Workflows find only their own session\'s, agents only what they may read (their own, their sub-agents\' and peers\' logs).',
         access: ANYONE,
+        format: F.SEARCH_HITS,
         rdwr: (ctx, req) => {
           const p = principalOf(ctx);
           if (p?.kind === 'owner') return agents.search(req);
@@ -399,15 +413,18 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       }),
       Leaf('generate', {
         doc: 'One-shot generation, no history, no tools: write optional key=value lines (backend, model, system, temperature, maxTokens…), a blank line and the prompt; read the reply.',
+        format: F.TEXT('the reply'),
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'generate', signal),
       }),
       Leaf('complete', {
         doc: 'Code completion: write optional key=value lines (backend, model, suffix=TEXT after the cursor), a blank line and the text before the cursor; read the completion.',
+        format: F.TEXT('the completion'),
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
       }),
       Leaf('event', {
         doc: 'Write a filter (* one segment, > the rest; several separated by spaces), then read events: "topic payload" lines. A workflow gets its own session\'s only. Topics: session.S.{new,rename,kill,pause,resume,goal}; session.S.agent.A.{new,rename,kill,state,turn,peer.add,peer.del,peer.message,bypass.request,bypass.resolved,hook} (hook: event, tool, exit, ms, command); session.S.hooks (on|off).',
         access: (ctx, op) => (principalOf(ctx)?.kind === 'session' ? undefined : OWNER_ONLY(ctx, op)),
+        format: F.EVENTS,
         rdwrStream: (ctx, filter, signal) => {
           const p = principalOf(ctx);
           const wanted = compileFilter(filter);
@@ -426,11 +443,13 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       },
         Leaf('new', {
           doc: 'Write key=value pairs (name=, cwd=, remote=[user@]host[:port] to run its tools there over SSH, with cwd= a path there) to create a session; read back its name.',
-          rdwr: (_ctx, req) => `${newSession(o, parseKeyValues(req, SESSION_KEYS)).name}\n`,
+          format: F.SESSION_NEW,
+          rdwr: (_ctx, req) => `${newSession(o, parseKeyValues(req, F.SESSION_NEW)).name}\n`,
         }),
         Leaf('idx', {
           doc: 'One line per session: id, name, paused, connected (1 while a tool server serves it and is reachable), remote (its host, - for this machine), cwd (tab-separated).',
-          read: () => sessions.all().map((x) => `${x.id}\t${x.name}\t${x.paused ? 1 : 0}\t${toolsConnected(o.sessionTools(x.id)) ? 1 : 0}\t${o.remotes?.get(x.id) ?? '-'}\t${x.cwd}\n`).join(''),
+          format: F.SESSION_IDX,
+          read: () => F.SESSION_IDX.format(sessions.all().map((x) => ({ id: x.id, name: x.name, paused: x.paused, connected: toolsConnected(o.sessionTools(x.id)), remote: o.remotes?.get(x.id) ?? null, cwd: x.cwd }))),
         }),
         Each('session', {
           doc: 'One session.',
@@ -442,40 +461,47 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           rename: (ctx, newName) => void sessions.rename(ctx.params.session!, newName),
           remove: (ctx) => sessions.kill(ctx.params.session!),
         },
-          Leaf('id', { doc: 'The immutable session UUID.', access: inSession(scope, { session: reads, agent: reads }), read: (ctx) => `${s(ctx).id}\n` }),
+          Leaf('id', { doc: 'The immutable session UUID.', access: inSession(scope, { session: reads, agent: reads }), format: F.VALUE('the id'), read: (ctx) => `${s(ctx).id}\n` }),
           Leaf('name', {
             doc: 'The session name; write to rename (the directory moves).',
             access: inSession(scope, { session: reads, agent: reads }),
+            format: F.VALUE('the name'),
             text: { get: (ctx) => `${s(ctx).name}\n`, set: (ctx, v) => void sessions.rename(ctx.params.session!, v.trim()) },
           }),
-          Leaf('cwd', { doc: 'The session working directory.', access: inSession(scope, { session: reads, agent: reads }), read: (ctx) => `${s(ctx).cwd}\n` }),
+          Leaf('cwd', { doc: 'The session working directory.', access: inSession(scope, { session: reads, agent: reads }), format: F.VALUE('the directory'), read: (ctx) => `${s(ctx).cwd}\n` }),
           Leaf('env', {
             doc: 'Session environment: KEY=value lines. Writing replaces it (the owner only; workflows may read it).',
             access: inSession(scope, { session: reads }),
+            format: F.ENV,
             text: { get: (ctx) => s(ctx).env, set: (ctx, v) => sessions.setEnv(ctx.params.session!, v) },
           }),
           Leaf('plan', {
             doc: 'The session plan, a markdown checklist. Writing replaces it.',
             access: inSession(scope, { session: both, agent: both }),
+            format: F.TEXT('markdown'),
             text: { get: (ctx) => s(ctx).plan, set: (ctx, v) => sessions.setPlan(ctx.params.session!, v) },
           }),
           Leaf('ctl', {
             doc: 'Write a command, read its result: kill, save (checkpoint to disk), pause, resume, hooks [on|off] (lifecycle hooks for this session), remote [HOST|-] (the host its tools run on; docs/remote.md).',
+            format: F.SESSION_CTL,
             rdwr: (ctx, req) => sessionCtl(o, ctx.params.session!, req),
           }),
           Leaf('goal', {
             doc: 'The session goal. Writing it starts the session workflow (ctl workflow; default conductor) unless one is running.',
             access: inSession(scope, { session: reads, agent: reads }),
+            format: F.TEXT('the goal as the owner wrote it'),
             text: { get: (ctx) => s(ctx).goal, set: (ctx, v) => (v.trim() ? sessions.setGoal(ctx.params.session!, v) : undefined) },
           }),
           Leaf('goalstatus', {
             doc: 'The goal status: first line running, complete, blocked or error; then a summary. Workflows write it.',
             access: inSession(scope, { session: both, agent: both }),
+            format: F.GOAL_STATUS,
             text: { get: (ctx) => s(ctx).goalstatus, set: (ctx, v) => (v.trim() ? sessions.setGoalStatus(ctx.params.session!, v) : undefined) },
           }),
           Leaf('goalwait', {
             doc: 'A read blocks until the goal status changes, then returns it.',
             access: inSession(scope, { session: reads, agent: reads }),
+            format: F.GOAL_STATUS,
             blockOnce: (ctx, signal) => sessions.waitGoal(ctx.params.session!, signal),
           }),
           Leaf('hooks', {
@@ -486,6 +512,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           ...(o.mcp ? [sessionMcpDir(o.mcp, scope, (ctx) => s(ctx).id)] : []),
           Leaf('bypass', {
             doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command (\\n, \\t, \\\\ and \\u{HEX} escaped), reason, and the rule "session" or "always" would store: prefix|exact and the rule, or once and nothing when it can only be approved once. Write "ID approve|deny [once|session|always]".',
+            format: F.BYPASS,
             read: (ctx) => bypassLines(o, s(ctx).id),
             write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
           }),
@@ -495,6 +522,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             Leaf('idx', {
               doc: 'One line per ended agent: session id, agent id, name, parent id (- for none), depth, ended (ms since the epoch), how (finished, killed, interrupted), last (how its last turn ended) (tab-separated).',
               access: inSession(scope, { session: reads }),
+              format: F.ENDED_IDX,
               read: (ctx) => agents.endedIdx(ctx.params.session!),
             }),
             Each('ended', {
@@ -504,15 +532,17 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               has: (ctx, id) => sessions.has(ctx.params.session!) && agents.endedList(ctx.params.session!).some((e) => e.id === id),
               remove: (ctx) => agents.forget(ctx.params.session!, ctx.params.ended!),
             },
-              Leaf('name', { doc: 'The name it had.', access: inSession(scope, { session: reads }), read: (ctx) => `${agents.ended(ctx.params.session!, ctx.params.ended!).name}\n` }),
+              Leaf('name', { doc: 'The name it had.', access: inSession(scope, { session: reads }), format: F.VALUE('the name'), read: (ctx) => `${agents.ended(ctx.params.session!, ctx.params.ended!).name}\n` }),
               Leaf('log.raw', {
                 doc: 'Its chat log as JSONL blocks, whole (it no longer grows).',
                 access: inSession(scope, { session: reads }),
+                format: F.LOG,
                 read: (ctx) => agents.endedLog(agents.ended(ctx.params.session!, ctx.params.ended!)),
               }),
               Leaf('block', {
                 doc: 'Write a block id, read that block\'s JSON.',
                 access: inSession(scope, { session: both }),
+                format: F.BLOCK,
                 rdwr: (ctx, req) => {
                   const b = agents.endedBlock(agents.ended(ctx.params.session!, ctx.params.ended!), req.trim());
                   if (!b) throw new NinepError(`no block ${JSON.stringify(req.trim())}`);
@@ -525,6 +555,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             Leaf('new', {
               doc: 'Write key=value (name, cwd, backend, model, agent=PROFILE, generation parameters), read the new agent\'s name. With prompt= (last, may be unquoted): a sub-agent runs the prompt (parent=CALLER gives it a snapshot of the caller\'s history; steps=, tokens= are its budget), the read returns its reply, and it is removed.',
               access: inSession(scope, { session: both, agent: both }),
+              format: F.AGENT_NEW,
               rdwr: async (ctx, req, signal) => {
                 const kv = confineNewAgent(o, ctx, parseAgentRequest(req));
                 const opts = { name: kv.name, cwd: kv.cwd, backend: kv.backend, model: kv.model, agent: kv.agent, parent: kv.parent, params: Agents.params(kv), ...(kv.sandboxRoot !== undefined && { sandboxRoot: kv.sandboxRoot }) };
@@ -539,6 +570,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
             Leaf('idx', {
               doc: 'One line per agent: session id, agent id, name, parent id (- for none), depth, state, last (how the last turn ended: ok, error, stopped, or - before the first) (tab-separated). An agent sees itself, its sub-agents and its peers.',
               access: inSession(scope, { session: reads, agent: reads }),
+              format: F.AGENT_IDX,
               read: (ctx) => {
                 const p = principalOf(ctx);
                 const sn = ctx.params.session!;
@@ -558,16 +590,19 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('prompt', {
                 doc: 'Write a prompt (everything written on one open file is one prompt, taken when it is closed); it runs now, or waits in the queue while a turn runs. /cmd is a ctl command, !cmd a shell command.',
                 access: agentOwn,
+                format: F.TEXT('a prompt; /cmd is an agent ctl command, !cmd a shell command'),
                 whole: true,
                 write: async (ctx, data) => {
                   const text = new TextDecoder().decode(data);
-                  if (text.startsWith('/')) agentCommand(o, ctx, ag(ctx), text.slice(1));
-                  await ag(ctx).submit(text);
+                  if (!text.startsWith('/')) return void (await ag(ctx).submit(text));
+                  const out = await dispatchAgentCommand(o, ctx, ag(ctx), text.slice(1));
+                  ag(ctx).log.add('info', out.trimEnd() || 'ok', { name: 'command' });
                 },
               }),
               Leaf('fifo', {
                 doc: 'The prompt queue as a FIFO: what is written on one open file enqueues one prompt (when it is closed), a read pops the oldest (empty when none).',
                 access: onAgent(scope, { agent: {} }),
+                format: F.TEXT('one prompt'),
                 whole: true,
                 write: (ctx, data) => void ag(ctx).enqueue(new TextDecoder().decode(data)),
                 // Not `read`: a read at offset 0 computes it again, and popping is not idempotent.
@@ -576,8 +611,9 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('queue', {
                 doc: 'The queued prompts as a JSON array of strings; writing an array replaces the queue.',
                 access: onAgent(scope, { agent: { self: reads, descendant: reads } }),
+                format: F.QUEUE,
                 text: {
-                  get: (ctx) => `${JSON.stringify(ag(ctx).queue)}\n`,
+                  get: (ctx) => F.QUEUE.format(ag(ctx).queue),
                   set: (ctx, v) => {
                     if (!v.trim()) return;
                     let q: unknown;
@@ -594,36 +630,40 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('log.raw', {
                 doc: 'The chat log as JSONL blocks {role, id, content, name?, format?, partial?}, from the start, then live; EOF when the agent dies.',
                 access: agentView,
+                format: F.LOG,
                 stream: (ctx, signal) => ag(ctx).log.stream(signal),
               }),
               Leaf('log.from', {
                 doc: 'The chat log from a point, as log.raw\'s JSONL: write "tail N" (the last N blocks, then live), "before BLOCKID N" (the N blocks before that one, then EOF) or "after BLOCKID" (every block after it, then live); N at most 10000. Readable by whoever may read log.raw (the write is the request, not a change).',
                 // log.raw's principals; they need write here only to say where to start.
                 access: onAgent(scope, { session: both, agent: { self: both, descendant: both, peer: both } }),
+                format: F.LOG,
                 rdwrStream: (ctx, req, signal) => {
                   // A read before any request (the empty one) has nothing to say where to start.
                   if (!req.trim()) throw new RequestError(`${ctx.path}: write a request first: "tail N", "before BLOCKID N" or "after BLOCKID"`);
                   return ag(ctx).log.from(parseFromRequest(req), signal);
                 },
               }),
-              Leaf('log', { doc: 'The chat log as plain text, the last 64 KiB.', access: agentView, read: (ctx) => ag(ctx).log.rendered() }),
+              Leaf('log', { doc: 'The chat log as plain text, the last 64 KiB.', access: agentView, format: F.TEXT('the chat as a person reads it'), read: (ctx) => ag(ctx).log.rendered() }),
               Leaf('block', {
                 doc: 'Write a block id, read that block\'s JSON.',
                 access: onAgent(scope, { agent: { self: both, descendant: both, peer: both } }),
+                format: F.BLOCK,
                 rdwr: (ctx, req) => {
                   const b = ag(ctx).log.get(req.trim());
                   if (!b) throw new NinepError(`no block ${JSON.stringify(req.trim())}`);
                   return b;
                 },
               }),
-              Leaf('state', { doc: 'idle, thinking, calling, paused or compacting.', access: agentView, read: (ctx) => `${ag(ctx).state}\n` }),
+              Leaf('state', { doc: 'idle, thinking, calling, paused or compacting.', access: agentView, format: F.VALUE('the state'), read: (ctx) => `${ag(ctx).state}\n` }),
               Leaf('cfg', {
                 doc: 'key=value: backend, model, profile, cwd, generation parameters, maxSteps, compactAt. Writes apply, or are refused while a turn runs. Agents may read their own and their sub-agents\'.',
                 access: onAgent(scope, { session: both, agent: { self: reads, descendant: reads } }),
+                format: F.CFG,
                 text: {
                   get: (ctx) => renderCfg(ag(ctx)),
                   set: (ctx, v) => {
-                    const cwd = principalOf(ctx)?.kind === 'session' ? parseKeyValues(v, CFG_KEYS).cwd : undefined;
+                    const cwd = principalOf(ctx)?.kind === 'session' ? parseKeyValues(v, F.CFG).cwd : undefined;
                     if (cwd !== undefined) checkSessionCwd(o, ctx, resolvePath(ag(ctx).cfg.cwd, cwd));
                     return applyCfg(o, ag(ctx), v);
                   },
@@ -632,15 +672,15 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
               Leaf('ctl', {
                 doc: 'Write a command, read its result (write "help" for the list). Agents may give themselves and their sub-agents the commands that widen nothing.',
                 access: agentOwn,
-                rdwr: (ctx, req) => ag(ctx).ctl(agentCommand(o, ctx, ag(ctx), req)),
+                format: F.AGENT_CTL,
+                rdwr: (ctx, req) => dispatchAgentCommand(o, ctx, ag(ctx), req),
               }),
               Dir('proc', { doc: "The agent's background processes (a mirror of its toolsrv's proc/), by pid.", access: agentOwn },
                 Leaf('idx', {
                   doc: 'One line per background process: pid, tool, status (running, or how it ended), exit code (- while running), arguments.',
                   access: agentOwn,
-                  read: (ctx) => [...ag(ctx).procs.values()]
-                    .map((p) => `${p.pid}\t${p.tool}\t${p.status ?? 'running'}\t${p.exit ?? '-'}\t${p.args.replace(/\s+/g, ' ')}\n`)
-                    .join(''),
+                  format: F.PROC_IDX,
+                  read: (ctx) => F.PROC_IDX.format([...ag(ctx).procs.values()].map((p) => ({ pid: p.pid, tool: p.tool, status: p.status ?? 'running', exit: p.exit ?? null, args: p.args }))),
                 }),
                 Each('pid', {
                   access: agentOwn,
@@ -650,20 +690,23 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   Leaf('out', {
                     doc: 'The output, from the start and live until the process exits (ANSI colours as the tool wrote them).',
                     access: agentOwn,
+                    format: F.TEXT('the output as the tool wrote it'),
                     stream: (ctx, signal) => procStream(ag(ctx), Number(ctx.params.pid), signal),
                   }),
                   Leaf('stat', {
-                    doc: 'key=value: state, runtime, tool, exit.',
+                    doc: 'key=value: state, status, runtime_ms, tool, exit, signal, tty, output_bytes, cmd….',
                     access: agentOwn,
+                    format: F.PROC_STAT,
                     blockOnce: async (ctx) => {
                       const h = await ag(ctx).procHost();
                       if (!h.stat) throw new NinepError('this toolsrv connection has no proc stat');
-                      return Object.entries(await h.stat(Number(ctx.params.pid))).map(([k, v]) => `${k}=${v}\n`).join('');
+                      return F.PROC_STAT.format(await h.stat(Number(ctx.params.pid)));
                     },
                   }),
                   Leaf('wait', {
                     doc: 'A read blocks until the process exits, then returns its exit code.',
                     access: agentOwn,
+                    format: F.VALUE('the exit code'),
                     blockOnce: async (ctx, signal) => {
                       const h = await ag(ctx).procHost();
                       if (!h.wait) throw new NinepError('this toolsrv connection cannot wait for procs');
@@ -674,6 +717,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   // tool calls are how it acts, each through the sandbox and its policy.
                   Leaf('in', {
                     doc: "Write: keystrokes for a tty tool's terminal (a process without a pty refuses them; stat says tty=1 or 0). The owner's only.",
+                    format: F.TEXT('keystrokes'),
                     write: async (ctx, data) => {
                       const h = await ag(ctx).procHost();
                       if (!h.input) throw new NinepError('this toolsrv connection cannot send input to procs');
@@ -683,6 +727,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   Leaf('ctl', {
                     doc: 'Write signal N, term, kill, resize COLS ROWS (a tty tool\'s terminal) or dismiss.',
                     access: agentOwn,
+                    format: F.PROC_CTL,
                     write: async (ctx, data) => {
                       const h = await ag(ctx).procHost();
                       if (!h.procCtl) throw new NinepError('this toolsrv connection cannot control procs');
@@ -701,18 +746,20 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                   access: onAgent(scope, { agent: { self: ['walk', 'write'] } }),
                   list: (ctx) => agents.peerNames(ag(ctx)),
                   has: (ctx, name) => agents.peerNames(ag(ctx)).includes(name),
-                  file: { whole: true, write: (ctx, data) => agents.sendPeer(ag(ctx), ctx.params.peer!, new TextDecoder().decode(data)) },
+                  file: { whole: true, format: F.TEXT('a message, delivered as a prompt'), write: (ctx, data) => agents.sendPeer(ag(ctx), ctx.params.peer!, new TextDecoder().decode(data)) },
                 }),
               ),
-              Leaf('id', { doc: 'The immutable agent id.', access: agentView, read: (ctx) => `${ag(ctx).id}\n` }),
+              Leaf('id', { doc: 'The immutable agent id.', access: agentView, format: F.VALUE('the id'), read: (ctx) => `${ag(ctx).id}\n` }),
               Leaf('name', {
                 doc: 'The agent name; write to rename.',
                 access: agentView,
+                format: F.VALUE('the name'),
                 text: { get: (ctx) => `${ag(ctx).name}\n`, set: (ctx, v) => void (v.trim() && agents.rename(ag(ctx), v.trim())) },
               }),
               Leaf('stats', {
                 doc: 'key=value: tokens (input, output, cached, cache creation), requests, cost of the last turn and the session (USD); the next request\'s size (context_estimate, corrected by the provider\'s reports), the window (context_length), context_percent, and the request split by part (context_system, context_tools, context_history, context_skills, context_attachments); then what finished sub-agents used (they are removed, their caller pays): subagents (how many), subagents_input_tokens, subagents_output_tokens, subagents_cached_tokens, subagents_cache_creation_tokens, subagents_requests, subagents_cost, cost_total (cost_session plus subagents_cost), and one line per sub-agent: subagent.ID=name=NAME input_tokens=… output_tokens=… cached_tokens=… requests=… cost=… (each including its own sub-agents).',
                 access: agentView,
+                format: F.STATS,
                 blockOnce: async (ctx) => {
                   const a = ag(ctx);
                   const len = await a.contextLength().catch(() => 0);

@@ -2,6 +2,7 @@
  * The agents of every session, by session and name: creation (with profile defaults), sub-agents, renames,
  * kills, and restoring all of them from the store at start-up.
  */
+import { AGENT_IDX, ENDED_IDX, EVENTS, SEARCH_HITS } from '../../formats/olliesrv.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -154,7 +155,7 @@ export class Agents {
   /** `ended/idx`: session-id, agent-id, name, parent-id, depth, ended (ms), how, last turn's outcome. */
   endedIdx(sessionName: string): string {
     return this.endedList(sessionName)
-      .map((e) => `${e.sessionId}\t${e.id}\t${e.name}\t${e.parent || '-'}\t${e.depth}\t${e.ended}\t${e.how}\t${e.last}\n`)
+      .map((e) => ENDED_IDX.formatRow({ session: e.sessionId, id: e.id, name: e.name, parent: e.parent || null, depth: e.depth, ended: e.ended, how: e.how, last: none(e.last) }) + '\n')
       .join('');
   }
 
@@ -361,7 +362,7 @@ export class Agents {
     const old = a.name;
     a.name = newName;
     m.set(newName, a);
-    this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.rename`, `${old} ${newName}`);
+    this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.rename`, EVENTS.payload(`session.${a.sessionId}.agent.${a.id}.rename`, { old, new: newName }));
   }
 
   /** Ends an agent; its row, log and search entries stay as a read-only record (`how` it ended). */
@@ -431,7 +432,7 @@ export class Agents {
       .flatMap((h) => {
         const a = byId.get(h.agent);
         const s = a && names.get(a.sessionId);
-        return a && s ? [`${s}\t${a.name}\t${h.id}\t${h.role}\t${h.snippet.replace(/\s+/g, ' ')}\t${h.agent}\t${a.ended}\n`] : [];
+        return a && s ? [SEARCH_HITS.formatRow({ session: s, agent: a.name, block: h.id, role: h.role, snippet: h.snippet, agent_id: h.agent, ended: none(a.ended) }) + '\n'] : [];
       })
       .join('');
   }
@@ -441,7 +442,7 @@ export class Agents {
     const s = this.sessions.get(sessionName);
     return this.list(sessionName)
       .filter((a) => !shown || shown(a))
-      .map((a) => `${s.id}\t${a.id}\t${a.name}\t${a.parent || '-'}\t${a.depth}\t${a.state}\t${a.lastTurn}\n`)
+      .map((a) => AGENT_IDX.formatRow({ session: s.id, id: a.id, name: a.name, parent: a.parent || null, depth: a.depth, state: a.state, last: none(a.lastTurn) }) + '\n')
       .join('');
   }
 
@@ -460,3 +461,6 @@ export class Agents {
     return p as GenerationParams;
   }
 }
+
+/** `-` (and nothing) is how the records say none. */
+const none = (v: string | undefined): string | null => (v === undefined || v === '' || v === '-' ? null : v);

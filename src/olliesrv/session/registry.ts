@@ -2,6 +2,7 @@
  * Sessions: the stable hosts that agents live in. The registry holds them by name (the namespace's key) and
  * writes every change through to the store, then announces it on the event bus.
  */
+import { EVENTS } from '../../formats/olliesrv.js';
 import { randomUUID } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
@@ -204,7 +205,7 @@ export class Sessions {
     s.update({ name: newName });
     this.byName.delete(oldName);
     this.byName.set(newName, s);
-    this.bus.publish(`session.${s.id}.rename`, `${oldName} ${newName}`);
+    this.bus.publish(`session.${s.id}.rename`, EVENTS.payload(`session.${s.id}.rename`, { old: oldName, new: newName }));
     return s;
   }
 

@@ -7,17 +7,18 @@
  * is refused with what and where, never guessed at: a rule that covers a command must know exactly what it runs.
  */
 
+import { hiddenChar } from '../../formats/escape.js';
+import { quoteWords, SHELL_KEYWORDS } from '../../formats/words.js';
+
+// The quoting is the namespace's one mechanism (formats/words.ts): what quoteWords writes, shellWords reads.
+export { hiddenChar, quoteWords };
+
 export type Words = { words: string[] } | { refused: string };
 
 /** Characters that end or start something other than a plain word when unquoted. */
 const OPERATORS = new Set([';', '&', '|', '<', '>', '(', ')', '\n']);
 const EXPANSIONS = new Set(['$', '`', '*', '?', '[', ']', '{', '}', '~', '#', '!', '\r']);
-const KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'case', 'esac', 'for', 'select', 'while', 'until', 'do', 'done', 'function', 'time', 'coproc', 'in', '[[', ']]']);
-
-/** A character a person cannot see for what it is: controls, invisible formatting (bidi overrides…), odd spaces. */
-export function hiddenChar(c: string): boolean {
-  return /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u.test(c) || (/\p{Zs}/u.test(c) && c !== ' ');
-}
+const KEYWORDS = SHELL_KEYWORDS;
 
 function describe(c: string): string {
   const cp = c.codePointAt(0)!;
@@ -87,13 +88,4 @@ export function shellWords(cmd: string): Words {
   if (/^[A-Za-z_][A-Za-z0-9_]*\+?=/.test(firstRaw)) return { refused: `a variable assignment ${JSON.stringify(words[0])} before the command` };
   if (KEYWORDS.has(words[0]!)) return { refused: `the shell keyword ${JSON.stringify(words[0])}` };
   return { words };
-}
-
-const PLAIN = /^[A-Za-z0-9_\-./,:=+@%^]+$/;
-
-/** Words back to a command line that shellWords reads as the same words (single quotes where needed). */
-export function quoteWords(words: string[]): string {
-  // A quoted first word is a command name even when it looks like an assignment or a keyword.
-  const plain = (w: string, i: number): boolean => PLAIN.test(w) && !(i === 0 && (w.includes('=') || KEYWORDS.has(w)));
-  return words.map((w, i) => (plain(w, i) ? w : `'${w.replace(/'/g, "'\\''")}'`)).join(' ');
 }

@@ -5,6 +5,7 @@
  * (the config dir, which no tool can read or write), one `sha256<TAB>path` line per file, written owner-only.
  * `ollie trust PATH` and the namespace's `config/trust` edit it.
  */
+import { TRUST } from '../../formats/olliesrv.js';
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync, renameSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -127,5 +128,5 @@ export function applyTrustCommands(configDir: string, text: string): string {
 
 /** The list as `config/trust` shows it. */
 export function listTrusted(configDir: string): string {
-  return [...readTrusted(configDir)].map(([p, h]) => `${h}\t${p}\n`).join('');
+  return TRUST.format([...readTrusted(configDir)].map(([path, sha256]) => ({ sha256, path })));
 }

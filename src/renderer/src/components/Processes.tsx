@@ -11,6 +11,7 @@ import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { parseKv, procCommand, type ProcInfo } from '../lib/parse.js';
+import { PROC_STAT } from '../../../formats/olliesrv.js';
 import { act, notify, ollie, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
 
@@ -126,7 +127,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     const subs = [term.onData(send), term.onResize(sendSize)];
 
     void (async () => {
-      const st = parseKv(await api.readOr(`${path}/stat`, ''));
+      const st = parseKv(PROC_STAT, await api.readOr(`${path}/stat`, ''));
       if (abort.signal.aborted) return;
       isTty = st.tty === '1' && st.state === 'running';
       setTty(st.tty === '1');
@@ -145,7 +146,7 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
         // The stream ends when the process does: its status in proc/idx is what changed, and stat says how it
         // ended before olliesrv has heard of it (the exit notice comes a moment later).
         void ollie.reloadProcs(session, agent);
-        const st = parseKv(await api.readOr(`${path}/stat`, ''));
+        const st = parseKv(PROC_STAT, await api.readOr(`${path}/stat`, ''));
         if (!abort.signal.aborted && Object.keys(st).length) setStat(st);
       } catch (e) {
         if (abort.signal.aborted) return;

@@ -5,7 +5,7 @@
  * `stop` to ctl; Inject adds the text to the running turn.
  */
 import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
-import { CTL_COMMANDS } from '../lib/parse.js';
+import { ctlCompletions } from '../lib/parse.js';
 import { act, agentKey, ollie, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
 
@@ -26,7 +26,7 @@ export function Prompt() {
   const completions = useMemo(() => {
     const m = /^\/(\w*)$/.exec(text);
     if (!m) return [];
-    return CTL_COMMANDS.filter((c) => c.name.startsWith(m[1]!));
+    return ctlCompletions(m[1]!);
   }, [text]);
 
   // An ended agent's log is a record: nothing to send it.
@@ -39,7 +39,7 @@ export function Prompt() {
     if (t.startsWith('/')) {
       // `/cmd` typed as a prompt is the same as writing `cmd` to ctl (as the daemon treats a `/cmd` prompt).
       const command = t.split(/\s/)[0]!;
-      const out = await act(command, () => ollie.agentCtl(session, agent, t.slice(1)));
+      const out = await act(command, () => ollie.agentCommand(session, agent, t.slice(1)));
       if (out !== undefined) setReply({ command: t, text: out.trimEnd() || `${command} done` });
       return;
     }
@@ -123,7 +123,7 @@ export function Prompt() {
         <ul className="completions" role="listbox" aria-label="Commands">
           {completions.map((c, i) => (
             <li key={c.name} role="option" aria-selected={i === pick} className={i === pick ? 'picked' : ''} onMouseDown={(e) => (e.preventDefault(), setText(`/${c.name} `), box.current?.focus())}>
-              <b>/{c.name}</b> <span>{c.help}</span>
+              <b>/{c.usage}</b> <span>{c.help}</span>
             </li>
           ))}
         </ul>
@@ -143,7 +143,7 @@ export function Prompt() {
           <button type="button" className="primary" onClick={() => void send()} disabled={!text.trim()}>
             {busy ? 'Queue' : 'Send'}
           </button>
-          <button type="button" onClick={() => void act('inject', () => ollie.agentCtl(session, agent, `inject ${text.trim()}`)).then((r) => r !== undefined && setText(''))} disabled={!busy || !text.trim()} title="Add this text to the running turn">
+          <button type="button" onClick={() => void act('inject', () => ollie.agentCtl(session, agent, 'inject', text.trim())).then((r) => r !== undefined && setText(''))} disabled={!busy || !text.trim()} title="Add this text to the running turn">
             Inject
           </button>
           <button type="button" className="danger" onClick={() => void act('stop', () => ollie.agentCtl(session, agent, 'stop'))} disabled={!busy} title="Stop the turn (Ctrl+.)">

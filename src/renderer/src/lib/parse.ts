@@ -1,4 +1,17 @@
-/** Parsers for the daemon's text files and events (formats in issue 3 §2 and seed 003 phases 38–39). */
+/**
+ * The daemon's text files and events as the GUI uses them, read through the formats declared with the namespace
+ * (src/formats/olliesrv.ts): columns are taken by name, never by position, so a declaration that changes is followed
+ * here without an edit.
+ */
+import { AGENT_CTL, AGENT_IDX, BACKENDS, BYPASS, BYPASS_RULES, CHECKED_MODELS, ENDED_IDX, EVENTS, MODELS, PROC_IDX, PROVIDERS, SEARCH_HITS, SESSION_IDX } from '../../../formats/olliesrv.js';
+import { unescapeField, type KeyValues, type Records, type Row } from '../../../formats/index.js';
+
+export { unescapeField };
+
+const rowsOf = (decl: Records, text: string): Row[] => decl.parseValid(text);
+
+const str = (r: Row, k: string): string => r[k] ?? '';
+
 
 export interface SessionInfo {
   id: string;
@@ -57,48 +70,36 @@ export interface BypassRule {
 
 const lines = (text: string): string[] => text.split('\n').filter((l) => l.trim() !== '');
 
-/** session/idx: id, name, paused, connected, remote, cwd. */
+/** session/idx (SESSION_IDX). */
 export function parseSessionIdx(text: string): SessionInfo[] {
-  return lines(text).map((l) => {
-    const f = l.split('\t');
-    const remote = f[4] && f[4] !== '-' ? f[4] : '';
-    return { id: f[0] ?? '', name: f[1] ?? '', paused: f[2] === '1', connected: f[3] === '1', remote, cwd: f.slice(5).join('\t') };
-  });
+  return rowsOf(SESSION_IDX, text).map((r) => ({ id: str(r, 'id'), name: str(r, 'name'), paused: r.paused === '1', connected: r.connected === '1', remote: str(r, 'remote'), cwd: str(r, 'cwd') }));
 }
 
-/** session/{s}/agent/idx: session-id, agent-id, agent-name, parent-id, depth, state. */
+/** session/{s}/agent/idx (AGENT_IDX). */
 export function parseAgentIdx(text: string): AgentInfo[] {
-  return lines(text).map((l) => {
-    const f = l.split('\t');
-    const parent = f[3] ?? '';
-    return {
-      session: f[0] ?? '',
-      id: f[1] ?? '',
-      name: f[2] ?? '',
-      parent: parent === '-' || parent === '0' ? '' : parent,
-      depth: Number(f[4] ?? 0) || 0,
-      state: (f[5] ?? 'idle').trim(),
-      last: (f[6] ?? '-').trim() || '-',
-    };
-  });
+  return rowsOf(AGENT_IDX, text).map((r) => ({
+    session: str(r, 'session'),
+    id: str(r, 'id'),
+    name: str(r, 'name'),
+    parent: r.parent ?? '',
+    depth: Number(r.depth ?? 0) || 0,
+    state: r.state || 'idle',
+    last: r.last || '-',
+  }));
 }
 
-/** `session/S/ended/idx`: session, id, name, parent, depth, ended (ms), how, last. */
+/** `session/S/ended/idx` (ENDED_IDX). */
 export function parseEndedIdx(text: string): AgentInfo[] {
-  return lines(text).map((l) => {
-    const f = l.split('\t');
-    const parent = f[3] ?? '';
-    return {
-      session: f[0] ?? '',
-      id: f[1] ?? '',
-      name: f[2] ?? '',
-      parent: parent === '-' ? '' : parent,
-      depth: Number(f[4] ?? 0) || 0,
-      state: 'ended',
-      last: (f[7] ?? '-').trim() || '-',
-      ended: (f[6] ?? '').trim() || 'ended',
-    };
-  });
+  return rowsOf(ENDED_IDX, text).map((r) => ({
+    session: str(r, 'session'),
+    id: str(r, 'id'),
+    name: str(r, 'name'),
+    parent: r.parent ?? '',
+    depth: Number(r.depth ?? 0) || 0,
+    state: 'ended',
+    last: r.last || '-',
+    ended: r.how || 'ended',
+  }));
 }
 
 /** Agents in tree order: each parent followed by its children (depth-first), roots in index order. */
@@ -129,27 +130,20 @@ export interface Event {
   agent?: string;
   /** What happened: new, kill, rename, state, bypass.request, … */
   kind: string;
+  /** The payload's fields by name, as the event's declaration names them (empty for an undeclared topic). */
+  fields: Row;
 }
 
-/** One event line: `topic payload`. */
+/** One event line: `topic payload`, its payload's declared fields by name. */
 export function parseEvent(line: string): Event {
-  const sp = line.indexOf(' ');
-  const topic = sp === -1 ? line : line.slice(0, sp);
-  const payload = sp === -1 ? '' : line.slice(sp + 1);
-  const t = topic.split('.');
-  if (t[0] === 'session' && t.length >= 3) {
-    if (t[2] === 'agent' && t.length >= 5) return { topic, payload, session: t[1], agent: t[3], kind: t.slice(4).join('.') };
-    return { topic, payload, session: t[1], kind: t.slice(2).join('.') };
+  const e = EVENTS.split(line);
+  let fields: Row | undefined;
+  try {
+    fields = EVENTS.fields(e);
+  } catch {
+    fields = undefined;
   }
-  return { topic, payload, kind: topic };
-}
-
-/** A field olliesrv escaped (\\ \n \t \r \u{HEX}) back to its text. */
-export function unescapeField(text: string): string {
-  return text.replace(/\\(u\{([0-9a-fA-F]{1,6})\}|[\\ntr])/g, (_m, e: string, hex?: string) => {
-    if (hex) return String.fromCodePoint(parseInt(hex, 16));
-    return ({ n: '\n', t: '\t', r: '\r', '\\': '\\' } as Record<string, string>)[e] ?? e;
-  });
+  return { ...e, fields: fields ?? {} };
 }
 
 /**
@@ -176,70 +170,58 @@ export function visibleCommand(cmd: string): Array<string | { mark: string; titl
   return out;
 }
 
-/** The root `bypassrules`: id, tool, prefix|exact, rule, scope, created. */
+/** The root `bypassrules` (BYPASS_RULES). */
 export function parseBypassRules(text: string): BypassRule[] {
-  return lines(text).map((l) => {
-    const [id = '', tool = '', kind = '', rule = '', scope = '', created = ''] = l.split('\t');
-    return { id, tool, kind, rule, scope, created };
-  });
+  return rowsOf(BYPASS_RULES, text).map((r) => ({ id: str(r, 'id'), tool: str(r, 'tool'), kind: str(r, 'kind'), rule: str(r, 'rule'), scope: str(r, 'scope'), created: str(r, 'created') }));
 }
 
 /**
- * session/{s}/bypass, the pending requests: tab-separated `id agent tool cwd command reason remember rule`
- * (olliesrv; the command escaped), or one JSON BypassRequest per line (id, agent, tool, cmd, cwd, reason),
- * toolsrv's own form.
+ * session/{s}/bypass, the pending requests (BYPASS), or one JSON BypassRequest per line (id, agent, tool, cmd, cwd,
+ * reason), toolsrv's own form.
  */
 export function parsePending(text: string, session: string): Pending[] {
   const out: Pending[] = [];
   for (const l of lines(text)) {
-    try {
-      const j = JSON.parse(l) as Record<string, unknown>;
-      const s = (k: string): string => (typeof j[k] === 'string' ? (j[k] as string) : '');
-      if (s('id')) out.push({ id: s('id'), session, agent: s('agent'), tool: s('tool') || undefined, cmd: s('cmd'), cwd: s('cwd'), reason: s('reason') || undefined });
-      continue;
-    } catch {
-      // Not JSON: the tab-separated form.
+    if (l.startsWith('{')) {
+      try {
+        const j = JSON.parse(l) as Record<string, unknown>;
+        const s = (k: string): string => (typeof j[k] === 'string' ? (j[k] as string) : '');
+        if (s('id')) out.push({ id: s('id'), session, agent: s('agent'), tool: s('tool') || undefined, cmd: s('cmd'), cwd: s('cwd'), reason: s('reason') || undefined });
+        continue;
+      } catch {
+        // Not JSON: the records.
+      }
     }
-    const f = l.split('\t');
-    const remember = f[6] === 'prefix' || f[6] === 'exact' || f[6] === 'once' ? f[6] : undefined;
-    if (f[0]) {
-      out.push({
-        id: f[0], session, agent: f[1] ?? '', tool: f[2] || undefined, cwd: f[3] ?? '', cmd: unescapeField(f[4] ?? ''), reason: f[5] || undefined,
-        ...(remember && { remember, rule: f[7] ?? '' }),
-      });
-    }
+    const [r] = rowsOf(BYPASS, l);
+    if (!r?.id) continue;
+    const remember = r.remember === 'prefix' || r.remember === 'exact' || r.remember === 'once' ? r.remember : undefined;
+    out.push({ id: r.id, session, agent: str(r, 'agent'), tool: r.tool || undefined, cwd: str(r, 'cwd'), cmd: str(r, 'cmd'), reason: r.reason || undefined, ...(remember && { remember, rule: str(r, 'rule') }) });
   }
   return out;
 }
 
-/** key=value lines (stats, cfg). */
-export function parseKv(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const l of lines(text)) {
-    const eq = l.indexOf('=');
-    if (eq > 0) out[l.slice(0, eq).trim()] = l.slice(eq + 1).trim();
+/** key=value files (stats, cfg, proc stat) as their declaration reads them; {} when the text does not parse. */
+export function parseKv(decl: KeyValues, text: string): Record<string, string> {
+  try {
+    return decl.parse(text);
+  } catch {
+    return {};
   }
-  return out;
 }
 
-/** The ctl commands of an agent (issue 3 §3), for `/` completion. */
-export const CTL_COMMANDS: { name: string; help: string }[] = [
-  { name: 'stop', help: 'cancel the running turn' },
-  { name: 'compact', help: 'compact the history now' },
-  { name: 'clear', help: 'clear the history' },
-  { name: 'inject', help: 'add text to the running turn' },
-  { name: 'agent', help: 'switch profile (history cleared)' },
-  { name: 'model', help: 'switch model' },
-  { name: 'models', help: 'list models' },
-  { name: 'backend', help: 'switch backend' },
-  { name: 'tools', help: 'list loaded tools' },
-  { name: 'tool_load', help: 'load a tool' },
-  { name: 'cwd', help: 'change working directory' },
-  { name: 'name', help: 'rename the agent' },
-  { name: 'systemprompt', help: 'show the system prompt' },
-  { name: 'context', help: 'show the context' },
-  { name: 'usage', help: 'token usage and cost' },
-];
+/** The agent commands starting with `prefix`, for `/` completion: the daemon's own table (AGENT_CTL), so none is missing. */
+export function ctlCompletions(prefix: string): { name: string; help: string; usage: string }[] {
+  return AGENT_CTL.commands.filter((c) => c.name.startsWith(prefix)).map((c) => ({ name: c.name, help: c.help, usage: AGENT_CTL.usage(c) }));
+}
+
+/**
+ * A `/command` line as typed, checked against the declared table and quoted as the daemon reads it; an unknown
+ * command or a wrong count of arguments throws with the usage.
+ */
+export function agentCommandLine(typed: string): string {
+  const c = AGENT_CTL.parse(typed);
+  return AGENT_CTL.format(c.name, c.args);
+}
 
 export interface BackendInfo {
   name: string;
@@ -249,21 +231,20 @@ export interface BackendInfo {
   isDefault: boolean;
 }
 
-/** Root `backends`: name (with * on the default), type, url, default model. */
+/** Root `backends` (BACKENDS): the default's name ends in *. */
 export function parseBackends(text: string): BackendInfo[] {
-  return lines(text).map((l) => {
-    const [raw = '', type = '', url = '', model = ''] = l.split('\t');
+  return rowsOf(BACKENDS, text).map((r) => {
+    const raw = str(r, 'name');
     const isDefault = raw.endsWith('*');
-    return { name: isDefault ? raw.slice(0, -1) : raw, type, url, model, isDefault };
+    return { name: isDefault ? raw.slice(0, -1) : raw, type: str(r, 'type'), url: str(r, 'url'), model: str(r, 'model'), isDefault };
   });
 }
 
-/** Root `models`: backend, model id, context length; an unreachable backend has `-` and a reason. */
+/** Root `models` (MODELS); an unreachable backend's line (no model, an error) is left out. */
 export function parseModels(text: string): { backend: string; model: string; context?: number }[] {
-  return lines(text)
-    .map((l) => l.split('\t'))
-    .filter((f) => f[1] && f[1] !== '-')
-    .map((f) => ({ backend: f[0] ?? '', model: f[1]!, context: Number(f[2]) || undefined }));
+  return rowsOf(MODELS, text)
+    .filter((r) => r.model)
+    .map((r) => ({ backend: str(r, 'backend'), model: r.model!, context: Number(r.context) || undefined }));
 }
 
 export interface ProcInfo {
@@ -276,14 +257,10 @@ export interface ProcInfo {
   args: string;
 }
 
-/** `…/agent/{a}/proc/idx`: pid, tool, status, exit (`-` while running), arguments. */
+/** `…/agent/{a}/proc/idx` (PROC_IDX). */
 export function parseProcIdx(text: string): ProcInfo[] {
-  return lines(text)
-    .map((l) => {
-      const f = l.split('\t');
-      const exit = f[3] ?? '-';
-      return { pid: Number(f[0]), tool: f[1] ?? '', status: f[2] || 'running', exit: exit === '-' || exit === '' ? undefined : exit, args: f.slice(4).join('\t') };
-    })
+  return rowsOf(PROC_IDX, text)
+    .map((r) => ({ pid: Number(r.pid), tool: str(r, 'tool'), status: r.status || 'running', exit: r.exit ?? undefined, args: str(r, 'args') }))
     .filter((p) => Number.isInteger(p.pid));
 }
 
@@ -309,13 +286,11 @@ export interface SearchHit {
   ended: string;
 }
 
-/** Root `search`'s reply: session, agent, block id, role, snippet (matched words in [brackets]), agent id, ended. */
+/** Root `search`'s reply (SEARCH_HITS). */
 export function parseSearch(text: string): SearchHit[] {
-  return lines(text).map((l) => {
-    const f = l.split('\t');
-    const ended = f[6]?.trim() ?? '';
-    return { session: f[0] ?? '', agent: f[1] ?? '', block: f[2] ?? '', role: f[3] ?? '', snippet: f[4] ?? '', agentId: f[5] ?? '', ended: ended === '-' ? '' : ended };
-  });
+  return rowsOf(SEARCH_HITS, text).map((r) => ({
+    session: str(r, 'session'), agent: str(r, 'agent'), block: str(r, 'block'), role: str(r, 'role'), snippet: str(r, 'snippet'), agentId: str(r, 'agent_id'), ended: r.ended ?? '',
+  }));
 }
 
 /** A snippet cut into plain and matched parts (the words olliesrv put in [brackets]). */
@@ -389,18 +364,14 @@ export interface ProviderInfo {
 }
 
 export function parseProviders(text: string): ProviderInfo[] {
-  return lines(text).map((l) => {
-    const [id = '', label = '', type = '', url = '-', keyEnv = '-', key = ''] = l.split('\t');
-    return { id, label, type, ...(url !== '-' ? { url } : {}), ...(keyEnv !== '-' ? { keyEnv } : {}), needsKey: key === 'needed' };
-  });
+  return rowsOf(PROVIDERS, text).map((r) => ({
+    id: str(r, 'id'), label: str(r, 'label'), type: str(r, 'type'), ...(r.url ? { url: r.url } : {}), ...(r.key_env ? { keyEnv: r.key_env } : {}), needsKey: r.key === 'needed',
+  }));
 }
 
-/** `config/check`'s reply: model id and context length per line. */
+/** `config/check`'s reply (CHECKED_MODELS). */
 export function parseCheckedModels(text: string): { id: string; context?: number }[] {
-  return lines(text).map((l) => {
-    const [id = '', ctx = '-'] = l.split('\t');
-    return { id, ...(ctx !== '-' ? { context: Number(ctx) } : {}) };
-  });
+  return rowsOf(CHECKED_MODELS, text).map((r) => ({ id: str(r, 'model'), ...(r.context ? { context: Number(r.context) } : {}) }));
 }
 
 /** What the GUI shows in place of an API key written literally in backends.conf. */

@@ -3,11 +3,12 @@
  * user's actions, each one file operation (or a few), visible in the 9P console.
  */
 import {
-  maskKeys, parseBackends, parseBypassRules, parseCheckedModels, parseProviders, parseSearch, setupRequest, unmaskKeys,
+  agentCommandLine, maskKeys, parseBackends, parseBypassRules, parseCheckedModels, parseProviders, parseSearch, setupRequest, unmaskKeys,
   type BypassRule, type ProviderInfo, type SearchHit,
 } from './parse.js';
 import { agentKey, agentPath, findAgent, get, notify, sessionPath, set } from './state.js';
 import { Sync } from './sync.js';
+import { AGENT_CTL, AGENT_NEW, PROC_CTL, SESSION_CTL, SESSION_NEW } from '../../../formats/olliesrv.js';
 import { maskMcp, unmaskMcp } from './mcpmask.js';
 
 export { agentKey, agentPath, findAgent, nextFrame, notify, sessionPath, useStore } from './state.js';
@@ -15,8 +16,9 @@ export type { Dialog, SearchState, Selection, State, View } from './state.js';
 
 class Controller extends Sync {
   async createSession(fields: { name?: string; cwd?: string; remote?: string }): Promise<string> {
-    const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
-    const name = (await this.need().rdwr('session/new', `${req}\n`)).trim();
+    // Quoted by the declaration: a cwd with spaces is one value.
+    const req = SESSION_NEW.format(Object.fromEntries(Object.entries(fields).filter(([, v]) => v)));
+    const name = (await this.need().rdwr('session/new', req)).trim();
     await this.reloadSessions();
     const s = Object.values(get().sessions).find((x) => x.name === name);
     if (s) this.select({ session: s.id });
@@ -24,8 +26,8 @@ class Controller extends Sync {
   }
 
   async createAgent(sid: string, fields: Record<string, string>): Promise<string> {
-    const req = Object.entries(fields).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join('\n');
-    const name = (await this.need().rdwr(`${sessionPath(sid)}/agent/new`, `${req}\n`)).trim();
+    const req = AGENT_NEW.format(Object.fromEntries(Object.entries(fields).filter(([, v]) => v)));
+    const name = (await this.need().rdwr(`${sessionPath(sid)}/agent/new`, req)).trim();
     await this.reloadAgents(sid);
     const a = get().agents[sid]?.find((x) => x.name === name || x.id === name);
     if (a) this.select({ session: sid, agent: a.id });
@@ -53,12 +55,19 @@ class Controller extends Sync {
     await this.reloadAgents(sid);
   }
 
-  sessionCtl(sid: string, cmd: string): Promise<string> {
-    return this.need().rdwr(`${sessionPath(sid)}/ctl`, `${cmd}\n`);
+  /** A session command with its arguments, quoted by the declared table. */
+  sessionCtl(sid: string, cmd: string, ...args: string[]): Promise<string> {
+    return this.need().rdwr(`${sessionPath(sid)}/ctl`, `${SESSION_CTL.format(cmd, args)}\n`);
   }
 
-  agentCtl(sid: string, aid: string, cmd: string): Promise<string> {
-    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${cmd}\n`);
+  /** An agent command with its arguments, quoted by the declared table (`inject` text, a cwd with spaces). */
+  agentCtl(sid: string, aid: string, cmd: string, ...args: string[]): Promise<string> {
+    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${AGENT_CTL.format(cmd, args)}\n`);
+  }
+
+  /** A `/command` line as a person typed it, checked and quoted through the declared table (agentCommandLine). */
+  async agentCommand(sid: string, aid: string, typed: string): Promise<string> {
+    return this.need().rdwr(`${agentPath(sid, aid)}/ctl`, `${agentCommandLine(typed)}\n`);
   }
 
   /** Kills an agent: removing its directory (`rm`), as from a shell. */
@@ -114,12 +123,12 @@ class Controller extends Sync {
 
   /** Sizes a tty process's terminal to the view (`resize COLS ROWS` to its ctl; the list is not re-read). */
   async procResize(sid: string, aid: string, pid: number, cols: number, rows: number): Promise<void> {
-    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `resize ${cols} ${rows}\n`);
+    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${PROC_CTL.format('resize', [String(cols), String(rows)])}\n`);
   }
 
   /** `term`, `kill`, `signal N` or `dismiss`, written to the process's ctl. */
-  async procCtl(sid: string, aid: string, pid: number, cmd: string): Promise<void> {
-    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${cmd}\n`);
+  async procCtl(sid: string, aid: string, pid: number, cmd: string, ...args: string[]): Promise<void> {
+    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${PROC_CTL.format(cmd, args)}\n`);
     await this.reloadProcs(sid, aid);
   }
 

@@ -3,6 +3,7 @@
  * streaming Rdwr per connection) plus a re-read of the index file an event names, and the selected agent's chat
  * streamed from its log's tail (`log.from`); nothing polls.
  */
+import { CFG, STATS } from '../../../formats/olliesrv.js';
 import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
@@ -152,25 +153,24 @@ export class Sync {
         return;
       }
       case 'state':
-        return this.onState(sid, aid, e.payload.trim());
+        return this.onState(sid, aid, e.fields.state ?? e.payload.trim());
       case 'turn': {
         // Sent just before the state goes idle: the tree's dot then says whether the turn failed.
-        const last = e.payload.trim().split(' ')[0] || '-';
+        const last = e.fields.how || '-';
         set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, last } : a)) } }));
         return;
       }
       case 'bypass.request': {
-        const [id = '', cmd = '', cwd = ''] = e.payload.split('\t');
+        const { id, cmd = '', cwd = '', tool } = e.fields;
         if (!id) return;
-        set((s) => ({ pending: { ...s.pending, [id]: { id, session: sid, agent: aid, cmd, cwd } } }));
+        set((s) => ({ pending: { ...s.pending, [id]: { id, session: sid, agent: aid, cmd: cmd ?? '', cwd: cwd ?? '', ...(tool && { tool }) } } }));
         if (!get().approving) set({ approving: id });
-        // The event carries id, command and cwd; the pending file adds the tool and the sandbox's reason.
+        // The event carries id, command, cwd and tool; the pending file adds the sandbox's reason and the rule.
         await this.reloadPending(sid);
         return;
       }
       case 'bypass.resolved': {
-        const [id = ''] = e.payload.split('\t');
-        this.dropPending(id);
+        this.dropPending(e.fields.id ?? '');
         return;
       }
       default:
@@ -358,7 +358,7 @@ export class Sync {
     if (!api || !session || !agent || isEnded(session, agent)) return;
     const base = agentPath(session, agent);
     const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, ''), this.reloadQueue(session, agent)]);
-    if (get().selected.agent === agent) set({ stats: parseKv(stats), cfg: parseKv(cfg) });
+    if (get().selected.agent === agent) set({ stats: parseKv(STATS, stats), cfg: parseKv(CFG, cfg) });
   }
 
   async reloadQueue(sid: string, aid: string): Promise<void> {
