@@ -148,5 +148,16 @@ export const PROC_CTL = new Commands('proc ctl', [
   cmd('dismiss', 'remove it from the list'),
 ]);
 
-
-
+// Hooks, MCP servers, remote hosts and checkpoints.
+export const SSH_HOSTS = new Lines('the Host aliases of the ssh config (hosts a session can run its tools on)');
+export const HOOK_RUNS = new Records('hooks', [
+  f('time', 'ms since the epoch', { type: 'integer' }), f('agent', 'agent id'), f('event'), opt('tool', 'none outside tool events'),
+  f('exit', 'its exit status, timeout, killed or notrun'), int('ms', 'how long it ran'), f('command'), f('output'),
+]);
+export const CHECKPOINT_IDX = new Records('checkpoint/idx', [f('id'), int('turn'), f('time', 'ISO 8601', { type: 'time' }), int('changed', 'files its round changed'), int('bytes', 'bytes it added to the store')]);
+export const CHECKPOINT_INFO = new KeyValues('checkpoint info', [
+  f('id'), int('turn'), f('time', 'ISO 8601', { type: 'time' }), f('kind', 'round or rewind'), int('changed'), int('bytes'), f('done', '1 once its round ended', { type: 'boolean' }),
+  f('target', 'the checkpoint a rewind went to'), f('note', 'what a rewind did'), int('reviewed', 'files marked reviewed'),
+]);
+export const CHECKPOINT_FILES = new Records('checkpoint files', [f('change', 'A added, D deleted, M modified, T type changed'), f('path', 'relative to the working directory when inside it')]);
+export const REVIEWED = new Lines('paths marked reviewed; write PATH or +PATH to mark, -PATH to unmark');

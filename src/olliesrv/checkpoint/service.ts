@@ -10,6 +10,7 @@
  * conflict a rewind lists instead of overwriting. A rewind is a checkpoint too (its `pre` is the state it
  * replaced), listed last, so rewinding to it undoes it.
  */
+import { CHECKPOINT_FILES, CHECKPOINT_IDX, CHECKPOINT_INFO } from '../../formats/olliesrv.js';
 import { lstatSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -275,18 +276,17 @@ export class Checkpoints {
 
   /** checkpoint/idx: id, turn, time, files changed, bytes; oldest first. */
   idx(a: AgentLike): string {
-    return this.list(a).map((c) => `${c.id}\t${c.turn}\t${new Date(c.time).toISOString()}\t${c.changed}\t${c.bytes}\n`).join('');
+    return CHECKPOINT_IDX.format(this.list(a).map((c) => ({ id: c.id, turn: c.turn, time: new Date(c.time).toISOString(), changed: c.changed, bytes: c.bytes })));
   }
 
   /** checkpoint/ID/info: key=value. */
   info(a: AgentLike, id: string): string {
     const c = this.get(a, id);
     const reviewed = c.reviewed ?? [];
-    return [
-      `id=${c.id}`, `turn=${c.turn}`, `time=${new Date(c.time).toISOString()}`, `kind=${c.kind}`, `changed=${c.changed}`, `bytes=${c.bytes}`,
-      `done=${c.post ? 1 : 0}`, ...(c.target !== undefined ? [`target=${c.target}`] : []), ...(c.note ? [`note=${c.note.replace(/\s+/g, ' ')}`] : []),
-      `reviewed=${reviewed.length}`,
-    ].map((l) => `${l}\n`).join('');
+    return CHECKPOINT_INFO.format({
+      id: c.id, turn: c.turn, time: new Date(c.time).toISOString(), kind: c.kind, changed: c.changed, bytes: c.bytes, done: c.post ? 1 : 0,
+      ...(c.target !== undefined && { target: c.target }), ...(c.note && { note: c.note }), reviewed: reviewed.length,
+    });
   }
 
   /** The round's changes: before, after (the workspace now while the round has not ended). */
@@ -299,10 +299,9 @@ export class Checkpoints {
 
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */
   async files(a: AgentLike, id: string): Promise<string> {
-    return (await this.roundChanges(a, this.get(a, id)))
-      .filter(isFileChange)
-      .map(([root, rel, x, y]) => `${!x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M'}\t${this.display(a, root, rel)}\n`)
-      .join('');
+    return CHECKPOINT_FILES.format(
+      (await this.roundChanges(a, this.get(a, id))).filter(isFileChange).map(([root, rel, x, y]) => ({ change: !x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M', path: this.display(a, root, rel) })),
+    );
   }
 
   /** checkpoint/ID/diff: a unified diff per changed file. */

@@ -6,6 +6,7 @@
  * `diff` (what its rounds changed, in files its sandbox let it write), never another agent's, and writes
  * nothing here.
  */
+import * as F from '../../formats/olliesrv.js';
 import { Dir, Each, Leaf, NinepError, type Ctx } from '../../ninep/index.js';
 import type { Agent } from '../agent/agent.js';
 import { onAgent, type Scope } from '../auth/access.js';
@@ -40,7 +41,8 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
   return Dir('checkpoint', { doc: "Checkpoints of the agent's writable roots, taken around each tool round that can write. ctl rewind ID restores one.", access: selfReads },
     Leaf('idx', {
       doc: 'One line per checkpoint, oldest first, tab-separated: id, turn, time (ISO 8601), files changed by its round, bytes it added to the store. A rewind is a checkpoint too (listed last): rewinding to it undoes it.',
-      access: selfReads,
+      format: F.CHECKPOINT_IDX,
+        access: selfReads,
       read: (ctx) => guard(() => cp().idx(ag(ctx))),
     }),
     Each('checkpoint', {
@@ -51,21 +53,25 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
     },
       Leaf('info', {
         doc: 'key=value: id, turn, time, kind (round or rewind), changed, bytes, done (1 once its round ended), target and note (a rewind), reviewed (how many files are marked).',
+        format: F.CHECKPOINT_INFO,
         access: selfReads,
         read: (ctx) => guard(() => cp().info(ag(ctx), ctx.params.checkpoint!)),
       }),
       Leaf('files', {
         doc: 'The files its round changed, one per line: A (added), D (deleted), M (modified) or T (type changed), a tab, the path (relative to the working directory when inside it).',
+        format: F.CHECKPOINT_FILES,
         access: selfReads,
         blockOnce: (ctx) => settle(() => cp().files(ag(ctx), ctx.params.checkpoint!)),
       }),
       Leaf('diff', {
         doc: 'What its round changed as a unified diff, file by file (binary and large files as one line).',
+        format: F.TEXT('a unified diff, file by file'),
         access: selfReads,
         blockOnce: (ctx) => settle(() => cp().diff(ag(ctx), ctx.params.checkpoint!)),
       }),
       Leaf('reviewed', {
         doc: 'The paths the owner marked reviewed, one per line. Write PATH (or +PATH) to mark, -PATH to unmark. The owner\'s.',
+        format: F.REVIEWED,
         access: ownerOnly,
         read: (ctx) => guard(() => cp().reviewed(ag(ctx), ctx.params.checkpoint!)),
         write: async (ctx, data) => {

@@ -309,7 +309,8 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
     Dir('/', { access: ANYONE },
       Leaf('sshhosts', {
         doc: 'The Host aliases of the ssh config ($OLLIE_SSH_CONFIG, else ~/.ssh/config), one per line: hosts a session\'s tools can run on (session/new remote=).',
-        read: () => (o.remotes?.hosts() ?? []).map((h) => `${h}\n`).join(''),
+        format: F.SSH_HOSTS,
+        read: () => F.SSH_HOSTS.format(o.remotes?.hosts() ?? []),
       }),
       Leaf('backends', {
         doc: 'The configured LLM backends, one per line: name, type, url, default model; the default backend is marked with *.',
@@ -374,6 +375,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }),
         Leaf('mcp.json', {
           doc: 'MCP servers ({"mcpServers": {…}}, docs/mcp.md), checked before it is written; running sessions restart their servers with it.',
+          format: F.TEXT('JSON, the mcpServers format (docs/mcp.md)'),
           mode: 0o600,
           text: { get: () => o.config.read('mcp.json'), set: (_ctx, v) => void (v.trim() && (o.config.writeMcp(v), o.mcp?.reloadAll())) },
         }),
@@ -385,6 +387,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         }),
         Leaf('hooks.json', {
           doc: 'Lifecycle hooks (Claude Code\'s {"hooks": {EVENT: [{"matcher", "hooks": [{"type": "command", "command", "timeout"}]}]}}); see docs/hooks.md. Applies from the next event.',
+          format: F.TEXT('JSON, {"hooks": {EVENT: [{matcher, hooks: [{type, command, timeout}]}]}} (docs/hooks.md)'),
           mode: 0o600,
           text: { get: () => o.config.read('hooks.json'), set: (_ctx, v) => void (v.trim() && o.config.writeHooks(v)) },
         }),
@@ -506,6 +509,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           }),
           Leaf('hooks', {
             doc: 'The lifecycle hooks that ran in this session (the last 200), one per line: time (ms since the epoch), agent id, event, tool (- for none), exit (a status, timeout, killed or notrun), duration (ms), command, output (both with \\n, \\t, \\\\ escaped). Its workflow may read it.',
+            format: F.HOOK_RUNS,
             access: inSession(scope, { session: reads }),
             read: (ctx) => o.hooks?.lines(s(ctx).id) ?? '',
           }),

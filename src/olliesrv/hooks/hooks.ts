@@ -12,6 +12,7 @@
  * `session.S.agent.A.hook` on the bus, and (by the caller, agent.ts's call sites) a block in the chat. Hooks
  * can be turned off per session by the owner (`session/S/ctl`: `hooks off`).
  */
+import { HOOK_RUNS } from '../../formats/olliesrv.js';
 import { readFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { privateDir, writePrivateFile } from '../../platform/private.js';
@@ -140,9 +141,7 @@ export class Hooks {
 
   /** The session's `hooks` file: one line per run, oldest first (the format is in fs/spec.ts's doc). */
   lines(sessionId: string): string {
-    return (this.records.get(sessionId) ?? [])
-      .map((r) => `${r.at}\t${r.agent}\t${r.event}\t${r.tool || '-'}\t${r.exit}\t${r.ms}\t${oneLine(r.command)}\t${oneLine(r.output)}\n`)
-      .join('');
+    return HOOK_RUNS.format((this.records.get(sessionId) ?? []).map((r) => ({ time: r.at, agent: r.agent, event: r.event, tool: r.tool || null, exit: r.exit, ms: r.ms, command: r.command, output: r.output })));
   }
 
   forget(sessionId: string): void {

@@ -9,6 +9,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { create } from 'zustand';
 import { agentPath, notify, ollie, useStore } from '../lib/store.js';
+import { parseCheckpointIdx, parseCheckpointInfo } from '../lib/parse.js';
 
 /** Whether the panel is open (its toolbar button toggles it). */
 export const useReview = create<{ open: boolean }>(() => ({ open: false }));
@@ -27,14 +28,7 @@ interface FileDiff {
   lines: string[];
 }
 
-const parseIdx = (text: string): Row[] =>
-  text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const [id = '', turn = '', time = '', changed = '0', bytes = '0'] = l.split('\t');
-      return { id, turn, time, changed: Number(changed), bytes: Number(bytes) };
-    });
+const parseIdx = (text: string): Row[] => parseCheckpointIdx(text);
 
 /** Splits a unified diff into files; a file's name is its `+++ b/…` (or `--- a/…` when deleted). */
 function parseDiff(text: string): FileDiff[] {
@@ -53,7 +47,6 @@ function parseDiff(text: string): FileDiff[] {
   return out;
 }
 
-const kv = (text: string): Record<string, string> => Object.fromEntries(text.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
 function Round({ base, row, onRewind, version }: { base: string; row: Row; onRewind: (id: string, extra?: string) => void; version: number }) {
   const [files, setFiles] = useState<FileDiff[]>();
@@ -74,7 +67,7 @@ function Round({ base, row, onRewind, version }: { base: string; row: Row; onRew
       if (!live) return;
       setFiles(parseDiff(d));
       setReviewed(new Set(r.split('\n').filter(Boolean)));
-      setInfo(kv(i));
+      setInfo(parseCheckpointInfo(i));
     })();
     return () => {
       live = false;

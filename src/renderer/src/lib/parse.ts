@@ -3,7 +3,7 @@
  * (src/formats/olliesrv.ts): columns are taken by name, never by position, so a declaration that changes is followed
  * here without an edit.
  */
-import { AGENT_CTL, AGENT_IDX, BACKENDS, BYPASS, BYPASS_RULES, CHECKED_MODELS, ENDED_IDX, EVENTS, MODELS, PROC_IDX, PROVIDERS, SEARCH_HITS, SESSION_IDX } from '../../../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_IDX, BACKENDS, BYPASS, BYPASS_RULES, CHECKED_MODELS, CHECKPOINT_IDX, CHECKPOINT_INFO, ENDED_IDX, EVENTS, MODELS, PROC_IDX, PROVIDERS, SEARCH_HITS, SESSION_IDX } from '../../../formats/olliesrv.js';
 import { unescapeField, type KeyValues, type Records, type Row } from '../../../formats/index.js';
 
 export { unescapeField };
@@ -430,4 +430,22 @@ export function setupRequest(fields: Record<string, string | undefined>): { data
   const entries = Object.entries(fields).filter((e): e is [string, string] => !!e[1]);
   const text = (mask: boolean) => entries.map(([k, v]) => `${k}=${mask && k === 'key' ? KEY_MASK : v}\n`).join('');
   return { data: text(false), shown: text(true) };
+}
+
+/** A checkpoint as `checkpoint/idx` lists it. */
+export interface CheckpointRow {
+  id: string;
+  turn: string;
+  time: string;
+  changed: number;
+  bytes: number;
+}
+
+export function parseCheckpointIdx(text: string): CheckpointRow[] {
+  return rowsOf(CHECKPOINT_IDX, text).map((r) => ({ id: str(r, 'id'), turn: str(r, 'turn'), time: str(r, 'time'), changed: Number(r.changed ?? 0), bytes: Number(r.bytes ?? 0) }));
+}
+
+/** `checkpoint/ID/info`. */
+export function parseCheckpointInfo(text: string): Record<string, string> {
+  return parseKv(CHECKPOINT_INFO, text);
 }
