@@ -33,7 +33,7 @@ export const BYPASS = new Records('bypass', [
 ], 'Write "ID approve|deny [once|session|always]".');
 export const PROC_IDX = new Records('proc/idx', [int('pid'), f('tool'), f('status', 'running, or how it ended'), opt('exit', 'exit code; none while running'), f('args', 'its arguments (JSON)')]);
 
-export const SESSION_NEW = new KeyValues('session/new', [f('name'), f('cwd')], undefined, 'Read back the new session\'s name.');
+export const SESSION_NEW = new KeyValues('session/new', [f('name'), f('cwd'), f('remote', '[user@]host[:port] or an ssh Host alias: its tools run there')], undefined, 'Read back the new session\'s name.');
 export const AGENT_NEW = new KeyValues('agent/new', [
   f('name'), f('cwd'), f('backend'), f('model'), f('agent', 'the profile'), f('parent'), f('prompt', 'last, may be unquoted: the rest of the request'), int('steps'), int('tokens'),
   f('temperature', '', { type: 'number' }), f('topP', '', { type: 'number' }), int('topK'), int('maxTokens'), int('seed'), int('thinkingBudget'), f('reasoningEffort'),
