@@ -145,7 +145,6 @@ export const BYPASS_DECISION = new Commands('bypass decision, after the ID', [
   cmd('approve', 'run it outside the sandbox; session or always also stores the rule', [a('once|session|always', true)]),
   cmd('deny', 'refuse it', [a('once|session|always', true)]),
 ]);
-const REMEMBER = ['once', 'session', 'always'];
 
 /** The line a client writes to `bypass`. */
 export function bypassDecisionLine(id: string, decision: 'approve' | 'deny', remember?: string): string {
@@ -168,8 +167,8 @@ export function parseBypassDecision(text: string): { id: string; decision: 'appr
   } catch (e) {
     throw new FormatError(`bypass: ${(e as Error).message}; ${usage}`);
   }
+  // What is remembered is checked where rules are made (the tool server), which says why one is refused.
   const remember = c.args[0];
-  if (remember !== undefined && !REMEMBER.includes(remember)) throw new FormatError(`bypass: ${JSON.stringify(remember)} is not once, session or always; ${usage}`);
   return { id: head.word, decision: c.name as 'approve' | 'deny', ...(remember !== undefined && { remember }) };
 }
 
