@@ -5,7 +5,7 @@
  */
 import { Commands, type CommandDecl } from './commands.js';
 import { FormatError } from './format.js';
-import { nextWord, quoteWord } from './words.js';
+import { nextWord, quoteWord, splitWords } from './words.js';
 import { EnvLines } from './env.js';
 import { Events } from './events.js';
 import type { Field } from './format.js';
@@ -167,6 +167,8 @@ export function parseBypassDecision(text: string): { id: string; decision: 'appr
   } catch (e) {
     throw new FormatError(`bypass: ${(e as Error).message}; ${usage}`);
   }
+  // An unquoted last argument would take the rest of the line: words beyond the declared ones are refused.
+  if (splitWords(text).length !== 2 + c.args.length) throw new FormatError(`bypass: too many words; ${usage}`);
   // What is remembered is checked where rules are made (the tool server), which says why one is refused.
   const remember = c.args[0];
   return { id: head.word, decision: c.name as 'approve' | 'deny', ...(remember !== undefined && { remember }) };

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Records, KeyValues, type AnyFormat } from '../../src/formats/index.js';
-import { AGENT_CTL, BACKEND_SETUP, BYPASS_RULES_WRITE, COMMAND_LIST, EVENTS, LOG_FROM, ONESHOT_HEADERS } from '../../src/formats/olliesrv.js';
+import { AGENT_CTL, BACKEND_SETUP, BYPASS_DECISION, BYPASS_RULES_WRITE, bypassDecisionLine, parseBypassDecision, COMMAND_LIST, EVENTS, LOG_FROM, ONESHOT_HEADERS } from '../../src/formats/olliesrv.js';
 import { parseFromRequest } from '../../src/olliesrv/agent/chatlog.js';
 import { parseOneShot } from '../../src/olliesrv/agent/oneshot.js';
 import { parseSetupRequest } from '../../src/olliesrv/backend/setup.js';
@@ -44,6 +44,7 @@ describe('which files declare a format', () => {
     expect(requests.get('/config/check')).toBe(BACKEND_SETUP);
     expect(requests.get('/config/backend')).toBe(BACKEND_SETUP);
     expect(requests.get('/bypassrules')).toBe(BYPASS_RULES_WRITE);
+    expect(requests.get('/session/{session}/bypass')).toBe(BYPASS_DECISION);
     const lines = olliesrvNamespace({} as Olliesrv, 'owner').help().split('\n');
     for (const [pattern, f] of requests) {
       const at = lines.findIndex((x) => x.includes(` ${pattern} `));
@@ -57,6 +58,12 @@ describe('which files declare a format', () => {
     expect(parseSetupRequest(BACKEND_SETUP.format({ provider: 'compatible', url: 'http://h:1/v1', key: "k'e y=", name: 'lab', default: 'no' }), 'config/backend')).toEqual({
       provider: 'compatible', name: 'lab', url: 'http://h:1/v1', key: "k'e y=", makeDefault: false,
     });
+    expect(parseBypassDecision(bypassDecisionLine("b 2'\t", 'approve', 'always'))).toEqual({ id: "b 2'\t", decision: 'approve', remember: 'always' });
+    expect(parseBypassDecision(bypassDecisionLine('7f', 'deny'))).toEqual({ id: '7f', decision: 'deny' });
+    expect(bypassDecisionLine('7f', 'approve', 'session')).toBe('7f approve session');
+    expect(() => parseBypassDecision('7f approve session extra')).toThrow(/too many words/);
+    expect(() => parseBypassDecision('7f allow')).toThrow(/unknown command "allow"/);
+    expect(() => parseBypassDecision('')).toThrow(/expected: ID approve\|deny/);
     // A changed declaration changes what they accept: the parsers read the declared keys, not a copy.
     const keys = [...ONESHOT_HEADERS.keys];
     try {
