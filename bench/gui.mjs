@@ -15,11 +15,11 @@
  *
  * The daemon is the real olliesrv (dist/, no LLM and no toolsrv: each agent's log is filled directly through
  * its ChatLog, so every block is in SQLite as a long session leaves it, and the chat is read through the real
- * log.from); with --fake it is e2e/fake-olliesrv.ts (the "before" figures in docs/desktop.md were taken with it).
+ * log.from).
  * The synthetic blocks and the renderer build are the e2e suite's own, loaded through Vite's module runner.
  * Run it alone (timings on a busy machine are noise):
  *
- *   npm run build:node && node bench/gui.mjs [SIZES=1000,10000,100000] [--fake]
+ *   npm run build:node && node bench/gui.mjs [SIZES=1000,10000,100000]
  *
  * Exit status 1 when a target is missed.
  */
@@ -37,7 +37,6 @@ import { startDaemon } from '../dist/olliesrv/daemon.js';
 const root = new URL('..', import.meta.url).pathname;
 const CHROMIUM = process.env.OLLIE_CHROMIUM ?? '/usr/bin/chromium';
 const args = process.argv.slice(2);
-const FAKE = args.includes('--fake');
 const SIZES = (args.find((a) => !a.startsWith('--')) ?? '1000,10000,100000').split(',').map(Number);
 const STREAM_CHUNKS = 400;
 const CHUNK_EVERY_MS = 5;
@@ -49,25 +48,6 @@ const heapNow = () => {
   gc();
   return process.memoryUsage().heapUsed;
 };
-
-/** The scripted daemon of the e2e suite: agents, their logs and streamed replies, filled directly. */
-function fakeDaemon(fake) {
-  fake.addSession('perf');
-  return {
-    server: fake.server,
-    fill(name, n) {
-      fake.addAgent('perf', name);
-      const bytes = fake.fillSynthetic('perf', name, n);
-      return { bytes, lastId: /"id":"([^"]+)"/.exec(fake.agent('perf', name).log.at(-1))[1] };
-    },
-    stream(name) {
-      const id = fake.block('perf', name, { role: 'assistant', partial: true, content: 'Streaming: ' });
-      return { id, chunk: (text) => fake.block('perf', name, { id, role: 'assistant', partial: true, content: text }) };
-    },
-    kill: async (name) => fake.killAgent('perf', name),
-    close: async () => fake.server.close(),
-  };
-}
 
 /** The real olliesrv: each block goes through the agent's ChatLog into SQLite, as an agent's turns write them. */
 async function realDaemon(syntheticBlock) {
@@ -182,11 +162,11 @@ async function measure(browser, d, url, n) {
   }
 }
 
-// The fake daemon, the synthetic chat and the renderer build are the e2e suite's own (TypeScript, loaded by vite).
+// The synthetic chat and the renderer build are the e2e suite's own (TypeScript, loaded by vite).
 const load = async (file) => (await runnerImport(join(root, file), { configFile: false, logLevel: 'error', root })).module;
-const [fakeModule, helpers] = await Promise.all([load('e2e/fake-olliesrv.ts'), load('e2e/helpers.ts')]);
+const [synthetic, helpers] = await Promise.all([load('e2e/synthetic.ts'), load('e2e/helpers.ts')]);
 const rendererDir = await helpers.buildRenderer();
-const d = FAKE ? fakeDaemon(new fakeModule.FakeOlliesrv()) : await realDaemon(fakeModule.syntheticBlock);
+const d = await realDaemon(synthetic.syntheticBlock);
 const ui = await startWebUi({ server: d.server, rendererDir });
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 const results = [];
@@ -204,11 +184,11 @@ try {
 
 const FRAME = 16.7 * 1.05;
 const out = [];
-out.push(`GUI figures (Chromium, web mode, ${FAKE ? 'the fake daemon' : 'olliesrv'}; first paint = select agent → last block shown; frames while streaming 200 chunks/s)`);
-out.push(`  blocks      MB   first paint     JS heap   p95 frame   frames   DOM rows${FAKE ? '' : '   daemon heap'}`);
+out.push(`GUI figures (Chromium, web mode, olliesrv; first paint = select agent → last block shown; frames while streaming 200 chunks/s)`);
+out.push(`  blocks      MB   first paint     JS heap   p95 frame   frames   DOM rows   daemon heap`);
 for (const r of results) {
   out.push(
-    `  ${r.blocks.toLocaleString().padStart(7)} ${r.megabytes.toFixed(1).padStart(6)}  ${r.firstPaintMs.toFixed(0).padStart(8)} ms  ${r.heapMB.toFixed(1).padStart(7)} MB  ${r.p95FrameMs.toFixed(1).padStart(7)} ms  ${String(r.frames).padStart(7)}  ${String(r.rows).padStart(9)}${FAKE ? '' : `  ${r.daemonMB.toFixed(1).padStart(9)} MB`}`,
+    `  ${r.blocks.toLocaleString().padStart(7)} ${r.megabytes.toFixed(1).padStart(6)}  ${r.firstPaintMs.toFixed(0).padStart(8)} ms  ${r.heapMB.toFixed(1).padStart(7)} MB  ${r.p95FrameMs.toFixed(1).padStart(7)} ms  ${String(r.frames).padStart(7)}  ${String(r.rows).padStart(9)}  ${r.daemonMB.toFixed(1).padStart(9)} MB`,
   );
 }
 const by = (n) => results.find((r) => r.blocks === n);

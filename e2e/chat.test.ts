@@ -1,26 +1,26 @@
 /**
  * The renderer's agent views: streamed chat blocks, tool calls, the virtualized list, renaming and killing against the
  * real daemon (its agent's chat log written as turns write it), the prompt box (queue, stop, `/` completion) and a
- * daemon without backends too; only states at will (compacting, paused) and the status bar's exact figures against a
- * scripted olliesrv (fake-olliesrv.ts: the test decides what agents do, in olliesrv's declared formats). Approvals are tested against the real daemon (approvals.test.ts, gui-flow.test.ts).
+ * daemon without backends too; the states (thinking, calling, compacting, paused), sub-agents and the status bar's
+ * figures against the real daemon too, the mock LLM holding replies and reporting the usage. Approvals are tested in
+ * approvals.test.ts and gui-flow.test.ts.
  * The gateway is the real web mode (startWebUi); the browser is Debian's Chromium.
  */
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { FakeOlliesrv } from './fake-olliesrv.js';
 import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
 import { buildRenderer, launch, rmrf, screenshot, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
 
-describe('agents in the renderer, against the scripted daemon', () => {
+describe('agent states, sub-agents and the status bar, against the real daemon', () => {
   let rendererDir: string;
   let browser: Browser;
-  let fake: FakeOlliesrv;
+  let h: Harness;
   let ui: WebUi;
   let page: Page;
 
@@ -33,10 +33,11 @@ describe('agents in the renderer, against the scripted daemon', () => {
     rmrf(rendererDir);
   });
   beforeEach(async () => {
-    fake = new FakeOlliesrv();
-    fake.addSession('work', '/home/dev/project');
-    fake.addAgent('work', 'main');
-    ui = await startWebUi({ server: fake.server, rendererDir });
+    // With a tool server: `calling` is a real tool call, held until the test lets it end.
+    h = await harness();
+    await h.c.rdwrText('session/new', `name=work cwd=${h.dir}`);
+    await h.c.rdwrText('session/work/agent/new', 'name=main agent=test');
+    ui = await startWebUi({ server: h.daemon.server, rendererDir });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(ui.url);
     await page.locator('[data-agent="main"] .node').click();
@@ -45,18 +46,63 @@ describe('agents in the renderer, against the scripted daemon', () => {
   afterEach(async () => {
     await page?.close();
     await ui?.close();
-    fake.server.close();
+    await h?.close();
   });
+
+  const shown = (state: string) => page.locator(`[data-agent="main"][data-state="${state}"] .dot.state-${state}`).waitFor({ timeout: 15_000 });
 
   it('shows states and sub-agents live from the event stream', async () => {
     const main = page.locator('[data-agent="main"]');
     expect(await main.getAttribute('data-state')).toBe('idle');
-    for (const state of ['thinking', 'calling', 'compacting', 'paused', 'idle']) {
-      fake.setState('work', 'main', state);
-      await page.locator(`[data-agent="main"][data-state="${state}"] .dot.state-${state}`).waitFor({ timeout: 3000 });
-    }
-    fake.addAgent('work', 'helper', 'main');
-    fake.addAgent('work', 'deeper', 'helper');
+    const ctl = (line: string) => h.c.rdwrText('session/work/agent/main/ctl', `${line}\n`);
+    // thinking: the mock holds the reply (a minute a chunk) until the turn is stopped.
+    h.mock.script([{ text: 'held' }, { delayMs: 60_000 }]);
+    await h.c.write('session/work/agent/main/prompt', 'think');
+    await shown('thinking');
+    await ctl('stop');
+    await shown('idle');
+    // calling: a shell call that waits for a file; then the reply, with the usage the status bar must show.
+    h.mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo went' } }] }, { usage: { input: 10_000, output: 40, cost: 0.0005 } }],
+      [{ text: 'done' }, { usage: { input: 12_000, output: 60, cost: 0.0007 } }],
+    );
+    await h.c.write('session/work/agent/main/prompt', 'call');
+    await shown('calling');
+    writeFileSync(join(h.dir, 'go'), '');
+    await shown('idle');
+    await page.locator('.block[data-role="assistant"]', { hasText: 'done' }).waitFor();
+
+    // Status bar from stats and cfg: the mock's usage figures, and the daemon's token account of the next request.
+    const stats = Object.fromEntries(
+      (await h.c.readText('session/work/agent/main/stats')).split('\n').filter((l) => /^[a-z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    ) as Record<string, string>;
+    expect(Number(stats.cost_last_turn)).toBeCloseTo(0.0012, 6);
+    const status = page.getByRole('status').first();
+    await status.filter({ hasText: 'mock / gpt-4o' }).waitFor();
+    await status.filter({ hasText: `context ${stats.context_percent}%` }).waitFor();
+    expect(await status.textContent()).toContain('$0.0012 turn');
+    expect(await status.textContent()).toContain(`tokens ${Number(stats.input_tokens).toLocaleString('en-US')} in`);
+    expect(Number(stats.input_tokens)).toBeGreaterThanOrEqual(22_000);
+    const k = (key: string) => Number(stats[key]).toLocaleString('en-US');
+    expect(await page.getByTestId('context').getAttribute('title')).toContain(
+      `next request ~${k('context_estimate')} tokens of a 100,000-token window:\nsystem prompt ${k('context_system')}\ntool schemas ${k('context_tools')}\nhistory ${k('context_history')}\nskills and hints ${k('context_skills')}\nattachments ${k('context_attachments')}`,
+    );
+
+    // compacting: `compact` on ctl while the mock holds the summary request a moment.
+    h.mock.script([{ text: 'the summary' }, { delayMs: 500 }]);
+    const compacted = ctl('compact');
+    await shown('compacting');
+    await status.filter({ hasText: 'compacting…' }).waitFor();
+    expect(await compacted).toMatch(/ompact/);
+    await shown('idle');
+    // paused: the session's ctl.
+    await h.c.rdwrText('session/work/ctl', 'pause\n');
+    await shown('paused');
+    await h.c.rdwrText('session/work/ctl', 'resume\n');
+    await shown('idle');
+
+    await h.c.rdwrText('session/work/agent/new', 'name=helper agent=test parent=main');
+    await h.c.rdwrText('session/work/agent/new', 'name=deeper agent=test parent=helper');
     await page.locator('[data-agent="deeper"]').waitFor();
     const indent = async (n: string): Promise<number> => parseFloat(await page.locator(`[data-agent="${n}"] .node`).evaluate((e) => getComputedStyle(e).paddingLeft));
     expect(await indent('helper')).toBeGreaterThan(await indent('main'));
@@ -79,20 +125,15 @@ describe('agents in the renderer, against the scripted daemon', () => {
     await page.keyboard.press('ArrowRight');
     await page.locator('[data-agent="helper"]').waitFor();
     await page.locator('[data-agent="main"] .node').click();
-    fake.killAgent('work', 'deeper');
-    fake.killAgent('work', 'helper');
-    await page.locator('[data-agent="helper"]').waitFor({ state: 'detached' });
-    await page.locator('[data-agent="deeper"]').waitFor({ state: 'detached' });
-
-    // Status bar from stats and cfg.
-    const status = page.getByRole('status').first();
-    await status.filter({ hasText: 'mock / mock-model' }).waitFor();
-    expect(await status.textContent()).toContain('context 12%');
-    // The token account, split by part, on hover.
-    expect(await page.getByTestId('context').getAttribute('title')).toMatch(/next request ~15,360 tokens of a 128,000-token window:\nsystem prompt 1,600\ntool schemas 900\nhistory 12,000\nskills and hints 700\nattachments 0/);
-    expect(await status.textContent()).toContain('$0.0012 turn');
-  });
-
+    await h.c.remove('session/work/agent/deeper');
+    await h.c.remove('session/work/agent/helper');
+    // The daemon keeps a killed agent's record (ended/): the tree shows it ended, no longer live
+    await page.locator('[data-agent="helper"][data-state="ended"][data-ended="killed"]').waitFor();
+    // (its sub-agent's record sits under it, folded away): no live row of either is left.
+    await page.locator('[data-agent="deeper"]:not([data-state="ended"])').waitFor({ state: 'detached' });
+    expect(await page.locator('[data-agent]:not([data-state="ended"])').evaluateAll((es) => es.map((e) => e.getAttribute('data-agent')))).toEqual(['main']);
+    expect(h.daemon.agents.list('work').map((a) => a.name)).toEqual(['main']);
+  }, 60_000);
 });
 
 describe('agents in the renderer, against the real daemon', () => {

@@ -14,7 +14,7 @@ import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
 import { escapeField, type KeyValues } from '../formats/index.js';
-import { AGENT_CTL, AGENT_NEW, GOAL_STATUS, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_NEW, bypassDecisionLine, GOAL_STATUS, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
 import { agentNameOf, agentRows, pendingRequests, sessionNameOf, sessionRows, type Pending } from './o-read.js';
 
 interface Globals {
@@ -156,7 +156,7 @@ function resolveBypass(decision: 'approve' | 'deny') {
       if (p.length > 1) throw new UsageError(`session ${session} has ${p.length} pending bypass requests; give the id: ${p.map((r) => `${r.id} (${r.agent}: ${r.cmd})`).join(', ')}`);
       id = p[0]!.id;
     }
-    await x.c.write(`session/${session}/bypass`, `${id} ${decision}${o?.remember ? ` ${o.remember}` : ''}`);
+    await x.c.write(`session/${session}/bypass`, bypassDecisionLine(id, decision, o?.remember));
     await out(`${decision === 'approve' ? 'approved' : 'denied'} ${id}\n`);
   });
 }

@@ -4,7 +4,7 @@
  * stdout and the tool calls to stderr, and exits 0 when the turn ends well, 1 when it ends in an error.
  * Everything goes through the 9P namespace, exactly as any other client would do it.
  */
-import { EVENTS } from '../formats/olliesrv.js';
+import { bypassDecisionLine, EVENTS } from '../formats/olliesrv.js';
 import { dialOllie } from '../platform/dial.js';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,10 +123,10 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
         const { topic, payload } = e;
         if (topic.endsWith('.bypass.request')) {
           const { id, cmd } = EVENTS.fields(e) ?? {};
-          if (o.yolo) await c.write(`session/${session}/bypass`, `${id} approve once`);
+          if (o.yolo) await c.write(`session/${session}/bypass`, bypassDecisionLine(id!, 'approve', 'once'));
           else {
             process.stderr.write(`ollie run: refused a request to run outside the sandbox: ${cmd} (use --yolo to allow it)\n`);
-            await c.write(`session/${session}/bypass`, `${id} deny once`);
+            await c.write(`session/${session}/bypass`, bypassDecisionLine(id!, 'deny', 'once'));
           }
           continue;
         }

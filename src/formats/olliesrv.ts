@@ -4,6 +4,8 @@
  * write through the same objects. Changing a declaration here changes every one of them.
  */
 import { Commands, type CommandDecl } from './commands.js';
+import { FormatError } from './format.js';
+import { nextWord, quoteWord, splitWords } from './words.js';
 import { EnvLines } from './env.js';
 import { Events } from './events.js';
 import type { Field } from './format.js';
@@ -137,6 +139,62 @@ export const SESSION_CTL = new Commands('session ctl', [
   cmd('hooks', 'show, or turn on or off, the lifecycle hooks of this session', [a('on|off', true)]),
   cmd('remote', 'show or set the host its tools run on (- for this machine)', [a('HOST|-', true)]),
 ]);
+
+/** What a `bypass` write takes after the request's ID: "ID approve|deny [once|session|always]". */
+export const BYPASS_DECISION = new Commands('bypass decision, after the ID', [
+  cmd('approve', 'run it outside the sandbox; session or always also stores the rule', [a('once|session|always', true)]),
+  cmd('deny', 'refuse it', [a('once|session|always', true)]),
+]);
+
+/** The line a client writes to `bypass`. */
+export function bypassDecisionLine(id: string, decision: 'approve' | 'deny', remember?: string): string {
+  return `${quoteWord(id)} ${BYPASS_DECISION.format(decision, remember ? [remember] : [])}`;
+}
+
+/** A `bypass` write: the ID (a shell word), then the decision through BYPASS_DECISION. */
+export function parseBypassDecision(text: string): { id: string; decision: 'approve' | 'deny'; remember?: string } {
+  const usage = 'expected: ID approve|deny [once|session|always]';
+  let head;
+  try {
+    head = nextWord(text, 0);
+  } catch (e) {
+    throw new FormatError(`bypass: ${(e as Error).message}; ${usage}`);
+  }
+  if (!head) throw new FormatError(`bypass: an empty request; ${usage}`);
+  let c;
+  try {
+    c = BYPASS_DECISION.parse(text.slice(head.end));
+  } catch (e) {
+    throw new FormatError(`bypass: ${(e as Error).message}; ${usage}`);
+  }
+  // An unquoted last argument would take the rest of the line: words beyond the declared ones are refused.
+  if (splitWords(text).length !== 2 + c.args.length) throw new FormatError(`bypass: too many words; ${usage}`);
+  // What is remembered is checked where rules are made (the tool server), which says why one is refused.
+  const remember = c.args[0];
+  return { id: head.word, decision: c.name as 'approve' | 'deny', ...(remember !== undefined && { remember }) };
+}
+
+/** What `bypassrules` takes: one command a line. */
+export const BYPASS_RULES_WRITE = new Commands('bypassrules', [cmd('revoke', 'remove the remembered rule ID', [a('ID')])]);
+
+/** A `log.from` request: where the chat log starts (N at most 10000). */
+export const LOG_FROM = new Commands('log.from', [
+  cmd('tail', 'the last N blocks, then live', [a('N')]),
+  cmd('before', 'the N blocks before BLOCKID, then EOF', [a('BLOCKID'), a('N')]),
+  cmd('after', 'every block after BLOCKID, then live', [a('BLOCKID')]),
+]);
+
+/** The header lines of a `generate` or `complete` request: key=value lines, a blank line, then the text. */
+export const ONESHOT_HEADERS = new KeyValues('generate/complete headers', [
+  f('backend'), f('model'), f('system', 'replaces the default system prompt'), f('suffix', 'complete: the text after the cursor'),
+  n('temperature'), n('topP'), int('topK'), int('maxTokens'), int('seed'),
+], undefined, 'Then a blank line and the text; a request whose first line is not a header is all text.');
+
+/** A `config/check` or `config/backend` request. */
+export const BACKEND_SETUP = new KeyValues('config/backend', [
+  f('provider', 'openai, anthropic, openrouter, ollama, gemini, copilot or compatible'), f('name', 'the section (config/backend)'), f('url'),
+  f('key'), f('key_env', 'the environment variable holding the key'), f('model'), f('default', 'yes or no (config/backend)'),
+], undefined, 'Lines starting with # are comments.');
 
 export const ROOT_CTL = new Commands('ctl', [cmd('reload', 're-read backends.conf')]);
 

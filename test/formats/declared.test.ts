@@ -6,7 +6,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Records, KeyValues, type AnyFormat } from '../../src/formats/index.js';
-import { AGENT_CTL, COMMAND_LIST, EVENTS } from '../../src/formats/olliesrv.js';
+import { AGENT_CTL, BACKEND_SETUP, BYPASS_DECISION, BYPASS_RULES_WRITE, bypassDecisionLine, parseBypassDecision, COMMAND_LIST, EVENTS, LOG_FROM, ONESHOT_HEADERS } from '../../src/formats/olliesrv.js';
+import { parseFromRequest } from '../../src/olliesrv/agent/chatlog.js';
+import { parseOneShot } from '../../src/olliesrv/agent/oneshot.js';
+import { parseSetupRequest } from '../../src/olliesrv/backend/setup.js';
 import { formatsOf, render, renderLine } from '../../src/gateway/formats.js';
 import { openApi } from '../../src/gateway/openapi.js';
 import { ctlCompletions } from '../../src/renderer/src/lib/parse.js';
@@ -31,6 +34,45 @@ describe('which files declare a format', () => {
       expect(lines[at + 1]!.trim(), l.pattern).toBe(`Format: ${l.format!.describe()}`);
     }
     expect(help).toContain('Format: tab-separated records, one a line (\\t \\n \\\\ escaped): id; name; paused (boolean); connected (boolean): 1 while a tool server serves it; remote (- for none): none for this machine; cwd.');
+  });
+
+  it('the requests the daemon parses are declared, printed by help under the file, and parsed through the declaration', () => {
+    const requests = new Map(declaredLeaves().filter((l) => l.request).map((l) => [l.pattern, l.request!]));
+    expect(requests.get('/session/{session}/agent/{agent}/log.from')).toBe(LOG_FROM);
+    expect(requests.get('/generate')).toBe(ONESHOT_HEADERS);
+    expect(requests.get('/complete')).toBe(ONESHOT_HEADERS);
+    expect(requests.get('/config/check')).toBe(BACKEND_SETUP);
+    expect(requests.get('/config/backend')).toBe(BACKEND_SETUP);
+    expect(requests.get('/bypassrules')).toBe(BYPASS_RULES_WRITE);
+    expect(requests.get('/session/{session}/bypass')).toBe(BYPASS_DECISION);
+    const lines = olliesrvNamespace({} as Olliesrv, 'owner').help().split('\n');
+    for (const [pattern, f] of requests) {
+      const at = lines.findIndex((x) => x.includes(` ${pattern} `));
+      expect(lines[at + 2]!.trim(), pattern).toBe(`Request: ${f.describe()}`);
+    }
+    // What the clients write, formatted through the declarations, is what the daemon's parsers read.
+    expect(parseFromRequest(LOG_FROM.format('before', ['b 1\t\'x', '25']))).toEqual({ kind: 'before', id: "b 1\t'x", n: 25 });
+    expect(parseFromRequest(LOG_FROM.format('tail', ['7']))).toEqual({ kind: 'tail', n: 7 });
+    const headers = { system: "be brief = 'terse'\t", model: 'm x', temperature: 0.5 };
+    expect(parseOneShot(`${ONESHOT_HEADERS.format(headers)}\nthe text\n\nmore`)).toEqual({ headers: { system: "be brief = 'terse'\t", model: 'm x', temperature: '0.5' }, text: 'the text\n\nmore' });
+    expect(parseSetupRequest(BACKEND_SETUP.format({ provider: 'compatible', url: 'http://h:1/v1', key: "k'e y=", name: 'lab', default: 'no' }), 'config/backend')).toEqual({
+      provider: 'compatible', name: 'lab', url: 'http://h:1/v1', key: "k'e y=", makeDefault: false,
+    });
+    expect(parseBypassDecision(bypassDecisionLine("b 2'\t", 'approve', 'always'))).toEqual({ id: "b 2'\t", decision: 'approve', remember: 'always' });
+    expect(parseBypassDecision(bypassDecisionLine('7f', 'deny'))).toEqual({ id: '7f', decision: 'deny' });
+    expect(bypassDecisionLine('7f', 'approve', 'session')).toBe('7f approve session');
+    expect(() => parseBypassDecision('7f approve session extra')).toThrow(/too many words/);
+    expect(() => parseBypassDecision('7f allow')).toThrow(/unknown command "allow"/);
+    expect(() => parseBypassDecision('')).toThrow(/expected: ID approve\|deny/);
+    // A changed declaration changes what they accept: the parsers read the declared keys, not a copy.
+    const keys = [...ONESHOT_HEADERS.keys];
+    try {
+      ONESHOT_HEADERS.keys.push({ name: 'extra' });
+      expect(parseOneShot('extra=1\n\nx').headers).toEqual({ extra: '1' });
+    } finally {
+      ONESHOT_HEADERS.keys.splice(0, Infinity, ...keys);
+    }
+    expect(parseOneShot('extra=1\n\nx')).toEqual({ headers: {}, text: 'extra=1\n\nx' });
   });
 });
 

@@ -16,20 +16,22 @@ export interface DeclaredLeaf {
   read?: DeclaredNode['read'];
   write?: DeclaredNode['write'];
   format?: AnyFormat;
+  /** What a write or a rdwr request takes, when declared apart from the content. */
+  request?: AnyFormat;
 }
 
 export function declaredLeaves(root: DeclaredNode = declaredTree()): DeclaredLeaf[] {
   const out: DeclaredLeaf[] = [];
   const visit = (n: DeclaredNode): void => {
     // A leaf, or the files of an EachFile (a template leaf).
-    if (n.kind === 'leaf') out.push({ pattern: n.pattern, read: n.read, write: n.write, format: n.format as AnyFormat | undefined });
+    if (n.kind === 'leaf') out.push({ pattern: n.pattern, read: n.read, write: n.write, format: n.format as AnyFormat | undefined, request: n.request as AnyFormat | undefined });
     n.children.forEach(visit);
   };
   visit(root);
   return out;
 }
 
-/** Every distinct format object the namespace declares. */
+/** Every distinct format object the namespace declares: contents and requests. */
 export function declaredFormats(): AnyFormat[] {
-  return [...new Set(declaredLeaves().flatMap((l) => (l.format ? [l.format] : [])))];
+  return [...new Set(declaredLeaves().flatMap((l) => [l.format, l.request].filter((f): f is AnyFormat => f !== undefined)))];
 }

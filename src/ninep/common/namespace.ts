@@ -93,6 +93,8 @@ interface Common {
   doc?: string;
   /** The content's format. */
   format?: ContentFormat;
+  /** What a write or the request of a rdwr takes, when it is not the content's format. */
+  request?: ContentFormat;
   /**
    * Withheld from gateways that re-export the namespace to other protocols (the HTTP gateway): a 9P client sees
    * the file as usual. On a directory it covers everything below.
@@ -196,6 +198,8 @@ export interface DeclaredNode {
   doc?: string;
   /** The content's format, when declared. */
   format?: ContentFormat;
+  /** The format of what it takes, when declared apart from the content's. */
+  request?: ContentFormat;
   /** Declared internal here or on a directory above. */
   internal: boolean;
   /** What a read does: the leaf's read handler kind, 'list' for directories, undefined for write-only leaves. */
@@ -367,6 +371,7 @@ export class Namespace implements FileServer<Node> {
       const kind = b.spec.kind === 'leaf' ? (b.readKind ?? 'write') : 'dir';
       lines.push(`${modeString((dir ? DMDIR : 0) | b.mode)}  ${(b.pattern + (dir && b.pattern !== '/' ? '/' : '')).padEnd(34)} ${kind.padEnd(10)} ${b.spec.doc ?? ''}`.trimEnd());
       if (b.spec.format) lines.push(`${' '.repeat(58)}Format: ${b.spec.format.describe()}`);
+      if (b.spec.request) lines.push(`${' '.repeat(58)}Request: ${b.spec.request.describe()}`);
       for (const c of b.statics.values()) visit(c);
       if (b.each) visit(b.each);
     };
@@ -380,7 +385,7 @@ export class Namespace implements FileServer<Node> {
       const spec = b.spec;
       const internal = inherited || spec.internal === true || b.template?.internal === true;
       const children = [...b.statics.values(), ...(b.each ? [b.each] : [])].map((c) => visit(c, internal));
-      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, ...(spec.format && { format: spec.format }), internal, children };
+      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, ...(spec.format && { format: spec.format }), ...(spec.request && { request: spec.request }), internal, children };
       if (spec.kind === 'leaf') {
         const t = b.template;
         return {

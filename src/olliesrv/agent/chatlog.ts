@@ -13,6 +13,8 @@
  * Backed by the store (StoredLog), only the last WINDOW..2×WINDOW final blocks stay in memory; older ones are
  * read from SQLite by number when a reader reaches them (log.raw from the start reads them a page at a time).
  */
+import { FormatError, splitWords } from '../../formats/index.js';
+import { LOG_FROM } from '../../formats/olliesrv.js';
 import { createHash } from 'node:crypto';
 import { WakeQueue } from '../../platform/queue.js';
 
@@ -57,9 +59,8 @@ export type FromRequest = { kind: 'tail'; n: number } | { kind: 'before'; id: st
 
 const FROM_USAGE = 'expected "tail N", "before BLOCKID N" or "after BLOCKID"';
 
-/** Parses a `log.from` request; a malformed one is an error that quotes it and says what was expected. */
+/** Parses a `log.from` request (LOG_FROM); a malformed one is an error that quotes it and says what was expected. */
 export function parseFromRequest(req: string): FromRequest {
-  const words = req.trim().split(/\s+/);
   const bad = (why: string) => new Error(`log.from: ${why} in ${JSON.stringify(req.trim())}: ${FROM_USAGE}`);
   const count = (w: string | undefined): number => {
     if (w === undefined || !/^\d+$/.test(w)) throw bad(`N ${w === undefined ? 'missing' : JSON.stringify(w) + ' is not a number'}`);
@@ -67,11 +68,29 @@ export function parseFromRequest(req: string): FromRequest {
     if (n < 1 || n > FROM_LIMIT) throw bad(`N ${n} out of range 1..${FROM_LIMIT}`);
     return n;
   };
-  const [verb, a, b, ...rest] = words;
-  if (verb === 'tail' && b === undefined) return { kind: 'tail', n: count(a) };
-  if (verb === 'before' && a && rest.length === 0) return { kind: 'before', id: a, n: count(b) };
-  if (verb === 'after' && a && b === undefined) return { kind: 'after', id: a };
-  throw bad(verb === 'tail' || verb === 'before' || verb === 'after' ? 'wrong number of arguments' : `unknown request ${JSON.stringify(verb ?? '')}`);
+  const verb = req.trim().split(/\s+/)[0] ?? '';
+  const decl = LOG_FROM.get(verb);
+  if (!decl) throw bad(`unknown request ${JSON.stringify(verb)}`);
+  let args: string[];
+  try {
+    ({ args } = LOG_FROM.parse(req));
+  } catch (e) {
+    // Too few arguments: the missing N is named; too many, or a bad quote: the count is wrong.
+    const given = req.trim().split(/\s+/).length - 1;
+    if (e instanceof FormatError && given < decl.args.length && decl.args.at(-1)!.name === 'N') throw bad('N missing');
+    throw bad(given < decl.args.length ? `${decl.args.map((a) => a.name).join(' ')} missing` : 'wrong number of arguments');
+  }
+  // An unquoted last argument takes the rest of the line: more words than arguments is one argument too many.
+  let words = 0;
+  try {
+    words = splitWords(req).length;
+  } catch {
+    words = -1;
+  }
+  if (words !== args.length + 1) throw bad('wrong number of arguments');
+  if (decl.name === 'tail') return { kind: 'tail', n: count(args[0]) };
+  if (decl.name === 'before') return { kind: 'before', id: args[0]!, n: count(args[1]) };
+  return { kind: 'after', id: args[0]! };
 }
 
 function line(b: Block): string {

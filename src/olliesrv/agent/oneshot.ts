@@ -3,33 +3,39 @@
  * `key=value` header lines, a blank line, then the text (without a blank line, a request whose first line is
  * not key=value is all text).
  */
+import { ONESHOT_HEADERS } from '../../formats/olliesrv.js';
 import type { GenerationParams } from '../backend/types.js';
 import type { BackendPool } from './deps.js';
-
-const HEADER_KEYS = new Set(['backend', 'model', 'system', 'suffix', 'temperature', 'topP', 'topK', 'maxTokens', 'seed']);
 
 export class OneShotError extends Error {
   override name = 'OneShotError';
 }
 
+/** Splits a request into its header lines (ONESHOT_HEADERS, up to the first blank line) and the text. */
 export function parseOneShot(request: string): { headers: Record<string, string>; text: string } {
-  const headers: Record<string, string> = {};
+  const keys = ONESHOT_HEADERS.keys.map((k) => k.name);
+  const isHeader = (l: string): boolean => keys.includes(/^([A-Za-z]+)=/.exec(l)?.[1] ?? '');
   const lines = request.split('\n');
-  let i = 0;
-  for (; i < lines.length; i++) {
-    const l = lines[i]!;
-    if (l === '') {
-      i++;
-      break;
+  if (!isHeader(lines[0]!)) return { headers: {}, text: lines[0] === '' ? lines.slice(1).join('\n') : request };
+  const blank = lines.indexOf('');
+  const head = blank < 0 ? lines : lines.slice(0, blank);
+  const headers: Record<string, string> = {};
+  head.forEach((l, i) => {
+    if (!isHeader(l)) throw new OneShotError(`line ${i + 1}: expected key=value (keys: ${keys.join(', ')}) or a blank line before the text`);
+    let pair: Record<string, string>;
+    try {
+      pair = ONESHOT_HEADERS.parse(l);
+    } catch {
+      // A value typed unquoted with spaces in it (`system=Be brief`): the rest of the line as written.
+      const eq = l.indexOf('=');
+      pair = { [l.slice(0, eq)]: l.slice(eq + 1) };
     }
-    const m = /^([A-Za-z]+)=(.*)$/.exec(l);
-    if (!m || !HEADER_KEYS.has(m[1]!)) {
-      if (i === 0) return { headers: {}, text: request };
-      throw new OneShotError(`line ${i + 1}: expected key=value (keys: ${[...HEADER_KEYS].join(', ')}) or a blank line before the text`);
+    for (const [k, v] of Object.entries(pair)) {
+      if (k in headers) throw new OneShotError(`line ${i + 1}: ${k} given twice`);
+      headers[k] = v;
     }
-    headers[m[1]!] = m[2]!;
-  }
-  return { headers, text: lines.slice(i).join('\n') };
+  });
+  return { headers, text: blank < 0 ? '' : lines.slice(blank + 1).join('\n') };
 }
 
 const COMPLETE_SYSTEM =

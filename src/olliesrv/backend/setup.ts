@@ -5,6 +5,7 @@
  *
  * The request is `key=value` lines: provider, name, url, key, key_env, model, default (yes/no).
  */
+import { BACKEND_SETUP } from '../../formats/olliesrv.js';
 import { DEFAULT_KEY_ENV, DEFAULT_MODELS, DEFAULT_URLS, parseBackendsConfig, type BackendConfig } from './config.js';
 import { createBackend } from './pool.js';
 import type { BackendType, ModelInfo } from './types.js';
@@ -53,20 +54,27 @@ export class SetupError extends Error {
   override name = 'SetupError';
 }
 
-const FIELDS = ['provider', 'name', 'url', 'key', 'key_env', 'model', 'default'] as const;
-type Field = (typeof FIELDS)[number];
+type Field = 'provider' | 'name' | 'url' | 'key' | 'key_env' | 'model' | 'default';
 
-/** Parses the `key=value` lines of a request; `where` names the input in errors (e.g. `config/check`). */
+/** Parses the `key=value` lines of a request (BACKEND_SETUP); `where` names the input in errors (e.g. `config/check`). */
 export function parseSetupRequest(text: string, where: string): BackendSetup {
+  const fields = BACKEND_SETUP.keys.map((k) => k.name);
   const v: Partial<Record<Field, string>> = {};
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.trim();
     if (!line || line.startsWith('#')) return;
     const eq = line.indexOf('=');
-    const k = (eq > 0 ? line.slice(0, eq).trim() : '') as Field;
-    if (!FIELDS.includes(k)) throw new SetupError(`${where}:${i + 1}: expected one of ${FIELDS.join(', ')} as "key=value", got ${JSON.stringify(eq > 0 ? line.slice(0, eq) : line.slice(0, 30))}`);
-    if (v[k] !== undefined) throw new SetupError(`${where}:${i + 1}: "${k}" given twice`);
-    v[k] = line.slice(eq + 1).trim();
+    if (!fields.includes(eq > 0 ? line.slice(0, eq) : '')) throw new SetupError(`${where}:${i + 1}: expected one of ${fields.join(', ')} as "key=value", got ${JSON.stringify(eq > 0 ? line.slice(0, eq) : line.slice(0, 30))}`);
+    let pairs: Record<string, string>;
+    try {
+      pairs = BACKEND_SETUP.parse(line);
+    } catch (e) {
+      throw new SetupError(`${where}:${i + 1}: ${(e as Error).message}`);
+    }
+    for (const [k, val] of Object.entries(pairs) as Array<[Field, string]>) {
+      if (v[k] !== undefined) throw new SetupError(`${where}:${i + 1}: "${k}" given twice`);
+      v[k] = val.trim();
+    }
   });
   if (!v.provider) throw new SetupError(`${where}: "provider" is required (one of ${PROVIDER_IDS.join(', ')})`);
   return setupFrom({

@@ -228,10 +228,13 @@ function bypassLines(o: Olliesrv, sessionId: string): string {
 }
 
 async function resolveBypass(o: Olliesrv, sessionId: string, request: string): Promise<string> {
-  const [id, decision, remember, ...rest] = request.trim().split(/\s+/);
-  if (!id || (decision !== 'approve' && decision !== 'deny') || rest.length) {
-    throw new RequestError('expected: ID approve|deny [once|session|always]');
+  let d: ReturnType<typeof F.parseBypassDecision>;
+  try {
+    d = F.parseBypassDecision(request.trim());
+  } catch (e) {
+    throw new RequestError((e as Error).message);
   }
+  const { id, decision, remember } = d;
   const st = o.sessionTools(sessionId);
   if (!st) throw new NinepError('no tool server runs for this session: there is nothing to approve');
   await st.resolve(id, decision, remember);
@@ -245,14 +248,19 @@ function ruleLines(o: Olliesrv): string {
   })));
 }
 
-/** `revoke ID` lines; every line is checked before any rule goes, so a bad write changes nothing. */
+/** `revoke ID` lines (BYPASS_RULES_WRITE); every line is checked before any rule goes, so a bad write changes nothing. */
 function revokeRules(o: Olliesrv, text: string): void {
   const ids: number[] = [];
   for (const [n, line] of text.split('\n').entries()) {
     if (!line.trim()) continue;
-    const m = /^\s*revoke\s+(\d+)\s*$/.exec(line);
-    if (!m) throw new RequestError(`bypassrules line ${n + 1}: expected "revoke ID", got ${JSON.stringify(line.trim())}`);
-    ids.push(Number(m[1]));
+    let id: string | undefined;
+    try {
+      id = F.BYPASS_RULES_WRITE.parse(line).args[0];
+    } catch {
+      id = undefined;
+    }
+    if (id === undefined || !/^\d+$/.test(id)) throw new RequestError(`bypassrules line ${n + 1}: expected "revoke ID", got ${JSON.stringify(line.trim())}`);
+    ids.push(Number(id));
   }
   const known = new Set((o.rules?.list() ?? []).map((r) => r.id));
   const missing = ids.filter((id) => !known.has(id));
@@ -342,6 +350,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         doc: 'Remembered bypass approvals, one per line: id, tool, prefix|exact, rule, scope (global, or session NAME), created. Write "revoke ID" (one per line) to remove one.',
         mode: 0o600,
         format: F.BYPASS_RULES,
+        request: F.BYPASS_RULES_WRITE,
         read: () => ruleLines(o),
         write: (_ctx, data) => revokeRules(o, new TextDecoder().decode(data)),
       }),
@@ -361,11 +370,13 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
         Leaf('check', {
           doc: 'Check a backend before storing it: write provider=, url=, key= or key_env=, model= lines (provider: openai, anthropic, openrouter, ollama, gemini, copilot, compatible); read its models, "ID<TAB>context" lines, or the provider\'s error.',
           format: F.CHECKED_MODELS,
+          request: F.BACKEND_SETUP,
           rdwr: (_ctx, req) => o.config.checkBackend(req),
         }),
         Leaf('backend', {
           doc: 'Store a backend: the same lines as check (and name=, default=yes|no); it is merged into backends.conf as a commented section, written 0600 and reloaded.',
           format: F.TEXT('the stored section\'s name, or the error'),
+          request: F.BACKEND_SETUP,
           rdwr: (_ctx, req) => o.config.setupBackend(req),
         }),
         Leaf('sandbox.yaml', {
@@ -417,11 +428,13 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
       Leaf('generate', {
         doc: 'One-shot generation, no history, no tools: write optional key=value lines (backend, model, system, temperature, maxTokens…), a blank line and the prompt; read the reply.',
         format: F.TEXT('the reply'),
+        request: F.ONESHOT_HEADERS,
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'generate', signal),
       }),
       Leaf('complete', {
         doc: 'Code completion: write optional key=value lines (backend, model, suffix=TEXT after the cursor), a blank line and the text before the cursor; read the completion.',
         format: F.TEXT('the completion'),
+        request: F.ONESHOT_HEADERS,
         rdwr: (_ctx, req, signal) => oneShot(o.backends, req, 'complete', signal),
       }),
       Leaf('event', {
@@ -517,6 +530,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
           Leaf('bypass', {
             doc: 'Pending sandbox-bypass requests: id, agent id, tool, cwd, command (\\n, \\t, \\\\ and \\u{HEX} escaped), reason, and the rule "session" or "always" would store: prefix|exact and the rule, or once and nothing when it can only be approved once. Write "ID approve|deny [once|session|always]".',
             format: F.BYPASS,
+            request: F.BYPASS_DECISION,
             read: (ctx) => bypassLines(o, s(ctx).id),
             write: async (ctx, data) => void (await resolveBypass(o, s(ctx).id, new TextDecoder().decode(data))),
           }),
@@ -642,6 +656,7 @@ export function olliesrvNamespace(o: Olliesrv, owner: string): Namespace {
                 // log.raw's principals; they need write here only to say where to start.
                 access: onAgent(scope, { session: both, agent: { self: both, descendant: both, peer: both } }),
                 format: F.LOG,
+                request: F.LOG_FROM,
                 rdwrStream: (ctx, req, signal) => {
                   // A read before any request (the empty one) has nothing to say where to start.
                   if (!req.trim()) throw new RequestError(`${ctx.path}: write a request first: "tail N", "before BLOCKID N" or "after BLOCKID"`);

@@ -3,7 +3,7 @@
  * (src/formats/olliesrv.ts): columns are taken by name, never by position, so a declaration that changes is followed
  * here without an edit.
  */
-import { AGENT_CTL, AGENT_IDX, BACKENDS, BYPASS, BYPASS_RULES, CHECKED_MODELS, CHECKPOINT_IDX, CHECKPOINT_INFO, ENDED_IDX, EVENTS, MODELS, PROC_IDX, PROVIDERS, SEARCH_HITS, SESSION_IDX } from '../../../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_IDX, BACKENDS, BACKEND_SETUP, BYPASS, BYPASS_RULES, CHECKED_MODELS, CHECKPOINT_IDX, CHECKPOINT_INFO, ENDED_IDX, EVENTS, MODELS, PROC_IDX, PROVIDERS, SEARCH_HITS, SESSION_IDX } from '../../../formats/olliesrv.js';
 import { unescapeField, type KeyValues, type Records, type Row } from '../../../formats/index.js';
 
 export { unescapeField };
@@ -428,7 +428,8 @@ export function unmaskKeys(edited: string, original: string): string {
 /** A `key=value` request for config/check and config/backend, and the same with the key masked (for the 9P console). */
 export function setupRequest(fields: Record<string, string | undefined>): { data: string; shown: string } {
   const entries = Object.entries(fields).filter((e): e is [string, string] => !!e[1]);
-  const text = (mask: boolean) => entries.map(([k, v]) => `${k}=${mask && k === 'key' ? KEY_MASK : v}\n`).join('');
+  // Each pair through the declaration (quoted when not plain); the mask is shown as is, never sent.
+  const text = (mask: boolean) => entries.map(([k, v]) => (mask && k === 'key' ? `key=${KEY_MASK}\n` : BACKEND_SETUP.format({ [k]: v }))).join('');
   return { data: text(false), shown: text(true) };
 }
 

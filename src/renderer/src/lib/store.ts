@@ -8,7 +8,7 @@ import {
 } from './parse.js';
 import { agentKey, agentPath, findAgent, get, notify, sessionPath, set } from './state.js';
 import { Sync } from './sync.js';
-import { AGENT_CTL, AGENT_NEW, PROC_CTL, SESSION_CTL, SESSION_NEW } from '../../../formats/olliesrv.js';
+import { AGENT_CTL, AGENT_NEW, BYPASS_RULES_WRITE, bypassDecisionLine, PROC_CTL, SESSION_CTL, SESSION_NEW } from '../../../formats/olliesrv.js';
 import { maskMcp, unmaskMcp } from './mcpmask.js';
 
 export { agentKey, agentPath, findAgent, nextFrame, notify, sessionPath, useStore } from './state.js';
@@ -95,7 +95,7 @@ class Controller extends Sync {
   async resolve(id: string, decision: 'approve' | 'deny', remember?: string): Promise<void> {
     const p = get().pending[id];
     if (!p) return;
-    await this.need().write(`${sessionPath(p.session)}/bypass`, `${id} ${decision}${remember ? ` ${remember}` : ''}\n`);
+    await this.need().write(`${sessionPath(p.session)}/bypass`, `${bypassDecisionLine(id, decision, remember)}\n`);
     // The resolved event removes it too; doing it now keeps the dialog from showing a decided request.
     this.dropPending(id);
   }
@@ -106,7 +106,7 @@ class Controller extends Sync {
   }
 
   async revokeBypassRule(id: string): Promise<void> {
-    await this.need().write('bypassrules', `revoke ${id}\n`);
+    await this.need().write('bypassrules', `${BYPASS_RULES_WRITE.format('revoke', [id])}\n`);
   }
 
   procPath(sid: string, aid: string, pid: number): string {

@@ -3,7 +3,7 @@
  * streaming Rdwr per connection) plus a re-read of the index file an event names, and the selected agent's chat
  * streamed from its log's tail (`log.from`); nothing polls.
  */
-import { CFG, STATS } from '../../../formats/olliesrv.js';
+import { CFG, LOG_FROM, STATS } from '../../../formats/olliesrv.js';
 import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
@@ -288,7 +288,7 @@ export class Sync {
     void (async () => {
       try {
         let seen = 0;
-        const source = ended ? api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal }) : api.stream(`${agentPath(sid, aid)}/log.from`, { request: `tail ${TAIL}\n`, signal: abort.signal });
+        const source = ended ? api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal }) : api.stream(`${agentPath(sid, aid)}/log.from`, { request: `${LOG_FROM.format('tail', [String(TAIL)])}\n`, signal: abort.signal });
         for await (const text of source) {
           if (!log.push(text)) continue;
           bumpChat();
@@ -324,7 +324,7 @@ export class Sync {
     const done = (async () => {
       try {
         let text = '';
-        for await (const chunk of api.stream(`${agentPath(session, agent)}/log.from`, { request: `before ${first.id} ${pageSize}\n`, signal })) text += chunk;
+        for await (const chunk of api.stream(`${agentPath(session, agent)}/log.from`, { request: `${LOG_FROM.format('before', [first.id, String(pageSize)])}\n`, signal })) text += chunk;
         if (signal?.aborted || get().chat !== log) return false;
         if (log.prepend(text, pageSize) || !log.hasOlder) set((s) => ({ chatVersion: s.chatVersion + 1 }));
         return log.hasOlder;
