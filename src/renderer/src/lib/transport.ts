@@ -14,7 +14,10 @@ export const PORT_MESSAGE = 'ollie:9p-port';
  * side says so: a DOM MessagePort has no close event, and a WebSocket's close reason reaches no channel.
  */
 function withReason(channel: ByteChannel, watch: (end: (why: string) => void) => () => void): ByteChannel {
-  let unwatch = (): void => undefined;
+  // Watched from the start: the reason may come before the client starts the channel.
+  let early: string | undefined;
+  let onEnd = (why: string): void => void (early ??= why);
+  const unwatch = watch((why) => onEnd(why));
   return {
     ...channel,
     start(onData, onClose, onDrain) {
@@ -25,11 +28,12 @@ function withReason(channel: ByteChannel, watch: (end: (why: string) => void) =>
         unwatch();
         onClose(e);
       };
-      unwatch = watch((why) => {
+      onEnd = (why) => {
         close(new Error(why));
         channel.close();
-      });
+      };
       channel.start(onData, close, onDrain);
+      if (early !== undefined) onEnd(early);
     },
     close() {
       unwatch();
