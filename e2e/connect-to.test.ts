@@ -89,6 +89,10 @@ describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, re
     expect(await page.getByTestId('daemon').textContent()).toBe('on otherbox');
     expect(await page.title()).toBe('Ollie — ssh!otherbox');
     await screenshot(page, 'connect-to-remote');
+    // A reload stays there.
+    await page.reload();
+    await session('far-away').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('daemon').textContent()).toBe('on otherbox');
 
     // What the GUI does now happens there.
     await page.keyboard.press('Control+n');

@@ -18,6 +18,8 @@ import { openChannel } from './transport.js';
 const TAIL = 200;
 const PAGE = 500;
 const REVEAL_PAGE = 5000;
+/** Where the tab keeps the daemon chosen in "Connect to…". */
+const DAEMON_KEY = 'ollie.daemon';
 
 /** Coalesces chat updates to one per animation frame: streaming at any rate costs one render per frame. */
 let frameQueued = false;
@@ -48,7 +50,26 @@ export class Sync {
   start(): void {
     if (this.started) return;
     this.started = true;
+    // A reload of the page stays on the daemon chosen in "Connect to…" (kept for this tab only).
+    let daemon = '';
+    try {
+      daemon = sessionStorage.getItem(DAEMON_KEY) ?? '';
+    } catch {
+      // Storage refused: this machine.
+    }
+    if (daemon) this.showDaemon(daemon);
     void this.connect();
+  }
+
+  private showDaemon(daemon: string): void {
+    set({ daemon });
+    document.title = daemon ? `Ollie — ${daemon}` : 'Ollie';
+    try {
+      if (daemon) sessionStorage.setItem(DAEMON_KEY, daemon);
+      else sessionStorage.removeItem(DAEMON_KEY);
+    } catch {
+      // Storage refused: the choice lasts until a reload.
+    }
   }
 
   private logOp = (e: ConsoleEntry): void => logConsole(e);
@@ -114,11 +135,11 @@ export class Sync {
     this.api?.client.close();
     this.api = undefined;
     this.backoff = 500;
+    this.showDaemon(daemon);
     set({
-      daemon, conn: 'connecting', connError: undefined, sessions: {}, sessionOrder: [], agents: {}, pending: {}, approving: undefined,
+      conn: 'connecting', connError: undefined, sessions: {}, sessionOrder: [], agents: {}, pending: {}, approving: undefined,
       selected: {}, chat: undefined, chatEnded: false, stats: {}, cfg: {}, queue: {}, procs: [], procPid: undefined, loaded: false, view: 'chat',
     });
-    if (typeof document !== 'undefined') document.title = daemon ? `Ollie — ${daemon}` : 'Ollie';
     void this.connect();
   }
 
