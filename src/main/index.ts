@@ -132,7 +132,8 @@ function bridgeRenderer(d: Daemon): void {
     if (!e.senderFrame || !isOurPage(e.senderFrame.url)) return;
     const { port1, port2 } = new MessageChannelMain();
     const fail = (why: string): void => {
-      e.sender.send('ollie:9p-error', why);
+      // The window may be gone by the time a remote daemon drops.
+      if (!e.sender.isDestroyed()) e.sender.send('ollie:9p-error', why);
       port1.close();
     };
     e.sender.postMessage('ollie:9p-port', null, [port2]);
