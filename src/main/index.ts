@@ -13,6 +13,8 @@ import {
 } from 'electron';
 import { Client, formatAddress, messagePortChannel, type MessagePortLike } from '../ninep/index.js';
 import type { Daemon, startDaemon as StartDaemon } from '../olliesrv/daemon.js';
+import type * as DaemonChoice from '../platform/daemon-choice.js';
+import type { SshAddress } from '../platform/dial.js';
 import type { configDir as ConfigDir, dataDir as DataDir, defaultSocketPath as DefaultSocketPath } from '../platform/paths.js';
 import { portMainChannel } from './bridge.js';
 import { iconPng } from './icon.js';
@@ -120,13 +122,31 @@ function openAgent(sessionId: string, agentId: string): void {
   else send();
 }
 
-/** 9P for the renderer: each request gets a fresh MessageChannel whose other end olliesrv serves. */
+/**
+ * 9P for the renderer: each request gets a fresh MessageChannel whose other end olliesrv serves, or, when the
+ * page asks for `ssh!HOST[!SOCK]` ("Connect to…"), the daemon there (src/platform/daemon-choice.ts).
+ */
 function bridgeRenderer(d: Daemon): void {
-  ipcMain.on('ollie:9p-connect', (e) => {
+  const choice = import(pathToFileURL(join(root, 'dist', 'platform', 'daemon-choice.js')).href) as Promise<typeof DaemonChoice>;
+  ipcMain.on('ollie:9p-connect', (e, to: unknown) => {
     if (!e.senderFrame || !isOurPage(e.senderFrame.url)) return;
     const { port1, port2 } = new MessageChannelMain();
-    d.server.serve(portMainChannel(port1), { kind: 'local' });
+    const fail = (why: string): void => {
+      // The window may be gone by the time a remote daemon drops.
+      if (!e.sender.isDestroyed()) e.sender.send('ollie:9p-error', why);
+      port1.close();
+    };
     e.sender.postMessage('ollie:9p-port', null, [port2]);
+    if (typeof to !== 'string' || to === '') return void d.server.serve(portMainChannel(port1), { kind: 'local' });
+    void choice.then((c) => {
+      let addr: SshAddress | undefined;
+      try {
+        addr = c.parseDaemonChoice(to);
+      } catch (err) {
+        return fail((err as Error).message);
+      }
+      if (addr) c.bridgeToDaemon(portMainChannel(port1), addr, fail);
+    }, (err: Error) => fail(err.message));
   });
 }
 

@@ -15,6 +15,7 @@ export function buildMenu(getWindow: () => BrowserWindow | undefined, extra: { s
         { label: 'New &Session…', accelerator: 'CmdOrCtrl+N', click: send('new-session') },
         { label: 'New &Agent…', accelerator: 'CmdOrCtrl+Shift+N', click: send('new-agent') },
         { type: 'separator' },
+        { label: '&Connect to…', click: send('connect-to') },
         { label: `Copy 9P Socket Address`, click: extra.showSocket },
         { type: 'separator' },
         { role: 'quit', accelerator: 'CmdOrCtrl+Q' },

@@ -110,6 +110,25 @@ function remoteDefaultSocket(a: SshAddress): Promise<string> {
  * when our end of its stdin closes: if this process dies, ssh goes too.
  */
 export async function dialSsh(a: SshAddress, opts: ClientOptions = {}): Promise<Client> {
+  const channel = await sshChannel(a);
+  try {
+    return await Client.connect(channel, opts);
+  } catch (e) {
+    channel.close();
+    throw await channel.failure(e as Error);
+  }
+}
+
+/** A byte stream to the daemon at `a`, and the words for a failure on it (ssh's own, which name the cause). */
+export interface SshChannel extends ByteChannel {
+  failure(e: Error): Promise<Error>;
+}
+
+/**
+ * The raw byte stream of dialSsh, for whoever speaks 9P over it (dialSsh's client, or the GUI's channel bridged
+ * to it by the owner's side of the app).
+ */
+export async function sshChannel(a: SshAddress): Promise<SshChannel> {
   const socket = a.socket ?? (await remoteDefaultSocket(a));
   const dir = mkdtempSync(join(tmpdir(), 'ollie-ssh-'));
   const local = join(dir, 'fwd.sock');
@@ -152,7 +171,7 @@ export async function dialSsh(a: SshAddress, opts: ClientOptions = {}): Promise<
     });
     rmSync(dir, { recursive: true, force: true });
     const base = socketChannel(sock);
-    const channel: ByteChannel = {
+    const channel: SshChannel = {
       ...base,
       start(onData, onClose, onDrain) {
         base.start(onData, (e) => {
@@ -165,8 +184,9 @@ export async function dialSsh(a: SshAddress, opts: ClientOptions = {}): Promise<
         base.close();
         kill();
       },
+      failure: async (e) => new Error(`${sshLabel(a)}: ${(await why()) || e.message}`),
     };
-    return await Client.connect(channel, opts);
+    return channel;
   } catch (e) {
     kill();
     const detail = await why();

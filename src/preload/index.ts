@@ -12,7 +12,8 @@ declare const window: { postMessage(message: unknown, targetOrigin: string, tran
 
 export interface OllieBridge {
   readonly version: string;
-  connect(): void;
+  /** A 9P port to this machine's daemon, or to `ssh!HOST[!SOCK]`'s ("Connect to…"). */
+  connect(to?: string): void;
   onCommand(listener: (command: string) => void): void;
 }
 
@@ -21,9 +22,14 @@ ipcRenderer.on('ollie:9p-port', (e) => {
   window.postMessage('ollie:9p-port', '*', e.ports);
 });
 
+// Why the main process closed the last port (the daemon chosen in "Connect to…" could not be reached).
+ipcRenderer.on('ollie:9p-error', (_e, why: unknown) => {
+  window.postMessage({ ollie9pError: String(why) }, '*');
+});
+
 const ollie: OllieBridge = {
   version: __OLLIE_VERSION__,
-  connect: () => ipcRenderer.send('ollie:9p-connect'),
+  connect: (to?: string) => ipcRenderer.send('ollie:9p-connect', to ?? ''),
   onCommand: (listener) => {
     ipcRenderer.on('ollie:command', (_e, command: unknown) => listener(String(command)));
   },

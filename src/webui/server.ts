@@ -3,7 +3,8 @@
  * at `/` on the daemon's loopback front door (src/platform/front-door.ts), which checks Host, Origin and the token
  * before anything here runs: the page and its assets need the token (in the query of the printed URL, then in the
  * cookie the door sets), the WebSocket at /9p needs it too, and is refused before any 9P flows. The gateway moves
- * bytes and nothing else: every semantic lives in the namespace.
+ * bytes and nothing else: every semantic lives in the namespace. `/9p?to=ssh!HOST[!SOCK]` ("Connect to…") moves
+ * them to the daemon on that host instead (src/platform/daemon-choice.ts).
  */
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,6 +12,8 @@ import type { Socket } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { webSocketChannel, type Server, type WebSocketLike } from '../ninep/index.js';
+import { bridgeToDaemon, closeReason, parseDaemonChoice } from '../platform/daemon-choice.js';
+import type { SshAddress } from '../platform/dial.js';
 import { startFrontDoor, type FrontDoor } from '../platform/front-door.js';
 
 export interface WebUiMountOptions {
@@ -96,8 +99,18 @@ export function mountWebUi(door: FrontDoor, opts: WebUiMountOptions): void {
     upgrade(req: IncomingMessage, socket: Socket, head: Buffer, url: URL) {
       if (url.pathname !== '/9p') return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-        // The page presented the token (the door checked it): its channel is the owner's ('local' origin).
-        opts.server.serve(webSocketChannel(ws as unknown as WebSocketLike), { kind: 'local' });
+        // The page presented the token (the door checked it): its channel is the owner's ('local' origin), or,
+        // with `to=ssh!HOST[!SOCK]` ("Connect to…"), the raw 9P stream of the daemon on that host.
+        const channel = webSocketChannel(ws as unknown as WebSocketLike);
+        let to: SshAddress | undefined;
+        try {
+          to = parseDaemonChoice(url.searchParams.get('to'));
+        } catch (e) {
+          // Refused after the upgrade so that the page can show why (the close reason).
+          return void ws.close(4400, closeReason((e as Error).message));
+        }
+        if (!to) return void opts.server.serve(channel, { kind: 'local' });
+        bridgeToDaemon(channel, to, (why) => ws.close(4502, closeReason(why)));
       });
     },
     close() {

@@ -26,6 +26,9 @@ export function runCommand(command: string): void {
     case 'new-session':
       useStore.setState({ dialog: { kind: 'new-session' } });
       break;
+    case 'connect-to':
+      useStore.setState({ dialog: { kind: 'connect-to' } });
+      break;
     case 'new-agent':
       if (session) useStore.setState({ dialog: { kind: 'new-agent', session } });
       break;

@@ -4,8 +4,11 @@
  */
 interface OllieBridge {
   readonly version: string;
-  /** Asks the main process for a fresh 9P MessagePort; it arrives as a window "message" event. */
-  connect(): void;
+  /**
+   * Asks the main process for a fresh 9P MessagePort (to this machine's daemon, or to `ssh!HOST[!SOCK]`'s); it
+   * arrives as a window "message" event, and so does `{ ollie9pError }` if that daemon could not be reached.
+   */
+  connect(to?: string): void;
   /** Menu and notification actions from the main process ("new-session", "open-agent sid aid", …). */
   onCommand(listener: (command: string) => void): void;
 }

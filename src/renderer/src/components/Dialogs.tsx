@@ -256,6 +256,39 @@ function ConfirmKill({ session, agent }: { session: string; agent?: string }) {
   );
 }
 
+/**
+ * "Connect to…": this machine's daemon, or another machine's reached over ssh (`HOST` or `user@HOST:PORT`, a Host
+ * alias of this machine's ssh config offered, and `!/path/to.sock` for a daemon on another socket there). The
+ * owner's side checks the address and dials; the GUI's store then follows that daemon.
+ */
+function ConnectTo() {
+  const daemon = useStore((s) => s.daemon);
+  const hosts = useStore((s) => s.localHosts);
+  const [host, setHost] = useState(daemon.slice(4));
+  const go = (to: string): void => {
+    useStore.setState({ dialog: null });
+    if (to !== daemon) ollie.switchDaemon(to);
+  };
+  return (
+    <Modal title="Connect to" submitLabel="Connect" onSubmit={async () => go(host.trim() ? `ssh!${host.trim()}` : '')}>
+      <p>
+        Connected to <strong data-testid="connected-daemon">{daemon ? daemon.slice(4) : 'this machine'}</strong>.
+      </p>
+      <label>
+        Host <input autoFocus value={host} onChange={(e) => setHost(e.target.value)} list="connect-hosts" placeholder="(this machine)" aria-label="Host (ssh: [user@]host[:port][!/path/to.sock])" />
+        <datalist id="connect-hosts">
+          {hosts.map((h) => (
+            <option key={h} value={h} />
+          ))}
+        </datalist>
+      </label>
+      <button type="button" onClick={() => go('')} disabled={!daemon}>
+        This machine
+      </button>
+    </Modal>
+  );
+}
+
 export function Dialogs() {
   const d = useStore((s) => s.dialog);
   if (!d) return null;
@@ -263,5 +296,6 @@ export function Dialogs() {
   if (d.kind === 'new-agent') return <NewAgent session={d.session} />;
   if (d.kind === 'agent-cfg') return <AgentCfg session={d.session} agent={d.agent} />;
   if (d.kind === 'confirm-kill') return <ConfirmKill session={d.session} agent={d.agent} />;
+  if (d.kind === 'connect-to') return <ConnectTo />;
   return null;
 }

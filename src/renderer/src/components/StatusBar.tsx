@@ -21,6 +21,7 @@ export function StatusBar() {
   const conn = useStore((s) => s.conn);
   const err = useStore((s) => s.connError);
   const retry = useStore((s) => s.retryIn);
+  const daemon = useStore((s) => s.daemon);
   const stats = useStore((s) => s.stats);
   const cfg = useStore((s) => s.cfg);
   const agent = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent) : undefined));
@@ -37,6 +38,9 @@ export function StatusBar() {
       <span className={`conn conn-${conn}`} data-testid="conn">
         {conn === 'open' ? '● connected' : conn === 'connecting' ? '○ connecting…' : `✕ daemon unreachable${err ? ` (${err})` : ''}${retry ? `, retrying in ${retry}s` : ''}`}
       </span>
+      <button type="button" data-testid="daemon" title="The daemon this window talks to: Connect to…" onClick={() => useStore.setState({ dialog: { kind: 'connect-to' } })}>
+        {daemon ? `on ${daemon.slice(4)}` : 'on this machine'}
+      </button>
       {conn === 'down' && (
         <button type="button" onClick={() => ollie.reconnectNow()}>
           Reconnect now

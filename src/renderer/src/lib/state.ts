@@ -14,6 +14,8 @@ export type Dialog =
   | { kind: 'agent-cfg'; session: string; agent: string }
   /** Killing cannot be undone: the tree's Kill asks first. */
   | { kind: 'confirm-kill'; session: string; agent?: string }
+  /** "Connect to…": this machine's daemon or another machine's over ssh. */
+  | { kind: 'connect-to' }
   | null;
 
 /** What the main area shows: the selected agent's chat, full-text search, or the configuration files. */
@@ -38,6 +40,10 @@ export interface State {
   connError?: string;
   /** Seconds until the next reconnect attempt while down. */
   retryIn?: number;
+  /** The daemon the GUI talks to: '' for this machine's, else `ssh!HOST[!SOCK]` ("Connect to…"). */
+  daemon: string;
+  /** This machine's ssh Host aliases (its `sshhosts`), read while connected to it: "Connect to…" offers them. */
+  localHosts: string[];
   sessions: Record<string, SessionInfo>;
   sessionOrder: string[];
   /** Agents per session id, in tree order. */
@@ -80,6 +86,8 @@ let consoleSeq = restored.entries.reduce((m, e) => Math.max(m, e.seq), 0);
 
 export const useStore = create<State>(() => ({
   conn: 'connecting',
+  daemon: '',
+  localHosts: [],
   sessions: {},
   sessionOrder: [],
   agents: {},

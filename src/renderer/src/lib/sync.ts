@@ -18,6 +18,8 @@ import { openChannel } from './transport.js';
 const TAIL = 200;
 const PAGE = 500;
 const REVEAL_PAGE = 5000;
+/** Where the tab keeps the daemon chosen in "Connect to…". */
+const DAEMON_KEY = 'ollie.daemon';
 
 /** Coalesces chat updates to one per animation frame: streaming at any rate costs one render per frame. */
 let frameQueued = false;
@@ -40,30 +42,57 @@ export class Sync {
   private older?: { log: ChatLog; done: Promise<boolean> };
   private backoff = 500;
   private started = false;
+  /** Counts connection attempts: an attempt overtaken by a switch of daemon ("Connect to…") gives up. */
+  private attempt = 0;
+  private retryTimer?: ReturnType<typeof setTimeout>;
 
   /** Idempotent: React's StrictMode runs mount effects twice in development. */
   start(): void {
     if (this.started) return;
     this.started = true;
+    // A reload of the page stays on the daemon chosen in "Connect to…" (kept for this tab only).
+    let daemon = '';
+    try {
+      daemon = sessionStorage.getItem(DAEMON_KEY) ?? '';
+    } catch {
+      // Storage refused: this machine.
+    }
+    if (daemon) this.showDaemon(daemon);
     void this.connect();
+  }
+
+  private showDaemon(daemon: string): void {
+    set({ daemon });
+    document.title = daemon ? `Ollie — ${daemon}` : 'Ollie';
+    try {
+      if (daemon) sessionStorage.setItem(DAEMON_KEY, daemon);
+      else sessionStorage.removeItem(DAEMON_KEY);
+    } catch {
+      // Storage refused: the choice lasts until a reload.
+    }
   }
 
   private logOp = (e: ConsoleEntry): void => logConsole(e);
 
   private async connect(): Promise<void> {
+    const attempt = ++this.attempt;
+    clearTimeout(this.retryTimer);
+    const daemon = get().daemon;
     set({ conn: 'connecting', retryIn: undefined });
     let client: Client;
     try {
       // The gateway (the preload's port, or the token-checked WebSocket) speaks for the user who runs olliesrv,
-      // so the GUI attaches as that user, like ollie-9p does: the namespace's owner, read from its root.
-      const probe = await Client.connect(await openChannel(), { uname: 'none' });
+      // so the GUI attaches as that user, like ollie-9p does: the namespace's owner, read from its root. Over ssh
+      // it is the remote daemon's owner (the remote user, when the daemon there is theirs).
+      const probe = await Client.connect(await openChannel(daemon), { uname: 'none' });
       const owner = await probe.stat('/').then((st) => st.uid, () => 'none');
       probe.close();
-      client = await Client.connect(await openChannel(), { uname: owner });
+      client = await Client.connect(await openChannel(daemon), { uname: owner });
     } catch (e) {
-      this.down((e as Error).message);
+      if (attempt === this.attempt) this.down((e as Error).message);
       return;
     }
+    if (attempt !== this.attempt) return void client.close();
     this.backoff = 500;
     const api = new Api(client, this.logOp);
     this.api = api;
@@ -73,6 +102,7 @@ export class Sync {
     // Subscribe before reading the indexes, so that nothing that happens in between is missed.
     const events = this.events(api, conn.signal);
     await this.reloadAll();
+    if (!daemon) void api.readOr('sshhosts', '').then((t) => set({ localHosts: t.split('\n').filter(Boolean) }));
     const sel = get().selected;
     if (sel.session && sel.agent && findAgent(sel.session, sel.agent)) this.openChat(sel.session, sel.agent);
     try {
@@ -92,7 +122,25 @@ export class Sync {
     const wait = this.backoff;
     this.backoff = Math.min(this.backoff * 2, 10_000);
     set({ conn: 'down', connError: why, retryIn: Math.ceil(wait / 1000) });
-    setTimeout(() => void this.connect(), wait);
+    this.retryTimer = setTimeout(() => void this.connect(), wait);
+  }
+
+  /**
+   * "Connect to…": drops the current daemon's connection and what was read from it, and attaches to `daemon`
+   * ('' for this machine's, else `ssh!HOST[!SOCK]`, which the owner's side checks and dials).
+   */
+  switchDaemon(daemon: string): void {
+    this.conn?.abort();
+    this.chatAbort?.abort();
+    this.api?.client.close();
+    this.api = undefined;
+    this.backoff = 500;
+    this.showDaemon(daemon);
+    set({
+      conn: 'connecting', connError: undefined, sessions: {}, sessionOrder: [], agents: {}, pending: {}, approving: undefined,
+      selected: {}, chat: undefined, chatEnded: false, stats: {}, cfg: {}, queue: {}, procs: [], procPid: undefined, loaded: false, view: 'chat',
+    });
+    void this.connect();
   }
 
   reconnectNow(): void {
