@@ -59,6 +59,8 @@ interface AgentState {
   watched?: string;
   /** When a checkpoint of it was last taken (idle agents give their watches back). */
   used: number;
+  /** The checkpoint whose round is running now (the only one without a `post` that is read from the workspace). */
+  running?: number;
 }
 
 const BINARY = /\0/;
@@ -207,12 +209,15 @@ export class Checkpoints {
     } catch (e) {
       a.log.add('info', `no checkpoint before this round: ${(e as Error).message}`, { name: 'checkpoint' });
     }
+    const s = this.state(a);
+    if (rec) s.running = rec.id;
     try {
       return await run();
     } finally {
       if (rec) {
         const id = rec.id;
         await this.serial(a, () => this.end(a, id)).catch((e: unknown) => a.log.add('info', `the checkpoint after this round failed: ${(e as Error).message}`, { name: 'checkpoint' }));
+        if (s.running === id) s.running = undefined;
       }
     }
   }
@@ -291,9 +296,14 @@ export class Checkpoints {
 
   /** The round's changes: before, after (the workspace now while the round has not ended). */
   private async roundChanges(a: AgentLike, c: Checkpoint): Promise<Array<[string, string, Entry | undefined, Entry | undefined]>> {
+    // Only the running round is read from the workspace: a round whose checkpoint after it failed (its files
+    // passed max_total) would otherwise be walked, and its files copied into the store, at every read.
+    if (!c.post && this.state(a).running !== c.id) throw new CheckpointError(`checkpoint ${c.id} has no record of the files after its round (the checkpoint after it failed: see the chat)`);
     const pre = this.store.manifest(c.pre);
     const { rules, exclude } = this.rootsOf(a);
-    const post = c.post ? this.store.manifest(c.post) : (await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, pre)).manifest;
+    // A round without a `post` is walked again at each read (as a checkpoint is, within max_total: else every read
+    // of a round whose files passed it would copy them into the store).
+    const post = c.post ? this.store.manifest(c.post) : (await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude }, this.store, pre)).manifest;
     return changes(pre, post);
   }
 
