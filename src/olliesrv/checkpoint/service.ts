@@ -132,11 +132,16 @@ export class Checkpoints {
     return entry;
   }
 
-  /** A path as the owner reads it: relative to the agent's working directory when inside it. */
+  /**
+   * A path as the owner reads it: relative to the agent's working directory when inside it. A name with a
+   * control character, a quote or a backslash is quoted as a JSON string (as git quotes such names): the agent
+   * names its files, and a newline or tab in a name would otherwise forge lines of files, diff and a rewind's reply.
+   */
   private display(a: AgentLike, root: string, rel: string): string {
     const abs = join(root, rel);
     const r = relative(canonical(a.cfg.cwd), abs);
-    return r && !r.startsWith('..') && !r.startsWith('/') ? r : abs;
+    const p = r && !r.startsWith('..') && !r.startsWith('/') ? r : abs;
+    return [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ? JSON.stringify(p) : p;
   }
 
   // ---- taking checkpoints --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { create } from 'zustand';
 import { agentPath, notify, ollie, useStore } from '../lib/store.js';
+import { parseDiff, type FileDiff } from '../lib/review-diff.js';
 
 /** Whether the panel is open (its toolbar button toggles it). */
 export const useReview = create<{ open: boolean }>(() => ({ open: false }));
@@ -21,12 +22,6 @@ interface Row {
   bytes: number;
 }
 
-interface FileDiff {
-  path: string;
-  /** The hunks, header lines (---/+++) left out. */
-  lines: string[];
-}
-
 const parseIdx = (text: string): Row[] =>
   text
     .split('\n')
@@ -35,23 +30,6 @@ const parseIdx = (text: string): Row[] =>
       const [id = '', turn = '', time = '', changed = '0', bytes = '0'] = l.split('\t');
       return { id, turn, time, changed: Number(changed), bytes: Number(bytes) };
     });
-
-/** Splits a unified diff into files; a file's name is its `+++ b/…` (or `--- a/…` when deleted). */
-function parseDiff(text: string): FileDiff[] {
-  const out: FileDiff[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i]!;
-    if (l.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ')) {
-      const from = l.slice(4);
-      const to = lines[i + 1]!.slice(4);
-      const name = to === '/dev/null' ? from : to;
-      out.push({ path: name.replace(/^[ab]\//, ''), lines: [] });
-      i++;
-    } else if (out.length && l !== '') out[out.length - 1]!.lines.push(l);
-  }
-  return out;
-}
 
 const kv = (text: string): Record<string, string> => Object.fromEntries(text.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
