@@ -5,7 +5,10 @@
  * - a directory swapped for a link to a directory the sandbox cannot read (a secret dir), after the daemon
  *   learned that the directory changed and before it reads it, must not bring the secret's bytes into the store
  *   (from where the agent's own checkpoint/ID/diff would show them);
+ * - a tree moved below another until its paths pass PATH_MAX must not stop every later checkpoint of the
+ *   workspace (which would leave the agent's later rounds without a record to review or rewind).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,5 +77,24 @@ describe('the checkpoint walk against a tool racing it', () => {
     expect(swapped).toBe(true);
     expect(hashes(r.manifest)).not.toContain(sha256(Buffer.from(SECRET)));
     expect(store.has(sha256(Buffer.from(SECRET)))).toBe(false);
+  });
+
+  it('still checkpoints a workspace in which a tool made a directory deeper than a path may be long', async () => {
+    const { root, store } = setup();
+    writeFileSync(join(root, 'a.txt'), 'one\n');
+    // Two chains of 30 directories of 100 characters, one moved to the bottom of the other: no path given to the
+    // kernel is longer than PATH_MAX, the result is.
+    const chain = Array(30).fill('x'.repeat(100)).join('/');
+    mkdirSync(join(root, 'p', chain), { recursive: true });
+    mkdirSync(join(root, 'q', chain), { recursive: true });
+    writeFileSync(join(root, 'q', chain, 'f'), 'deep\n');
+    execFileSync('mv', [join(root, 'q'), join(root, 'p', chain)]);
+    const rules = { skip: [], maxFile: 1 << 20 };
+    const r = await scan([root], rules, store, undefined);
+    expect(r.manifest.roots[root]!['a.txt']).toMatchObject({ t: 'f' });
+    writeFileSync(join(root, 'a.txt'), 'two\n');
+    const again = await scan([root], rules, store, r.manifest);
+    expect(again.manifest.roots[root]!['a.txt']).toMatchObject({ t: 'f', h: sha256(Buffer.from('two\n')) });
+    execFileSync('rm', ['-rf', join(root, 'p')]);
   });
 });

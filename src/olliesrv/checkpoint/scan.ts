@@ -107,7 +107,9 @@ class Walker {
       fd = openDir(dir, relDir ? join(this.realRoot, relDir) : this.realRoot);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EPERM') {
+      // ENAMETOOLONG: a tool moved a tree below another until its paths passed PATH_MAX. Failing here would
+      // leave every later round of the workspace without a checkpoint; that subtree alone is left as it was.
+      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
         // Kept as it was, not taken for empty: a tool made it unreadable, the files in it may still be there.
         const prefix = relDir ? `${relDir}/` : '';
         if (deep) for (const [k, v] of Object.entries(this.old)) if (k.startsWith(prefix)) this.out[k] = v;
