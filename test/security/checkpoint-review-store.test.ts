@@ -3,7 +3,8 @@
  * real agent against a real daemon, toolsrv and sandbox): a round whose files pass checkpoint.max_total has no
  * `post` manifest, so reading its checkpoint/ID/diff walks the workspace again; that walk must keep to
  * max_total too, or every read copies the agent's gigabytes into the owner's data dir (beyond keep.size, out
- * of every limit the sandbox puts on the tools).
+ * of every limit the sandbox puts on the tools). Nor may many reads of the running round's diff, each finding
+ * new bytes, add up to more than max_total.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,5 +54,22 @@ describe('an agent filling the checkpoint store', () => {
     // The store holds the first checkpoint's few bytes, not 3 MiB of the agent's random data.
     expect(bytesUnder(join(h.dataDir, 'checkpoints', 'objects'))).toBeLessThan(256 * 1024);
     expect(r[1]).toMatch(/no record of the files after its round/);
+  });
+
+  it('cannot make many reads of the running round\'s diff copy more than max_total into the store', async () => {
+    ws = mkdtempSync(join(tmpdir(), 'ollie-cp-fill-'));
+    writeFileSync(join(ws, 'a.txt'), 'one\n');
+    h = await harness({ profiles: { attacker: ATTACKER } });
+    writeFileSync(join(h.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 64 KiB\n`);
+    const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
+    const { path } = await h.agent({ session, profile: 'attacker' });
+    // Round 2, its calls run together: new random bytes (40 KB, under max_total, so every read of the running
+    // round's diff stores a new version) and a read of its own diff, eight times over.
+    const calls = Array.from({ length: 8 }, (_, i) => [sh(`head -c 40000 /dev/urandom > r${i}.t && mv r${i}.t r`), read(`${SELF}/checkpoint/2/diff`)]).flat();
+    h.mock.script([{ toolCalls: [sh('echo start > s')] }], [{ toolCalls: calls }], [{ text: 'done' }]);
+    const r = results(await h.turn(path, 'fill'));
+    expect(r).toHaveLength(17);
+    // The store holds at most max_total of what the reads found (and the rounds' own checkpoints), not 16 × 40 KB.
+    expect(bytesUnder(join(h.dataDir, 'checkpoints', 'objects'))).toBeLessThan(64 * 1024 + 3 * 40_000 + 16 * 1024);
   });
 });

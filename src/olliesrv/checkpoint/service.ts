@@ -61,6 +61,8 @@ interface AgentState {
   used: number;
   /** The checkpoint whose round is running now (the only one without a `post` that is read from the workspace). */
   running?: number;
+  /** Bytes that reads of the running round's files and diff stored (at most max_total a round). */
+  liveBytes: number;
 }
 
 const BINARY = /\0/;
@@ -80,7 +82,7 @@ export class Checkpoints {
     const key = `${a.sessionId}/${a.id}`;
     let s = this.agents.get(key);
     if (!s) {
-      s = { chain: Promise.resolve(), used: Date.now() };
+      s = { chain: Promise.resolve(), used: Date.now(), liveBytes: 0 };
       this.agents.set(key, s);
     }
     return s;
@@ -215,7 +217,10 @@ export class Checkpoints {
       a.log.add('info', `no checkpoint before this round: ${(e as Error).message}`, { name: 'checkpoint' });
     }
     const s = this.state(a);
-    if (rec) s.running = rec.id;
+    if (rec) {
+      s.running = rec.id;
+      s.liveBytes = 0;
+    }
     try {
       return await run();
     } finally {
@@ -303,13 +308,20 @@ export class Checkpoints {
   private async roundChanges(a: AgentLike, c: Checkpoint): Promise<Array<[string, string, Entry | undefined, Entry | undefined]>> {
     // Only the running round is read from the workspace: a round whose checkpoint after it failed (its files
     // passed max_total) would otherwise be walked, and its files copied into the store, at every read.
-    if (!c.post && this.state(a).running !== c.id) throw new CheckpointError(`checkpoint ${c.id} has no record of the files after its round (the checkpoint after it failed: see the chat)`);
+    const s = this.state(a);
+    if (!c.post && s.running !== c.id) throw new CheckpointError(`checkpoint ${c.id} has no record of the files after its round (the checkpoint after it failed: see the chat)`);
     const pre = this.store.manifest(c.pre);
-    const { rules, exclude } = this.rootsOf(a);
-    // A round without a `post` is walked again at each read (as a checkpoint is, within max_total: else every read
-    // of a round whose files passed it would copy them into the store).
-    const post = c.post ? this.store.manifest(c.post) : (await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude }, this.store, pre)).manifest;
-    return changes(pre, post);
+    if (c.post) return changes(pre, this.store.manifest(c.post));
+    // The running round is walked again at each read, within max_total, and its reads together store at most
+    // max_total: else an agent reading its own diff over and over while its files change would copy them into
+    // the store each time. One read at a time, so that the sum is checked before each walk.
+    return this.serial(a, async () => {
+      const { rules, exclude } = this.rootsOf(a);
+      if (s.liveBytes > rules.maxTotal) throw new CheckpointError(`checkpoint ${c.id}: reads while its round runs have stored checkpoint.max_total (${rules.maxTotal} bytes) of its files; read it again once the round has ended`);
+      const r = await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude }, this.store, pre);
+      s.liveBytes += r.bytes;
+      return changes(pre, r.manifest);
+    });
   }
 
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */
