@@ -8,7 +8,7 @@
  * Never followed: symbolic links (recorded as links), `.git` (neither walked nor ever written), the skip rules'
  * names and paths. Files larger than max_file are listed but not stored.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, type Dirent } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckpointStore, Entry, FileEntry, Manifest } from './store.js';
 import { identical, sha256 } from './store.js';
@@ -72,6 +72,8 @@ class Walker {
   readonly set: Record<string, Entry> = {};
   private count = 0;
   private readonly skip: (name: string, rel: string) => boolean;
+  /** The root as the kernel names it (the policy's path may go through a link the owner made). */
+  private readonly realRoot: string;
 
   constructor(
     private readonly root: string,
@@ -84,6 +86,11 @@ class Walker {
     private readonly watch: DirWatch | undefined,
   ) {
     this.skip = skipMatcher(rules.skip);
+    try {
+      this.realRoot = realpathSync.native(root);
+    } catch {
+      this.realRoot = root;
+    }
     this.count = Object.keys(out).length;
   }
 
@@ -94,42 +101,64 @@ class Walker {
   async dir(relDir: string, deep: boolean, seen?: string[]): Promise<'ok' | 'gone' | 'unreadable'> {
     const dir = relDir ? join(this.root, relDir) : this.root;
     if (deep) this.watch?.add(dir);
+    let fd: number;
     let names: Dirent[];
     try {
-      names = readdirSync(dir, { withFileTypes: true });
+      fd = openDir(dir, relDir ? join(this.realRoot, relDir) : this.realRoot);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EPERM') {
+      // ENAMETOOLONG: a tool moved a tree below another until its paths passed PATH_MAX. Failing here would
+      // leave every later round of the workspace without a checkpoint; that subtree alone is left as it was.
+      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
         // Kept as it was, not taken for empty: a tool made it unreadable, the files in it may still be there.
         const prefix = relDir ? `${relDir}/` : '';
         if (deep) for (const [k, v] of Object.entries(this.old)) if (k.startsWith(prefix)) this.out[k] = v;
         return 'unreadable';
       }
-      if (code === 'ENOENT' || code === 'ENOTDIR') return 'gone';
+      // Gone, or no longer a directory where the listing saw one (a link now stands there): the parent's next
+      // reading says what it became.
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EXDEV') return 'gone';
       throw e;
     }
-    const limit = this.rules.maxEntries ?? MAX_ENTRIES;
-    for (const d of names) {
-      // The daemon serves everyone while a large tree is read: other work gets a turn every 20 ms.
-      if (performance.now() - this.lastYield > 20) {
-        await new Promise((r) => setImmediate(r));
-        this.lastYield = performance.now();
+    const subdirs: string[] = [];
+    try {
+      // Everything below goes through the opened directory: a component swapped for a link from now on is not
+      // followed (the kernel resolves /proc/self/fd/N to the directory that was opened).
+      const at = `/proc/self/fd/${fd}`;
+      try {
+        names = readdirSync(at, { withFileTypes: true });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') return 'gone';
+        throw e;
       }
-      const rel = relDir ? `${relDir}/${d.name}` : d.name;
-      if (this.skip(d.name, rel)) continue;
-      const abs = join(dir, d.name);
-      if (this.rules.exclude?.has(abs)) continue;
-      if (!(rel in this.out) && ++this.count > limit) {
-        throw new Error(`${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
+      const limit = this.rules.maxEntries ?? MAX_ENTRIES;
+      for (const d of names) {
+        // The daemon serves everyone while a large tree is read: other work gets a turn every 20 ms.
+        if (performance.now() - this.lastYield > 20) {
+          await new Promise((r) => setImmediate(r));
+          this.lastYield = performance.now();
+        }
+        const rel = relDir ? `${relDir}/${d.name}` : d.name;
+        if (this.skip(d.name, rel)) continue;
+        const abs = join(dir, d.name);
+        if (this.rules.exclude?.has(abs)) continue;
+        if (!(rel in this.out) && ++this.count > limit) {
+          throw new Error(`${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
+        }
+        const e = this.entry(`${at}/${d.name}`, rel);
+        if (!e) continue;
+        this.out[rel] = e;
+        seen?.push(rel);
+        const o = this.old[rel];
+        if (!o || !identical(o, e)) this.set[rel] = e;
+        if (e.t === 'd' && (deep || o?.t !== 'd')) subdirs.push(rel);
       }
-      const e = this.entry(abs, rel);
-      if (!e) continue;
-      this.out[rel] = e;
-      seen?.push(rel);
-      const o = this.old[rel];
-      if (!o || !identical(o, e)) this.set[rel] = e;
-      if (e.t === 'd' && (deep || o?.t !== 'd')) await this.dir(rel, true);
+    } finally {
+      closeSync(fd);
     }
+    // Walked after this directory is closed, so a deep tree holds one descriptor at a time.
+    for (const rel of subdirs) await this.dir(rel, true);
     return 'ok';
   }
 
@@ -177,8 +206,13 @@ class Walker {
       e.big = true;
       return e;
     }
-    const data = readRegular(abs);
+    const data = readRegular(abs, this.rules.maxFile);
     if (data === undefined) return undefined;
+    if (data === 'big') {
+      // Grown past max_file since its lstat: listed, not read.
+      e.big = true;
+      return e;
+    }
     e.h = sha256(data);
     e.size = data.length;
     this.bytes += this.store.put(e.h, data);
@@ -292,8 +326,32 @@ function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: 
   return removed;
 }
 
-/** A regular file's bytes, opened without following a link or blocking on a FIFO swapped in since the listing. */
-function readRegular(abs: string): Buffer | undefined {
+/**
+ * Opens directory `dir` without following a link at any component: the directory the kernel opened must be at
+ * `expect` (the root's real path and the walk's own names), where an ancestor swapped for a link would show its
+ * target's path instead.
+ */
+function openDir(dir: string, expect: string): number {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  let real: string;
+  try {
+    real = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  if (real !== expect) {
+    closeSync(fd);
+    throw Object.assign(new Error(`${dir} is reached through a link (it is ${real})`), { code: 'EXDEV' });
+  }
+  return fd;
+}
+
+/**
+ * A regular file's bytes, opened without following a link or blocking on a FIFO swapped in since the listing;
+ * 'big' when it holds more than `max` bytes (it may have grown since its lstat: never read whole into memory).
+ */
+function readRegular(abs: string, max: number): Buffer | 'big' | undefined {
   let fd: number;
   try {
     fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -301,8 +359,21 @@ function readRegular(abs: string): Buffer | undefined {
     return undefined;
   }
   try {
-    if (!fstatSync(fd).isFile()) return undefined;
-    return readFileSync(fd);
+    const st = fstatSync(fd);
+    if (!st.isFile()) return undefined;
+    if (st.size > max) return 'big';
+    // Read to the end, but never past max: the file may grow while it is read.
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(Math.max(st.size - total, 0) + 1, max + 1 - total, 1 << 20) || 1);
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      total += n;
+      if (total > max) return 'big';
+      chunks.push(n === buf.length ? buf : buf.subarray(0, n));
+    }
+    return Buffer.concat(chunks, total);
   } catch {
     return undefined;
   } finally {

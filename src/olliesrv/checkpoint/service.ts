@@ -60,6 +60,10 @@ interface AgentState {
   watched?: string;
   /** When a checkpoint of it was last taken (idle agents give their watches back). */
   used: number;
+  /** The checkpoint whose round is running now (the only one without a `post` that is read from the workspace). */
+  running?: number;
+  /** Bytes that reads of the running round's files and diff stored (at most max_total a round). */
+  liveBytes: number;
 }
 
 const BINARY = /\0/;
@@ -79,7 +83,7 @@ export class Checkpoints {
     const key = `${a.sessionId}/${a.id}`;
     let s = this.agents.get(key);
     if (!s) {
-      s = { chain: Promise.resolve(), used: Date.now() };
+      s = { chain: Promise.resolve(), used: Date.now(), liveBytes: 0 };
       this.agents.set(key, s);
     }
     return s;
@@ -131,11 +135,16 @@ export class Checkpoints {
     return entry;
   }
 
-  /** A path as the owner reads it: relative to the agent's working directory when inside it. */
+  /**
+   * A path as the owner reads it: relative to the agent's working directory when inside it. A name with a
+   * control character, a quote or a backslash is quoted as a JSON string (as git quotes such names): the agent
+   * names its files, and a newline or tab in a name would otherwise forge lines of files, diff and a rewind's reply.
+   */
   private display(a: AgentLike, root: string, rel: string): string {
     const abs = join(root, rel);
     const r = relative(canonical(a.cfg.cwd), abs);
-    return r && !r.startsWith('..') && !r.startsWith('/') ? r : abs;
+    const p = r && !r.startsWith('..') && !r.startsWith('/') ? r : abs;
+    return [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ? JSON.stringify(p) : p;
   }
 
   // ---- taking checkpoints --------------------------------------------------------------------------------
@@ -208,12 +217,18 @@ export class Checkpoints {
     } catch (e) {
       a.log.add('info', `no checkpoint before this round: ${(e as Error).message}`, { name: 'checkpoint' });
     }
+    const s = this.state(a);
+    if (rec) {
+      s.running = rec.id;
+      s.liveBytes = 0;
+    }
     try {
       return await run();
     } finally {
       if (rec) {
         const id = rec.id;
         await this.serial(a, () => this.end(a, id)).catch((e: unknown) => a.log.add('info', `the checkpoint after this round failed: ${(e as Error).message}`, { name: 'checkpoint' }));
+        if (s.running === id) s.running = undefined;
       }
     }
   }
@@ -291,10 +306,22 @@ export class Checkpoints {
 
   /** The round's changes: before, after (the workspace now while the round has not ended). */
   private async roundChanges(a: AgentLike, c: Checkpoint): Promise<Array<[string, string, Entry | undefined, Entry | undefined]>> {
+    // Only the running round is read from the workspace: a round whose checkpoint after it failed (its files
+    // passed max_total) would otherwise be walked, and its files copied into the store, at every read.
+    const s = this.state(a);
+    if (!c.post && s.running !== c.id) throw new CheckpointError(`checkpoint ${c.id} has no record of the files after its round (the checkpoint after it failed: see the chat)`);
     const pre = this.store.manifest(c.pre);
-    const { rules, exclude } = this.rootsOf(a);
-    const post = c.post ? this.store.manifest(c.post) : (await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, exclude }, this.store, pre)).manifest;
-    return changes(pre, post);
+    if (c.post) return changes(pre, this.store.manifest(c.post));
+    // The running round is walked again at each read, within max_total, and its reads together store at most
+    // max_total: else an agent reading its own diff over and over while its files change would copy them into
+    // the store each time. One read at a time, so that the sum is checked before each walk.
+    return this.serial(a, async () => {
+      const { rules, exclude } = this.rootsOf(a);
+      if (s.liveBytes > rules.maxTotal) throw new CheckpointError(`checkpoint ${c.id}: reads while its round runs have stored checkpoint.max_total (${rules.maxTotal} bytes) of its files; read it again once the round has ended`);
+      const r = await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude }, this.store, pre);
+      s.liveBytes += r.bytes;
+      return changes(pre, r.manifest);
+    });
   }
 
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */

@@ -10,6 +10,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { create } from 'zustand';
 import { agentPath, notify, ollie, useStore } from '../lib/store.js';
 import { parseCheckpointIdx, parseCheckpointInfo } from '../lib/parse.js';
+import { parseDiff, type FileDiff } from '../lib/review-diff.js';
 
 /** Whether the panel is open (its toolbar button toggles it). */
 export const useReview = create<{ open: boolean }>(() => ({ open: false }));
@@ -22,30 +23,7 @@ interface Row {
   bytes: number;
 }
 
-interface FileDiff {
-  path: string;
-  /** The hunks, header lines (---/+++) left out. */
-  lines: string[];
-}
-
 const parseIdx = (text: string): Row[] => parseCheckpointIdx(text);
-
-/** Splits a unified diff into files; a file's name is its `+++ b/…` (or `--- a/…` when deleted). */
-function parseDiff(text: string): FileDiff[] {
-  const out: FileDiff[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i]!;
-    if (l.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ')) {
-      const from = l.slice(4);
-      const to = lines[i + 1]!.slice(4);
-      const name = to === '/dev/null' ? from : to;
-      out.push({ path: name.replace(/^[ab]\//, ''), lines: [] });
-      i++;
-    } else if (out.length && l !== '') out[out.length - 1]!.lines.push(l);
-  }
-  return out;
-}
 
 
 function Round({ base, row, onRewind, version }: { base: string; row: Row; onRewind: (id: string, extra?: string) => void; version: number }) {
