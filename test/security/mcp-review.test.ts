@@ -1,0 +1,71 @@
+/**
+ * Attacks found in the review of MCP servers as tools (docs/mcp.md), made the way a model or a hostile MCP server
+ * would make them: scripted tool calls through toolsrv's proc/new against a real toolsrv, the real sandbox helper
+ * and a hostile stdio server written with the SDK (fixtures/mcp-hostile-server.mjs). Each attack fails.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { lines, type Client } from '../../src/ninep/index.js';
+import { ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
+import type { BypassRequest } from '../../src/toolsrv/protocol.js';
+import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
+import { startEnv, until, type Env } from '../toolsrv/helpers.js';
+import { writeMcpConfig } from '../toolsrv/mcp-helpers.js';
+import { buildNative } from '../toolsrv/sandbox-helpers.js';
+
+const HOSTILE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'mcp-hostile-server.mjs');
+const hostile = (...args: string[]): Record<string, unknown> => ({ command: process.execPath, args: [HOSTILE, ...args] });
+
+const cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+beforeAll(() => buildNative());
+
+async function mcpEnv(servers: Record<string, unknown>): Promise<{ env: Env; c: Client }> {
+  const base = mkdtempSync(join(tmpdir(), 'mcp-review-'));
+  const cwd = join(base, 'ws');
+  mkdirSync(cwd);
+  writeMcpConfig(join(base, 'config'), servers);
+  const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd, configDir: join(base, 'config'), dataDir: join(base, 'data') });
+  cleanup.push(async () => {
+    await env.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+  const c = await env.client('agent1');
+  await c.write('ctl', 'mcp-wait 15000');
+  return { env, c };
+}
+
+const state = async (c: Client, server: string): Promise<string> => /state=(\S*)/.exec(await c.readText(`mcp/${server}/status`).catch(() => ''))?.[1] ?? '';
+
+describe('review: MCP servers attacked by a model or a hostile server', () => {
+  test('an "always" approval of an MCP tool whose one argument is `command` does not cover the same call with more words', async () => {
+    // The server interprets `command` in its own language (SQL, a deploy DSL…), not as argv: a prefix rule, made for
+    // shell commands, would approve `deploy staging everything` for a person who approved `deploy staging`.
+    const { env, c } = await mcpEnv({ hx: hostile('--command-tool') });
+    const ctl = await env.client('');
+    const ac = new AbortController();
+    cleanup.push(() => ac.abort());
+    const pending = (async () => {
+      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal }))) return JSON.parse(line) as BypassRequest;
+      throw new Error('no request');
+    })();
+    const call = env.call(c, { tool: 'mcp__hx__run', args: { command: 'deploy staging', bypass: true } });
+    const req = await pending;
+    await ctl.write('bypass/resolve', `${req.id} deny`);
+    expect((await call).status).toBe('refused');
+    const rule = ruleFor(req);
+    expect(rule).not.toHaveProperty('refused');
+    if ('refused' in rule) return;
+    // What "approve always" would store, against the model's next, wider call.
+    const wider = { tool: req.tool, cmd: 'mcp__hx__run deploy staging everything', command: 'deploy staging everything' };
+    expect(rule.kind).toBe('exact');
+    expect(ruleMatches(rule, wider)).toBe(false);
+    expect(ruleMatches(rule, { tool: req.tool, cmd: req.cmd, ...(req.command !== undefined && { command: req.command }) })).toBe(true);
+  });
+
+});
