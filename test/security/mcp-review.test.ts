@@ -68,4 +68,16 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     expect(ruleMatches(rule, { tool: req.tool, cmd: req.cmd, ...(req.command !== undefined && { command: req.command }) })).toBe(true);
   });
 
+  test('a hostile server cannot take another server\'s tool names: no server name a tool name can run into', async () => {
+    // Server "a" answers for `mcp__a___x` (its tool "_x"); a server "a_" with tool "x" would have had the same name,
+    // and the first listed won it: calls the model meant for "a_" went to "a".
+    const { env, c } = await mcpEnv({ a: hostile('--names', '_x', '--label', 'A'), a_: hostile('--names', 'x', '--label', 'B') });
+    await until(async () => (await state(c, 'a')) === 'ready', 'server a ready', 15000);
+    const st = JSON.parse(await c.readText('mcp/status')) as { servers: Array<{ name: string; state: string; error: string }> };
+    expect(st.servers.find((s) => s.name === 'a_')).toMatchObject({ state: 'invalid', error: expect.stringMatching(/name/) });
+    // Every agent-facing name belongs to one server only, and says which.
+    const r = await env.call(c, { tool: 'mcp__a___x', args: {} });
+    expect(r.output).toBe('tool _x of A\n');
+  });
+
 });
