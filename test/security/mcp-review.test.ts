@@ -80,4 +80,14 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     expect(r.output).toBe('tool _x of A\n');
   });
 
+  test('a hostile server flooding tools/list_changed does not make toolsrv list its tools once per notification', async () => {
+    const { env, c } = await mcpEnv({ hx: hostile('--flood') });
+    await until(async () => (await state(c, 'hx')) === 'ready', 'server ready', 15000);
+    const before = Number((await env.call(c, { tool: 'mcp__hx__lists', args: {} })).output);
+    expect((await env.call(c, { tool: 'mcp__hx__flood', args: { n: 2000 } })).output).toBe('sent 2000\n');
+    await until(async () => /tools changed/.test(await c.readText('mcp/hx/log')), 'the flood to be handled', 15000);
+    // Requests go out in order on the one stdio connection: any listing the flood caused is counted before this call.
+    const after = Number((await env.call(c, { tool: 'mcp__hx__lists', args: {} })).output);
+    expect(after - before).toBeLessThan(10);
+  });
 });
