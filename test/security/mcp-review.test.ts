@@ -90,4 +90,17 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     const after = Number((await env.call(c, { tool: 'mcp__hx__lists', args: {} })).output);
     expect(after - before).toBeLessThan(10);
   });
+
+  test('a hostile server cannot flood the tool list: at most 1000 tools a server, descriptions cut at 2048 characters', async () => {
+    // A megabyte of description reaches the model's context the moment tool_search shows the tool or it is loaded,
+    // and the tool list goes to olliesrv at every change: a server could fill both.
+    const { c } = await mcpEnv({ many: hostile('--many', '1500', '10'), big: hostile('--many', '3', '1000000') });
+    await until(async () => (await state(c, 'many')) === 'ready' && (await state(c, 'big')) === 'ready', 'servers ready', 30000);
+    const tools = JSON.parse(await c.readText('tools')) as Array<{ name: string; description: string }>;
+    expect(tools.filter((t) => t.name.startsWith('mcp__many__')).length).toBe(1000);
+    const big = tools.filter((t) => t.name.startsWith('mcp__big__'));
+    expect(big.length).toBe(3);
+    for (const t of big) expect(t.description.length).toBeLessThanOrEqual(2100);
+    expect(await c.readText('mcp/many/log')).toMatch(/1500 tools: only the first 1000 are used/);
+  });
 });

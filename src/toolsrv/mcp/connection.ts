@@ -34,6 +34,11 @@ export interface ConnectionOptions {
 }
 
 const LOG_LINES = 500;
+/**
+ * The most tools (resources, prompts) taken from one server: each tool is a line of every tool list olliesrv
+ * reads and a candidate of every tool_search, and a real server has tens.
+ */
+const MAX_ITEMS = 1000;
 const MAX_BACKOFF_MS = 60_000;
 /** A connection that lived this long resets the backoff. */
 const HEALTHY_MS = 60_000;
@@ -186,7 +191,11 @@ export class McpConnection {
       const r = what === 'tools' ? await c.listTools(params, { timeout }) : what === 'resources' ? await c.listResources(params, { timeout }) : await c.listPrompts(params, { timeout });
       out.push(...((r as Record<string, unknown[]>)[what] ?? []));
       cursor = r.nextCursor;
-      if (!cursor) break;
+      if (!cursor || out.length > MAX_ITEMS) break;
+    }
+    if (out.length > MAX_ITEMS) {
+      this.note(`it lists ${out.length}${cursor ? '+' : ''} ${what}: only the first ${MAX_ITEMS} are used`);
+      out.length = MAX_ITEMS;
     }
     return out as never;
   }

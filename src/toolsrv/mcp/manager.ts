@@ -31,6 +31,8 @@ import { McpConnection, type McpState } from './connection.js';
 export const MCP_PREFIX = 'mcp__';
 /** What providers accept as a tool name (OpenAI: ^[a-zA-Z0-9_-]{1,64}$). */
 const MAX_NAME = 64;
+/** The longest tool description taken from a server (characters). */
+const MAX_DESCRIPTION = 2048;
 
 export interface McpManagerOptions {
   configDir: string;
@@ -149,8 +151,12 @@ export class McpManager {
     const own = (schema.properties ?? {}) as Record<string, unknown>;
     const cfg = conn.config;
     const isolated = cfg.type !== 'stdio' || !cfg.workspaceWritable;
+    // A server's words reach the model (tool_search, a loaded tool's schema): a description is cut, as other MCP
+    // clients cut it, so no server fills the context with one.
+    let about = t.description?.trim() || t.title || t.name;
+    if (about.length > MAX_DESCRIPTION) about = `${about.slice(0, MAX_DESCRIPTION)}… (cut)`;
     const fields: ToolFields = {
-      description: `${t.description?.trim() || t.title || t.name} (MCP server ${conn.name})`,
+      description: `${about} (MCP server ${conn.name})`,
       prompt: '',
       args: schema,
       tier: 'cold',
