@@ -103,4 +103,15 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     for (const t of big) expect(t.description.length).toBeLessThanOrEqual(2100);
     expect(await c.readText('mcp/many/log')).toMatch(/1500 tools: only the first 1000 are used/);
   });
+
+  test('a model cannot read a stdio server\'s keys from /proc (its environ, cmdline, memory) with its shell', async () => {
+    const { env, c } = await mcpEnv({ fx: { ...hostile('--names', 'x'), env: { FX_TOKEN: 'secret-token-456' } } });
+    await until(async () => (await state(c, 'fx')) === 'ready', 'server ready', 15000);
+    const pid = /pid=(\d+)/.exec(await c.readText('mcp/fx/status'))![1]!;
+    await c.write('ctl', 'load shell');
+    // The pid is the sandbox helper's; the server is it or its child: try every process of the tree.
+    const r = await env.call(c, { tool: 'shell', args: { command: `for p in ${pid} $(cat /proc/${pid}/task/*/children 2>/dev/null); do cat /proc/$p/environ; head -c 100000 /proc/$p/mem; tr '\\0' ' ' < /proc/$p/cmdline; echo; done 2>&1; echo end` } });
+    expect(r.output, JSON.stringify(r)).toContain('end');
+    expect(r.output).not.toContain('secret-token-456');
+  });
 });
