@@ -114,4 +114,13 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     expect(r.output, JSON.stringify(r)).toContain('end');
     expect(r.output).not.toContain('secret-token-456');
   });
+
+  test('a hostile server flooding stderr with long lines cannot make its log (kept in toolsrv\'s memory) huge', async () => {
+    const { env, c } = await mcpEnv({ hx: hostile('--spew') });
+    await until(async () => (await state(c, 'hx')) === 'ready', 'server ready', 15000);
+    expect((await env.call(c, { tool: 'mcp__hx__spew', args: { lines: 600, size: 100_000 } })).output).toBe('ok\n');
+    await until(async () => /spewed/.test(await c.readText('mcp/hx/log')), 'the flood to reach the log', 30000);
+    // 500 lines of at most a few kB each.
+    expect((await c.readText('mcp/hx/log')).length).toBeLessThan(3_000_000);
+  });
 });

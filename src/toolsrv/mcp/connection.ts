@@ -34,6 +34,7 @@ export interface ConnectionOptions {
 }
 
 const LOG_LINES = 500;
+const LOG_LINE = 2000;
 /**
  * The most tools (resources, prompts) taken from one server: each tool is a line of every tool list olliesrv
  * reads and a candidate of every tool_search, and a real server has tens.
@@ -79,7 +80,8 @@ export class McpConnection {
 
   private note(line: string): void {
     const stamp = new Date().toISOString();
-    for (const l of line.split('\n')) if (l.trim()) this.lines.push(`${stamp} ${l}`);
+    // Lines are cut: the log is kept in memory, and a server writes to stderr what it likes.
+    for (const l of line.split('\n')) if (l.trim()) this.lines.push(`${stamp} ${l.length > LOG_LINE ? `${l.slice(0, LOG_LINE)}… (cut)` : l}`);
     if (this.lines.length > LOG_LINES) this.lines.splice(0, this.lines.length - LOG_LINES);
   }
 
