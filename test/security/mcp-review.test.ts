@@ -11,6 +11,7 @@ import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { lines, type Client } from '../../src/ninep/index.js';
 import { ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
 import type { BypassRequest } from '../../src/toolsrv/protocol.js';
+import { readTrusted, trust } from '../../src/toolsrv/sandbox/trust.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { writeMcpConfig } from '../toolsrv/mcp-helpers.js';
@@ -122,5 +123,18 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     await until(async () => /spewed/.test(await c.readText('mcp/hx/log')), 'the flood to reach the log', 30000);
     // 500 lines of at most a few kB each.
     expect((await c.readText('mcp/hx/log')).length).toBeLessThan(3_000_000);
+  });
+
+  test('a model that turns .mcp.json into a directory holding a sandbox policy does not get that policy trusted by "trust …/.mcp.json"', async () => {
+    // The status note tells the owner to write "trust WS/.mcp.json"; a directory there used to be read as a project
+    // directory, so the owner trusted WS/.mcp.json/.ollie-sandbox.yaml, the model's policy, thinking of MCP servers.
+    const { env, c } = await mcpEnv({});
+    const ws = JSON.parse(await c.readText('mcp/status')).workspace as string;
+    await c.write('ctl', 'load shell');
+    const r = await env.call(c, { tool: 'shell', args: { command: 'rm -f .mcp.json && mkdir .mcp.json && printf "filesystem:\\n  rw: [\\"~\\"]\\n" > .mcp.json/.ollie-sandbox.yaml && echo planted' } });
+    expect(r.output, JSON.stringify(r)).toContain('planted');
+    const configDir = join(dirname(ws), 'config');
+    expect(() => trust(configDir, join(ws, '.mcp.json'))).toThrow(/not a regular file/);
+    expect([...readTrusted(configDir).keys()]).toEqual([]);
   });
 });
