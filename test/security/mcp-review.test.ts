@@ -4,6 +4,7 @@
  * and a hostile stdio server written with the SDK (fixtures/mcp-hostile-server.mjs). Each attack fails.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -136,5 +137,23 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     const configDir = join(dirname(ws), 'config');
     expect(() => trust(configDir, join(ws, '.mcp.json'))).toThrow(/not a regular file/);
     expect([...readTrusted(configDir).keys()]).toEqual([]);
+  });
+
+  test('a remote server\'s keys (headers, a token in its URL) are in no file an agent may read: status, tools, prompts', async () => {
+    // One refuses the connection, one answers 401 with a body: both fail, and their errors are what agents read.
+    const http = createHttpServer((_req, res) => void res.writeHead(401, { 'content-type': 'text/plain' }).end('no'));
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+    cleanup.push(() => void http.close());
+    const port = (http.address() as { port: number }).port;
+    const { c } = await mcpEnv({
+      refused: { type: 'http', url: 'http://u:pw-secret-1@127.0.0.1:1/mcp?key=url-secret-2', headers: { Authorization: 'Bearer header-secret-3' } },
+      denied: { type: 'sse', url: `http://127.0.0.1:${port}/sse?key=url-secret-4`, headers: { 'X-Api-Key': 'header-secret-5' } },
+    });
+    await until(async () => !['starting', ''].includes(await state(c, 'refused')) && !['starting', ''].includes(await state(c, 'denied')), 'both to fail', 15000);
+    const seen = [await c.readText('mcp/status'), ...(await Promise.all(['refused', 'denied'].flatMap((s) => ['status', 'tools', 'prompts'].map((f) => c.readText(`mcp/${s}/${f}`)))))].join('\n');
+    expect(seen).toMatch(/state=(restarting|failed)/);
+    expect(seen).not.toMatch(/secret/);
+    // The owner's log names the servers without their credentials.
+    expect(await c.readText('mcp/refused/log')).toContain('connecting to http://127.0.0.1:1/mcp (');
   });
 });
