@@ -156,4 +156,15 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     // The owner's log names the servers without their credentials.
     expect(await c.readText('mcp/refused/log')).toContain('connecting to http://127.0.0.1:1/mcp (');
   });
+
+  test('a hostile server\'s schema pattern cannot freeze toolsrv on the model\'s argument (catastrophic backtracking)', async () => {
+    // toolsrv checks arguments against the server's schema before the call, in its one thread: `^(a+)+$` against
+    // 32 a's and a "!" takes seconds to minutes there, and every tool of the session would wait.
+    const { env, c } = await mcpEnv({ hx: hostile('--redos') });
+    await until(async () => (await state(c, 'hx')) === 'ready', 'server ready', 15000);
+    const t0 = Date.now();
+    const r = await env.call(c, { tool: 'mcp__hx__match', args: { s: `${'a'.repeat(32)}!` } });
+    expect(r.output).toBe('answered\n');
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
 });

@@ -167,7 +167,9 @@ export class McpManager {
     const info: ToolInfo = { name, description: fields.description, prompt: '', parameters: { ...schema, properties: own }, scope: fields.scope, tier: 'cold' };
     let validate: Tool['validate'];
     try {
-      validate = validatorFor(schema, '2020-12');
+      const checkable = withoutPatterns(schema);
+      if (checkable === undefined) throw new Error('regular expressions as property names');
+      validate = validatorFor(checkable as Record<string, unknown>, '2020-12');
     } catch {
       // A schema the validator cannot read: the server judges the arguments itself.
       validate = Object.assign(() => true, { errors: '' });
@@ -268,6 +270,31 @@ export class McpManager {
 function within(dir: string, root: string): boolean {
   const rel = relative(root, dir);
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * A server's schema as toolsrv checks it: without its `pattern`s, whose regular expressions (the server's, run on
+ * the model's arguments in toolsrv's one thread) can backtrack for hours: `^(a+)+$` against 32 a's and a "!"
+ * froze every call of the session for 80 s. The server checks them itself. A schema with `patternProperties` or
+ * `propertyNames` (regular expressions that decide which properties are allowed) is not checked here at all
+ * (undefined).
+ */
+function withoutPatterns(s: unknown): unknown {
+  if (Array.isArray(s)) {
+    const out = s.map(withoutPatterns);
+    return out.includes(undefined) ? undefined : out;
+  }
+  if (typeof s !== 'object' || s === null) return s;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s)) {
+    // A property called "pattern" has a schema (an object) for its value, never a string.
+    if (k === 'pattern' && typeof v === 'string') continue;
+    if ((k === 'patternProperties' || k === 'propertyNames') && typeof v === 'object' && v !== null && !Array.isArray(v)) return undefined;
+    const w = withoutPatterns(v);
+    if (w === undefined) return undefined;
+    out[k] = w;
+  }
+  return out;
 }
 
 function uniqueName(base: string, taken: Map<string, unknown>): string {
