@@ -157,7 +157,7 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     expect(await c.readText('mcp/refused/log')).toContain('connecting to http://127.0.0.1:1/mcp (');
   });
 
-  test('a hostile server\'s schema pattern cannot freeze toolsrv on the model\'s argument (catastrophic backtracking)', async () => {
+  test('a hostile server\'s schema cannot freeze toolsrv on the model\'s argument (a backtracking pattern, references that multiply)', async () => {
     // toolsrv checks arguments against the server's schema before the call, in its one thread: `^(a+)+$` against
     // 32 a's and a "!" takes seconds to minutes there, and every tool of the session would wait.
     const { env, c } = await mcpEnv({ hx: hostile('--redos') });
@@ -165,6 +165,9 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     const t0 = Date.now();
     const r = await env.call(c, { tool: 'mcp__hx__match', args: { s: `${'a'.repeat(32)}!` } });
     expect(r.output).toBe('answered\n');
+    // Nor a schema whose references multiply: 2^26 checks of any argument.
+    const b = await env.call(c, { tool: 'mcp__hx__bomb', args: { x: {} } });
+    expect(b.output).toBe('answered\n');
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 });

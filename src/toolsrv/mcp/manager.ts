@@ -168,7 +168,7 @@ export class McpManager {
     let validate: Tool['validate'];
     try {
       const checkable = withoutPatterns(schema);
-      if (checkable === undefined) throw new Error('regular expressions as property names');
+      if (checkable === undefined) throw new Error('a schema toolsrv leaves to the server');
       validate = validatorFor(checkable as Record<string, unknown>, '2020-12');
     } catch {
       // A schema the validator cannot read: the server judges the arguments itself.
@@ -276,9 +276,11 @@ function within(dir: string, root: string): boolean {
  * A server's schema as toolsrv checks it: without its `pattern`s, whose regular expressions (the server's, run on
  * the model's arguments in toolsrv's one thread) can backtrack for hours: `^(a+)+$` against 32 a's and a "!"
  * froze every call of the session for 80 s. The server checks them itself. A schema with `patternProperties` or
- * `propertyNames` (regular expressions that decide which properties are allowed) is not checked here at all
- * (undefined).
+ * `propertyNames` (regular expressions that decide which properties are allowed), or with references (whose
+ * work a server can make grow exponentially with its schema's size), is not checked here at all (undefined):
+ * without them a check's work grows with the schema's size times the arguments'.
  */
+const REFS = ['$ref', '$dynamicRef', '$recursiveRef'];
 function withoutPatterns(s: unknown): unknown {
   if (Array.isArray(s)) {
     const out = s.map(withoutPatterns);
@@ -290,6 +292,8 @@ function withoutPatterns(s: unknown): unknown {
     // A property called "pattern" has a schema (an object) for its value, never a string.
     if (k === 'pattern' && typeof v === 'string') continue;
     if ((k === 'patternProperties' || k === 'propertyNames') && typeof v === 'object' && v !== null && !Array.isArray(v)) return undefined;
+    // References can multiply the work: 26 definitions each referring twice to the next are 2^26 checks.
+    if (REFS.includes(k) && typeof v === 'string') return undefined;
     const w = withoutPatterns(v);
     if (w === undefined) return undefined;
     out[k] = w;
