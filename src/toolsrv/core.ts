@@ -327,8 +327,11 @@ export class Core {
       // hook's ask it is a person's, once: were a remembered bypass rule to answer it, a model could skip the hook's
       // question by adding `bypass` to a call a person once approved always.
       const reason = [unsandboxed && 'the model asked to run this outside the sandbox', flags.ask !== undefined && `a hook asks for your approval${unsandboxed ? '' : ' (the call runs inside the sandbox)'}: ${flags.ask}`].filter(Boolean).join('; ');
+      // An MCP tool's `command` is the server's to interpret (SQL, a DSL…), not argv: no command line, so a
+      // remembered approval is exact and never a prefix that lets words be added.
+      const command = 'mcp' in tool ? undefined : commandOf(args);
       const approved = await this.bypass.request(
-        { agent: s.name, tool: tool.name, cmd, ...(commandOf(args) !== undefined && { command: commandOf(args) }), cwd: s.cwd, reason, ...(session && { session }), ...(flags.ask !== undefined && { ask: true }) },
+        { agent: s.name, tool: tool.name, cmd, ...(command !== undefined && { command }), cwd: s.cwd, reason, ...(session && { session }), ...(flags.ask !== undefined && { ask: true }) },
         signal,
       );
       if (!approved) return refused('denied by user', tool.name);

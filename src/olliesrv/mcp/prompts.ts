@@ -48,7 +48,9 @@ export async function runMcpCommand(a: Agent, args: string, deps: AgentDeps): Pr
   const missing = (p.arguments ?? []).filter((x) => x.required && values[x.name] === undefined).map((x) => x.name);
   if (missing.length) throw new Error(`prompt ${server} ${name} needs ${missing.map((x) => `${x}=…`).join(' ')}`);
   const text = await c.rdwrText(`mcp/${server}/prompt`, JSON.stringify({ name, arguments: values }));
-  a.enqueue(text);
+  // The server's words are a prompt for the model, never a `!` shell command: the queue runs a prompt starting
+  // with `!` in the agent's shell, which may write the workspace the server's own sandbox keeps read only.
+  a.enqueue(text.startsWith('!') ? `\n${text}` : text);
   return `sent MCP prompt ${server} ${name} (${text.length} characters)\n`;
 }
 

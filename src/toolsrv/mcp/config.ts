@@ -96,7 +96,9 @@ const OLLIE_KEYS = ['sandbox', 'workspace', 'timeout', 'disabled'];
 
 /** One server's declaration, checked; throws ConfigError naming the field. */
 function parseServer(name: string, file: string, v: unknown): ServerConfig {
-  if (!SERVER_NAME.test(name) || name.includes('__')) throw new ConfigError(`the name must be letters, digits, - and _ (no "__", at most 48), as it becomes part of mcp__${name}__TOOL`);
+  // No "__" in it and no "_" at its end: the first "__" after mcp__ must end the server's name, or server "a"
+  // with tool "_x" and server "a_" with tool "x" would both be mcp__a___x, the first listed answering for both.
+  if (!SERVER_NAME.test(name) || name.includes('__') || name.endsWith('_')) throw new ConfigError(`the name must be letters, digits, - and _ (no "__", not ending in "_", at most 48), as it becomes part of mcp__${name}__TOOL`);
   if (!isObject(v)) throw new ConfigError('must be an object like {"command": …} or {"type": "http", "url": …}');
   const type = v.type ?? (v.url !== undefined ? 'http' : 'stdio');
   if (type !== 'stdio' && type !== 'http' && type !== 'sse' && type !== 'streamable-http') throw new ConfigError(`type: ${JSON.stringify(type)} is not one of stdio, http, sse`);

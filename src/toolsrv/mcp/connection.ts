@@ -34,6 +34,12 @@ export interface ConnectionOptions {
 }
 
 const LOG_LINES = 500;
+const LOG_LINE = 2000;
+/**
+ * The most tools (resources, prompts) taken from one server: each tool is a line of every tool list olliesrv
+ * reads and a candidate of every tool_search, and a real server has tens.
+ */
+const MAX_ITEMS = 1000;
 const MAX_BACKOFF_MS = 60_000;
 /** A connection that lived this long resets the backoff. */
 const HEALTHY_MS = 60_000;
@@ -56,6 +62,7 @@ export class McpConnection {
   /** Bumped by every start and stop: a late event of an older connection changes nothing. */
   private generation = 0;
   private readyWaiters: Array<() => void> = [];
+  private listing: Record<'tools' | 'resources' | 'prompts', 'idle' | 'running' | 'again'> = { tools: 'idle', resources: 'idle', prompts: 'idle' };
 
   constructor(readonly config: ServerConfig, private readonly o: ConnectionOptions) {
     this.backoff = o.backoffMs ?? 1000;
@@ -73,7 +80,8 @@ export class McpConnection {
 
   private note(line: string): void {
     const stamp = new Date().toISOString();
-    for (const l of line.split('\n')) if (l.trim()) this.lines.push(`${stamp} ${l}`);
+    // Lines are cut: the log is kept in memory, and a server writes to stderr what it likes.
+    for (const l of line.split('\n')) if (l.trim()) this.lines.push(`${stamp} ${l.length > LOG_LINE ? `${l.slice(0, LOG_LINE)}… (cut)` : l}`);
     if (this.lines.length > LOG_LINES) this.lines.splice(0, this.lines.length - LOG_LINES);
   }
 
@@ -97,6 +105,7 @@ export class McpConnection {
     if (this.config.disabled) return;
     clearTimeout(this.timer);
     const gen = ++this.generation;
+    this.listing = { tools: 'idle', resources: 'idle', prompts: 'idle' };
     this.state = 'starting';
     this.error = '';
     this.o.changed();
@@ -125,9 +134,9 @@ export class McpConnection {
       this.pid = transport instanceof StdioClientTransport ? (transport.pid ?? 0) : 0;
       this.startedAt = Date.now();
       const caps = client.getServerCapabilities() ?? {};
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.refresh(gen, 'tools'));
-      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void this.refresh(gen, 'resources'));
-      client.setNotificationHandler(PromptListChangedNotificationSchema, () => void this.refresh(gen, 'prompts'));
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(gen, 'tools'));
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.refresh(gen, 'resources'));
+      client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.refresh(gen, 'prompts'));
       this.tools = caps.tools ? await this.listAll('tools', timeout) : [];
       this.resources = caps.resources ? await this.listAll('resources', timeout) : [];
       this.prompts = caps.prompts ? await this.listAll('prompts', timeout) : [];
@@ -184,12 +193,38 @@ export class McpConnection {
       const r = what === 'tools' ? await c.listTools(params, { timeout }) : what === 'resources' ? await c.listResources(params, { timeout }) : await c.listPrompts(params, { timeout });
       out.push(...((r as Record<string, unknown[]>)[what] ?? []));
       cursor = r.nextCursor;
-      if (!cursor) break;
+      if (!cursor || out.length > MAX_ITEMS) break;
+    }
+    if (out.length > MAX_ITEMS) {
+      this.note(`it lists ${out.length}${cursor ? '+' : ''} ${what}: only the first ${MAX_ITEMS} are used`);
+      out.length = MAX_ITEMS;
     }
     return out as never;
   }
 
-  private async refresh(gen: number, what: 'tools' | 'resources' | 'prompts'): Promise<void> {
+  /**
+   * A list_changed notification: one listing at a time per list, and at most one more after it, however many
+   * notifications came meanwhile (a server flooding them would otherwise have toolsrv list, rebuild and announce
+   * once per notification).
+   */
+  private refresh(gen: number, what: 'tools' | 'resources' | 'prompts'): void {
+    const now = this.listing[what];
+    if (now === 'idle') void this.relist(gen, what);
+    else this.listing[what] = 'again';
+  }
+
+  private async relist(gen: number, what: 'tools' | 'resources' | 'prompts'): Promise<void> {
+    // The connection's own: a start makes new ones, so a listing of an older connection holds up nothing.
+    const listing = this.listing;
+    listing[what] = 'running';
+    await this.listOnce(gen, what);
+    // Set to 'again' by notifications while the listing was out.
+    const again = (listing[what] as string) === 'again';
+    listing[what] = 'idle';
+    if (again && gen === this.generation) void this.relist(gen, what);
+  }
+
+  private async listOnce(gen: number, what: 'tools' | 'resources' | 'prompts'): Promise<void> {
     try {
       const list = await this.listAll(what, this.o.startTimeoutMs ?? START_TIMEOUT_MS);
       if (gen !== this.generation) return;

@@ -31,6 +31,8 @@ import { McpConnection, type McpState } from './connection.js';
 export const MCP_PREFIX = 'mcp__';
 /** What providers accept as a tool name (OpenAI: ^[a-zA-Z0-9_-]{1,64}$). */
 const MAX_NAME = 64;
+/** The longest tool description taken from a server (characters). */
+const MAX_DESCRIPTION = 2048;
 
 export interface McpManagerOptions {
   configDir: string;
@@ -149,8 +151,12 @@ export class McpManager {
     const own = (schema.properties ?? {}) as Record<string, unknown>;
     const cfg = conn.config;
     const isolated = cfg.type !== 'stdio' || !cfg.workspaceWritable;
+    // A server's words reach the model (tool_search, a loaded tool's schema): a description is cut, as other MCP
+    // clients cut it, so no server fills the context with one.
+    let about = t.description?.trim() || t.title || t.name;
+    if (about.length > MAX_DESCRIPTION) about = `${about.slice(0, MAX_DESCRIPTION)}… (cut)`;
     const fields: ToolFields = {
-      description: `${t.description?.trim() || t.title || t.name} (MCP server ${conn.name})`,
+      description: `${about} (MCP server ${conn.name})`,
       prompt: '',
       args: schema,
       tier: 'cold',
@@ -161,7 +167,9 @@ export class McpManager {
     const info: ToolInfo = { name, description: fields.description, prompt: '', parameters: { ...schema, properties: own }, scope: fields.scope, tier: 'cold' };
     let validate: Tool['validate'];
     try {
-      validate = validatorFor(schema, '2020-12');
+      const checkable = withoutPatterns(schema);
+      if (checkable === undefined) throw new Error('a schema toolsrv leaves to the server');
+      validate = validatorFor(checkable as Record<string, unknown>, '2020-12');
     } catch {
       // A schema the validator cannot read: the server judges the arguments itself.
       validate = Object.assign(() => true, { errors: '' });
@@ -262,6 +270,35 @@ export class McpManager {
 function within(dir: string, root: string): boolean {
   const rel = relative(root, dir);
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * A server's schema as toolsrv checks it: without its `pattern`s, whose regular expressions (the server's, run on
+ * the model's arguments in toolsrv's one thread) can backtrack for hours: `^(a+)+$` against 32 a's and a "!"
+ * froze every call of the session for 80 s. The server checks them itself. A schema with `patternProperties` or
+ * `propertyNames` (regular expressions that decide which properties are allowed), or with references (whose
+ * work a server can make grow exponentially with its schema's size), is not checked here at all (undefined):
+ * without them a check's work grows with the schema's size times the arguments'.
+ */
+const REFS = ['$ref', '$dynamicRef', '$recursiveRef'];
+function withoutPatterns(s: unknown): unknown {
+  if (Array.isArray(s)) {
+    const out = s.map(withoutPatterns);
+    return out.includes(undefined) ? undefined : out;
+  }
+  if (typeof s !== 'object' || s === null) return s;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s)) {
+    // A property called "pattern" has a schema (an object) for its value, never a string.
+    if (k === 'pattern' && typeof v === 'string') continue;
+    if ((k === 'patternProperties' || k === 'propertyNames') && typeof v === 'object' && v !== null && !Array.isArray(v)) return undefined;
+    // References can multiply the work: 26 definitions each referring twice to the next are 2^26 checks.
+    if (REFS.includes(k) && typeof v === 'string') return undefined;
+    const w = withoutPatterns(v);
+    if (w === undefined) return undefined;
+    out[k] = w;
+  }
+  return out;
 }
 
 function uniqueName(base: string, taken: Map<string, unknown>): string {

@@ -51,7 +51,10 @@ export const sha256 = (data: Uint8Array | string): string => createHash('sha256'
 export function projectPolicy(path: string): { file: string; bytes: Buffer; sha: string } {
   let file = resolve(path);
   try {
-    if (lstatSync(file).isDirectory()) file = join(file, PROJECT_POLICY_NAME);
+    // A path naming a trusted kind of file (.mcp.json, the hooks file) is that file, never a project directory: an
+    // agent that made `.mcp.json` a directory would have "trust …/.mcp.json" trust the policy file it put there.
+    const named = [PROJECT_POLICY_NAME, PROJECT_HOOKS_FILE_NAME, PROJECT_MCP_NAME].includes(basename(file));
+    if (!named && lstatSync(file).isDirectory()) file = join(file, PROJECT_POLICY_NAME);
   } catch (e) {
     throw new TrustError(`${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
