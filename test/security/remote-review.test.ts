@@ -4,6 +4,8 @@
  * - the package toolsrv runs from on the remote (~/.cache/ollie/remote/ID: its helpers run unsandboxed) lies in
  *   the remote HOME, which a session whose cwd is that HOME may write: an agent replaces `ollie-sandbox` with a
  *   script of its own, and the next tool call runs it outside the sandbox. Refused: the cache is never writable.
+ * - on the toolsrv the sessions of a host share, session A's agent holds the global lock with a foreground call
+ *   that waits forever (a timeout flag of its choosing): session B's calls must not wait behind it.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -15,7 +17,7 @@ import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { remotePackage } from '../../src/olliesrv/toolclient/remote.js';
 import { startSshd, sshdAvailable, type Sshd } from '../helpers/sshd.js';
-import { mockBackends, rmrf, socketPath, tempDir } from '../../e2e/helpers.js';
+import { mockBackends, rmrf, socketPath, tempDir, until } from '../../e2e/helpers.js';
 
 describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
   let sshd: Sshd;
@@ -42,6 +44,11 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
     // The session works in the remote user's HOME: the cache of toolsrv's package is inside it.
     await c.rdwrText('session/new', `name=home cwd=${sshd.remoteHome} remote=${sshd.host}`);
     await c.rdwrText('session/home/agent/new', 'name=coder agent=e2e backend=mock');
+    for (const w of ['a', 'b']) {
+      mkdirSync(join(sshd.remoteHome, w));
+      await c.rdwrText('session/new', `name=${w} cwd=${join(sshd.remoteHome, w)} remote=${sshd.host}`);
+      await c.rdwrText(`session/${w}/agent/new`, 'name=coder agent=e2e backend=mock');
+    }
   }, 60_000);
   afterAll(async () => {
     c?.close();
@@ -51,15 +58,17 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
     rmrf(dir);
   });
 
-  const turn = async (): Promise<string[]> => {
-    const aid = (await c.readText('session/home/agent/coder/id')).trim();
+  /** Starts a turn of session s's agent; `done` resolves with the tool results of that turn. */
+  const startTurn = async (s = 'home'): Promise<{ done: Promise<string[]> }> => {
+    const aid = (await c.readText(`session/${s}/agent/coder/id`)).trim();
     const a = daemon.agents.all().find((x) => x.id === aid)!;
     const before = a.log.blocks().length;
     const done = a.nextTurn();
-    await c.write('session/home/agent/coder/prompt', 'go');
-    await done;
-    return a.log.blocks().slice(before).filter((b) => b.role === 'tool').map((b) => b.content);
+    // The write returns once the turn has taken the prompt, which may be after a running call: not awaited.
+    const wrote = c.write(`session/${s}/agent/coder/prompt`, 'go');
+    return { done: Promise.all([done, wrote]).then(() => a.log.blocks().slice(before).filter((b) => b.role === 'tool').map((b) => b.content)) };
   };
+  const turn = async (s = 'home'): Promise<string[]> => await (await startTurn(s)).done;
 
   it('an agent working in the remote HOME cannot replace the sandbox helper toolsrv runs there', async () => {
     const marker = join(dir, 'escaped');
@@ -85,5 +94,26 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
     // The helper runs outside the sandbox: a replaced one would have left this file here.
     expect(existsSync(marker)).toBe(false);
     expect(swapped).not.toMatch(/MOVED|SWAPPED|APPENDED|PLANTED|LISTED/);
+  }, 90_000);
+
+  it('session A holding the global lock of the shared toolsrv forever does not stall session B', async () => {
+    const go = join(sshd.remoteHome, 'a', 'go');
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'touch holding; while [ ! -e go ]; do sleep 0.05; done; echo a-released', timeout: 86400 } }] }],
+    );
+    const aDone = (await startTurn('a')).done;
+    await until(() => existsSync(join(sshd.remoteHome, 'a', 'holding')) || undefined, 'A holds the lock', 30_000);
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'echo b-ran' } }] }],
+      [{ text: 'b done' }],
+      [{ text: 'a done' }],
+    );
+    const bDone = startTurn('b').then((t) => t.done);
+    // B's call must go through while A still waits; the race gives up well before A's release.
+    const b = await Promise.race([bDone, new Promise<string[]>((r) => setTimeout(() => r(['B still waiting']), 20_000))]);
+    writeFileSync(go, '');
+    expect(b.join('\n')).toContain('b-ran');
+    expect((await aDone).join('\n')).toContain('a-released');
+    await bDone;
   }, 90_000);
 });
