@@ -4,12 +4,14 @@
  *
  * - it grants an msize far above the one asked for (4 GiB), then sends a reply frame that claims 1 GiB and
  *   trickles its body: the client must refuse the grant (9P: the server may only lower msize) and never buffer
- *   more than the msize it asked for, instead of holding the local daemon's memory until it falls over.
+ *   more than the msize it asked for, instead of holding the local daemon's memory until it falls over;
+ * - it streams a line that never ends (the bypass queue and proc/interrupts the daemon follows are line streams):
+ *   lines() fails past its bound (16 MiB by default) instead of growing.
  */
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Type, encode } from '../../src/ninep/index.js';
+import { Type, encode, lines } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { rmrf, tempDir } from '../../e2e/helpers.js';
 
@@ -64,4 +66,22 @@ describe('a hostile 9P server against our client', () => {
     // It gave up at the frame's header (or at the grant), not after taking in the body.
     expect(trickled).toBeLessThan(64);
   }, 30_000);
+});
+
+describe('a hostile stream against lines()', () => {
+  it('a line that never ends (a remote toolsrv\'s bypass queue) fails past the bound instead of growing', async () => {
+    let sent = 0;
+    async function* endless(): AsyncGenerator<Uint8Array> {
+      const chunk = new Uint8Array(1 << 20).fill(0x61);
+      // Sixty-four MiB without a newline, then one: the old code held it all and yielded it.
+      for (; sent < 64; sent++) yield chunk;
+      yield new TextEncoder().encode('\n');
+    }
+    const got: string[] = [];
+    await expect((async () => {
+      for await (const l of lines(endless(), 4 << 20)) got.push(l);
+    })()).rejects.toThrow(/a line of more than/);
+    expect(got).toEqual([]);
+    expect(sent).toBeLessThanOrEqual(5);
+  });
 });

@@ -517,8 +517,11 @@ export class Fid {
 
 export { OREAD, OWRITE, ORDWR, OTRUNC };
 
+/** The longest line lines() takes by default: far above any JSON line the namespaces stream. */
+export const MAX_LINE = 16 * 1024 * 1024;
+
 /** Splits a byte stream into lines (a 9P read may end anywhere); empty lines are skipped. */
-export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+export async function* lines(chunks: AsyncIterable<Uint8Array>, maxLine = MAX_LINE): AsyncGenerator<string> {
   const dec = new TextDecoder();
   let buf = '';
   for await (const c of chunks) {
@@ -529,6 +532,8 @@ export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<
       buf = buf.slice(nl + 1);
       if (line) yield line;
     }
+    // A server that never ends its line (a hostile remote toolsrv's bypass queue) must not fill our memory.
+    if (buf.length > maxLine) throw new ProtocolError(`a line of more than ${maxLine} characters`, undefined);
   }
   if (buf) yield buf;
 }
