@@ -310,12 +310,15 @@ export class Core {
 
     const cmd = describeCall(tool.name, args);
     let lock: LockKind | undefined;
-    if (tool.fields.scope === 'global') lock = { kind: 'global' };
-    else if (tool.fields.scope === 'write' && tool.fields.lockPath) lock = { kind: 'path', path: tool.fields.lockPath };
+    // A global lock is the caller's session's (locks.ts): on a shared toolsrv, one session's long call stops no other's.
+    const lockSession = this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID');
+    const global: LockKind = { kind: 'global', ...(lockSession && { session: lockSession }) };
+    if (tool.fields.scope === 'global') lock = global;
+    else if (tool.fields.scope === 'write' && tool.fields.lockPath) lock = { kind: 'path', path: tool.fields.lockPath, ...(lockSession && { session: lockSession }) };
     else if (tool.fields.scope === 'write') {
       const p = args[tool.fields.pathArg!];
       // Without a usable path the call cannot say what it touches: it takes everything.
-      lock = typeof p === 'string' && p !== '' ? { kind: 'path', path: resolve(s.cwd, p) } : { kind: 'global' };
+      lock = typeof p === 'string' && p !== '' ? { kind: 'path', path: resolve(s.cwd, p), ...(lockSession && { session: lockSession }) } : global;
     }
 
     if (flags.ask !== undefined && typeof flags.ask !== 'string') return refused('flag ask must be a string (the reason shown to the person)');

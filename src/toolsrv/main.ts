@@ -4,7 +4,7 @@
  *
  *   node dist/toolsrv/main.js --socket PATH [--pid-file PATH] [--session ID] [--ollie-addr ADDR] [--cwd DIR]
  *                             [--tools-dir DIR]... [--config-dir DIR] [--data-dir DIR] [--yolo] [--idle-ms N]
- *                             [--grace-ms N] [--proc-ttl-ms N]
+ *                             [--grace-ms N] [--proc-ttl-ms N] [--seal DIR]...
  *
  * The first line on stdin is the shared secret (never argv or the environment, which other processes of the
  * user can read). The pipe then stays open: EOF on it means the parent is gone, and toolsrv exits with every
@@ -30,6 +30,8 @@ const { values } = parseArgs({
     'idle-ms': { type: 'string', default: '30000' },
     'grace-ms': { type: 'string', default: '60000' },
     'proc-ttl-ms': { type: 'string' },
+    // A directory no tool may write, whatever the policy grants: a remote toolsrv's own package cache.
+    seal: { type: 'string', multiple: true },
   },
   strict: true,
 });
@@ -76,6 +78,7 @@ function readSecret(): Promise<string> {
 async function main(): Promise<void> {
   if (!values.socket) die('--socket PATH is required');
   for (const k of ['config-dir', 'data-dir'] as const) if (values[k] !== undefined && !values[k].startsWith('/')) die(`--${k}: not an absolute path: ${values[k]}`);
+  for (const d of values.seal ?? []) if (!d.startsWith('/')) die(`--seal: not an absolute path: ${d}`);
   const idleMs = ms('idle-ms', values['idle-ms'])!;
   const graceMs = ms('grace-ms', values['grace-ms'])!;
   const secret = await readSecret().catch((e: Error) => die(e.message));
@@ -108,6 +111,7 @@ async function main(): Promise<void> {
     ...(values['tools-dir'] && { toolDirs: values['tools-dir'] }),
     ...(values['config-dir'] && { configDir: values['config-dir'] }),
     ...(values['data-dir'] && { dataDir: values['data-dir'] }),
+    ...(values.seal && { sealed: values.seal }),
     ...(values.cwd && { cwd: values.cwd }),
     ...(values.session && { sessionId: values.session }),
     ...(values['ollie-addr'] && { ollieAddr: values['ollie-addr'] }),

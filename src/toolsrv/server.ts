@@ -28,6 +28,8 @@ export interface ToolsrvOptions {
   /** Ollie's config and data dirs (default: the XDG ones): the user's tools and policy, and what tools are denied. */
   configDir?: string;
   dataDir?: string;
+  /** Directories no tool may write (PolicyContext.sealed): a remote toolsrv's package cache. */
+  sealed?: string[];
   yolo?: boolean;
   sessionId?: string;
   ollieAddr?: string;
@@ -65,7 +67,7 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     log,
     ...(o.sandboxModule && { module: o.sandboxModule }),
     // The runtime dir the sandbox denies is where our socket (and, as olliesrv places it, the Ollie socket) lives.
-    dirs: { ...dirs, home: homedir(), runtimeDir: dirname(o.socket), tmpDir },
+    dirs: { ...dirs, home: homedir(), runtimeDir: dirname(o.socket), tmpDir, ...(o.sealed && { sealed: o.sealed }) },
   });
   // Tool processes start from the fork server when it is built (it is wherever the sandbox helper is).
   const launcher = Launcher.create({ native: o.spawner !== false });

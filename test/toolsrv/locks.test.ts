@@ -83,6 +83,32 @@ describe('LockTable', () => {
     (await c)();
   });
 
+  it('a session\'s global excludes its own session only; a path excludes that path in every session', async () => {
+    const t = new LockTable();
+    const order: string[] = [];
+    const take = taker(t, order);
+    const ga = take('ga', { kind: 'global', session: 'A' });
+    const gb = take('gb', { kind: 'global', session: 'B' });
+    const pa = take('pa', { kind: 'path', path: '/x', session: 'A' });
+    const pb = take('pb', { kind: 'path', path: '/y', session: 'B' });
+    await tick();
+    // B's global and path run beside A's global; A's own path waits for it.
+    expect(order).toEqual(['ga', 'gb']);
+    (await gb)();
+    await tick();
+    expect(order).toEqual(['ga', 'gb', 'pb']);
+    const pbx = take('pbx', { kind: 'path', path: '/y', session: 'A' });
+    await tick();
+    expect(order).not.toContain('pbx');
+    (await pb)();
+    (await ga)();
+    await tick();
+    expect(order).toEqual(['ga', 'gb', 'pb', 'pa', 'pbx']);
+    (await pa)();
+    (await pbx)();
+    expect(t.snapshot()).toEqual({ held: [], waiting: [] });
+  });
+
   it('a cancelled request leaves the queue and unblocks what queued behind it', async () => {
     const t = new LockTable();
     const order: string[] = [];

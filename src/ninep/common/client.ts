@@ -65,6 +65,9 @@ export class Client {
     try {
       const v = (await c.rpcWithTag(NOTAG, { type: Type.Tversion, msize: c.msize, version: VERSION })) as Rversion;
       if (v.version !== VERSION) throw new NinepError(`server speaks ${v.version}, not ${VERSION}`);
+      // The server may only lower msize: a bigger grant would let it make us buffer frames of up to 4 GiB.
+      if (v.msize > c.msize) throw new NinepError(`server granted msize ${v.msize}, above the ${c.msize} asked for`);
+      if (v.msize <= IOHDRSZ) throw new NinepError(`server granted msize ${v.msize}, too small for any data`);
       c.msize = v.msize;
       c.framer.maxSize = v.msize;
       const uname = opts.uname ?? 'none';
@@ -431,13 +434,13 @@ export class Fid {
   async open(mode: number, signal?: AbortSignal): Promise<void> {
     const r = await this.client.rpc({ type: Type.Topen, fid: this.fid, mode }, signal);
     this.qid = r.qid;
-    this.iounit = r.iounit || this.client.msize - IOHDRSZ;
+    this.iounit = Math.min(r.iounit || this.client.msize - IOHDRSZ, this.client.msize - IOHDRSZ);
   }
 
   async create(name: string, perm: number, mode: number, signal?: AbortSignal): Promise<void> {
     const r = await this.client.rpc({ type: Type.Tcreate, fid: this.fid, name, perm, mode }, signal);
     this.qid = r.qid;
-    this.iounit = r.iounit || this.client.msize - IOHDRSZ;
+    this.iounit = Math.min(r.iounit || this.client.msize - IOHDRSZ, this.client.msize - IOHDRSZ);
   }
 
   async read(offset: number, count: number, signal?: AbortSignal): Promise<Uint8Array> {
@@ -514,8 +517,11 @@ export class Fid {
 
 export { OREAD, OWRITE, ORDWR, OTRUNC };
 
+/** The longest line lines() takes by default: far above any JSON line the namespaces stream. */
+export const MAX_LINE = 16 * 1024 * 1024;
+
 /** Splits a byte stream into lines (a 9P read may end anywhere); empty lines are skipped. */
-export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+export async function* lines(chunks: AsyncIterable<Uint8Array>, maxLine = MAX_LINE): AsyncGenerator<string> {
   const dec = new TextDecoder();
   let buf = '';
   for await (const c of chunks) {
@@ -526,6 +532,8 @@ export async function* lines(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<
       buf = buf.slice(nl + 1);
       if (line) yield line;
     }
+    // A server that never ends its line (a hostile remote toolsrv's bypass queue) must not fill our memory.
+    if (buf.length > maxLine) throw new ProtocolError(`a line of more than ${maxLine} characters`, undefined);
   }
   if (buf) yield buf;
 }

@@ -331,7 +331,8 @@ export async function spawnRemoteToolsrv(o: RemoteSpawnOptions): Promise<RemoteT
   if (Buffer.byteLength(socket) > 107) throw new Error(`toolsrv socket path too long for a Unix socket: ${socket}`);
   const remoteSocket = `${p.runtime}/toolsrv-${tag}.sock`;
   const dir = `${p.cache}/${pkg.id}`;
-  const args = [`${dir}/dist/toolsrv/main.js`, '--socket', remoteSocket, '--tools-dir', `${dir}/data/tools`];
+  // The cache is in the remote HOME, which a session's cwd may cover: no tool may write the helpers it runs.
+  const args = [`${dir}/dist/toolsrv/main.js`, '--socket', remoteSocket, '--tools-dir', `${dir}/data/tools`, '--seal', p.cache];
   if (o.yolo) args.push('--yolo');
   if (o.sessionId) args.push('--session', o.sessionId);
   if (o.idleMs !== undefined) args.push('--idle-ms', String(o.idleMs));

@@ -24,6 +24,8 @@ export interface SandboxDirs {
   home: string;
   runtimeDir: string;
   tmpDir: string;
+  /** Directories no tool may write, such as the package a remote toolsrv runs from (policy.ts, alwaysDenied). */
+  sealed?: string[];
 }
 
 export interface ConfinementOptions {

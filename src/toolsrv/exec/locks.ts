@@ -6,15 +6,23 @@
  * held lock nor with any request queued before it. So writes to other paths may pass a queued write, but
  * nothing passes a queued global, which therefore waits at most for the locks held when it arrived.
  * Cancellation: an aborted request leaves the queue at once, and whatever it was blocking is reconsidered.
+ *
+ * On a toolsrv several sessions share (a remote host's), a global lock is its session's: path locks still hold
+ * across sessions, but one session's call that runs for as long as its agent asks (the timeout flag) must not
+ * stop every call of the others.
  */
-export type LockKind = { kind: 'global' } | { kind: 'path'; path: string };
+export type LockKind = { kind: 'global'; session?: string } | { kind: 'path'; path: string; session?: string };
 
 interface Waiter {
   lock: LockKind;
   grant: () => void;
 }
 
-const conflicts = (a: LockKind, b: LockKind): boolean => a.kind === 'global' || b.kind === 'global' || a.path === b.path;
+/** Two paths conflict when equal, whoever holds them; a global conflicts with everything of its session (or of all, unnamed). */
+const conflicts = (a: LockKind, b: LockKind): boolean => {
+  if (a.kind === 'path' && b.kind === 'path') return a.path === b.path;
+  return a.session === undefined || b.session === undefined || a.session === b.session;
+};
 
 export class LockTable {
   private readonly held = new Map<number, LockKind>();

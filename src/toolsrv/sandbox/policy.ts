@@ -74,6 +74,12 @@ export interface PolicyContext {
   runtimeDir: string;
   /** A private tmp dir for this session's tools; created (0700) when missing. */
   tmpDir: string;
+  /**
+   * More always-denied directories: where the code toolsrv runs outside the sandbox lives when that is inside
+   * the user's HOME (a remote toolsrv's package cache, ~/.cache/ollie/remote). A tool that could write there
+   * would replace the sandbox helper, and the next call would run its code unsandboxed.
+   */
+  sealed?: string[];
 }
 
 export class PolicyError extends Error {
@@ -95,7 +101,7 @@ export const USER_BIN_DIRS = ['.local/bin', '.cargo/bin', 'go/bin', '.npm-global
  * another could read, so no session has it.
  */
 export function alwaysDenied(ctx: PolicyContext): string[] {
-  const dirs = [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir(), '/dev/shm'];
+  const dirs = [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir(), '/dev/shm', ...(ctx.sealed ?? [])];
   return [...new Set(dirs)];
 }
 
