@@ -7,8 +7,8 @@
  * planted link); the controls assert that honest work still runs.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { forModel } from '../../src/olliesrv/agent/dispatch.js';
 import { openDatabase } from '../../src/olliesrv/store/db.js';
@@ -492,5 +492,26 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
     expect(ollie('--list')).toContain(`${w.cwd}/.ollie-sandbox.yaml`);
     expect(ollie('--untrust')).toContain('untrusted');
     expect(loadPolicy(w).sources).toHaveLength(1);
+  });
+});
+
+describe.skipIf(!ready)('a workspace that contains Ollie\'s own package', () => {
+  test('cannot replace the sandbox helper, the daemons\' code or the shipped tools; the sources stay writable', async () => {
+    // The package's parent as the workspace: the {CWD} rule covers the whole checkout (Ollie working on itself,
+    // or a home directory it is installed under).
+    writePolicy(w, HOME_READABLE);
+    const policy = loadPolicy({ ...w, cwd: dirname(PACKAGE_ROOT) });
+    const probe = `probe-${process.pid}-${Date.now()}`;
+    const targets = ['native/build', 'dist', 'node_modules', 'data/tools'].map((d) => join(PACKAGE_ROOT, d, probe));
+    const src = join(PACKAGE_ROOT, 'src', probe);
+    try {
+      const out = (await shell(`for f in ${targets.join(' ')}; do echo x > $f && echo WROTE $f; done; echo ok > ${src} && echo SRC`, policy, dirname(PACKAGE_ROOT))).out;
+      for (const t of targets) expect(existsSync(t), t).toBe(false);
+      expect(out).not.toContain('WROTE');
+      // What sits beside them is still the agent's to edit.
+      expect(out).toContain('SRC');
+    } finally {
+      for (const f of [...targets, src]) rmSync(f, { force: true });
+    }
   });
 });

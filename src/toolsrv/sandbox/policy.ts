@@ -89,6 +89,19 @@ export class PolicyError extends Error {
 /** Where the shipped defaults live: data/ at the package root (this file is src|dist/toolsrv/sandbox/). */
 export const PACKAGE_ROOT = join(dirname(new URL(import.meta.url).pathname), '..', '..', '..');
 export const DEFAULT_POLICY_FILE = join(PACKAGE_ROOT, 'data', 'sandbox.yaml');
+
+/**
+ * What of Ollie's own package runs or decides outside the sandbox: the helpers toolsrv execs unsandboxed
+ * (native/build), the daemons' code and its dependencies (dist, out, node_modules) and the shipped tools, prompts
+ * and default policy (data). A workspace that contains the package (Ollie working on its own checkout, or on a
+ * home directory Ollie is installed under) must not make these writable: a tool could replace ollie-sandbox and
+ * the next call would run its code unconfined. They stay readable (the helper adds the package read-only);
+ * sources, tests and docs stay writable, so an agent can still edit Ollie, and a person rebuilds it.
+ */
+export function sealedPackageDirs(): string[] {
+  const root = canonical(PACKAGE_ROOT);
+  return ['native/build', 'dist', 'out', 'node_modules', 'data'].map((d) => join(root, d));
+}
 export { PROJECT_POLICY_NAME };
 
 /** The user-local bin directories, executable where a policy makes them readable (and listed in the default). */
@@ -101,7 +114,10 @@ export const USER_BIN_DIRS = ['.local/bin', '.cargo/bin', 'go/bin', '.npm-global
  * another could read, so no session has it.
  */
 export function alwaysDenied(ctx: PolicyContext): string[] {
-  const dirs = [join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir(), '/dev/shm', ...(ctx.sealed ?? [])];
+  const dirs = [
+    join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir(), '/dev/shm',
+    ...sealedPackageDirs(), ...(ctx.sealed ?? []),
+  ];
   return [...new Set(dirs)];
 }
 
