@@ -49,7 +49,9 @@ describe('an agent cannot make the lsp host run a TypeScript of its own (which t
     // The shipped policy; where node_modules is a link out of the package (a git worktree), its target too.
     configDir = mkdtempSync(join(tmpdir(), 'lsp-attack-cfg-'));
     const modules = realpathSync(join(PACKAGE_ROOT, 'node_modules'));
-    writeFileSync(join(configDir, 'sandbox.yaml'), readFileSync(DEFAULT_POLICY_FILE, 'utf8').replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`));
+    const linked = modules !== join(realpathSync(PACKAGE_ROOT), 'node_modules');
+    const shipped = readFileSync(DEFAULT_POLICY_FILE, 'utf8');
+    writeFileSync(join(configDir, 'sandbox.yaml'), linked ? shipped.replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`) : shipped);
     env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: root, configDir });
     c = await env.client('agent1');
     await c.write('ctl', 'load lsp_hover shell');

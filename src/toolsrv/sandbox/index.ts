@@ -14,7 +14,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { canonical, PACKAGE_ROOT, withResolvedRules, type Access, type SandboxPolicy } from './policy.js';
+import { canonical, PACKAGE_ROOT, sealedPackageDirs, withResolvedRules, type Access, type SandboxPolicy } from './policy.js';
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 
 export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, canonical, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT, USER_BIN_DIRS } from './policy.js';
@@ -284,6 +284,9 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   // are readable, the tool directories executable. The user's tools live inside the denied config dir: a rule
   // naming them explicitly holds (only broader rules are cut around denied paths).
   a.push('--ro', PACKAGE_ROOT_REAL, '--rox', join(PACKAGE_ROOT_REAL, 'data', 'tools'), '--rox', join(PACKAGE_ROOT_REAL, 'native', 'build'));
+  // The package's runtime dirs are denied (policy.ts, sealedPackageDirs), so that no rule can make them writable;
+  // a rule naming a denied path holds, so these give them back read-only.
+  for (const d of sealedPackageDirs()) if (d !== join(PACKAGE_ROOT_REAL, 'native', 'build')) a.push('--ro', d);
   // The Node that runs Ollie runs its Node tools too, wherever it is installed (nvm, a tarball in HOME…).
   a.push('--rox', NODE_DIR);
   for (const d of fs.deny) a.push('--deny', d);
