@@ -6,28 +6,23 @@
  * of every limit the sandbox puts on the tools). Nor may many reads of the running round's diff, each finding
  * new bytes, add up to more than max_total.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { closeRun, type Call, client9p, results, script, sh } from '../olliesrv/scripted-calls.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
 
 let h: Harness | undefined;
 let ws: string | undefined;
 afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  if (ws) rmSync(ws, { recursive: true, force: true });
-  ws = undefined;
+  await closeRun(h, ws);
+  [h, ws] = [undefined, undefined];
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const sh = (command: string): Call => ({ name: 'shell', args: { command } });
-const read = (path: string): Call => ({ name: 'client_9p', args: { op: 'read', path } });
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
+const read = (path: string): Call => client9p('read', path);
 const SELF = 'session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME';
 
 function bytesUnder(dir: string): number {
