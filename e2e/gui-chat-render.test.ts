@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
-import { useGui } from './gui-harness.js';
+import { createInGui, useGui } from './gui-harness.js';
 import { overflows, screenshot } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
@@ -36,19 +36,7 @@ describe('the chat as it reads (web mode, real daemon)', () => {
 
   it('renders tool calls by tool, compacts retries and errors, tables and links; both themes without overflow', async () => {
     await g.page.emulateMedia({ colorScheme: 'dark' });
-    await g.page.goto(g.ui.url);
-    await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
-    await g.page.getByRole('button', { name: 'New session' }).click();
-    await g.page.getByRole('dialog').getByLabel('Name').fill('look');
-    await g.page.getByRole('dialog').getByLabel('Working directory').fill(join(g.dir, 'work'));
-    await g.page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
-    await g.page.getByRole('button', { name: 'New agent in look' }).click();
-    const d = g.page.getByRole('dialog', { name: 'New agent in look' });
-    await d.getByLabel('Name').fill('reader');
-    await d.getByLabel('Profile').selectOption('e2e');
-    await d.getByRole('button', { name: 'Create' }).click();
-    const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
-    await box.waitFor();
+    const box = await createInGui(g, 'look', 'reader');
 
     // One turn: a failed request retried, then three tool calls (shell with a very long command, file_read,
     // file_edit), then a reply with a table and links.

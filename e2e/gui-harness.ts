@@ -94,3 +94,31 @@ export function useGui(o: GuiOptions): Gui {
   });
   return g;
 }
+
+/** Through the GUI's dialogs: a session on dir/work and an agent of the `e2e` profile in it; resolves with its prompt box. */
+export async function createInGui(g: Gui, session: string, agent: string) {
+  await g.page.goto(g.ui.url);
+  await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+  await g.page.getByRole('button', { name: 'New session' }).click();
+  await g.page.getByRole('dialog').getByLabel('Name').fill(session);
+  await g.page.getByRole('dialog').getByLabel('Working directory').fill(g.work);
+  await g.page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
+  await g.page.getByRole('button', { name: `New agent in ${session}` }).click();
+  const d = g.page.getByRole('dialog', { name: `New agent in ${session}` });
+  await d.getByLabel('Name').fill(agent);
+  await d.getByLabel('Profile').selectOption('e2e');
+  await d.getByRole('button', { name: 'Create' }).click();
+  const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
+  await box.waitFor();
+  return box;
+}
+
+/** Through the namespace: session `proj` on dir/work with agent `coder` (profile e2e); then the page, showing its chat. */
+export async function openCoder(g: Gui): Promise<void> {
+  await g.outside.rdwrText('session/new', `name=proj cwd=${g.work}\n`);
+  await g.outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e\n');
+  await g.page.goto(g.ui.url);
+  await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+  await g.page.locator('[data-agent="coder"] .node').click();
+  await g.page.getByTestId('chat').waitFor();
+}

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useGui } from './gui-harness.js';
+import { createInGui, useGui } from './gui-harness.js';
 import { screenshot } from './helpers.js';
 
 describe('hooks in the chat (web mode, real daemon)', () => {
@@ -20,19 +20,7 @@ describe('hooks in the chat (web mode, real daemon)', () => {
   });
 
   it('shows a hook that blocked a call as one line that opens to its output', async () => {
-    await g.page.goto(g.ui.url);
-    await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
-    await g.page.getByRole('button', { name: 'New session' }).click();
-    await g.page.getByRole('dialog').getByLabel('Name').fill('hooked');
-    await g.page.getByRole('dialog').getByLabel('Working directory').fill(join(g.dir, 'work'));
-    await g.page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
-    await g.page.getByRole('button', { name: 'New agent in hooked' }).click();
-    const d = g.page.getByRole('dialog', { name: 'New agent in hooked' });
-    await d.getByLabel('Name').fill('worker');
-    await d.getByLabel('Profile').selectOption('e2e');
-    await d.getByRole('button', { name: 'Create' }).click();
-    const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
-    await box.waitFor();
+    const box = await createInGui(g, 'hooked', 'worker');
     g.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'rm -rf build' } }] }], [{ text: 'The hook refused it.' }]);
     await box.fill('clean the build');
     await box.press('Enter');

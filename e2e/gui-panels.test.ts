@@ -11,7 +11,7 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useGui } from './gui-harness.js';
+import { openCoder, useGui } from './gui-harness.js';
 import { screenshot, until } from './helpers.js';
 
 /** The page's, in evaluate callbacks (this project's tsconfig for tests has no DOM types). */
@@ -51,12 +51,7 @@ describe('processes, search and settings with real agents (web mode)', () => {
     until(async () => (await g.outside.readText('session/proj/agent/coder/proc/idx')).trim().split('\n').at(-1)?.split('\t')[0] ?? '', 'a background process');
 
   it('shows background processes live, kills one, finds a past message, and edits the configuration', async () => {
-    await g.outside.rdwrText('session/new', `name=proj cwd=${g.work}\n`);
-    await g.outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e\n');
-    await g.page.goto(g.ui.url);
-    await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
-    await g.page.locator('[data-agent="coder"] .node').click();
-    await g.page.getByTestId('chat').waitFor();
+    await openCoder(g);
 
     // The panel, before anything runs: it says how a process comes to be.
     await g.page.keyboard.press('Control+Shift+P');

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { until } from '../test/wait.js';
-import { useGui } from './gui-harness.js';
+import { openCoder, useGui } from './gui-harness.js';
 import { screenshot } from './helpers.js';
 
 describe('the review panel (web mode)', () => {
@@ -32,12 +32,7 @@ describe('the review panel (web mode)', () => {
   const sh = (command: string) => [{ toolCalls: [{ name: 'shell', args: { command } }] }];
 
   it('shows each round\'s files and hunks, keeps reviewed marks across turns, rewinds, undoes and lists conflicts', async () => {
-    await g.outside.rdwrText('session/new', `name=proj cwd=${g.work}\n`);
-    await g.outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e\n');
-    await g.page.goto(g.ui.url);
-    await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
-    await g.page.locator('[data-agent="coder"] .node').click();
-    await g.page.getByTestId('chat').waitFor();
+    await openCoder(g);
     await g.page.getByRole('button', { name: 'Review', exact: true }).click();
     const panel = g.page.getByRole('complementary', { name: 'Review' });
     await panel.getByText('No checkpoints yet').waitFor();
