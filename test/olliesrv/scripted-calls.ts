@@ -7,6 +7,9 @@ import type { Block, Harness } from './agent-harness.js';
 
 export type Call = { name: string; args: Record<string, unknown> };
 
+/** The profile of an agent that attacks through the namespace (client_9p) and the shell. */
+export const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
+
 /** One model reply per round (a tool call each), then a closing text. */
 export const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
 export const sh = (command: string): Call => ({ name: 'shell', args: { command } });

@@ -10,9 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { closeRun, client9p, results, script, sh } from '../olliesrv/scripted-calls.js';
-
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
+import { ATTACKER, closeRun, client9p, results, script, sh } from '../olliesrv/scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
