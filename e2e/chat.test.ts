@@ -8,40 +8,38 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
-import { buildRenderer, launch, rmrf, screenshot, until } from './helpers.js';
+import { useBrowser, type BrowserEnv } from './gui-harness.js';
+import { screenshot, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
 
+/** A daemon with session `work` and agent `main` (profile test), and a page of the web UI showing main's chat. */
+async function openMain(b: BrowserEnv, opts: { tools?: boolean }): Promise<{ h: Harness; ui: WebUi; page: Page }> {
+  const h = await harness(opts);
+  await h.c.rdwrText('session/new', `name=work cwd=${h.dir}`);
+  await h.c.rdwrText('session/work/agent/new', 'name=main agent=test');
+  const ui = await startWebUi({ server: h.daemon.server, rendererDir: b.rendererDir });
+  const page = await b.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(ui.url);
+  await page.locator('[data-agent="main"] .node').click();
+  await page.getByTestId('chat').waitFor();
+  return { h, ui, page };
+}
+
 describe('agent states, sub-agents and the status bar, against the real daemon', () => {
-  let rendererDir: string;
-  let browser: Browser;
+  const b = useBrowser();
   let h: Harness;
   let ui: WebUi;
   let page: Page;
 
-  beforeAll(async () => {
-    rendererDir = await buildRenderer();
-    browser = await launch();
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-    rmrf(rendererDir);
-  });
   beforeEach(async () => {
     // With a tool server: `calling` is a real tool call, held until the test lets it end.
-    h = await harness();
-    await h.c.rdwrText('session/new', `name=work cwd=${h.dir}`);
-    await h.c.rdwrText('session/work/agent/new', 'name=main agent=test');
-    ui = await startWebUi({ server: h.daemon.server, rendererDir });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(ui.url);
-    await page.locator('[data-agent="main"] .node').click();
-    await page.getByTestId('chat').waitFor();
+    ({ h, ui, page } = await openMain(b, {}));
   });
   afterEach(async () => {
     await page?.close();
@@ -137,29 +135,13 @@ describe('agent states, sub-agents and the status bar, against the real daemon',
 });
 
 describe('agents in the renderer, against the real daemon', () => {
-  let rendererDir: string;
-  let browser: Browser;
+  const b = useBrowser();
   let h: Harness;
   let ui: WebUi;
   let page: Page;
 
-  beforeAll(async () => {
-    rendererDir = await buildRenderer();
-    browser = await launch();
-  }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-    rmrf(rendererDir);
-  });
   beforeEach(async () => {
-    h = await harness({ tools: false });
-    await h.c.rdwrText('session/new', `name=work cwd=${h.dir}`);
-    await h.c.rdwrText('session/work/agent/new', 'name=main agent=test');
-    ui = await startWebUi({ server: h.daemon.server, rendererDir });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(ui.url);
-    await page.locator('[data-agent="main"] .node').click();
-    await page.getByTestId('chat').waitFor();
+    ({ h, ui, page } = await openMain(b, { tools: false }));
   });
   afterEach(async () => {
     await page?.close();

@@ -122,3 +122,22 @@ export async function openCoder(g: Gui): Promise<void> {
   await g.page.locator('[data-agent="coder"] .node').click();
   await g.page.getByTestId('chat').waitFor();
 }
+
+export interface BrowserEnv {
+  rendererDir: string;
+  browser: Browser;
+}
+
+/** The built renderer and a Chromium for a describe block: made in its beforeAll, gone after its afterAll. */
+export function useBrowser(): BrowserEnv {
+  const b = {} as BrowserEnv;
+  beforeAll(async () => {
+    b.rendererDir = await buildRenderer();
+    b.browser = await launch();
+  }, 60_000);
+  afterAll(async () => {
+    await b.browser?.close();
+    rmrf(b.rendererDir);
+  });
+  return b;
+}
