@@ -85,10 +85,13 @@ export async function startGui(o: GuiOptions): Promise<Gui> {
   }
 }
 
-/** The harness for a describe block: started in its beforeAll, closed in its afterAll (the fields are there from then). */
-export function useGui(o: GuiOptions): Gui {
+/**
+ * The harness for a describe block: started in its beforeAll, closed in its afterAll (the fields are there from
+ * then). Options as a function are read in that beforeAll, after the ones registered before it.
+ */
+export function useGui(o: GuiOptions | (() => GuiOptions)): Gui {
   const g = {} as Gui;
-  beforeAll(async () => void Object.assign(g, await startGui(o)), 60_000);
+  beforeAll(async () => void Object.assign(g, await startGui(typeof o === 'function' ? o() : o)), 60_000);
   afterAll(async () => {
     await g.close?.();
   });
