@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from './agent-harness.js';
-import { closeRun, script as rounds, sh } from './scripted-calls.js';
+import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseDiff } from '../../src/renderer/src/lib/review-diff.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { closeRun, script as rounds, sh } from '../olliesrv/scripted-calls.js';
+import { closeRun, script as rounds, sh } from './scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { ATTACKER, closeRun, client9p, results, script, sh } from '../olliesrv/scripted-calls.js';
+import { ATTACKER, closeRun, client9p, results, script, sh } from './scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;

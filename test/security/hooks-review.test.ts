@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { results, script, type Call } from '../olliesrv/scripted-calls.js';
+import { results, script, type Call } from './scripted-calls.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'subagent_spawn', 'shell'], maxSteps: 30 };
 
