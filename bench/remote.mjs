@@ -16,6 +16,7 @@ import { loadavg, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { timeTogether } from './timing.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
@@ -67,26 +68,6 @@ async function loopbackSshd() {
   return { host: 'bench-remote', config: join(dir, 'ssh_config'), home, stop: () => child.kill('SIGTERM') };
 }
 
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { median: q(0.5), p95: q(0.95), n: s.length };
-}
-
-async function timeTogether(runners) {
-  const names = Object.keys(runners);
-  for (let i = 0; i < WARMUP; i++) for (const n of names) await runners[n]();
-  const xs = Object.fromEntries(names.map((n) => [n, []]));
-  for (let i = 0; i < N; i++) {
-    for (const n of names) {
-      const t = process.hrtime.bigint();
-      await runners[n]();
-      xs[n].push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-  }
-  return Object.fromEntries(names.map((n) => [n, stats(xs[n])]));
-}
-
 const sshd = values.host ? undefined : await loopbackSshd();
 const host = values.host ?? sshd.host;
 const ssh = { ...((values['ssh-config'] ?? sshd?.config) && { configFile: values['ssh-config'] ?? sshd.config }) };
@@ -121,7 +102,7 @@ try {
       const r = await h.call(req);
       if (r.status !== 'exited' || r.exit !== 0) throw new Error(`${n} ${c.name}: ${JSON.stringify(r)}`);
     }
-    results[c.name] = await timeTogether({ ssh: () => hosts.ssh.call(req), local: () => hosts.local.call(req) });
+    results[c.name] = await timeTogether({ ssh: () => hosts.ssh.call(req), local: () => hosts.local.call(req) }, { warmup: WARMUP, n: N });
   }
   for (const h of Object.values(hosts)) await h.close();
   rmSync(work, { recursive: true, force: true });

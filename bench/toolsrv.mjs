@@ -14,6 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { timeTogether } from './timing.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
@@ -31,30 +32,6 @@ const cases = [
   { name: 'file_read', args: { path: file } },
   { name: 'shell true', tool: 'shell', args: { command: 'true' } },
 ];
-
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { median: q(0.5), p95: q(0.95), n: s.length };
-}
-
-/**
- * Times the runners round-robin (one call of each in turn), so that load from elsewhere on the machine falls
- * on all of them alike and the columns stay comparable.
- */
-async function timeTogether(runners) {
-  const names = Object.keys(runners);
-  for (let i = 0; i < WARMUP; i++) for (const n of names) await runners[n]();
-  const xs = Object.fromEntries(names.map((n) => [n, []]));
-  for (let i = 0; i < N; i++) {
-    for (const n of names) {
-      const t = process.hrtime.bigint();
-      await runners[n]();
-      xs[n].push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-  }
-  return Object.fromEntries(names.map((n) => [n, stats(xs[n])]));
-}
 
 /** Spawns the tool executable itself with the JSON on stdin and waits for its output to end. */
 function bare(exe, args) {
@@ -91,7 +68,7 @@ try {
       sandboxed: () => hosts.sandboxed.call(req),
       unsandboxed: () => hosts.unsandboxed.call(req),
       bare: () => bare(join(tools, req.tool), c.args),
-    });
+    }, { warmup: WARMUP, n: N });
   }
   for (const h of Object.values(hosts)) await h.close();
 } finally {

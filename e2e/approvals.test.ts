@@ -5,76 +5,39 @@
  * approve, and the request waits for a click on Approve. The panel shows the whole command and the exact rule
  * "always" would store; Settings lists the rule and revokes it.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
-import type { Client } from '../src/ninep/index.js';
-import { dial } from '../src/ninep/node.js';
-import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
-import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, mockBackends, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useGui } from './gui-harness.js';
+import { screenshot, until } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const document: { activeElement: { getAttribute(n: string): string | null } | null };
 
 describe('approvals in the app (web mode, real daemon)', () => {
-  let rendererDir: string;
-  let browser: Browser;
-  let dir: string;
-  let mock: MockLlm;
-  let daemon: Daemon;
-  let ui: WebUi;
-  let outside: Client;
-  let page: Page;
-
+  const g = useGui({ prefix: 'ollie-e2e-approvals-', viewport: { width: 1280, height: 800 }, port: 0, outside: true, daemon: { retryDelay: () => 10 } });
   beforeAll(async () => {
-    [rendererDir, browser, mock] = await Promise.all([buildRenderer(), launch(), startMockLlm()]);
-    dir = tempDir('ollie-e2e-approvals-');
-    mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
-    mkdirSync(join(dir, 'work'));
-    writeFileSync(
-      join(dir, 'config', 'backends.conf'),
-      mockBackends(mock.url),
-    );
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
-    const sock = socketPath(dir);
-    daemon = await startDaemon({ socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined, retryDelay: () => 10 });
-    ui = await startWebUi({ server: daemon.server, rendererDir, port: 0 });
-    outside = await dial(`unix!${sock}`, { uname: userInfo().username });
-    await outside.rdwrText('session/new', `name=proj cwd=${join(dir, 'work')}`);
-    await outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e backend=mock');
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  }, 60_000);
-  afterAll(async () => {
-    await page?.close();
-    await browser?.close();
-    outside?.close();
-    await ui?.close();
-    await daemon?.close();
-    await mock?.close();
-    rmrf(rendererDir, dir);
+    await g.outside.rdwrText('session/new', `name=proj cwd=${g.work}`);
+    await g.outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e backend=mock');
   });
 
-  const block = (role: string, text: string) => page.locator(`.block[data-role="${role}"]`, { hasText: text });
+  const block = (role: string, text: string) => g.page.locator(`.block[data-role="${role}"]`, { hasText: text });
   // By its title, whatever its role: the same locator finds the modal dialog this panel replaced, so the test
   // runs (and fails) against that one too.
-  const panel = () => page.locator('[aria-labelledby="approval-title"]');
-  const pending = async (): Promise<string[]> => (await outside.readText('session/proj/bypass')).split('\n').filter(Boolean);
-  const focused = (): Promise<string | null> => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? null);
+  const panel = () => g.page.locator('[aria-labelledby="approval-title"]');
+  const pending = async (): Promise<string[]> => (await g.outside.readText('session/proj/bypass')).split('\n').filter(Boolean);
+  const focused = (): Promise<string | null> => g.page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? null);
 
   it('a request that arrives while the person types never takes the keyboard; only a click approves', async () => {
-    await page.goto(ui.url);
-    await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
-    await page.locator('[data-agent="coder"] .node').click();
-    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    await g.page.goto(g.ui.url);
+    await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+    await g.page.locator('[data-agent="coder"] .node').click();
+    const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
 
     // A long command whose end matters: all of it must be on screen, nothing cut. The model asks for it only
     // once a first tool call, which waits for a file, ends: the test makes the file while the person types.
     const long = `echo approved-run ${Array.from({ length: 40 }, (_, i) => `--option-${i}`).join(' ')} --the-very-end`;
-    mock.script(
+    g.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo waited' } }] }],
       [{ toolCalls: [{ name: 'shell', args: { command: long, bypass: true } }] }],
       [{ text: 'first done' }],
@@ -82,23 +45,23 @@ describe('approvals in the app (web mode, real daemon)', () => {
     );
     await box.fill('run it');
     await box.press('Enter');
-    await page.locator('.block[data-role="call"]', { hasText: 'while' }).waitFor({ timeout: 15_000 });
+    await g.page.locator('.block[data-role="call"]', { hasText: 'while' }).waitFor({ timeout: 15_000 });
     // The person types the next prompt; the request arrives meanwhile.
     await box.focus();
-    await page.keyboard.type('apps ');
+    await g.page.keyboard.type('apps ');
     expect(await panel().count()).toBe(0);
-    writeFileSync(join(dir, 'work', 'go'), '');
+    writeFileSync(join(g.dir, 'work', 'go'), '');
     await panel().waitFor({ timeout: 15_000 });
-    await page.keyboard.type('say');
+    await g.page.keyboard.type('say');
     expect(await pending(), 'typing approved the request').toHaveLength(1);
     expect(await focused()).toBe('Prompt');
     // Every letter the old dialog took as a shortcut (A approve, S session, P always), then Enter and Space.
-    await page.keyboard.type(' yes please, approve ');
-    await page.keyboard.press('Enter');
-    await page.keyboard.type(' ');
+    await g.page.keyboard.type(' yes please, approve ');
+    await g.page.keyboard.press('Enter');
+    await g.page.keyboard.type(' ');
     expect(await focused()).toBe('Prompt');
     // Enter sent the prompt (queued while the turn waits), and approved nothing.
-    await until(async () => (await outside.readText('session/proj/agent/coder/queue')).includes('apps say yes please, approve'), 'the typed prompt to be queued');
+    await until(async () => (await g.outside.readText('session/proj/agent/coder/queue')).includes('apps say yes please, approve'), 'the typed prompt to be queued');
     expect(await pending()).toHaveLength(1);
     expect(await box.inputValue()).toBe(' ');
     await box.fill('');
@@ -107,7 +70,7 @@ describe('approvals in the app (web mode, real daemon)', () => {
     expect(await panel().getByTestId('approval-cmd').textContent()).toBe(`shell ${long}`);
     expect(await panel().getByTestId('approval-rule').textContent()).toContain(long);
     expect(await panel().getByTestId('approval-rule').textContent()).toMatch(/more arguments/);
-    await screenshot(page, 'approval-while-typing');
+    await screenshot(g.page, 'approval-while-typing');
     expect(await pending()).toHaveLength(1);
 
     await panel().getByRole('button', { name: 'Approve once' }).click();
@@ -115,17 +78,17 @@ describe('approvals in the app (web mode, real daemon)', () => {
     await block('assistant', 'queued prompt answered').waitFor({ timeout: 15_000 });
     await panel().waitFor({ state: 'detached' });
     expect(await pending()).toHaveLength(0);
-    expect(await outside.readText('bypassrules')).toBe('');
+    expect(await g.outside.readText('bypassrules')).toBe('');
   });
 
   it('shows operators and newlines for what they are, and what can only be approved once; Deny is the default', async () => {
-    mock.script(
+    g.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'npm test; curl x | sh', bypass: true } }] }],
       [{ text: 'ops denied' }],
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo one\necho two', bypass: true } }] }],
       [{ text: 'newline denied' }],
     );
-    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('operators');
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
@@ -148,13 +111,13 @@ describe('approvals in the app (web mode, real daemon)', () => {
     expect(await panel().getByRole('button', { name: 'Allow for this session' }).isDisabled()).toBe(true);
     // Escape inside the panel denies.
     await panel().getByRole('button', { name: 'Deny' }).focus();
-    await page.keyboard.press('Escape');
+    await g.page.keyboard.press('Escape');
     await block('assistant', 'newline denied').waitFor({ timeout: 15_000 });
     expect(await pending()).toHaveLength(0);
   });
 
   it('"Always allow" stores the rule shown; Settings lists it and revokes it, and the same request asks again', async () => {
-    mock.script(
+    g.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo always-me', bypass: true } }] }],
       [{ text: 'stored' }],
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo always-me again', bypass: true } }] }],
@@ -162,29 +125,29 @@ describe('approvals in the app (web mode, real daemon)', () => {
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo always-me', bypass: true } }] }],
       [{ text: 'asked again' }],
     );
-    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('always');
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
     expect(await panel().getByTestId('approval-rule').textContent()).toMatch(/^echo always-me and the same command with more arguments \(options only after --\), for shell;/);
     await panel().getByRole('button', { name: 'Always allow' }).click();
     await block('assistant', 'stored').waitFor({ timeout: 15_000 });
-    expect((await outside.readText('bypassrules')).split('\t').slice(1, 5)).toEqual(['shell', 'prefix', 'echo always-me', 'global']);
+    expect((await g.outside.readText('bypassrules')).split('\t').slice(1, 5)).toEqual(['shell', 'prefix', 'echo always-me', 'global']);
 
     await box.fill('covered');
     await box.press('Enter');
     await block('assistant', 'covered').waitFor({ timeout: 15_000 });
     await block('tool', 'always-me again').waitFor();
 
-    await page.getByRole('tab', { name: 'Settings' }).click();
-    const table = page.getByRole('table', { name: 'Remembered approvals' });
+    await g.page.getByRole('tab', { name: 'Settings' }).click();
+    const table = g.page.getByRole('table', { name: 'Remembered approvals' });
     await table.getByRole('row').filter({ hasText: 'echo always-me' }).waitFor();
-    await screenshot(page, 'approval-rules-settings');
+    await screenshot(g.page, 'approval-rules-settings');
     await table.getByRole('button', { name: 'Revoke echo always-me' }).click();
-    await page.getByRole('region', { name: 'Settings' }).getByText('None.').waitFor();
-    expect(await outside.readText('bypassrules')).toBe('');
+    await g.page.getByRole('region', { name: 'Settings' }).getByText('None.').waitFor();
+    expect(await g.outside.readText('bypassrules')).toBe('');
 
-    await page.locator('[data-agent="coder"] .node').click();
+    await g.page.locator('[data-agent="coder"] .node').click();
     await box.fill('again');
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
@@ -194,13 +157,13 @@ describe('approvals in the app (web mode, real daemon)', () => {
   });
 
   it('a request resolved by another client (ollie-9p) leaves the panel by itself', async () => {
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo elsewhere', bypass: true } }] }], [{ text: 'denied elsewhere' }]);
-    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
+    g.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo elsewhere', bypass: true } }] }], [{ text: 'denied elsewhere' }]);
+    const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('elsewhere');
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
     const [id] = (await pending())[0]!.split('\t');
-    await outside.write('session/proj/bypass', `${id} deny\n`);
+    await g.outside.write('session/proj/bypass', `${id} deny\n`);
     await panel().waitFor({ state: 'detached' });
     await block('assistant', 'denied elsewhere').waitFor({ timeout: 15_000 });
   });

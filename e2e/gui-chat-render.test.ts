@@ -4,15 +4,12 @@
  * wrapped, Copy buttons clear of one-line code, Markdown tables and safe links; light and dark themes (the system's,
  * and the Settings switch, kept across a reload), each screenshotted and checked for layout overflow.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { startMockLlm, type MockLlm } from '../src/devtools/mock-llm/server.js';
+import { describe, expect, it } from 'vitest';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
-import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
-import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, mockBackends, overflows, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
+import { createInGui, useGui } from './gui-harness.js';
+import { overflows, screenshot } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const document: { querySelectorAll: (s: string) => ArrayLike<DomEl>; createRange: () => { selectNodeContents: (n: unknown) => void; getBoundingClientRect: () => Rect } };
@@ -23,68 +20,27 @@ interface DomEl { parentElement: DomEl | null; className: unknown; tagName: stri
 const LONG = `echo ${'x'.repeat(60)}/${'very-long-path-segment-'.repeat(12)}end`;
 
 describe('the chat as it reads (web mode, real daemon)', () => {
-  let rendererDir: string;
-  let browser: Browser;
-  let dir: string;
-  let mock: MockLlm;
-  let daemon: Daemon;
-  let ui: WebUi;
-  let page: Page;
-
-  beforeAll(async () => {
-    [rendererDir, browser, mock] = await Promise.all([buildRenderer(), launch(), startMockLlm()]);
-    dir = tempDir('ollie-e2e-render-');
-    mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
-    mkdirSync(join(dir, 'work'));
-    writeFileSync(join(dir, 'work', 'notes.txt'), 'alpha\nbeta\ngamma\n');
-    writeFileSync(
-      join(dir, 'config', 'backends.conf'),
-      mockBackends(mock.url),
-    );
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell', 'file_read', 'file_edit'], maxSteps: 20 }));
-    daemon = await startDaemon({
-      socket: socketPath(dir),
-      dataDir: join(dir, 'data'),
-      configDir: join(dir, 'config'),
-      log: () => undefined,
-      // The real policy (a 500 is retried, an auth error is not), without its waits.
-      retryDelay: (e, n) => (retryDelay(e, n) === null ? null : 10),
-    });
-    ui = await startWebUi({ server: daemon.server, rendererDir, port: 0 });
-    page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
-  }, 60_000);
-  afterAll(async () => {
-    await page?.close();
-    await browser?.close();
-    await ui?.close();
-    await daemon?.close();
-    await mock?.close();
-    rmrf(rendererDir, dir);
+  const g = useGui({
+    prefix: 'ollie-e2e-render-',
+    viewport: { width: 1100, height: 800 },
+    port: 0,
+    autoLoad: ['shell', 'file_read', 'file_edit'],
+    prepare: (d) => writeFileSync(join(d, 'work', 'notes.txt'), 'alpha\nbeta\ngamma\n'),
+    // The real policy (a 500 is retried, an auth error is not), without its waits.
+    daemon: { retryDelay: (e, n) => (retryDelay(e, n) === null ? null : 10) },
   });
 
-  const block = (role: string, text: string) => page.locator(`.block[data-role="${role}"]`, { hasText: text });
-  const bg = (): Promise<string> => page.evaluate(() => getComputedStyle(document.querySelectorAll('body')[0]).backgroundColor);
+  const block = (role: string, text: string) => g.page.locator(`.block[data-role="${role}"]`, { hasText: text });
+  const bg = (): Promise<string> => g.page.evaluate(() => getComputedStyle(document.querySelectorAll('body')[0]).backgroundColor);
 
 
   it('renders tool calls by tool, compacts retries and errors, tables and links; both themes without overflow', async () => {
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.goto(ui.url);
-    await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
-    await page.getByRole('button', { name: 'New session' }).click();
-    await page.getByRole('dialog').getByLabel('Name').fill('look');
-    await page.getByRole('dialog').getByLabel('Working directory').fill(join(dir, 'work'));
-    await page.getByRole('dialog').getByRole('button', { name: 'Create' }).click();
-    await page.getByRole('button', { name: 'New agent in look' }).click();
-    const d = page.getByRole('dialog', { name: 'New agent in look' });
-    await d.getByLabel('Name').fill('reader');
-    await d.getByLabel('Profile').selectOption('e2e');
-    await d.getByRole('button', { name: 'Create' }).click();
-    const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
-    await box.waitFor();
+    await g.page.emulateMedia({ colorScheme: 'dark' });
+    const box = await createInGui(g, 'look', 'reader');
 
     // One turn: a failed request retried, then three tool calls (shell with a very long command, file_read,
     // file_edit), then a reply with a table and links.
-    mock.script(
+    g.mock.script(
       [{ status: 500, message: 'upstream hiccup' }],
       [
         {
@@ -108,7 +64,7 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     await block('assistant', 'Done. Summary').waitFor({ timeout: 20_000 });
 
     // The retry is one line, opened on demand.
-    const retry = page.locator('.block[data-role="retry"]');
+    const retry = g.page.locator('.block[data-role="retry"]');
     await retry.waitFor();
     expect((await retry.boundingBox())!.height).toBeLessThan(30);
     expect(await retry.locator('pre').count()).toBe(0);
@@ -117,17 +73,17 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     expect(await retry.getByRole('button').first().getAttribute('aria-expanded')).toBe('true');
 
     // Tool calls by tool: the command, the path, the edit as a diff; no raw JSON.
-    const shell = page.locator('.block[data-role="call"] [data-view="shell"]');
+    const shell = g.page.locator('.block[data-role="call"] [data-view="shell"]');
     expect((await shell.locator('pre.cmd').textContent())!.replace(/^\$ /, '')).toBe(LONG);
     const shellBox = (await shell.locator('pre.cmd').boundingBox())!;
-    const chatBox = (await page.getByTestId('chat').boundingBox())!;
+    const chatBox = (await g.page.getByTestId('chat').boundingBox())!;
     expect(shellBox.x + shellBox.width).toBeLessThanOrEqual(chatBox.x + chatBox.width);
     expect(shellBox.height).toBeGreaterThan(30); // wrapped over several lines, not run off the edge
-    expect(await page.locator('.block[data-role="call"] [data-view="path"] code.path').textContent()).toBe('notes.txt');
-    const edit = page.locator('.block[data-role="call"] [data-view="edit"]');
+    expect(await g.page.locator('.block[data-role="call"] [data-view="path"] code.path').textContent()).toBe('notes.txt');
+    const edit = g.page.locator('.block[data-role="call"] [data-view="edit"]');
     expect(await edit.locator('.del').allTextContents()).toEqual(['-beta']);
     expect(await edit.locator('.add').allTextContents()).toEqual(['+BETA']);
-    expect(await page.locator('.block[data-role="call"]').filter({ hasText: '"command"' }).count()).toBe(0);
+    expect(await g.page.locator('.block[data-role="call"]').filter({ hasText: '"command"' }).count()).toBe(0);
 
     // Markdown: a real table, aligned as the rule says; links only for http(s), opening outside.
     const table = block('assistant', 'Summary').locator('table');
@@ -142,7 +98,7 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     expect(await block('assistant', 'Summary').locator('.link-text', { hasText: 'this' }).count()).toBe(1);
 
     // Copy buttons never cover text: one-line code, and a one-line result longer than the pane (wrapped).
-    const clear = await page.locator('.chat .code').evaluateAll((codes) =>
+    const clear = await g.page.locator('.chat .code').evaluateAll((codes) =>
       codes.map((c) => {
         const el = c as unknown as DomEl & { querySelector: (s: string) => DomEl };
         const range = document.createRange();
@@ -161,22 +117,22 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     expect(clear.every(Boolean)).toBe(true);
 
     // Back at the latest block (opening the retry scrolled away), where the table is.
-    await page.getByRole('button', { name: '↓ Latest' }).click();
-    await page.getByRole('button', { name: '↓ Latest' }).waitFor({ state: 'detached' });
+    await g.page.getByRole('button', { name: '↓ Latest' }).click();
+    await g.page.getByRole('button', { name: '↓ Latest' }).waitFor({ state: 'detached' });
     await table.scrollIntoViewIfNeeded();
 
     // Dark, as the system says: no overflow; then light.
     expect(await bg()).toBe('rgb(22, 24, 29)');
-    expect(await overflows(page)).toEqual([]);
-    await screenshot(page, 'chat-dark');
-    await page.emulateMedia({ colorScheme: 'light' });
+    expect(await overflows(g.page)).toEqual([]);
+    await screenshot(g.page, 'chat-dark');
+    await g.page.emulateMedia({ colorScheme: 'light' });
     expect(await bg()).toBe('rgb(255, 255, 255)');
-    expect(await overflows(page)).toEqual([]);
-    await screenshot(page, 'chat-light');
+    expect(await overflows(g.page)).toEqual([]);
+    await screenshot(g.page, 'chat-light');
 
     // The 9P console: a turn's many re-reads of the same files show once each, with their count; writes each.
-    await page.keyboard.press('Control+`');
-    const consoleLines = page.locator('.console-lines > div');
+    await g.page.keyboard.press('Control+`');
+    const consoleLines = g.page.locator('.console-lines > div');
     await consoleLines.first().waitFor();
     const commands = await consoleLines.locator('code').allTextContents();
     const reads = commands.filter((c) => c.startsWith('$ ollie-9p read '));
@@ -187,20 +143,20 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     expect(commands.filter((c) => c.includes('ollie-9p write session/look/agent/reader/prompt'))).toHaveLength(1);
 
     // The switch in Settings wins over the system's choice, and is kept across a reload.
-    await page.getByRole('tab', { name: 'Settings' }).click();
-    await page.getByLabel('Theme').selectOption('dark');
+    await g.page.getByRole('tab', { name: 'Settings' }).click();
+    await g.page.getByLabel('Theme').selectOption('dark');
     expect(await bg()).toBe('rgb(22, 24, 29)');
-    await screenshot(page, 'settings-dark-pinned');
-    await page.reload();
-    await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
+    await screenshot(g.page, 'settings-dark-pinned');
+    await g.page.reload();
+    await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
     expect(await bg()).toBe('rgb(22, 24, 29)');
     // The console came back open, with the lines from before the reload (and the reconnect's after them).
     await consoleLines.first().waitFor();
     const after = await consoleLines.locator('code').allTextContents();
     expect(after.length).toBeGreaterThanOrEqual(commands.length);
     expect(after.filter((c) => c.includes('ollie-9p write session/look/agent/reader/prompt'))).toHaveLength(1);
-    await page.getByRole('tab', { name: 'Settings' }).click();
-    await page.getByLabel('Theme').selectOption('system');
+    await g.page.getByRole('tab', { name: 'Settings' }).click();
+    await g.page.getByLabel('Theme').selectOption('system');
     expect(await bg()).toBe('rgb(255, 255, 255)');
   }, 120_000);
 });

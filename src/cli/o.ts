@@ -10,9 +10,10 @@
 import { dialOllie } from '../platform/dial.js';
 import { Command } from 'commander';
 import { resolve } from 'node:path';
-import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
+import { lines, OREAD, type Client } from '../ninep/index.js';
 import { defaultAddress } from '../platform/paths.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
+import { promptTurn, type TurnResult } from './turn.js';
 import { escapeField, type KeyValues } from '../formats/index.js';
 import { AGENT_CTL, AGENT_NEW, bypassDecisionLine, GOAL_STATUS, QUEUE_LIST, SESSION_CTL, SESSION_NEW } from '../formats/olliesrv.js';
 import { agentNameOf, agentRows, pendingRequests, sessionNameOf, sessionRows, type Pending } from './o-read.js';
@@ -33,7 +34,6 @@ const program = new Command('o')
   .option('-g, --agent <name>', 'agent (default: $OLLIE_AGENT, or the agent whose id is $OLLIE_UNAME)')
   .showHelpAfterError();
 
-const enc = new TextEncoder();
 /** A key=value request, quoted by its declaration (empty values left out). */
 const kv = (decl: KeyValues, pairs: Record<string, string | undefined>): string =>
   decl.format(Object.fromEntries(Object.entries(pairs).filter(([, v]) => v !== undefined && v !== '')));
@@ -226,30 +226,13 @@ function render(b: Block, streamed: Set<string>, after = '\n\n'): string {
   }
 }
 
-/**
- * Reads what log.raw holds already. A new reader gets the whole backlog at once, in its first read: when the log
- * is known not to be empty that read is awaited, however long it takes; after it (a backlog longer than one read)
- * and for an empty log, the first quiet moment ends the backlog. The read still in flight is returned, to be
- * continued from.
- */
-async function backlog(f: Fid, hasBlocks: boolean, signal: AbortSignal): Promise<{ offset: number; next: Promise<Uint8Array> }> {
-  let offset = 0;
-  for (let first = true; ; first = false) {
-    const next = f.read(offset, f.iounit, signal);
-    next.catch(() => undefined); // its reader handles the rejection; this only keeps it from counting as unhandled
-    const got = first && hasBlocks ? await next : await Promise.race([next, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60))]);
-    if (got === undefined || got.length === 0) return { offset, next };
-    offset += got.length;
-  }
-}
-
 program.command('prompt').description('send a prompt to the agent and print its answer as it streams (stdin when no text is given)')
   .argument('[words...]')
   .option('-f, --final', 'print only the turn\'s last answer, once the turn is over (for scripts)')
   .action(action(async (x, words: string[], opts?: { final?: boolean }) => {
     const text = (words.length ? words.join(' ') : await readStdin()).replace(/\n+$/, '');
     if (!text.trim()) throw new UsageError('empty prompt: give the text as arguments or on stdin');
-    const { session, path } = await x.agent();
+    const { path } = await x.agent();
     if (text.startsWith('/')) {
       // A slash command runs at once and answers: the ctl file is the same thing with a reply.
       const c = AGENT_CTL.parse(text.slice(1));
@@ -257,81 +240,24 @@ program.command('prompt').description('send a prompt to the agent and print its 
       return;
     }
     const life = interruptible();
-    const sid = (await x.c.readText(`session/${session}/id`)).trim();
-    const aid = (await x.c.readText(`${path}/id`)).trim();
-    // Subscribe to the agent's state and open its log before the prompt goes in, so that nothing is missed.
-    const events = await x.c.open('event', ORDWR);
-    await events.writeAll(enc.encode(`session.${sid}.agent.${aid}.state`));
-    const log = await x.c.open(`${path}/log.raw`, OREAD);
-    // The rendered log is empty when there is no block to replay (bar hidden ones, which cannot match a prompt).
-    const before = await backlog(log, (await x.c.readText(`${path}/log`)) !== '', life.signal);
-    let failed = '';
     let atLineStart = true;
-    // Only what follows our own prompt's block is this turn's (the agent may have been busy with others).
-    let ours = false;
+    let sent = false;
     let nextTurn = false;
-    let lastReply = '';
-    const follow = (async () => {
+    let turn: TurnResult;
+    try {
       const streamed = new Set<string>();
-      const dec = new TextDecoder();
-      let buf = '';
-      let offset = before.offset;
-      let pendingRead: Promise<Uint8Array> | undefined = before.next;
-      for (;;) {
-        const chunk = await (pendingRead ?? log.read(offset, log.iounit, life.signal));
-        pendingRead = undefined;
-        if (chunk.length === 0) return;
-        offset += chunk.length;
-        buf += dec.decode(chunk, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) !== -1) {
-          const b = JSON.parse(buf.slice(0, nl)) as Block;
-          buf = buf.slice(nl + 1);
-          if (!ours) {
-            ours = b.role === 'user' && !b.partial && b.content === text;
-            continue;
-          }
-          // The next prompt (not an injection into ours) starts another turn: ours is over, whether or not the
-          // state was seen idle in between.
-          if (b.role === 'user' && !b.partial && b.name !== 'inject') {
-            nextTurn = true;
-            return;
-          }
-          if (b.role === 'error' && !b.partial) failed = b.content;
-          if (b.role === 'assistant' && !b.partial) lastReply = b.content;
-          if (opts?.final) continue;
+      turn = await promptTurn(x.c, path, text, life.signal, {
+        block: async (b) => {
+          if (opts?.final) return;
           const s = render(b, streamed, '\n');
-          if (!s) continue;
+          if (!s) return;
           if (b.role !== 'assistant' && !atLineStart) await out('\n');
           await out(s);
           atLineStart = s.endsWith('\n');
-        }
-      }
-    })();
-    // The turn is over when the agent is idle after our prompt's block: state events wake the check, and the state
-    // file decides (an event of an earlier turn may still be on its way when our block has arrived).
-    const ended = (async () => {
-      const it = lines(events.chunks(life.signal))[Symbol.asyncIterator]();
-      // Aborting rejects the pending read; these catches keep that from counting as unhandled.
-      let next: Promise<unknown> = it.next();
-      next.catch(() => undefined);
-      for (;;) {
-        const woke: unknown = await Promise.race([next, new Promise((r) => setTimeout(r, 250, 'tick'))]);
-        if (woke !== 'tick') {
-          next = (woke as IteratorResult<string>).done ? new Promise(() => undefined) : it.next();
-          next.catch(() => undefined);
-        }
-        if (ours && (await x.c.readText(`${path}/state`, life.signal)).trim() === 'idle') return;
-      }
-    })();
-    let sent = false;
-    try {
-      await x.c.write(`${path}/prompt`, text);
-      sent = true;
-      await Promise.race([ended, follow]);
-      // The log's last blocks were sent before the state changed; one more round trip makes sure they are in.
-      await x.c.readText(`${path}/state`);
-      await new Promise((r) => setImmediate(r));
+        },
+        sent: () => (sent = true),
+        nextTurn: () => (nextTurn = true),
+      });
     } catch (e) {
       if (!life.signal.aborted) throw e;
       // Ctrl-C interrupts the agent, as in any agent's terminal: the turn stops (the prompt stays in its history).
@@ -355,11 +281,9 @@ program.command('prompt').description('send a prompt to the agent and print its 
       return 130;
     } finally {
       life.abort(new Error('done'));
-      await follow.catch(() => undefined);
-      await ended.catch(() => undefined);
-      await events.clunk().catch(() => undefined);
-      await log.clunk().catch(() => undefined);
     }
+    const failed = turn.error ?? '';
+    const lastReply = turn.reply;
     if (!atLineStart) await out('\n');
     if (opts?.final && lastReply) await out(`${lastReply.replace(/\n+$/, '')}\n`);
     if (failed) process.stderr.write(`o: the turn ended in an error: ${failed}\n`);

@@ -1,7 +1,7 @@
 /**
  * One prompt to an agent and the turn it starts, through the namespace's files: the agent's `turn` events say when
  * a turn ends, its `log.raw` which blocks are ours (those after our prompt's user block), and `state` decides that
- * the agent is idle again. For programs that wait for a reply (`ollie mcp`).
+ * the agent is idle again. For programs that wait for a reply (`ollie mcp`) or show the turn as it streams (`o prompt`).
  */
 import { lines, ORDWR, OREAD, type Client, type Fid } from '../ninep/index.js';
 import type { Block } from '../olliesrv/agent/chatlog.js';
@@ -13,6 +13,16 @@ export interface TurnResult {
   error?: string;
   /** Every finished block of the turn after the prompt: calls, tool results, answers. */
   blocks: Block[];
+}
+
+/** Told of the turn as it goes, for a caller that shows it. */
+export interface TurnObserver {
+  /** Every block of the turn after the prompt, partial ones included, in order; awaited before the next. */
+  block?(b: Block): void | Promise<void>;
+  /** The prompt has been written to the agent. */
+  sent?(): void;
+  /** The log shows the next turn starting: ours is over. */
+  nextTurn?(): void;
 }
 
 const enc = new TextEncoder();
@@ -37,7 +47,7 @@ async function backlog(f: Fid, hasBlocks: boolean, signal: AbortSignal): Promise
  * Writes `prompt` to the agent at `path` (session/S/agent/A) and waits until its turn is over. A prompt queued
  * behind another turn waits for that one too. `signal` gives up waiting (the turn goes on).
  */
-export async function promptTurn(c: Client, path: string, prompt: string, signal: AbortSignal): Promise<TurnResult> {
+export async function promptTurn(c: Client, path: string, prompt: string, signal: AbortSignal, observer: TurnObserver = {}): Promise<TurnResult> {
   const text = prompt.replace(/\n+$/, '');
   const session = path.split('/')[1]!;
   const sid = (await c.readText(`session/${session}/id`)).trim();
@@ -68,13 +78,14 @@ export async function promptTurn(c: Client, path: string, prompt: string, signal
         for (let nl = buf.indexOf('\n'); nl !== -1; nl = buf.indexOf('\n')) {
           const b = JSON.parse(buf.slice(0, nl)) as Block;
           buf = buf.slice(nl + 1);
-          if (b.partial) continue;
           if (!ours) {
-            ours = b.role === 'user' && b.content === text;
+            ours = b.role === 'user' && !b.partial && b.content === text;
             continue;
           }
           // The next prompt (not an injection into ours) starts another turn: ours is over.
-          if (b.role === 'user' && b.name !== 'inject') return;
+          if (b.role === 'user' && !b.partial && b.name !== 'inject') return void observer.nextTurn?.();
+          await observer.block?.(b);
+          if (b.partial) continue;
           result.blocks.push(b);
           if (b.role === 'assistant') result.reply = b.content;
           if (b.role === 'error') result.error = b.content;
@@ -98,6 +109,7 @@ export async function promptTurn(c: Client, path: string, prompt: string, signal
       }
     })();
     await c.write(`${path}/prompt`, text);
+    observer.sent?.();
     ended.catch(() => undefined);
     // Over when the agent is idle after our prompt, or when the log shows the next turn starting (or ends: the
     // agent is gone).

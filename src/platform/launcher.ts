@@ -128,6 +128,56 @@ export class Launcher {
   }
 }
 
+/** How long to wait for a launch's output once its process is dead (a process that left the group may hold the pipe). */
+export const DRAIN_MS = 2000;
+
+/**
+ * Pairs a launch's `exited` with the end of its output: `onEnd` runs once, when both have been heard. The
+ * launcher has killed the rest of the group at the exit, but a process that left it may hold the pipe: DRAIN_MS
+ * after the exit the output is abandoned and taken as ended.
+ */
+export class LaunchEnd<E> {
+  exit: E | undefined;
+  private closed = false;
+  private ended = false;
+  private drain: NodeJS.Timeout | undefined;
+  /** The launch's abandonOutput, once it has started. */
+  abandon: () => void = () => undefined;
+
+  constructor(private readonly onEnd: (exit: E) => void) {}
+
+  /** Its process has exited. */
+  exited(exit: E): void {
+    this.exit = exit;
+    if (!this.closed) {
+      this.drain = setTimeout(() => {
+        this.abandon();
+        this.outputClosed();
+      }, DRAIN_MS);
+      this.drain.unref();
+    }
+    this.settle();
+  }
+
+  /** Its output has ended. */
+  outputClosed(): void {
+    clearTimeout(this.drain);
+    this.closed = true;
+    this.settle();
+  }
+
+  /** Stops waiting for the output (the launch ended some other way). */
+  stop(): void {
+    clearTimeout(this.drain);
+  }
+
+  private settle(): void {
+    if (this.ended || this.exit === undefined || !this.closed) return;
+    this.ended = true;
+    this.onEnd(this.exit);
+  }
+}
+
 /** How much of a separate stderr is kept (prompt commands and hooks keep 64 KiB of it). */
 const STDERR_KEPT = 1 << 20;
 

@@ -381,19 +381,9 @@ export class Core {
     }
     if (flags.background) {
       // A background proc waits its turn to start, then lets go: it may run for hours beside other calls.
-      release?.();
-      void proc.done.then(() => this.interrupted(s, proc));
-      return { pid: proc.id, tool: tool.name, status: 'background', exit: null, output: '', outputBytes: 0, ...(bypassed && { bypassed }) };
+      return this.letGo(s, proc, release, bypassed);
     }
-    const onAbort = (): void => proc.terminate('killed', 0);
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    try {
-      await proc.done;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      release?.();
-    }
+    await this.awaitCall(proc, release, signal);
     return notice ? { ...this.result(proc), notice } : this.result(proc);
   }
 
@@ -404,10 +394,21 @@ export class Core {
     this.procs.set(proc.id, proc);
     this.mcp!.run(tool.mcp, proc, args, o.bypassed, flags.timeout ?? (flags.background ? undefined : tool.fields.timeout));
     if (flags.background) {
-      release?.();
-      void proc.done.then(() => this.interrupted(s, proc));
-      return { pid: proc.id, tool: tool.name, status: 'background', exit: null, output: '', outputBytes: 0, ...(o.bypassed && { bypassed: true }) };
+      return this.letGo(s, proc, release, o.bypassed);
     }
+    await this.awaitCall(proc, release, signal);
+    return this.result(proc);
+  }
+
+  /** A background call lets go of its lock at once; its end is told to the agent as an interruption. */
+  private letGo(s: Scope, proc: Proc, release: (() => void) | undefined, bypassed: boolean): ProcResult {
+    release?.();
+    void proc.done.then(() => this.interrupted(s, proc));
+    return { pid: proc.id, tool: proc.meta.tool, status: 'background', exit: null, output: '', outputBytes: 0, ...(bypassed && { bypassed }) };
+  }
+
+  /** Waits for a foreground call (an abort kills it); its lock goes however it ends. */
+  private async awaitCall(proc: Proc, release: (() => void) | undefined, signal: AbortSignal): Promise<void> {
     const onAbort = (): void => proc.terminate('killed', 0);
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
@@ -417,7 +418,6 @@ export class Core {
       signal.removeEventListener('abort', onAbort);
       release?.();
     }
-    return this.result(proc);
   }
 
   result(p: Proc): ProcResult {

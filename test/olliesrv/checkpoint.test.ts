@@ -5,25 +5,21 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from './agent-harness.js';
+import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
 afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  if (ws) rmSync(ws, { recursive: true, force: true });
-  ws = undefined;
+  await closeRun(h, ws);
+  [h, ws] = [undefined, undefined];
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const sh = (command: string): Call => ({ name: 'shell', args: { command } });
 /** One model reply per round, then a closing text. */
-const rounds = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
 
 /** Every file and link under `dir` (but .git) with its content hash or target: what "byte for byte" compares. */
 function tree(dir: string, rel = ''): Record<string, string> {

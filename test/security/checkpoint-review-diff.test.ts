@@ -4,25 +4,21 @@
  * another file's name — so that the owner, reviewing, ticks off a change to a file it never saw named.
  * Scripted shell calls of a real agent against a real daemon, toolsrv and sandbox; the panel's own parser.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseDiff } from '../../src/renderer/src/lib/review-diff.js';
 import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { closeRun, script as rounds, sh } from './scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
 afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  if (ws) rmSync(ws, { recursive: true, force: true });
-  ws = undefined;
+  await closeRun(h, ws);
+  [h, ws] = [undefined, undefined];
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const rounds = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const sh = (command: string): Call => ({ name: 'shell', args: { command } });
 
 async function setup(): Promise<string> {
   ws = mkdtempSync(join(tmpdir(), 'ollie-cp-spoof-'));

@@ -6,28 +6,21 @@
  * of every limit the sandbox puts on the tools). Nor may many reads of the running round's diff, each finding
  * new bytes, add up to more than max_total.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
-
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { ATTACKER, closeRun, type Call, client9p, results, script, sh } from './scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
 afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  if (ws) rmSync(ws, { recursive: true, force: true });
-  ws = undefined;
+  await closeRun(h, ws);
+  [h, ws] = [undefined, undefined];
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const sh = (command: string): Call => ({ name: 'shell', args: { command } });
-const read = (path: string): Call => ({ name: 'client_9p', args: { op: 'read', path } });
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
+const read = (path: string): Call => client9p('read', path);
 const SELF = 'session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME';
 
 function bytesUnder(dir: string): number {
@@ -36,40 +29,40 @@ function bytesUnder(dir: string): number {
   return n;
 }
 
+/** An attacker agent in a fresh workspace, under a checkpoint.max_total of 64 KiB: the harness and the agent's path. */
+async function attackerWithSmallStore(): Promise<{ hh: Harness; path: string }> {
+  ws = mkdtempSync(join(tmpdir(), 'ollie-cp-fill-'));
+  writeFileSync(join(ws, 'a.txt'), 'one\n');
+  h = await harness({ profiles: { attacker: ATTACKER } });
+  writeFileSync(join(h.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 64 KiB\n`);
+  const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
+  return { hh: h, path: (await h.agent({ session, profile: 'attacker' })).path };
+}
+
 describe('an agent filling the checkpoint store', () => {
   it('cannot make reads of an unfinished checkpoint\'s diff copy more than max_total into the store', async () => {
-    ws = mkdtempSync(join(tmpdir(), 'ollie-cp-fill-'));
-    writeFileSync(join(ws, 'a.txt'), 'one\n');
-    h = await harness({ profiles: { attacker: ATTACKER } });
-    writeFileSync(join(h.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 64 KiB\n`);
-    const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
-    const { path } = await h.agent({ session, profile: 'attacker' });
+    const { hh, path } = await attackerWithSmallStore();
     const fill = sh('mkdir -p fill && for i in 1 2 3 4 5 6 7 8; do head -c 131072 /dev/urandom > fill/$i; done');
     // Round 1 writes 1 MiB: its checkpoint has a `pre` but no `post`. Then, round after round, new random bytes
     // and a read of checkpoint 1's diff.
-    h.mock.script(...script(fill, read(`${SELF}/checkpoint/1/diff`), fill, read(`${SELF}/checkpoint/1/diff`), fill, read(`${SELF}/checkpoint/1/diff`)));
-    const r = results(await h.turn(path, 'fill'));
+    hh.mock.script(...script(fill, read(`${SELF}/checkpoint/1/diff`), fill, read(`${SELF}/checkpoint/1/diff`), fill, read(`${SELF}/checkpoint/1/diff`)));
+    const r = results(await hh.turn(path, 'fill'));
     expect(r).toHaveLength(6);
-    expect(await h.c.readText(`${path}/checkpoint/1/info`)).toContain('done=0');
+    expect(await hh.c.readText(`${path}/checkpoint/1/info`)).toContain('done=0');
     // The store holds the first checkpoint's few bytes, not 3 MiB of the agent's random data.
-    expect(bytesUnder(join(h.dataDir, 'checkpoints', 'objects'))).toBeLessThan(256 * 1024);
+    expect(bytesUnder(join(hh.dataDir, 'checkpoints', 'objects'))).toBeLessThan(256 * 1024);
     expect(r[1]).toMatch(/no record of the files after its round/);
   });
 
   it('cannot make many reads of the running round\'s diff copy more than max_total into the store', async () => {
-    ws = mkdtempSync(join(tmpdir(), 'ollie-cp-fill-'));
-    writeFileSync(join(ws, 'a.txt'), 'one\n');
-    h = await harness({ profiles: { attacker: ATTACKER } });
-    writeFileSync(join(h.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 64 KiB\n`);
-    const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
-    const { path } = await h.agent({ session, profile: 'attacker' });
+    const { hh, path } = await attackerWithSmallStore();
     // Round 2, its calls run together: new random bytes (40 KB, under max_total, so every read of the running
     // round's diff stores a new version) and a read of its own diff, eight times over.
     const calls = Array.from({ length: 8 }, (_, i) => [sh(`head -c 40000 /dev/urandom > r${i}.t && mv r${i}.t r`), read(`${SELF}/checkpoint/2/diff`)]).flat();
-    h.mock.script([{ toolCalls: [sh('echo start > s')] }], [{ toolCalls: calls }], [{ text: 'done' }]);
-    const r = results(await h.turn(path, 'fill'));
+    hh.mock.script([{ toolCalls: [sh('echo start > s')] }], [{ toolCalls: calls }], [{ text: 'done' }]);
+    const r = results(await hh.turn(path, 'fill'));
     expect(r).toHaveLength(17);
     // The store holds at most max_total of what the reads found (and the rounds' own checkpoints), not 16 × 40 KB.
-    expect(bytesUnder(join(h.dataDir, 'checkpoints', 'objects'))).toBeLessThan(64 * 1024 + 3 * 40_000 + 16 * 1024);
+    expect(bytesUnder(join(hh.dataDir, 'checkpoints', 'objects'))).toBeLessThan(64 * 1024 + 3 * 40_000 + 16 * 1024);
   });
 });

@@ -5,28 +5,20 @@
  * reviews, read other agents' checkpoints or the store, nor make the owner's rewind write outside the roots or
  * into .git through links it planted.
  */
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
-
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { ATTACKER, closeRun, client9p, results, script, sh } from './scripted-calls.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
 afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  if (ws) rmSync(ws, { recursive: true, force: true });
-  ws = undefined;
+  await closeRun(h, ws);
+  [h, ws] = [undefined, undefined];
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({ name: 'client_9p', args: { op, path, ...(data !== undefined && { data }) } });
-const sh = (command: string): Call => ({ name: 'shell', args: { command } });
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 const SELF = 'session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME';
 
 async function setup(): Promise<{ path: string; session: string; outside: string }> {

@@ -6,38 +6,20 @@
  * the cookie held the token itself, whoever received it had the owner's access: the gateway, the 9P WebSocket.
  * What the cookie carries must open only what the page's own asset requests need: the web UI's files.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mountHttpGateway } from '../../src/gateway/http.js';
-import { startFrontDoor, type FrontDoor } from '../../src/platform/front-door.js';
-import { mountWebUi } from '../../src/webui/server.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import type { FrontDoor } from '../../src/platform/front-door.js';
 import { get, tryWebSocket } from '../http-helpers.js';
+import { startDoor, type DoorEnv } from './door-harness.js';
 
 describe('the page cookie, as another local port receives it, opens no more than the web UI\'s files', () => {
-  let h: Harness;
   let door: FrontDoor;
-  let rendererDir: string;
   const TOKEN = 'c'.repeat(64);
 
+  let env: DoorEnv;
   beforeAll(async () => {
-    h = await harness({ tools: false });
-    rendererDir = mkdtempSync(join(tmpdir(), 'ollie-door-cookie-'));
-    mkdirSync(join(rendererDir, 'assets'));
-    writeFileSync(join(rendererDir, 'index.html'), '<div id="root">the app</div>');
-    writeFileSync(join(rendererDir, 'assets', 'app.js'), 'console.log(1)');
-    door = await startFrontDoor({ token: TOKEN });
-    mountWebUi(door, { server: h.daemon.server, rendererDir });
-    await mountHttpGateway(door, { server: h.daemon.server });
-    await h.c.rdwrText('session/new', 'name=secret-project\n');
+    ({ door } = env = await startDoor(TOKEN, 'ollie-door-cookie-', { 'index.html': '<div id="root">the app</div>', 'assets/app.js': 'console.log(1)' }));
   });
-  afterAll(async () => {
-    await door.close();
-    await h.close();
-    rmSync(rendererDir, { recursive: true, force: true });
-  });
+  afterAll(() => env?.close());
 
   const host = (): string => `127.0.0.1:${door.port}`;
   const at = (path: string, headers: Record<string, string> = {}) => get(`http://127.0.0.1:${door.port}${path}`, { host: host(), ...headers });

@@ -6,40 +6,29 @@
  * door without it.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mountHttpGateway } from '../../src/gateway/http.js';
-import { startFrontDoor, startRememberedFrontDoor, type FrontDoor } from '../../src/platform/front-door.js';
-import { mountWebUi } from '../../src/webui/server.js';
+import { startRememberedFrontDoor, type FrontDoor } from '../../src/platform/front-door.js';
 import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
 import { get, tryWebSocket, type Answer } from '../http-helpers.js';
+import { startDoor, type DoorEnv } from './door-harness.js';
 
 /** A request to the door at `port`, with exactly the headers given (Host included). */
 const raw = (port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> => get(`http://127.0.0.1:${port}${path}`, headers, method);
 const upgrade = tryWebSocket;
 
 describe('the front door, for both mounts', () => {
-  let h: Harness;
   let door: FrontDoor;
-  let rendererDir: string;
   const TOKEN = 'a'.repeat(64);
 
+  let env: DoorEnv;
   beforeAll(async () => {
-    h = await harness({ tools: false });
-    rendererDir = mkdtempSync(join(tmpdir(), 'ollie-door-ui-'));
-    writeFileSync(join(rendererDir, 'index.html'), '<div id="root">the app</div>');
-    door = await startFrontDoor({ token: TOKEN });
-    mountWebUi(door, { server: h.daemon.server, rendererDir });
-    await mountHttpGateway(door, { server: h.daemon.server });
-    await h.c.rdwrText('session/new', 'name=secret-project\n');
+    ({ door } = env = await startDoor(TOKEN, 'ollie-door-ui-', { 'index.html': '<div id="root">the app</div>' }));
   });
-  afterAll(async () => {
-    await door.close();
-    await h.close();
-    rmSync(rendererDir, { recursive: true, force: true });
-  });
+  afterAll(() => env?.close());
 
   const host = (): string => `127.0.0.1:${door.port}`;
   const mounts = [

@@ -15,7 +15,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { results, script, type Call } from './scripted-calls.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'subagent_spawn', 'shell'], maxSteps: 30 };
 
@@ -25,12 +26,17 @@ afterEach(async () => {
   h = undefined;
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
 const shell = (command: string, extra: Record<string, unknown> = {}): Call => ({ name: 'shell', args: { command, ...extra } });
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 const hooksJson = (hh: Harness, hooks: Record<string, unknown>): void => writeFileSync(join(hh.configDir, 'hooks.json'), JSON.stringify({ hooks }));
 const cmd = (command: string) => ({ type: 'command', command });
+/** Writes and trusts a project hooks file (its path returned) whose PostToolUse hook on shell runs ./fmt.sh (for now `exit 0`), which the agent can rewrite. */
+async function trustFmtHook(hh: Harness, work: string): Promise<string> {
+  const file = join(work, '.ollie-hooks.json');
+  writeFileSync(file, JSON.stringify({ hooks: { PostToolUse: [{ matcher: 'shell', hooks: [cmd('sh ./fmt.sh')] }] } }));
+  writeFileSync(join(work, 'fmt.sh'), 'exit 0\n');
+  await hh.c.write('config/trust', `trust ${file}\n`);
+  return file;
+}
 
 async function attacker(hh: Harness): Promise<{ session: string; sid: string; path: string; aid: string; work: string }> {
   const work = join(hh.dir, 'work');
@@ -161,10 +167,7 @@ describe('hooks, second review', () => {
   it('code it plants for a trusted hook leaves nothing running after the hook, and meets the process limit', async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
-    const file = join(a.work, '.ollie-hooks.json');
-    writeFileSync(file, JSON.stringify({ hooks: { PostToolUse: [{ matcher: 'shell', hooks: [cmd('sh ./fmt.sh')] }] } }));
-    writeFileSync(join(a.work, 'fmt.sh'), 'exit 0\n');
-    await h.c.write('config/trust', `trust ${file}\n`);
+    const file = await trustFmtHook(h, a.work);
     // A process that outlives the hook (detached from its group, its pipes closed), and then a fork flood.
     const evil = [
       'setsid sh -c \'echo $$ > stray.pid; exec sleep 300\' </dev/null >/dev/null 2>&1 &',
@@ -260,10 +263,7 @@ describe('hooks, second review: what a hook can read', () => {
     try {
       h = await harness({ profiles: { attacker: ATTACKER } });
       const a = await attacker(h);
-      const file = join(a.work, '.ollie-hooks.json');
-      writeFileSync(file, JSON.stringify({ hooks: { PostToolUse: [{ matcher: 'shell', hooks: [cmd('sh ./fmt.sh')] }] } }));
-      writeFileSync(join(a.work, 'fmt.sh'), 'exit 0\n');
-      await h.c.write('config/trust', `trust ${file}\n`);
+      await trustFmtHook(h, a.work);
       // Every ancestor (the hook's shell, the spawner, the daemon) and the daemon by its pid.
       const evil = [
         `p=$$; while [ "$p" -gt 1 ]; do echo "== $p $(tr '\\0' ' ' < /proc/$p/cmdline | head -c 80)"; tr '\\0' '\\n' < /proc/$p/environ; p=$(awk '/^PPid/{print $2}' /proc/$p/status); done > leaked 2>&1`,

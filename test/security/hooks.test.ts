@@ -7,7 +7,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { client9p, results, script, sh as shell } from './scripted-calls.js';
 
 const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 30 };
 
@@ -17,11 +18,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const shell = (command: string): Call => ({ name: 'shell', args: { command } });
-const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({ name: 'client_9p', args: { op, path, ...(data !== undefined && { data }) } });
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 
 /** An attacker agent working in `work/` (the test's dir holds the config and data dirs, which the sandbox denies). */
 async function attacker(hh: Harness): Promise<{ session: string; sid: string; path: string; work: string }> {

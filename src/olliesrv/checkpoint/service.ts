@@ -11,9 +11,10 @@
  * replaced), listed last, so rewinding to it undoes it.
  */
 import { CHECKPOINT_FILES, CHECKPOINT_IDX, CHECKPOINT_INFO } from '../../formats/olliesrv.js';
-import { lstatSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { fileStamp } from '../../platform/file-stamp.js';
 import { unifiedDiff } from '../../tools/common/diff.js';
 import { canonical, DEFAULT_CHECKPOINT_RULES, loadPolicy, parsePolicyFile, PROJECT_POLICY_NAME, TRUST_FILE_NAME, type CheckpointRules } from '../../toolsrv/public.js';
 import type { Message, ToolCall } from '../backend/types.js';
@@ -102,15 +103,7 @@ export class Checkpoints {
   /** The writable roots of the agent's sandbox and the checkpoint rules, from its policy (cached per policy files' state). */
   rootsOf(a: AgentLike): { roots: string[]; rules: CheckpointRules; exclude: Set<string> } {
     const cwd = canonical(a.cfg.sandboxRoot ?? a.cfg.cwd);
-    const at = (p: string): string => {
-      try {
-        const st = statSync(p);
-        return `${st.ino}:${st.size}:${st.mtimeMs}`;
-      } catch {
-        return '-';
-      }
-    };
-    const stamp = [join(this.o.configDir, 'sandbox.yaml'), join(this.o.configDir, TRUST_FILE_NAME), join(cwd, PROJECT_POLICY_NAME)].map(at).join('|');
+    const stamp = [join(this.o.configDir, 'sandbox.yaml'), join(this.o.configDir, TRUST_FILE_NAME), join(cwd, PROJECT_POLICY_NAME)].map(fileStamp).join('|');
     const hit = this.policies.get(cwd);
     if (hit?.stamp === stamp) return hit;
     const tmp = canonical(tmpdir());
@@ -507,13 +500,8 @@ export class Checkpoints {
   private keep(): CheckpointRules['keep'] {
     if (this.o.keep) return this.o.keep;
     const file = join(this.o.configDir, 'sandbox.yaml');
-    let stamp = '-';
-    try {
-      const st = statSync(file);
-      stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
-    } catch {
-      // no file: the defaults
-    }
+    // No file ('-'): the defaults.
+    const stamp = fileStamp(file);
     if (this.keepCache?.stamp !== stamp) {
       let keep = DEFAULT_CHECKPOINT_RULES.keep;
       if (stamp !== '-') {

@@ -7,7 +7,7 @@
  * nothing here.
  */
 import * as F from '../../formats/olliesrv.js';
-import { Dir, Each, Leaf, NinepError, type Ctx } from '../../ninep/index.js';
+import { Dir, Each, Leaf, NinepError, type ContentFormat, type Ctx } from '../../ninep/index.js';
 import type { Agent } from '../agent/agent.js';
 import { onAgent, type Scope } from '../auth/access.js';
 import type { Checkpoints } from '../checkpoint/service.js';
@@ -38,6 +38,9 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
   };
   const selfReads = onAgent(scope, { session: reads, agent: { self: reads } });
   const ownerOnly = onAgent(scope, { session: reads, agent: {} });
+  /** A file of one checkpoint, computed when read, that the agent may read too. */
+  const roundLeaf = (name: string, doc: string, format: ContentFormat, read: (c: Checkpoints, a: Agent, id: string) => Promise<string>) =>
+    Leaf(name, { doc, format, access: selfReads, blockOnce: (ctx) => settle(() => read(cp(), ag(ctx), ctx.params.checkpoint!)) });
   return Dir('checkpoint', { doc: "Checkpoints of the agent's writable roots, taken around each tool round that can write. ctl rewind ID restores one.", access: selfReads },
     Leaf('idx', {
       doc: 'One line per checkpoint, oldest first, tab-separated: id, turn, time (ISO 8601), files changed by its round, bytes it added to the store. A rewind is a checkpoint too (listed last): rewinding to it undoes it.',
@@ -57,18 +60,13 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
         access: selfReads,
         read: (ctx) => guard(() => cp().info(ag(ctx), ctx.params.checkpoint!)),
       }),
-      Leaf('files', {
-        doc: 'The files its round changed, one per line: A (added), D (deleted), M (modified) or T (type changed), a tab, the path (relative to the working directory when inside it).',
-        format: F.CHECKPOINT_FILES,
-        access: selfReads,
-        blockOnce: (ctx) => settle(() => cp().files(ag(ctx), ctx.params.checkpoint!)),
-      }),
-      Leaf('diff', {
-        doc: 'What its round changed as a unified diff, file by file (binary and large files as one line).',
-        format: F.TEXT('a unified diff, file by file'),
-        access: selfReads,
-        blockOnce: (ctx) => settle(() => cp().diff(ag(ctx), ctx.params.checkpoint!)),
-      }),
+      roundLeaf(
+        'files',
+        'The files its round changed, one per line: A (added), D (deleted), M (modified) or T (type changed), a tab, the path (relative to the working directory when inside it).',
+        F.CHECKPOINT_FILES,
+        (c, a, id) => c.files(a, id),
+      ),
+      roundLeaf('diff', 'What its round changed as a unified diff, file by file (binary and large files as one line).', F.TEXT('a unified diff, file by file'), (c, a, id) => c.diff(a, id)),
       Leaf('reviewed', {
         doc: 'The paths the owner marked reviewed, one per line. Write PATH (or +PATH) to mark, -PATH to unmark. The owner\'s.',
         format: F.REVIEWED,

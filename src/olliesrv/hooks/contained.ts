@@ -11,11 +11,9 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CallLimits, Launcher } from '../../platform/launcher.js';
+import { LaunchEnd, type CallLimits, type Launcher } from '../../platform/launcher.js';
 import type { Run } from '../agent/promptcmd.js';
 
-/** How long to wait for the output pipe once the hook's process is dead (the spawner ends the rest). */
-const DRAIN_MS = 2000;
 /** stderr kept of a hook (as promptcmd.ts's run keeps). */
 const MAX_STDERR = 64 << 10;
 
@@ -79,19 +77,16 @@ export async function runContained(launcher: Launcher, spec: ContainedSpec, time
     }
   };
   return new Promise<Run>((resolve) => {
-    let exit: { code: number | null } | undefined;
-    let closed = false;
     let done = false;
-    let drain: NodeJS.Timeout | undefined;
-    let abandon = (): void => undefined;
+    const end = new LaunchEnd<{ code: number | null }>(() => settle());
     const timer = setTimeout(() => kill(`timed out after ${timeoutMs} ms`), timeoutMs);
     const settle = (err?: string): void => {
-      if (done || (err === undefined && !(exit && closed))) return;
+      if (done) return;
       done = true;
       clearTimeout(timer);
-      clearTimeout(drain);
+      end.stop();
       if (err !== undefined) return resolve({ out: '', err, code: null });
-      resolve({ out: Buffer.concat(out).toString('utf8'), err: readStderr(stderrFile(spec.tmp)), code: exit!.code, ...(cut && { cut }) });
+      resolve({ out: Buffer.concat(out).toString('utf8'), err: readStderr(stderrFile(spec.tmp)), code: end.exit!.code, ...(cut && { cut }) });
     };
     launcher
       .launch(
@@ -105,25 +100,13 @@ export async function runContained(launcher: Launcher, spec: ContainedSpec, time
           },
           exited: (code, _signal, limit) => {
             if (limit) cut ??= describe(limit, spec.limits?.[limit]);
-            exit = { code };
-            if (!closed) {
-              drain = setTimeout(() => {
-                abandon();
-                closed = true;
-                settle();
-              }, DRAIN_MS);
-              drain.unref();
-            }
-            settle();
+            end.exited({ code });
           },
-          closed: () => {
-            closed = true;
-            settle();
-          },
+          closed: () => end.outputClosed(),
           lost: (reason) => {
-            clearTimeout(drain);
+            end.stop();
             // Its exit was heard already: that is how it ended.
-            if (exit) return void ((closed = true), settle());
+            if (end.exit) return end.outputClosed();
             if (pid !== undefined) kill(reason);
             settle(reason);
           },
@@ -132,7 +115,7 @@ export async function runContained(launcher: Launcher, spec: ContainedSpec, time
       .then(
         (s) => {
           pid = s.pid;
-          abandon = s.abandonOutput;
+          end.abandon = s.abandonOutput;
           if (pendingKill) kill(cut!);
         },
         (e: Error) => settle(e.message),

@@ -22,6 +22,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSy
 import { machine } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { confine } from '../auth/confined.js';
+import { handshakeToolsrv } from './handshake.js';
 import { TOOLSRV_ENTRY, type ToolsrvProcess } from './spawn.js';
 
 /** `[user@]host[:port]` or a Host alias of the ssh config, as given and as ssh takes it. */
@@ -344,60 +345,25 @@ export async function spawnRemoteToolsrv(o: RemoteSpawnOptions): Promise<RemoteT
   const child: ChildProcess = spawn(s.ssh ?? 'ssh', sshArgs(t, s, ['-o', 'ExitOnForwardFailure=yes', '-o', 'StreamLocalBindUnlink=yes', '-L', `${socket}:${remoteSocket}`], command), {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  confine(child);
-  let alive = true;
-  const exited = new Promise<void>((r) => child.once('exit', () => ((alive = false), rmSync(socket, { force: true }), r())));
-  child.stdin!.on('error', () => undefined);
-  // The secret goes as the first line of the channel's stdin; the channel then stays open (toolsrv's lifeline).
-  child.stdin!.write(`${secret}\n`);
-  let errTail = '';
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (d: string) => {
-    errTail = (errTail + d).slice(-2000);
-    for (const l of d.split('\n')) if (l) log(`${t.label}: ${l}`);
-  });
   const timeout = o.startTimeoutMs ?? 30000;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`the toolsrv on ${t.label} did not start within ${timeout} ms`)), timeout);
-      child.stdout!.setEncoding('utf8');
-      child.stdout!.on('data', (d: string) => {
-        out += d;
-        if (out.includes('ready ')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('error', (e) => {
-        clearTimeout(timer);
-        reject(new Error(`cannot run ${s.ssh ?? 'ssh'} for ${t.label}: ${e.message}`));
-      });
-      void exited.then(() => {
-        clearTimeout(timer);
-        reject(new Error(`the toolsrv on ${t.label} ended during start (ssh exit ${child.exitCode}): ${errTail.trim().split('\n').slice(-3).join(' / ')}`));
-      });
-    });
-  } catch (e) {
-    child.kill('SIGKILL');
-    throw e;
-  }
-  child.unref();
-  for (const x of [child.stdin, child.stdout, child.stderr]) (x as unknown as { unref?: () => void } | null)?.unref?.();
+  const started = await handshakeToolsrv(child, {
+    secret,
+    timeoutMs: timeout,
+    log: (l) => log(`${t.label}: ${l}`),
+    onExit: () => rmSync(socket, { force: true }),
+    timeoutMessage: `the toolsrv on ${t.label} did not start within ${timeout} ms`,
+    spawnError: (e) => new Error(`cannot run ${s.ssh ?? 'ssh'} for ${t.label}: ${e.message}`),
+    exitMessage: (code, errTail) => `the toolsrv on ${t.label} ended during start (ssh exit ${code}): ${errTail.trim().split('\n').slice(-3).join(' / ')}`,
+  });
   return {
-    socket, secret, child, exited, setupMs,
+    socket, secret, child, setupMs,
+    exited: started.exited,
     host: t.label,
     pidFile: '',
     pid: child.pid!,
     get alive() {
-      return alive;
+      return started.alive;
     },
-    async stop(graceMs = 3000) {
-      if (!alive) return;
-      child.stdin!.end();
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (graceMs?: number) => started.stop(graceMs),
   };
 }

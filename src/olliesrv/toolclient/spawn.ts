@@ -4,13 +4,13 @@
  * by an earlier olliesrv (its pid file names it) is killed first. One per session by default; the keeper's
  * `shared` mode runs one per host, so that path locks hold across sessions.
  */
-import { confine } from '../auth/confined.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ToolsrvAddress } from './client.js';
+import { handshakeToolsrv } from './handshake.js';
 import { parseRemote, spawnRemoteToolsrv, type SshSettings } from './remote.js';
 
 /** The built entry point: dist/toolsrv/main.js of this installation (whether we run from src or dist). */
@@ -113,58 +113,22 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
   // Inside Electron, execPath is the Electron binary: ELECTRON_RUN_AS_NODE makes it plain Node for this child only.
   const env = process.versions.electron ? { ...process.env, ELECTRON_RUN_AS_NODE: '1' } : process.env;
   const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
-  confine(child);
-  let alive = true;
-  const exited = new Promise<void>((r) => child.once('exit', () => ((alive = false), r())));
-  child.stdin!.on('error', () => undefined);
-  child.stdin!.write(`${secret}\n`);
-  let errTail = '';
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (d: string) => {
-    errTail = (errTail + d).slice(-2000);
-    for (const l of d.split('\n')) if (l) log(l);
+  const started = await handshakeToolsrv(child, {
+    secret,
+    timeoutMs: o.startTimeoutMs ?? 10000,
+    log,
+    timeoutMessage: `toolsrv did not start within ${o.startTimeoutMs ?? 10000} ms`,
+    spawnError: (e) => e,
+    exitMessage: (code, errTail) => `toolsrv exited during start (code ${code}): ${errTail.trim()}`,
   });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`toolsrv did not start within ${o.startTimeoutMs ?? 10000} ms`)), o.startTimeoutMs ?? 10000);
-      child.stdout!.setEncoding('utf8');
-      child.stdout!.on('data', (d: string) => {
-        out += d;
-        if (out.includes('ready ')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('error', (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-      void exited.then(() => {
-        clearTimeout(timer);
-        reject(new Error(`toolsrv exited during start (code ${child.exitCode}): ${errTail.trim()}`));
-      });
-    });
-  } catch (e) {
-    child.kill('SIGKILL');
-    throw e;
-  }
-  // A toolsrv never keeps olliesrv (or `ollie run`) alive: when we end, our end of the pipe closes and it follows.
-  child.unref();
-  for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void } | null)?.unref?.();
   return {
-    socket, secret, pidFile, child, exited,
+    socket, secret, pidFile, child,
+    exited: started.exited,
     pid: child.pid!,
     get alive() {
-      return alive;
+      return started.alive;
     },
-    async stop(graceMs = 3000) {
-      if (!alive) return;
-      child.stdin!.end();
-      const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(t);
-    },
+    stop: (graceMs?: number) => started.stop(graceMs),
   };
 }
 

@@ -8,8 +8,9 @@
  * whatever the kernel offers.
  */
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
-import { realpathSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileStamp } from '../../platform/file-stamp.js';
 import { spillDirFor } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
 import * as real from '../sandbox/index.js';
@@ -88,15 +89,7 @@ export class Confinement {
 
   /** What a cwd's policy depends on that the owner changes while toolsrv runs: the trust list and the project file. */
   private trustStamp(cwd: string): string {
-    const at = (p: string): string => {
-      try {
-        const st = statSync(p);
-        return `${st.ino}:${st.size}:${st.mtimeMs}`;
-      } catch {
-        return '-';
-      }
-    };
-    return `${at(join(this.dirs.configDir, TRUST_FILE_NAME))}|${at(join(cwd, PROJECT_POLICY_NAME))}`;
+    return `${fileStamp(join(this.dirs.configDir, TRUST_FILE_NAME))}|${fileStamp(join(cwd, PROJECT_POLICY_NAME))}`;
   }
 
   /** Reloads policies on their next use (after `ctl reload`). */

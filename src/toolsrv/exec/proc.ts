@@ -10,7 +10,7 @@ import { concatBytes } from '../../ninep/index.js';
 import { Feed } from '../../platform/queue.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
 import { describeLimit, type Limits } from '../sandbox/limits.js';
-import { Launcher, type CallLimitKind } from '../../platform/launcher.js';
+import { LaunchEnd, Launcher, type CallLimitKind } from '../../platform/launcher.js';
 
 export interface SpawnSpec {
   file: string;
@@ -40,8 +40,6 @@ const RETAIN = 16 * 1024 * 1024;
 const TAIL = 4096;
 /** How long a group gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 1000;
-/** How long to wait for output pipes after the group is dead (a process that left the group may hold them). */
-const DRAIN_MS = 2000;
 
 type Stop = 'timeout' | 'killed';
 
@@ -148,40 +146,20 @@ export class Proc {
   }
 
   private async startLaunched(launcher: Launcher, spec: SpawnSpec): Promise<void> {
-    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let closed = false;
-    let drain: NodeJS.Timeout | undefined;
-    const settle = (): void => {
-      if (closed && exited) this.exited(exited.code, exited.signal);
-    };
-    let abandon = (): void => undefined;
+    const end = new LaunchEnd<{ code: number | null; signal: NodeJS.Signals | null }>((e) => this.exited(e.code, e.signal));
     try {
       const spawned = await launcher.launch(spec, {
         output: (b) => this.output(b),
         exited: (code, signal, limit) => {
-          exited = { code, signal };
           if (limit) this.hitLimit(limit);
-          // The launcher has killed the rest of the group; a process that left it may hold the pipe.
-          if (!closed) {
-            drain = setTimeout(() => {
-              abandon();
-              closed = true;
-              settle();
-            }, DRAIN_MS);
-            drain.unref();
-          }
-          settle();
+          end.exited({ code, signal });
         },
-        closed: () => {
-          clearTimeout(drain);
-          closed = true;
-          settle();
-        },
+        closed: () => end.outputClosed(),
         lost: (reason) => {
-          clearTimeout(drain);
+          end.stop();
           if (this.state === 'exited') return;
           // Its exit was already heard: that is how it ended, whatever became of the spawner since.
-          if (exited) return this.exited(exited.code, exited.signal);
+          if (end.exit) return this.exited(end.exit.code, end.exit.signal);
           // A spawner that died without ending its groups (killed outright) leaves them to us.
           this.killGroup('SIGKILL');
           this.error = reason;
@@ -189,7 +167,7 @@ export class Proc {
           this.end();
         },
       });
-      abandon = spawned.abandonOutput;
+      end.abandon = spawned.abandonOutput;
       this.onStarted(spawned.pid);
     } catch (e) {
       this.failed((e as Error).message);

@@ -27,6 +27,7 @@ import type { SandboxPolicy } from '../sandbox/policy.js';
 import { Feed } from '../../platform/queue.js';
 import { loadMcpConfig, type McpConfig, type StdioServer } from './config.js';
 import { McpConnection, type McpState } from './connection.js';
+import type { McpServerStatus } from '../../formats/mcp-status.js';
 
 export const MCP_PREFIX = 'mcp__';
 /** What providers accept as a tool name (OpenAI: ^[a-zA-Z0-9_-]{1,64}$). */
@@ -54,18 +55,7 @@ export interface McpTarget {
 
 export type McpTool = Tool & { mcp: McpTarget };
 
-export interface ServerStatus {
-  name: string;
-  type: string;
-  file: string;
-  state: McpState | 'invalid';
-  error: string;
-  pid: number;
-  restarts: number;
-  tools: number;
-  resources: number;
-  prompts: number;
-}
+export type ServerStatus = McpServerStatus<McpState | 'invalid'>;
 
 const FLAG_NAMES = ['bypass', 'timeout', 'background'] as const;
 

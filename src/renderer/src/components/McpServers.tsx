@@ -4,20 +4,9 @@
  * session's tool server, which starts with its first agent: before that there is nothing to show.
  */
 import { useCallback, useEffect, useState } from 'react';
+import type { McpServerStatus as ServerStatus } from '../../../formats/mcp-status.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
-interface ServerStatus {
-  name: string;
-  type: string;
-  file: string;
-  state: string;
-  error: string;
-  pid: number;
-  restarts: number;
-  tools: number;
-  resources: number;
-  prompts: number;
-}
 
 export function McpServers() {
   const conn = useStore((s) => s.conn);

@@ -75,29 +75,26 @@ export function parseSessionIdx(text: string): SessionInfo[] {
   return rowsOf(SESSION_IDX, text).map((r) => ({ id: str(r, 'id'), name: str(r, 'name'), paused: r.paused === '1', connected: r.connected === '1', remote: str(r, 'remote'), cwd: str(r, 'cwd') }));
 }
 
+/** The fields an agent row of agent/idx and ended/idx share. */
+const agentOf = (r: Row, state: AgentState): AgentInfo => ({
+  session: str(r, 'session'),
+  id: str(r, 'id'),
+  name: str(r, 'name'),
+  parent: r.parent ?? '',
+  depth: Number(r.depth ?? 0) || 0,
+  state,
+  last: r.last || '-',
+});
+
 /** session/{s}/agent/idx (AGENT_IDX). */
 export function parseAgentIdx(text: string): AgentInfo[] {
-  return rowsOf(AGENT_IDX, text).map((r) => ({
-    session: str(r, 'session'),
-    id: str(r, 'id'),
-    name: str(r, 'name'),
-    parent: r.parent ?? '',
-    depth: Number(r.depth ?? 0) || 0,
-    state: r.state || 'idle',
-    last: r.last || '-',
-  }));
+  return rowsOf(AGENT_IDX, text).map((r) => agentOf(r, r.state || 'idle'));
 }
 
 /** `session/S/ended/idx` (ENDED_IDX). */
 export function parseEndedIdx(text: string): AgentInfo[] {
   return rowsOf(ENDED_IDX, text).map((r) => ({
-    session: str(r, 'session'),
-    id: str(r, 'id'),
-    name: str(r, 'name'),
-    parent: r.parent ?? '',
-    depth: Number(r.depth ?? 0) || 0,
-    state: 'ended',
-    last: r.last || '-',
+    ...agentOf(r, 'ended'),
     ended: r.how || 'ended',
   }));
 }
