@@ -23,7 +23,8 @@ const REACT = { regex: '^react(-dom)?(/.*)?$', message: 'Only src/renderer may i
 const ours = (folders) => `^\\.\\.?/(.*/)?(${folders})(/|$)`;
 const DAEMON_CODE = {
   regex: `${ours('olliesrv|toolsrv|tools|cli|platform|devtools|gateway|webui|main|preload')}|${ours('ninep/node(\\.js)?')}`,
-  message: 'The renderer talks 9P only: it may import src/ninep/index (browser-safe), not daemon, Node or Electron code.',
+  message:
+    'The renderer talks 9P only: it may import src/ninep/index (browser-safe), not daemon, Node or Electron code.',
 };
 const APP_CODE = {
   regex: ours('renderer|main|preload'),
@@ -33,7 +34,8 @@ const RENDERER_CODE = { regex: ours('renderer'), message: 'The renderer is reach
 /** toolsrv's internals: other programs use its wire protocol (protocol.ts) and its declared public entry (public.ts). */
 const TOOLSRV_INTERNALS = {
   regex: '^\\.\\.?/(.*/)?toolsrv/(?!(protocol|public)\\.js$)',
-  message: 'Outside src/toolsrv, use only toolsrv/protocol.js (the wire protocol) and toolsrv/public.js (sandbox, trust, status).',
+  message:
+    'Outside src/toolsrv, use only toolsrv/protocol.js (the wire protocol) and toolsrv/public.js (sandbox, trust, status).',
 };
 /** The gateway and the web UI are clients of the namespace, like any other. */
 const DAEMON_INTERNALS = {
@@ -83,7 +85,10 @@ const restrict = (patterns, { lazy = [] } = {}) => {
     'no-restricted-imports': ['error', { patterns }],
     'no-restricted-syntax': [
       'error',
-      ...patterns.map((p) => ({ selector: `ImportExpression${importSource(p.regex)}`, message: `${p.message} (import())` })),
+      ...patterns.map((p) => ({
+        selector: `ImportExpression${importSource(p.regex)}`,
+        message: `${p.message} (import())`,
+      })),
       ...(lazy === null
         ? []
         : [
@@ -143,7 +148,15 @@ export default defineConfig(
     // (SQLite, the providers), and `ollie setup` dials a daemon only after saving.
     files: ['src/cli/**'],
     rules: restrict([ELECTRON, REACT, APP_CODE, TOOLSRV_INTERNALS], {
-      lazy: ['../olliesrv/daemon.js', '../olliesrv/toolclient/spawn.js', '../webui/server.js', '../platform/front-door.js', '../gateway/http.js', '../toolsrv/public.js', '../ninep/node.js'],
+      lazy: [
+        '../olliesrv/daemon.js',
+        '../olliesrv/toolclient/spawn.js',
+        '../webui/server.js',
+        '../platform/front-door.js',
+        '../gateway/http.js',
+        '../toolsrv/public.js',
+        '../ninep/node.js',
+      ],
     }),
   },
   {

@@ -21,7 +21,8 @@ const ROUNDS = Number(process.argv[2] ?? 200);
 const STARTS = Number(process.argv[3] ?? 7);
 const OLLIE = new URL('../dist/cli/ollie.js', import.meta.url).pathname;
 // Run the CLI as its shebang does (node with the flags on its first line).
-const NODE_FLAGS = /^#!\/usr\/bin\/env -S node (.*)$/m.exec(readFileSync(OLLIE, 'utf8').split('\n')[0])?.[1]?.split(' ') ?? [];
+const NODE_FLAGS =
+  /^#!\/usr\/bin\/env -S node (.*)$/m.exec(readFileSync(OLLIE, 'utf8').split('\n')[0])?.[1]?.split(' ') ?? [];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
@@ -30,14 +31,24 @@ const dir = mkdtempSync(join(tmpdir(), 'ollie-bench-loop-'));
 const mock = await startMockLlm();
 const config = join(dir, 'config');
 mkdirSync(join(config, 'agents'), { recursive: true });
-writeFileSync(join(config, 'backends.conf'), `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 1000000\n`);
-writeFileSync(join(config, 'agents', 'bench.json'), JSON.stringify({ prompt: 'You are a benchmark.', autoLoad: ['file_read', 'shell'], maxSteps: ROUNDS + 10 }));
+writeFileSync(
+  join(config, 'backends.conf'),
+  `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 1000000\n`,
+);
+writeFileSync(
+  join(config, 'agents', 'bench.json'),
+  JSON.stringify({ prompt: 'You are a benchmark.', autoLoad: ['file_read', 'shell'], maxSteps: ROUNDS + 10 }),
+);
 writeFileSync(join(dir, 'small.txt'), 'one\ntwo\nthree\n');
 
 try {
   // ---- per-round overhead, in an `ollie serve` child ----
   const socket = join(dir, 'run', 'ollie.sock');
-  const serve = spawn(process.execPath, [...NODE_FLAGS, OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const serve = spawn(
+    process.execPath,
+    [...NODE_FLAGS, OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   await new Promise((resolve, reject) => {
     serve.stdout.on('data', (d) => d.toString().includes('serving 9P') && resolve());
     serve.once('exit', (c) => reject(new Error(`ollie serve exited ${c}`)));
@@ -47,7 +58,8 @@ try {
   const agent = (await c.rdwrText(`session/${session}/agent/new`, 'agent=bench')).trim();
   const base = `session/${session}/agent/${agent}`;
   const turn = async (rounds) => {
-    for (let i = 0; i < rounds; i++) mock.script([{ toolCalls: [{ name: 'file_read', args: { path: join(dir, 'small.txt') } }] }]);
+    for (let i = 0; i < rounds; i++)
+      mock.script([{ toolCalls: [{ name: 'file_read', args: { path: join(dir, 'small.txt') } }] }]);
     mock.script([{ text: 'done' }]);
     const from = mock.requests.length;
     const events = await c.open('event', 2);
@@ -55,13 +67,16 @@ try {
     await events.writeAll(new TextEncoder().encode(`session.*.agent.${aid}.state`));
     await c.write(`${base}/prompt`, 'go');
     let buf = '';
-    for (let off = 0; !/ idle\n/.test(buf); ) {
+    for (let off = 0; !/ idle\n/.test(buf);) {
       const chunk = await events.read(off, 8192);
       off += chunk.length;
       buf += new TextDecoder().decode(chunk);
     }
     await events.clunk();
-    return mock.requests.slice(from).filter((r) => r.protocol === 'openai').map((r) => r.time);
+    return mock.requests
+      .slice(from)
+      .filter((r) => r.protocol === 'openai')
+      .map((r) => r.time);
   };
   await turn(5); // warm-up: toolsrv spawn, first compilations
   const times = await turn(ROUNDS);
@@ -83,7 +98,11 @@ try {
     mock.script([{ text: 'hi' }]);
     const n = mock.requests.length;
     const t0 = Date.now();
-    const p = spawn(process.execPath, [...NODE_FLAGS, OLLIE, 'run', '--config', config, '--agent', 'bench', '--cwd', dir, 'hello'], { stdio: 'ignore' });
+    const p = spawn(
+      process.execPath,
+      [...NODE_FLAGS, OLLIE, 'run', '--config', config, '--agent', 'bench', '--cwd', dir, 'hello'],
+      { stdio: 'ignore' },
+    );
     await new Promise((r) => p.once('exit', r));
     const first = mock.requests.slice(n).find((r) => r.protocol === 'openai');
     if (first) starts.push(first.time - t0);
@@ -91,9 +110,13 @@ try {
 
   const f = (n) => n.toFixed(1);
   console.log(`agent loop (${ROUNDS} rounds of file_read through a sandboxed toolsrv, mock LLM answering at once)`);
-  console.log(`  per round: median ${f(median(deltas))} ms, p90 ${f(pct(deltas, 0.9))} ms, p99 ${f(pct(deltas, 0.99))} ms   (target: median ≤ 15 ms)`);
+  console.log(
+    `  per round: median ${f(median(deltas))} ms, p90 ${f(pct(deltas, 0.9))} ms, p99 ${f(pct(deltas, 0.99))} ms   (target: median ≤ 15 ms)`,
+  );
   console.log(`  peak RSS of ollie serve: ${f(rss)} MB   (target ≤ 120 MB)`);
-  console.log(`startup of ollie run to its first LLM request: median ${f(median(starts))} ms over ${starts.length} runs (bare node -e "": ${f(median(bare))} ms)   (target ≤ 300 ms)`);
+  console.log(
+    `startup of ollie run to its first LLM request: median ${f(median(starts))} ms over ${starts.length} runs (bare node -e "": ${f(median(bare))} ms)   (target ≤ 300 ms)`,
+  );
 } finally {
   await mock.close();
   rmSync(dir, { recursive: true, force: true });

@@ -22,7 +22,13 @@ const { Checkpoints } = await import(join(root, 'dist/olliesrv/checkpoint/servic
 const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
 const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
 
-const { values } = parseArgs({ options: { files: { type: 'string', default: '10000' }, mb: { type: 'string', default: '200' }, n: { type: 'string', default: '7' } } });
+const { values } = parseArgs({
+  options: {
+    files: { type: 'string', default: '10000' },
+    mb: { type: 'string', default: '200' },
+    n: { type: 'string', default: '7' },
+  },
+});
 const FILES = Number(values.files);
 const BYTES = Number(values.mb) * 1024 * 1024;
 const N = Number(values.n);
@@ -47,18 +53,39 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (t) => Number(process.hrtime.bigint() - t) / 1e6;
 let seq = 0;
 /** Shell text that changes `k` files (appends a line to each). */
-const changeCmd = (k) => (k ? names.slice(0, k).map((n) => `echo ${++seq} >> ${n}`).join('; ') : 'true');
+const changeCmd = (k) =>
+  k
+    ? names
+        .slice(0, k)
+        .map((n) => `echo ${++seq} >> ${n}`)
+        .join('; ')
+    : 'true';
 
-const cps = new Checkpoints({ configDir: join(dir, 'config'), dataDir: join(dir, 'data'), runtimeDir: join(dir, 'run'), store: {}, log: () => undefined });
+const cps = new Checkpoints({
+  configDir: join(dir, 'config'),
+  dataDir: join(dir, 'data'),
+  runtimeDir: join(dir, 'run'),
+  store: {},
+  log: () => undefined,
+});
 const agent = {
-  id: 'bench', sessionId: 'bench', cfg: { cwd: ws }, busy: false,
+  id: 'bench',
+  sessionId: 'bench',
+  cfg: { cwd: ws },
+  busy: false,
   history: { messages: [], epoch: 0, length: 0 },
   log: { add: () => undefined },
 };
 const tools = new Map([['shell', { name: 'shell', scope: 'global' }]]);
 const calls = [{ id: 'c', name: 'shell', args: '{}' }];
 
-const toolsrv = await spawnToolsrv({ runtimeDir: join(dir, 'run'), name: 'bench', cwd: ws, toolDirs: [join(root, 'data', 'tools')], log: () => undefined });
+const toolsrv = await spawnToolsrv({
+  runtimeDir: join(dir, 'run'),
+  name: 'bench',
+  cwd: ws,
+  toolDirs: [join(root, 'data', 'tools')],
+  log: () => undefined,
+});
 const host = await ToolClient.connect(toolsrv, 'bench');
 await host.ctl('load shell');
 const shell = async (command) => {
@@ -88,17 +115,34 @@ try {
   for (const k of [0, 10, 1000]) {
     const xs = [];
     for (let i = 0; i < N; i++) xs.push(await round(k));
-    rows.push({ name: `${k} changed`, added: median(xs.map((x) => x.added)), tool: median(xs.map((x) => x.tool)), bytes: median(xs.map((x) => x.bytes)) });
+    rows.push({
+      name: `${k} changed`,
+      added: median(xs.map((x) => x.added)),
+      tool: median(xs.map((x) => x.tool)),
+      bytes: median(xs.map((x) => x.bytes)),
+    });
   }
   // The fallback when the directories are not watched (too many, inotify limits, after a restart): every
   // checkpoint walks the whole tree.
-  const walker = new Checkpoints({ configDir: join(dir, 'config'), dataDir: join(dir, 'data'), runtimeDir: join(dir, 'run'), store: {}, log: () => undefined, watch: false });
+  const walker = new Checkpoints({
+    configDir: join(dir, 'config'),
+    dataDir: join(dir, 'data'),
+    runtimeDir: join(dir, 'run'),
+    store: {},
+    log: () => undefined,
+    watch: false,
+  });
   const other = { ...agent, id: 'bench-walk' };
   await round(0, walker, other);
   for (const k of [0, 10]) {
     const xs = [];
     for (let i = 0; i < N; i++) xs.push(await round(k, walker, other));
-    rows.push({ name: `${k} (walked)`, added: median(xs.map((x) => x.added)), tool: median(xs.map((x) => x.tool)), bytes: median(xs.map((x) => x.bytes)) });
+    rows.push({
+      name: `${k} (walked)`,
+      added: median(xs.map((x) => x.added)),
+      tool: median(xs.map((x) => x.tool)),
+      bytes: median(xs.map((x) => x.bytes)),
+    });
   }
   const gc = process.hrtime.bigint();
   const gcOut = await cps.gc();
@@ -109,14 +153,24 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-console.log(`checkpoint of a ${FILES}-file, ${(BYTES / 1024 / 1024).toFixed(0)} MB workspace (median of ${N} rounds), Node ${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}`);
-console.log(`${'round'.padEnd(14)} ${'added ms'.padStart(10)} ${'tool ms'.padStart(10)} ${'added %'.padStart(9)} ${'bytes'.padStart(12)}`);
+console.log(
+  `checkpoint of a ${FILES}-file, ${(BYTES / 1024 / 1024).toFixed(0)} MB workspace (median of ${N} rounds), Node ${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}`,
+);
+console.log(
+  `${'round'.padEnd(14)} ${'added ms'.padStart(10)} ${'tool ms'.padStart(10)} ${'added %'.padStart(9)} ${'bytes'.padStart(12)}`,
+);
 for (const r of rows) {
   const pct = r.tool ? `${((100 * r.added) / r.tool).toFixed(0)} %` : '';
-  console.log(`${r.name.padEnd(14)} ${r.added.toFixed(1).padStart(10)} ${r.tool.toFixed(1).padStart(10)} ${pct.padStart(9)} ${String(r.bytes).padStart(12)}`);
+  console.log(
+    `${r.name.padEnd(14)} ${r.added.toFixed(1).padStart(10)} ${r.tool.toFixed(1).padStart(10)} ${pct.padStart(9)} ${String(r.bytes).padStart(12)}`,
+  );
 }
 const unchanged = rows.find((r) => r.name === '0 changed');
 const ten = rows.find((r) => r.name === '10 changed');
-console.log(`\nadded to an unchanged round: ${unchanged.added.toFixed(1)} ms (goal ≤ 30): ${unchanged.added <= 30 ? 'met' : 'MISSED'}`);
-console.log(`added to a round changing 10 files: ${ten.added.toFixed(1)} ms = ${((100 * ten.added) / ten.tool).toFixed(0)} % of its tool call alone (${ten.tool.toFixed(1)} ms); ` +
-  `5 % of a round holds when the whole round (model reply included) takes ≥ ${(ten.added / 0.05 / 1000).toFixed(2)} s`);
+console.log(
+  `\nadded to an unchanged round: ${unchanged.added.toFixed(1)} ms (goal ≤ 30): ${unchanged.added <= 30 ? 'met' : 'MISSED'}`,
+);
+console.log(
+  `added to a round changing 10 files: ${ten.added.toFixed(1)} ms = ${((100 * ten.added) / ten.tool).toFixed(0)} % of its tool call alone (${ten.tool.toFixed(1)} ms); ` +
+    `5 % of a round holds when the whole round (model reply included) takes ≥ ${(ten.added / 0.05 / 1000).toFixed(2)} s`,
+);

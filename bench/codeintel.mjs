@@ -21,14 +21,24 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
 const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' }, n: { type: 'string', default: '50' }, json: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '5' },
+    n: { type: 'string', default: '50' },
+    json: { type: 'boolean', default: false },
+  },
+});
 const ROUNDS = Number(values.rounds);
 const N = Number(values.n);
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-codeintel-'));
 cpSync(join(root, 'test', 'lsp', 'fixture'), dir, { recursive: true });
 // A 300-line TypeScript file: 30 classes of a few members.
-const big = Array.from({ length: 30 }, (_, i) => `export class C${i} {\n  private n = ${i};\n  get(): number {\n    return this.n;\n  }\n  set(v: number): void {\n    this.n = v;\n  }\n}\n\n`).join('');
+const big = Array.from(
+  { length: 30 },
+  (_, i) =>
+    `export class C${i} {\n  private n = ${i};\n  get(): number {\n    return this.n;\n  }\n  set(v: number): void {\n    this.n = v;\n  }\n}\n\n`,
+).join('');
 writeFileSync(join(dir, 'src', 'big.ts'), big);
 
 const cases = {
@@ -46,14 +56,19 @@ async function timed(fn) {
   const t = process.hrtime.bigint();
   const r = await fn();
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
-  if (r && r.status !== undefined && (r.status !== 'exited' || r.exit !== 0)) throw new Error(`call failed: ${JSON.stringify(r)}`);
+  if (r && r.status !== undefined && (r.status !== 'exited' || r.exit !== 0))
+    throw new Error(`call failed: ${JSON.stringify(r)}`);
   return ms;
 }
 
 /** The code_outline handler in a fresh Node process (the host's --call mode). */
 function perProcess() {
   return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [join(root, 'data', 'tools', 'hosts', 'codeintel.mjs'), '--call', 'code_outline'], { cwd: dir, stdio: ['pipe', 'pipe', 'inherit'] });
+    const c = spawn(
+      process.execPath,
+      [join(root, 'data', 'tools', 'hosts', 'codeintel.mjs'), '--call', 'code_outline'],
+      { cwd: dir, stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     c.stdin.end(JSON.stringify(cases.code_outline.args));
     c.stdout.on('data', () => undefined);
     c.once('error', reject);
@@ -62,7 +77,13 @@ function perProcess() {
 }
 
 const results = {};
-const p = await spawnToolsrv({ runtimeDir: join(dir, 'run'), name: 'bench', cwd: dir, toolDirs: [join(root, 'data', 'tools')], log: () => undefined });
+const p = await spawnToolsrv({
+  runtimeDir: join(dir, 'run'),
+  name: 'bench',
+  cwd: dir,
+  toolDirs: [join(root, 'data', 'tools')],
+  log: () => undefined,
+});
 try {
   const host = await ToolClient.connect(p, 'bench');
   await host.ctl('load code_outline');
@@ -74,7 +95,8 @@ try {
     // No host runs now: the next call of each starts its host.
     await host.ctl('reload');
     for (const [name, req] of Object.entries(cases)) first[name].push(await timed(() => host.call(req)));
-    for (let i = 0; i < Math.ceil(N / ROUNDS); i++) for (const [name, req] of Object.entries(cases)) warm[name].push(await timed(() => host.call(req)));
+    for (let i = 0; i < Math.ceil(N / ROUNDS); i++)
+      for (const [name, req] of Object.entries(cases)) warm[name].push(await timed(() => host.call(req)));
     // In the same rounds, so that the load of the machine falls on both alike.
     per.push(await timed(perProcess));
   }
@@ -89,8 +111,15 @@ try {
 if (values.json) console.log(JSON.stringify(results, null, 2));
 else {
   const f = (s) => `${s.median.toFixed(1).padStart(8)} / ${s.p95.toFixed(1).padStart(8)}`;
-  console.log(`resident tool hosts, end to end through toolsrv, sandboxed (ms, median / p95), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`);
+  console.log(
+    `resident tool hosts, end to end through toolsrv, sandboxed (ms, median / p95), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`,
+  );
   console.log(`first call: ${ROUNDS} rounds (host started each time); warm: n=${Math.ceil(N / ROUNDS) * ROUNDS}`);
-  console.log(`${''.padEnd(14)}${'first call'.padStart(19)}   ${'warm call'.padStart(19)}   ${'one process per call'.padStart(20)}`);
-  for (const [name, r] of Object.entries(results)) console.log(`${name.padEnd(14)}${f(r.first)}   ${f(r.warm)}   ${r.perProcess ? f(r.perProcess).padStart(20) : '-'.padStart(20)}`);
+  console.log(
+    `${''.padEnd(14)}${'first call'.padStart(19)}   ${'warm call'.padStart(19)}   ${'one process per call'.padStart(20)}`,
+  );
+  for (const [name, r] of Object.entries(results))
+    console.log(
+      `${name.padEnd(14)}${f(r.first)}   ${f(r.warm)}   ${r.perProcess ? f(r.perProcess).padStart(20) : '-'.padStart(20)}`,
+    );
 }

@@ -39,7 +39,7 @@ function source(seed, bytes) {
       `export function compute${seed}_${n}(input: number[], options: { scale: number; offset?: number } = { scale: ${n} }): number {`,
       `  const scaled = input.map((value, index) => value * options.scale + (options.offset ?? ${n % 7}) - index);`,
       `  if (scaled.length === 0) throw new Error('compute${seed}_${n}: empty input (expected at least one value)');`,
-      `  return helper${seed}(scaled.reduce((sum, v) => sum + v, 0) / scaled.length, ${n * 31 % 97});`,
+      `  return helper${seed}(scaled.reduce((sum, v) => sum + v, 0) / scaled.length, ${(n * 31) % 97});`,
       '}',
       '',
     );
@@ -52,12 +52,19 @@ function round(i, dir) {
   const kib = SIZES_KIB[i % SIZES_KIB.length];
   if (i % 5 === 4) {
     const content = source(100 + i, (6 + (i % 3) * 7) * 1024);
-    return [{ text: `Writing module ${i}.` }, { toolCalls: [{ name: 'file_write', args: { path: join(dir, 'out', `m${i}.ts`), content } }] }];
+    return [
+      { text: `Writing module ${i}.` },
+      { toolCalls: [{ name: 'file_write', args: { path: join(dir, 'out', `m${i}.ts`), content } }] },
+    ];
   }
-  return [{ text: `Reading src/f${i}.ts (${kib} KiB).` }, { toolCalls: [{ name: 'shell', args: { command: `cat src/f${i}.ts` } }] }];
+  return [
+    { text: `Reading src/f${i}.ts (${kib} KiB).` },
+    { toolCalls: [{ name: 'shell', args: { command: `cat src/f${i}.ts` } }] },
+  ];
 }
 
-const SUMMARY = '## Goal\nRefactor the generated modules.\n## Decisions\nNone yet.\n## Files\nsrc/f*.ts read; out/m*.ts written.\n## State\nIn progress.\n## Next\nRead the next file.';
+const SUMMARY =
+  '## Goal\nRefactor the generated modules.\n## Decisions\nNone yet.\n## Files\nsrc/f*.ts read; out/m*.ts written.\n## State\nIn progress.\n## Next\nRead the next file.';
 
 /** Where a request comes from: the compaction model, or the agent's loop. */
 const isCompaction = (body) => {
@@ -70,9 +77,21 @@ async function run(window) {
   const work = join(dir, 'work');
   mkdirSync(join(work, 'src'), { recursive: true });
   mkdirSync(join(work, 'out'), { recursive: true });
-  for (let i = 0; i < ROUNDS; i++) writeFileSync(join(work, 'src', `f${i}.ts`), source(i, SIZES_KIB[i % SIZES_KIB.length] * 1024));
+  for (let i = 0; i < ROUNDS; i++)
+    writeFileSync(join(work, 'src', `f${i}.ts`), source(i, SIZES_KIB[i % SIZES_KIB.length] * 1024));
   let served = 0;
-  const stats = { window, rounds: 0, overflows: 0, errors: 0, compactions: 0, first: 0, firstTools: 0, peak: 0, total: 0, requests: 0 };
+  const stats = {
+    window,
+    rounds: 0,
+    overflows: 0,
+    errors: 0,
+    compactions: 0,
+    first: 0,
+    firstTools: 0,
+    peak: 0,
+    total: 0,
+    requests: 0,
+  };
   const mock = await startMockLlm({
     window,
     respond: (body) => {
@@ -97,9 +116,20 @@ async function run(window) {
   });
   const config = join(dir, 'config');
   mkdirSync(config, { recursive: true });
-  writeFileSync(join(config, 'backends.conf'), `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = ${window}\n`);
+  writeFileSync(
+    join(config, 'backends.conf'),
+    `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = ${window}\n`,
+  );
   const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({ socket, dataDir: join(dir, 'data'), configDir: config, toolsrv: {}, toolCacheFile: false, skills: false, log: () => undefined });
+  const daemon = await startDaemon({
+    socket,
+    dataDir: join(dir, 'data'),
+    configDir: config,
+    toolsrv: {},
+    toolCacheFile: false,
+    skills: false,
+    log: () => undefined,
+  });
   const c = await dial(`unix!${socket}`, { uname: userInfo().username });
   try {
     const session = (await c.rdwrText('session/new', `cwd=${work}`)).trim();
@@ -132,23 +162,32 @@ for (const w of WINDOWS) all.push(await run(w));
 
 const k = (n) => `${Math.round(n / 1024)}k`;
 const pad = (s, n) => String(s).padStart(n);
-console.log(`context economy: default agent, ${ROUNDS}-round task, tool outputs 2–40 KiB, mock windows enforced (o200k estimate)`);
-console.log(`${'window'.padEnd(8)}${pad('rounds', 8)}${pad('overflows', 11)}${pad('errors', 8)}${pad('compactions', 13)}${pad('first req', 11)}${pad('(tools)', 9)}${pad('peak req', 10)}${pad('total sent', 12)}${pad('requests', 10)}`);
+console.log(
+  `context economy: default agent, ${ROUNDS}-round task, tool outputs 2–40 KiB, mock windows enforced (o200k estimate)`,
+);
+console.log(
+  `${'window'.padEnd(8)}${pad('rounds', 8)}${pad('overflows', 11)}${pad('errors', 8)}${pad('compactions', 13)}${pad('first req', 11)}${pad('(tools)', 9)}${pad('peak req', 10)}${pad('total sent', 12)}${pad('requests', 10)}`,
+);
 for (const s of all) {
-  console.log(`${k(s.window).padEnd(8)}${pad(`${s.rounds}/${ROUNDS}`, 8)}${pad(s.overflows, 11)}${pad(s.errors, 8)}${pad(s.compactions, 13)}${pad(s.first, 11)}${pad(s.firstTools, 9)}${pad(s.peak, 10)}${pad(s.total, 12)}${pad(s.requests, 10)}`);
+  console.log(
+    `${k(s.window).padEnd(8)}${pad(`${s.rounds}/${ROUNDS}`, 8)}${pad(s.overflows, 11)}${pad(s.errors, 8)}${pad(s.compactions, 13)}${pad(s.first, 11)}${pad(s.firstTools, 9)}${pad(s.peak, 10)}${pad(s.total, 12)}${pad(s.requests, 10)}`,
+  );
 }
 const last = all.at(-1);
 console.log(`stats of the 128k agent after the task: ${last.statsFile.filter((l) => /^context/.test(l)).join(' ')}`);
 if (opt.compare) {
   const file = join(results, `context-${opt.compare}.json`);
-  if (!existsSync(file)) throw new Error(`${file}: no saved figures named ${opt.compare} (save them with --save ${opt.compare})`);
+  if (!existsSync(file))
+    throw new Error(`${file}: no saved figures named ${opt.compare} (save them with --save ${opt.compare})`);
   const before = JSON.parse(readFileSync(file, 'utf8'));
   console.log(`\nbefore (${opt.compare}) → now:`);
   for (const s of all) {
     const b = before.find((x) => x.window === s.window);
     if (!b) continue;
     const pct = b.total ? ((100 * (s.total - b.total)) / b.total).toFixed(1) : 'n/a';
-    console.log(`  ${k(s.window).padEnd(6)} rounds ${b.rounds} → ${s.rounds}, overflows ${b.overflows} → ${s.overflows}, errors ${b.errors} → ${s.errors}, first request ${b.first} → ${s.first}, peak ${b.peak} → ${s.peak}, total sent ${b.total} → ${s.total} (${pct} %)`);
+    console.log(
+      `  ${k(s.window).padEnd(6)} rounds ${b.rounds} → ${s.rounds}, overflows ${b.overflows} → ${s.overflows}, errors ${b.errors} → ${s.errors}, first request ${b.first} → ${s.first}, peak ${b.peak} → ${s.peak}, total sent ${b.total} → ${s.total} (${pct} %)`,
+    );
   }
 }
 if (opt.save) {

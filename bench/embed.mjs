@@ -20,7 +20,12 @@ const { OnnxEmbedder } = await import(join(root, 'dist/olliesrv/skills/embed.js'
 const { SkillMatcher } = await import(join(root, 'dist/olliesrv/skills/matcher.js'));
 
 const { values } = parseArgs({
-  options: { n: { type: 'string', default: '200' }, skills: { type: 'string', default: '200' }, dim: { type: 'string', default: '384' }, json: { type: 'boolean', default: false } },
+  options: {
+    n: { type: 'string', default: '200' },
+    skills: { type: 'string', default: '200' },
+    dim: { type: 'string', default: '384' },
+    json: { type: 'boolean', default: false },
+  },
 });
 const N = Number(values.n);
 const SKILLS = Number(values.skills);
@@ -30,15 +35,29 @@ const DIM = Number(values.dim);
 let seed = 42;
 const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed / 2147483648);
 const syl = ['ba', 'co', 'de', 'fi', 'go', 'hu', 'ka', 'lo', 'me', 'ni', 'po', 'ra', 'su', 'ti', 'vo', 'ze'];
-const english = 'how to write test tests fix bug debug git commit branch merge review code file files search run build deploy the a and of for with in on my this that error crash failing unit'.split(' ');
-const words = [...new Set([...english, ...Array.from({ length: 3000 }, () => syl[Math.floor(rnd() * 16)] + syl[Math.floor(rnd() * 16)] + syl[Math.floor(rnd() * 16)])])];
+const english =
+  'how to write test tests fix bug debug git commit branch merge review code file files search run build deploy the a and of for with in on my this that error crash failing unit'.split(
+    ' ',
+  );
+const words = [
+  ...new Set([
+    ...english,
+    ...Array.from(
+      { length: 3000 },
+      () => syl[Math.floor(rnd() * 16)] + syl[Math.floor(rnd() * 16)] + syl[Math.floor(rnd() * 16)],
+    ),
+  ]),
+];
 const pick = (n) => Array.from({ length: n }, () => words[Math.floor(rnd() * words.length)]).join(' ');
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-embed-'));
 const skillsDir = join(dir, 'skills');
 for (let i = 0; i < SKILLS; i++) {
   mkdirSync(join(skillsDir, `skill-${i}`), { recursive: true });
-  writeFileSync(join(skillsDir, `skill-${i}`, 'SKILL.md'), `---\nname: skill-${i}\ndescription: ${pick(12 + (i % 20))}\n---\n# skill ${i}\n${pick(200)}\n`);
+  writeFileSync(
+    join(skillsDir, `skill-${i}`, 'SKILL.md'),
+    `---\nname: skill-${i}\ndescription: ${pick(12 + (i % 20))}\n---\n# skill ${i}\n${pick(200)}\n`,
+  );
 }
 const tools = Array.from({ length: 30 }, (_, i) => ({ name: `tool_${i}`, description: pick(15 + (i % 15)) }));
 const prompts = Array.from({ length: N }, (_, i) => pick(8 + (i % 40)));
@@ -62,7 +81,12 @@ async function run(kind) {
     loadMs = performance.now() - t0;
     await e.close();
   }
-  const m = new SkillMatcher({ configDir, modelsDir, shippedDir: skillsDir, config: { skillThreshold: 0, toolThreshold: 0 } });
+  const m = new SkillMatcher({
+    configDir,
+    modelsDir,
+    shippedDir: skillsDir,
+    config: { skillThreshold: 0, toolThreshold: 0 },
+  });
   const t0 = performance.now();
   await m.list();
   const readyMs = performance.now() - t0;
@@ -76,7 +100,15 @@ async function run(kind) {
     times.push(performance.now() - t);
     injected += items.length;
   }
-  return { kind, loadMs, readyMs, median: q(times, 0.5), p95: q(times, 0.95), max: Math.max(...times), injected: injected / N };
+  return {
+    kind,
+    loadMs,
+    readyMs,
+    median: q(times, 0.5),
+    p95: q(times, 0.95),
+    max: Math.max(...times),
+    injected: injected / N,
+  };
 }
 
 const results = [await run('onnx'), await run('bm25')];
@@ -84,11 +116,17 @@ rmSync(dir, { recursive: true, force: true });
 if (values.json) {
   process.stdout.write(`${JSON.stringify({ n: N, skills: SKILLS, dim: DIM, load: loadavg()[0], results })}\n`);
 } else {
-  process.stdout.write(`matching one prompt against ${SKILLS} skills and 30 tools, n = ${N}, load average ${loadavg()[0].toFixed(2)}\n`);
-  process.stdout.write('method                          model load   ready (load+index)   match median / p95 / max ms\n');
+  process.stdout.write(
+    `matching one prompt against ${SKILLS} skills and 30 tools, n = ${N}, load average ${loadavg()[0].toFixed(2)}\n`,
+  );
+  process.stdout.write(
+    'method                          model load   ready (load+index)   match median / p95 / max ms\n',
+  );
   for (const r of results) {
     const name = r.kind === 'onnx' ? `tiny ONNX model (${DIM}-d)` : 'BM25 (no model)';
-    process.stdout.write(`${name.padEnd(32)}${(r.loadMs === undefined ? '-' : `${ms(r.loadMs)} ms`).padEnd(13)}${`${ms(r.readyMs)} ms`.padEnd(21)}${ms(r.median)} / ${ms(r.p95)} / ${ms(r.max)}\n`);
+    process.stdout.write(
+      `${name.padEnd(32)}${(r.loadMs === undefined ? '-' : `${ms(r.loadMs)} ms`).padEnd(13)}${`${ms(r.readyMs)} ms`.padEnd(21)}${ms(r.median)} / ${ms(r.p95)} / ${ms(r.max)}\n`,
+    );
   }
   const worst = Math.max(...results.map((r) => r.median));
   process.stdout.write(`target: matching ≤ 10 ms per prompt (median): ${worst <= 10 ? 'met' : 'NOT met'}\n`);

@@ -11,7 +11,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dial, listen } from '../dist/ninep/node.js';
-import { connectionsBackTo, fuzzServer, goodClientWorks, newTally, Rng, runBatch } from '../dist/devtools/ninep-fuzz.js';
+import {
+  connectionsBackTo,
+  fuzzServer,
+  goodClientWorks,
+  newTally,
+  Rng,
+  runBatch,
+} from '../dist/devtools/ninep-fuzz.js';
 
 const ITERATIONS = Number(process.argv[2] ?? 100_000);
 const SEED = process.argv[3] !== undefined ? Number(process.argv[3]) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
@@ -51,7 +58,9 @@ try {
 }
 const secs = (performance.now() - started) / 1000;
 await goodClientWorks(client, 'final').catch((e) => fail(e.message));
-console.log(`${tally.frames} frames on ${tally.sessions} connections in ${secs.toFixed(2)}s: ${Math.round(tally.frames / secs)} iterations/s`);
+console.log(
+  `${tally.frames} frames on ${tally.sessions} connections in ${secs.toFixed(2)}s: ${Math.round(tally.frames / secs)} iterations/s`,
+);
 console.log(`outcomes: ${JSON.stringify(tally.outcomes)}`);
 console.log('good client still works: read, rdwr, template walk and stream all answered correctly');
 for (const raw of live) raw.sock.destroy();

@@ -54,7 +54,14 @@ async function realDaemon(syntheticBlock) {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-bench-gui-'));
   mkdirSync(join(dir, 'run'), { mode: 0o700 });
   const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({ socket, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), toolsrv: false, skills: false, log: () => undefined });
+  const daemon = await startDaemon({
+    socket,
+    dataDir: join(dir, 'data'),
+    configDir: join(dir, 'config'),
+    toolsrv: false,
+    skills: false,
+    log: () => undefined,
+  });
   const c = await dial(`unix!${socket}`, { uname: userInfo().username });
   await c.rdwrText('session/new', `name=perf cwd=${dir}\n`);
   return {
@@ -66,7 +73,10 @@ async function realDaemon(syntheticBlock) {
       let last;
       for (let i = 0; i < n; i++) {
         const b = syntheticBlock(i);
-        last = log.add(b.role, b.content, { ...(b.name ? { name: b.name } : {}), ...(b.format ? { format: b.format } : {}) });
+        last = log.add(b.role, b.content, {
+          ...(b.name ? { name: b.name } : {}),
+          ...(b.format ? { format: b.format } : {}),
+        });
         bytes += Buffer.byteLength(JSON.stringify(last)) + 1;
       }
       // Indexed for search now, as a long session's blocks were long before anyone opens it (left to the idle
@@ -117,7 +127,6 @@ async function measure(browser, d, url, n) {
   paints.sort((a, b) => a - b);
   const firstPaintMs = paints[Math.floor(paints.length / 2)];
   try {
-
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('HeapProfiler.collectGarbage');
     await cdp.send('Performance.enable');
@@ -155,7 +164,16 @@ async function measure(browser, d, url, n) {
     });
     const sorted = [...frames].sort((a, b) => a - b);
     const p95FrameMs = sorted[Math.floor(sorted.length * 0.95)] ?? 0;
-    return { blocks: n, megabytes: bytes / 1e6, firstPaintMs, heapMB, daemonMB, p95FrameMs, frames: frames.length, rows };
+    return {
+      blocks: n,
+      megabytes: bytes / 1e6,
+      firstPaintMs,
+      heapMB,
+      daemonMB,
+      p95FrameMs,
+      frames: frames.length,
+      rows,
+    };
   } finally {
     await page.close();
     await d.kill(name);
@@ -163,7 +181,8 @@ async function measure(browser, d, url, n) {
 }
 
 // The synthetic chat and the renderer build are the e2e suite's own (TypeScript, loaded by vite).
-const load = async (file) => (await runnerImport(join(root, file), { configFile: false, logLevel: 'error', root })).module;
+const load = async (file) =>
+  (await runnerImport(join(root, file), { configFile: false, logLevel: 'error', root })).module;
 const [synthetic, helpers] = await Promise.all([load('e2e/synthetic.ts'), load('e2e/helpers.ts')]);
 const rendererDir = await helpers.buildRenderer();
 const d = await realDaemon(synthetic.syntheticBlock);
@@ -184,7 +203,9 @@ try {
 
 const FRAME = 16.7 * 1.05;
 const out = [];
-out.push(`GUI figures (Chromium, web mode, olliesrv; first paint = select agent → last block shown; frames while streaming 200 chunks/s)`);
+out.push(
+  `GUI figures (Chromium, web mode, olliesrv; first paint = select agent → last block shown; frames while streaming 200 chunks/s)`,
+);
 out.push(`  blocks      MB   first paint     JS heap   p95 frame   frames   DOM rows   daemon heap`);
 for (const r of results) {
   out.push(
@@ -200,9 +221,16 @@ if (k10) {
   checks.push([`10k first paint ${k10.firstPaintMs.toFixed(0)} ms ≤ 1000 ms`, k10.firstPaintMs <= 1000]);
   checks.push([`10k JS heap ${k10.heapMB.toFixed(1)} MB ≤ 150 MB`, k10.heapMB <= 150]);
 }
-for (const r of results) checks.push([`${r.blocks.toLocaleString()} p95 frame ${r.p95FrameMs.toFixed(1)} ms ≤ 16.7 ms (+5% timer jitter)`, r.p95FrameMs <= FRAME]);
+for (const r of results)
+  checks.push([
+    `${r.blocks.toLocaleString()} p95 frame ${r.p95FrameMs.toFixed(1)} ms ≤ 16.7 ms (+5% timer jitter)`,
+    r.p95FrameMs <= FRAME,
+  ]);
 if (k1 && k100) {
-  checks.push([`100k p95 frame ${(k100.p95FrameMs / k1.p95FrameMs).toFixed(2)}× of 1k ≤ 1.5×`, k100.p95FrameMs <= 1.5 * k1.p95FrameMs]);
+  checks.push([
+    `100k p95 frame ${(k100.p95FrameMs / k1.p95FrameMs).toFixed(2)}× of 1k ≤ 1.5×`,
+    k100.p95FrameMs <= 1.5 * k1.p95FrameMs,
+  ]);
   const perBlock = k100.heapMB / 100_000 / (k1.heapMB / 1_000);
   checks.push([`100k heap per block ${perBlock.toFixed(2)}× of 1k ≤ 1.5×`, perBlock <= 1.5]);
   checks.push([`100k first paint ${k100.firstPaintMs.toFixed(0)} ms ≤ 300 ms`, k100.firstPaintMs <= 300]);

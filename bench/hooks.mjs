@@ -36,18 +36,34 @@ try {
     return xs;
   };
   const none = time(() => matching(loadHooks(configDir, work).tables[0] ?? new Map(), 'PreToolUse', 'shell'), 2000);
-  console.log(`event, no hooks configured:        median ${median(none).toFixed(1)} µs, p90 ${p90(none).toFixed(1)} µs`);
-  const entries = Array.from({ length: 20 }, (_, i) => ({ matcher: `tool_${i}`, hooks: [{ type: 'command', command: `echo ${i}` }] }));
+  console.log(
+    `event, no hooks configured:        median ${median(none).toFixed(1)} µs, p90 ${p90(none).toFixed(1)} µs`,
+  );
+  const entries = Array.from({ length: 20 }, (_, i) => ({
+    matcher: `tool_${i}`,
+    hooks: [{ type: 'command', command: `echo ${i}` }],
+  }));
   writeFileSync(join(configDir, 'hooks.json'), JSON.stringify({ hooks: { PreToolUse: entries } }));
   const some = time(() => loadHooks(configDir, work).tables.flatMap((t) => matching(t, 'PreToolUse', 'shell')), 2000);
-  console.log(`event, 20 hooks none matching:     median ${median(some).toFixed(1)} µs, p90 ${p90(some).toFixed(1)} µs`);
+  console.log(
+    `event, 20 hooks none matching:     median ${median(some).toFixed(1)} µs, p90 ${p90(some).toFixed(1)} µs`,
+  );
 
-  const o = { configDir, dataDir: join(dir, 'data'), runtimeDir: join(dir, 'run'), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' } };
+  const o = {
+    configDir,
+    dataDir: join(dir, 'data'),
+    runtimeDir: join(dir, 'run'),
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' },
+  };
   const input = JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'shell', tool_input: { command: 'ls' } });
   const ms = [];
   const spawner = Spawner.find(SPAWNER);
   for (let i = 0; i < RUNS; i++) {
-    const r = await runHook({ command: 'true', timeoutSec: 10, cwd: work, policyRoot: work, input, vars: {} }, o, spawner);
+    const r = await runHook(
+      { command: 'true', timeoutSec: 10, cwd: work, policyRoot: work, input, vars: {} },
+      o,
+      spawner,
+    );
     if (r.code !== 0) throw new Error(`the hook did not run: ${r.notRun ?? r.stderr}`);
     ms.push(r.ms);
   }

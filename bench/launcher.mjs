@@ -12,7 +12,13 @@ import { parseArgs } from 'node:util';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { Launcher } = await import(join(root, 'dist/platform/launcher.js'));
-const { values } = parseArgs({ options: { n: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, json: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '300' },
+    warmup: { type: 'string', default: '30' },
+    json: { type: 'boolean', default: false },
+  },
+});
 const N = Number(values.n);
 const WARMUP = Number(values.warmup);
 
@@ -29,12 +35,15 @@ async function once(l) {
     let closed = false;
     const done = () => exited && closed && resolve();
     const s0 = performance.now();
-    l.launch({ file: '/bin/true', args: [], cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' }, stdin: '' }, {
-      output: () => undefined,
-      exited: () => ((exited = true), done()),
-      closed: () => ((closed = true), done()),
-      lost: (why) => reject(new Error(why)),
-    }).catch(reject);
+    l.launch(
+      { file: '/bin/true', args: [], cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' }, stdin: '' },
+      {
+        output: () => undefined,
+        exited: () => ((exited = true), done()),
+        closed: () => ((closed = true), done()),
+        lost: (why) => reject(new Error(why)),
+      },
+    ).catch(reject);
     sync = performance.now() - s0;
   });
   return { total: performance.now() - t0, sync };
@@ -43,12 +52,21 @@ async function once(l) {
 const out = {};
 for (const native of [true, false]) {
   const l = Launcher.create({ native });
-  if (native && !l.native) throw new Error('native/build/ollie-spawner is not built: run node scripts/build-native.mjs');
+  if (native && !l.native)
+    throw new Error('native/build/ollie-spawner is not built: run node scripts/build-native.mjs');
   for (let i = 0; i < WARMUP; i++) await once(l);
   const runs = [];
   for (let i = 0; i < N; i++) runs.push(await once(l));
   l.close();
-  out[native ? 'spawner' : 'fallback'] = { launch_to_end_ms: median(runs.map((r) => r.total)), event_loop_held_ms: median(runs.map((r) => r.sync)), n: N };
+  out[native ? 'spawner' : 'fallback'] = {
+    launch_to_end_ms: median(runs.map((r) => r.total)),
+    event_loop_held_ms: median(runs.map((r) => r.sync)),
+    n: N,
+  };
 }
 if (values.json) console.log(JSON.stringify(out));
-else for (const [k, v] of Object.entries(out)) console.log(`${k.padEnd(9)} /bin/true: launch to end ${v.launch_to_end_ms.toFixed(3)} ms, event loop held ${v.event_loop_held_ms.toFixed(3)} ms (medians of ${v.n})`);
+else
+  for (const [k, v] of Object.entries(out))
+    console.log(
+      `${k.padEnd(9)} /bin/true: launch to end ${v.launch_to_end_ms.toFixed(3)} ms, event loop held ${v.event_loop_held_ms.toFixed(3)} ms (medians of ${v.n})`,
+    );

@@ -29,16 +29,32 @@ async function run(servers) {
   mkdirSync(join(config, 'agents'), { recursive: true });
   mkdirSync(work);
   const mock = await startMockLlm();
-  writeFileSync(join(config, 'backends.conf'), `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 128000\n`);
+  writeFileSync(
+    join(config, 'backends.conf'),
+    `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 128000\n`,
+  );
   const mcpServers = {};
   // The fixture's own tools are 9; TOOLS - 9 generated ones make each server TOOLS.
-  for (let i = 0; i < servers; i++) mcpServers[`svc${i}`] = { command: process.execPath, args: [FIXTURE, '--tools', String(TOOLS - 9), `svc${i}`] };
+  for (let i = 0; i < servers; i++)
+    mcpServers[`svc${i}`] = { command: process.execPath, args: [FIXTURE, '--tools', String(TOOLS - 9), `svc${i}`] };
   writeFileSync(join(config, 'mcp.json'), JSON.stringify({ mcpServers }));
   // A checkout whose node_modules lies elsewhere (a worktree): let the sandboxed servers read it.
   const modules = realpathSync(join(ROOT, 'node_modules'));
-  if (!modules.startsWith(`${ROOT}/`)) writeFileSync(join(config, 'sandbox.yaml'), readFileSync(join(ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`));
+  if (!modules.startsWith(`${ROOT}/`))
+    writeFileSync(
+      join(config, 'sandbox.yaml'),
+      readFileSync(join(ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`),
+    );
   const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({ socket, dataDir: join(dir, 'data'), configDir: config, toolsrv: {}, toolCacheFile: join(dir, 'tools.json'), skills: false, log: () => undefined });
+  const daemon = await startDaemon({
+    socket,
+    dataDir: join(dir, 'data'),
+    configDir: config,
+    toolsrv: {},
+    toolCacheFile: join(dir, 'tools.json'),
+    skills: false,
+    log: () => undefined,
+  });
   const c = await dial(`unix!${socket}`, { uname: userInfo().username });
   try {
     // A first session fills the tool cache (as any earlier run would have); the one measured is the second.
@@ -49,7 +65,10 @@ async function run(servers) {
     const path = `session/${session}/agent/${name}`;
     const aid = (await c.readText(`${path}/id`)).trim();
     const agent = daemon.agents.all().find((a) => a.id === aid);
-    mock.script([{ toolCalls: [{ name: 'tool_search', args: { query: 'mcp__svc3__svc3_operation_7' } }] }], [{ text: 'done' }]);
+    mock.script(
+      [{ toolCalls: [{ name: 'tool_search', args: { query: 'mcp__svc3__svc3_operation_7' } }] }],
+      [{ text: 'done' }],
+    );
     const done = agent.nextTurn();
     const t0 = performance.now();
     await c.write(`${path}/prompt`, 'Look up record 7 of svc3.');
@@ -60,11 +79,24 @@ async function run(servers) {
     const status = servers ? JSON.parse(await c.readText(`session/${session}/mcp/status`)) : { servers: [] };
     // The agent's runtime holds every tool toolsrv listed (JS reaches the TypeScript-private field).
     const mcpTools = [...(agent.runtime?.tools?.values() ?? [])].filter((t) => t.name.startsWith('mcp__'));
-    const upFront = countTokens(JSON.stringify(mcpTools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))));
+    const upFront = countTokens(
+      JSON.stringify(
+        mcpTools.map((t) => ({
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        })),
+      ),
+    );
     return {
-      first: promptTokens(chats[0]), firstTools: tools(chats[0]), second: promptTokens(chats[1]), secondTools: tools(chats[1]),
-      ready: status.servers.filter((s) => s.state === 'ready').length, all: mcpTools.length, upFront,
-      waitMs: Math.round(firstAt - (performance.timeOrigin + t0)), uncached,
+      first: promptTokens(chats[0]),
+      firstTools: tools(chats[0]),
+      second: promptTokens(chats[1]),
+      secondTools: tools(chats[1]),
+      ready: status.servers.filter((s) => s.state === 'ready').length,
+      all: mcpTools.length,
+      upFront,
+      waitMs: Math.round(firstAt - (performance.timeOrigin + t0)),
+      uncached,
     };
   } finally {
     c.close();
@@ -85,7 +117,9 @@ async function firstRequest(c, mock, daemon, work) {
   const t0 = performance.now();
   await c.write(`session/${session}/agent/${name}/prompt`, 'hello');
   await done;
-  return Math.round(mock.requests.find((r) => r.path.includes('/chat/completions')).time - (performance.timeOrigin + t0));
+  return Math.round(
+    mock.requests.find((r) => r.path.includes('/chat/completions')).time - (performance.timeOrigin + t0),
+  );
 }
 
 const base = await run(0);
@@ -95,7 +129,13 @@ console.log(`  servers ready before the first request: ${mcp.ready}/${SERVERS}; 
 console.log(`  first request, no MCP servers:      ${base.first} (tool schemas ${base.firstTools})`);
 console.log(`  first request, ${SERVERS} servers / ${mcp.all} tools: ${mcp.first} (tool schemas ${mcp.firstTools})`);
 console.log(`  cost of the MCP servers to the first request: ${mcp.first - base.first}`);
-console.log(`  the first session's prompt to its first request (nothing cached: it waits for the servers, at most 10 s): ${base.uncached} ms without MCP, ${mcp.uncached} ms with ${SERVERS} servers`);
-console.log(`  a new session's prompt to its first request (toolsrv and servers starting, tool list cached): ${base.waitMs} ms without MCP, ${mcp.waitMs} ms with ${SERVERS} servers`);
-console.log(`  tool_search loading one MCP tool adds its schema to the next request: ${mcp.secondTools - mcp.firstTools}`);
+console.log(
+  `  the first session's prompt to its first request (nothing cached: it waits for the servers, at most 10 s): ${base.uncached} ms without MCP, ${mcp.uncached} ms with ${SERVERS} servers`,
+);
+console.log(
+  `  a new session's prompt to its first request (toolsrv and servers starting, tool list cached): ${base.waitMs} ms without MCP, ${mcp.waitMs} ms with ${SERVERS} servers`,
+);
+console.log(
+  `  tool_search loading one MCP tool adds its schema to the next request: ${mcp.secondTools - mcp.firstTools}`,
+);
 console.log(`  all ${mcp.all} MCP schemas sent up front would have cost: ${mcp.upFront}`);

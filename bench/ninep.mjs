@@ -23,11 +23,19 @@ const SMALL = 'a small file of about sixty-four bytes, like a state or id file\n
 
 if (process.argv[2] === '--server') {
   let text = '';
-  const ns = build(Dir('/',
-    Leaf('small', { read: () => SMALL }),
-    Leaf('stream', { stream: async function* (_ctx, signal) { while (!signal.aborted) yield CHUNK; } }),
-    Leaf('text', { text: { get: () => text, set: (_ctx, v) => void (text = v) } }),
-  ), { uid: 'bench' });
+  const ns = build(
+    Dir(
+      '/',
+      Leaf('small', { read: () => SMALL }),
+      Leaf('stream', {
+        stream: async function* (_ctx, signal) {
+          while (!signal.aborted) yield CHUNK;
+        },
+      }),
+      Leaf('text', { text: { get: () => text, set: (_ctx, v) => void (text = v) } }),
+    ),
+    { uid: 'bench' },
+  );
   const l = await listen(new Server({ fs: ns }), { kind: 'unix', path: process.argv[3] });
   process.send('ready');
   process.on('disconnect', () => l.close().then(() => process.exit(0)));
@@ -58,22 +66,32 @@ if (process.argv[2] === '--server') {
 
   console.log(`small reads, 32 outstanding, one connection: ${fmt(readsPerSec)} reads/s (target ≥ 50,000)`);
   console.log(`stream throughput, iounit ${s.iounit} bytes:    ${mbPerSec.toFixed(0)} MB/s (target ≥ 200)`);
-  console.log(`text file, 2 MB per open, committed at clunk:  1 MiB chunks ${text.big.toFixed(1)} ms; 4 KiB chunks ${text.small.toFixed(1)} ms pipelined ` +
-    `(${(text.small / text.big).toFixed(2)}×, target ≤ 3×), ${text.sequential.toFixed(1)} ms one at a time as 9p write and 9pfuse send them (${(text.sequential / text.big).toFixed(2)}×)`);
+  console.log(
+    `text file, 2 MB per open, committed at clunk:  1 MiB chunks ${text.big.toFixed(1)} ms; 4 KiB chunks ${text.small.toFixed(1)} ms pipelined ` +
+      `(${(text.small / text.big).toFixed(2)}×, target ≤ 3×), ${text.sequential.toFixed(1)} ms one at a time as 9p write and 9pfuse send them (${(text.sequential / text.big).toFixed(2)}×)`,
+  );
 
   const plan9 = [process.env.PLAN9, '/tmp/p9p'].find((d) => d && existsSync(join(d, 'bin', 'ramfs')));
   if (!plan9) {
     console.log('');
-    console.log('!!! SKIPPED: the comparison with plan9port\'s ramfs (target ≥ 1.5×): plan9port not found ($PLAN9, /tmp/p9p).');
+    console.log(
+      "!!! SKIPPED: the comparison with plan9port's ramfs (target ≥ 1.5×): plan9port not found ($PLAN9, /tmp/p9p).",
+    );
     console.log('!!! Build it (its ./INSTALL) and set PLAN9 to run it.');
   } else {
     const direct = await ramfsDirect(plan9, dir, seconds);
     const served = await ramfsServed(plan9, dir, seconds);
-    console.log(`plan9port ramfs (${plan9}), the same reads:    ${fmt(direct.rate)} reads/s on the socket (ramfs -i); ${fmt(served)} reads/s through 9pserve (ramfs -S)`);
-    console.log(`ours against ramfs:                           ${(readsPerSec / direct.rate).toFixed(2)}× ramfs -i, ${(readsPerSec / served).toFixed(2)}× ramfs -S (target ≥ 1.5×)`);
+    console.log(
+      `plan9port ramfs (${plan9}), the same reads:    ${fmt(direct.rate)} reads/s on the socket (ramfs -i); ${fmt(served)} reads/s through 9pserve (ramfs -S)`,
+    );
+    console.log(
+      `ours against ramfs:                           ${(readsPerSec / direct.rate).toFixed(2)}× ramfs -i, ${(readsPerSec / served).toFixed(2)}× ramfs -S (target ≥ 1.5×)`,
+    );
     // The client is the same for both and shares the machine's cores with the server: what a read costs the
     // server itself is the other half of the comparison.
-    console.log(`server CPU per read:                          ours ${(ourCpuPerRead * 1e6).toFixed(1)} µs, ramfs -i ${(direct.cpuPerRead * 1e6).toFixed(1)} µs`);
+    console.log(
+      `server CPU per read:                          ours ${(ourCpuPerRead * 1e6).toFixed(1)} µs, ramfs -i ${(direct.cpuPerRead * 1e6).toFixed(1)} µs`,
+    );
   }
   rmSync(dir, { recursive: true, force: true });
 }
@@ -82,7 +100,9 @@ if (process.argv[2] === '--server') {
 function cpuSeconds(...pids) {
   let sum = 0;
   for (const pid of pids) {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     sum += (Number(fields[11]) + Number(fields[12])) / 100;
   }
   return sum;
@@ -96,7 +116,8 @@ function marked(mark) {
   const out = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`OLLIE_BENCH_MARK=${mark}`)) out.push(Number(pid));
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`OLLIE_BENCH_MARK=${mark}`))
+        out.push(Number(pid));
     } catch {
       // gone, or not ours to read
     }
@@ -123,12 +144,14 @@ async function pipelinedReads(c, file, seconds) {
   const f = await c.open(file, OREAD);
   let reads = 0;
   const until = performance.now() + seconds * 1000;
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (performance.now() < until) {
-      await f.read(0, 4096);
-      reads++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (performance.now() < until) {
+        await f.read(0, 4096);
+        reads++;
+      }
+    }),
+  );
   await f.clunk();
   return reads / seconds;
 }
@@ -174,7 +197,10 @@ async function ramfsDirect(plan9, dir, seconds) {
   const sock = join(dir, 'ramfs-direct.sock');
   const mark = `direct-${process.pid}`;
   const srv = net.createServer({ pauseOnConnect: true }, (conn) => {
-    spawn(join(plan9, 'bin', 'ramfs'), ['-i'], { stdio: [conn, conn, 'ignore'], env: { ...process.env, PLAN9: plan9, OLLIE_BENCH_MARK: mark } });
+    spawn(join(plan9, 'bin', 'ramfs'), ['-i'], {
+      stdio: [conn, conn, 'ignore'],
+      env: { ...process.env, PLAN9: plan9, OLLIE_BENCH_MARK: mark },
+    });
     conn.destroy();
   });
   await new Promise((r) => srv.listen(sock, r));
@@ -195,7 +221,13 @@ async function ramfsDirect(plan9, dir, seconds) {
 async function ramfsServed(plan9, dir, seconds) {
   const ns = join(dir, 'ns');
   const mark = `served-${process.pid}`;
-  const env = { ...process.env, PLAN9: plan9, NAMESPACE: ns, PATH: `${join(plan9, 'bin')}:${process.env.PATH}`, OLLIE_BENCH_MARK: mark };
+  const env = {
+    ...process.env,
+    PLAN9: plan9,
+    NAMESPACE: ns,
+    PATH: `${join(plan9, 'bin')}:${process.env.PATH}`,
+    OLLIE_BENCH_MARK: mark,
+  };
   mkdirSync(ns, { mode: 0o700 });
   const service = `ollie-bench-${process.pid}`;
   spawn(join(plan9, 'bin', 'ramfs'), ['-S', service], { stdio: 'ignore', env });

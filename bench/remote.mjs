@@ -25,8 +25,11 @@ const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.
 
 const { values } = parseArgs({
   options: {
-    n: { type: 'string', default: '200' }, warmup: { type: 'string', default: '20' },
-    host: { type: 'string' }, 'ssh-config': { type: 'string' }, json: { type: 'boolean', default: false },
+    n: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '20' },
+    host: { type: 'string' },
+    'ssh-config': { type: 'string' },
+    json: { type: 'boolean', default: false },
   },
 });
 const N = Number(values.n);
@@ -37,29 +40,60 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-remote-'));
 /** A throwaway sshd on loopback (the same setup as test/helpers/sshd.ts). */
 async function loopbackSshd() {
   const port = await new Promise((resolve, reject) => {
-    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
+    const s = createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const p = s.address().port;
+        s.close(() => resolve(p));
+      });
   });
-  for (const k of ['host_key', 'user_key']) spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, k)], { stdio: 'ignore' });
+  for (const k of ['host_key', 'user_key'])
+    spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, k)], { stdio: 'ignore' });
   const home = join(dir, 'home');
   mkdirSync(join(home, 'run'), { recursive: true, mode: 0o700 });
   writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'user_key.pub')));
   mkdirSync('/run/sshd', { recursive: true });
-  writeFileSync(join(dir, 'sshd_config'), [
-    'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'host_key')}`, `PidFile ${join(dir, 'sshd.pid')}`,
-    `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`, 'StrictModes no', 'PasswordAuthentication no', 'UsePAM no',
-    'PermitRootLogin prohibit-password', 'AllowStreamLocalForwarding yes',
-    `SetEnv HOME=${home} XDG_RUNTIME_DIR=${join(home, 'run')} XDG_CACHE_HOME=${join(home, '.cache')}`, '',
-  ].join('\n'));
-  writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${port} ${readFileSync(join(dir, 'host_key.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}\n`);
-  writeFileSync(join(dir, 'ssh_config'), [
-    'Host bench-remote', '  HostName 127.0.0.1', `  Port ${port}`, `  User ${userInfo().username}`, `  IdentityFile ${join(dir, 'user_key')}`,
-    '  IdentitiesOnly yes', '  IdentityAgent none', `  UserKnownHostsFile ${join(dir, 'known_hosts')}`, '  GlobalKnownHostsFile /dev/null',
-    '  StrictHostKeyChecking yes', '  ControlMaster no', '  LogLevel ERROR', '',
-  ].join('\n'));
-  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config'), '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  writeFileSync(
+    join(dir, 'sshd_config'),
+    [
+      'ListenAddress 127.0.0.1',
+      `HostKey ${join(dir, 'host_key')}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+      'StrictModes no',
+      'PasswordAuthentication no',
+      'UsePAM no',
+      'PermitRootLogin prohibit-password',
+      'AllowStreamLocalForwarding yes',
+      `SetEnv HOME=${home} XDG_RUNTIME_DIR=${join(home, 'run')} XDG_CACHE_HOME=${join(home, '.cache')}`,
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'known_hosts'),
+    `[127.0.0.1]:${port} ${readFileSync(join(dir, 'host_key.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}\n`,
+  );
+  writeFileSync(
+    join(dir, 'ssh_config'),
+    [
+      'Host bench-remote',
+      '  HostName 127.0.0.1',
+      `  Port ${port}`,
+      `  User ${userInfo().username}`,
+      `  IdentityFile ${join(dir, 'user_key')}`,
+      '  IdentitiesOnly yes',
+      '  IdentityAgent none',
+      `  UserKnownHostsFile ${join(dir, 'known_hosts')}`,
+      '  GlobalKnownHostsFile /dev/null',
+      '  StrictHostKeyChecking yes',
+      '  ControlMaster no',
+      '  LogLevel ERROR',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config'), '-p', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   await new Promise((resolve, reject) => {
     let log = '';
     child.stderr.setEncoding('utf8').on('data', (d) => ((log += d), log.includes('Server listening') && resolve()));
@@ -85,24 +119,42 @@ try {
   await again.stop();
   results.setup = { firstUseMs: firstMs, copyMs: first.setupMs, startWithPackageMs: againMs };
 
-  const local = await spawnToolsrv({ runtimeDir: join(dir, 'run'), name: 'local', cwd: dir, toolDirs: [join(root, 'data', 'tools')], log: () => undefined });
+  const local = await spawnToolsrv({
+    runtimeDir: join(dir, 'run'),
+    name: 'local',
+    cwd: dir,
+    toolDirs: [join(root, 'data', 'tools')],
+    log: () => undefined,
+  });
   servers.push(local);
   // The remote side's workspace: on loopback it is this machine's directory too.
   const work = mkdtempSync(join(tmpdir(), 'bench-remote-work-'));
-  writeFileSync(join(work, 'small.txt'), Array.from({ length: 20 }, (_, i) => `line ${i + 1} of a small file`).join('\n') + '\n');
+  writeFileSync(
+    join(work, 'small.txt'),
+    Array.from({ length: 20 }, (_, i) => `line ${i + 1} of a small file`).join('\n') + '\n',
+  );
   const hosts = {};
-  for (const [name, p] of [['ssh', first], ['local', local]]) {
+  for (const [name, p] of [
+    ['ssh', first],
+    ['local', local],
+  ]) {
     const h = await ToolClient.connect(p, 'bench');
     await h.ctlLines([`cwd ${work}`, 'load file_read', 'load shell']);
     hosts[name] = h;
   }
-  for (const c of [{ name: 'file_read', tool: 'file_read', args: { path: join(work, 'small.txt') } }, { name: 'shell true', tool: 'shell', args: { command: 'true' } }]) {
+  for (const c of [
+    { name: 'file_read', tool: 'file_read', args: { path: join(work, 'small.txt') } },
+    { name: 'shell true', tool: 'shell', args: { command: 'true' } },
+  ]) {
     const req = { tool: c.tool, args: c.args };
     for (const [n, h] of Object.entries(hosts)) {
       const r = await h.call(req);
       if (r.status !== 'exited' || r.exit !== 0) throw new Error(`${n} ${c.name}: ${JSON.stringify(r)}`);
     }
-    results[c.name] = await timeTogether({ ssh: () => hosts.ssh.call(req), local: () => hosts.local.call(req) }, { warmup: WARMUP, n: N });
+    results[c.name] = await timeTogether(
+      { ssh: () => hosts.ssh.call(req), local: () => hosts.local.call(req) },
+      { warmup: WARMUP, n: N },
+    );
   }
   for (const h of Object.values(hosts)) await h.close();
   rmSync(work, { recursive: true, force: true });
@@ -116,13 +168,21 @@ if (values.json) {
   console.log(JSON.stringify(results, null, 2));
 } else {
   const f = (s) => `${s.median.toFixed(2).padStart(6)} / ${s.p95.toFixed(2).padStart(6)}`;
-  console.log(`toolsrv proc/new over SSH (${values.host ? host : 'loopback sshd'}) vs local (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`);
-  console.log(`${''.padEnd(12)} ${'over ssh'.padStart(15)}   ${'local'.padStart(15)}   ${'added (median)'.padStart(15)}`);
+  console.log(
+    `toolsrv proc/new over SSH (${values.host ? host : 'loopback sshd'}) vs local (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`,
+  );
+  console.log(
+    `${''.padEnd(12)} ${'over ssh'.padStart(15)}   ${'local'.padStart(15)}   ${'added (median)'.padStart(15)}`,
+  );
   for (const name of ['file_read', 'shell true']) {
     const r = results[name];
     const added = r.ssh.median - r.local.median;
-    console.log(`${name.padEnd(12)} ${f(r.ssh)}   ${f(r.local)}   ${added.toFixed(2).padStart(12)} ms ${added <= 1 ? '(goal ≤ 1 ms: met)' : '(goal ≤ 1 ms: MISSED)'}`);
+    console.log(
+      `${name.padEnd(12)} ${f(r.ssh)}   ${f(r.local)}   ${added.toFixed(2).padStart(12)} ms ${added <= 1 ? '(goal ≤ 1 ms: met)' : '(goal ≤ 1 ms: MISSED)'}`,
+    );
   }
   const s = results.setup;
-  console.log(`\nfirst use on the host: ${s.firstUseMs.toFixed(0)} ms (of which copying the package: ${s.copyMs.toFixed(0)} ms); a start with the package there: ${s.startWithPackageMs.toFixed(0)} ms`);
+  console.log(
+    `\nfirst use on the host: ${s.firstUseMs.toFixed(0)} ms (of which copying the package: ${s.copyMs.toFixed(0)} ms); a start with the package there: ${s.startWithPackageMs.toFixed(0)} ms`,
+  );
 }

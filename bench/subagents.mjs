@@ -23,7 +23,8 @@ const RUNS = Number(process.argv[4] ?? 5);
 const CHUNK_MS = Number(process.argv[5] ?? 0);
 const paced = (steps) => (CHUNK_MS > 0 ? [...steps, { delayMs: CHUNK_MS }] : steps);
 const OLLIE = new URL('../dist/cli/ollie.js', import.meta.url).pathname;
-const NODE_FLAGS = /^#!\/usr\/bin\/env -S node (.*)$/m.exec(readFileSync(OLLIE, 'utf8').split('\n')[0])?.[1]?.split(' ') ?? [];
+const NODE_FLAGS =
+  /^#!\/usr\/bin\/env -S node (.*)$/m.exec(readFileSync(OLLIE, 'utf8').split('\n')[0])?.[1]?.split(' ') ?? [];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const TICK = 1000 / 100; // ms per clock tick (USER_HZ is 100 on Linux)
 
@@ -58,16 +59,43 @@ const mock = await startMockLlm({
     while (last >= 0 && !(msgs[last].role === 'user' && /^(hello|read the files)/.test(msgs[last].content))) last--;
     const rounds = msgs.slice(last + 1).filter((m) => m.role === 'tool').length;
     if (msgs[last]?.content === 'hello') return void mock.script([{ text: 'ready' }]);
-    mock.script(paced(rounds < ROUNDS ? [{ toolCalls: [{ name: 'file_read', args: { path: join(dir, `small-${rounds}.txt`) } }] }] : [{ text: 'done' }]));
+    mock.script(
+      paced(
+        rounds < ROUNDS
+          ? [{ toolCalls: [{ name: 'file_read', args: { path: join(dir, `small-${rounds}.txt`) } }] }]
+          : [{ text: 'done' }],
+      ),
+    );
   },
 });
 const config = join(dir, 'config');
 mkdirSync(join(config, 'agents'), { recursive: true });
-writeFileSync(join(config, 'backends.conf'), `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 1000000\n`);
-writeFileSync(join(config, 'agents', 'bench.json'), JSON.stringify({ prompt: 'You are a benchmark.', autoLoad: ['file_read'], maxSteps: ROUNDS + 10 }));
+writeFileSync(
+  join(config, 'backends.conf'),
+  `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 1000000\n`,
+);
+writeFileSync(
+  join(config, 'agents', 'bench.json'),
+  JSON.stringify({ prompt: 'You are a benchmark.', autoLoad: ['file_read'], maxSteps: ROUNDS + 10 }),
+);
 
 const socket = join(dir, 'run', 'ollie.sock');
-const serve = spawn(process.execPath, [...NODE_FLAGS, ...(process.env.BENCH_PROF ? ["--cpu-prof", "--cpu-prof-dir=" + process.env.BENCH_PROF] : []), OLLIE, 'serve', '--socket', socket, '--config', config, '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'inherit'] });
+const serve = spawn(
+  process.execPath,
+  [
+    ...NODE_FLAGS,
+    ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []),
+    OLLIE,
+    'serve',
+    '--socket',
+    socket,
+    '--config',
+    config,
+    '--data',
+    join(dir, 'data'),
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
 try {
   await new Promise((resolve, reject) => {
     serve.stdout.on('data', (d) => d.toString().includes('serving 9P') && resolve());
@@ -89,7 +117,11 @@ try {
   }
   await events.clunk();
 
-  const sub = (i) => c.rdwrText(`session/${session}/agent/new`, `agent=bench parent=${parent} name=sub-${i} prompt=read the files, one a round`);
+  const sub = (i) =>
+    c.rdwrText(
+      `session/${session}/agent/new`,
+      `agent=bench parent=${parent} name=sub-${i} prompt=read the files, one a round`,
+    );
   const timed = async (n) => {
     const chats = () => mock.requests.filter((r) => r.path === '/v1/chat/completions').length;
     const from = chats();
@@ -98,7 +130,9 @@ try {
     const ms = performance.now() - t0;
     const requests = chats() - from;
     if (replies.some((r) => r.trim() !== 'done') || requests !== n * (ROUNDS + 1)) {
-      throw new Error(`unexpected run: replies ${JSON.stringify(replies)}, ${requests} LLM requests for ${n * (ROUNDS + 1)}`);
+      throw new Error(
+        `unexpected run: replies ${JSON.stringify(replies)}, ${requests} LLM requests for ${n * (ROUNDS + 1)}`,
+      );
     }
     return ms;
   };
@@ -112,7 +146,11 @@ try {
   const cpu1 = { daemon: 0, toolsrv: 0, mock: 0 };
   const measured = async (n, into) => {
     const kids = childrenOf(serve.pid);
-    const before = { daemon: cpuOf(serve.pid), toolsrv: kids.reduce((a, k) => a + cpuOf(k), 0), mock: process.cpuUsage() };
+    const before = {
+      daemon: cpuOf(serve.pid),
+      toolsrv: kids.reduce((a, k) => a + cpuOf(k), 0),
+      mock: process.cpuUsage(),
+    };
     const ms = await timed(n);
     into.daemon += cpuOf(serve.pid) - before.daemon;
     into.toolsrv += kids.reduce((a, k) => a + cpuOf(k), 0) - before.toolsrv;
@@ -130,19 +168,33 @@ try {
   // The best runs too: on a machine doing other work the medians carry its noise, the minima less so.
   const best = Math.min(...many) / Math.min(...one);
   const pace = CHUNK_MS > 0 ? `mock LLM sending a stream chunk every ${CHUNK_MS} ms` : 'mock LLM answering at once';
-  console.log(`sub-agents: ${ROUNDS} tool rounds each (file_read through a sandboxed toolsrv), ${pace}, ${availableParallelism()} cores`);
-  console.log(`  1 alone:           median ${f(median(one))} ms, best ${f(Math.min(...one))} ms   (runs ${one.map(f).join(' ')})`);
-  console.log(`  ${N} in parallel:     median ${f(median(many))} ms, best ${f(Math.min(...many))} ms   (runs ${many.map(f).join(' ')})`);
-  console.log(`  ${N} in parallel / 1 alone: ${ratio.toFixed(2)}× (medians), ${best.toFixed(2)}× (best runs)   (target ≤ 2.5× on 2 cores; ${N}× would be no parallelism at all)`);
+  console.log(
+    `sub-agents: ${ROUNDS} tool rounds each (file_read through a sandboxed toolsrv), ${pace}, ${availableParallelism()} cores`,
+  );
+  console.log(
+    `  1 alone:           median ${f(median(one))} ms, best ${f(Math.min(...one))} ms   (runs ${one.map(f).join(' ')})`,
+  );
+  console.log(
+    `  ${N} in parallel:     median ${f(median(many))} ms, best ${f(Math.min(...many))} ms   (runs ${many.map(f).join(' ')})`,
+  );
+  console.log(
+    `  ${N} in parallel / 1 alone: ${ratio.toFixed(2)}× (medians), ${best.toFixed(2)}× (best runs)   (target ≤ 2.5× on 2 cores; ${N}× would be no parallelism at all)`,
+  );
   const per = (ms) => (ms / RUNS).toFixed(0);
-  console.log(`  CPU per run of 1: daemon ${per(cpu1.daemon)} ms, toolsrv + tools ${per(cpu1.toolsrv)} ms, mock + client ${per(cpu1.mock)} ms (wall ${f(one.reduce((a, b) => a + b, 0) / RUNS)} ms)`);
-  console.log(`  CPU per run of ${N}: daemon ${per(cpu.daemon)} ms, toolsrv + tools ${per(cpu.toolsrv)} ms, mock + client ${per(cpu.mock)} ms (wall ${f(many.reduce((a, b) => a + b, 0) / RUNS)} ms × ${availableParallelism()} cores available)`);
+  console.log(
+    `  CPU per run of 1: daemon ${per(cpu1.daemon)} ms, toolsrv + tools ${per(cpu1.toolsrv)} ms, mock + client ${per(cpu1.mock)} ms (wall ${f(one.reduce((a, b) => a + b, 0) / RUNS)} ms)`,
+  );
+  console.log(
+    `  CPU per run of ${N}: daemon ${per(cpu.daemon)} ms, toolsrv + tools ${per(cpu.toolsrv)} ms, mock + client ${per(cpu.mock)} ms (wall ${f(many.reduce((a, b) => a + b, 0) / RUNS)} ms × ${availableParallelism()} cores available)`,
+  );
   // The least the ratio can be with this much CPU: the run of N cannot end before its CPU is spread over every core,
   // nor before the daemon's one thread has done its part; one alone ends after its own (mostly serial) CPU.
   const oneMean = one.reduce((a, b) => a + b, 0) / RUNS;
   const spread = (cpu.daemon + cpu.toolsrv + cpu.mock) / RUNS / availableParallelism() / oneMean;
   const daemonThread = cpu.daemon / RUNS / oneMean;
-  console.log(`  floor set by CPU: ${Math.max(spread, daemonThread).toFixed(2)}× (all CPU over ${availableParallelism()} cores: ${spread.toFixed(2)}×; the daemon's thread: ${daemonThread.toFixed(2)}×)`);
+  console.log(
+    `  floor set by CPU: ${Math.max(spread, daemonThread).toFixed(2)}× (all CPU over ${availableParallelism()} cores: ${spread.toFixed(2)}×; the daemon's thread: ${daemonThread.toFixed(2)}×)`,
+  );
 } finally {
   serve.kill('SIGTERM');
   await new Promise((r) => serve.once('exit', r));

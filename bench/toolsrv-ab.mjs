@@ -11,7 +11,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { base: { type: 'string' }, n: { type: 'string', default: '800' }, warmup: { type: 'string', default: '30' } } });
+const { values } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    n: { type: 'string', default: '800' },
+    warmup: { type: 'string', default: '30' },
+  },
+});
 if (!values.base) {
   console.error('usage: node bench/toolsrv-ab.mjs --base DIR (a built checkout to compare with)');
   process.exit(2);
@@ -28,14 +34,23 @@ try {
   for (const [name, root] of Object.entries(builds)) {
     const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
     const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
-    const p = await spawnToolsrv({ runtimeDir: join(dir, `run-${name}`), name, cwd: dir, toolDirs: [join(root, 'data/tools')], log: () => undefined });
+    const p = await spawnToolsrv({
+      runtimeDir: join(dir, `run-${name}`),
+      name,
+      cwd: dir,
+      toolDirs: [join(root, 'data/tools')],
+      log: () => undefined,
+    });
     servers.push(p);
     const host = await ToolClient.connect(p, 'bench');
     await host.ctl('load file_read');
     await host.ctl('load shell');
     hosts[name] = host;
   }
-  const cases = { file_read: { tool: 'file_read', args: { path: file } }, 'shell true': { tool: 'shell', args: { command: 'true' } } };
+  const cases = {
+    file_read: { tool: 'file_read', args: { path: file } },
+    'shell true': { tool: 'shell', args: { command: 'true' } },
+  };
   const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   console.log(`toolsrv proc/new, sandboxed, ms median, n=${N} each, interleaved; base ${builds.base}`);
   for (const [name, req] of Object.entries(cases)) {
@@ -49,7 +64,9 @@ try {
       }
     }
     const [b, t] = [median(xs.base), median(xs.this)];
-    console.log(`${name.padEnd(11)} base ${b.toFixed(3)}   this ${t.toFixed(3)}   ${t >= b ? '+' : ''}${((t / b - 1) * 100).toFixed(1)} %   (load ${loadavg()[0].toFixed(1)})`);
+    console.log(
+      `${name.padEnd(11)} base ${b.toFixed(3)}   this ${t.toFixed(3)}   ${t >= b ? '+' : ''}${((t / b - 1) * 100).toFixed(1)} %   (load ${loadavg()[0].toFixed(1)})`,
+    );
   }
   for (const h of Object.values(hosts)) await h.close();
 } finally {

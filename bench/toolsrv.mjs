@@ -20,7 +20,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
 const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
 
-const { values } = parseArgs({ options: { n: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, json: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '300' },
+    warmup: { type: 'string', default: '30' },
+    json: { type: 'boolean', default: false },
+  },
+});
 const N = Number(values.n);
 const WARMUP = Number(values.warmup);
 
@@ -51,7 +57,14 @@ const servers = [];
 try {
   const hosts = {};
   for (const mode of ['sandboxed', 'unsandboxed']) {
-    const p = await spawnToolsrv({ runtimeDir: join(dir, 'run'), name: mode, yolo: mode === 'unsandboxed', cwd: dir, toolDirs: [tools], log: () => undefined });
+    const p = await spawnToolsrv({
+      runtimeDir: join(dir, 'run'),
+      name: mode,
+      yolo: mode === 'unsandboxed',
+      cwd: dir,
+      toolDirs: [tools],
+      log: () => undefined,
+    });
     servers.push(p);
     const host = await ToolClient.connect(p, 'bench');
     await host.ctl('load file_read');
@@ -64,11 +77,14 @@ try {
       const check = await host.call(req);
       if (check.status !== 'exited' || check.exit !== 0) throw new Error(`${mode} ${c.name}: ${JSON.stringify(check)}`);
     }
-    results[c.name] = await timeTogether({
-      sandboxed: () => hosts.sandboxed.call(req),
-      unsandboxed: () => hosts.unsandboxed.call(req),
-      bare: () => bare(join(tools, req.tool), c.args),
-    }, { warmup: WARMUP, n: N });
+    results[c.name] = await timeTogether(
+      {
+        sandboxed: () => hosts.sandboxed.call(req),
+        unsandboxed: () => hosts.unsandboxed.call(req),
+        bare: () => bare(join(tools, req.tool), c.args),
+      },
+      { warmup: WARMUP, n: N },
+    );
   }
   for (const h of Object.values(hosts)) await h.close();
 } finally {
@@ -80,8 +96,12 @@ if (values.json) {
   console.log(JSON.stringify(results, null, 2));
 } else {
   const f = (s) => `${s.median.toFixed(2).padStart(6)} / ${s.p95.toFixed(2).padStart(6)}`;
-  console.log(`toolsrv proc/new, end to end (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`);
-  console.log(`${''.padEnd(12)} ${'sandboxed'.padStart(15)}   ${'unsandboxed'.padStart(15)}   ${'bare spawn'.padStart(15)}`);
+  console.log(
+    `toolsrv proc/new, end to end (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`,
+  );
+  console.log(
+    `${''.padEnd(12)} ${'sandboxed'.padStart(15)}   ${'unsandboxed'.padStart(15)}   ${'bare spawn'.padStart(15)}`,
+  );
   for (const c of cases) {
     const r = results[c.name];
     console.log(`${c.name.padEnd(12)} ${f(r.sandboxed)}   ${f(r.unsandboxed)}   ${f(r.bare)}`);
@@ -90,5 +110,7 @@ if (values.json) {
   const sh = results['shell true'];
   const limit = 1.5 * sh.bare.median + 2;
   console.log(`\nfile_read sandboxed median ${fr.toFixed(2)} ms (target ≤ 5): ${fr <= 5 ? 'met' : 'MISSED'}`);
-  console.log(`shell true sandboxed median ${sh.sandboxed.median.toFixed(2)} ms (target ≤ 1.5 × ${sh.bare.median.toFixed(2)} + 2 = ${limit.toFixed(2)}): ${sh.sandboxed.median <= limit ? 'met' : 'MISSED'}`);
+  console.log(
+    `shell true sandboxed median ${sh.sandboxed.median.toFixed(2)} ms (target ≤ 1.5 × ${sh.bare.median.toFixed(2)} + 2 = ${limit.toFixed(2)}): ${sh.sandboxed.median <= limit ? 'met' : 'MISSED'}`,
+  );
 }

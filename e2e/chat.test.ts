@@ -48,7 +48,8 @@ describe('agent states, sub-agents and the status bar, against the real daemon',
   // With a tool server: `calling` is a real tool call, held until the test lets it end.
   const m = useMain({});
 
-  const shown = (state: string) => m.page.locator(`[data-agent="main"][data-state="${state}"] .dot.state-${state}`).waitFor({ timeout: 15_000 });
+  const shown = (state: string) =>
+    m.page.locator(`[data-agent="main"][data-state="${state}"] .dot.state-${state}`).waitFor({ timeout: 15_000 });
 
   it('shows states and sub-agents live from the event stream', async () => {
     const main = m.page.locator('[data-agent="main"]');
@@ -62,7 +63,10 @@ describe('agent states, sub-agents and the status bar, against the real daemon',
     await shown('idle');
     // calling: a shell call that waits for a file; then the reply, with the usage the status bar must show.
     m.h.mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo went' } }] }, { usage: { input: 10_000, output: 40, cost: 0.0005 } }],
+      [
+        { toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo went' } }] },
+        { usage: { input: 10_000, output: 40, cost: 0.0005 } },
+      ],
       [{ text: 'done' }, { usage: { input: 12_000, output: 60, cost: 0.0007 } }],
     );
     await m.h.c.write('session/work/agent/main/prompt', 'call');
@@ -73,7 +77,10 @@ describe('agent states, sub-agents and the status bar, against the real daemon',
 
     // Status bar from stats and cfg: the mock's usage figures, and the daemon's token account of the next request.
     const stats = Object.fromEntries(
-      (await m.h.c.readText('session/work/agent/main/stats')).split('\n').filter((l) => /^[a-z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      (await m.h.c.readText('session/work/agent/main/stats'))
+        .split('\n')
+        .filter((l) => /^[a-z_]+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
     ) as Record<string, string>;
     expect(Number(stats.cost_last_turn)).toBeCloseTo(0.0012, 6);
     const status = m.page.getByRole('status').first();
@@ -103,7 +110,8 @@ describe('agent states, sub-agents and the status bar, against the real daemon',
     await m.h.c.rdwrText('session/work/agent/new', 'name=helper agent=test parent=main');
     await m.h.c.rdwrText('session/work/agent/new', 'name=deeper agent=test parent=helper');
     await m.page.locator('[data-agent="deeper"]').waitFor();
-    const indent = async (n: string): Promise<number> => parseFloat(await m.page.locator(`[data-agent="${n}"] .node`).evaluate((e) => getComputedStyle(e).paddingLeft));
+    const indent = async (n: string): Promise<number> =>
+      parseFloat(await m.page.locator(`[data-agent="${n}"] .node`).evaluate((e) => getComputedStyle(e).paddingLeft));
     expect(await indent('helper')).toBeGreaterThan(await indent('main'));
     expect(await indent('deeper')).toBeGreaterThan(await indent('helper'));
     // Collapsing the parent hides its sub-agents.
@@ -130,7 +138,11 @@ describe('agent states, sub-agents and the status bar, against the real daemon',
     await m.page.locator('[data-agent="helper"][data-state="ended"][data-ended="killed"]').waitFor();
     // (its sub-agent's record sits under it, folded away): no live row of either is left.
     await m.page.locator('[data-agent="deeper"]:not([data-state="ended"])').waitFor({ state: 'detached' });
-    expect(await m.page.locator('[data-agent]:not([data-state="ended"])').evaluateAll((es) => es.map((e) => e.getAttribute('data-agent')))).toEqual(['main']);
+    expect(
+      await m.page
+        .locator('[data-agent]:not([data-state="ended"])')
+        .evaluateAll((es) => es.map((e) => e.getAttribute('data-agent'))),
+    ).toEqual(['main']);
     expect(m.h.daemon.agents.list('work').map((a) => a.name)).toEqual(['main']);
   }, 60_000);
 });
@@ -165,10 +177,14 @@ describe('agents in the renderer, against the real daemon', () => {
     // Context blocks never show; reasoning is collapsed until asked for.
     expect(await m.page.getByTestId('chat').textContent()).not.toContain('SECRET-CONTEXT');
     expect(await block(r1).textContent()).not.toContain('think about vite');
-    await block(r1).getByRole('button', { name: /show reasoning/ }).click();
+    await block(r1)
+      .getByRole('button', { name: /show reasoning/ })
+      .click();
     await block(r1).filter({ hasText: 'think about vite' }).waitFor();
 
-    const roles = await m.page.locator('.block').evaluateAll((els) => els.map((e) => [e.getAttribute('data-role'), getComputedStyle(e).borderLeftColor]));
+    const roles = await m.page
+      .locator('.block')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-role'), getComputedStyle(e).borderLeftColor]));
     expect(roles.map((r) => r[0])).toEqual(['user', 'reasoning', 'assistant']);
     expect(new Set(roles.map((r) => r[1])).size).toBe(3);
     await screenshot(m.page, 'chat-streamed');
@@ -179,7 +195,9 @@ describe('agents in the renderer, against the real daemon', () => {
     const c1 = log.add('call', '{"cmd":"ls -la","timeout":5}', { name: 'shell' }).id;
     const long = Array.from({ length: 60 }, (_, i) => `export const v${i} = ${i};`).join('\n');
     const t1 = log.add('tool', long, { name: 'file_read', format: 'typescript' }).id;
-    const t2 = log.add('tool', '--- a/x.ts\n+++ b/x.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n unchanged', { name: 'file_edit' }).id;
+    const t2 = log.add('tool', '--- a/x.ts\n+++ b/x.ts\n@@ -1,2 +1,2 @@\n-const a = 1;\n+const a = 2;\n unchanged', {
+      name: 'file_edit',
+    }).id;
     const rt = log.add('retry', 'rate limited (429), retrying in 2s (attempt 1/5)').id;
     const e1 = log.add('error', 'backend error: context overflow').id;
 
@@ -227,7 +245,9 @@ describe('agents in the renderer, against the real daemon', () => {
     for (let i = 0; i < 20; i++) log.delta(live, ` chunk${i}\n`);
     await block(live).filter({ hasText: 'chunk19' }).waitFor();
     await until(() => block(live).isVisible(), 'the streaming block to be in view');
-    const atBottom = await m.page.getByTestId('chat').evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40);
+    const atBottom = await m.page
+      .getByTestId('chat')
+      .evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 40);
     expect(atBottom).toBe(true);
 
     // Scrolled up: new blocks do not pull the view down; "Latest" brings it back.
@@ -267,8 +287,16 @@ describe('agents in the renderer, against the real daemon', () => {
 
   it('sends with Enter, queues while the agent works, completes / commands, stops', async () => {
     // The first turn streams slowly (a minute a chunk): the agent works until it is stopped.
-    m.h.mock.script([{ text: 'a slow answer' }, { delayMs: 60_000 }], [{ text: 'first queued, answered' }], [{ text: 'second queued, answered' }]);
-    const userBlocks = () => mainLog().blocks().filter((b) => b.role === 'user').map((b) => b.content);
+    m.h.mock.script(
+      [{ text: 'a slow answer' }, { delayMs: 60_000 }],
+      [{ text: 'first queued, answered' }],
+      [{ text: 'second queued, answered' }],
+    );
+    const userBlocks = () =>
+      mainLog()
+        .blocks()
+        .filter((b) => b.role === 'user')
+        .map((b) => b.content);
     const box = m.page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('first line');
     await box.press('Shift+Enter');
@@ -290,14 +318,22 @@ describe('agents in the renderer, against the real daemon', () => {
     await m.page.getByLabel('Edit queued prompt').fill('queued one, edited');
     await m.page.getByLabel('Edit queued prompt').press('Enter');
     await queue.getByText('queued one, edited').waitFor();
-    await until(async () => (JSON.parse(await m.h.c.readText('session/work/agent/main/queue')) as string[])[0] === 'queued one, edited', 'the edit to reach the queue file');
+    await until(
+      async () =>
+        (JSON.parse(await m.h.c.readText('session/work/agent/main/queue')) as string[])[0] === 'queued one, edited',
+      'the edit to reach the queue file',
+    );
     expect(userBlocks()).toHaveLength(1);
 
     // Stop is `stop` on ctl; the turn ending starts the next queued prompt, one per turn.
     await m.page.getByRole('button', { name: 'Stop' }).click();
     await until(() => userBlocks().length === 3, 'both queued prompts to run', 15_000);
     expect(userBlocks()).toEqual(['first line\nsecond line', 'queued one, edited', 'queued two']);
-    expect(mainLog().blocks().some((b) => b.role === 'info' && b.name === 'stopped')).toBe(true);
+    expect(
+      mainLog()
+        .blocks()
+        .some((b) => b.role === 'info' && b.name === 'stopped'),
+    ).toBe(true);
     await queue.waitFor({ state: 'detached' });
     await m.page.locator('[data-agent="main"][data-state="idle"]').waitFor();
 

@@ -23,14 +23,19 @@ afterEach(async () => {
 async function setup(): Promise<{ dir: string; mock: MockLlm; socket: string; config: string; data: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-e2e-agents-'));
   const mock = await startMockLlm();
-  cleanup.push(() => mock.close(), () => rmSync(dir, { recursive: true, force: true }));
+  cleanup.push(
+    () => mock.close(),
+    () => rmSync(dir, { recursive: true, force: true }),
+  );
   const config = join(dir, 'config');
   writeConfig(config, mock.url);
   return { dir, mock, socket: join(dir, 'run', 'ollie.sock'), config, data: join(dir, 'data') };
 }
 
 function serve(socket: string, config: string, data: string): Promise<ChildProcess> {
-  const p = spawn(process.execPath, [OLLIE, 'serve', '--socket', socket, '--config', config, '--data', data], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [OLLIE, 'serve', '--socket', socket, '--config', config, '--data', data], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   cleanup.push(() => void p.kill('SIGKILL'));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -45,7 +50,11 @@ function serve(socket: string, config: string, data: string): Promise<ChildProce
 describe('persistence', () => {
   it('after kill -9 mid-turn and a restart, every agent comes back with its history and log; the turn is marked interrupted', async () => {
     const { dir, mock, socket, config, data } = await setup();
-    mock.script([{ text: 'first reply' }], [{ delayMs: 300 }, { text: 'this reply never finishes streaming' }], [{ text: 'after restart' }]);
+    mock.script(
+      [{ text: 'first reply' }],
+      [{ delayMs: 300 }, { text: 'this reply never finishes streaming' }],
+      [{ text: 'after restart' }],
+    );
     let p = await serve(socket, config, data);
     let c = await dial(`unix!${socket}`, { uname: userInfo().username });
     await c.rdwrText('session/new', `name=keep cwd=${dir}`);
@@ -53,7 +62,9 @@ describe('persistence', () => {
     expect((await c.rdwrText('session/keep/agent/new', 'name=bob agent=test')).trim()).toBe('bob');
     await c.write('session/keep/agent/alice/prompt', 'hello');
     await until(
-      async () => (await c.readText('session/keep/agent/alice/state')).trim() === 'idle' && (await c.readText('session/keep/agent/alice/log')).includes('first reply'),
+      async () =>
+        (await c.readText('session/keep/agent/alice/state')).trim() === 'idle' &&
+        (await c.readText('session/keep/agent/alice/log')).includes('first reply'),
       'the first reply',
     );
     await c.write('session/keep/agent/alice/prompt', 'tell me more');
@@ -64,7 +75,10 @@ describe('persistence', () => {
 
     p = await serve(socket, config, data);
     c = await dial(`unix!${socket}`, { uname: userInfo().username });
-    const idx = (await c.readText('session/keep/agent/idx')).trim().split('\n').map((l) => l.split('\t')[2]);
+    const idx = (await c.readText('session/keep/agent/idx'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t')[2]);
     expect(idx.sort()).toEqual(['alice', 'bob']);
     const log = await c.readText('session/keep/agent/alice/log');
     expect(log).toContain('> hello');
@@ -73,7 +87,10 @@ describe('persistence', () => {
     expect(log).toMatch(/\[info\] The previous turn was interrupted/);
     // The history came back too: the next request carries the first exchange.
     await c.write('session/keep/agent/alice/prompt', 'again');
-    await until(async () => (await c.readText('session/keep/agent/alice/log')).includes('after restart'), 'the reply after the restart');
+    await until(
+      async () => (await c.readText('session/keep/agent/alice/log')).includes('after restart'),
+      'the reply after the restart',
+    );
     const body = JSON.stringify(mock.requests.at(-1)!.body);
     expect(body).toContain('first reply');
     expect(body).toContain('tell me more');
@@ -95,7 +112,10 @@ describe('ollie run', () => {
 
   it('streams the reply to stdout, summarizes tool calls on stderr, exits 0', async () => {
     const { dir, mock, config } = await setup();
-    mock.script([{ text: 'Checking.' }, { toolCalls: [{ name: 'shell', args: { command: 'echo tool-output-here' } }] }], [{ text: 'All done.' }]);
+    mock.script(
+      [{ text: 'Checking.' }, { toolCalls: [{ name: 'shell', args: { command: 'echo tool-output-here' } }] }],
+      [{ text: 'All done.' }],
+    );
     const r = await run(['--config', config, '--agent', 'test', '--cwd', dir, 'do', 'the', 'thing']);
     expect(r.code).toBe(0);
     expect(r.out).toBe('Checking.\nAll done.\n');

@@ -14,7 +14,8 @@ import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { startSshd, sshdAvailable, type Sshd } from '../test/helpers/sshd.js';
 import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
 
-const BACKENDS = '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n';
+const BACKENDS =
+  '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n';
 
 describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, real sshd)', () => {
   let rendererDir: string;
@@ -31,8 +32,14 @@ describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, re
     mkdirSync(join(base, 'config'), { recursive: true });
     writeFileSync(join(base, 'config', 'backends.conf'), BACKENDS);
     return startDaemon({
-      socket, dataDir: join(base, 'data'), configDir: join(base, 'config'), toolsrv: false, skills: false, toolCacheFile: false,
-      env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig }, log: () => undefined,
+      socket,
+      dataDir: join(base, 'data'),
+      configDir: join(base, 'config'),
+      toolsrv: false,
+      skills: false,
+      toolCacheFile: false,
+      env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig },
+      log: () => undefined,
     });
   }
 
@@ -79,7 +86,11 @@ describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, re
     let dialog = await openDialog();
     expect(await dialog.getByTestId('connected-daemon').textContent()).toBe('this machine');
     // This machine's ssh Host aliases are offered.
-    expect(await dialog.locator('#connect-hosts option').evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value))).toContain('otherbox');
+    expect(
+      await dialog
+        .locator('#connect-hosts option')
+        .evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value)),
+    ).toContain('otherbox');
     await dialog.getByLabel(/^Host/).fill('otherbox');
     await dialog.getByRole('button', { name: 'Connect' }).click();
 
@@ -117,13 +128,22 @@ describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, re
     let dialog = await openDialog();
     await dialog.getByLabel(/^Host/).fill('otherbox!/nonexistent/ollie.sock');
     await dialog.getByRole('button', { name: 'Connect' }).click();
-    await page.getByTestId('conn').filter({ hasText: /daemon unreachable \(ssh!otherbox!\/nonexistent\/ollie\.sock: .*(open failed|connect failed|No such file)/i }).waitFor({ timeout: 30_000 });
+    await page
+      .getByTestId('conn')
+      .filter({
+        hasText:
+          /daemon unreachable \(ssh!otherbox!\/nonexistent\/ollie\.sock: .*(open failed|connect failed|No such file)/i,
+      })
+      .waitFor({ timeout: 30_000 });
     expect(await session('near').count()).toBe(0);
 
     dialog = await openDialog();
     await dialog.getByLabel(/^Host/).fill('-oProxyCommand=touch /tmp/ollie-pwned');
     await dialog.getByRole('button', { name: 'Connect' }).click();
-    await page.getByTestId('conn').filter({ hasText: /daemon unreachable \(bad ssh address/ }).waitFor({ timeout: 15_000 });
+    await page
+      .getByTestId('conn')
+      .filter({ hasText: /daemon unreachable \(bad ssh address/ })
+      .waitFor({ timeout: 15_000 });
     expect(existsSync('/tmp/ollie-pwned')).toBe(false);
 
     dialog = await openDialog();

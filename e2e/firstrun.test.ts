@@ -26,11 +26,21 @@ describe('first run from an empty config directory (web mode, real daemon)', () 
   const configDir = (): string => join(dir, 'config');
 
   beforeAll(async () => {
-    [rendererDir, browser, mock] = await Promise.all([buildRenderer(), launch(), startMockLlm({ models: ['mock-coder', 'mock-small'] })]);
+    [rendererDir, browser, mock] = await Promise.all([
+      buildRenderer(),
+      launch(),
+      startMockLlm({ models: ['mock-coder', 'mock-small'] }),
+    ]);
     dir = tempDir('ollie-e2e-firstrun-');
     mkdirSync(configDir());
     mkdirSync(join(dir, 'work'));
-    daemon = await startDaemon({ socket: socketPath(dir), dataDir: join(dir, 'data'), configDir: configDir(), log: () => undefined, retryDelay: () => 10 });
+    daemon = await startDaemon({
+      socket: socketPath(dir),
+      dataDir: join(dir, 'data'),
+      configDir: configDir(),
+      log: () => undefined,
+      retryDelay: () => 10,
+    });
     ui = await startWebUi({ server: daemon.server, rendererDir, port: 0 });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   }, 60_000);
@@ -67,7 +77,10 @@ describe('first run from an empty config directory (web mode, real daemon)', () 
     // A wrong URL first: the check fails and says where.
     await setup.getByLabel('URL').fill('http://127.0.0.1:9/v1');
     await setup.getByRole('button', { name: 'Check' }).click();
-    await setup.getByRole('alert').filter({ hasText: /Check failed.*127\.0\.0\.1:9/ }).waitFor({ timeout: 20_000 });
+    await setup
+      .getByRole('alert')
+      .filter({ hasText: /Check failed.*127\.0\.0\.1:9/ })
+      .waitFor({ timeout: 20_000 });
     expect(readdirSync(configDir())).toEqual([]);
 
     // The right one: its models, listed live.
@@ -78,7 +91,10 @@ describe('first run from an empty config directory (web mode, real daemon)', () 
     expect(mock.requests.filter((r) => r.path === '/v1/models').length).toBeGreaterThan(0);
     await screenshot(page, 'firstrun-checked');
     await setup.getByRole('button', { name: 'Save' }).click();
-    await setup.getByRole('status').filter({ hasText: /Saved \[mock\] in .*backends\.conf \(the default backend\)/ }).waitFor();
+    await setup
+      .getByRole('status')
+      .filter({ hasText: /Saved \[mock\] in .*backends\.conf \(the default backend\)/ })
+      .waitFor();
     await page.getByRole('note').filter({ hasText: 'No LLM backend is configured' }).waitFor({ state: 'detached' });
 
     // The file: 0600, commented, readable, with the key (the one place it is kept).
@@ -101,13 +117,21 @@ describe('first run from an empty config directory (web mode, real daemon)', () 
     await page.getByTestId('chat').waitFor({ timeout: 10_000 });
 
     // A prompt: the reply streams in.
-    mock.script([{ delayMs: 50 }, { text: 'Hello ' }, { text: 'from your ' }, { text: 'first backend.' }, { usage: { input: 100, output: 8 } }]);
+    mock.script([
+      { delayMs: 50 },
+      { text: 'Hello ' },
+      { text: 'from your ' },
+      { text: 'first backend.' },
+      { usage: { input: 100, output: 8 } },
+    ]);
     const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('hello');
     await box.press('Enter');
     await page.locator('.block[data-role="user"]', { hasText: 'hello' }).waitFor();
     await page.locator('.block.partial[data-role="assistant"]').waitFor({ timeout: 15_000 });
-    await page.locator('.block[data-role="assistant"]:not(.partial)', { hasText: 'Hello from your first backend.' }).waitFor({ timeout: 15_000 });
+    await page
+      .locator('.block[data-role="assistant"]:not(.partial)', { hasText: 'Hello from your first backend.' })
+      .waitFor({ timeout: 15_000 });
     const chat = mock.requests.find((r) => r.path === '/v1/chat/completions');
     expect((chat?.body as { model: string }).model).toBe('mock-coder');
     expect(chat?.headers.authorization).toBe('[redacted]');

@@ -12,10 +12,33 @@ import { createInGui, useGui } from './gui-harness.js';
 import { overflows, screenshot } from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
-declare const document: { querySelectorAll: (s: string) => ArrayLike<DomEl>; createRange: () => { selectNodeContents: (n: unknown) => void; getBoundingClientRect: () => Rect } };
-declare const getComputedStyle: (e: unknown) => { overflowX: string; position: string; display: string; backgroundColor: string };
-interface Rect { left: number; right: number; top: number; bottom: number; width: number; height: number }
-interface DomEl { parentElement: DomEl | null; className: unknown; tagName: string; getBoundingClientRect: () => Rect; closest: (s: string) => DomEl | null; firstChild: unknown; textContent: string | null }
+declare const document: {
+  querySelectorAll: (s: string) => ArrayLike<DomEl>;
+  createRange: () => { selectNodeContents: (n: unknown) => void; getBoundingClientRect: () => Rect };
+};
+declare const getComputedStyle: (e: unknown) => {
+  overflowX: string;
+  position: string;
+  display: string;
+  backgroundColor: string;
+};
+interface Rect {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+  width: number;
+  height: number;
+}
+interface DomEl {
+  parentElement: DomEl | null;
+  className: unknown;
+  tagName: string;
+  getBoundingClientRect: () => Rect;
+  closest: (s: string) => DomEl | null;
+  firstChild: unknown;
+  textContent: string | null;
+}
 
 const LONG = `echo ${'x'.repeat(60)}/${'very-long-path-segment-'.repeat(12)}end`;
 
@@ -31,8 +54,8 @@ describe('the chat as it reads (web mode, real daemon)', () => {
   });
 
   const block = (role: string, text: string) => g.page.locator(`.block[data-role="${role}"]`, { hasText: text });
-  const bg = (): Promise<string> => g.page.evaluate(() => getComputedStyle(document.querySelectorAll('body')[0]).backgroundColor);
-
+  const bg = (): Promise<string> =>
+    g.page.evaluate(() => getComputedStyle(document.querySelectorAll('body')[0]).backgroundColor);
 
   it('renders tool calls by tool, compacts retries and errors, tables and links; both themes without overflow', async () => {
     await g.page.emulateMedia({ colorScheme: 'dark' });
@@ -79,7 +102,9 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     const chatBox = (await g.page.getByTestId('chat').boundingBox())!;
     expect(shellBox.x + shellBox.width).toBeLessThanOrEqual(chatBox.x + chatBox.width);
     expect(shellBox.height).toBeGreaterThan(30); // wrapped over several lines, not run off the edge
-    expect(await g.page.locator('.block[data-role="call"] [data-view="path"] code.path').textContent()).toBe('notes.txt');
+    expect(await g.page.locator('.block[data-role="call"] [data-view="path"] code.path').textContent()).toBe(
+      'notes.txt',
+    );
     const edit = g.page.locator('.block[data-role="call"] [data-view="edit"]');
     expect(await edit.locator('.del').allTextContents()).toEqual(['-beta']);
     expect(await edit.locator('.add').allTextContents()).toEqual(['+BETA']);
@@ -89,9 +114,22 @@ describe('the chat as it reads (web mode, real daemon)', () => {
     const table = block('assistant', 'Summary').locator('table');
     expect(await table.locator('th').allTextContents()).toEqual(['file', 'change', 'lines']);
     expect(await table.locator('td').allTextContents()).toEqual(['notes.txt', 'beta → BETA', '1']);
-    expect(await table.locator('td').nth(2).evaluate((e) => (e as unknown as { style: { textAlign: string } }).style.textAlign)).toBe('right');
+    expect(
+      await table
+        .locator('td')
+        .nth(2)
+        .evaluate((e) => (e as unknown as { style: { textAlign: string } }).style.textAlign),
+    ).toBe('right');
     const links = block('assistant', 'Summary').locator('a');
-    expect(await links.evaluateAll((as) => as.map((a) => [(a as unknown as { href: string }).href, (a as unknown as { rel: string }).rel, (a as unknown as { target: string }).target]))).toEqual([
+    expect(
+      await links.evaluateAll((as) =>
+        as.map((a) => [
+          (a as unknown as { href: string }).href,
+          (a as unknown as { rel: string }).rel,
+          (a as unknown as { target: string }).target,
+        ]),
+      ),
+    ).toEqual([
       ['https://example.com/docs', 'noopener noreferrer', '_blank'],
       ['https://example.org/x', 'noopener noreferrer', '_blank'],
     ]);
@@ -108,7 +146,8 @@ describe('the chat as it reads (web mode, real daemon)', () => {
         const boxes = (range as unknown as { getClientRects: () => ArrayLike<Rect> }).getClientRects();
         for (let i = 0; i < boxes.length; i++) {
           const t = boxes[i]!;
-          if (t.width > 0 && t.right > btn.left && t.left < btn.right && t.bottom > btn.top && t.top < btn.bottom) return false;
+          if (t.width > 0 && t.right > btn.left && t.left < btn.right && t.bottom > btn.top && t.top < btn.bottom)
+            return false;
         }
         return true;
       }),

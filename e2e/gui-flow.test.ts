@@ -16,7 +16,17 @@ import { dial } from '../src/ninep/node.js';
 import { retryDelay } from '../src/olliesrv/backend/retry.js';
 import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { buildRenderer, launch, mockBackends, overflows, rmrf, screenshot, socketPath, tempDir, until } from './helpers.js';
+import {
+  buildRenderer,
+  launch,
+  mockBackends,
+  overflows,
+  rmrf,
+  screenshot,
+  socketPath,
+  tempDir,
+  until,
+} from './helpers.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
 declare const getComputedStyle: (e: unknown) => { paddingLeft: string; borderLeftColor: string };
@@ -56,11 +66,11 @@ describe('the app with real agents (web mode)', () => {
     sock = socketPath(dir);
     mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
     mkdirSync(join(dir, 'work'));
+    writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
     writeFileSync(
-      join(dir, 'config', 'backends.conf'),
-      mockBackends(mock.url),
+      join(dir, 'config', 'agents', 'e2e.json'),
+      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
     );
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
     await start();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   }, 60_000);
@@ -96,7 +106,14 @@ describe('the app with real agents (web mode)', () => {
     await page.getByTestId('chat').waitFor();
 
     // A prompt; the answer streams in (a slow stream: several chunks, reasoning first).
-    mock.script([{ delayMs: 60 }, { reasoning: 'The user greets me.' }, { text: 'Hello, ' }, { text: 'I am **coder**' }, { text: ' and ready.' }, { usage: { input: 120, output: 12 } }]);
+    mock.script([
+      { delayMs: 60 },
+      { reasoning: 'The user greets me.' },
+      { text: 'Hello, ' },
+      { text: 'I am **coder**' },
+      { text: ' and ready.' },
+      { usage: { input: 120, output: 12 } },
+    ]);
     const box = page.getByRole('textbox', { name: 'Prompt', exact: true });
     await box.fill('hi there');
     await box.press('Enter');
@@ -105,13 +122,19 @@ describe('the app with real agents (web mode)', () => {
     await block('assistant', 'Hello, I am coder and ready.').waitFor();
     await until(async () => (await page.locator('.block.partial').count()) === 0, 'every block to be final');
     expect(await block('assistant', 'ready').locator('strong').textContent()).toBe('coder');
-    await page.locator('.block[data-role="reasoning"]').getByRole('button', { name: /show reasoning/ }).waitFor();
+    await page
+      .locator('.block[data-role="reasoning"]')
+      .getByRole('button', { name: /show reasoning/ })
+      .waitFor();
     await page.locator('[data-agent="coder"][data-state="idle"]').waitFor();
     await page.getByRole('status').filter({ hasText: 'mock / gpt-4o' }).waitFor();
     await screenshot(page, 'gui-streamed');
 
     // A tool call runs through toolsrv; its call and result show.
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo hello-from-tool' } }] }], [{ text: 'The tool said hello.' }]);
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'echo hello-from-tool' } }] }],
+      [{ text: 'The tool said hello.' }],
+    );
     await box.fill('run the tool');
     await box.press('Enter');
     await block('assistant', 'The tool said hello.').waitFor({ timeout: 15_000 });
@@ -166,7 +189,10 @@ describe('the app with real agents (web mode)', () => {
     mock.script([{ delayMs: 300 }, { text: 'sub ' }, { text: 'agent ' }, { text: 'reply' }]);
     const reply = outside.rdwrText('session/proj/agent/new', `name=helper parent=${aid} agent=e2e prompt=help me`);
     await agentNode('helper').waitFor({ timeout: 10_000 });
-    const indent = (name: string): Promise<number> => agentNode(name).locator('.node').evaluate((e) => parseFloat(getComputedStyle(e).paddingLeft));
+    const indent = (name: string): Promise<number> =>
+      agentNode(name)
+        .locator('.node')
+        .evaluate((e) => parseFloat(getComputedStyle(e).paddingLeft));
     expect(await indent('helper')).toBeGreaterThan(await indent('coder'));
     await screenshot(page, 'gui-subagent');
     expect(await reply).toContain('sub agent reply');
@@ -178,7 +204,12 @@ describe('the app with real agents (web mode)', () => {
     await page.getByText('This agent finished; its history is read-only.').waitFor();
     expect(await page.getByRole('textbox', { name: 'Prompt', exact: true }).count()).toBe(0);
     // One row like any other (its tag inside it), nothing out of its block.
-    const rowHeight = (name: string) => agentNode(name).locator('.node').evaluate((e) => (e as unknown as { getBoundingClientRect: () => { height: number } }).getBoundingClientRect().height);
+    const rowHeight = (name: string) =>
+      agentNode(name)
+        .locator('.node')
+        .evaluate(
+          (e) => (e as unknown as { getBoundingClientRect: () => { height: number } }).getBoundingClientRect().height,
+        );
     expect(await rowHeight('helper')).toBeLessThanOrEqual((await rowHeight('coder')) + 1);
     expect(await overflows(page)).toEqual([]);
     await screenshot(page, 'gui-subagent-finished');
@@ -240,7 +271,10 @@ describe('the app with real agents (web mode)', () => {
     await page.getByRole('menuitem', { name: 'Kill agent…' }).click();
     await confirm.getByRole('button', { name: 'Kill' }).click();
     await agentNode('builder').waitFor({ state: 'detached' });
-    await until(async () => !(await outside.readText('session/proj/agent/idx')).includes('builder'), 'the agent to be gone');
+    await until(
+      async () => !(await outside.readText('session/proj/agent/idx')).includes('builder'),
+      'the agent to be gone',
+    );
 
     // The killed agent's history and the finished sub-agent's are still found by Search, and open read-only.
     await page.getByRole('tab', { name: 'Search', exact: true }).click();

@@ -71,10 +71,20 @@ export async function startGui(o: GuiOptions): Promise<Gui> {
     mkdirSync(autoLoad ? join(config, 'agents') : config, { recursive: true });
     mkdirSync(join(dir, 'work'));
     writeFileSync(join(config, 'backends.conf'), mockBackends(mock.url));
-    if (autoLoad) writeFileSync(join(config, 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad, maxSteps: 20 }));
+    if (autoLoad)
+      writeFileSync(
+        join(config, 'agents', 'e2e.json'),
+        JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad, maxSteps: 20 }),
+      );
     o.prepare?.(dir);
     const sock = socketPath(dir);
-    daemon = await startDaemon({ socket: sock, dataDir: join(dir, 'data'), configDir: config, log: () => undefined, ...(typeof o.daemon === 'function' ? o.daemon(dir) : o.daemon) });
+    daemon = await startDaemon({
+      socket: sock,
+      dataDir: join(dir, 'data'),
+      configDir: config,
+      log: () => undefined,
+      ...(typeof o.daemon === 'function' ? o.daemon(dir) : o.daemon),
+    });
     ui = await startWebUi({ server: daemon.server, rendererDir, ...(o.port !== undefined && { port: o.port }) });
     if (o.outside) outside = await dial(`unix!${sock}`, { uname: userInfo().username });
     page = await browser.newPage({ viewport: o.viewport });

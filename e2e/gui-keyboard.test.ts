@@ -9,11 +9,23 @@ import { describe, expect, it } from 'vitest';
 import { useGui } from './gui-harness.js';
 
 /** Runs in the page (page.evaluate); the test tsconfig has no DOM library. */
-interface El { id: string; tagName: string; textContent: string | null; getAttribute: (n: string) => string | null; closest: (s: string) => El | null }
+interface El {
+  id: string;
+  tagName: string;
+  textContent: string | null;
+  getAttribute: (n: string) => string | null;
+  closest: (s: string) => El | null;
+}
 declare const document: { activeElement: El | null; querySelectorAll: (s: string) => ArrayLike<El> };
 
 describe('keyboard and screen readers (web mode, real daemon)', () => {
-  const g = useGui({ prefix: 'ollie-e2e-keys-', viewport: { width: 1100, height: 760 }, port: 0, autoLoad: null, daemon: { retryDelay: () => 10 } });
+  const g = useGui({
+    prefix: 'ollie-e2e-keys-',
+    viewport: { width: 1100, height: 760 },
+    port: 0,
+    autoLoad: null,
+    daemon: { retryDelay: () => 10 },
+  });
 
   /** What has the focus: `session:NAME`, `agent:NAME`, `prompt`, `menuitem:LABEL`, or the element's tag and text. */
   const focused = (): Promise<string> =>
@@ -25,21 +37,22 @@ describe('keyboard and screen readers (web mode, real daemon)', () => {
       const agent = e.closest('[data-agent]');
       if (agent && e.getAttribute('role') === 'treeitem') return `agent:${agent.getAttribute('data-agent') ?? ''}`;
       const session = e.closest('[data-session]');
-      if (session && e.getAttribute('role') === 'treeitem') return `session:${session.getAttribute('data-session') ?? ''}`;
+      if (session && e.getAttribute('role') === 'treeitem')
+        return `session:${session.getAttribute('data-session') ?? ''}`;
       return `${e.tagName.toLowerCase()}:${(e.getAttribute('aria-label') ?? e.textContent ?? '').slice(0, 30)}`;
     });
-  const inDialog = (): Promise<boolean> => g.page.evaluate(() => !!document.activeElement?.closest('[role="dialog"], [role="alertdialog"]'));
+  const inDialog = (): Promise<boolean> =>
+    g.page.evaluate(() => !!document.activeElement?.closest('[role="dialog"], [role="alertdialog"]'));
   const waitFocus = async (want: string): Promise<void> => {
-    await g.page.waitForFunction(
-      (w) => {
-        const e = document.activeElement;
-        if (!e) return false;
-        if (w === 'prompt') return e.id === 'prompt-input';
-        const [kind, name] = w.split(':');
-        return e.getAttribute('role') === 'treeitem' && e.closest(`[data-${kind}]`)?.getAttribute(`data-${kind}`) === name;
-      },
-      want,
-    );
+    await g.page.waitForFunction((w) => {
+      const e = document.activeElement;
+      if (!e) return false;
+      if (w === 'prompt') return e.id === 'prompt-input';
+      const [kind, name] = w.split(':');
+      return (
+        e.getAttribute('role') === 'treeitem' && e.closest(`[data-${kind}]`)?.getAttribute(`data-${kind}`) === name
+      );
+    }, want);
   };
 
   it('works from the keyboard alone, and announces replies', async () => {
@@ -105,7 +118,10 @@ describe('keyboard and screen readers (web mode, real daemon)', () => {
     g.mock.script([{ delayMs: 30 }, { text: 'First ' }, { text: 'answer, ' }, { text: 'streamed.' }]);
     await g.page.keyboard.type('hello');
     await g.page.keyboard.press('Enter');
-    await g.page.getByTestId('announce').filter({ hasText: 'Reply: First answer, streamed.' }).waitFor({ timeout: 15_000 });
+    await g.page
+      .getByTestId('announce')
+      .filter({ hasText: 'Reply: First answer, streamed.' })
+      .waitFor({ timeout: 15_000 });
     expect(await g.page.getByTestId('announce').getAttribute('aria-live')).toBe('polite');
 
     // The tree by arrows: ↑ goes to the session, ↓ back; Tab leaves the tree at once (no second stop on the

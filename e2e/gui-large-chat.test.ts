@@ -40,7 +40,10 @@ describe('a large chat', () => {
     let lastId = '';
     for (let i = 0; i < 10_000; i++) {
       const b = syntheticBlock(i);
-      const added = log.add(b.role, b.content, { ...(b.name ? { name: b.name } : {}), ...(b.format ? { format: b.format } : {}) });
+      const added = log.add(b.role, b.content, {
+        ...(b.name ? { name: b.name } : {}),
+        ...(b.format ? { format: b.format } : {}),
+      });
       bytes += Buffer.byteLength(JSON.stringify(added)) + 1;
       lastId = added.id;
     }

@@ -33,7 +33,14 @@ describe('a long session (web mode, real olliesrv)', () => {
     dir = tempDir('ollie-e2e-long-');
     const sock = socketPath(dir);
     // No LLM and no tools: the log is filled directly, as a long day of work would have left it.
-    daemon = await startDaemon({ socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), toolsrv: false, skills: false, log: () => undefined });
+    daemon = await startDaemon({
+      socket: sock,
+      dataDir: join(dir, 'data'),
+      configDir: join(dir, 'config'),
+      toolsrv: false,
+      skills: false,
+      log: () => undefined,
+    });
     ui = await startWebUi({ server: daemon.server, rendererDir });
     outside = await dial(`unix!${sock}`, { uname: userInfo().username });
     await outside.rdwrText('session/new', `name=long cwd=${dir}\n`);
@@ -68,8 +75,12 @@ describe('a long session (web mode, real olliesrv)', () => {
   const topRow = () =>
     chat().evaluate((el) => {
       const edge = el.getBoundingClientRect().top + 1;
-      const r = [...el.querySelectorAll('.row')].filter((e) => e.getBoundingClientRect().bottom > edge).sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0];
-      return r ? { index: Number(r.getAttribute('data-index')), n: Number(/block (\d+)/.exec(r.textContent ?? '')?.[1] ?? -1) } : undefined;
+      const r = [...el.querySelectorAll('.row')]
+        .filter((e) => e.getBoundingClientRect().bottom > edge)
+        .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0];
+      return r
+        ? { index: Number(r.getAttribute('data-index')), n: Number(/block (\d+)/.exec(r.textContent ?? '')?.[1] ?? -1) }
+        : undefined;
     });
   /** The shown blocks in log order, context left out: row i of the chat must show shown[i]. */
   const shown = Array.from({ length: N }, (_, i) => i).filter((i) => i % 4 !== 3);
@@ -91,17 +102,25 @@ describe('a long session (web mode, real olliesrv)', () => {
     const tail = Number(/'tail (\d+)'/.exec((await consoleText()) ?? '')![1]);
     const oldestInTail = shown.find((i) => i >= N - tail)!;
     await chat().evaluate((el) => (el.scrollTop = 0));
-    await until(async () => /'before \w+ \d+' \| ollie-9p rdwrs session\/long\/agent\/old\/log\.from/.test((await consoleText()) ?? ''), 'a page of older blocks asked for');
+    await until(
+      async () =>
+        /'before \w+ \d+' \| ollie-9p rdwrs session\/long\/agent\/old\/log\.from/.test((await consoleText()) ?? ''),
+      'a page of older blocks asked for',
+    );
     await until(async () => {
       const top = await topRow();
       return top && top.index > 0 && top.n === oldestInTail;
     }, `block ${oldestInTail} still at the top of the view once the page went in front`);
 
     // All the way up, page by page: the first block of the log comes in the end.
-    await until(async () => {
-      await chat().evaluate((el) => (el.scrollTop = 0));
-      return (await rows()).some((r) => r.n === 0);
-    }, 'the first block after scrolling up', 60_000);
+    await until(
+      async () => {
+        await chat().evaluate((el) => (el.scrollTop = 0));
+        return (await rows()).some((r) => r.n === 0);
+      },
+      'the first block after scrolling up',
+      60_000,
+    );
 
     // Row i shows the i-th shown block everywhere in the chat: in order, nothing missing, nothing twice.
     const height = await chat().evaluate((el) => el.scrollHeight);

@@ -17,13 +17,17 @@ describe('MCP servers in Settings', () => {
     prepare: (d) => writeMcpConfig(join(d, 'config'), { fx: fixtureServer({ env: { FX_TOKEN: 'secret-xyz-123' } }) }),
   });
 
-  it('shows the selected session\'s servers; Stop and Restart act on them', async () => {
+  it("shows the selected session's servers; Stop and Restart act on them", async () => {
     await g.outside.rdwrText('session/new', `name=proj cwd=${join(g.dir, 'work')}`);
     await g.outside.rdwrText('session/proj/agent/new', 'agent=e2e name=coder');
     // Its first turn starts the session's tool server, and with it the MCP servers.
     g.mock.script([{ text: 'hello' }]);
     await g.outside.write('session/proj/agent/coder/prompt', 'hi');
-    await until(async () => /state=ready/.test(await g.outside.readText('session/proj/mcp/fx/status').catch(() => '')), 'fx to start', 15000);
+    await until(
+      async () => /state=ready/.test(await g.outside.readText('session/proj/mcp/fx/status').catch(() => '')),
+      'fx to start',
+      15000,
+    );
 
     await g.page.goto(g.ui.url);
     await g.page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();
@@ -36,7 +40,11 @@ describe('MCP servers in Settings', () => {
     await g.page.locator('[data-server="fx"][data-state="stopped"]').waitFor();
     expect(await g.outside.readText('session/proj/mcp/fx/status')).toMatch(/state=stopped/);
     await row.getByRole('button', { name: 'Restart' }).click();
-    await until(async () => /state=ready/.test(await g.outside.readText('session/proj/mcp/fx/status')), 'fx to restart', 15000);
+    await until(
+      async () => /state=ready/.test(await g.outside.readText('session/proj/mcp/fx/status')),
+      'fx to restart',
+      15000,
+    );
     await g.page.getByRole('button', { name: 'Refresh' }).click();
     await g.page.locator('[data-server="fx"][data-state="ready"]').waitFor();
     // The config file is edited in the same view, its env and header values hidden; a save keeps them.
@@ -44,13 +52,19 @@ describe('MCP servers in Settings', () => {
     await until(async () => (await area.inputValue()).includes('FX_TOKEN'), 'mcp.json to load');
     expect(await area.inputValue()).not.toContain('secret-xyz-123');
     expect(await area.inputValue()).toContain('"FX_TOKEN": "••••••••"');
-    await area.fill((await area.inputValue()).replace('"fx"', '"fx2"').replace('"FX_TOKEN": "••••••••"', '"FX_TOKEN": "secret-new"'));
+    await area.fill(
+      (await area.inputValue()).replace('"fx"', '"fx2"').replace('"FX_TOKEN": "••••••••"', '"FX_TOKEN": "secret-new"'),
+    );
     await g.page.locator('[data-file="mcp.json"]').getByRole('button', { name: 'Save' }).click();
     await until(async () => (await g.outside.readText('config/mcp.json')).includes('"fx2"'), 'the save');
-    expect(JSON.parse(await g.outside.readText('config/mcp.json')).mcpServers.fx2.env).toEqual({ FX_TOKEN: 'secret-new' });
+    expect(JSON.parse(await g.outside.readText('config/mcp.json')).mcpServers.fx2.env).toEqual({
+      FX_TOKEN: 'secret-new',
+    });
     await area.fill((await area.inputValue()).replace('"args"', '"args" '));
     await g.page.locator('[data-file="mcp.json"]').getByRole('button', { name: 'Save' }).click();
     await until(async () => (await g.outside.readText('config/mcp.json')).includes('"args" '), 'the second save');
-    expect(JSON.parse(await g.outside.readText('config/mcp.json')).mcpServers.fx2.env).toEqual({ FX_TOKEN: 'secret-new' });
+    expect(JSON.parse(await g.outside.readText('config/mcp.json')).mcpServers.fx2.env).toEqual({
+      FX_TOKEN: 'secret-new',
+    });
   });
 });

@@ -27,9 +27,19 @@ describe('processes, search and settings with real agents (web mode)', () => {
       // A tty tool: it runs in a pty, asks for a name, answers with it and with its terminal's size.
       const tools = join(d, 'tools');
       mkdirSync(tools);
-      writeFileSync(join(tools, 'asker'), '#!/bin/sh\nprintf "\\033[33mname?\\033[0m "\nread line\necho "hello, $line; size $(stty size)"\n');
+      writeFileSync(
+        join(tools, 'asker'),
+        '#!/bin/sh\nprintf "\\033[33mname?\\033[0m "\nread line\necho "hello, $line; size $(stty size)"\n',
+      );
       chmodSync(join(tools, 'asker'), 0o755);
-      writeFileSync(join(tools, 'asker.meta'), JSON.stringify({ description: 'asks for a name in a terminal', tty: true, args: { type: 'object', properties: {} } }));
+      writeFileSync(
+        join(tools, 'asker.meta'),
+        JSON.stringify({
+          description: 'asks for a name in a terminal',
+          tty: true,
+          args: { type: 'object', properties: {} },
+        }),
+      );
     },
     daemon: (d) => ({ toolsrv: { toolDirs: [join(d, 'tools')] }, retryDelay: () => 10 }),
   });
@@ -38,7 +48,9 @@ describe('processes, search and settings with real agents (web mode)', () => {
   const proc = (pid: string) => g.page.locator(`.proc-list li[data-pid="${pid}"]`);
   /** What the terminal shows, row by row (xterm's DOM renderer; trailing blanks dropped). */
   const termRows = async (): Promise<string[]> =>
-    (await g.page.getByRole('complementary', { name: 'Processes' }).locator('.xterm-rows > div').allTextContents()).map((r) => r.replace(/\u00a0/g, ' ').trimEnd());
+    (await g.page.getByRole('complementary', { name: 'Processes' }).locator('.xterm-rows > div').allTextContents()).map(
+      (r) => r.replace(/\u00a0/g, ' ').trimEnd(),
+    );
   const termText = async (): Promise<string> => (await termRows()).join('\n');
   const consoleText = () => g.page.getByRole('region', { name: '9P console' }).textContent();
   const prompt = async (text: string): Promise<void> => {
@@ -48,7 +60,11 @@ describe('processes, search and settings with real agents (web mode)', () => {
   };
   /** The pid of the newest background process, as olliesrv lists it. */
   const newestPid = async (): Promise<string> =>
-    until(async () => (await g.outside.readText('session/proj/agent/coder/proc/idx')).trim().split('\n').at(-1)?.split('\t')[0] ?? '', 'a background process');
+    until(
+      async () =>
+        (await g.outside.readText('session/proj/agent/coder/proc/idx')).trim().split('\n').at(-1)?.split('\t')[0] ?? '',
+      'a background process',
+    );
 
   it('shows background processes live, kills one, finds a past message, and edits the configuration', async () => {
     await openCoder(g);
@@ -62,7 +78,19 @@ describe('processes, search and settings with real agents (web mode)', () => {
     // the first line must be on screen while it still runs (live), the second only once the test lets it go.
     const go = join(g.work, 'go');
     g.mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: `printf '\\033[31mred-line\\033[0m plain\\n'; printf 'progress 10%%\\rprogress 50%%\\rprogress 100%% ok\\n'; while [ ! -e ${go} ]; do sleep 0.05; done; printf '\\033[1;32mgreen-done\\033[0m\\n'`, background: true } }] }],
+      [
+        {
+          toolCalls: [
+            {
+              name: 'shell',
+              args: {
+                command: `printf '\\033[31mred-line\\033[0m plain\\n'; printf 'progress 10%%\\rprogress 50%%\\rprogress 100%% ok\\n'; while [ ! -e ${go} ]; do sleep 0.05; done; printf '\\033[1;32mgreen-done\\033[0m\\n'`,
+                background: true,
+              },
+            },
+          ],
+        },
+      ],
       [{ text: 'started it in the background' }],
       [{ text: 'the zebraquux process ended' }],
     );
@@ -82,7 +110,12 @@ describe('processes, search and settings with real agents (web mode)', () => {
     const rows = await termRows();
     expect(rows.slice(0, 2)).toEqual(['red-line plain', 'progress 100% ok']);
     const shown = rows.join('\n');
-    expect(shown.includes('\u001b') || shown.includes('[31m') || shown.includes('progress 10%') || shown.includes('progress 50%')).toBe(false);
+    expect(
+      shown.includes('\u001b') ||
+        shown.includes('[31m') ||
+        shown.includes('progress 10%') ||
+        shown.includes('progress 50%'),
+    ).toBe(false);
     await panel.getByText('● live').waitFor();
     // A shell command has no pty: its terminal takes no input and says so.
     await panel.getByTestId('proc-input').filter({ hasText: 'read-only: not a terminal' }).waitFor();
@@ -100,7 +133,11 @@ describe('processes, search and settings with real agents (web mode)', () => {
     const notice = g.page.locator('.block[data-role="user"] .proc-ended', { hasText: 'green-done' });
     await notice.waitFor();
     expect(await notice.textContent()).toContain(`exited 0 #${pid1} shell printf`);
-    expect(await notice.locator('span', { hasText: 'green-done' }).evaluate((e) => (e as unknown as { style: { fontWeight: string } }).style.fontWeight)).toBe('700');
+    expect(
+      await notice
+        .locator('span', { hasText: 'green-done' })
+        .evaluate((e) => (e as unknown as { style: { fontWeight: string } }).style.fontWeight),
+    ).toBe('700');
     await block('assistant', 'the zebraquux process ended').waitFor({ timeout: 15_000 });
     await g.page.locator('[data-agent="coder"][data-state="idle"]').waitFor();
     expect(existsSync(go)).toBe(true);
@@ -121,7 +158,11 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await until(async () => (await termText()).includes('long-start'), 'long-start');
     await panel.getByRole('button', { name: 'Kill' }).click();
     await proc(pid2).and(g.page.locator('[data-status="killed"]')).waitFor({ timeout: 10_000 });
-    expect((await g.outside.readText('session/proj/agent/coder/proc/idx')).split('\n').find((l) => l.startsWith(`${pid2}\t`))).toMatch(/\tkilled\t/);
+    expect(
+      (await g.outside.readText('session/proj/agent/coder/proc/idx'))
+        .split('\n')
+        .find((l) => l.startsWith(`${pid2}\t`)),
+    ).toMatch(/\tkilled\t/);
     // How it ended, from its stat: killed by a signal.
     await panel.locator('.proc-foot', { hasText: /^killed.*signal \S+ · ran / }).waitFor();
     await block('assistant', 'noted the kill').waitFor({ timeout: 15_000 });
@@ -152,7 +193,8 @@ describe('processes, search and settings with real agents (web mode)', () => {
     );
     await prompt('run the asker');
     // (The chat is scrolled up since the notice's link was followed: its log says how far the agent got.)
-    const logHas = (text: string) => until(async () => (await g.outside.readText('session/proj/agent/coder/log')).includes(text), text, 15_000);
+    const logHas = (text: string) =>
+      until(async () => (await g.outside.readText('session/proj/agent/coder/log')).includes(text), text, 15_000);
     await logHas('the asker waits for a name');
     const pid3 = await until(async () => {
       const p = await newestPid();
@@ -190,7 +232,9 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await g.page.keyboard.press('Control+`');
     const ops3 = await consoleText();
     expect(ops3).toContain(`| ollie-9p write session/proj/agent/coder/proc/${pid3}/in`);
-    expect(ops3).toMatch(new RegExp(`echo 'resize \\d+ \\d+' \\| ollie-9p write session/proj/agent/coder/proc/${pid3}/ctl`));
+    expect(ops3).toMatch(
+      new RegExp(`echo 'resize \\d+ \\d+' \\| ollie-9p write session/proj/agent/coder/proc/${pid3}/ctl`),
+    );
     await g.page.keyboard.press('Control+`');
 
     // Search: a word of the first prompt, now far up the chat; the hit opens the chat at that block.
@@ -206,7 +250,9 @@ describe('processes, search and settings with real agents (web mode)', () => {
     const userHit = results.locator('.hit', { hasText: 'start the' });
     const id = await userHit.getAttribute('data-block');
     await userHit.click();
-    const target = g.page.locator('.row.highlight .block[data-role="user"]', { hasText: 'start the zebraquux process' });
+    const target = g.page.locator('.row.highlight .block[data-role="user"]', {
+      hasText: 'start the zebraquux process',
+    });
     await target.waitFor();
     expect(await target.getAttribute('data-id')).toBe(id);
     // In view: inside the chat's visible area, though the chat is longer than the window.
@@ -215,7 +261,13 @@ describe('processes, search and settings with real agents (web mode)', () => {
       return box && chat && box.y >= chat.y - 1 && box.y + Math.min(box.height, 40) <= chat.y + chat.height + 1;
     }, 'the hit to be scrolled into view');
     const chatBox = g.page.getByTestId('chat');
-    expect(await chatBox.evaluate((e) => (e as unknown as { scrollHeight: number; clientHeight: number }).scrollHeight > (e as unknown as { clientHeight: number }).clientHeight)).toBe(true);
+    expect(
+      await chatBox.evaluate(
+        (e) =>
+          (e as unknown as { scrollHeight: number; clientHeight: number }).scrollHeight >
+          (e as unknown as { clientHeight: number }).clientHeight,
+      ),
+    ).toBe(true);
     await screenshot(g.page, 'gui-search-opened');
 
     // Settings: a bad backends.conf is refused with the parser's file:line, and the file stays as it was.
@@ -259,11 +311,16 @@ describe('processes, search and settings with real agents (web mode)', () => {
     await until(async () => (await box.inputValue()) === shipped, 'the shipped default policy to show');
     await box.fill('network:\n  enabled: false\n  ports: [443]\n');
     await sandbox.getByRole('button', { name: 'Save' }).click();
-    expect(await sandbox.locator('.field-error').textContent()).toMatch(/sandbox\.yaml:3: network\.ports: unknown setting/);
+    expect(await sandbox.locator('.field-error').textContent()).toMatch(
+      /sandbox\.yaml:3: network\.ports: unknown setting/,
+    );
     expect(await g.outside.readText('config/sandbox.yaml')).toBe(shipped);
     // Above it, what the sandbox applies on this machine, from the daemon's `sandbox` file (the helper's probe).
     const applied = settings.locator('[data-file="sandbox"]');
-    const report = JSON.parse(await g.outside.readText('sandbox')) as { summary: string; filter?: { refuses?: string[] } };
+    const report = JSON.parse(await g.outside.readText('sandbox')) as {
+      summary: string;
+      filter?: { refuses?: string[] };
+    };
     await applied.getByRole('status').getByText(report.summary).waitFor();
     expect(report.summary).toMatch(/^sandbox: Landlock ABI \d+/);
     expect(await applied.locator('dd').nth(1).textContent()).toContain('io_uring_setup');
@@ -273,7 +330,10 @@ describe('processes, search and settings with real agents (web mode)', () => {
     const picker = settings.getByRole('combobox', { name: 'Default profile' });
     await until(async () => (await picker.inputValue()) === 'default', 'the default profile to load');
     await picker.selectOption('e2e');
-    await until(async () => (await g.outside.readText('config/profile')).trim() === 'e2e', 'config/profile to be written');
+    await until(
+      async () => (await g.outside.readText('config/profile')).trim() === 'e2e',
+      'config/profile to be written',
+    );
 
     await g.page.keyboard.press('Control+Shift+N');
     const dialog = g.page.getByRole('dialog', { name: 'New agent in proj' });

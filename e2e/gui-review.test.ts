@@ -31,14 +31,18 @@ describe('the review panel (web mode)', () => {
   };
   const sh = (command: string) => [{ toolCalls: [{ name: 'shell', args: { command } }] }];
 
-  it('shows each round\'s files and hunks, keeps reviewed marks across turns, rewinds, undoes and lists conflicts', async () => {
+  it("shows each round's files and hunks, keeps reviewed marks across turns, rewinds, undoes and lists conflicts", async () => {
     await openCoder(g);
     await g.page.getByRole('button', { name: 'Review', exact: true }).click();
     const panel = g.page.getByRole('complementary', { name: 'Review' });
     await panel.getByText('No checkpoints yet').waitFor();
 
     // Turn 1: a sed -i and a "build" (files the model never named).
-    g.mock.script(sh("sed -i 's/const b = 2;/const b = 40;/' app.js"), sh('mkdir -p dist && cat app.js > dist/bundle.js'), [{ text: 'edited and built' }]);
+    g.mock.script(
+      sh("sed -i 's/const b = 2;/const b = 40;/' app.js"),
+      sh('mkdir -p dist && cat app.js > dist/bundle.js'),
+      [{ text: 'edited and built' }],
+    );
     await prompt('edit and build');
     await g.page.locator('.block[data-role="assistant"]', { hasText: 'edited and built' }).waitFor({ timeout: 15_000 });
     await g.page.locator('[data-agent="coder"][data-state="idle"]').waitFor();
@@ -55,7 +59,10 @@ describe('the review panel (web mode)', () => {
     await app.getByRole('checkbox', { name: 'Reviewed app.js' }).check();
     await app.and(g.page.locator('.reviewed')).waitFor();
     // The mark shows at once; the daemon's copy follows its write.
-    await until(async () => (await g.outside.readText('session/proj/agent/coder/checkpoint/1/reviewed')) === 'app.js\n', 'the daemon to keep the mark');
+    await until(
+      async () => (await g.outside.readText('session/proj/agent/coder/checkpoint/1/reviewed')) === 'app.js\n',
+      'the daemon to keep the mark',
+    );
 
     // Turn 2: another change; the mark of turn 1 survives it (and a reload of the g.page).
     g.mock.script(sh('echo more >> README'), [{ text: 'second turn done' }]);
@@ -67,7 +74,9 @@ describe('the review panel (web mode)', () => {
     await g.page.locator('[data-agent="coder"] .node').click();
     await g.page.getByRole('button', { name: 'Review', exact: true }).click();
     await panel.locator('.review-round[data-checkpoint="1"] .review-file.reviewed[data-path="app.js"]').waitFor();
-    expect(await panel.locator('.review-round[data-checkpoint="1"] input[type="checkbox"]').first().isChecked()).toBe(true);
+    expect(await panel.locator('.review-round[data-checkpoint="1"] input[type="checkbox"]').first().isChecked()).toBe(
+      true,
+    );
 
     // Rewind to before round 1: the sed and the build are undone; the rewind shows last, with Undo.
     const later = readFileSync(join(g.work, 'app.js'), 'utf8');

@@ -15,7 +15,9 @@ export const CHROMIUM = process.env.OLLIE_CHROMIUM ?? '/usr/bin/chromium';
 /** Fails with the fix in the message: these tests need Debian's chromium (`.ci/run` installs it). */
 export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), or set OLLIE_CHROMIUM`);
+    throw new Error(
+      `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), or set OLLIE_CHROMIUM`,
+    );
   }
 }
 
@@ -44,7 +46,10 @@ export async function buildRenderer(): Promise<string> {
 export async function launch(): Promise<Browser> {
   requireChromium();
   // Running as root (CI) needs --no-sandbox; the page is our own renderer on loopback.
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
 }
 
 export function tempDir(prefix: string): string {
@@ -73,8 +78,18 @@ export function rmrf(...dirs: (string | undefined)[]): void {
 export { until } from '../test/wait.js';
 
 /** DOM shapes for page.evaluate (the test tsconfig has no DOM library). */
-interface OvRect { right: number; width: number }
-interface OvEl { parentElement: OvEl | null; className: unknown; tagName: string; textContent: string | null; getBoundingClientRect: () => OvRect; closest: (s: string) => OvEl | null }
+interface OvRect {
+  right: number;
+  width: number;
+}
+interface OvEl {
+  parentElement: OvEl | null;
+  className: unknown;
+  tagName: string;
+  textContent: string | null;
+  getBoundingClientRect: () => OvRect;
+  closest: (s: string) => OvEl | null;
+}
 declare const document: { querySelectorAll: (s: string) => ArrayLike<OvEl> };
 declare const getComputedStyle: (e: unknown) => { overflowX: string; position: string; display: string };
 
@@ -99,7 +114,9 @@ export function overflows(page: Page): Promise<string[]> {
       const r = e.getBoundingClientRect();
       const pr = p.getBoundingClientRect();
       if (r.width > 0 && r.right > pr.right + 1) {
-        bad.push(`${e.tagName.toLowerCase()}.${String(e.className)} ${Math.round(r.right - pr.right)}px past ${p.tagName.toLowerCase()}.${String(p.className)}: ${(e.textContent ?? '').slice(0, 40)}`);
+        bad.push(
+          `${e.tagName.toLowerCase()}.${String(e.className)} ${Math.round(r.right - pr.right)}px past ${p.tagName.toLowerCase()}.${String(p.className)}: ${(e.textContent ?? '').slice(0, 40)}`,
+        );
       }
     }
     return bad;

@@ -17,13 +17,19 @@ describe('Electron main process (on a stand-in electron module)', () => {
 
   beforeAll(async () => {
     // out/main and out/preload as `npm start` builds them (electron-vite); dist/ is built by `npm test`.
-    const r = spawnSync(process.execPath, [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), 'build'], { cwd: root, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), 'build'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).toBe(0);
     mock = await startMockLlm();
     dir = tempDir('ollie-e2e-main-');
     mkdirSync(join(dir, 'run'), { mode: 0o700 });
     mkdirSync(join(dir, 'config', 'ollie'), { recursive: true });
-    writeFileSync(join(dir, 'config', 'ollie', 'backends.conf'), `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\n`);
+    writeFileSync(
+      join(dir, 'config', 'ollie', 'backends.conf'),
+      `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\n`,
+    );
   }, 60_000);
   afterAll(async () => {
     await mock?.close();
@@ -37,10 +43,26 @@ describe('Electron main process (on a stand-in electron module)', () => {
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo tray-approved', bypass: true } }] }],
       [{ text: 'done' }],
     );
-    const child = spawn(process.execPath, ['--import', join(root, 'e2e/fixtures/electron-stub-register.mjs'), join(root, 'e2e/fixtures/main-boot-driver.mjs'), root], {
-      env: { ...process.env, XDG_RUNTIME_DIR: join(dir, 'run'), XDG_CONFIG_HOME: join(dir, 'config'), XDG_DATA_HOME: join(dir, 'data'), STUB_USER_DATA: dir, OLLIE_ADDR: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        join(root, 'e2e/fixtures/electron-stub-register.mjs'),
+        join(root, 'e2e/fixtures/main-boot-driver.mjs'),
+        root,
+      ],
+      {
+        env: {
+          ...process.env,
+          XDG_RUNTIME_DIR: join(dir, 'run'),
+          XDG_CONFIG_HOME: join(dir, 'config'),
+          XDG_DATA_HOME: join(dir, 'data'),
+          STUB_USER_DATA: dir,
+          OLLIE_ADDR: '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -62,7 +84,9 @@ describe('Electron main process (on a stand-in electron module)', () => {
     expect(out.opened).toEqual(['https://example.com/docs']);
 
     expect(out.turnEnded).toMatchObject({ title: 'pilot finished', body: 'The turn in session boot ended.' });
-    expect((out.turnFailed as { body: string }).body).toMatch(/^The turn in session boot ended in an error: .*(401|invalid api key)/);
+    expect((out.turnFailed as { body: string }).body).toMatch(
+      /^The turn in session boot ended in an error: .*(401|invalid api key)/,
+    );
     expect(out.openCommand).toEqual(['ollie:command', `open-agent ${out.ids.sid} ${out.ids.aid}`]);
     expect(out.approvalNotification).toMatchObject({ title: 'Approval needed — pilot' });
     expect(String((out.approvalNotification as { body: string }).body)).toContain('echo tray-approved');

@@ -9,7 +9,14 @@ import { Client, messagePortChannel, type MessagePortLike } from '../src/ninep/i
 import type { MessagePortMain } from 'electron';
 import { portMainChannel } from '../src/main/bridge.js';
 import { drawIcon, iconPng } from '../src/main/icon.js';
-import { middleEllipsis, unescapeField, visible, Watcher, wrapLines, type PendingRequest } from '../src/main/watcher.js';
+import {
+  middleEllipsis,
+  unescapeField,
+  visible,
+  Watcher,
+  wrapLines,
+  type PendingRequest,
+} from '../src/main/watcher.js';
 import { userInfo } from 'node:os';
 import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
 import { until } from './helpers.js';
@@ -58,14 +65,20 @@ describe('tray and notification watcher, against the real daemon', () => {
     const session = path.split('/')[1]!;
     const before = await h.c.readText(`session/${session}/bypass`);
     await h.c.write(`${path}/prompt`, `run ${command}`);
-    const line = await until(async () => (await h.c.readText(`session/${session}/bypass`)).split('\n').find((l) => l && !before.includes(l)), `the request for ${command}`, 20_000);
+    const line = await until(
+      async () => (await h.c.readText(`session/${session}/bypass`)).split('\n').find((l) => l && !before.includes(l)),
+      `the request for ${command}`,
+      20_000,
+    );
     return line!.split('\t')[0]!;
   }
 
   it('finds requests pending before it started, follows new ones from other agents, and their resolutions', async () => {
     const early = await askBypass(main.path, 'echo early-one');
     await watcher.start();
-    expect(watcher.pending.map((p) => [p.id, p.agent, p.tool, p.cmd, p.cwd, p.session])).toEqual([[early, main.name, 'shell', 'shell echo early-one', h.dir, 'work']]);
+    expect(watcher.pending.map((p) => [p.id, p.agent, p.tool, p.cmd, p.cwd, p.session])).toEqual([
+      [early, main.name, 'shell', 'shell echo early-one', h.dir, 'work'],
+    ]);
     // Requests that were already there when it started are not announced again.
     expect(requests).toHaveLength(0);
 
@@ -74,8 +87,20 @@ describe('tray and notification watcher, against the real daemon', () => {
     await until(() => requests.length === 1, 'the request notification');
     // The event carries the request whole: the tool and the command with its newline (as the daemon words it: the
     // tool's name, then the command; the scripted daemon these tests once ran against left both out).
-    expect(requests[0]).toMatchObject({ id: late, agent: sub.name, tool: 'shell', cmd: 'shell echo "late one"\necho second line', cwd: h.dir, session: 'work' });
-    expect(pending.at(-1)!.map((p) => p.id).sort()).toEqual([early, late].sort());
+    expect(requests[0]).toMatchObject({
+      id: late,
+      agent: sub.name,
+      tool: 'shell',
+      cmd: 'shell echo "late one"\necho second line',
+      cwd: h.dir,
+      session: 'work',
+    });
+    expect(
+      pending
+        .at(-1)!
+        .map((p) => p.id)
+        .sort(),
+    ).toEqual([early, late].sort());
 
     // The tray's Approve and Deny write to the session's bypass file; the daemon runs one and refuses the other.
     h.mock.script([{ text: 'done' }], [{ text: 'done' }]);
@@ -139,7 +164,9 @@ describe('renderer bridge', () => {
     await h.c.rdwrText('session/new', `name=bridged cwd=${h.dir}`);
     const before = h.daemon.server.connections.size;
     h.daemon.server.serve(portMainChannel(asMain as unknown as MessagePortMain), { kind: 'local' });
-    const c = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: userInfo().username });
+    const c = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), {
+      uname: userInfo().username,
+    });
     expect(await c.readText('session/idx')).toContain('\tbridged\t');
     expect(h.daemon.server.connections.size).toBe(before + 1);
     c.close();
@@ -158,7 +185,9 @@ describe('tray icon', () => {
     expect(png.subarray(37, 41).toString('ascii')).toBe('IDAT');
     expect(inflateSync(png.subarray(41, 41 + idatLen)).length).toBe(32 * (32 * 4 + 1));
 
-    const at = (px: Uint8Array, x: number, y: number): number[] => [...px.subarray((y * 32 + x) * 4, (y * 32 + x) * 4 + 4)];
+    const at = (px: Uint8Array, x: number, y: number): number[] => [
+      ...px.subarray((y * 32 + x) * 4, (y * 32 + x) * 4 + 4),
+    ];
     const plain = drawIcon(32, false);
     const badged = drawIcon(32, true);
     const [r, g, b, a] = at(badged, 24, 8);

@@ -46,7 +46,13 @@ async function until<T>(fn: () => Promise<T | undefined | false>, ms = 15000): P
 describe('an agent with MCP servers', () => {
   it('finds a deferred MCP tool with tool_search, calls it, and calls another by name without loading it', async () => {
     h = await harness({
-      turns: [call('tool_search', { query: 'echoes text reversed upper-cased' }), call('mcp__fx__echo', { text: 'abc' }), done, call('mcp__fx__add', { a: 2, b: 3 }), done],
+      turns: [
+        call('tool_search', { query: 'echoes text reversed upper-cased' }),
+        call('mcp__fx__echo', { text: 'abc' }),
+        done,
+        call('mcp__fx__add', { a: 2, b: 3 }),
+        done,
+      ],
     });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     const a = await h.agent();
@@ -56,7 +62,9 @@ describe('an agent with MCP servers', () => {
     expect(toolNames(first).filter((n) => n.startsWith('mcp__'))).toEqual([]);
     expect(toolNames(first)).toContain('tool_search');
     expect(first.messages[0]!.content).toMatch(/MCP servers, tools named mcp__SERVER__TOOL .*: fx \(9 tools\)/);
-    expect(blocks.find((b) => b.role === 'tool' && b.name === 'tool_search')!.content).toMatch(/loaded mcp__fx__echo: Echoes the text/);
+    expect(blocks.find((b) => b.role === 'tool' && b.name === 'tool_search')!.content).toMatch(
+      /loaded mcp__fx__echo: Echoes the text/,
+    );
     // Loaded: its schema goes out from the next request on, and the call ran on the server.
     const chat = h.mock.requests.filter((r) => r.path.includes('/chat/completions'));
     expect(toolNames(chat[1]!.body)).toContain('mcp__fx__echo');
@@ -68,7 +76,7 @@ describe('an agent with MCP servers', () => {
     expect(toolNames(last)).toContain('mcp__fx__add');
   });
 
-  it('config/mcp.json: a bad write is refused naming the server and field; a good one restarts the running session\'s servers', async () => {
+  it("config/mcp.json: a bad write is refused naming the server and field; a good one restarts the running session's servers", async () => {
     h = await harness({ turns: [done] });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     const a = await h.agent();
@@ -76,10 +84,19 @@ describe('an agent with MCP servers', () => {
     const dir = `session/${a.session}/mcp`;
     await until(async () => /state=ready/.test(await h!.c.readText(`${dir}/fx/status`)));
     const file = join(h.configDir, 'mcp.json');
-    await expect(h.c.write('config/mcp.json', JSON.stringify({ mcpServers: { fx: fixtureServer(), bad: { type: 'http', url: 'ftp://x' } } }))).rejects.toThrow(`${file}: mcpServers.bad: url: ftp: is not http: or https:`);
+    await expect(
+      h.c.write(
+        'config/mcp.json',
+        JSON.stringify({ mcpServers: { fx: fixtureServer(), bad: { type: 'http', url: 'ftp://x' } } }),
+      ),
+    ).rejects.toThrow(`${file}: mcpServers.bad: url: ftp: is not http: or https:`);
     await expect(h.c.write('config/mcp.json', '{"mcpServers": [')).rejects.toThrow(`${file}: not valid JSON`);
     await h.c.write('config/mcp.json', JSON.stringify({ mcpServers: { fx: fixtureServer(), fx2: fixtureServer() } }));
-    await until(async () => JSON.parse(await h!.c.readText(`${dir}/status`)).servers.filter((s: { state: string }) => s.state === 'ready').length === 2);
+    await until(
+      async () =>
+        JSON.parse(await h!.c.readText(`${dir}/status`)).servers.filter((s: { state: string }) => s.state === 'ready')
+          .length === 2,
+    );
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
@@ -87,7 +104,15 @@ describe('an agent with MCP servers', () => {
     port = createServer((s) => s.end('hello from the port'));
     await new Promise<void>((r) => port!.listen(0, '127.0.0.1', r));
     const p = (port.address() as { port: number }).port;
-    h = await harness({ turns: [call('mcp__fx__write_file', { path: 'pwned.txt', content: 'x' }), done, call('mcp__fx__connect_port', { port: p }), call('mcp__fx__connect_port', { port: p, bypass: true }), done] });
+    h = await harness({
+      turns: [
+        call('mcp__fx__write_file', { path: 'pwned.txt', content: 'x' }),
+        done,
+        call('mcp__fx__connect_port', { port: p }),
+        call('mcp__fx__connect_port', { port: p, bypass: true }),
+        done,
+      ],
+    });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     const a = await h.agent();
     let blocks = await h.turn(a.path, 'write');
@@ -116,19 +141,35 @@ describe('an agent with MCP servers', () => {
     let blocks = await h.turn(a.path, 'crash it');
     expect(blocks.filter((b) => b.role === 'tool').at(-1)!.content).toMatch(/MCP server fx: /);
     const dir = `session/${a.session}/mcp`;
-    await until(async () => /state=ready/.test(await h!.c.readText(`${dir}/fx/status`)) && /restarts=1/.test(await h!.c.readText(`${dir}/fx/status`)));
+    await until(
+      async () =>
+        /state=ready/.test(await h!.c.readText(`${dir}/fx/status`)) &&
+        /restarts=1/.test(await h!.c.readText(`${dir}/fx/status`)),
+    );
     blocks = await h.turn(a.path, 'add');
     expect(blocks.filter((b) => b.role === 'tool').at(-1)!.content).toContain('2');
 
-    expect(JSON.parse(await h.c.readText(`${dir}/status`)).servers[0]).toMatchObject({ name: 'fx', state: 'ready', tools: 9 });
+    expect(JSON.parse(await h.c.readText(`${dir}/status`)).servers[0]).toMatchObject({
+      name: 'fx',
+      state: 'ready',
+      tools: 9,
+    });
     expect(await h.c.readText(`${dir}/fx/tools`)).toContain('mcp__fx__echo\n');
     expect(await h.c.readText(`${dir}/fx/log`)).toMatch(/crashing on request/);
-    const files = await until(async () => (await h!.c.ls(`${dir}/fx/resources`)).map((d) => d.name).sort().join(' ') || undefined);
+    const files = await until(
+      async () =>
+        (await h!.c.ls(`${dir}/fx/resources`))
+          .map((d) => d.name)
+          .sort()
+          .join(' ') || undefined,
+    );
     expect(files).toBe('fixture%3A%2F%2Fcwd fixture%3A%2F%2Fgreeting');
     expect(await h.c.readText(`${dir}/fx/resources/fixture%3A%2F%2Fgreeting`)).toBe('hello from an MCP resource\n');
     // The prompts, listed by /mcp; one as a slash command: its text goes to the model as the next prompt.
     await h.c.write(`${a.path}/prompt`, '/mcp');
-    expect((await h.blocks(a.path)).filter((b) => b.role === 'info').at(-1)!.content).toBe('/mcp fx review file=…\tAsks for a review of a file.');
+    expect((await h.blocks(a.path)).filter((b) => b.role === 'info').at(-1)!.content).toBe(
+      '/mcp fx review file=…\tAsks for a review of a file.',
+    );
     const agent = h.daemon.agents.all().find((x) => x.id === a.aid)!;
     const next = agent.nextTurn();
     await h.c.write(`${a.path}/prompt`, '/mcp fx review file=src/a.ts');

@@ -26,12 +26,15 @@ describe('electron-builder config', () => {
     const files = (c.files as { filter: string[] }[]).flatMap((f) => f.filter);
     for (const f of ['out/**', 'dist/**', 'data/**', 'native/build/**']) expect(files).toContain(f);
     // What the main process loads from dist/ at run time exists in the source tree it is built from.
-    for (const src of ['src/olliesrv/daemon.ts', 'src/platform/paths.ts', 'src/toolsrv/main.ts']) expect(existsSync(join(root, src))).toBe(true);
+    for (const src of ['src/olliesrv/daemon.ts', 'src/platform/paths.ts', 'src/toolsrv/main.ts'])
+      expect(existsSync(join(root, src))).toBe(true);
     expect((c.extraMetadata as { main: string }).main).toBe('out/main/index.js');
   });
 
   it('packages a 512×512 PNG icon rendered from icon.svg', async () => {
-    const config = require('app-builder-lib/out/util/config/config.js') as { getConfig(dir: string, path: string, o: null): Promise<Record<string, unknown>> };
+    const config = require('app-builder-lib/out/util/config/config.js') as {
+      getConfig(dir: string, path: string, o: null): Promise<Record<string, unknown>>;
+    };
     const c = await config.getConfig(root, join(root, 'electron-builder.yml'), null);
     const icon = (c.linux as { icon: string }).icon;
     expect(icon).toBe('resources/icon.png');

@@ -25,7 +25,12 @@ describe.skipIf(!sshdAvailable())('remote sessions in the app (web mode, real da
     port: 0,
     outside: true,
     prepare: () => mkdirSync(join(sshd.remoteHome, 'app')),
-    daemon: { skills: false, toolCacheFile: false, env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig }, retryDelay: () => 10 },
+    daemon: {
+      skills: false,
+      toolCacheFile: false,
+      env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig },
+      retryDelay: () => 10,
+    },
   }));
 
   const node = () => g.page.locator('[data-session="srv"] > .node');
@@ -38,20 +43,36 @@ describe.skipIf(!sshdAvailable())('remote sessions in the app (web mode, real da
     const dialog = g.page.getByRole('dialog', { name: 'New session' });
     await dialog.waitFor();
     // The ssh config's Host aliases are offered.
-    await until(async () => (await dialog.locator('#ssh-hosts option').evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value))).includes('buildbox'), 'the host list');
+    await until(
+      async () =>
+        (
+          await dialog
+            .locator('#ssh-hosts option')
+            .evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value))
+        ).includes('buildbox'),
+      'the host list',
+    );
     await dialog.getByLabel('Name').fill('srv');
     await dialog.getByLabel('Working directory').fill(join(sshd.remoteHome, 'app'));
     await dialog.getByLabel('Run tools on (an ssh host)').fill('buildbox');
     await dialog.getByRole('button', { name: 'Create' }).click();
     await node().waitFor();
-    expect((await g.outside.readText('session/idx')).split('\n').find((l) => l.includes('\tsrv\t'))!.split('\t')[4]).toBe('buildbox');
+    expect(
+      (await g.outside.readText('session/idx'))
+        .split('\n')
+        .find((l) => l.includes('\tsrv\t'))!
+        .split('\t')[4],
+    ).toBe('buildbox');
     // No tool has run there yet: not connected.
     expect(await dot().getAttribute('class')).not.toMatch(/\bup\b/);
 
     await g.outside.rdwrText('session/srv/agent/new', 'name=coder agent=e2e backend=mock');
     g.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo on-the-box' } }] }], [{ text: 'ran' }]);
     const aid = (await g.outside.readText('session/srv/agent/coder/id')).trim();
-    const done = g.daemon.agents.all().find((a) => a.id === aid)!.nextTurn();
+    const done = g.daemon.agents
+      .all()
+      .find((a) => a.id === aid)!
+      .nextTurn();
     await g.outside.write('session/srv/agent/coder/prompt', 'go');
     await done;
     await g.page.locator('[data-session="srv"] > .node .conn-dot.up').waitFor({ timeout: 15_000 });

@@ -17,14 +17,17 @@ import { mockBackends, rmrf, socketPath, tempDir, until } from './helpers.js';
 
 /** The remote toolsrv processes of this test's sshd (their cache dir is under its remote HOME). */
 function remoteToolsrvs(home: string): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-    try {
-      const cmd = readFileSync(`/proc/${p}/cmdline`, 'latin1').split('\0');
-      return cmd.some((a) => a.startsWith(home) && a.endsWith('toolsrv/main.js'));
-    } catch {
-      return false;
-    }
-  }).map(Number);
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        const cmd = readFileSync(`/proc/${p}/cmdline`, 'latin1').split('\0');
+        return cmd.some((a) => a.startsWith(home) && a.endsWith('toolsrv/main.js'));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopback)', () => {
@@ -45,12 +48,20 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     mkdirSync(work);
     mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
     writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
+    writeFileSync(
+      join(dir, 'config', 'agents', 'e2e.json'),
+      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
+    );
     const sock = socketPath(dir);
     daemon = await startDaemon({
-      socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), skills: false, toolCacheFile: false,
+      socket: sock,
+      dataDir: join(dir, 'data'),
+      configDir: join(dir, 'config'),
+      skills: false,
+      toolCacheFile: false,
       env: { ...process.env, HOME: local, OLLIE_SSH_CONFIG: sshd.sshConfig },
-      log: (m) => void (process.env.OLLIE_TEST_LOG && process.stderr.write(`olliesrv: ${m}\n`)), retryDelay: () => 10,
+      log: (m) => void (process.env.OLLIE_TEST_LOG && process.stderr.write(`olliesrv: ${m}\n`)),
+      retryDelay: () => 10,
     });
     c = await dial(`unix!${sock}`, { uname: userInfo().username });
   }, 60_000);
@@ -71,18 +82,46 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     const agent = await agentOf(path)();
     const done = agent.nextTurn();
     await c.write(`${path}/prompt`, prompt);
-    await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`turn did not end within ${ms} ms`)), ms))]);
-    if (process.env.OLLIE_TEST_LOG) console.log(agent.log.blocks().map((b) => JSON.stringify(b)).join('\n'));
-    return agent.log.blocks().filter((b) => b.role === 'tool').map((b) => JSON.stringify(b));
+    await Promise.race([
+      done,
+      new Promise((_, rej) => setTimeout(() => rej(new Error(`turn did not end within ${ms} ms`)), ms)),
+    ]);
+    if (process.env.OLLIE_TEST_LOG)
+      console.log(
+        agent.log
+          .blocks()
+          .map((b) => JSON.stringify(b))
+          .join('\n'),
+      );
+    return agent.log
+      .blocks()
+      .filter((b) => b.role === 'tool')
+      .map((b) => JSON.stringify(b));
   };
-  const idx = async (name: string): Promise<string[]> => (await c.readText('session/idx')).split('\n').find((l) => l.split('\t')[1] === name)!.split('\t');
+  const idx = async (name: string): Promise<string[]> =>
+    (await c.readText('session/idx'))
+      .split('\n')
+      .find((l) => l.split('\t')[1] === name)!
+      .split('\t');
 
-  it('runs a remote session\'s tools there, sandboxed, copying toolsrv on first use', async () => {
+  it("runs a remote session's tools there, sandboxed, copying toolsrv on first use", async () => {
     await c.rdwrText('session/new', `name=r1 cwd=${work} remote=${sshd.host}`);
     await c.rdwrText('session/r1/agent/new', 'name=coder agent=e2e backend=mock');
     expect((await idx('r1'))[4]).toBe(sshd.host);
     mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'echo made-there > there.txt; echo "home=$HOME pwd=$(pwd)"; env | grep -c "^OLLIE_TOKEN=" || true' } }] }],
+      [
+        {
+          toolCalls: [
+            {
+              name: 'shell',
+              args: {
+                command:
+                  'echo made-there > there.txt; echo "home=$HOME pwd=$(pwd)"; env | grep -c "^OLLIE_TOKEN=" || true',
+              },
+            },
+          ],
+        },
+      ],
       [{ toolCalls: [{ name: 'shell', args: { command: `touch ${join(sshd.remoteHome, 'escaped')}; echo rc=$?` } }] }],
       [{ text: 'done' }],
     );
@@ -112,7 +151,11 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     const agent = await agentOf('session/r1/agent/coder')();
     const done = agent.nextTurn();
     await c.write('session/r1/agent/coder/prompt', 'bypass');
-    const line = await until(async () => (await c.readText('session/r1/bypass')).split('\n').find(Boolean), 'the bypass request', 30_000);
+    const line = await until(
+      async () => (await c.readText('session/r1/bypass')).split('\n').find(Boolean),
+      'the bypass request',
+      30_000,
+    );
     await c.write('session/r1/bypass', `${line!.split('\t')[0]} approve`);
     await done;
     expect(existsSync(target)).toBe(true);
@@ -134,10 +177,21 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     // The host stays away for a while (new connections hang) while the connection is cut.
     sshd.pause();
     expect(sshd.cutConnections()).toBeGreaterThan(0);
-    await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error('the call hung after the cut')), 20_000))]);
-    const cut = agent.log.blocks().filter((b) => b.role === 'tool').map((b) => JSON.stringify(b)).at(-1)!;
+    await Promise.race([
+      done,
+      new Promise((_, rej) => setTimeout(() => rej(new Error('the call hung after the cut')), 20_000)),
+    ]);
+    const cut = agent.log
+      .blocks()
+      .filter((b) => b.role === 'tool')
+      .map((b) => JSON.stringify(b))
+      .at(-1)!;
     expect(cut).toContain(`connection to the tool server on ${sshd.host}`);
-    await until(() => events.some((e) => e.includes('.tools') && e.includes(`disconnected ${sshd.host}`)), 'a disconnected event', 10_000);
+    await until(
+      () => events.some((e) => e.includes('.tools') && e.includes(`disconnected ${sshd.host}`)),
+      'a disconnected event',
+      10_000,
+    );
     expect((await idx('r1'))[3]).toBe('0');
     // The remote toolsrv ended with its connection (and the call's process with it): nothing is left there.
     await until(() => remoteToolsrvs(sshd.remoteHome).length === 0, 'the remote toolsrv to end', 10_000);
@@ -145,7 +199,10 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     // The session reconnects by itself (retrying with backoff), before any call asks for it.
     await until(async () => (await idx('r1'))[3] === '1', 'session/idx to say connected again', 60_000);
     expect(mock.pending()).toBe(0);
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo again > again.txt; echo again-ran' } }] }], [{ text: 'recovered' }]);
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'echo again > again.txt; echo again-ran' } }] }],
+      [{ text: 'recovered' }],
+    );
     const tools = await turn('session/r1/agent/coder', 'again');
     expect(tools.at(-1)).toContain('again-ran');
     expect(readFileSync(join(work, 'again.txt'), 'utf8')).toBe('again\n');
@@ -153,7 +210,7 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     life.abort();
   }, 120_000);
 
-  it('two sessions on one host share one toolsrv, and one session\'s global lock does not stop the other', async () => {
+  it("two sessions on one host share one toolsrv, and one session's global lock does not stop the other", async () => {
     const work2 = join(sshd.remoteHome, 'work2');
     mkdirSync(work2);
     await c.rdwrText('session/new', `name=r2 cwd=${work2} remote=${sshd.host}`);
@@ -161,30 +218,51 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     // r1's shell holds toolsrv's global lock (shell's scope) until the test lets it go; r2's shell, asked for
     // meanwhile, runs at once: a global lock is its session's (path locks hold across sessions: locks.test.ts),
     // else one session's long call, as long as its agent asks, would stop every other session on the host.
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; date +%s%N > r1-end' } }] }]);
+    mock.script([
+      {
+        toolCalls: [
+          { name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; date +%s%N > r1-end' } },
+        ],
+      },
+    ]);
     const a1 = await agentOf('session/r1/agent/coder')();
     const d1 = a1.nextTurn();
     await c.write('session/r1/agent/coder/prompt', 'hold');
-    await until(() => readdirSync('/proc').some((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('while [ ! -e go ]');
-      } catch {
-        return false;
-      }
-    }), 'r1\'s call to run', 30_000);
-    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'date +%s%N > r2-start; echo second > s.txt' } }] }], [{ text: 'ok' }], [{ text: 'ok' }]);
+    await until(
+      () =>
+        readdirSync('/proc').some((p) => {
+          try {
+            return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('while [ ! -e go ]');
+          } catch {
+            return false;
+          }
+        }),
+      "r1's call to run",
+      30_000,
+    );
+    mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'date +%s%N > r2-start; echo second > s.txt' } }] }],
+      [{ text: 'ok' }],
+      [{ text: 'ok' }],
+    );
     const a2 = await agentOf('session/r2/agent/coder')();
     const d2 = a2.nextTurn();
     await c.write('session/r2/agent/coder/prompt', 'go');
-    await until(() => existsSync(join(work2, 's.txt')) || undefined, 'r2\'s call to run while r1\'s holds its lock', 30_000);
+    await until(
+      () => existsSync(join(work2, 's.txt')) || undefined,
+      "r2's call to run while r1's holds its lock",
+      30_000,
+    );
     writeFileSync(join(work, 'go'), '');
     await Promise.all([d1, d2]);
     expect(readFileSync(join(work2, 's.txt'), 'utf8')).toBe('second\n');
-    expect(BigInt(readFileSync(join(work2, 'r2-start'), 'utf8').trim())).toBeLessThan(BigInt(readFileSync(join(work, 'r1-end'), 'utf8').trim()));
+    expect(BigInt(readFileSync(join(work2, 'r2-start'), 'utf8').trim())).toBeLessThan(
+      BigInt(readFileSync(join(work, 'r1-end'), 'utf8').trim()),
+    );
     expect(remoteToolsrvs(sshd.remoteHome)).toHaveLength(1);
   }, 60_000);
 
-  it('ctl remote moves a session\'s tools to the host and back', async () => {
+  it("ctl remote moves a session's tools to the host and back", async () => {
     const work3 = join(sshd.remoteHome, 'work3');
     mkdirSync(work3);
     // On loopback the directory is both here and there; HOME tells the sides apart.
@@ -208,8 +286,14 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     await daemon.close();
     const sock = socketPath(dir);
     daemon = await startDaemon({
-      socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), skills: false, toolCacheFile: false,
-      env: { ...process.env, HOME: local, OLLIE_SSH_CONFIG: sshd.sshConfig }, log: () => undefined, retryDelay: () => 10,
+      socket: sock,
+      dataDir: join(dir, 'data'),
+      configDir: join(dir, 'config'),
+      skills: false,
+      toolCacheFile: false,
+      env: { ...process.env, HOME: local, OLLIE_SSH_CONFIG: sshd.sshConfig },
+      log: () => undefined,
+      retryDelay: () => 10,
     });
     c = await dial(`unix!${sock}`, { uname: userInfo().username });
     expect((await idx('r1'))[4]).toBe(sshd.host);

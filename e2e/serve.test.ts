@@ -22,7 +22,10 @@ interface Served {
 }
 
 function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Served> {
-  const proc = spawn(process.execPath, [OLLIE, 'serve', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [OLLIE, 'serve', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const s: Served = { proc, stdout: '', stderr: '', exited: new Promise((r) => proc.once('exit', (code) => r(code))) };
   proc.stderr!.on('data', (d) => (s.stderr += d));
   return new Promise((resolveServed, reject) => {
@@ -100,7 +103,9 @@ describe('ollie serve + ollie-9p', () => {
 
   it('gives clear errors and a non-zero exit for bad requests and missing servers', async () => {
     daemon = await serve(args);
-    expect(await p9fails(['rdwr', 'session/new'], 'colour=red')).toMatch(/ollie-9p: session\/new: unknown key "colour"; valid keys: name, cwd/);
+    expect(await p9fails(['rdwr', 'session/new'], 'colour=red')).toMatch(
+      /ollie-9p: session\/new: unknown key "colour"; valid keys: name, cwd/,
+    );
     expect(await p9fails(['read', 'no/such/file'])).toMatch(/ollie-9p: file not found: \/no\n/);
     daemon.proc.kill('SIGTERM');
     await daemon.exited;
@@ -109,7 +114,9 @@ describe('ollie serve + ollie-9p', () => {
 
   it('streams events with rdwrs until interrupted', async () => {
     daemon = await serve(args);
-    const child = spawn(process.execPath, [NINEP, '-a', `unix!${sock}`, 'rdwrs', 'event', 'session.*.new'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [NINEP, '-a', `unix!${sock}`, 'rdwrs', 'event', 'session.*.new'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     // The subscriber needs a moment to start (longer on a loaded machine): create sessions until one is seen.
@@ -124,19 +131,26 @@ describe('ollie serve + ollie-9p', () => {
 
   it('serves TCP on loopback when asked', async () => {
     daemon = await serve([...args, '--tcp', '127.0.0.1:0']);
-    const tcp = /serving 9P on tcp!127\.0\.0\.1!(\d+)/.exec(daemon.stdout) ?? await new Promise<RegExpExecArray>((r) => {
-      daemon!.proc.stdout!.on('data', () => {
-        const m = /serving 9P on tcp!127\.0\.0\.1!(\d+)/.exec(daemon!.stdout);
-        if (m) r(m);
-      });
-    });
+    const tcp =
+      /serving 9P on tcp!127\.0\.0\.1!(\d+)/.exec(daemon.stdout) ??
+      (await new Promise<RegExpExecArray>((r) => {
+        daemon!.proc.stdout!.on('data', () => {
+          const m = /serving 9P on tcp!127\.0\.0\.1!(\d+)/.exec(daemon!.stdout);
+          if (m) r(m);
+        });
+      }));
     const addr = `tcp!127.0.0.1!${tcp[1]}`;
     // TCP serves the owner only: a client without the owner token is refused; with it (the daemon writes it
     // beside its socket, 0600), served.
     const env = { ...process.env, XDG_RUNTIME_DIR: dir };
-    await expect(run(process.execPath, [NINEP, '-a', addr, 'read', 'session/idx'], { encoding: 'utf8', env })).rejects.toThrow(/authentication required: 9P over TCP/);
+    await expect(
+      run(process.execPath, [NINEP, '-a', addr, 'read', 'session/idx'], { encoding: 'utf8', env }),
+    ).rejects.toThrow(/authentication required: 9P over TCP/);
     const token = readFileSync(join(dirname(sock), 'owner.token'), 'utf8').trim();
-    const { stdout } = await run(process.execPath, [NINEP, '-a', addr, 'read', 'session/idx'], { encoding: 'utf8', env: { ...env, OLLIE_TOKEN: token } });
+    const { stdout } = await run(process.execPath, [NINEP, '-a', addr, 'read', 'session/idx'], {
+      encoding: 'utf8',
+      env: { ...env, OLLIE_TOKEN: token },
+    });
     expect(stdout).toBe('');
   });
 });

@@ -9,9 +9,23 @@ const LOREM = 'The build runs vite for the renderer and tsc for the daemons; tes
  */
 export function syntheticBlock(i: number): Omit<Block, 'id'> {
   const kind = i % 4;
-  return kind === 0 ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
-    : kind === 1 ? { role: 'assistant', content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n` }
-    : kind === 2 ? { role: 'call', name: 'shell', content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }) }
-    : { role: 'tool', name: 'shell', format: 'text', content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n') };
+  return kind === 0
+    ? { role: 'user', content: `Question ${i}: ${LOREM.repeat(4)}` }
+    : kind === 1
+      ? {
+          role: 'assistant',
+          content: `Answer ${i}: **bold** and \`code\`.\n\n- ${LOREM.repeat(2)}\n- ${LOREM.repeat(2)}\n`,
+        }
+      : kind === 2
+        ? {
+            role: 'call',
+            name: 'shell',
+            content: JSON.stringify({ command: `grep -rn item${i} src/ | head -50 # ${LOREM}` }),
+          }
+        : {
+            role: 'tool',
+            name: 'shell',
+            format: 'text',
+            content: Array.from({ length: 14 }, (_, j) => `src/file${j}.ts:${i}: const item${i} = ${j};`).join('\n'),
+          };
 }
-

@@ -37,7 +37,12 @@ describe('web mode', () => {
   beforeEach(async () => {
     dir = tempDir('ollie-e2e-web-');
     const sock = socketPath(dir);
-    daemon = await startDaemon({ socket: sock, dataDir: `${dir}/data`, configDir: `${dir}/config`, log: () => undefined });
+    daemon = await startDaemon({
+      socket: sock,
+      dataDir: `${dir}/data`,
+      configDir: `${dir}/config`,
+      log: () => undefined,
+    });
     ui = await startWebUi({ server: daemon.server, rendererDir });
     outside = await dial(`unix!${sock}`, { uname: 'tester' });
   });
@@ -202,7 +207,19 @@ describe('ollie serve --ui (the built CLI)', () => {
       });
     });
     const start = async (extra: string[]): Promise<{ proc: ReturnType<typeof spawn>; url: string; out: string }> => {
-      const args = [join(root, 'dist/cli/ollie.js'), 'serve', '--ui', ...extra, '--socket', socketPath(dir), '--config', join(dir, 'c'), '--data', join(dir, 'd'), '--no-tools'];
+      const args = [
+        join(root, 'dist/cli/ollie.js'),
+        'serve',
+        '--ui',
+        ...extra,
+        '--socket',
+        socketPath(dir),
+        '--config',
+        join(dir, 'c'),
+        '--data',
+        join(dir, 'd'),
+        '--no-tools',
+      ];
       const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
       let out = '';
       let err = '';

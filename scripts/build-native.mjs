@@ -8,7 +8,18 @@
 //
 //   node scripts/build-native.mjs [--force] [--quiet]
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -27,9 +38,17 @@ if (process.platform !== 'linux') {
 const mtime = (f) => (existsSync(f) ? statSync(f).mtimeMs : -1);
 const toolDir = join(native, 'tools');
 const libDir = join(toolDir, 'lib');
-const tools = readdirSync(toolDir).filter((f) => f.endsWith('.c')).map((f) => f.slice(0, -2)).sort();
+const tools = readdirSync(toolDir)
+  .filter((f) => f.endsWith('.c'))
+  .map((f) => f.slice(0, -2))
+  .sort();
 const lib = readdirSync(libDir).map((f) => join(libDir, f));
-const sources = [join(native, 'ollie-sandbox.c'), ...tools.map((t) => join(toolDir, `${t}.c`)), ...lib, fileURLToPath(import.meta.url)];
+const sources = [
+  join(native, 'ollie-sandbox.c'),
+  ...tools.map((t) => join(toolDir, `${t}.c`)),
+  ...lib,
+  fileURLToPath(import.meta.url),
+];
 const binary = join(out, 'ollie-sandbox');
 
 /** Makes native/build/NAME a link to ollie-sandbox (cheap, so checked on every run). */
@@ -56,7 +75,8 @@ function linkTools() {
 const spawnerSource = join(native, 'ollie-spawner.c');
 const spawner = join(out, 'ollie-spawner');
 const built = mtime(binary);
-const spawnerFresh = () => !force && mtime(spawner) >= Math.max(mtime(spawnerSource), mtime(fileURLToPath(import.meta.url)));
+const spawnerFresh = () =>
+  !force && mtime(spawner) >= Math.max(mtime(spawnerSource), mtime(fileURLToPath(import.meta.url)));
 const addonSource = join(native, 'addon', 'peercred.c');
 const addon = join(out, 'peercred.node');
 const addonFresh = () => !force && mtime(addon) >= Math.max(mtime(addonSource), mtime(fileURLToPath(import.meta.url)));
@@ -70,7 +90,9 @@ const compiler = [process.env.CC, 'cc', 'gcc', 'clang'].find(
 );
 if (!compiler) {
   console.error('ollie: no C compiler found (tried $CC, cc, gcc, clang).');
-  console.error('ollie: the Landlock sandbox helper must be compiled; install one (Debian/Ubuntu: apt-get install build-essential)');
+  console.error(
+    'ollie: the Landlock sandbox helper must be compiled; install one (Debian/Ubuntu: apt-get install build-essential)',
+  );
   console.error('ollie: and run `node scripts/build-native.mjs` (or `npm install` again).');
   process.exit(1);
 }
@@ -119,11 +141,17 @@ function link(target, sources, what, required = true) {
 // refuses every connection there (fails closed), so it is required. Node-API headers come with Node: next to
 // the binary in the official builds, in /usr/include/node with distribution packages.
 if (!addonFresh()) {
-  const candidates = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
+  const candidates = [
+    join(dirname(process.execPath), '..', 'include', 'node'),
+    '/usr/include/node',
+    '/usr/local/include/node',
+  ];
   const include = candidates.find((d) => existsSync(join(d, 'node_api.h')));
   if (!include) {
     console.error(`ollie: the Node-API headers (node_api.h) were not found in ${candidates.join(', ')}.`);
-    console.error('ollie: install them (Debian/Ubuntu: apt-get install libnode-dev, or use an official Node build) and run `node scripts/build-native.mjs`.');
+    console.error(
+      'ollie: install them (Debian/Ubuntu: apt-get install libnode-dev, or use an official Node build) and run `node scripts/build-native.mjs`.',
+    );
     process.exit(1);
   }
   const tmp = `${addon}.${process.pid}.tmp`;
@@ -146,6 +174,10 @@ writeFileSync(
     `struct builtin_tool { const char *name; int (*main)(int, char **); };\n` +
     `const struct builtin_tool builtin_tools[] = {\n${tools.map((t) => `  {"${t}", ollie_tool_${t}},\n`).join('')}  {0, 0},\n};\n`,
 );
-link(binary, [join(native, 'ollie-sandbox.c'), table, ...objects, ...lib.filter((l) => l.endsWith('.c'))], 'ollie-sandbox');
+link(
+  binary,
+  [join(native, 'ollie-sandbox.c'), table, ...objects, ...lib.filter((l) => l.endsWith('.c'))],
+  'ollie-sandbox',
+);
 linkTools();
 if (!quiet) console.log(`ollie: built native/build/ollie-sandbox (with ${tools.join(', ')}) and ollie-spawner`);

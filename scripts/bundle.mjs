@@ -41,9 +41,19 @@ const ENTRIES = {
 
 /** Loaded by path, shipping .node or .wasm files, or spawned: never bundled. */
 const EXTERNAL_PACKAGES = [
-  'better-sqlite3', 'node-pty', 'onnxruntime-node', 'web-tree-sitter', '@vscode/tree-sitter-wasm',
-  'tree-sitter-c', 'tree-sitter-json', '@tree-sitter-grammars/tree-sitter-yaml',
-  'typescript-language-server', 'typescript', 'ws', 'electron', 'shiki',
+  'better-sqlite3',
+  'node-pty',
+  'onnxruntime-node',
+  'web-tree-sitter',
+  '@vscode/tree-sitter-wasm',
+  'tree-sitter-c',
+  'tree-sitter-json',
+  '@tree-sitter-grammars/tree-sitter-yaml',
+  'typescript-language-server',
+  'typescript',
+  'ws',
+  'electron',
+  'shiki',
 ];
 const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 const isExternal = (id) =>
@@ -59,7 +69,10 @@ const metaUrlPlugin = {
       if (!code.includes('import.meta.') || id.startsWith('\0')) return null;
       // A bundled package that finds its files from import.meta would look beside the bundle: make it external.
       if (!id.startsWith(src + sep)) throw new Error(`${id} uses import.meta: add its package to EXTERNAL_PACKAGES`);
-      const rel = relative(src, id).split(sep).join('/').replace(/\.[cm]?ts$/, '.js');
+      const rel = relative(src, id)
+        .split(sep)
+        .join('/')
+        .replace(/\.[cm]?ts$/, '.js');
       const url = `new URL(${JSON.stringify(`../${rel}`)}, import.meta.url)`;
       const out = code
         .replace(/\bimport\.meta\.url\b/g, `${url}.href`)
@@ -69,7 +82,10 @@ const metaUrlPlugin = {
       if (!out.includes('__ollie_fileURLToPath')) return { code: out, map: null };
       // On the first line (after a shebang line, if any), so that no line moves and the source map still holds.
       const at = out.startsWith('#!') ? out.indexOf('\n') + 1 : 0;
-      return { code: `${out.slice(0, at)}import { fileURLToPath as __ollie_fileURLToPath } from 'node:url'; ${out.slice(at)}`, map: null };
+      return {
+        code: `${out.slice(0, at)}import { fileURLToPath as __ollie_fileURLToPath } from 'node:url'; ${out.slice(at)}`,
+        map: null,
+      };
     },
   },
 };
@@ -96,6 +112,8 @@ const out = await build({
 chmodSync(join(dist, 'cli', 'ollie.js'), 0o755);
 if (!quiet) {
   const chunks = readdirSync(join(dist, 'chunks')).filter((f) => f.endsWith('.js'));
-  process.stdout.write(`bundled ${Object.keys(ENTRIES).length} entries and ${chunks.length} chunks into dist/ in ${Math.round(performance.now() - t0)} ms\n`);
+  process.stdout.write(
+    `bundled ${Object.keys(ENTRIES).length} entries and ${chunks.length} chunks into dist/ in ${Math.round(performance.now() - t0)} ms\n`,
+  );
 }
 void out;

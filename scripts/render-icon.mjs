@@ -23,7 +23,9 @@ try {
   const page = await browser.newPage({ viewport: { width: SIZE, height: SIZE }, deviceScaleFactor: 1 });
   // The SVG as an <img> from a data: URL: drawn at exactly SIZE×SIZE whatever its own width/height say.
   const src = `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`;
-  await page.setContent(`<!doctype html><html><body style="margin:0;background:transparent"><img src="${src}" width="${SIZE}" height="${SIZE}" style="display:block"></body></html>`);
+  await page.setContent(
+    `<!doctype html><html><body style="margin:0;background:transparent"><img src="${src}" width="${SIZE}" height="${SIZE}" style="display:block"></body></html>`,
+  );
   await page.locator('img').evaluate((img) => img.decode());
   const png = await page.screenshot({ clip: { x: 0, y: 0, width: SIZE, height: SIZE }, omitBackground: true });
   writeFileSync(pngPath, png);

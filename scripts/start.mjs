@@ -45,12 +45,27 @@ function step(what, args, output) {
 
 /** dist/ (the daemons) and out/ (main, preload, renderer), rebuilt when missing or older than their sources. */
 function build() {
-  if (!existsSync(join(root, 'dist/cli/ollie.js')) || newest(join(root, 'src/olliesrv')) > newest(join(root, 'dist/olliesrv'))) {
-    step('building dist/ (npm run build:node)', [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.node.json'], join(root, 'dist/cli/ollie.js'));
+  if (
+    !existsSync(join(root, 'dist/cli/ollie.js')) ||
+    newest(join(root, 'src/olliesrv')) > newest(join(root, 'dist/olliesrv'))
+  ) {
+    step(
+      'building dist/ (npm run build:node)',
+      [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.node.json'],
+      join(root, 'dist/cli/ollie.js'),
+    );
     // tsc wrote the unbundled dist/cli/ollie.js and dist/toolsrv/main.js (they work too): bundle them again.
-    step('bundling the ollie CLI and toolsrv (scripts/bundle.mjs)', [join(root, 'scripts/bundle.mjs'), '--quiet'], join(root, 'dist/cli/ollie.js'));
+    step(
+      'bundling the ollie CLI and toolsrv (scripts/bundle.mjs)',
+      [join(root, 'scripts/bundle.mjs'), '--quiet'],
+      join(root, 'dist/cli/ollie.js'),
+    );
   }
-  const sources = Math.max(newest(join(root, 'src/renderer')), newest(join(root, 'src/main')), newest(join(root, 'src/preload')));
+  const sources = Math.max(
+    newest(join(root, 'src/renderer')),
+    newest(join(root, 'src/main')),
+    newest(join(root, 'src/preload')),
+  );
   if (!existsSync(join(root, 'out/renderer/index.html')) || sources > newest(join(root, 'out'))) {
     step('building out/ (npm run build:app)', [join(root, 'node_modules/electron-vite/bin/electron-vite.js'), 'build']);
   }
@@ -72,7 +87,9 @@ const electron = electronBinary();
 if (electron) {
   run(electron, [root, ...process.argv.slice(2)]);
 } else {
-  console.error('ollie: the Electron binary is not installed (node_modules/electron has no dist/), so there is no window;');
+  console.error(
+    'ollie: the Electron binary is not installed (node_modules/electron has no dist/), so there is no window;',
+  );
   console.error('ollie: serving the same UI to your browser instead (headless web mode). Open the URL below.');
   run(process.execPath, [join(root, 'dist/cli/ollie.js'), 'serve', '--ui', ...process.argv.slice(2)]);
 }

@@ -13,7 +13,8 @@ export async function until<T>(fn: () => T | Promise<T>, what = 'the condition',
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -17,7 +17,18 @@
  */
 import type { Command } from 'commander';
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
@@ -28,7 +39,10 @@ import { DEFAULT_MODEL, findModel, modelsDir, OnnxEmbedder } from '../olliesrv/s
 
 export const DEFAULT_SOURCE = 'https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main';
 /** Where each file is under the source. */
-export const MODEL_FILES: Record<string, string> = { 'model.onnx': 'onnx/model.onnx', 'tokenizer.json': 'tokenizer.json' };
+export const MODEL_FILES: Record<string, string> = {
+  'model.onnx': 'onnx/model.onnx',
+  'tokenizer.json': 'tokenizer.json',
+};
 /** The checksums of an installed model's files, as `sha256sum` writes them. */
 export const SUMS_FILE = 'SHA256SUMS';
 
@@ -54,7 +68,9 @@ export function proxyFor(url: URL, env: NodeJS.ProcessEnv = process.env): URL | 
   try {
     return new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`);
   } catch {
-    throw new ModelInstallError(`the proxy ${JSON.stringify(raw)} (from ${url.protocol === 'https:' ? 'HTTPS_PROXY' : 'HTTP_PROXY'}) is not a URL`);
+    throw new ModelInstallError(
+      `the proxy ${JSON.stringify(raw)} (from ${url.protocol === 'https:' ? 'HTTPS_PROXY' : 'HTTP_PROXY'}) is not a URL`,
+    );
   }
 }
 
@@ -68,11 +84,21 @@ function proxyAuth(proxy: URL): Record<string, string> {
 function tunnel(proxy: URL, url: URL): Promise<TLSSocket> {
   const port = url.port || '443';
   return new Promise((ok, fail) => {
-    const req = http.request({ host: proxy.hostname, port: proxy.port || 80, method: 'CONNECT', path: `${url.hostname}:${port}`, headers: { host: `${url.hostname}:${port}`, ...proxyAuth(proxy) } });
+    const req = http.request({
+      host: proxy.hostname,
+      port: proxy.port || 80,
+      method: 'CONNECT',
+      path: `${url.hostname}:${port}`,
+      headers: { host: `${url.hostname}:${port}`, ...proxyAuth(proxy) },
+    });
     req.on('connect', (res: IncomingMessage, socket) => {
       if (res.statusCode !== 200) {
         socket.destroy();
-        return fail(new ModelInstallError(`the proxy ${proxy.host} refused to connect to ${url.host}: HTTP ${res.statusCode} ${res.statusMessage ?? ''}`.trim()));
+        return fail(
+          new ModelInstallError(
+            `the proxy ${proxy.host} refused to connect to ${url.host}: HTTP ${res.statusCode} ${res.statusMessage ?? ''}`.trim(),
+          ),
+        );
       }
       // The certificate is checked against the host; SNI takes host names only (RFC 6066), none for an address.
       const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -80,7 +106,9 @@ function tunnel(proxy: URL, url: URL): Promise<TLSSocket> {
       tls.once('secureConnect', () => ok(tls));
       tls.once('error', fail);
     });
-    req.on('error', (e: NodeJS.ErrnoException) => fail(Object.assign(new Error(e.message), { cause: { code: e.code ?? e.message }, viaProxy: proxy.host })));
+    req.on('error', (e: NodeJS.ErrnoException) =>
+      fail(Object.assign(new Error(e.message), { cause: { code: e.code ?? e.message }, viaProxy: proxy.host })),
+    );
     req.end();
   });
 }
@@ -95,7 +123,15 @@ async function get(url: URL, env: NodeJS.ProcessEnv, redirects = 5): Promise<Inc
     const req =
       proxy && !socket
         ? // Plain HTTP through a proxy: the absolute URL as the request target.
-          http.request({ host: proxy.hostname, port: proxy.port || 80, path: url.href, headers: { host: url.host, ...proxyAuth(proxy) } }, ok)
+          http.request(
+            {
+              host: proxy.hostname,
+              port: proxy.port || 80,
+              path: url.href,
+              headers: { host: url.host, ...proxyAuth(proxy) },
+            },
+            ok,
+          )
         : lib.request(url, { agent: false, ...(socket && { createConnection: () => socket }) }, ok);
     req.on('error', (e: NodeJS.ErrnoException) => fail(proxy ? Object.assign(e, { viaProxy: proxy.host }) : e));
     req.end();
@@ -144,7 +180,8 @@ export function parseSums(text: string, where: string): Map<string, string> {
   text.split('\n').forEach((line, i) => {
     if (!line.trim() || line.startsWith('#')) return;
     const m = /^([0-9a-fA-F]{64}) [ *](.+)$/.exec(line.trim());
-    if (!m) throw new ModelInstallError(`${where}, line ${i + 1}: not "SHA256  FILE": ${JSON.stringify(line.slice(0, 80))}`);
+    if (!m)
+      throw new ModelInstallError(`${where}, line ${i + 1}: not "SHA256  FILE": ${JSON.stringify(line.slice(0, 80))}`);
     sums.set(m[2]!.replace(/^\.\//, ''), m[1]!.toLowerCase());
   });
   return sums;
@@ -156,7 +193,9 @@ export function parseSha256Option(v: string | undefined): Map<string, string> {
   for (const part of (v ?? '').split(',').filter(Boolean)) {
     const [file, hex] = part.split('=');
     if (!file || !(file in MODEL_FILES) || !hex || !HEX64.test(hex.toLowerCase())) {
-      throw new ModelInstallError(`--sha256 ${JSON.stringify(part)}: expected FILE=HEX with FILE one of ${Object.keys(MODEL_FILES).join(', ')} and HEX 64 hex digits`);
+      throw new ModelInstallError(
+        `--sha256 ${JSON.stringify(part)}: expected FILE=HEX with FILE one of ${Object.keys(MODEL_FILES).join(', ')} and HEX 64 hex digits`,
+      );
     }
     sums.set(file, hex.toLowerCase());
   }
@@ -190,12 +229,17 @@ function urlSource(base: string, env: NodeJS.ProcessEnv): Source {
         if (e instanceof ModelInstallError) throw e;
         const x = e as { cause?: { code?: string }; code?: string; viaProxy?: string };
         const why = x.cause?.code ?? x.code ?? (e as Error).message;
-        throw new ModelInstallError(`cannot download ${at(path).href}${x.viaProxy ? ` (through the proxy ${x.viaProxy})` : ''}: ${why}. ${OFFLINE_HINT}`);
+        throw new ModelInstallError(
+          `cannot download ${at(path).href}${x.viaProxy ? ` (through the proxy ${x.viaProxy})` : ''}: ${why}. ${OFFLINE_HINT}`,
+        );
       }
       // Hugging Face serves LFS files (model.onnx) with their SHA-256 as X-Linked-Etag (or as the ETag itself).
       const published: Fetched['published'] = [];
       for (const h of ['x-linked-etag', 'etag']) {
-        const v = String(res.headers[h] ?? '').replace(/^W\//, '').replace(/"/g, '').toLowerCase();
+        const v = String(res.headers[h] ?? '')
+          .replace(/^W\//, '')
+          .replace(/"/g, '')
+          .toLowerCase();
         if (HEX64.test(v)) {
           published.push({ sha256: v, from: `the ${h === 'etag' ? 'ETag' : 'X-Linked-Etag'} of ${at(path).href}` });
           break;
@@ -226,7 +270,10 @@ function dirSource(dir: string): Source {
     describe: (path) => at(path),
     async fetch(path, to) {
       const f = at(path);
-      if (!existsSync(f)) throw new ModelInstallError(`${dir} has no ${path}${path.startsWith('onnx/') ? ` (nor ${path.slice(5)})` : ''}: --from DIR needs a directory holding model.onnx (or onnx/model.onnx) and tokenizer.json`);
+      if (!existsSync(f))
+        throw new ModelInstallError(
+          `${dir} has no ${path}${path.startsWith('onnx/') ? ` (nor ${path.slice(5)})` : ''}: --from DIR needs a directory holding model.onnx (or onnx/model.onnx) and tokenizer.json`,
+        );
       return { ...(await save(createReadStream(f), to)), published: [] };
     },
     async sums() {
@@ -234,7 +281,8 @@ function dirSource(dir: string): Source {
       if (!existsSync(f)) return undefined;
       const sums = parseSums(readFileSync(f, 'utf8'), f);
       // An installed model's SHA256SUMS names model.onnx; a mirror's names onnx/model.onnx: accept both.
-      for (const [file, path] of Object.entries(MODEL_FILES)) if (!sums.has(path) && sums.has(file)) sums.set(path, sums.get(file)!);
+      for (const [file, path] of Object.entries(MODEL_FILES))
+        if (!sums.has(path) && sums.has(file)) sums.set(path, sums.get(file)!);
       return sums;
     },
   };
@@ -247,9 +295,14 @@ function sourceOf(from: string, env: NodeJS.ProcessEnv): Source {
   try {
     st = statSync(dir);
   } catch {
-    throw new ModelInstallError(`--from ${from}: no such directory (give a directory holding the model files, or an http(s) URL)`);
+    throw new ModelInstallError(
+      `--from ${from}: no such directory (give a directory holding the model files, or an http(s) URL)`,
+    );
   }
-  if (!st.isDirectory()) throw new ModelInstallError(`--from ${from}: not a directory (give a directory holding the model files, or an http(s) URL)`);
+  if (!st.isDirectory())
+    throw new ModelInstallError(
+      `--from ${from}: not a directory (give a directory holding the model files, or an http(s) URL)`,
+    );
   return dirSource(dir);
 }
 
@@ -285,7 +338,9 @@ export async function installModel(o: InstallOptions = {}): Promise<{ dir: strin
       ];
       for (const e of expected) {
         if (e.sha256 !== got.sha256) {
-          throw new ModelInstallError(`${source.describe(path)}: SHA-256 ${got.sha256} does not match ${e.sha256} (from ${e.from}): a damaged or different file; nothing was installed`);
+          throw new ModelInstallError(
+            `${source.describe(path)}: SHA-256 ${got.sha256} does not match ${e.sha256} (from ${e.from}): a damaged or different file; nothing was installed`,
+          );
         }
       }
       log(
@@ -332,7 +387,9 @@ export interface ModelEntry {
 export async function listModels(dir = modelsDir()): Promise<ModelEntry[]> {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => !n.endsWith('.installing') && !n.startsWith('.') && statSync(join(dir, n)).isDirectory());
+    names = readdirSync(dir).filter(
+      (n) => !n.endsWith('.installing') && !n.startsWith('.') && statSync(join(dir, n)).isDirectory(),
+    );
   } catch {
     return [];
   }
@@ -347,7 +404,8 @@ export async function listModels(dir = modelsDir()): Promise<ModelEntry[]> {
 async function whyBroken(name: string, dir: string): Promise<{ broken?: string }> {
   const path = join(dir, name);
   const missing = Object.keys(MODEL_FILES).filter((f) => !existsSync(join(path, f)));
-  if (missing.length || !findModel(name, dir)) return { broken: `no ${(missing.length ? missing : Object.keys(MODEL_FILES)).join(' and no ')}` };
+  if (missing.length || !findModel(name, dir))
+    return { broken: `no ${(missing.length ? missing : Object.keys(MODEL_FILES)).join(' and no ')}` };
   if (existsSync(join(path, SUMS_FILE))) {
     let sums: Map<string, string>;
     try {
@@ -374,14 +432,27 @@ export function registerModels(program: Command): void {
   const models = program.command('models').description('the embedding model for skill, tool and memory matching');
   models
     .command('install')
-    .description(`download the embedding model (default ${DEFAULT_MODEL} from Hugging Face) into $XDG_DATA_HOME/ollie/models, through $HTTPS_PROXY if set`)
-    .option('--from <dir|url>', 'a mirror (base URL holding onnx/model.onnx and tokenizer.json) or a local directory holding the model files', DEFAULT_SOURCE)
-    .option('--sha256 <file=hex,...>', 'expected SHA-256 of model.onnx and/or tokenizer.json (besides what the source publishes)')
+    .description(
+      `download the embedding model (default ${DEFAULT_MODEL} from Hugging Face) into $XDG_DATA_HOME/ollie/models, through $HTTPS_PROXY if set`,
+    )
+    .option(
+      '--from <dir|url>',
+      'a mirror (base URL holding onnx/model.onnx and tokenizer.json) or a local directory holding the model files',
+      DEFAULT_SOURCE,
+    )
+    .option(
+      '--sha256 <file=hex,...>',
+      'expected SHA-256 of model.onnx and/or tokenizer.json (besides what the source publishes)',
+    )
     .option('--name <name>', 'directory name under the models dir', DEFAULT_MODEL)
     .option('--dir <dir>', 'models directory', modelsDir())
     .action(async (o: { from: string; name: string; dir: string; sha256?: string }) => {
       try {
-        const r = await installModel({ ...o, sha256: parseSha256Option(o.sha256), log: (m) => process.stderr.write(`ollie models: ${m}\n`) });
+        const r = await installModel({
+          ...o,
+          sha256: parseSha256Option(o.sha256),
+          log: (m) => process.stderr.write(`ollie models: ${m}\n`),
+        });
         process.stdout.write(`installed ${r.dir} (${r.dim}-d); a running daemon uses it after a restart\n`);
       } catch (e) {
         process.stderr.write(`ollie models install: ${(e as Error).message}\n`);
@@ -394,9 +465,12 @@ export function registerModels(program: Command): void {
     .option('--dir <dir>', 'models directory', modelsDir())
     .action(async (o: { dir: string }) => {
       const list = await listModels(o.dir);
-      if (!list.some((m) => !m.broken)) process.stdout.write(`no working model in ${o.dir}: matching uses BM25 (ollie models install)\n`);
+      if (!list.some((m) => !m.broken))
+        process.stdout.write(`no working model in ${o.dir}: matching uses BM25 (ollie models install)\n`);
       for (const m of list) {
-        const notes = [m.name === DEFAULT_MODEL ? '(default)' : '', m.broken ? `broken: ${m.broken}` : ''].filter(Boolean);
+        const notes = [m.name === DEFAULT_MODEL ? '(default)' : '', m.broken ? `broken: ${m.broken}` : ''].filter(
+          Boolean,
+        );
         process.stdout.write(`${m.name}\t${m.path}${notes.map((n) => `\t${n}`).join('')}\n`);
       }
     });

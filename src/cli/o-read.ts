@@ -23,7 +23,13 @@ export function agentNameOf(idx: string, id: string): string | undefined {
 export function agentRows(idx: string): string[][] {
   const rows = AGENT_IDX.parse(idx);
   const names = new Map(rows.map((r) => [r.id ?? '', r.name ?? '']));
-  return rows.map((r) => [r.name ?? '', r.state ?? '', r.depth ?? '', r.parent === null ? '-' : (names.get(r.parent ?? '') ?? r.parent ?? ''), r.id ?? '']);
+  return rows.map((r) => [
+    r.name ?? '',
+    r.state ?? '',
+    r.depth ?? '',
+    r.parent === null ? '-' : (names.get(r.parent ?? '') ?? r.parent ?? ''),
+    r.id ?? '',
+  ]);
 }
 
 export interface Pending {
@@ -38,5 +44,11 @@ export interface Pending {
 export function pendingRequests(bypass: string, agentIdx: string): Pending[] {
   const reqs = BYPASS.parse(bypass);
   const names = new Map(AGENT_IDX.parse(agentIdx).map((r) => [r.id ?? '', r.name ?? '']));
-  return reqs.map((r) => ({ id: r.id ?? '', agent: names.get(r.agent ?? '') ?? r.agent ?? '', tool: r.tool ?? '', cwd: r.cwd ?? '', cmd: r.cmd ?? '' }));
+  return reqs.map((r) => ({
+    id: r.id ?? '',
+    agent: names.get(r.agent ?? '') ?? r.agent ?? '',
+    tool: r.tool ?? '',
+    cwd: r.cwd ?? '',
+    cmd: r.cmd ?? '',
+  }));
 }

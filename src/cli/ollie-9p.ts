@@ -11,7 +11,11 @@ import { defaultAddress } from '../platform/paths.js';
 
 const program = new Command('ollie-9p')
   .description('Read and write files of a 9P server (olliesrv by default).')
-  .option('-a, --addr <addr>', 'server address: unix!/path, tcp!host!port, or ssh![user@]host[:port][!/remote.sock] (a daemon on another machine, over ssh)', defaultAddress());
+  .option(
+    '-a, --addr <addr>',
+    'server address: unix!/path, tcp!host!port, or ssh![user@]host[:port][!/remote.sock] (a daemon on another machine, over ssh)',
+    defaultAddress(),
+  );
 
 async function withClient<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   const c = await dialOllie(program.opts<{ addr: string }>().addr);
@@ -61,73 +65,125 @@ async function stream(c: Client, path: string, request?: string | Uint8Array): P
   }
 }
 
-program.command('ls').description('list directories (or show files)').option('-l', 'long listing')
-  .argument('[path...]').action((paths: string[], o: { l?: boolean }) => withClient(async (c) => {
-    for (const p of paths.length ? paths : ['/']) {
-      for (const st of await c.ls(p)) await out(o.l ? longLine(st) : `${st.name}${st.mode & DMDIR ? '/' : ''}\n`);
-    }
-  }));
-
-program.command('read').description('print files; blocking files are followed until they end')
-  .argument('<path...>').action((paths: string[]) => withClient(async (c) => {
-    for (const p of paths) await stream(c, p);
-  }));
-
-program.command('write').description('write stdin to a file (truncating it)')
-  .argument('<path>').action((path: string) => withClient(async (c) => {
-    const f = await c.open(path, OWRITE | OTRUNC);
-    try {
-      let offset = 0;
-      // Each chunk of stdin is written as it comes (a plain file or a stream sees it at once); a file that takes a
-      // message whole (prompt, fifo, peer/*) takes all of it as one, at the clunk.
-      for await (const chunk of process.stdin) {
-        const buf = chunk as Buffer;
-        for (let i = 0; i < buf.length; i += f.iounit) offset += await f.write(offset, buf.subarray(i, i + f.iounit));
+program
+  .command('ls')
+  .description('list directories (or show files)')
+  .option('-l', 'long listing')
+  .argument('[path...]')
+  .action((paths: string[], o: { l?: boolean }) =>
+    withClient(async (c) => {
+      for (const p of paths.length ? paths : ['/']) {
+        for (const st of await c.ls(p)) await out(o.l ? longLine(st) : `${st.name}${st.mode & DMDIR ? '/' : ''}\n`);
       }
-    } finally {
-      await f.clunk();
-    }
-  }));
+    }),
+  );
 
-program.command('rdwr').description('write stdin as one request, print the reply read on the same fid (as it comes: a streaming file is followed until it ends or ^C)')
-  .argument('<path>').action(async (path: string) => {
+program
+  .command('read')
+  .description('print files; blocking files are followed until they end')
+  .argument('<path...>')
+  .action((paths: string[]) =>
+    withClient(async (c) => {
+      for (const p of paths) await stream(c, p);
+    }),
+  );
+
+program
+  .command('write')
+  .description('write stdin to a file (truncating it)')
+  .argument('<path>')
+  .action((path: string) =>
+    withClient(async (c) => {
+      const f = await c.open(path, OWRITE | OTRUNC);
+      try {
+        let offset = 0;
+        // Each chunk of stdin is written as it comes (a plain file or a stream sees it at once); a file that takes a
+        // message whole (prompt, fifo, peer/*) takes all of it as one, at the clunk.
+        for await (const chunk of process.stdin) {
+          const buf = chunk as Buffer;
+          for (let i = 0; i < buf.length; i += f.iounit) offset += await f.write(offset, buf.subarray(i, i + f.iounit));
+        }
+      } finally {
+        await f.clunk();
+      }
+    }),
+  );
+
+program
+  .command('rdwr')
+  .description(
+    'write stdin as one request, print the reply read on the same fid (as it comes: a streaming file is followed until it ends or ^C)',
+  )
+  .argument('<path>')
+  .action(async (path: string) => {
     // stdin is read before dialling, so a slow producer holds no fid open.
     const request = await readStdin();
     await withClient((c) => stream(c, path, request));
   });
 
-program.command('rdwrs').description('write a request (e.g. an event filter), then stream the replies until interrupted')
-  .argument('<path>').argument('[request]', 'the request', '').action((path: string, request: string) => withClient(async (c) => {
-    await stream(c, path, request);
-  }));
+program
+  .command('rdwrs')
+  .description('write a request (e.g. an event filter), then stream the replies until interrupted')
+  .argument('<path>')
+  .argument('[request]', 'the request', '')
+  .action((path: string, request: string) =>
+    withClient(async (c) => {
+      await stream(c, path, request);
+    }),
+  );
 
-program.command('stat').description('show a file\'s directory entry and qid')
-  .argument('<path...>').action((paths: string[]) => withClient(async (c) => {
-    for (const p of paths) {
-      const st = await c.stat(p);
-      await out(`${longLine(st).trimEnd()} qid=(${st.qid.path.toString(16)} ${st.qid.vers} ${st.qid.type.toString(16)})\n`);
-    }
-  }));
+program
+  .command('stat')
+  .description("show a file's directory entry and qid")
+  .argument('<path...>')
+  .action((paths: string[]) =>
+    withClient(async (c) => {
+      for (const p of paths) {
+        const st = await c.stat(p);
+        await out(
+          `${longLine(st).trimEnd()} qid=(${st.qid.path.toString(16)} ${st.qid.vers} ${st.qid.type.toString(16)})\n`,
+        );
+      }
+    }),
+  );
 
-program.command('create').description('create a file, or a directory with -d')
-  .option('-d', 'create a directory').option('-m, --mode <octal>', 'permission bits', '')
-  .argument('<path...>').action((paths: string[], o: { d?: boolean; mode: string }) => withClient(async (c) => {
-    const perm = o.mode ? parseInt(o.mode, 8) : o.d ? 0o755 : 0o644;
-    if (Number.isNaN(perm) || perm < 0 || perm > 0o777) throw new Error(`bad mode ${o.mode}`);
-    for (const p of paths) await (await c.create(p, (o.d ? DMDIR : 0) | perm, o.d ? OREAD : ORDWR)).clunk();
-  }));
+program
+  .command('create')
+  .description('create a file, or a directory with -d')
+  .option('-d', 'create a directory')
+  .option('-m, --mode <octal>', 'permission bits', '')
+  .argument('<path...>')
+  .action((paths: string[], o: { d?: boolean; mode: string }) =>
+    withClient(async (c) => {
+      const perm = o.mode ? parseInt(o.mode, 8) : o.d ? 0o755 : 0o644;
+      if (Number.isNaN(perm) || perm < 0 || perm > 0o777) throw new Error(`bad mode ${o.mode}`);
+      for (const p of paths) await (await c.create(p, (o.d ? DMDIR : 0) | perm, o.d ? OREAD : ORDWR)).clunk();
+    }),
+  );
 
-program.command('rm').description('remove files')
-  .argument('<path...>').action((paths: string[]) => withClient(async (c) => {
-    for (const p of paths) await c.remove(p);
-  }));
+program
+  .command('rm')
+  .description('remove files')
+  .argument('<path...>')
+  .action((paths: string[]) =>
+    withClient(async (c) => {
+      for (const p of paths) await c.remove(p);
+    }),
+  );
 
-program.command('mv').description('rename a file within its directory')
-  .argument('<path>').argument('<newpath>').action((path: string, to: string) => withClient(async (c) => {
-    const target = to.includes('/') ? to.replace(/\/+$/, '') : `${dirname(path)}/${to}`;
-    if (dirname(target) !== dirname(path.replace(/\/+$/, ''))) throw new Error('mv can only rename within a directory');
-    await c.rename(path, basename(target));
-  }));
+program
+  .command('mv')
+  .description('rename a file within its directory')
+  .argument('<path>')
+  .argument('<newpath>')
+  .action((path: string, to: string) =>
+    withClient(async (c) => {
+      const target = to.includes('/') ? to.replace(/\/+$/, '') : `${dirname(path)}/${to}`;
+      if (dirname(target) !== dirname(path.replace(/\/+$/, '')))
+        throw new Error('mv can only rename within a directory');
+      await c.rename(path, basename(target));
+    }),
+  );
 
 try {
   await program.parseAsync();

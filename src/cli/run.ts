@@ -27,7 +27,6 @@ export interface RunOptions {
   reasoning?: boolean;
 }
 
-
 const quote = (v: string): string => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 const oneLine = (s: string, n: number): string => {
   const l = s.replace(/\s+/g, ' ').trim();
@@ -37,7 +36,6 @@ const oneLine = (s: string, n: number): string => {
 function write(stream: NodeJS.WriteStream, s: string): Promise<void> {
   return new Promise((res) => (stream.write(s) ? res() : stream.once('drain', res)));
 }
-
 
 export async function run(prompt: string, o: RunOptions): Promise<number> {
   let daemon: Daemon | undefined;
@@ -49,9 +47,18 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
     // toolsrv boots (a Node process of its own) while this one loads the daemon: the session takes it over.
     const { spawnToolsrv } = await import('../olliesrv/toolclient/spawn.js');
     mkdirSync(join(scratch, 'run'), { mode: 0o700 });
-    const dirs = { dataDir: o.data ? resolve(o.data) : join(scratch, 'data'), configDir: o.config ? resolve(o.config) : defaultConfigDir() };
+    const dirs = {
+      dataDir: o.data ? resolve(o.data) : join(scratch, 'data'),
+      configDir: o.config ? resolve(o.config) : defaultConfigDir(),
+    };
     // The same dirs as the daemon's: toolsrv reads the user's tools and policy there and denies them to tools.
-    const early = spawnToolsrv({ runtimeDir: join(scratch, 'run'), name: 'run', yolo: o.yolo, ollieAddr: `unix!${socket}`, ...dirs });
+    const early = spawnToolsrv({
+      runtimeDir: join(scratch, 'run'),
+      name: 'run',
+      yolo: o.yolo,
+      ollieAddr: `unix!${socket}`,
+      ...dirs,
+    });
     early.catch(() => undefined);
     // Loaded only here: with -a, the daemon's code (SQLite, providers) is never loaded at all.
     const { startDaemon } = await import('../olliesrv/daemon.js');
@@ -69,17 +76,24 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
   process.once('SIGINT', onSig);
   try {
     const kv = (pairs: Record<string, string | undefined>): string =>
-      Object.entries(pairs).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${quote(v!)}`).join(' ');
+      Object.entries(pairs)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k}=${quote(v!)}`)
+        .join(' ');
     const cwd = resolve(o.cwd ?? process.cwd());
     const session = (await c.rdwrText('session/new', kv({ cwd }))).trim();
-    const agentName = (await c.rdwrText(`session/${session}/agent/new`, kv({ backend: o.backend, model: o.model, agent: o.agent, cwd }))).trim();
+    const agentName = (
+      await c.rdwrText(`session/${session}/agent/new`, kv({ backend: o.backend, model: o.model, agent: o.agent, cwd }))
+    ).trim();
     const base = `session/${session}/agent/${agentName}`;
     const sid = (await c.readText(`session/${session}/id`)).trim();
     const aid = (await c.readText(`${base}/id`)).trim();
 
     // Subscribe to the agent's state and bypass requests before the prompt goes in, so no change is missed.
     const events = await c.open('event', ORDWR);
-    await events.writeAll(new TextEncoder().encode(`session.${sid}.agent.${aid}.state session.${sid}.agent.${aid}.bypass.request`));
+    await events.writeAll(
+      new TextEncoder().encode(`session.${sid}.agent.${aid}.state session.${sid}.agent.${aid}.bypass.request`),
+    );
     const log = await c.open(`${base}/log.raw`, OREAD);
 
     let failed = '';
@@ -108,11 +122,13 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
           atLineStart = true;
         }
         if (b.role === 'call') await write(process.stderr, `→ ${b.name} ${oneLine(b.content, 160)}\n`);
-        else if (b.role === 'tool') await write(process.stderr, `  ${b.name}: ${oneLine(b.content, 160) || '(no output)'}\n`);
+        else if (b.role === 'tool')
+          await write(process.stderr, `  ${b.name}: ${oneLine(b.content, 160) || '(no output)'}\n`);
         else if (b.role === 'error') {
           failed = b.content;
           await write(process.stderr, `error: ${b.content}\n`);
-        } else if (b.role === 'retry' || b.role === 'stalled' || (b.role === 'info' && b.name !== 'prompt')) await write(process.stderr, `[${b.role}] ${b.content}\n`);
+        } else if (b.role === 'retry' || b.role === 'stalled' || (b.role === 'info' && b.name !== 'prompt'))
+          await write(process.stderr, `[${b.role}] ${b.content}\n`);
       }
     })();
 
@@ -125,7 +141,9 @@ export async function run(prompt: string, o: RunOptions): Promise<number> {
           const { id, cmd } = EVENTS.fields(e) ?? {};
           if (o.yolo) await c.write(`session/${session}/bypass`, bypassDecisionLine(id!, 'approve', 'once'));
           else {
-            process.stderr.write(`ollie run: refused a request to run outside the sandbox: ${cmd} (use --yolo to allow it)\n`);
+            process.stderr.write(
+              `ollie run: refused a request to run outside the sandbox: ${cmd} (use --yolo to allow it)\n`,
+            );
             await c.write(`session/${session}/bypass`, bypassDecisionLine(id!, 'deny', 'once'));
           }
           continue;

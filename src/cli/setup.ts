@@ -16,7 +16,15 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { CONFIG_FILE, parseBackendsConfig } from '../olliesrv/backend/config.js';
-import { candidateConfig, checkCandidate, mergeSetup, PROVIDER_IDS, PROVIDERS, setupFrom, type ProviderId } from '../olliesrv/backend/setup.js';
+import {
+  candidateConfig,
+  checkCandidate,
+  mergeSetup,
+  PROVIDER_IDS,
+  PROVIDERS,
+  setupFrom,
+  type ProviderId,
+} from '../olliesrv/backend/setup.js';
 import { configDir, defaultSocketPath } from '../platform/paths.js';
 import { privateDir, writePrivateFile } from '../platform/private.js';
 
@@ -53,18 +61,35 @@ export async function runSetup(o: SetupOptions, io: SetupIo): Promise<string> {
   if (!(provider in PROVIDERS)) throw new Error(`unknown provider "${provider}" (one of ${PROVIDER_IDS.join(', ')})`);
   const p = PROVIDERS[provider as ProviderId];
   let url = o.url;
-  if (!url && ask) url = (await ask(`URL [${'url' in p ? p.url : 'e.g. http://localhost:1234/v1'}]: `)).trim() || undefined;
+  if (!url && ask)
+    url = (await ask(`URL [${'url' in p ? p.url : 'e.g. http://localhost:1234/v1'}]: `)).trim() || undefined;
   let key = o.key;
   let keyEnv = o.keyEnv;
   if (!key && !keyEnv && ask) {
     // Asked for keyless providers too: a local server behind a gateway may want one. Enter: the usual variable, or none.
     const envName = 'keyEnv' in p ? p.keyEnv : undefined;
-    const a = (await ask(`API key (not shown; or env:VARNAME${envName ? `; Enter for env:${envName}` : '; Enter for none'}): `, true)).trim();
+    const a = (
+      await ask(
+        `API key (not shown; or env:VARNAME${envName ? `; Enter for env:${envName}` : '; Enter for none'}): `,
+        true,
+      )
+    ).trim();
     if (a.startsWith('env:')) keyEnv = a.slice(4);
     else if (a) key = a;
     else keyEnv = envName;
   }
-  let setup = setupFrom({ provider, ...(o.name ? { name: o.name } : {}), ...(url ? { url } : {}), ...(key ? { key } : {}), ...(keyEnv ? { keyEnv } : {}), ...(o.model ? { model: o.model } : {}), makeDefault: o.default }, 'ollie setup');
+  let setup = setupFrom(
+    {
+      provider,
+      ...(o.name ? { name: o.name } : {}),
+      ...(url ? { url } : {}),
+      ...(key ? { key } : {}),
+      ...(keyEnv ? { keyEnv } : {}),
+      ...(o.model ? { model: o.model } : {}),
+      makeDefault: o.default,
+    },
+    'ollie setup',
+  );
 
   if (o.check) {
     io.out(`checking ${setup.url} …\n`);
@@ -74,7 +99,9 @@ export async function runSetup(o: SetupOptions, io: SetupIo): Promise<string> {
     } catch (e) {
       throw new Error(`the check failed: ${(e as Error).message} (--no-check stores it anyway)`);
     }
-    io.out(`${models.length} model${models.length === 1 ? '' : 's'}: ${models.slice(0, 12).join(', ')}${models.length > 12 ? ', …' : ''}\n`);
+    io.out(
+      `${models.length} model${models.length === 1 ? '' : 's'}: ${models.slice(0, 12).join(', ')}${models.length > 12 ? ', …' : ''}\n`,
+    );
     if (!setup.model) {
       // checkCandidate lists the type's usual model first when the provider serves it, else a local server's own.
       const preferred = models[0]!;
@@ -166,18 +193,22 @@ export function registerSetup(program: Command): void {
     .command('setup')
     .description('add an LLM backend to backends.conf (asks on a terminal; flags for scripts), checked live first')
     .option('--provider <id>', `one of ${PROVIDER_IDS.join(', ')}`)
-    .option('--name <name>', 'section name (default: the provider\'s)')
+    .option('--name <name>', "section name (default: the provider's)")
     .option('--url <url>', 'API base URL (default: the provider\'s; required for "compatible")')
     .option('--key <key>', 'API key, stored in the 0600 file (prefer --key-env: a flag shows in ps and shell history)')
     .option('--key-env <VAR>', 'environment variable the daemon reads the key from')
-    .option('--model <model>', 'default model (default: the provider\'s usual one if it lists it, else its first)')
+    .option('--model <model>', "default model (default: the provider's usual one if it lists it, else its first)")
     .option('--no-default', 'do not make it the default backend')
     .option('--no-check', 'store it without listing its models first')
     .option('--config <dir>', 'configuration directory', configDir())
     .option('--socket <path>', 'the daemon to reload', defaultSocketPath())
     .action(async (o: SetupOptions) => {
       try {
-        await runSetup(o, { out: (s) => process.stdout.write(s), env: process.env, ...(process.stdin.isTTY && process.stdout.isTTY ? { ask: terminalAsk() } : {}) });
+        await runSetup(o, {
+          out: (s) => process.stdout.write(s),
+          env: process.env,
+          ...(process.stdin.isTTY && process.stdout.isTTY ? { ask: terminalAsk() } : {}),
+        });
       } catch (e) {
         process.stderr.write(`ollie setup: ${(e as Error).message}\n`);
         process.exitCode = 1;

@@ -32,12 +32,19 @@ const enc = new TextEncoder();
  * its first read (awaited when the log has blocks); a quiet moment after it ends the backlog. The read still in
  * flight is returned, to be continued from.
  */
-async function backlog(f: Fid, hasBlocks: boolean, signal: AbortSignal): Promise<{ offset: number; next: Promise<Uint8Array> }> {
+async function backlog(
+  f: Fid,
+  hasBlocks: boolean,
+  signal: AbortSignal,
+): Promise<{ offset: number; next: Promise<Uint8Array> }> {
   let offset = 0;
   for (let first = true; ; first = false) {
     const next = f.read(offset, f.iounit, signal);
     next.catch(() => undefined); // its reader handles the rejection
-    const got = first && hasBlocks ? await next : await Promise.race([next, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60))]);
+    const got =
+      first && hasBlocks
+        ? await next
+        : await Promise.race([next, new Promise<undefined>((r) => setTimeout(() => r(undefined), 60))]);
     if (got === undefined || got.length === 0) return { offset, next };
     offset += got.length;
   }
@@ -47,7 +54,13 @@ async function backlog(f: Fid, hasBlocks: boolean, signal: AbortSignal): Promise
  * Writes `prompt` to the agent at `path` (session/S/agent/A) and waits until its turn is over. A prompt queued
  * behind another turn waits for that one too. `signal` gives up waiting (the turn goes on).
  */
-export async function promptTurn(c: Client, path: string, prompt: string, signal: AbortSignal, observer: TurnObserver = {}): Promise<TurnResult> {
+export async function promptTurn(
+  c: Client,
+  path: string,
+  prompt: string,
+  signal: AbortSignal,
+  observer: TurnObserver = {},
+): Promise<TurnResult> {
   const text = prompt.replace(/\n+$/, '');
   const session = path.split('/')[1]!;
   const sid = (await c.readText(`session/${session}/id`)).trim();

@@ -7,8 +7,25 @@
  */
 import net from 'node:net';
 import {
-  build, concatBytes, decode, DEFAULT_MAX_MSIZE, Dir, DMDIR, Each, encode, Framer, Leaf, NOFID, NOTAG, nullStat, Server, Type,
-  type Client, type Message, type Node as NsNode, type Stat,
+  build,
+  concatBytes,
+  decode,
+  DEFAULT_MAX_MSIZE,
+  Dir,
+  DMDIR,
+  Each,
+  encode,
+  Framer,
+  Leaf,
+  NOFID,
+  NOTAG,
+  nullStat,
+  Server,
+  Type,
+  type Client,
+  type Message,
+  type Node as NsNode,
+  type Stat,
 } from '../ninep/index.js';
 
 export const MSIZE = 8192;
@@ -48,7 +65,8 @@ export class Rng {
   }
   bytes(n: number, plausible = false): Uint8Array {
     const b = new Uint8Array(n);
-    for (let i = 0; i < n; i++) b[i] = plausible && this.chance(0.7) ? this.pick([0, 0, 1, 2, 3, 5, 0xff]) : this.int(256);
+    for (let i = 0; i < n; i++)
+      b[i] = plausible && this.chance(0.7) ? this.pick([0, 0, 1, 2, 3, 5, 0xff]) : this.int(256);
     return b;
   }
 }
@@ -61,11 +79,28 @@ export const setSize = (f: Uint8Array, size = f.length): Uint8Array => {
 
 // ---- What the fuzz frames are made of ----
 
-export const NAMES = ['hello', 'echo', 'stream', 'sink', 'items', 'a', 'b', 'data', 'tmp', '..', '.', '', 'nope', 'a/b', 'é'];
+export const NAMES = [
+  'hello',
+  'echo',
+  'stream',
+  'sink',
+  'items',
+  'a',
+  'b',
+  'data',
+  'tmp',
+  '..',
+  '.',
+  '',
+  'nope',
+  'a/b',
+  'é',
+];
 
 export function randomString(r: Rng): string {
   let s = '';
-  for (let n = r.int(12); n > 0; n--) s += String.fromCharCode(r.pick([r.int(0x80), 0x80 + r.int(0x780), 0xd800 + r.int(0x800), r.int(0x10000)]));
+  for (let n = r.int(12); n > 0; n--)
+    s += String.fromCharCode(r.pick([r.int(0x80), 0x80 + r.int(0x780), 0xd800 + r.int(0x800), r.int(0x10000)]));
   return s;
 }
 const fid = (r: Rng): number => (r.chance(0.85) ? r.int(8) : r.pick([NOFID, r.u32()]));
@@ -75,21 +110,74 @@ const name = (r: Rng): string => (r.chance(0.85) ? r.pick(NAMES) : randomString(
 export function request(r: Rng): Message {
   const tag = r.chance(0.9) ? r.int(64) : r.int(0x10000);
   const t = r.int(100);
-  if (t < 2) return { type: Type.Tversion, tag, msize: r.pick([MSIZE, 256, 255, 0, r.u32()]), version: r.pick(['9P2000', '9P2000.L', '9P', '']) };
+  if (t < 2)
+    return {
+      type: Type.Tversion,
+      tag,
+      msize: r.pick([MSIZE, 256, 255, 0, r.u32()]),
+      version: r.pick(['9P2000', '9P2000.L', '9P', '']),
+    };
   if (t < 4) return { type: Type.Tauth, tag, afid: fid(r), uname: name(r), aname: name(r) };
-  if (t < 8) return { type: Type.Tattach, tag, fid: fid(r), afid: r.chance(0.8) ? NOFID : fid(r), uname: r.pick(['glenda', 'fuzz', '']), aname: name(r) };
+  if (t < 8)
+    return {
+      type: Type.Tattach,
+      tag,
+      fid: fid(r),
+      afid: r.chance(0.8) ? NOFID : fid(r),
+      uname: r.pick(['glenda', 'fuzz', '']),
+      aname: name(r),
+    };
   if (t < 14) return { type: Type.Tflush, tag, oldtag: r.int(64) };
-  if (t < 30) return { type: Type.Twalk, tag, fid: fid(r), newfid: fid(r), wnames: Array.from({ length: r.chance(0.9) ? r.int(4) : r.int(17) }, () => name(r)) };
-  if (t < 40) return { type: Type.Topen, tag, fid: fid(r), mode: r.chance(0.7) ? r.pick([0, 1, 2, 3, 0x10, 0x12, 0x40]) : r.int(256) };
-  if (t < 44) return { type: Type.Tcreate, tag, fid: fid(r), name: name(r), perm: r.pick([0o644, (DMDIR | 0o755) >>> 0, r.u32()]), mode: r.int(4) };
+  if (t < 30)
+    return {
+      type: Type.Twalk,
+      tag,
+      fid: fid(r),
+      newfid: fid(r),
+      wnames: Array.from({ length: r.chance(0.9) ? r.int(4) : r.int(17) }, () => name(r)),
+    };
+  if (t < 40)
+    return {
+      type: Type.Topen,
+      tag,
+      fid: fid(r),
+      mode: r.chance(0.7) ? r.pick([0, 1, 2, 3, 0x10, 0x12, 0x40]) : r.int(256),
+    };
+  if (t < 44)
+    return {
+      type: Type.Tcreate,
+      tag,
+      fid: fid(r),
+      name: name(r),
+      perm: r.pick([0o644, (DMDIR | 0o755) >>> 0, r.u32()]),
+      mode: r.int(4),
+    };
   if (t < 60) {
-    return { type: Type.Tread, tag, fid: fid(r), offset: r.pick([0, 0, r.int(100), r.u32(), 2 ** 53 - 1]), count: r.pick([0, r.int(200), MSIZE - 24, MSIZE, r.u32()]) };
+    return {
+      type: Type.Tread,
+      tag,
+      fid: fid(r),
+      offset: r.pick([0, 0, r.int(100), r.u32(), 2 ** 53 - 1]),
+      count: r.pick([0, r.int(200), MSIZE - 24, MSIZE, r.u32()]),
+    };
   }
-  if (t < 72) return { type: Type.Twrite, tag, fid: fid(r), offset: r.pick([0, 0, r.int(100)]), data: r.chance(0.5) ? new TextEncoder().encode(name(r)) : r.bytes(r.int(64)) };
+  if (t < 72)
+    return {
+      type: Type.Twrite,
+      tag,
+      fid: fid(r),
+      offset: r.pick([0, 0, r.int(100)]),
+      data: r.chance(0.5) ? new TextEncoder().encode(name(r)) : r.bytes(r.int(64)),
+    };
   if (t < 80) return { type: Type.Tclunk, tag, fid: fid(r) };
   if (t < 84) return { type: Type.Tremove, tag, fid: fid(r) };
   if (t < 92) return { type: Type.Tstat, tag, fid: fid(r) };
-  const stat: Stat = { ...nullStat(), ...(r.chance(0.6) ? { name: name(r) } : {}), ...(r.chance(0.2) ? { length: 0 } : {}), ...(r.chance(0.2) ? { mode: r.u32() } : {}) };
+  const stat: Stat = {
+    ...nullStat(),
+    ...(r.chance(0.6) ? { name: name(r) } : {}),
+    ...(r.chance(0.2) ? { length: 0 } : {}),
+    ...(r.chance(0.2) ? { mode: r.u32() } : {}),
+  };
   return { type: Type.Twstat, tag, fid: fid(r), stat };
 }
 
@@ -143,7 +231,9 @@ export function mutant(r: Rng, lieOdds: number): Uint8Array {
 
 /** (c) A size field that must end the connection: below a header, or above msize. */
 export function lyingFrame(r: Rng, maxSize: number): Uint8Array {
-  const size = r.chance(0.4) ? r.int(7) : r.pick([maxSize + 1, maxSize + 1 + r.int(1 << 20), 2 ** 32 - 1, maxSize + 1 + r.int(2 ** 32 - maxSize - 1)]);
+  const size = r.chance(0.4)
+    ? r.int(7)
+    : r.pick([maxSize + 1, maxSize + 1 + r.int(1 << 20), 2 ** 32 - 1, maxSize + 1 + r.int(2 ** 32 - maxSize - 1)]);
   return setSize(concat([new Uint8Array(7), r.bytes(r.int(200))]), size);
 }
 
@@ -260,7 +350,11 @@ export class Raw {
 }
 
 export type Kind = 'random' | 'mutate' | 'garbage';
-export interface Tally { frames: number; sessions: number; outcomes: Record<Outcome, number> }
+export interface Tally {
+  frames: number;
+  sessions: number;
+  outcomes: Record<Outcome, number>;
+}
 
 /** Sets up fids 0..5 (root, hello open, echo open rdwr, stream open, items/a, sink open) on a fresh raw connection. */
 export const HANDSHAKE: Message[] = [
@@ -278,7 +372,14 @@ export const HANDSHAKE: Message[] = [
 ];
 
 /** One raw connection: optional handshake, `n` fuzz frames, the sync; then checks what the server did. */
-export async function session(path: string, live: Set<Raw>, kind: Kind, seed: number, n: number, tally: Tally): Promise<void> {
+export async function session(
+  path: string,
+  live: Set<Raw>,
+  kind: Kind,
+  seed: number,
+  n: number,
+  tally: Tally,
+): Promise<void> {
   const r = new Rng(seed);
   const where = `${kind} session seed ${seed}`;
   const raw = await Raw.open(path, live);
@@ -288,9 +389,11 @@ export async function session(path: string, live: Set<Raw>, kind: Kind, seed: nu
     if (kind !== 'random' || r.chance(0.7)) {
       raw.sock.write(concat(HANDSHAKE.map(encode)));
       handshake = HANDSHAKE.length;
-      if (!(await raw.until(() => raw.replies.length >= handshake || raw.closed))) throw new Error(`${where}: handshake not answered`);
+      if (!(await raw.until(() => raw.replies.length >= handshake || raw.closed)))
+        throw new Error(`${where}: handshake not answered`);
       const failed = raw.replies.filter((m) => m.type === Type.Rerror);
-      if (raw.replies.length !== handshake || failed.length) throw new Error(`${where}: handshake failed: ${JSON.stringify(raw.replies)}`);
+      if (raw.replies.length !== handshake || failed.length)
+        throw new Error(`${where}: handshake failed: ${JSON.stringify(raw.replies)}`);
       maxSize = MSIZE;
     }
     const frames: Uint8Array[] = [];
@@ -311,20 +414,27 @@ export async function session(path: string, live: Set<Raw>, kind: Kind, seed: nu
     tally.outcomes[outcome]++;
     // The frames before a lie keep the stream in step, so the connection must close: at the lie, or before it
     // when a fuzzed Tversion lowered msize below an earlier frame ('unknown').
-    if (lied && outcome !== 'fatal' && outcome !== 'unknown') throw new Error(`${where}: the model does not find the lying size fatal (${outcome})`);
+    if (lied && outcome !== 'fatal' && outcome !== 'unknown')
+      throw new Error(`${where}: the model does not find the lying size fatal (${outcome})`);
     const mustClose = outcome === 'fatal' || lied;
     raw.write(r, stream);
     if (outcome === 'sync') {
-      if (!(await raw.until(() => raw.synced || raw.closed))) throw new Error(`${where}: server stopped answering (no reply to the sync Tversion)`);
+      if (!(await raw.until(() => raw.synced || raw.closed)))
+        throw new Error(`${where}: server stopped answering (no reply to the sync Tversion)`);
       if (!raw.synced) throw new Error(`${where}: server closed a connection whose stream was well framed`);
     } else if (mustClose) {
-      if (!(await raw.until(() => raw.closed))) throw new Error(`${where}: server kept a connection open after a lying size field`);
+      if (!(await raw.until(() => raw.closed)))
+        throw new Error(`${where}: server kept a connection open after a lying size field`);
       if (raw.synced) throw new Error(`${where}: server answered a frame after a lying size field`);
     }
     if (raw.problem) throw new Error(`${where}: ${raw.problem}`);
     if (outcome !== 'unknown') {
-      const stray = raw.replies.slice(handshake).map((m) => m.tag).filter((t) => !tags.has(t));
-      if (stray.length) throw new Error(`${where}: replies with tags no request carried: ${stray.slice(0, 5).join(', ')}`);
+      const stray = raw.replies
+        .slice(handshake)
+        .map((m) => m.tag)
+        .filter((t) => !tags.has(t));
+      if (stray.length)
+        throw new Error(`${where}: replies with tags no request carried: ${stray.slice(0, 5).join(', ')}`);
     }
   } finally {
     raw.sock.destroy();
@@ -342,24 +452,38 @@ export function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
 
 /** The file tree the fuzzers attack: plain, rdwr, stream, write-only and template files, and a create-able dir. */
 export function fuzzServer(): Server<NsNode> {
-  const fs = build(Dir('/',
-    Leaf('hello', { read: () => HELLO }),
-    Leaf('echo', { rdwr: (_ctx, req) => `echo:${req}` }),
-    Leaf('stream', {
-      async *stream(_ctx, signal) {
-        yield 'tick\n';
-        if (!signal.aborted) await new Promise((res) => signal.addEventListener('abort', res, { once: true }));
-      },
-    }),
-    Leaf('sink', { write: () => undefined }),
-    Dir('tmp', { create: () => undefined }),
-    Dir('items', Each('item', { list: () => ['a', 'b'], rename: () => undefined, remove: () => undefined },
-      Leaf('data', { read: (ctx) => `item ${ctx.params.item}\n` }))),
-  ), { uid: 'glenda' });
+  const fs = build(
+    Dir(
+      '/',
+      Leaf('hello', { read: () => HELLO }),
+      Leaf('echo', { rdwr: (_ctx, req) => `echo:${req}` }),
+      Leaf('stream', {
+        async *stream(_ctx, signal) {
+          yield 'tick\n';
+          if (!signal.aborted) await new Promise((res) => signal.addEventListener('abort', res, { once: true }));
+        },
+      }),
+      Leaf('sink', { write: () => undefined }),
+      Dir('tmp', { create: () => undefined }),
+      Dir(
+        'items',
+        Each(
+          'item',
+          { list: () => ['a', 'b'], rename: () => undefined, remove: () => undefined },
+          Leaf('data', { read: (ctx) => `item ${ctx.params.item}\n` }),
+        ),
+      ),
+    ),
+    { uid: 'glenda' },
+  );
   return new Server({ fs });
 }
 
-export const newTally = (): Tally => ({ frames: 0, sessions: 0, outcomes: { sync: 0, fatal: 0, stall: 0, unknown: 0 } });
+export const newTally = (): Tally => ({
+  frames: 0,
+  sessions: 0,
+  outcomes: { sync: 0, fatal: 0, stall: 0, unknown: 0 },
+});
 
 /** CONCURRENCY sessions at once, their kinds, seeds and lengths drawn from `master`; rejects with the first failure. */
 export async function runBatch(path: string, live: Set<Raw>, master: Rng, tally: Tally): Promise<void> {
@@ -388,13 +512,20 @@ export const throwingCheck: Check = (got, want, what) => {
 };
 
 /** The well-behaved client still reads, does rdwr, walks a template and streams. */
-export async function goodClientWorks(client: Client, round: number | string, check: Check = throwingCheck): Promise<void> {
+export async function goodClientWorks(
+  client: Client,
+  round: number | string,
+  check: Check = throwingCheck,
+): Promise<void> {
   check(await withTimeout(client.readText('/hello'), 'read /hello'), HELLO, 'read /hello');
   check(await withTimeout(client.rdwrText('/echo', `ping ${round}`), 'rdwr /echo'), `echo:ping ${round}`, 'rdwr /echo');
   check(await withTimeout(client.readText('/items/b/data'), 'read /items/b/data'), 'item b\n', 'read /items/b/data');
-  const first = await withTimeout((async () => {
-    for await (const chunk of client.stream('/stream')) return new TextDecoder().decode(chunk);
-    return '';
-  })(), 'stream /stream');
+  const first = await withTimeout(
+    (async () => {
+      for await (const chunk of client.stream('/stream')) return new TextDecoder().decode(chunk);
+      return '';
+    })(),
+    'stream /stream',
+  );
   check(first, 'tick\n', 'stream /stream');
 }

@@ -64,14 +64,16 @@ export class Commands implements DeclaredFormat {
   fromArgv(words: readonly string[]): string {
     const [name = '', ...rest] = words;
     const c = this.get(name);
-    if (!c) throw new FormatError(`unknown command ${JSON.stringify(name)}; known commands: ${this.names().join(', ')}`);
+    if (!c)
+      throw new FormatError(`unknown command ${JSON.stringify(name)}; known commands: ${this.names().join(', ')}`);
     const n = c.args.length;
     const args = n > 0 && rest.length > n ? [...rest.slice(0, n - 1), rest.slice(n - 1).join(' ')] : rest;
     return this.format(name, args);
   }
 
   private check(c: CommandDecl, args: readonly string[]): void {
-    if (args.length > c.args.length) throw new FormatError(c.args.length ? `usage: ${this.usage(c)}` : `${c.name} takes no arguments`);
+    if (args.length > c.args.length)
+      throw new FormatError(c.args.length ? `usage: ${this.usage(c)}` : `${c.name} takes no arguments`);
     const need = c.args.filter((a) => !a.optional).length;
     if (args.length < need) throw new FormatError(`usage: ${this.usage(c)}`);
   }
@@ -82,7 +84,8 @@ export class Commands implements DeclaredFormat {
     const head = nextWord(t, 0);
     if (!head) throw new FormatError(`${this.name}: an empty command; known commands: ${this.names().join(', ')}`);
     const c = this.get(head.word);
-    if (!c) throw new FormatError(`unknown command ${JSON.stringify(head.word)}; known commands: ${this.names().join(', ')}`);
+    if (!c)
+      throw new FormatError(`unknown command ${JSON.stringify(head.word)}; known commands: ${this.names().join(', ')}`);
     const args: string[] = [];
     let at = head.end;
     for (let i = 0; i < c.args.length; i++) {
@@ -97,7 +100,8 @@ export class Commands implements DeclaredFormat {
       args.push(w.word);
       at = w.end;
     }
-    if (t.slice(at).trim()) throw new FormatError(c.args.length ? `usage: ${this.usage(c)}` : `${c.name} takes no arguments`);
+    if (t.slice(at).trim())
+      throw new FormatError(c.args.length ? `usage: ${this.usage(c)}` : `${c.name} takes no arguments`);
     this.check(c, args);
     return { name: c.name, args };
   }

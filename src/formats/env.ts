@@ -7,7 +7,8 @@ export class EnvLines implements DeclaredFormat {
   format(vars: Readonly<Record<string, string>>): string {
     let out = '';
     for (const [k, v] of Object.entries(vars)) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new FormatError(`environment: ${JSON.stringify(k)} is not a variable name`);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+        throw new FormatError(`environment: ${JSON.stringify(k)} is not a variable name`);
       if (v.includes('\n')) throw new FormatError(`environment: the value of ${k} holds a newline`);
       out += `${k}=${v}\n`;
     }

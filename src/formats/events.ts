@@ -30,7 +30,12 @@ export class Events implements DeclaredFormat {
   /** The declared payload of a topic (by its kind and whether it is an agent's), if declared. */
   payloadOf(topic: string): Records | undefined {
     const e = this.split(topic, '');
-    const pattern = e.agent !== undefined ? `session.{session}.agent.{agent}.${e.kind}` : e.session !== undefined ? `session.{session}.${e.kind}` : e.kind;
+    const pattern =
+      e.agent !== undefined
+        ? `session.{session}.agent.{agent}.${e.kind}`
+        : e.session !== undefined
+          ? `session.{session}.${e.kind}`
+          : e.kind;
     return this.kinds.find((k) => k.topic === pattern)?.payload;
   }
 
@@ -55,7 +60,8 @@ export class Events implements DeclaredFormat {
     const pl = payload ?? (sp === -1 ? '' : line.slice(sp + 1));
     const t = topic.split('.');
     if (t[0] === 'session' && t.length >= 3) {
-      if (t[2] === 'agent' && t.length >= 5) return { topic, payload: pl, session: t[1], agent: t[3], kind: t.slice(4).join('.') };
+      if (t[2] === 'agent' && t.length >= 5)
+        return { topic, payload: pl, session: t[1], agent: t[3], kind: t.slice(4).join('.') };
       return { topic, payload: pl, session: t[1], kind: t.slice(2).join('.') };
     }
     return { topic, payload: pl, kind: topic };

@@ -38,6 +38,11 @@ export function fieldText(f: Field, v: Input, where: string): string | null {
 }
 
 export function describeField(f: Field): string {
-  const t = f.type && f.type !== 'string' ? ` (${f.type}${f.optional ? ', - for none' : ''})` : f.optional ? ' (- for none)' : '';
+  const t =
+    f.type && f.type !== 'string'
+      ? ` (${f.type}${f.optional ? ', - for none' : ''})`
+      : f.optional
+        ? ' (- for none)'
+        : '';
   return `${f.name}${t}${f.doc ? `: ${f.doc}` : ''}`;
 }

@@ -57,9 +57,13 @@ export class KeyValues implements DeclaredFormat {
     while (w) {
       // The key is what precedes the first `=` of the word as written (a quoted key is still a key).
       const eq = w.word.indexOf('=');
-      if (eq < 1) throw new FormatError(`${this.at()}expected key=value, got ${JSON.stringify(w.word)}; valid keys: ${this.keyNames()}`);
+      if (eq < 1)
+        throw new FormatError(
+          `${this.at()}expected key=value, got ${JSON.stringify(w.word)}; valid keys: ${this.keyNames()}`,
+        );
       const key = w.word.slice(0, eq);
-      if (!this.field(key)) throw new FormatError(`${this.at()}unknown key ${JSON.stringify(key)}; valid keys: ${this.keyNames()}`);
+      if (!this.field(key))
+        throw new FormatError(`${this.at()}unknown key ${JSON.stringify(key)}; valid keys: ${this.keyNames()}`);
       if (key in out) throw new FormatError(`${this.at()}key ${key} given twice`);
       out[key] = w.word.slice(eq + 1);
       try {
@@ -76,4 +80,5 @@ export class KeyValues implements DeclaredFormat {
   }
 }
 
-export const keyValues = (name: string, keys: Field[], extra?: KeyValues['extra'], doc?: string): KeyValues => new KeyValues(name, keys, extra, doc);
+export const keyValues = (name: string, keys: Field[], extra?: KeyValues['extra'], doc?: string): KeyValues =>
+  new KeyValues(name, keys, extra, doc);

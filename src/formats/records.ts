@@ -4,7 +4,15 @@
  * the daemon formats through it and every client parses through it, by column name.
  */
 import { escapeField, unescapeField } from './escape.js';
-import { describeField, fieldText, FormatError, type DeclaredFormat, type Field, type Input, type Value } from './format.js';
+import {
+  describeField,
+  fieldText,
+  FormatError,
+  type DeclaredFormat,
+  type Field,
+  type Input,
+  type Value,
+} from './format.js';
 
 export type Row = Record<string, Value>;
 
@@ -38,7 +46,9 @@ export class Records implements DeclaredFormat {
   parseRow(line: string, n = 1): Row {
     const fields = line.split('\t');
     if (fields.length !== this.columns.length) {
-      throw new FormatError(`${this.name} line ${n}: ${fields.length} fields, expected ${this.columns.length} (${this.columns.map((c) => c.name).join(', ')})`);
+      throw new FormatError(
+        `${this.name} line ${n}: ${fields.length} fields, expected ${this.columns.length} (${this.columns.map((c) => c.name).join(', ')})`,
+      );
     }
     const row: Row = {};
     this.columns.forEach((c, i) => {

@@ -11,7 +11,27 @@ export class WordsError extends Error {
 
 const PLAIN = /^[A-Za-z0-9_\-./,:=+@%^]+$/;
 /** Words that bash reads as keywords when they come first. */
-export const SHELL_KEYWORDS: ReadonlySet<string> = new Set(['if', 'then', 'else', 'elif', 'fi', 'case', 'esac', 'for', 'select', 'while', 'until', 'do', 'done', 'function', 'time', 'coproc', 'in', '[[', ']]']);
+export const SHELL_KEYWORDS: ReadonlySet<string> = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'case',
+  'esac',
+  'for',
+  'select',
+  'while',
+  'until',
+  'do',
+  'done',
+  'function',
+  'time',
+  'coproc',
+  'in',
+  '[[',
+  ']]',
+]);
 
 /** One word, quoted so that splitWords (and a shell) reads it back as it is. */
 export function quoteWord(w: string): string {
@@ -21,7 +41,8 @@ export function quoteWord(w: string): string {
 /** Words back to a command line that a shell reads as the same words (single quotes where needed). */
 export function quoteWords(words: readonly string[]): string {
   // A quoted first word is a command name even when it looks like an assignment or a keyword.
-  const plain = (w: string, i: number): boolean => PLAIN.test(w) && !(i === 0 && (w.includes('=') || SHELL_KEYWORDS.has(w)));
+  const plain = (w: string, i: number): boolean =>
+    PLAIN.test(w) && !(i === 0 && (w.includes('=') || SHELL_KEYWORDS.has(w)));
   return words.map((w, i) => (plain(w, i) ? w : `'${w.replace(/'/g, "'\\''")}'`)).join(' ');
 }
 

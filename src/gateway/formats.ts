@@ -50,7 +50,10 @@ export function render(f: Format, text: string): unknown {
       case 'status':
         return f.parse(text);
       case 'events':
-        return text.split('\n').filter((l) => l !== '').map((l) => renderLine(f, l));
+        return text
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => renderLine(f, l));
       default:
         return undefined;
     }
@@ -60,4 +63,5 @@ export function render(f: Format, text: string): unknown {
 }
 
 /** Whether a stream of this format is cut into lines (each rendered as JSON) rather than passed through as bytes. */
-export const lineFormat = (f: Format | undefined): boolean => f !== undefined && ['jsonl', 'events', 'tsv', 'lines'].includes(f.kind);
+export const lineFormat = (f: Format | undefined): boolean =>
+  f !== undefined && ['jsonl', 'events', 'tsv', 'lines'].includes(f.kind);

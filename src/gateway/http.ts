@@ -54,7 +54,11 @@ export interface HttpGateway {
 const MAX_BODY = 16 * 1024 * 1024;
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
     super(message);
   }
 }
@@ -109,7 +113,8 @@ function write(res: ServerResponse, data: string | Uint8Array): Promise<void> {
 /** Mounts the gateway at /api of `door`; resolves once its 9P session with the daemon is up. */
 export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOptions): Promise<HttpGateway> {
   const fs = opts.server.options.fs as { declared?: () => DeclaredNode };
-  if (typeof fs.declared !== 'function') throw new Error('the HTTP gateway needs a server whose file server is a declared Namespace');
+  if (typeof fs.declared !== 'function')
+    throw new Error('the HTTP gateway needs a server whose file server is a declared Namespace');
   const tree = fs.declared();
   const formats = opts.formats ?? formatsOf(tree);
   const [mine, theirs] = channelPair();
@@ -134,7 +139,14 @@ export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOp
   };
 
   /** Streams a file (or a request's replies) to the response until it ends or the HTTP client goes away. */
-  const stream = async (req: IncomingMessage, res: ServerResponse, path: string, f: Format | undefined, raw: boolean, request: string | undefined): Promise<void> => {
+  const stream = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    f: Format | undefined,
+    raw: boolean,
+    request: string | undefined,
+  ): Promise<void> => {
     const sse = (req.headers.accept ?? '').includes('text/event-stream');
     const lines = !raw && lineFormat(f);
     const life = new AbortController();
@@ -148,7 +160,11 @@ export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOp
       throw e;
     }
     res.writeHead(200, {
-      'content-type': sse ? 'text/event-stream; charset=utf-8' : lines ? 'application/x-ndjson' : 'text/plain; charset=utf-8',
+      'content-type': sse
+        ? 'text/event-stream; charset=utf-8'
+        : lines
+          ? 'application/x-ndjson'
+          : 'text/plain; charset=utf-8',
       'x-accel-buffering': 'no',
     });
     const dec = new TextDecoder();
@@ -194,7 +210,10 @@ export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOp
     }
     let names: string[];
     try {
-      names = rel.split('/').filter((p) => p !== '').map(decodeURIComponent);
+      names = rel
+        .split('/')
+        .filter((p) => p !== '')
+        .map(decodeURIComponent);
     } catch {
       throw new HttpError(400, 'bad path');
     }
@@ -206,7 +225,9 @@ export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOp
     const raw = url.searchParams.has('raw') || (req.headers.accept ?? '').startsWith('text/plain');
     const f = formats[node.pattern];
     const refuse = (): never => {
-      throw new HttpError(405, `${method} is not allowed on ${node.pattern} (allowed: ${allowed(node) || 'none'})`, { allow: allowed(node) });
+      throw new HttpError(405, `${method} is not allowed on ${node.pattern} (allowed: ${allowed(node) || 'none'})`, {
+        allow: allowed(node),
+      });
     };
     switch (method) {
       case 'GET': {
@@ -216,10 +237,26 @@ export async function mountHttpGateway(door: FrontDoor, opts: HttpGatewayMountOp
             const n = match(tree, [...names, st.name]);
             return n !== undefined && !n.internal;
           });
-          return send(res, 200, visible.map((st) => ({ name: st.name, dir: (st.mode & DMDIR) !== 0, mode: modeString(st.mode), length: st.length })));
+          return send(
+            res,
+            200,
+            visible.map((st) => ({
+              name: st.name,
+              dir: (st.mode & DMDIR) !== 0,
+              mode: modeString(st.mode),
+              length: st.length,
+            })),
+          );
         }
         if (node.read === 'stream' || node.read === 'rdwrStream') {
-          return stream(req, res, path, f, raw, node.read === 'rdwrStream' ? (url.searchParams.get('request') ?? '') : undefined);
+          return stream(
+            req,
+            res,
+            path,
+            f,
+            raw,
+            node.read === 'rdwrStream' ? (url.searchParams.get('request') ?? '') : undefined,
+          );
         }
         if (!node.read) return refuse();
         const life = new AbortController();

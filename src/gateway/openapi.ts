@@ -29,7 +29,10 @@ export function schemaOf(f: Format | undefined): Json | undefined {
   if (!f) return undefined;
   switch (f.kind) {
     case 'tsv':
-      return { type: 'array', items: { ...objectOf(f.columns), required: f.columns.map((c) => c.name), additionalProperties: false } };
+      return {
+        type: 'array',
+        items: { ...objectOf(f.columns), required: f.columns.map((c) => c.name), additionalProperties: false },
+      };
     case 'kv':
       return { ...objectOf(f.keys, f.extra), additionalProperties: false };
     case 'env':
@@ -37,17 +40,37 @@ export function schemaOf(f: Format | undefined): Json | undefined {
     case 'lines':
       return { type: 'array', items: str };
     case 'jsonl':
-      return { type: 'array', items: { type: 'object', required: [...f.keys], properties: Object.fromEntries([...f.keys, ...f.optionalKeys].map((k) => [k, {}])) } };
+      return {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: [...f.keys],
+          properties: Object.fromEntries([...f.keys, ...f.optionalKeys].map((k) => [k, {}])),
+        },
+      };
     case 'events':
       return {
         type: 'array',
         items: {
           type: 'object',
-          properties: { topic: str, payload: { oneOf: f.kinds.map((k) => ({ ...objectOf(k.payload.columns), title: k.topic, required: k.payload.columns.map((c) => c.name) })) } },
+          properties: {
+            topic: str,
+            payload: {
+              oneOf: f.kinds.map((k) => ({
+                ...objectOf(k.payload.columns),
+                title: k.topic,
+                required: k.payload.columns.map((c) => c.name),
+              })),
+            },
+          },
         },
       };
     case 'status':
-      return { type: 'object', properties: { status: { type: 'string', enum: [...f.words, ''] }, summary: str }, required: ['status', 'summary'] };
+      return {
+        type: 'object',
+        properties: { status: { type: 'string', enum: [...f.words, ''] }, summary: str },
+        required: ['status', 'summary'],
+      };
     case 'json':
       return {};
     default:
@@ -57,7 +80,10 @@ export function schemaOf(f: Format | undefined): Json | undefined {
 
 const DIR_ENTRY = {
   type: 'array',
-  items: { type: 'object', properties: { name: str, dir: { type: 'boolean' }, mode: str, length: { type: 'integer' } } },
+  items: {
+    type: 'object',
+    properties: { name: str, dir: { type: 'boolean' }, mode: str, length: { type: 'integer' } },
+  },
 };
 
 function content(f: Format | undefined, stream: boolean): Json {
@@ -72,7 +98,10 @@ function content(f: Format | undefined, stream: boolean): Json {
 const ERRORS = {
   '401': { description: 'no or wrong token' },
   '404': { description: 'no such file (or withheld)' },
-  '400': { description: 'the server refused the request; the body says why', content: { 'application/json': { schema: { type: 'object', properties: { error: str } } } } },
+  '400': {
+    description: 'the server refused the request; the body says why',
+    content: { 'application/json': { schema: { type: 'object', properties: { error: str } } } },
+  },
 };
 
 export function openApi(root: DeclaredNode, formats: Readonly<Record<string, Format>>, serverUrl: string): Json {
@@ -86,34 +115,87 @@ export function openApi(root: DeclaredNode, formats: Readonly<Record<string, For
     const ops: Json = {};
     const streaming = n.read === 'stream' || n.read === 'rdwrStream';
     if (n.read === 'list') {
-      ops.get = { summary: `list ${n.pattern}`, description: doc, responses: { '200': { description: 'the entries', content: { 'application/json': { schema: DIR_ENTRY } } }, ...ERRORS } };
-    } else if (n.read) {
-      const query = [{ name: 'raw', in: 'query', required: false, description: 'the file\'s text as it is, never JSON', schema: str }];
-      if (n.read === 'rdwrStream') query.push({ name: 'request', in: 'query', required: false, description: 'written before streaming (e.g. an event filter)', schema: str });
       ops.get = {
-        summary: streaming ? `stream ${n.pattern}` : n.read === 'blockOnce' ? `read ${n.pattern} (blocks until there is a value)` : `read ${n.pattern}`,
+        summary: `list ${n.pattern}`,
+        description: doc,
+        responses: {
+          '200': { description: 'the entries', content: { 'application/json': { schema: DIR_ENTRY } } },
+          ...ERRORS,
+        },
+      };
+    } else if (n.read) {
+      const query = [
+        { name: 'raw', in: 'query', required: false, description: "the file's text as it is, never JSON", schema: str },
+      ];
+      if (n.read === 'rdwrStream')
+        query.push({
+          name: 'request',
+          in: 'query',
+          required: false,
+          description: 'written before streaming (e.g. an event filter)',
+          schema: str,
+        });
+      ops.get = {
+        summary: streaming
+          ? `stream ${n.pattern}`
+          : n.read === 'blockOnce'
+            ? `read ${n.pattern} (blocks until there is a value)`
+            : `read ${n.pattern}`,
         description: doc,
         parameters: query,
-        responses: { '200': { description: streaming ? 'streamed until the file ends or the client goes (chunked, or SSE with Accept: text/event-stream)' : 'the content', content: content(f, streaming) }, ...ERRORS },
+        responses: {
+          '200': {
+            description: streaming
+              ? 'streamed until the file ends or the client goes (chunked, or SSE with Accept: text/event-stream)'
+              : 'the content',
+            content: content(f, streaming),
+          },
+          ...ERRORS,
+        },
       };
     }
     if (n.write) {
       const reply = n.write === 'rdwr' || n.write === 'rdwrStream';
       ops.post = {
-        summary: n.write === 'rdwr' ? `write a request to ${n.pattern}, get its reply` : n.write === 'rdwrStream' ? `write a request to ${n.pattern}, then stream` : `write ${n.pattern}`,
+        summary:
+          n.write === 'rdwr'
+            ? `write a request to ${n.pattern}, get its reply`
+            : n.write === 'rdwrStream'
+              ? `write a request to ${n.pattern}, then stream`
+              : `write ${n.pattern}`,
         description: doc,
         requestBody: { required: true, content: { 'text/plain': { schema: str } } },
         responses: reply
-          ? { '200': { description: 'the reply read on the same fid', content: content(f, n.write === 'rdwrStream') }, ...ERRORS }
+          ? {
+              '200': { description: 'the reply read on the same fid', content: content(f, n.write === 'rdwrStream') },
+              ...ERRORS,
+            }
           : { '204': { description: n.write === 'text' ? 'the value was replaced' : 'written' }, ...ERRORS },
       };
     }
-    if (n.removable) ops.delete = { summary: `remove ${n.pattern}`, description: doc, responses: { '204': { description: 'removed' }, ...ERRORS } };
+    if (n.removable)
+      ops.delete = {
+        summary: `remove ${n.pattern}`,
+        description: doc,
+        responses: { '204': { description: 'removed' }, ...ERRORS },
+      };
     if (n.renamable) {
       ops.patch = {
         summary: `rename ${n.pattern}`,
-        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { name: str }, required: ['name'] } }, 'text/plain': { schema: str } } },
-        responses: { '200': { description: 'renamed', content: { 'application/json': { schema: { type: 'object', properties: { name: str, path: str } } } } }, ...ERRORS },
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: { type: 'object', properties: { name: str }, required: ['name'] } },
+            'text/plain': { schema: str },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'renamed',
+            content: { 'application/json': { schema: { type: 'object', properties: { name: str, path: str } } } },
+          },
+          ...ERRORS,
+        },
       };
     }
     if (Object.keys(ops).length) paths[n.pattern] = { ...(parameters.length ? { parameters } : {}), ...ops };
@@ -122,7 +204,11 @@ export function openApi(root: DeclaredNode, formats: Readonly<Record<string, For
   visit(root, []);
   return {
     openapi: '3.1.0',
-    info: { title: 'Ollie HTTP gateway', version: '1', description: 'REST over the Ollie 9P namespace: GET reads, POST writes, DELETE removes, PATCH renames.' },
+    info: {
+      title: 'Ollie HTTP gateway',
+      version: '1',
+      description: 'REST over the Ollie 9P namespace: GET reads, POST writes, DELETE removes, PATCH renames.',
+    },
     servers: [{ url: serverUrl }],
     security: [{ bearer: [] }, { token: [] }],
     components: {

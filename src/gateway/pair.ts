@@ -5,8 +5,16 @@
 import type { ByteChannel } from '../ninep/index.js';
 
 export function channelPair(): [ByteChannel, ByteChannel] {
-  type End = { onData?: (d: Uint8Array) => void; onClose?: (e?: Error) => void; backlog: Uint8Array[]; closed: boolean };
-  const ends: [End, End] = [{ backlog: [], closed: false }, { backlog: [], closed: false }];
+  type End = {
+    onData?: (d: Uint8Array) => void;
+    onClose?: (e?: Error) => void;
+    backlog: Uint8Array[];
+    closed: boolean;
+  };
+  const ends: [End, End] = [
+    { backlog: [], closed: false },
+    { backlog: [], closed: false },
+  ];
   const closeBoth = (): void => {
     for (const e of ends) {
       if (e.closed) continue;

@@ -90,10 +90,25 @@ export function drawIcon(size: number, badge: boolean): Uint8Array {
     for (let x = 0; x < size; x++) {
       const at = (y * size + x) * 4;
       blend(px, at, NAVY, cover(x, y, roundRect));
-      blend(px, at, AMBER, cover(x, y, (a, b) => ring(a, b) || dot(a, b)));
+      blend(
+        px,
+        at,
+        AMBER,
+        cover(x, y, (a, b) => ring(a, b) || dot(a, b)),
+      );
       if (badge) {
-        blend(px, at, WHITE, cover(x, y, (a, b) => dist(a, b, bx, size - bx) <= br));
-        blend(px, at, RED, cover(x, y, (a, b) => dist(a, b, bx, size - bx) <= br * 0.78));
+        blend(
+          px,
+          at,
+          WHITE,
+          cover(x, y, (a, b) => dist(a, b, bx, size - bx) <= br),
+        );
+        blend(
+          px,
+          at,
+          RED,
+          cover(x, y, (a, b) => dist(a, b, bx, size - bx) <= br * 0.78),
+        );
       }
     }
   }

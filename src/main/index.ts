@@ -9,13 +9,28 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import {
-  app, BrowserWindow, clipboard, dialog, ipcMain, Menu, MessageChannelMain, nativeImage, Notification, session, shell, Tray,
+  app,
+  BrowserWindow,
+  clipboard,
+  dialog,
+  ipcMain,
+  Menu,
+  MessageChannelMain,
+  nativeImage,
+  Notification,
+  session,
+  shell,
+  Tray,
 } from 'electron';
 import { Client, formatAddress, messagePortChannel, type MessagePortLike } from '../ninep/index.js';
 import type { Daemon, startDaemon as StartDaemon } from '../olliesrv/daemon.js';
 import type * as DaemonChoice from '../platform/daemon-choice.js';
 import type { SshAddress } from '../platform/dial.js';
-import type { configDir as ConfigDir, dataDir as DataDir, defaultSocketPath as DefaultSocketPath } from '../platform/paths.js';
+import type {
+  configDir as ConfigDir,
+  dataDir as DataDir,
+  defaultSocketPath as DefaultSocketPath,
+} from '../platform/paths.js';
 import { portMainChannel } from './bridge.js';
 import { iconPng } from './icon.js';
 import { buildMenu } from './menu.js';
@@ -34,10 +49,26 @@ let watcher: Watcher | undefined;
 let socketAddr = '';
 
 /** olliesrv from dist/ (built by `npm run build:node`), typed by its sources. */
-async function loadDaemon(): Promise<{ startDaemon: typeof StartDaemon; configDir: typeof ConfigDir; dataDir: typeof DataDir; defaultSocketPath: typeof DefaultSocketPath }> {
-  const d = (await import(pathToFileURL(join(root, 'dist', 'olliesrv', 'daemon.js')).href)) as { startDaemon: typeof StartDaemon };
-  const p = (await import(pathToFileURL(join(root, 'dist', 'platform', 'paths.js')).href)) as { configDir: typeof ConfigDir; dataDir: typeof DataDir; defaultSocketPath: typeof DefaultSocketPath };
-  return { startDaemon: d.startDaemon, configDir: p.configDir, dataDir: p.dataDir, defaultSocketPath: p.defaultSocketPath };
+async function loadDaemon(): Promise<{
+  startDaemon: typeof StartDaemon;
+  configDir: typeof ConfigDir;
+  dataDir: typeof DataDir;
+  defaultSocketPath: typeof DefaultSocketPath;
+}> {
+  const d = (await import(pathToFileURL(join(root, 'dist', 'olliesrv', 'daemon.js')).href)) as {
+    startDaemon: typeof StartDaemon;
+  };
+  const p = (await import(pathToFileURL(join(root, 'dist', 'platform', 'paths.js')).href)) as {
+    configDir: typeof ConfigDir;
+    dataDir: typeof DataDir;
+    defaultSocketPath: typeof DefaultSocketPath;
+  };
+  return {
+    startDaemon: d.startDaemon,
+    configDir: p.configDir,
+    dataDir: p.dataDir,
+    defaultSocketPath: p.defaultSocketPath,
+  };
 }
 
 /** Whether a URL may be given to the system browser: http, https and mailto only. */
@@ -127,7 +158,9 @@ function openAgent(sessionId: string, agentId: string): void {
  * page asks for `ssh!HOST[!SOCK]` ("Connect to…"), the daemon there (src/platform/daemon-choice.ts).
  */
 function bridgeRenderer(d: Daemon): void {
-  const choice = import(pathToFileURL(join(root, 'dist', 'platform', 'daemon-choice.js')).href) as Promise<typeof DaemonChoice>;
+  const choice = import(pathToFileURL(join(root, 'dist', 'platform', 'daemon-choice.js')).href) as Promise<
+    typeof DaemonChoice
+  >;
   ipcMain.on('ollie:9p-connect', (e, to: unknown) => {
     if (!e.senderFrame || !isOurPage(e.senderFrame.url)) return;
     const { port1, port2 } = new MessageChannelMain();
@@ -138,15 +171,18 @@ function bridgeRenderer(d: Daemon): void {
     };
     e.sender.postMessage('ollie:9p-port', null, [port2]);
     if (typeof to !== 'string' || to === '') return void d.server.serve(portMainChannel(port1), { kind: 'local' });
-    void choice.then((c) => {
-      let addr: SshAddress | undefined;
-      try {
-        addr = c.parseDaemonChoice(to);
-      } catch (err) {
-        return fail((err as Error).message);
-      }
-      if (addr) c.bridgeToDaemon(portMainChannel(port1), addr, fail);
-    }, (err: Error) => fail(err.message));
+    void choice.then(
+      (c) => {
+        let addr: SshAddress | undefined;
+        try {
+          addr = c.parseDaemonChoice(to);
+        } catch (err) {
+          return fail((err as Error).message);
+        }
+        if (addr) c.bridgeToDaemon(portMainChannel(port1), addr, fail);
+      },
+      (err: Error) => fail(err.message),
+    );
   });
 }
 
@@ -161,7 +197,9 @@ function updateTray(pending: PendingRequest[]): void {
   if (process.platform === 'darwin') tray.setTitle(n ? String(n) : '');
   app.setBadgeCount(n);
   const decide = (p: PendingRequest, d: 'approve' | 'deny') => () => {
-    watcher?.resolve(p.id, d).catch((e: unknown) => dialog.showErrorBox('Ollie', `${d} ${p.id}: ${(e as Error).message}`));
+    watcher
+      ?.resolve(p.id, d)
+      .catch((e: unknown) => dialog.showErrorBox('Ollie', `${d} ${p.id}: ${(e as Error).message}`));
   };
   // The label may be cut in the middle (its tail stays); the submenu holds the whole command, line by line.
   const items = pending.map((p) => ({
@@ -199,19 +237,31 @@ function notify(title: string, body: string, onClick: () => void): void {
 async function startWatcher(d: Daemon): Promise<void> {
   const { port1, port2 } = new MessageChannel();
   d.server.serve(messagePortChannel(port1 as unknown as MessagePortLike), { kind: 'local' });
-  const client = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), { uname: userInfo().username });
+  const client = await Client.connect(messagePortChannel(port2 as unknown as MessagePortLike), {
+    uname: userInfo().username,
+  });
   watcher = new Watcher(client, {
     pending: updateTray,
     request: (p) => {
       win?.flashFrame(!win.isFocused());
       // A desktop may clip a long body: the end of the command (where something rides along) comes first.
       const cmd = visible(p.cmd);
-      notify(`Approval needed — ${p.agent}`, `${cmd.length > 200 ? `…${[...cmd].slice(-120).join('')}\n\n` : ''}${cmd}\nin ${p.cwd} (session ${p.session})`, () => openAgent(p.sessionId, p.agentId));
+      notify(
+        `Approval needed — ${p.agent}`,
+        `${cmd.length > 200 ? `…${[...cmd].slice(-120).join('')}\n\n` : ''}${cmd}\nin ${p.cwd} (session ${p.session})`,
+        () => openAgent(p.sessionId, p.agentId),
+      );
     },
     turnEnded: (e) => {
       if (win?.isFocused()) return;
-      if (e.error) notify(`${e.agent} failed`, `The turn in session ${e.session} ended in an error: ${e.error}`, () => openAgent(e.sessionId, e.agentId));
-      else notify(`${e.agent} finished`, `The turn in session ${e.session} ended.`, () => openAgent(e.sessionId, e.agentId));
+      if (e.error)
+        notify(`${e.agent} failed`, `The turn in session ${e.session} ended in an error: ${e.error}`, () =>
+          openAgent(e.sessionId, e.agentId),
+        );
+      else
+        notify(`${e.agent} finished`, `The turn in session ${e.session} ended.`, () =>
+          openAgent(e.sessionId, e.agentId),
+        );
     },
   });
   await watcher.start();
@@ -243,7 +293,9 @@ async function main(): Promise<void> {
   tray.on('click', () => showWindow());
   updateTray([]);
   win = createWindow();
-  await startWatcher(daemon).catch((e: unknown) => process.stderr.write(`ollie: tray watcher: ${(e as Error).message}\n`));
+  await startWatcher(daemon).catch((e: unknown) =>
+    process.stderr.write(`ollie: tray watcher: ${(e as Error).message}\n`),
+  );
   app.on('activate', () => showWindow());
 }
 

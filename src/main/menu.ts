@@ -21,7 +21,18 @@ export function buildMenu(getWindow: () => BrowserWindow | undefined, extra: { s
         { role: 'quit', accelerator: 'CmdOrCtrl+Q' },
       ],
     },
-    { label: '&Edit', submenu: [{ role: 'undo' }, { role: 'redo' }, { type: 'separator' }, { role: 'cut' }, { role: 'copy' }, { role: 'paste' }, { role: 'selectAll' }] },
+    {
+      label: '&Edit',
+      submenu: [
+        { role: 'undo' },
+        { role: 'redo' },
+        { type: 'separator' },
+        { role: 'cut' },
+        { role: 'copy' },
+        { role: 'paste' },
+        { role: 'selectAll' },
+      ],
+    },
     {
       label: '&Agent',
       submenu: [

@@ -35,7 +35,15 @@ const rowsOf = (decl: Records, text: string): Row[] => decl.parseValid(text);
 
 /** A command a person can read in one menu line: newlines and invisible characters as marks, nothing dropped. */
 export function visible(cmd: string): string {
-  return [...cmd].map((c) => (c === '\n' ? ' ↵ ' : /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u.test(c) || (/\p{Zs}/u.test(c) && c !== ' ') ? `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩` : c)).join('');
+  return [...cmd]
+    .map((c) =>
+      c === '\n'
+        ? ' ↵ '
+        : /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u.test(c) || (/\p{Zs}/u.test(c) && c !== ' ')
+          ? `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`
+          : c,
+    )
+    .join('');
 }
 
 /**
@@ -57,7 +65,8 @@ export function wrapLines(text: string, width: number): string[] {
 }
 
 /** Events the watcher subscribes to: one filter per kind, space-separated (the bus's filter syntax). */
-export const WATCH_FILTER = 'session.*.agent.*.state session.*.agent.*.turn session.*.agent.*.bypass.> session.*.rename session.*.kill ollie.overflow';
+export const WATCH_FILTER =
+  'session.*.agent.*.state session.*.agent.*.turn session.*.agent.*.bypass.> session.*.rename session.*.kill ollie.overflow';
 
 export class Watcher {
   private readonly sessions = new Map<string, string>();
@@ -109,7 +118,8 @@ export class Watcher {
 
   private async reload(): Promise<void> {
     this.sessions.clear();
-    for (const r of rowsOf(SESSION_IDX, await this.client.readText('session/idx'))) if (r.id && r.name) this.sessions.set(r.id, r.name);
+    for (const r of rowsOf(SESSION_IDX, await this.client.readText('session/idx')))
+      if (r.id && r.name) this.sessions.set(r.id, r.name);
     const seen = new Set<string>();
     for (const [sid, sname] of this.sessions) {
       await this.reloadAgents(sname);
@@ -118,7 +128,20 @@ export class Watcher {
         const { id, agent: agentId = '', tool = '', cwd = '', cmd = '' } = r as Record<string, string>;
         if (!id) continue;
         seen.add(id);
-        if (!this.pendingById.has(id)) this.add({ id, sessionId: sid, session: sname, agentId, agent: this.agents.get(agentId)?.name ?? agentId, tool, cmd, cwd }, false);
+        if (!this.pendingById.has(id))
+          this.add(
+            {
+              id,
+              sessionId: sid,
+              session: sname,
+              agentId,
+              agent: this.agents.get(agentId)?.name ?? agentId,
+              tool,
+              cmd,
+              cwd,
+            },
+            false,
+          );
       }
     }
     for (const id of this.pendingById.keys()) if (!seen.has(id)) this.pendingById.delete(id);
@@ -174,7 +197,13 @@ export class Watcher {
       const was = agent.state;
       this.agents.set(aid, { ...agent, state, error: undefined });
       if (state === 'idle' && was !== '' && was !== 'idle' && was !== 'paused') {
-        this.on.turnEnded({ sessionId: sid, session, agentId: aid, agent: agent.name, ...(agent.error ? { error: agent.error } : {}) });
+        this.on.turnEnded({
+          sessionId: sid,
+          session,
+          agentId: aid,
+          agent: agent.name,
+          ...(agent.error ? { error: agent.error } : {}),
+        });
       }
     } else if (kind === 'bypass.request') {
       const { id = '', cmd = '', cwd = '', tool = '' } = fields as Record<string, string>;

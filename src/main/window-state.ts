@@ -16,9 +16,14 @@ export function loadWindowState(): Saved & { placed: boolean } {
   try {
     const s = JSON.parse(readFileSync(file(), 'utf8')) as Saved;
     const b = s.bounds;
-    if (![b.x, b.y, b.width, b.height].every(Number.isFinite) || b.width < 400 || b.height < 300) throw new Error('bad bounds');
+    if (![b.x, b.y, b.width, b.height].every(Number.isFinite) || b.width < 400 || b.height < 300)
+      throw new Error('bad bounds');
     const area = screen.getDisplayMatching(b).workArea;
-    const visible = b.x < area.x + area.width - 50 && b.x + b.width > area.x + 50 && b.y >= area.y - 10 && b.y < area.y + area.height - 50;
+    const visible =
+      b.x < area.x + area.width - 50 &&
+      b.x + b.width > area.x + 50 &&
+      b.y >= area.y - 10 &&
+      b.y < area.y + area.height - 50;
     return { ...s, placed: visible };
   } catch {
     return { ...DEFAULT, placed: false };
@@ -30,7 +35,10 @@ export function trackWindowState(win: BrowserWindow): void {
   let timer: NodeJS.Timeout | undefined;
   const save = (): void => {
     if (win.isDestroyed()) return;
-    const s: Saved = { bounds: win.isMaximized() || win.isMinimized() ? win.getNormalBounds() : win.getBounds(), maximized: win.isMaximized() };
+    const s: Saved = {
+      bounds: win.isMaximized() || win.isMinimized() ? win.getNormalBounds() : win.getBounds(),
+      maximized: win.isMaximized(),
+    };
     try {
       writeFileSync(file(), JSON.stringify(s));
     } catch {

@@ -51,7 +51,8 @@ export interface DaemonOptions {
    * How sessions get their toolsrv: spawned (the default; `shared` = one for all sessions, `yolo` = no sandbox,
    * `toolDirs` = extra tool directories), or `false` for none (agents then run without tools).
    */
-  toolsrv?: false | { shared?: boolean; yolo?: boolean; toolDirs?: string[]; spare?: boolean | Promise<ToolsrvProcess> };
+  toolsrv?:
+    false | { shared?: boolean; yolo?: boolean; toolDirs?: string[]; spare?: boolean | Promise<ToolsrvProcess> };
   /**
    * Skills and tool hints matched to each user prompt (src/olliesrv/skills): on by default, with the config dir's
    * embedding.conf and skills/; `false` turns matching off. Tests point `modelsDir`/`shippedDir` elsewhere.
@@ -100,27 +101,38 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       confinedRoots: confinedPids,
       exists: (p) => exists(p),
     });
-    const config = new ConfigFiles({ configDir: opts.configDir, dataDir: opts.dataDir, env, profiles, reloadBackends: () => backends.reload(), yolo: opts.toolsrv ? opts.toolsrv.yolo : undefined });
+    const config = new ConfigFiles({
+      configDir: opts.configDir,
+      dataDir: opts.dataDir,
+      env,
+      profiles,
+      reloadBackends: () => backends.reload(),
+      yolo: opts.toolsrv ? opts.toolsrv.yolo : undefined,
+    });
     const sessionTools = new Map<string, SessionTools>();
     const opening = new Map<string, Promise<SessionTools | undefined>>();
     const ts = opts.toolsrv === false ? undefined : (opts.toolsrv ?? {});
-    if (ts?.yolo) log('WARNING: --yolo: tools, prompt commands and workflows run WITHOUT the sandbox, with all of your rights');
+    if (ts?.yolo)
+      log('WARNING: --yolo: tools, prompt commands and workflows run WITHOUT the sandbox, with all of your rights');
     else if (ts) void config.sandboxStatus().then((st) => log(st.summary));
     const remotes = new SessionRemotes(db, bus, env.OLLIE_SSH_CONFIG ?? join(homedir(), '.ssh', 'config'));
-    const keeper = ts && new ToolsrvKeeper({
-      runtimeDir: dirname(opts.socket),
-      remoteOf: (sid) => remotes.get(sid),
-      ssh: sshSettingsFromEnv(env),
-      shared: ts.shared,
-      spare: ts.spare ?? false,
-      yolo: ts.yolo,
-      // Extra directories come before the config's and the shipped ones, not instead of them (toolsrv takes a list
-      // it is given as the whole list), in the order the tool cache below reads them.
-      toolDirs: ts.toolDirs && [...ts.toolDirs, join(opts.configDir, 'tools'), join(shippedDataDir(), 'tools')],
-      configDir: opts.configDir, dataDir: opts.dataDir,
-      ollieAddr: `unix!${opts.socket}`,
-      log,
-    });
+    const keeper =
+      ts &&
+      new ToolsrvKeeper({
+        runtimeDir: dirname(opts.socket),
+        remoteOf: (sid) => remotes.get(sid),
+        ssh: sshSettingsFromEnv(env),
+        shared: ts.shared,
+        spare: ts.spare ?? false,
+        yolo: ts.yolo,
+        // Extra directories come before the config's and the shipped ones, not instead of them (toolsrv takes a list
+        // it is given as the whole list), in the order the tool cache below reads them.
+        toolDirs: ts.toolDirs && [...ts.toolDirs, join(opts.configDir, 'tools'), join(shippedDataDir(), 'tools')],
+        configDir: opts.configDir,
+        dataDir: opts.dataDir,
+        ollieAddr: `unix!${opts.socket}`,
+        log,
+      });
     const rules = new BypassRuleStore(db, log);
     const promptCommands = {
       configDir: opts.configDir,
@@ -129,7 +141,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
       yolo: ts?.yolo === true,
     };
-    const hooks = new Hooks({ configDir: opts.configDir, run: promptCommands, bus, log, offFile: join(opts.dataDir, 'hooks-off') });
+    const hooks = new Hooks({
+      configDir: opts.configDir,
+      run: promptCommands,
+      bus,
+      log,
+      offFile: join(opts.dataDir, 'hooks-off'),
+    });
     const mcp = new McpMirror(log);
     const agentStore = new AgentStore(db);
     /** The session's toolsrv, started on first use; a dead one is replaced on the next use. */
@@ -143,18 +161,44 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           // A lease, not one process: a toolsrv that dies is replaced on next use and the agents keep their hosts.
           const lease = keeper.lease(sid);
           const st = await ToolsrvSessionTools.open({
-            toolsrv: lease.address, sessionId: sid, rules, onClose: lease.release, log, localEnv: env,
-            onState: (up, host, why) => bus.publish(`session.${sid}.tools`, `${up ? 'connected' : 'disconnected'} ${host ?? '-'}${why ? ` ${why}` : ''}`),
+            toolsrv: lease.address,
+            sessionId: sid,
+            rules,
+            onClose: lease.release,
+            log,
+            localEnv: env,
+            onState: (up, host, why) =>
+              bus.publish(
+                `session.${sid}.tools`,
+                `${up ? 'connected' : 'disconnected'} ${host ?? '-'}${why ? ` ${why}` : ''}`,
+              ),
           });
           st.onBypass((e) => {
             if (e.kind === 'request') {
               const topic = `session.${sid}.agent.${e.req.agent}.bypass.request`;
-              bus.publish(topic, EVENTS.payload(topic, { id: e.req.id, cmd: e.req.cmd, cwd: e.req.cwd, tool: e.req.tool }));
+              bus.publish(
+                topic,
+                EVENTS.payload(topic, { id: e.req.id, cmd: e.req.cmd, cwd: e.req.cwd, tool: e.req.tool }),
+              );
               // Once a remembered approval had its chance (it answers at once): only a request left for a person notifies.
-              setImmediate(() => st.pending().some((r) => r.id === e.req.id) && void notificationHooks(hooks, agents.all().find((a) => a.id === e.req.agent), `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`));
+              setImmediate(
+                () =>
+                  st.pending().some((r) => r.id === e.req.id) &&
+                  void notificationHooks(
+                    hooks,
+                    agents.all().find((a) => a.id === e.req.agent),
+                    `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`,
+                  ),
+              );
             } else {
               const topic = `session.${sid}.agent.${e.agent}.bypass.resolved`;
-              bus.publish(topic, EVENTS.payload(topic, { id: e.id, decision: e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied' }));
+              bus.publish(
+                topic,
+                EVENTS.payload(topic, {
+                  id: e.id,
+                  decision: e.approved ? 'approved' : e.cancelled ? 'cancelled' : 'denied',
+                }),
+              );
             }
           });
           sessionTools.set(sid, st);
@@ -168,35 +212,50 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     };
     // Where tools run, their writable roots are checkpointed around each round that can write.
     const checkpoints = ts
-      ? new Checkpoints({ configDir: opts.configDir, dataDir: opts.dataDir, runtimeDir: dirname(opts.socket), store: agentStore, log, local: (a) => remotes.get(a.sessionId) === undefined })
+      ? new Checkpoints({
+          configDir: opts.configDir,
+          dataDir: opts.dataDir,
+          runtimeDir: dirname(opts.socket),
+          store: agentStore,
+          log,
+          local: (a) => remotes.get(a.sessionId) === undefined,
+        })
       : undefined;
-    const skills = opts.skills === false ? undefined : new SkillMatcher({ ...opts.skills, configDir: opts.configDir, log });
-    const agents = new Agents(sessions, {
-      store: agentStore,
-      ...(checkpoints && { checkpoints }),
-      bus,
-      backends: pool,
-      profiles,
-      tools: toolsFor,
-      remoteSession: (sid) => remotes.get(sid) !== undefined,
-      ...(ts && opts.toolCacheFile !== false && {
-        toolCache: new ToolCache(opts.toolCacheFile ?? join(cacheDir(), 'tools.json'), [
-          ...(ts.toolDirs ?? []),
-          join(opts.configDir, 'tools'),
-          join(shippedDataDir(), 'tools'),
-        ]),
-      }),
-      ...(skills && { enrich: (r) => skills.enrich(r), skills }),
-      retryDelay: opts.retryDelay,
-      token: (sid, aid) => principals.agentToken(sid, aid),
-      outputDir: spillRoot(opts.dataDir),
-      baseEnv: Object.fromEntries(
-        Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter((e): e is [string, string] => typeof e[1] === 'string'),
-      ),
-      promptCommands,
-      hooks,
-      log,
-    }, () => config.defaultProfile());
+    const skills =
+      opts.skills === false ? undefined : new SkillMatcher({ ...opts.skills, configDir: opts.configDir, log });
+    const agents = new Agents(
+      sessions,
+      {
+        store: agentStore,
+        ...(checkpoints && { checkpoints }),
+        bus,
+        backends: pool,
+        profiles,
+        tools: toolsFor,
+        remoteSession: (sid) => remotes.get(sid) !== undefined,
+        ...(ts &&
+          opts.toolCacheFile !== false && {
+            toolCache: new ToolCache(opts.toolCacheFile ?? join(cacheDir(), 'tools.json'), [
+              ...(ts.toolDirs ?? []),
+              join(opts.configDir, 'tools'),
+              join(shippedDataDir(), 'tools'),
+            ]),
+          }),
+        ...(skills && { enrich: (r) => skills.enrich(r), skills }),
+        retryDelay: opts.retryDelay,
+        token: (sid, aid) => principals.agentToken(sid, aid),
+        outputDir: spillRoot(opts.dataDir),
+        baseEnv: Object.fromEntries(
+          Object.entries({ ...env, OLLIE_DATA: shippedDataDir(), OLLIE_CONFIG: opts.configDir }).filter(
+            (e): e is [string, string] => typeof e[1] === 'string',
+          ),
+        ),
+        promptCommands,
+        hooks,
+        log,
+      },
+      () => config.defaultProfile(),
+    );
     const workflows = new Workflows({
       dirs: [join(opts.configDir, 'workflows'), join(shippedDataDir(), 'workflows')],
       addr: `unix!${opts.socket}`,
@@ -205,7 +264,12 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       sessions,
       token: (sid) => principals.sessionToken(sid),
       log,
-      sandbox: { configDir: opts.configDir, dataDir: opts.dataDir, runtimeDir: dirname(opts.socket), yolo: ts?.yolo === true },
+      sandbox: {
+        configDir: opts.configDir,
+        dataDir: opts.dataDir,
+        runtimeDir: dirname(opts.socket),
+        yolo: ts?.yolo === true,
+      },
     });
     exists = (p) => {
       if (p.kind === 'owner') return true;
@@ -239,10 +303,27 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const reload = (): string => {
       const err = backends.reload();
       if (err) throw err;
-      return backends.path ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n` : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
+      return backends.path
+        ? `reloaded ${backends.path}: ${backends.names().join(', ')}\n`
+        : `no ${join(opts.configDir, 'backends.conf')}: no backend configured\n`;
     };
     const ns = olliesrvNamespace(
-      { sessions, agents, bus, backends: pool, profiles, workflows, config, sessionTools: (sid) => sessionTools.get(sid), rules, remotes, reload, hooks, mcp, ...(checkpoints && { checkpoints }) },
+      {
+        sessions,
+        agents,
+        bus,
+        backends: pool,
+        profiles,
+        workflows,
+        config,
+        sessionTools: (sid) => sessionTools.get(sid),
+        rules,
+        remotes,
+        reload,
+        hooks,
+        mcp,
+        ...(checkpoints && { checkpoints }),
+      },
       userInfo().username,
     );
     const server = new Server({
@@ -254,16 +335,25 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const noPeers = peerCredentialsUnavailable();
     // Fails closed: without peer credentials nobody can be told from a tool, so nobody is the owner there.
     if (noPeers) log(`cannot tell who connects to ${opts.socket}: ${noPeers}; every connection there will be refused`);
-    listeners.push(await listen(server, { kind: 'unix', path: opts.socket }, {
-      origin: (sock): Origin => {
-        const peer = peerCredentials(sock);
-        return 'error' in peer ? principals.unixOrigin(undefined, peer.error) : principals.unixOrigin(peer);
-      },
-      onRefused: (m) => log(m),
-    }));
+    listeners.push(
+      await listen(
+        server,
+        { kind: 'unix', path: opts.socket },
+        {
+          origin: (sock): Origin => {
+            const peer = peerCredentials(sock);
+            return 'error' in peer ? principals.unixOrigin(undefined, peer.error) : principals.unixOrigin(peer);
+          },
+          onRefused: (m) => log(m),
+        },
+      ),
+    );
     // The default provider's SDK takes ~100 ms to load; load it now, while clients connect, not in the first turn.
     if (backends.names().length > 0) void backends.default.prepare?.();
-    else log(`no LLM backend configured (no ${join(opts.configDir, 'backends.conf')}): set one up in the GUI's Settings or with \`ollie setup\``);
+    else
+      log(
+        `no LLM backend configured (no ${join(opts.configDir, 'backends.conf')}): set one up in the GUI's Settings or with \`ollie setup\``,
+      );
     // Skills and the embedding model too (the log then says whether matching uses embeddings or BM25).
     void skills?.method().catch((e: unknown) => log(`skills: ${(e as Error).message}`));
     let tokenFile: string | undefined;
@@ -280,7 +370,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       listeners.push(l);
       const where = l.address.kind === 'tcp' ? `${l.address.host}:${l.address.port}` : '';
       const beyond = !['127.0.0.1', '::1', 'localhost'].includes(opts.tcp.host);
-      log(`9P on tcp!${where}${beyond ? ' (reachable beyond this machine)' : ''} exposes the whole namespace to clients presenting the owner token in ${tokenFile}; others are refused`);
+      log(
+        `9P on tcp!${where}${beyond ? ' (reachable beyond this machine)' : ''} exposes the whole namespace to clients presenting the owner token in ${tokenFile}; others are refused`,
+      );
     }
     return {
       addresses: listeners.map((l) => l.address),

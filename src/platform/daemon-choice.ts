@@ -15,7 +15,10 @@ import { parseSshAddress, sshChannel, type SshAddress, type SshChannel } from '.
  */
 export function parseDaemonChoice(to: string | null | undefined): SshAddress | undefined {
   if (!to) return undefined;
-  if (!to.startsWith('ssh!')) throw new Error(`bad daemon ${JSON.stringify(to.slice(0, 200))}: "Connect to" takes ssh![user@]host[:port][!/path/to.sock]`);
+  if (!to.startsWith('ssh!'))
+    throw new Error(
+      `bad daemon ${JSON.stringify(to.slice(0, 200))}: "Connect to" takes ssh![user@]host[:port][!/path/to.sock]`,
+    );
   return parseSshAddress(to);
 }
 
@@ -24,7 +27,12 @@ export function parseDaemonChoice(to: string | null | undefined): SshAddress | u
  * sent once it is. `fail` gets ssh's words when the daemon cannot be reached or the connection drops; the caller
  * closes the GUI's channel with them. Either side closing closes the other.
  */
-export function bridgeToDaemon(gui: ByteChannel, to: SshAddress, fail: (why: string) => void, dial: (a: SshAddress) => Promise<SshChannel> = sshChannel): void {
+export function bridgeToDaemon(
+  gui: ByteChannel,
+  to: SshAddress,
+  fail: (why: string) => void,
+  dial: (a: SshAddress) => Promise<SshChannel> = sshChannel,
+): void {
   const early: Uint8Array[] = [];
   let remote: SshChannel | undefined;
   let ended = false;

@@ -40,12 +40,19 @@ export function parseSshAddress(addr: string): SshAddress | undefined {
   const m = /^((?:[^@\s]+@)?(?:\[[^\]]+\]|[^:[\]\s]+))(?::(\d+))?$/.exec(hostPart);
   const dest = m?.[1] ?? '';
   // A destination starting with '-' would be an ssh option: the DEST pattern refuses it.
-  if (!DEST.test(dest)) throw new Error(`bad ssh address ${JSON.stringify(addr)}: expected ssh![user@]host[:port][!/path/to.sock]`);
+  if (!DEST.test(dest))
+    throw new Error(`bad ssh address ${JSON.stringify(addr)}: expected ssh![user@]host[:port][!/path/to.sock]`);
   const port = m?.[2] !== undefined ? Number(m[2]) : undefined;
-  if (port !== undefined && (port < 1 || port > 65535)) throw new Error(`bad ssh address ${JSON.stringify(addr)}: port ${port} out of range`);
-  if (socket !== undefined && (!socket.startsWith('/') || /[\0\n]/.test(socket))) throw new Error(`bad ssh address ${JSON.stringify(addr)}: the socket must be an absolute path`);
+  if (port !== undefined && (port < 1 || port > 65535))
+    throw new Error(`bad ssh address ${JSON.stringify(addr)}: port ${port} out of range`);
+  if (socket !== undefined && (!socket.startsWith('/') || /[\0\n]/.test(socket)))
+    throw new Error(`bad ssh address ${JSON.stringify(addr)}: the socket must be an absolute path`);
   // ssh takes an IPv6 address without its brackets (the port goes in -p).
-  return { dest: dest.replace(/\[([^\]]+)\]$/, '$1'), ...(port !== undefined && { port }), ...(socket !== undefined && { socket }) };
+  return {
+    dest: dest.replace(/\[([^\]]+)\]$/, '$1'),
+    ...(port !== undefined && { port }),
+    ...(socket !== undefined && { socket }),
+  };
 }
 
 /** The credential to present on `addr`, if any. */
@@ -78,7 +85,12 @@ function sshOptions(a: SshAddress): string[] {
   return [
     ...(config ? ['-F', config] : []),
     ...(a.port !== undefined ? ['-p', String(a.port)] : []),
-    '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15', '-o', 'ServerAliveInterval=15',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'ConnectTimeout=15',
+    '-o',
+    'ServerAliveInterval=15',
   ];
 }
 
@@ -87,18 +99,30 @@ function sshOptions(a: SshAddress): string[] {
  * ${TMPDIR:-/tmp}/ollie-UID): asked of the remote's shell, since a forwarding takes a path and expands nothing.
  */
 function remoteDefaultSocket(a: SshAddress): Promise<string> {
-  const script = 'if [ -n "$XDG_RUNTIME_DIR" ]; then printf "%s/ollie/ollie.sock" "$XDG_RUNTIME_DIR"; else printf "%s/ollie-%s/ollie.sock" "${TMPDIR:-/tmp}" "$(id -u)"; fi';
+  const script =
+    'if [ -n "$XDG_RUNTIME_DIR" ]; then printf "%s/ollie/ollie.sock" "$XDG_RUNTIME_DIR"; else printf "%s/ollie-%s/ollie.sock" "${TMPDIR:-/tmp}" "$(id -u)"; fi';
   return new Promise((resolve, reject) => {
-    const child = spawn(process.env.OLLIE_SSH || 'ssh', [...sshOptions(a), '-T', '-o', 'ClearAllForwardings=yes', '--', a.dest, script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.env.OLLIE_SSH || 'ssh',
+      [...sshOptions(a), '-T', '-o', 'ClearAllForwardings=yes', '--', a.dest, script],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err = (err + d).slice(-2000)));
-    child.once('error', (e) => reject(new Error(`${sshLabel(a)}: cannot run ${process.env.OLLIE_SSH || 'ssh'}: ${e.message}`)));
+    child.once('error', (e) =>
+      reject(new Error(`${sshLabel(a)}: cannot run ${process.env.OLLIE_SSH || 'ssh'}: ${e.message}`)),
+    );
     child.once('close', (code) => {
       const path = out.trim();
       if (code === 0 && path.startsWith('/')) resolve(path);
-      else reject(new Error(`${sshLabel(a)}: could not learn the remote user's socket (ssh exit ${code}): ${err.trim() || out.trim() || 'no output'}`));
+      else
+        reject(
+          new Error(
+            `${sshLabel(a)}: could not learn the remote user's socket (ssh exit ${code}): ${err.trim() || out.trim() || 'no output'}`,
+          ),
+        );
     });
   });
 }
@@ -132,22 +156,40 @@ export async function sshChannel(a: SshAddress): Promise<SshChannel> {
   const socket = a.socket ?? (await remoteDefaultSocket(a));
   const dir = mkdtempSync(join(tmpdir(), 'ollie-ssh-'));
   const local = join(dir, 'fwd.sock');
-  const child = spawn(process.env.OLLIE_SSH || 'ssh', [
-    // LogLevel INFO: a refused forwarding (no daemon on that socket) is logged at INFO; stderr is only shown on failure.
-    ...sshOptions(a), '-T', '-o', 'LogLevel=INFO', '-o', 'ExitOnForwardFailure=yes', '-o', 'StreamLocalBindMask=0177', '-L', `${local}:${socket}`, '--', a.dest, 'cat >/dev/null',
-  ], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.env.OLLIE_SSH || 'ssh',
+    [
+      // LogLevel INFO: a refused forwarding (no daemon on that socket) is logged at INFO; stderr is only shown on failure.
+      ...sshOptions(a),
+      '-T',
+      '-o',
+      'LogLevel=INFO',
+      '-o',
+      'ExitOnForwardFailure=yes',
+      '-o',
+      'StreamLocalBindMask=0177',
+      '-L',
+      `${local}:${socket}`,
+      '--',
+      a.dest,
+      'cat >/dev/null',
+    ],
+    { stdio: ['pipe', 'ignore', 'pipe'] },
+  );
   const kill = (): void => void child.kill();
   process.once('exit', kill);
   let err = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err = (err + d).slice(-2000)));
   child.stdin.on('error', () => undefined);
   let exited: number | null | undefined;
-  const closed = new Promise<void>((r) => child.once('close', (code) => {
-    exited = code;
-    process.removeListener('exit', kill);
-    rmSync(dir, { recursive: true, force: true });
-    r();
-  }));
+  const closed = new Promise<void>((r) =>
+    child.once('close', (code) => {
+      exited = code;
+      process.removeListener('exit', kill);
+      rmSync(dir, { recursive: true, force: true });
+      r();
+    }),
+  );
   const why = async (): Promise<string> => {
     await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
     return err.trim().split('\n').slice(-3).join(' / ');
@@ -174,11 +216,15 @@ export async function sshChannel(a: SshAddress): Promise<SshChannel> {
     const channel: SshChannel = {
       ...base,
       start(onData, onClose, onDrain) {
-        base.start(onData, (e) => {
-          kill();
-          // The remote side's refusal (no daemon on that socket) is only in ssh's words.
-          void why().then((detail) => onClose(detail ? new Error(`${sshLabel(a)}: ${detail}`) : e));
-        }, onDrain);
+        base.start(
+          onData,
+          (e) => {
+            kill();
+            // The remote side's refusal (no daemon on that socket) is only in ssh's words.
+            void why().then((detail) => onClose(detail ? new Error(`${sshLabel(a)}: ${detail}`) : e));
+          },
+          onDrain,
+        );
       },
       close() {
         base.close();

@@ -112,18 +112,26 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
   /** Why a request may not pass, as a status and a message that names nothing of the request; or undefined. */
   const cookie = pageCookieValue(token);
   /** `cookieOk`: a GET or HEAD for a mount that takes the page cookie. */
-  const check = (req: IncomingMessage, url: URL, cookieOk: boolean): { status: number; message: string } | undefined => {
+  const check = (
+    req: IncomingMessage,
+    url: URL,
+    cookieOk: boolean,
+  ): { status: number; message: string } | undefined => {
     if (!hosts().includes(req.headers.host ?? '')) return { status: 403, message: 'forbidden host' };
     const origin = req.headers.origin;
-    if (origin !== undefined && !hosts().some((h) => origin === `http://${h}`)) return { status: 403, message: 'forbidden origin' };
+    if (origin !== undefined && !hosts().some((h) => origin === `http://${h}`))
+      return { status: 403, message: 'forbidden origin' };
     const site = req.headers['sec-fetch-site'];
-    if (site !== undefined && site !== 'same-origin' && site !== 'none') return { status: 403, message: 'forbidden: a request from another site' };
+    if (site !== undefined && site !== 'same-origin' && site !== 'none')
+      return { status: 403, message: 'forbidden: a request from another site' };
     const how = presented(req, url, token);
     if (!how || (how === 'cookie' && !cookieOk)) return { status: 401, message: TOKEN_HELP };
     return undefined;
   };
   const mountFor = (path: string): Mount | undefined =>
-    mounts.filter((m) => m.prefix === '/' || path === m.prefix || path.startsWith(`${m.prefix}/`)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+    mounts
+      .filter((m) => m.prefix === '/' || path === m.prefix || path.startsWith(`${m.prefix}/`))
+      .sort((a, b) => b.prefix.length - a.prefix.length)[0];
   const urlOf = (req: IncomingMessage): URL | undefined => {
     try {
       return new URL(req.url ?? '/', `http://${LOOPBACK}:${port}`);
@@ -157,7 +165,8 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
 
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const refuse = (status: number): void => {
-      const words = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 400 ? 'Bad Request' : 'Forbidden';
+      const words =
+        status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 400 ? 'Bad Request' : 'Forbidden';
       socket.end(`HTTP/1.1 ${status} ${words}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     };
     const url = urlOf(req);
@@ -182,7 +191,8 @@ export async function startFrontDoor(opts: FrontDoorOptions = {}): Promise<Front
     port,
     token,
     mount(m) {
-      if (m.prefix !== '/' && !/^(\/[\w.-]+)+$/.test(m.prefix)) throw new Error(`bad mount prefix ${JSON.stringify(m.prefix)}: "/" or "/name"`);
+      if (m.prefix !== '/' && !/^(\/[\w.-]+)+$/.test(m.prefix))
+        throw new Error(`bad mount prefix ${JSON.stringify(m.prefix)}: "/" or "/name"`);
       if (mounts.some((x) => x.prefix === m.prefix)) throw new Error(`${m.prefix} is mounted already`);
       mounts.push(m);
     },
@@ -214,7 +224,8 @@ export async function startRememberedFrontDoor(opts: { port?: number; stateFile:
   try {
     door = await startFrontDoor({ token, port: opts.port ?? lastPort ?? 0 });
   } catch (e) {
-    if (opts.port !== undefined || lastPort === undefined || (e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+    if (opts.port !== undefined || lastPort === undefined || (e as NodeJS.ErrnoException).code !== 'EADDRINUSE')
+      throw e;
     door = await startFrontDoor({ token, port: 0 });
   }
   writePrivateFile(opts.stateFile, JSON.stringify({ token: door.token, port: door.port }));

@@ -98,7 +98,12 @@ export class Launcher {
   launchInteractive(req: Omit<LaunchRequest, 'stdin' | 'stderr' | 'limits'>, handlers: LaunchHandlers): Interactive {
     let child: ChildProcess;
     try {
-      child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      child = spawn(req.file, req.args, {
+        cwd: req.cwd,
+        env: req.env,
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
     } catch (e) {
       queueMicrotask(() => handlers.lost(`could not start: ${(e as Error).message}`));
       return { pid: 0, write: () => undefined, endInput: () => undefined };
@@ -208,7 +213,11 @@ async function spawnWithStderrFile(spawner: Spawner, req: LaunchRequest, h: Laun
       cleanUp();
     }
   };
-  const wrapped: LaunchRequest = { ...req, file: '/bin/sh', args: ['-c', 'exec "$@" 2>"$0"', file, req.file, ...req.args] };
+  const wrapped: LaunchRequest = {
+    ...req,
+    file: '/bin/sh',
+    args: ['-c', 'exec "$@" 2>"$0"', file, req.file, ...req.args],
+  };
   try {
     return await spawner.spawn(wrapped, {
       output: (b) => h.output(b),
@@ -228,12 +237,21 @@ async function spawnWithStderrFile(spawner: Spawner, req: LaunchRequest, h: Laun
   }
 }
 
-function launchWithNode(req: LaunchRequest, h: LaunchHandlers, adopt?: (child: ChildProcess) => void): Promise<Launched> {
+function launchWithNode(
+  req: LaunchRequest,
+  h: LaunchHandlers,
+  adopt?: (child: ChildProcess) => void,
+): Promise<Launched> {
   return new Promise((resolve, reject) => {
     const cannot = (e: Error): Error => new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${e.message}`);
     let child: ChildProcess;
     try {
-      child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      child = spawn(req.file, req.args, {
+        cwd: req.cwd,
+        env: req.env,
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
     } catch (e) {
       return reject(cannot(e as Error));
     }

@@ -8,7 +8,17 @@
  * mode is tightened; one owned by someone else, or shared (sticky, like /tmp), is refused: inside it, a name we
  * are about to use could be swapped under us.
  */
-import { chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { dirname } from 'node:path';
 
 export class PrivatePathError extends Error {
@@ -28,11 +38,19 @@ function lstatOrUndefined(path: string): Stats | undefined {
 
 /** Refuses what is not ours to use as `kind` ('directory' or 'file'); tightens a loose mode of our own. */
 function vet(path: string, st: Stats, kind: 'directory' | 'file', what: string, mode: number): void {
-  if (st.isSymbolicLink()) throw new PrivatePathError(`${what} ${path} is a symbolic link: refusing to follow it (someone may have planted it; remove it if it is yours)`);
-  if (kind === 'directory' ? !st.isDirectory() : !st.isFile()) throw new PrivatePathError(`${what} ${path} is not a ${kind}: refusing to use it`);
+  if (st.isSymbolicLink())
+    throw new PrivatePathError(
+      `${what} ${path} is a symbolic link: refusing to follow it (someone may have planted it; remove it if it is yours)`,
+    );
+  if (kind === 'directory' ? !st.isDirectory() : !st.isFile())
+    throw new PrivatePathError(`${what} ${path} is not a ${kind}: refusing to use it`);
   const me = uid();
-  if (me !== undefined && st.uid !== me) throw new PrivatePathError(`${what} ${path} belongs to uid ${st.uid}, not to you (uid ${me}): refusing to use it`);
-  if (kind === 'directory' && st.mode & 0o1000) throw new PrivatePathError(`${what} ${path} is a shared directory (sticky bit, mode ${(st.mode & 0o7777).toString(8)}): give Ollie a directory of its own`);
+  if (me !== undefined && st.uid !== me)
+    throw new PrivatePathError(`${what} ${path} belongs to uid ${st.uid}, not to you (uid ${me}): refusing to use it`);
+  if (kind === 'directory' && st.mode & 0o1000)
+    throw new PrivatePathError(
+      `${what} ${path} is a shared directory (sticky bit, mode ${(st.mode & 0o7777).toString(8)}): give Ollie a directory of its own`,
+    );
   if ((st.mode & 0o777) !== mode && st.mode & 0o077) chmodSync(path, mode);
 }
 
@@ -91,7 +109,7 @@ export function writePrivateFile(path: string, data: string | Uint8Array): void 
   }
   try {
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
-    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+    for (let off = 0; off < buf.length;) off += writeSync(fd, buf, off, buf.length - off);
   } finally {
     closeSync(fd);
   }

@@ -13,7 +13,10 @@ export class WakeQueue<T> {
   private ended = false;
   private lost = 0;
 
-  constructor(first: T[] = [], private readonly limit = Number.POSITIVE_INFINITY) {
+  constructor(
+    first: T[] = [],
+    private readonly limit = Number.POSITIVE_INFINITY,
+  ) {
     this.items = first;
   }
 

@@ -102,17 +102,30 @@ export class Spawner {
   spawn(req: SpawnRequest, handlers: SpawnedHandlers): Promise<Spawned> {
     // Strings travel NUL-terminated: one with a NUL inside would shift every field after it (as execve would cut it).
     const bad = [req.file, ...req.args, req.cwd, ...Object.entries(req.env).flat()].find((x) => x.includes('\0'));
-    if (bad !== undefined) return Promise.reject(new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${JSON.stringify(bad)} contains a NUL byte`));
+    if (bad !== undefined)
+      return Promise.reject(
+        new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${JSON.stringify(bad)} contains a NUL byte`),
+      );
     const child = this.ensure();
     const id = this.nextId++;
-    const started = new Promise<Spawned>((resolve, reject) => this.pending.set(id, { ...handlers, started: { resolve, reject } }));
+    const started = new Promise<Spawned>((resolve, reject) =>
+      this.pending.set(id, { ...handlers, started: { resolve, reject } }),
+    );
     this.holdOpen();
     const strings = (xs: string[]): Uint8Array[] => xs.map((x) => enc.encode(`${x}\0`));
     const argv = strings([req.file, ...req.args]);
     const env = strings(Object.entries(req.env).map(([k, v]) => `${k}=${v}`));
     const l = req.limits ?? {};
     const limits = u64s([l.processes, l.memory, l.cpu, l.fileSize, l.openFiles]);
-    const parts = [u32(argv.length), ...argv, u32(env.length), ...env, enc.encode(`${req.cwd}\0`), limits, enc.encode(req.stdin)];
+    const parts = [
+      u32(argv.length),
+      ...argv,
+      u32(env.length),
+      ...env,
+      enc.encode(`${req.cwd}\0`),
+      limits,
+      enc.encode(req.stdin),
+    ];
     child.stdin!.write(frame('S', id, parts));
     return started;
   }
@@ -240,7 +253,9 @@ function u32(n: number): Uint8Array {
 function u64s(ns: (number | undefined)[]): Uint8Array {
   const b = new Uint8Array(8 * ns.length);
   const view = new DataView(b.buffer);
-  ns.forEach((n, i) => view.setBigUint64(8 * i, n !== undefined && Number.isSafeInteger(n) && n > 0 ? BigInt(n) : 0n, true));
+  ns.forEach((n, i) =>
+    view.setBigUint64(8 * i, n !== undefined && Number.isSafeInteger(n) && n > 0 ? BigInt(n) : 0n, true),
+  );
   return b;
 }
 

@@ -69,7 +69,11 @@ export class Scope {
    */
   root?: string;
 
-  constructor(readonly name: string, public uname: string, public cwd: string) {}
+  constructor(
+    readonly name: string,
+    public uname: string,
+    public cwd: string,
+  ) {}
 }
 
 export class RequestError extends Error {
@@ -102,7 +106,10 @@ export class Core {
       // Started by the first session that asks (mcp-wait), in its workspace: a toolsrv may be started before it
       // knows its session (a spare) or serve several (shared), and a server sees one workspace.
       this.mcp = new McpManager({
-        ...opts.mcp, confinement: opts.confinement, baseEnv: opts.baseEnv, log: this.log,
+        ...opts.mcp,
+        confinement: opts.confinement,
+        baseEnv: opts.baseEnv,
+        log: this.log,
         changed: () => {
           for (const s of this.scopes.values()) s.rev++;
         },
@@ -178,12 +185,15 @@ export class Core {
 
   /** Starts the MCP servers for this scope's session, in its workspace, unless a session started them already. */
   private startMcp(s: Scope): void {
-    if (this.mcp && this.mcp.session === undefined) this.mcp.start({ session: s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '', cwd: s.root ?? s.cwd });
+    if (this.mcp && this.mcp.session === undefined)
+      this.mcp.start({ session: s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '', cwd: s.root ?? s.cwd });
   }
 
   /** The MCP servers a scope has: those of its session, once that session started them. */
   private mcpFor(s: Scope): McpManager | undefined {
-    return this.mcp && this.mcp.session === (s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '') ? this.mcp : undefined;
+    return this.mcp && this.mcp.session === (s.env.get('OLLIE_SESSION_ID') ?? this.opts.sessionId ?? '')
+      ? this.mcp
+      : undefined;
   }
 
   /** A `ctl` line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. */
@@ -244,7 +254,9 @@ export class Core {
         return '';
       }
       case 'reload':
-        return this.reload().map((e) => `${e}\n`).join('');
+        return this.reload()
+          .map((e) => `${e}\n`)
+          .join('');
       case 'mcp-reload':
         // The owner changed config/mcp.json or trusted a project's .mcp.json.
         this.mcp?.start();
@@ -257,13 +269,18 @@ export class Core {
         return this.mcpFor(s) ? this.mcp.settled(Math.min(Number(arg) || 10_000, 60_000)).then(() => '') : '';
       }
       default:
-        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, root PATH, reload, mcp-reload, mcp-wait [MS]`);
+        throw new RequestError(
+          `unknown command ${JSON.stringify(cmd)}; commands: load NAME, unload NAME, env K=V, cwd PATH, root PATH, reload, mcp-reload, mcp-wait [MS]`,
+        );
     }
   }
 
   private rebuildEnv(s: Scope): void {
     // The tool directories come first on PATH, also when the scope sets its own PATH.
-    const path = [...this.opts.toolDirs, s.env.get('PATH') ?? this.opts.baseEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':');
+    const path = [
+      ...this.opts.toolDirs,
+      s.env.get('PATH') ?? this.opts.baseEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    ].join(':');
     const ollie: Record<string, string> = { OLLIE_UNAME: s.uname, OLLIE_AGENT_ID: s.name };
     if (this.opts.sessionId) ollie.OLLIE_SESSION_ID = this.opts.sessionId;
     if (this.opts.ollieAddr) ollie.OLLIE_ADDR = this.opts.ollieAddr;
@@ -273,15 +290,30 @@ export class Core {
   info(): ToolsrvInfo {
     const sandbox = this.opts.confinement.status();
     if (!this.opts.launcher?.native && !sandbox.yolo) sandbox.unavailable ??= NO_SPAWNER;
-    return { platform: process.platform, arch: process.arch, pid: process.pid, ...sandbox, containment: containmentStatus(!!this.opts.launcher?.native) };
+    return {
+      platform: process.platform,
+      arch: process.arch,
+      pid: process.pid,
+      ...sandbox,
+      containment: containmentStatus(!!this.opts.launcher?.native),
+    };
   }
 
   // ---- calls -------------------------------------------------------------------------------------
 
   /** Runs one call. Problems of the request come back as status refused, for the model to read. */
   async call(s: Scope, req: ProcRequest, signal: AbortSignal): Promise<ProcResult> {
-    const refused = (error: string, tool = String(req?.tool ?? '')): ProcResult => ({ pid: 0, tool, status: 'refused', exit: null, output: '', outputBytes: 0, error });
-    if (typeof req !== 'object' || req === null || typeof req.tool !== 'string') return refused('the request needs {"tool": NAME, "args": {…}, "flags": {…}}');
+    const refused = (error: string, tool = String(req?.tool ?? '')): ProcResult => ({
+      pid: 0,
+      tool,
+      status: 'refused',
+      exit: null,
+      output: '',
+      outputBytes: 0,
+      error,
+    });
+    if (typeof req !== 'object' || req === null || typeof req.tool !== 'string')
+      return refused('the request needs {"tool": NAME, "args": {…}, "flags": {…}}');
     let tool: Tool | McpTool | undefined = s.tools.get(req.tool) ?? this.mcpFor(s)?.tool(req.tool);
     // A call of a server that is starting (a toolsrv that replaced a dead one, a restart asked for) waits for it.
     if (!tool && this.mcpFor(s)?.starting(req.tool)) {
@@ -289,11 +321,17 @@ export class Core {
       tool = this.mcpFor(s)?.tool(req.tool);
     }
     if (!tool) {
-      const known = this.catalog.get(req.tool) ? `it is not loaded (write "load ${req.tool}" to ctl)` : this.mcpFor(s) && req.tool.startsWith('mcp__') ? this.mcp!.whyNot(req.tool) : this.catalog.whyNot(req.tool);
+      const known = this.catalog.get(req.tool)
+        ? `it is not loaded (write "load ${req.tool}" to ctl)`
+        : this.mcpFor(s) && req.tool.startsWith('mcp__')
+          ? this.mcp!.whyNot(req.tool)
+          : this.catalog.whyNot(req.tool);
       return refused(`cannot run ${req.tool}: ${known}`);
     }
-    if (req.args !== undefined && (typeof req.args !== 'object' || req.args === null || Array.isArray(req.args))) return refused('args must be a JSON object');
-    if (req.flags !== undefined && (typeof req.flags !== 'object' || req.flags === null || Array.isArray(req.flags))) return refused('flags must be a JSON object');
+    if (req.args !== undefined && (typeof req.args !== 'object' || req.args === null || Array.isArray(req.args)))
+      return refused('args must be a JSON object');
+    if (req.flags !== undefined && (typeof req.flags !== 'object' || req.flags === null || Array.isArray(req.flags)))
+      return refused('flags must be a JSON object');
     const args: Record<string, unknown> = { ...(req.args ?? {}) };
     const flags: ProcFlags = { ...(req.flags ?? {}) };
     // The model sees the flags among the arguments; lift them out so the tool's own schema judges only its own.
@@ -303,9 +341,12 @@ export class Core {
         delete args[f];
       }
     }
-    if (flags.bypass !== undefined && typeof flags.bypass !== 'boolean') return refused('flag bypass must be true or false');
-    if (flags.background !== undefined && typeof flags.background !== 'boolean') return refused('flag background must be true or false');
-    if (flags.timeout !== undefined && !(typeof flags.timeout === 'number' && flags.timeout > 0)) return refused('flag timeout must be a positive number of seconds');
+    if (flags.bypass !== undefined && typeof flags.bypass !== 'boolean')
+      return refused('flag bypass must be true or false');
+    if (flags.background !== undefined && typeof flags.background !== 'boolean')
+      return refused('flag background must be true or false');
+    if (flags.timeout !== undefined && !(typeof flags.timeout === 'number' && flags.timeout > 0))
+      return refused('flag timeout must be a positive number of seconds');
     if (!tool.validate(args)) return refused(`invalid arguments for ${tool.name}: ${describeErrors(tool.validate)}`);
 
     const cmd = describeCall(tool.name, args);
@@ -314,14 +355,19 @@ export class Core {
     const lockSession = this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID');
     const global: LockKind = { kind: 'global', ...(lockSession && { session: lockSession }) };
     if (tool.fields.scope === 'global') lock = global;
-    else if (tool.fields.scope === 'write' && tool.fields.lockPath) lock = { kind: 'path', path: tool.fields.lockPath, ...(lockSession && { session: lockSession }) };
+    else if (tool.fields.scope === 'write' && tool.fields.lockPath)
+      lock = { kind: 'path', path: tool.fields.lockPath, ...(lockSession && { session: lockSession }) };
     else if (tool.fields.scope === 'write') {
       const p = args[tool.fields.pathArg!];
       // Without a usable path the call cannot say what it touches: it takes everything.
-      lock = typeof p === 'string' && p !== '' ? { kind: 'path', path: resolve(s.cwd, p), ...(lockSession && { session: lockSession }) } : global;
+      lock =
+        typeof p === 'string' && p !== ''
+          ? { kind: 'path', path: resolve(s.cwd, p), ...(lockSession && { session: lockSession }) }
+          : global;
     }
 
-    if (flags.ask !== undefined && typeof flags.ask !== 'string') return refused('flag ask must be a string (the reason shown to the person)');
+    if (flags.ask !== undefined && typeof flags.ask !== 'string')
+      return refused('flag ask must be a string (the reason shown to the person)');
     let bypassed = false;
     const unsandboxed = flags.bypass && !this.opts.confinement.yolo;
     if (unsandboxed || flags.ask !== undefined) {
@@ -329,12 +375,27 @@ export class Core {
       // One request: leaving the sandbox, a hook's ask, or both (approving the bypass answers the hook too). With a
       // hook's ask it is a person's, once: were a remembered bypass rule to answer it, a model could skip the hook's
       // question by adding `bypass` to a call a person once approved always.
-      const reason = [unsandboxed && 'the model asked to run this outside the sandbox', flags.ask !== undefined && `a hook asks for your approval${unsandboxed ? '' : ' (the call runs inside the sandbox)'}: ${flags.ask}`].filter(Boolean).join('; ');
+      const reason = [
+        unsandboxed && 'the model asked to run this outside the sandbox',
+        flags.ask !== undefined &&
+          `a hook asks for your approval${unsandboxed ? '' : ' (the call runs inside the sandbox)'}: ${flags.ask}`,
+      ]
+        .filter(Boolean)
+        .join('; ');
       // An MCP tool's `command` is the server's to interpret (SQL, a DSL…), not argv: no command line, so a
       // remembered approval is exact and never a prefix that lets words be added.
       const command = 'mcp' in tool ? undefined : commandOf(args);
       const approved = await this.bypass.request(
-        { agent: s.name, tool: tool.name, cmd, ...(command !== undefined && { command }), cwd: s.cwd, reason, ...(session && { session }), ...(flags.ask !== undefined && { ask: true }) },
+        {
+          agent: s.name,
+          tool: tool.name,
+          cmd,
+          ...(command !== undefined && { command }),
+          cwd: s.cwd,
+          reason,
+          ...(session && { session }),
+          ...(flags.ask !== undefined && { ask: true }),
+        },
         signal,
       );
       if (!approved) return refused('denied by user', tool.name);
@@ -352,13 +413,23 @@ export class Core {
       // The agent's own spill files are readable to its tools. The session is toolsrv's own when it serves one; a
       // shared toolsrv knows it from the scope olliesrv set up. Not for hosted tools: a host is shared by every
       // agent in a cwd (its key is its command line), and a per-agent rule would start one per agent.
-      const owner = tool.host ? undefined : { session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'), agent: s.name };
+      const owner = tool.host
+        ? undefined
+        : { session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'), agent: s.name };
       const outside = s.root !== undefined && !within(s.cwd, s.root);
       if (outside) {
         release?.();
-        return refused(`the working directory ${s.cwd} is outside ${s.root}, whose sandbox policy this agent has: refused`, tool.name);
+        return refused(
+          `the working directory ${s.cwd} is outside ${s.root}, whose sandbox policy this agent has: refused`,
+          tool.name,
+        );
       }
-      const wrapped = this.opts.confinement.wrap(argv, s.root ?? s.cwd, callEnv, { unconfined: bypassed, ollieSocket: tool.ollieSocket, sandbox: tool.sandbox, ...(owner && { owner }) });
+      const wrapped = this.opts.confinement.wrap(argv, s.root ?? s.cwd, callEnv, {
+        unconfined: bypassed,
+        ollieSocket: tool.ollieSocket,
+        sandbox: tool.sandbox,
+        ...(owner && { owner }),
+      });
       if ('refused' in wrapped) {
         release?.();
         return refused(wrapped.refused, tool.name);
@@ -370,11 +441,32 @@ export class Core {
         release?.();
         return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
       }
-      proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd, background: !!flags.background, bypassed, ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }) });
+      proc = new Proc({
+        id: this.nextPid++,
+        tool: tool.name,
+        agent: s.name,
+        cmd,
+        background: !!flags.background,
+        bypassed,
+        ...(tool.fields.outputFormat && { format: tool.fields.outputFormat }),
+      });
       this.procs.set(proc.id, proc);
       const timeout = flags.timeout ?? (flags.background ? undefined : tool.fields.timeout);
       if (tool.host) this.hosts.run(tool.host.name, wrapped, s.cwd, proc, { tool: tool.name, args }, timeout);
-      else await proc.start({ file: wrapped.file, args: wrapped.args, cwd: s.cwd, env: wrapped.env, stdin: JSON.stringify(args), tty: tool.fields.tty, ...(wrapped.limits && { limits: wrapped.limits }) }, timeout, this.opts.launcher);
+      else
+        await proc.start(
+          {
+            file: wrapped.file,
+            args: wrapped.args,
+            cwd: s.cwd,
+            env: wrapped.env,
+            stdin: JSON.stringify(args),
+            tty: tool.fields.tty,
+            ...(wrapped.limits && { limits: wrapped.limits }),
+          },
+          timeout,
+          this.opts.launcher,
+        );
     } catch (e) {
       release?.();
       throw e;
@@ -388,11 +480,31 @@ export class Core {
   }
 
   /** A call answered by an MCP server: the lock, proc/ record, background and abort of any call (mcp/manager.ts). */
-  private async callMcp(s: Scope, tool: McpTool, args: Record<string, unknown>, flags: ProcFlags, o: { cmd: string; bypassed: boolean; lock?: LockKind }, signal: AbortSignal): Promise<ProcResult> {
+  private async callMcp(
+    s: Scope,
+    tool: McpTool,
+    args: Record<string, unknown>,
+    flags: ProcFlags,
+    o: { cmd: string; bypassed: boolean; lock?: LockKind },
+    signal: AbortSignal,
+  ): Promise<ProcResult> {
     const release = o.lock ? await this.locks.acquire(o.lock, signal) : undefined;
-    const proc = new Proc({ id: this.nextPid++, tool: tool.name, agent: s.name, cmd: o.cmd, background: !!flags.background, bypassed: o.bypassed });
+    const proc = new Proc({
+      id: this.nextPid++,
+      tool: tool.name,
+      agent: s.name,
+      cmd: o.cmd,
+      background: !!flags.background,
+      bypassed: o.bypassed,
+    });
     this.procs.set(proc.id, proc);
-    this.mcp!.run(tool.mcp, proc, args, o.bypassed, flags.timeout ?? (flags.background ? undefined : tool.fields.timeout));
+    this.mcp!.run(
+      tool.mcp,
+      proc,
+      args,
+      o.bypassed,
+      flags.timeout ?? (flags.background ? undefined : tool.fields.timeout),
+    );
     if (flags.background) {
       return this.letGo(s, proc, release, o.bypassed);
     }
@@ -404,7 +516,15 @@ export class Core {
   private letGo(s: Scope, proc: Proc, release: (() => void) | undefined, bypassed: boolean): ProcResult {
     release?.();
     void proc.done.then(() => this.interrupted(s, proc));
-    return { pid: proc.id, tool: proc.meta.tool, status: 'background', exit: null, output: '', outputBytes: 0, ...(bypassed && { bypassed }) };
+    return {
+      pid: proc.id,
+      tool: proc.meta.tool,
+      status: 'background',
+      exit: null,
+      output: '',
+      outputBytes: 0,
+      ...(bypassed && { bypassed }),
+    };
   }
 
   /** Waits for a foreground call (an abort kills it); its lock goes however it ends. */
@@ -424,13 +544,23 @@ export class Core {
     p.lastRead = Date.now();
     const output = p.resultOutput();
     const r: ProcResult = {
-      pid: p.id, tool: p.meta.tool, status: p.status, exit: p.exit, output, outputBytes: p.outputBytes,
+      pid: p.id,
+      tool: p.meta.tool,
+      status: p.status,
+      exit: p.exit,
+      output,
+      outputBytes: p.outputBytes,
       ...(p.meta.format && { format: p.meta.format }),
       ...(p.error && { error: p.error }),
       ...(p.meta.bypassed && { bypassed: true }),
     };
     // The sandbox helper's own failures (Landlock missing or weaker than the policy) mean the tool never ran.
-    if (!p.meta.bypassed && !this.opts.confinement.yolo && p.status === 'exited' && SANDBOX_EXIT_CODES.has(p.exit ?? -1)) {
+    if (
+      !p.meta.bypassed &&
+      !this.opts.confinement.yolo &&
+      p.status === 'exited' &&
+      SANDBOX_EXIT_CODES.has(p.exit ?? -1)
+    ) {
       const m = SANDBOX_MESSAGE.exec(output);
       if (m) return { ...r, status: 'refused', error: `sandbox unavailable: ${m[0]}` };
     }
@@ -440,10 +570,20 @@ export class Core {
   private interrupted(s: Scope, p: Proc): void {
     if (!this.procs.has(p.id)) return; // dismissed
     const tail = lastLines(p.tail(), 40);
-    const attr = (v: string): string => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/\n/g, ' ');
+    const attr = (v: string): string =>
+      v.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/\n/g, ' ');
     const exit = p.exit === null ? '' : ` exit="${p.exit}"`;
     const text = `<system-proc-interrupt id="${p.id}" cmd="${attr(p.meta.cmd)}" status="${p.status}"${exit}>\n${tail}${tail.endsWith('\n') || !tail ? '' : '\n'}</system-proc-interrupt>\n`;
-    s.interrupts.push({ pid: p.id, agent: s.name, tool: p.meta.tool, cmd: p.meta.cmd, status: p.status, exit: p.exit, tail, text });
+    s.interrupts.push({
+      pid: p.id,
+      agent: s.name,
+      tool: p.meta.tool,
+      cmd: p.meta.cmd,
+      status: p.status,
+      exit: p.exit,
+      tail,
+      text,
+    });
     s.interruptFeed.push(null);
   }
 
@@ -471,7 +611,11 @@ export class Core {
     switch (cmd) {
       case 'signal': {
         if (!arg) throw new RequestError('signal needs a number or a name (signal 15, signal TERM)');
-        const sig = /^\d+$/.test(arg) ? Number(arg) : (arg.toUpperCase().startsWith('SIG') ? arg.toUpperCase() : `SIG${arg.toUpperCase()}`);
+        const sig = /^\d+$/.test(arg)
+          ? Number(arg)
+          : arg.toUpperCase().startsWith('SIG')
+            ? arg.toUpperCase()
+            : `SIG${arg.toUpperCase()}`;
         p.markKilled();
         try {
           // A hosted call shares its host's process with other calls: the signal becomes a cancel of this call.
@@ -492,7 +636,8 @@ export class Core {
         return;
       case 'resize': {
         const m = /^(\d{1,4})\s+(\d{1,4})$/.exec(line.trim().slice('resize'.length).trim());
-        if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) throw new RequestError('resize needs COLS ROWS, e.g. resize 120 40');
+        if (!m || Number(m[1]) < 1 || Number(m[2]) < 1)
+          throw new RequestError('resize needs COLS ROWS, e.g. resize 120 40');
         try {
           p.resize(Number(m[1]), Number(m[2]));
         } catch (e) {
@@ -506,23 +651,36 @@ export class Core {
         p.terminate('killed', 0);
         return;
       default:
-        throw new RequestError(`unknown command ${JSON.stringify(cmd)}; commands: signal N, term, kill, resize COLS ROWS, dismiss`);
+        throw new RequestError(
+          `unknown command ${JSON.stringify(cmd)}; commands: signal N, term, kill, resize COLS ROWS, dismiss`,
+        );
     }
   }
 
   statText(p: Proc): string {
     p.lastRead = Date.now();
     const lines = [
-      `state=${p.state}`, `status=${p.state === 'running' ? 'running' : p.status}`, `runtime_ms=${p.runtimeMs()}`, `tool=${p.meta.tool}`,
-      `exit=${p.exit ?? ''}`, `signal=${p.signal ?? ''}`, `agent=${p.meta.agent}`, `os_pid=${p.osPid}`, `background=${p.meta.background ? 1 : 0}`,
-      `bypassed=${p.meta.bypassed ? 1 : 0}`, `tty=${p.tty ? 1 : 0}`, `output_bytes=${p.outputBytes}`, `cmd=${JSON.stringify(p.meta.cmd)}`,
+      `state=${p.state}`,
+      `status=${p.state === 'running' ? 'running' : p.status}`,
+      `runtime_ms=${p.runtimeMs()}`,
+      `tool=${p.meta.tool}`,
+      `exit=${p.exit ?? ''}`,
+      `signal=${p.signal ?? ''}`,
+      `agent=${p.meta.agent}`,
+      `os_pid=${p.osPid}`,
+      `background=${p.meta.background ? 1 : 0}`,
+      `bypassed=${p.meta.bypassed ? 1 : 0}`,
+      `tty=${p.tty ? 1 : 0}`,
+      `output_bytes=${p.outputBytes}`,
+      `cmd=${JSON.stringify(p.meta.cmd)}`,
     ];
     return `${lines.join('\n')}\n`;
   }
 
   /** Drops exited procs nobody has read for the TTL. */
   collect(now = Date.now()): void {
-    for (const p of this.procs.values()) if (p.state === 'exited' && now - p.lastRead >= this.ttl) this.procs.delete(p.id);
+    for (const p of this.procs.values())
+      if (p.state === 'exited' && now - p.lastRead >= this.ttl) this.procs.delete(p.id);
   }
 
   /** Kills every running proc (toolsrv is going away). */

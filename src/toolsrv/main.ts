@@ -77,7 +77,8 @@ function readSecret(): Promise<string> {
 
 async function main(): Promise<void> {
   if (!values.socket) die('--socket PATH is required');
-  for (const k of ['config-dir', 'data-dir'] as const) if (values[k] !== undefined && !values[k].startsWith('/')) die(`--${k}: not an absolute path: ${values[k]}`);
+  for (const k of ['config-dir', 'data-dir'] as const)
+    if (values[k] !== undefined && !values[k].startsWith('/')) die(`--${k}: not an absolute path: ${values[k]}`);
   for (const d of values.seal ?? []) if (!d.startsWith('/')) die(`--seal: not an absolute path: ${d}`);
   const idleMs = ms('idle-ms', values['idle-ms'])!;
   const graceMs = ms('grace-ms', values['grace-ms'])!;
@@ -119,10 +120,16 @@ async function main(): Promise<void> {
   }).catch((e: Error) => die(`cannot serve on ${values.socket}: ${e.message}`));
   running.ts = ts;
 
-  let idle: NodeJS.Timeout | undefined = setTimeout(() => void exit(`no connection within ${graceMs} ms of start`), graceMs);
+  let idle: NodeJS.Timeout | undefined = setTimeout(
+    () => void exit(`no connection within ${graceMs} ms of start`),
+    graceMs,
+  );
   ts.onConnections = (n) => {
     clearTimeout(idle);
-    idle = n === 0 ? setTimeout(() => void exit(`idle for ${idleMs} ms after the last connection closed`), idleMs) : undefined;
+    idle =
+      n === 0
+        ? setTimeout(() => void exit(`idle for ${idleMs} ms after the last connection closed`), idleMs)
+        : undefined;
   };
   if (values['pid-file']) writeFileSync(values['pid-file'], `${process.pid}\n`, { mode: 0o600 });
   process.stdout.write(`ready ${values.socket}\n`);

@@ -16,7 +16,14 @@ export {
   type LandlockStatus,
   type SandboxPolicy,
 } from './sandbox/index.js';
-export { applyTrustCommands, listTrusted, PROJECT_HOOKS_FILE_NAME, readTrusted, sha256, TrustError } from './sandbox/trust.js';
+export {
+  applyTrustCommands,
+  listTrusted,
+  PROJECT_HOOKS_FILE_NAME,
+  readTrusted,
+  sha256,
+  TrustError,
+} from './sandbox/trust.js';
 export { containmentStatus, describeContainment } from './exec/containment.js';
 export { SPAWNER } from '../platform/spawner.js';
 export { GLOBAL_MCP_FILE, parseMcpFile } from './mcp/config.js';

@@ -71,7 +71,9 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
   });
   // Tool processes start from the fork server when it is built (it is wherever the sandbox helper is).
   const launcher = Launcher.create({ native: o.spawner !== false });
-  const baseEnv = o.baseEnv ?? (Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>);
+  const baseEnv =
+    o.baseEnv ??
+    (Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>);
   const core = new Core({
     toolDirs,
     cwd: o.cwd ?? process.cwd(),
@@ -85,7 +87,11 @@ export async function startToolsrv(o: ToolsrvOptions): Promise<Toolsrv> {
     mcp: { configDir: dirs.configDir },
     log,
   });
-  const server = new Server({ fs: toolsrvNamespace(core, userInfo().username), auth: sharedSecretAuth(o.secret), onProtocolError: (m) => log(`closed a connection: ${m}`) });
+  const server = new Server({
+    fs: toolsrvNamespace(core, userInfo().username),
+    auth: sharedSecretAuth(o.secret),
+    onProtocolError: (m) => log(`closed a connection: ${m}`),
+  });
   await prepareUnixSocket(o.socket);
   let open = 0;
   const ts: Toolsrv = {

@@ -37,7 +37,6 @@ export interface WebUi {
   close(): Promise<void>;
 }
 
-
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -52,7 +51,8 @@ const TYPES: Record<string, string> = {
 };
 
 /** The same policy as the Electron window's (src/renderer/index.html), plus the WebSocket. */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 export function defaultRendererDir(): string {
   // dist/webui/server.js and src/webui/server.ts are both two levels below the root.
@@ -88,16 +88,21 @@ export function mountWebUi(door: FrontDoor, opts: WebUiMountOptions): void {
       const file = normalize(join(rootDir, rel));
       if (!file.startsWith(rootDir + sep)) return deny(res, 403, 'forbidden path');
       if (!existsSync(file) || !statSync(file).isFile()) {
-        if (rel === '/index.html') return deny(res, 503, `the renderer is not built (${rootDir} is missing); run \`npm run build:app\``);
+        if (rel === '/index.html')
+          return deny(res, 503, `the renderer is not built (${rootDir} is missing); run \`npm run build:app\``);
         return deny(res, 404, 'not found');
       }
       // A symbolic link in the build (planted, or left by a tool) must not serve a file from elsewhere.
       if (!realpathSync(file).startsWith(realpathSync(rootDir) + sep)) return deny(res, 404, 'not found');
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'content-security-policy': CSP });
+      res.writeHead(200, {
+        'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+        'content-security-policy': CSP,
+      });
       res.end(req.method === 'HEAD' ? undefined : readFileSync(file));
     },
     upgrade(req: IncomingMessage, socket: Socket, head: Buffer, url: URL) {
-      if (url.pathname !== '/9p') return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      if (url.pathname !== '/9p')
+        return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
         // The page presented the token (the door checked it): its channel is the owner's ('local' origin), or,
         // with `to=ssh!HOST[!SOCK]` ("Connect to…"), the raw 9P stream of the daemon on that host.

@@ -27,7 +27,11 @@ beforeAll(async () => {
   writeConfig(join(dir, 'config'), mock.url);
   mkdirSync(join(dir, 'run'), { mode: 0o700 });
   socket = join(dir, 'run', 'ollie.sock');
-  serve = spawn(process.execPath, [OLLIE, 'serve', '--socket', socket, '--config', join(dir, 'config'), '--data', join(dir, 'data'), '--no-tools'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  serve = spawn(
+    process.execPath,
+    [OLLIE, 'serve', '--socket', socket, '--config', join(dir, 'config'), '--data', join(dir, 'data'), '--no-tools'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let err = '';
   serve.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -39,7 +43,13 @@ beforeAll(async () => {
     serve.once('exit', (code) => reject(new Error(`ollie serve exited (${code}): ${err}`)));
   });
   client = new Client({ name: 'ollie-mcp-test', version: '1' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [OLLIE, 'mcp', '-a', `unix!${socket}`], stderr: 'pipe' }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [OLLIE, 'mcp', '-a', `unix!${socket}`],
+      stderr: 'pipe',
+    }),
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -56,7 +66,15 @@ const textOf = (r: Result): string => (r.content as Array<{ type: string; text: 
 describe('ollie mcp', () => {
   it('lists its tools, each with a description and an input schema', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['create_agent', 'create_session', 'list_agents', 'list_approvals', 'list_sessions', 'prompt_agent', 'read_agent_log']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'create_agent',
+      'create_session',
+      'list_agents',
+      'list_approvals',
+      'list_sessions',
+      'prompt_agent',
+      'read_agent_log',
+    ]);
     for (const t of tools) {
       expect(t.description).toBeTruthy();
       expect(t.inputSchema.type).toBe('object');
@@ -65,34 +83,65 @@ describe('ollie mcp', () => {
   });
 
   it('creates a session and an agent, prompts it and returns its reply once the turn is over, reads its log', async () => {
-    expect(textOf(await client.callTool({ name: 'create_session', arguments: { name: 'work', cwd: dir } }))).toBe('work');
-    const sessions = JSON.parse(textOf(await client.callTool({ name: 'list_sessions', arguments: {} }))) as Array<{ name: string; cwd: string }>;
+    expect(textOf(await client.callTool({ name: 'create_session', arguments: { name: 'work', cwd: dir } }))).toBe(
+      'work',
+    );
+    const sessions = JSON.parse(textOf(await client.callTool({ name: 'list_sessions', arguments: {} }))) as Array<{
+      name: string;
+      cwd: string;
+    }>;
     expect(sessions).toEqual([expect.objectContaining({ name: 'work', cwd: dir })]);
 
-    expect(textOf(await client.callTool({ name: 'create_agent', arguments: { session: 'work', name: 'helper', profile: 'test' } }))).toBe('helper');
-    const agents = JSON.parse(textOf(await client.callTool({ name: 'list_agents', arguments: { session: 'work' } }))) as Array<{ name: string; state: string }>;
+    expect(
+      textOf(
+        await client.callTool({
+          name: 'create_agent',
+          arguments: { session: 'work', name: 'helper', profile: 'test' },
+        }),
+      ),
+    ).toBe('helper');
+    const agents = JSON.parse(
+      textOf(await client.callTool({ name: 'list_agents', arguments: { session: 'work' } })),
+    ) as Array<{ name: string; state: string }>;
     expect(agents).toEqual([expect.objectContaining({ name: 'helper', state: 'idle', parent: null, depth: 0 })]);
 
     mock.script([{ text: 'The answer is 42.' }]);
-    const r = await client.callTool({ name: 'prompt_agent', arguments: { session: 'work', agent: 'helper', prompt: 'What is the answer?' } });
+    const r = await client.callTool({
+      name: 'prompt_agent',
+      arguments: { session: 'work', agent: 'helper', prompt: 'What is the answer?' },
+    });
     expect(r.isError).toBeFalsy();
     expect(textOf(r)).toBe('The answer is 42.');
 
-    const log = textOf(await client.callTool({ name: 'read_agent_log', arguments: { session: 'work', agent: 'helper' } }));
+    const log = textOf(
+      await client.callTool({ name: 'read_agent_log', arguments: { session: 'work', agent: 'helper' } }),
+    );
     expect(log).toContain('What is the answer?');
     expect(log).toContain('The answer is 42.');
-    expect(JSON.parse(textOf(await client.callTool({ name: 'list_approvals', arguments: { session: 'work' } })))).toEqual([]);
+    expect(
+      JSON.parse(textOf(await client.callTool({ name: 'list_approvals', arguments: { session: 'work' } }))),
+    ).toEqual([]);
 
     // A second turn: the reply is that turn's, not the first's.
     mock.script([{ text: 'Still 42.' }]);
-    expect(textOf(await client.callTool({ name: 'prompt_agent', arguments: { session: 'work', agent: 'helper', prompt: 'Sure?' } }))).toBe('Still 42.');
+    expect(
+      textOf(
+        await client.callTool({
+          name: 'prompt_agent',
+          arguments: { session: 'work', agent: 'helper', prompt: 'Sure?' },
+        }),
+      ),
+    ).toBe('Still 42.');
   });
 
   it('a turn that ends in an error is an error result; unknown names and bad arguments say what is wrong', async () => {
     await client.callTool({ name: 'create_session', arguments: { name: 'errs', cwd: dir } });
     await client.callTool({ name: 'create_agent', arguments: { session: 'errs', name: 'a', profile: 'test' } });
     mock.script([{ status: 401, message: 'bad key' }]);
-    const failed = await client.callTool({ name: 'prompt_agent', arguments: { session: 'errs', agent: 'a', prompt: 'hello' } });
+    const failed = await client.callTool({
+      name: 'prompt_agent',
+      arguments: { session: 'errs', agent: 'a', prompt: 'hello' },
+    });
     expect(failed.isError).toBe(true);
     expect(textOf(failed)).toMatch(/the turn ended in an error: .*bad key/);
 

@@ -26,9 +26,18 @@ interface Run {
 }
 
 /** Runs `o` with the daemon's address and only the context variables given. */
-function o(args: string[], opts: { env?: Record<string, string>; input?: string; until?: (out: string) => boolean; interruptAfterMs?: number } = {}): Promise<Run> {
+function o(
+  args: string[],
+  opts: {
+    env?: Record<string, string>;
+    input?: string;
+    until?: (out: string) => boolean;
+    interruptAfterMs?: number;
+  } = {},
+): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env, OLLIE_ADDR: `unix!${h.socket}`, ...opts.env };
-  for (const k of ['OLLIE_SESSION', 'OLLIE_AGENT', 'OLLIE_SESSION_ID', 'OLLIE_UNAME']) if (!opts.env?.[k]) delete env[k];
+  for (const k of ['OLLIE_SESSION', 'OLLIE_AGENT', 'OLLIE_SESSION_ID', 'OLLIE_UNAME'])
+    if (!opts.env?.[k]) delete env[k];
   const p = spawn(process.execPath, [O, ...args], { env, cwd: h.dir });
   let out = '';
   let err = '';
@@ -53,7 +62,10 @@ describe('sessions', () => {
     expect(await o(['-s', 'one', 'sess', 'rename', 'two'])).toMatchObject({ code: 0, out: 'two\n' });
     expect(await o(['sess', 'rename', 'two', 'three'])).toMatchObject({ code: 0, out: 'three\n' });
     expect(h.daemon.sessions.has('three')).toBe(true);
-    expect(await o(['sess', 'ctl', 'pause'], { env: { OLLIE_SESSION: 'three' } })).toMatchObject({ code: 0, out: 'paused\n' });
+    expect(await o(['sess', 'ctl', 'pause'], { env: { OLLIE_SESSION: 'three' } })).toMatchObject({
+      code: 0,
+      out: 'paused\n',
+    });
     expect(await o(['sess', 'kill', 'three'])).toMatchObject({ code: 0, out: 'killed\n' });
     expect(h.daemon.sessions.has('three')).toBe(false);
   });
@@ -62,10 +74,14 @@ describe('sessions', () => {
     await o(['sess', 'new', 'lonely']);
     const noSession = await o(['agent', 'ls']);
     expect(noSession.code).toBe(2);
-    expect(noSession.err).toBe('o: no session given: use -s NAME, or set OLLIE_SESSION (a name) or OLLIE_SESSION_ID (an id; see `o env`)\n');
+    expect(noSession.err).toBe(
+      'o: no session given: use -s NAME, or set OLLIE_SESSION (a name) or OLLIE_SESSION_ID (an id; see `o env`)\n',
+    );
     const noAgent = await o(['-s', 'lonely', 'prompt', 'hi']);
     expect(noAgent.code).toBe(2);
-    expect(noAgent.err).toBe('o: no agent given (session lonely): use -g NAME, or set OLLIE_AGENT (a name) or OLLIE_UNAME (an agent id; see `o env`)\n');
+    expect(noAgent.err).toBe(
+      'o: no agent given (session lonely): use -g NAME, or set OLLIE_AGENT (a name) or OLLIE_UNAME (an agent id; see `o env`)\n',
+    );
     const badId = await o(['agent', 'ls'], { env: { OLLIE_SESSION_ID: 'no-such-id' } });
     expect(badId.err).toBe('o: no session has the id in $OLLIE_SESSION_ID (no-such-id)\n');
     const gone = await o(['-s', 'nope', 'agent', 'ls']);
@@ -75,12 +91,15 @@ describe('sessions', () => {
 });
 
 describe('agents and prompts', () => {
-  it('agent kill removes the named agent, or the context\'s', async () => {
+  it("agent kill removes the named agent, or the context's", async () => {
     await o(['sess', 'new', 'doomed']);
     await o(['-s', 'doomed', 'agent', 'new', 'a1', '-p', 'test']);
     await o(['-s', 'doomed', 'agent', 'new', 'a2', '-p', 'test']);
     expect(await o(['-s', 'doomed', 'agent', 'kill', 'a1'])).toMatchObject({ code: 0, out: 'killed\n' });
-    expect(await o(['agent', 'kill'], { env: { OLLIE_SESSION: 'doomed', OLLIE_AGENT: 'a2' } })).toMatchObject({ code: 0, out: 'killed\n' });
+    expect(await o(['agent', 'kill'], { env: { OLLIE_SESSION: 'doomed', OLLIE_AGENT: 'a2' } })).toMatchObject({
+      code: 0,
+      out: 'killed\n',
+    });
     expect(await h.c.readText('session/doomed/agent/idx')).toBe('');
     const gone = await o(['-s', 'doomed', 'agent', 'kill', 'a1']);
     expect(gone.code).not.toBe(0);
@@ -95,25 +114,36 @@ describe('agents and prompts', () => {
     const sid = (await h.c.readText('session/work/id')).trim();
     const aid = (await h.c.readText('session/work/agent/ann/id')).trim();
     expect(await o(['-s', 'work', 'env'])).toMatchObject({ code: 0, out: `export OLLIE_SESSION_ID=${sid}\n` });
-    expect(await o(['-s', 'work', '-g', 'ann', 'env'])).toMatchObject({ code: 0, out: `export OLLIE_SESSION_ID=${sid} OLLIE_UNAME=${aid}\n` });
+    expect(await o(['-s', 'work', '-g', 'ann', 'env'])).toMatchObject({
+      code: 0,
+      out: `export OLLIE_SESSION_ID=${sid} OLLIE_UNAME=${aid}\n`,
+    });
     const viaIds = await o(['ctl', 'peers'], { env: { OLLIE_SESSION_ID: sid, OLLIE_UNAME: aid } });
     expect(viaIds).toMatchObject({ code: 0, out: '' });
     expect((await o(['ctl', 'help'], { env: { OLLIE_SESSION_ID: sid, OLLIE_UNAME: aid } })).out).toContain('peeradd');
   });
 
-  it('prompt streams this turn\'s answer only (not the history), also for a prompt sent before', async () => {
+  it("prompt streams this turn's answer only (not the history), also for a prompt sent before", async () => {
     const ctx = { env: { OLLIE_SESSION: 'work', OLLIE_AGENT: 'ann' } };
     h.mock.script([{ text: 'First answer.' }]);
     expect(await o(['prompt', 'hello', 'there'], ctx)).toMatchObject({ code: 0, out: 'First answer.\n', err: '' });
-    h.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo tool-output' } }] }], [{ text: 'Second answer.' }]);
+    h.mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: 'echo tool-output' } }] }],
+      [{ text: 'Second answer.' }],
+    );
     const second = await o(['prompt', 'hello', 'there'], ctx);
     expect(second.code).toBe(0);
     expect(second.out).not.toContain('First answer.');
     expect(second.out).toMatch(/^→ shell \{"command":"echo tool-output"\}\ntool-output\n\nSecond answer\.\n$/);
     // stdin when no words are given
     h.mock.script([{ text: 'From stdin.' }]);
-    expect(await o(['prompt'], { ...ctx, input: 'a prompt\non two lines\n' })).toMatchObject({ code: 0, out: 'From stdin.\n' });
-    const last = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(await o(['prompt'], { ...ctx, input: 'a prompt\non two lines\n' })).toMatchObject({
+      code: 0,
+      out: 'From stdin.\n',
+    });
+    const last = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
     expect(last.messages.at(-1)).toMatchObject({ role: 'user', content: 'a prompt\non two lines' });
   });
 
@@ -127,7 +157,7 @@ describe('agents and prompts', () => {
     expect(log.indexOf('the slow first answer')).toBeLessThan(log.indexOf('The queued answer.'));
   });
 
-  it('Ctrl-C during prompt stops the agent\'s turn and exits 130', async () => {
+  it("Ctrl-C during prompt stops the agent's turn and exits 130", async () => {
     h.mock.script([{ text: 'streaming slowly and on and on' }, { delayMs: 400 }]);
     const r = await o(['-s', 'work', '-g', 'ann', 'prompt', 'interrupt me'], { until: (out) => out.length > 0 });
     expect(r.code).toBe(130);
@@ -152,12 +182,19 @@ describe('agents and prompts', () => {
   });
 
   it('prompt ends with its own turn when the next queued prompt follows without the agent going idle', async () => {
-    h.mock.script([{ text: 'busy answer' }, { delayMs: 100 }], [{ text: 'Mine.' }], [{ text: 'theirs, slowly' }, { delayMs: 400 }]);
+    h.mock.script(
+      [{ text: 'busy answer' }, { delayMs: 100 }],
+      [{ text: 'Mine.' }],
+      [{ text: 'theirs, slowly' }, { delayMs: 400 }],
+    );
     await h.c.write('session/work/agent/ann/prompt', 'be busy');
     await h.waitState('session/work/agent/ann', 'thinking');
     const mine = o(['-s', 'work', '-g', 'ann', 'prompt', 'my question']);
     // Queued behind ours (once ours is in the queue), so it starts the moment ours ends.
-    await until(async () => (await h.c.rdwrText('session/work/agent/ann/ctl', 'queue')).includes('my question'), 'o prompt to queue its prompt');
+    await until(
+      async () => (await h.c.rdwrText('session/work/agent/ann/ctl', 'queue')).includes('my question'),
+      'o prompt to queue its prompt',
+    );
     await h.c.write('session/work/agent/ann/prompt', 'their question');
     const r = await mine;
     expect(r).toMatchObject({ code: 0, out: 'Mine.\n' });
@@ -187,11 +224,17 @@ describe('goals', () => {
     const dir = join(h.configDir, 'workflows');
     mkdirSync(dir, { recursive: true });
     // A workflow that takes its time, so that `goal wait` really waits.
-    writeFileSync(join(dir, 'slow-done'), '#!/bin/sh\nset -e\nsleep 0.5\ngoal=$(ollie-9p read "$OLLIE_GOAL_FILE")\nprintf "complete\\ndid: %s\\n" "$goal" | ollie-9p write "session/$OLLIE_SESSION/goalstatus"\n');
+    writeFileSync(
+      join(dir, 'slow-done'),
+      '#!/bin/sh\nset -e\nsleep 0.5\ngoal=$(ollie-9p read "$OLLIE_GOAL_FILE")\nprintf "complete\\ndid: %s\\n" "$goal" | ollie-9p write "session/$OLLIE_SESSION/goalstatus"\n',
+    );
     chmodSync(join(dir, 'slow-done'), 0o755);
     await o(['sess', 'new', 'goals']);
     const ctx = { env: { OLLIE_SESSION: 'goals' } };
-    expect(await o(['sess', 'ctl', 'workflow', 'slow-done'], ctx)).toMatchObject({ code: 0, out: 'workflow slow-done\n' });
+    expect(await o(['sess', 'ctl', 'workflow', 'slow-done'], ctx)).toMatchObject({
+      code: 0,
+      out: 'workflow slow-done\n',
+    });
     expect(await o(['goal'], ctx)).toMatchObject({ code: 0, out: '' });
     expect(await o(['goal', 'make', 'it', 'so'], ctx)).toMatchObject({ code: 0, out: 'goal set; status: running\n' });
     const t0 = Date.now();
@@ -199,7 +242,10 @@ describe('goals', () => {
     expect(Date.now() - t0).toBeGreaterThan(200);
     expect(await o(['goal'], ctx)).toMatchObject({ code: 0, out: 'complete\ndid: make it so\n' });
     // A goal that ends blocked: exit status 1.
-    writeFileSync(join(dir, 'stuck'), '#!/bin/sh\nprintf "blocked\\nneed a human\\n" | ollie-9p write "session/$OLLIE_SESSION/goalstatus"\n');
+    writeFileSync(
+      join(dir, 'stuck'),
+      '#!/bin/sh\nprintf "blocked\\nneed a human\\n" | ollie-9p write "session/$OLLIE_SESSION/goalstatus"\n',
+    );
     chmodSync(join(dir, 'stuck'), 0o755);
     await o(['sess', 'ctl', 'workflow', 'stuck'], ctx);
     await o(['goal', 'another'], ctx);
@@ -212,7 +258,10 @@ describe('bypass approvals', () => {
     await o(['sess', 'new', 'box']);
     await o(['-s', 'box', 'agent', 'new', 'runner', '-p', 'test']);
     const ctx = { env: { OLLIE_SESSION: 'box' } };
-    expect(await o(['sess', 'approve'], ctx)).toMatchObject({ code: 2, err: 'o: session box has no pending bypass request\n' });
+    expect(await o(['sess', 'approve'], ctx)).toMatchObject({
+      code: 2,
+      err: 'o: session box has no pending bypass request\n',
+    });
     h.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo outside-the-box', bypass: true } }] }],
       [{ text: 'ran it' }],
@@ -229,7 +278,9 @@ describe('bypass approvals', () => {
       throw new Error('no bypass request came');
     };
     const list = await waitPending();
-    expect(list).toMatch(new RegExp(`^ID\\s+AGENT\\s+CWD\\s+COMMAND\\n(\\S+)\\s+runner\\s+${h.dir}\\s+.*echo outside-the-box.*\\n$`));
+    expect(list).toMatch(
+      new RegExp(`^ID\\s+AGENT\\s+CWD\\s+COMMAND\\n(\\S+)\\s+runner\\s+${h.dir}\\s+.*echo outside-the-box.*\\n$`),
+    );
     const id = /\n(\S+)/.exec(list)![1]!;
     expect(await o(['sess', 'approve'], ctx)).toMatchObject({ code: 0, out: `approved ${id}\n` });
     const first = await turn;

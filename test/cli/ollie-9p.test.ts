@@ -23,18 +23,22 @@ beforeAll(async () => {
   const path = join(dir, 's.sock');
   addr = `unix!${path}`;
   server = new Server({
-    fs: build(Dir('/',
-      Leaf('big', { read: () => big }),
-      // Like `event`: a filter is written, then matches stream and the file never ends by itself.
-      Leaf('events', {
-        async *rdwrStream(_ctx, request, signal) {
-          for (let i = 0; !signal.aborted; i++) {
-            yield `${request.trim()} ${i}\n`;
-            await new Promise((r) => setTimeout(r, 20));
-          }
-        },
-      }),
-    ), { uid: process.env.USER ?? 'me' }) as never,
+    fs: build(
+      Dir(
+        '/',
+        Leaf('big', { read: () => big }),
+        // Like `event`: a filter is written, then matches stream and the file never ends by itself.
+        Leaf('events', {
+          async *rdwrStream(_ctx, request, signal) {
+            for (let i = 0; !signal.aborted; i++) {
+              yield `${request.trim()} ${i}\n`;
+              await new Promise((r) => setTimeout(r, 20));
+            }
+          },
+        }),
+      ),
+      { uid: process.env.USER ?? 'me' },
+    ) as never,
   });
   listener = await listen(server, { kind: 'unix', path });
 });
@@ -49,7 +53,10 @@ describe('ollie-9p', () => {
   it('read BIG | head exits quietly (0 or 141), with no stack trace', async () => {
     // A real shell pipeline: head exits after 10 bytes and the pipe closes under the CLI.
     const errFile = join(dir, 'stderr');
-    const p = spawn('bash', ['-c', `"${process.execPath}" "${CLI}" -a '${addr}' read big 2>"${errFile}" | head -c 10 >/dev/null; echo "\${PIPESTATUS[0]}"`]);
+    const p = spawn('bash', [
+      '-c',
+      `"${process.execPath}" "${CLI}" -a '${addr}' read big 2>"${errFile}" | head -c 10 >/dev/null; echo "\${PIPESTATUS[0]}"`,
+    ]);
     let rc = '';
     p.stdout.on('data', (d: Buffer) => (rc += d.toString()));
     await new Promise((r) => p.once('exit', r));

@@ -19,8 +19,14 @@ afterEach(async () => {
   h = undefined;
 });
 
-function setup(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
-  const p = spawn(process.execPath, [OLLIE, 'setup', '--config', h!.configDir, '--socket', h!.socket, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+function setup(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
+  const p = spawn(process.execPath, [OLLIE, 'setup', '--config', h!.configDir, '--socket', h!.socket, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let out = '';
   let err = '';
   p.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -37,7 +43,10 @@ describe('ollie setup', () => {
     rmSync(file);
     await h.c.rdwrText('ctl', 'reload');
 
-    const r = await setup(['--provider', 'compatible', '--name', 'mock', '--url', `${h.mock.url}/v1`, '--key-env', 'MOCK_KEY'], { MOCK_KEY: 'sk-from-env-123' });
+    const r = await setup(
+      ['--provider', 'compatible', '--name', 'mock', '--url', `${h.mock.url}/v1`, '--key-env', 'MOCK_KEY'],
+      { MOCK_KEY: 'sk-from-env-123' },
+    );
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     expect(r.out).toContain('2 models: served-model, other-model');
@@ -45,7 +54,9 @@ describe('ollie setup', () => {
     expect(r.out).toMatch(/daemon: reloaded .*backends\.conf: mock/);
     const text = readFileSync(file, 'utf8');
     // No model given: a local server's own (the first it lists), not OpenAI's usual one.
-    expect(text).toMatch(/^# LLM backends of Ollie[^]*\[default\]\nbackend = mock\n[^]*# The key is read from \$MOCK_KEY[^]*\n\[mock\]\ntype = openai\nurl = http:\/\/127\.0\.0\.1:\d+\/v1\nkey = env:MOCK_KEY\nmodel = served-model\n$/);
+    expect(text).toMatch(
+      /^# LLM backends of Ollie[^]*\[default\]\nbackend = mock\n[^]*# The key is read from \$MOCK_KEY[^]*\n\[mock\]\ntype = openai\nurl = http:\/\/127\.0\.0\.1:\d+\/v1\nkey = env:MOCK_KEY\nmodel = served-model\n$/,
+    );
     expect(text).not.toContain('sk-from-env');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(await h.c.readText('backends')).toMatch(/^mock\*\topenai\t.*\tserved-model\n$/);
@@ -57,10 +68,14 @@ describe('ollie setup', () => {
     const before = readFileSync(file, 'utf8');
     const bad = await setup(['--provider', 'compatible', '--url', 'http://127.0.0.1:9/v1']);
     expect(bad.code).toBe(1);
-    expect(bad.err).toMatch(/^ollie setup: the check failed: http:\/\/127\.0\.0\.1:9\/v1: .*\(--no-check stores it anyway\)\n$/);
+    expect(bad.err).toMatch(
+      /^ollie setup: the check failed: http:\/\/127\.0\.0\.1:9\/v1: .*\(--no-check stores it anyway\)\n$/,
+    );
     const none = await setup(['--url', 'http://127.0.0.1:9/v1']);
     expect(none.code).toBe(1);
-    expect(none.err).toBe('ollie setup: --provider is required when not on a terminal (one of openai, anthropic, openrouter, ollama, gemini, copilot, compatible)\n');
+    expect(none.err).toBe(
+      'ollie setup: --provider is required when not on a terminal (one of openai, anthropic, openrouter, ollama, gemini, copilot, compatible)\n',
+    );
     const noUrl = await setup(['--provider', 'compatible', '--no-check']);
     expect(noUrl.err).toMatch(/"url" is required for OpenAI-compatible server/);
     expect(readFileSync(file, 'utf8')).toBe(before);

@@ -26,8 +26,19 @@ let otherSocket: string;
 async function daemonAt(socket: string, name: string): Promise<Daemon> {
   const base = join(sshd.dir, name);
   mkdirSync(join(base, 'config'), { recursive: true });
-  writeFileSync(join(base, 'config', 'backends.conf'), '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n');
-  return startDaemon({ socket, dataDir: join(base, 'data'), configDir: join(base, 'config'), toolsrv: false, skills: false, toolCacheFile: false, log: () => undefined });
+  writeFileSync(
+    join(base, 'config', 'backends.conf'),
+    '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n',
+  );
+  return startDaemon({
+    socket,
+    dataDir: join(base, 'data'),
+    configDir: join(base, 'config'),
+    toolsrv: false,
+    skills: false,
+    toolCacheFile: false,
+    log: () => undefined,
+  });
 }
 
 beforeAll(async () => {
@@ -52,7 +63,8 @@ interface Run {
 
 function run(cli: string, args: string[], input = ''): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig };
-  for (const k of ['OLLIE_ADDR', 'OLLIE_TOKEN', 'OLLIE_SESSION', 'OLLIE_AGENT', 'OLLIE_SESSION_ID', 'OLLIE_UNAME']) delete env[k];
+  for (const k of ['OLLIE_ADDR', 'OLLIE_TOKEN', 'OLLIE_SESSION', 'OLLIE_AGENT', 'OLLIE_SESSION_ID', 'OLLIE_UNAME'])
+    delete env[k];
   const p = spawn(process.execPath, [cli, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -63,24 +75,35 @@ function run(cli: string, args: string[], input = ''): Promise<Run> {
 }
 
 describe('attach over ssh', () => {
-  it('ollie-9p -a ssh!HOST reaches the daemon on the remote user\'s default socket, as its owner', async () => {
+  it("ollie-9p -a ssh!HOST reaches the daemon on the remote user's default socket, as its owner", async () => {
     remote.sessions.create({ name: 'over-there' });
     const idx = await run(NINEP, ['-a', `ssh!${sshd.host}`, 'read', 'session/idx']);
     expect(idx).toMatchObject({ code: 0, err: '' });
     expect(idx.out).toMatch(/\tover-there\t/);
     // The owner's files: config is the owner's alone, and a write lands there, not here.
     expect((await run(NINEP, ['-a', `ssh!${sshd.host}`, 'read', 'config/profile'])).code).toBe(0);
-    expect(await run(NINEP, ['-a', `ssh!${sshd.host}`, 'rdwr', 'session/new'], 'name=made-over-ssh')).toMatchObject({ code: 0, out: 'made-over-ssh\n' });
+    expect(await run(NINEP, ['-a', `ssh!${sshd.host}`, 'rdwr', 'session/new'], 'name=made-over-ssh')).toMatchObject({
+      code: 0,
+      out: 'made-over-ssh\n',
+    });
     expect(remote.sessions.has('made-over-ssh')).toBe(true);
     expect(other.sessions.has('made-over-ssh')).toBe(false);
   });
 
   it('o -a ssh!HOST!/path reaches another daemon on that socket; user@host:port works like the alias', async () => {
-    expect(await run(O, ['-a', `ssh!${sshd.host}!${otherSocket}`, 'sess', 'new', 'second'])).toMatchObject({ code: 0, out: 'second\n' });
+    expect(await run(O, ['-a', `ssh!${sshd.host}!${otherSocket}`, 'sess', 'new', 'second'])).toMatchObject({
+      code: 0,
+      out: 'second\n',
+    });
     expect(other.sessions.has('second')).toBe(true);
     expect(remote.sessions.has('second')).toBe(false);
     // The alias's user and port spelled out (HostName stays the alias's: the config maps ssh's destination).
-    const explicit = await run(O, ['-a', `ssh!${userInfo().username}@${sshd.host}:${sshd.port}!${otherSocket}`, 'sess', 'ls']);
+    const explicit = await run(O, [
+      '-a',
+      `ssh!${userInfo().username}@${sshd.host}:${sshd.port}!${otherSocket}`,
+      'sess',
+      'ls',
+    ]);
     expect(explicit.code).toBe(0);
     expect(explicit.out).toMatch(/^second\s/m);
   });
@@ -92,12 +115,18 @@ describe('attach over ssh', () => {
     expect(missing.err).toMatch(/open failed|connect failed|No such file/i);
     const unknown = await run(NINEP, ['-a', 'ssh!no-such-host.invalid', 'read', 'session/idx']);
     expect(unknown.code).not.toBe(0);
-    expect(unknown.err).toMatch(/ssh!no-such-host\.invalid: could not learn the remote user's socket .*no-such-host\.invalid/);
+    expect(unknown.err).toMatch(
+      /ssh!no-such-host\.invalid: could not learn the remote user's socket .*no-such-host\.invalid/,
+    );
     const option = await run(NINEP, ['-a', 'ssh!-oProxyCommand=touch /tmp/ollie-pwned', 'read', 'session/idx']);
     expect(option.code).not.toBe(0);
     expect(option.err).toMatch(/bad ssh address/);
     expect(() => parseSshAddress('ssh!-o@host')).toThrow(/bad ssh address/);
-    expect(parseSshAddress('ssh!bob@[::1]:2222!/run/o.sock')).toEqual({ dest: 'bob@::1', port: 2222, socket: '/run/o.sock' });
+    expect(parseSshAddress('ssh!bob@[::1]:2222!/run/o.sock')).toEqual({
+      dest: 'bob@::1',
+      port: 2222,
+      socket: '/run/o.sock',
+    });
   });
 
   it('leaves no forwarding behind: its private local socket and the ssh process go with the client', async () => {
@@ -113,13 +142,15 @@ describe('attach over ssh', () => {
       c.close();
     }
     expect(forwardings().filter((d) => !before.includes(d))).toEqual([]);
-    const ssh = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(sshd.sshConfig);
-      } catch {
-        return false;
-      }
-    });
+    const ssh = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(sshd.sshConfig);
+        } catch {
+          return false;
+        }
+      });
     expect(ssh).toEqual([]);
   });
 });

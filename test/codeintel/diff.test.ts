@@ -8,7 +8,7 @@ function patch(before: string, diff: string): string {
   const out: string[] = [];
   let ai = 0;
   const lines = diff.split('\n').slice(2, -1);
-  for (let i = 0; i < lines.length; ) {
+  for (let i = 0; i < lines.length;) {
     const h = /^@@ -(\d+),(\d+) \+(\d+),(\d+) @@$/.exec(lines[i]!);
     if (!h) throw new Error(`not a hunk header: ${lines[i]}`);
     const start = Number(h[2]) === 0 ? Number(h[1]) : Number(h[1]) - 1;
@@ -17,7 +17,8 @@ function patch(before: string, diff: string): string {
     while (i < lines.length && !lines[i]!.startsWith('@@')) {
       const l = lines[i]!;
       if (l[0] === ' ' || l[0] === '-') {
-        if (a[ai] !== l.slice(1)) throw new Error(`mismatch at ${ai}: ${JSON.stringify(a[ai])} vs ${JSON.stringify(l)}`);
+        if (a[ai] !== l.slice(1))
+          throw new Error(`mismatch at ${ai}: ${JSON.stringify(a[ai])} vs ${JSON.stringify(l)}`);
         if (l[0] === ' ') out.push(a[ai]!);
         ai++;
       } else out.push(l.slice(1));
@@ -31,8 +32,12 @@ function patch(before: string, diff: string): string {
 describe('unifiedDiff', () => {
   test('format: headers, hunk ranges, 3 lines of context, hunks merged when close', () => {
     const a = 'a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\n';
-    expect(unifiedDiff(a, a.replace('g\n', 'G\n'), 'x')).toBe('--- x\n+++ x\n@@ -4,7 +4,7 @@\n d\n e\n f\n-g\n+G\n h\n i\n j\n');
-    expect(unifiedDiff(a, a.replace('b\n', 'B\n').replace('m\n', 'M\n'), 'x')).toBe('--- x\n+++ x\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n@@ -10,5 +10,5 @@\n j\n k\n l\n-m\n+M\n n\n');
+    expect(unifiedDiff(a, a.replace('g\n', 'G\n'), 'x')).toBe(
+      '--- x\n+++ x\n@@ -4,7 +4,7 @@\n d\n e\n f\n-g\n+G\n h\n i\n j\n',
+    );
+    expect(unifiedDiff(a, a.replace('b\n', 'B\n').replace('m\n', 'M\n'), 'x')).toBe(
+      '--- x\n+++ x\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n@@ -10,5 +10,5 @@\n j\n k\n l\n-m\n+M\n n\n',
+    );
     expect(unifiedDiff('', 'new\n', 'f')).toBe('--- f\n+++ f\n@@ -0,0 +1,1 @@\n+new\n');
     expect(unifiedDiff('same\n', 'same\n', 'f')).toBe('');
   });

@@ -14,7 +14,14 @@ import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { startEnv, type Env } from '../toolsrv/helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
-export const CODE_TOOLS = ['codebase_overview', 'code_outline', 'code_symbols', 'code_dependencies', 'code_query', 'code_rewrite'];
+export const CODE_TOOLS = [
+  'codebase_overview',
+  'code_outline',
+  'code_symbols',
+  'code_dependencies',
+  'code_query',
+  'code_rewrite',
+];
 
 export const FILES: Record<string, string> = {
   '.gitignore': 'build/\n*.log\n/secret.ts\n',
@@ -34,7 +41,8 @@ Usage
 
 ### Details
 `,
-  'package.json': '{\n  "name": "fixture",\n  "scripts": {\n    "test": "vitest"\n  },\n  "dependencies": {\n    "react": "^19.0.0"\n  }\n}\n',
+  'package.json':
+    '{\n  "name": "fixture",\n  "scripts": {\n    "test": "vitest"\n  },\n  "dependencies": {\n    "react": "^19.0.0"\n  }\n}\n',
   'config.yaml': 'server:\n  port: 8080\n  hosts:\n    - a\n    - b\ndebug: true\n',
   'src/greeter.ts': `import { join } from 'node:path';
 import type { Options } from './types.js';
@@ -224,16 +232,33 @@ export interface CodeEnv {
 }
 
 /** A sandboxed toolsrv over a fresh workspace, with `tools` loaded for one agent. */
-export async function codeEnv(tools: string[] = CODE_TOOLS, opts: { files?: Record<string, string>; hostIdleMs?: number } = {}): Promise<CodeEnv> {
+export async function codeEnv(
+  tools: string[] = CODE_TOOLS,
+  opts: { files?: Record<string, string>; hostIdleMs?: number } = {},
+): Promise<CodeEnv> {
   buildNative();
-  expect(existsSync(join(PACKAGE_ROOT, 'dist', 'tools', 'hosts', 'codeintel.js')), 'dist/ is not built: run npm run build:node').toBe(true);
+  expect(
+    existsSync(join(PACKAGE_ROOT, 'dist', 'tools', 'hosts', 'codeintel.js')),
+    'dist/ is not built: run npm run build:node',
+  ).toBe(true);
   const root = writeWorkspace(opts.files);
-  const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: root, ...(opts.hostIdleMs !== undefined && { hostIdleMs: opts.hostIdleMs }) });
+  const env = await startEnv(
+    {},
+    {
+      yolo: false,
+      toolDirs: [SHIPPED_TOOLS],
+      cwd: root,
+      ...(opts.hostIdleMs !== undefined && { hostIdleMs: opts.hostIdleMs }),
+    },
+  );
   const c = await env.client('agent1');
   await c.write('ctl', `load ${tools.join(' ')}`);
   const run = (tool: string, args: Record<string, unknown>): Promise<ProcResult> => env.call(c, { tool, args });
   return {
-    env, c, root, run,
+    env,
+    c,
+    root,
+    run,
     async ok(tool, args) {
       const r = await run(tool, args);
       expect(r, r.output).toMatchObject({ status: 'exited', exit: 0 });

@@ -14,10 +14,21 @@ afterAll(async () => {
 
 describe('code_query', () => {
   test('captures with positions, node types and text; predicates; _captures hidden', async () => {
-    const out = await e.ok('code_query', { path: 'src/greeter.ts', query: '(method_definition name: (property_identifier) @name) @method' });
-    expect(out).toBe('src/greeter.ts:8:3: @method method_definition: constructor(readonly opts: Options) {}\nsrc/greeter.ts:8:3: @name property_identifier: constructor\nsrc/greeter.ts:10:3: @method method_definition [lines 10-13]: greet(name: string): string {\nsrc/greeter.ts:10:3: @name property_identifier: greet\n');
-    const pred = await e.ok('code_query', { path: 'go/server.go', query: '(call_expression function: (selector_expression operand: (identifier) @_pkg field: (field_identifier) @fn) (#eq? @_pkg "fmt"))' });
-    expect(pred).toBe('go/server.go:23:6: @fn field_identifier: Println\ngo/server.go:24:33: @fn field_identifier: Sprint\n');
+    const out = await e.ok('code_query', {
+      path: 'src/greeter.ts',
+      query: '(method_definition name: (property_identifier) @name) @method',
+    });
+    expect(out).toBe(
+      'src/greeter.ts:8:3: @method method_definition: constructor(readonly opts: Options) {}\nsrc/greeter.ts:8:3: @name property_identifier: constructor\nsrc/greeter.ts:10:3: @method method_definition [lines 10-13]: greet(name: string): string {\nsrc/greeter.ts:10:3: @name property_identifier: greet\n',
+    );
+    const pred = await e.ok('code_query', {
+      path: 'go/server.go',
+      query:
+        '(call_expression function: (selector_expression operand: (identifier) @_pkg field: (field_identifier) @fn) (#eq? @_pkg "fmt"))',
+    });
+    expect(pred).toBe(
+      'go/server.go:23:6: @fn field_identifier: Println\ngo/server.go:24:33: @fn field_identifier: Sprint\n',
+    );
   });
 
   test('a directory: files of every language the query compiles for; the others are named', async () => {
@@ -25,7 +36,10 @@ describe('code_query', () => {
     expect(out).toContain('src/greeter.ts:5:14: @name type_identifier: Greeter\n');
     expect(out).toContain('src/legacy.js:3:7: @name identifier: Store\n');
     expect(out).toMatch(/\[the query does not compile for python: .*; those files were skipped\]/);
-    const onlyPy = await e.ok('code_query', { query: '(class_definition name: (identifier) @name)', language: 'python' });
+    const onlyPy = await e.ok('code_query', {
+      query: '(class_definition name: (identifier) @name)',
+      language: 'python',
+    });
     expect(onlyPy).toBe('py/app.py:7:7: @name identifier: App\n');
   });
 
@@ -37,7 +51,9 @@ describe('code_query', () => {
     expect(md.output).toMatch(/no tree-sitter grammar for markdown/);
     const lang = await e.run('code_query', { query: '(x) @y', language: 'cobol' });
     expect(lang.output).toBe('code_query: unknown language "cobol"\n');
-    expect(await e.ok('code_query', { path: 'src/types.ts', query: '(class_declaration) @c' })).toBe('no matches in 1 file\n');
+    expect(await e.ok('code_query', { path: 'src/types.ts', query: '(class_declaration) @c' })).toBe(
+      'no matches in 1 file\n',
+    );
   });
 
   test('max_results bounds the captures', async () => {
@@ -83,7 +99,11 @@ describe('code_rewrite', () => {
     expect(out).toContain('-def main():\n+def main_entry():\n');
     expect(out.endsWith('1 replacement in 1 file: applied\n')).toBe(true);
     expect(readFileSync(join(e.root, 'py/app.py'), 'utf8')).toContain('def main_entry():\n');
-    const dollars = await e.ok('code_rewrite', { path: 'src/greeter.ts', query: "(string (string_fragment) @s (#eq? @s \"1.0\")) @match", template: "'$$$s'" });
+    const dollars = await e.ok('code_rewrite', {
+      path: 'src/greeter.ts',
+      query: '(string (string_fragment) @s (#eq? @s "1.0")) @match',
+      template: "'$$$s'",
+    });
     expect(dollars).toContain("-export const VERSION = '1.0';\n+export const VERSION = '$1.0';\n");
   });
 
@@ -92,9 +112,15 @@ describe('code_rewrite', () => {
     expect(out).toBe('no changes: the query matched nothing to rewrite in 1 file\n');
     const nested = await e.ok('code_rewrite', { path: 'src/types.ts', query: '(object_type) @o', template: '{}' });
     expect(nested).toBe('no changes: the query matched nothing to rewrite in 1 file\n');
-    const overl = await e.ok('code_rewrite', { path: 'rust/lib.rs', query: '[(function_item) (impl_item)] @x', template: '/* x */' });
+    const overl = await e.ok('code_rewrite', {
+      path: 'rust/lib.rs',
+      query: '[(function_item) (impl_item)] @x',
+      template: '/* x */',
+    });
     expect(overl).toContain('(1 overlapping match skipped)');
     const bad = await e.run('code_rewrite', { path: 'src/greeter.ts', query: '(identifier) @id', template: '$nope' });
-    expect(bad.output).toBe('code_rewrite: the template names $nope, which the query does not capture (captures: @id)\n');
+    expect(bad.output).toBe(
+      'code_rewrite: the template names $nope, which the query does not capture (captures: @id)\n',
+    );
   });
 });

@@ -49,16 +49,30 @@ describe('mock LLM server', () => {
   });
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
-    fetch(mock.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    fetch(mock.url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
 
   describe('OpenAI chat completions', () => {
-    const req = { model: 'gpt-mock', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] };
+    const req = {
+      model: 'gpt-mock',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'hi' }],
+    };
 
     it('streams reasoning, text, parallel tool-call deltas, finish_reason, the usage chunk and [DONE]', async () => {
       mock.script([
         { reasoning: 'let me see' },
         { text: 'Reading both.' },
-        { toolCalls: [{ name: 'read', args: { path: 'a.txt' } }, { name: 'ls', args: { dir: '.' } }] },
+        {
+          toolCalls: [
+            { name: 'read', args: { path: 'a.txt' } },
+            { name: 'ls', args: { dir: '.' } },
+          ],
+        },
         { usage: { input: 120, output: 30, cached: 100 } },
       ]);
       const res = await post('/v1/chat/completions', req);
@@ -73,7 +87,12 @@ describe('mock LLM server', () => {
       }
       expect(chunks[0]!.choices[0].delta).toEqual({ role: 'assistant', content: '' });
       const deltas = chunks.filter((c) => c.choices.length > 0).map((c) => c.choices[0].delta);
-      expect(deltas.map((d) => d.reasoning_content).filter(Boolean).join('')).toBe('let me see');
+      expect(
+        deltas
+          .map((d) => d.reasoning_content)
+          .filter(Boolean)
+          .join(''),
+      ).toBe('let me see');
       expect(deltas.map((d) => d.content ?? '').join('')).toBe('Reading both.');
 
       // Tool calls: the first delta of each index carries id, type and name; arguments come in several pieces.
@@ -93,14 +112,26 @@ describe('mock LLM server', () => {
       expect(finish[0]!.choices[0].finish_reason).toBe('tool_calls');
       const usage = chunks.at(-1)!;
       expect(usage.choices).toEqual([]);
-      expect(usage.usage).toMatchObject({ prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, prompt_tokens_details: { cached_tokens: 100 } });
+      expect(usage.usage).toMatchObject({
+        prompt_tokens: 120,
+        completion_tokens: 30,
+        total_tokens: 150,
+        prompt_tokens_details: { cached_tokens: 100 },
+      });
     });
 
     it('omits the usage chunk without include_usage, uses finish_reason stop for text', async () => {
       mock.script([{ text: 'one two' }]);
-      const events = parseSse((await readAll(await post('/v1/chat/completions', { ...req, stream_options: undefined }))).text);
+      const events = parseSse(
+        (await readAll(await post('/v1/chat/completions', { ...req, stream_options: undefined }))).text,
+      );
       const chunks = events.slice(0, -1).map(json);
-      expect(chunks.map((c) => c.choices[0].delta)).toEqual([{ role: 'assistant', content: '' }, { content: 'one' }, { content: ' two' }, {}]);
+      expect(chunks.map((c) => c.choices[0].delta)).toEqual([
+        { role: 'assistant', content: '' },
+        { content: 'one' },
+        { content: ' two' },
+        {},
+      ]);
       expect(chunks.at(-1)!.choices[0].finish_reason).toBe('stop');
       expect(chunks.every((c) => c.usage === undefined)).toBe(true);
     });
@@ -109,32 +140,47 @@ describe('mock LLM server', () => {
       await mock.close();
       mock = await startMockLlm({ reasoningField: 'reasoning' });
       mock.script([{ reasoning: 'hmm' }, { text: 'ok' }]);
-      const chunks = parseSse((await readAll(await post('/v1/chat/completions', req))).text).slice(0, -1).map(json);
+      const chunks = parseSse((await readAll(await post('/v1/chat/completions', req))).text)
+        .slice(0, -1)
+        .map(json);
       expect(chunks[1]!.choices[0].delta).toEqual({ reasoning: 'hmm' });
     });
 
     it('answers non-streaming requests with one chat.completion', async () => {
-      mock.script([{ text: 'whole' }, { toolCalls: [{ name: 'f', args: { x: 1 }, id: 'call_fixed' }] }, { usage: { input: 9, output: 4 } }]);
+      mock.script([
+        { text: 'whole' },
+        { toolCalls: [{ name: 'f', args: { x: 1 }, id: 'call_fixed' }] },
+        { usage: { input: 9, output: 4 } },
+      ]);
       const res = await post('/v1/chat/completions', { model: 'gpt-mock', messages: [] });
       const body = (await res.json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
       expect(body.object).toBe('chat.completion');
       expect(body.choices[0]).toMatchObject({
         index: 0,
         finish_reason: 'tool_calls',
-        message: { role: 'assistant', content: 'whole', tool_calls: [{ id: 'call_fixed', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }] },
+        message: {
+          role: 'assistant',
+          content: 'whole',
+          tool_calls: [{ id: 'call_fixed', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }],
+        },
       });
       expect(body.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 });
     });
 
     it('lists models', async () => {
-      const body = (await (await fetch(mock.url + '/v1/models')).json()) as { object: string; data: { id: string; object: string }[] };
+      const body = (await (await fetch(mock.url + '/v1/models')).json()) as {
+        object: string;
+        data: { id: string; object: string }[];
+      };
       expect(body.object).toBe('list');
       expect(body.data.map((m) => m.id)).toEqual(['mock-model', 'mock-model-large']);
       expect(body.data[0]!.object).toBe('model');
     });
 
     it('replies with a default text when the script is empty', async () => {
-      const chunks = parseSse((await readAll(await post('/v1/chat/completions', req))).text).slice(0, -1).map(json);
+      const chunks = parseSse((await readAll(await post('/v1/chat/completions', req))).text)
+        .slice(0, -1)
+        .map(json);
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('Hello from the mock LLM.');
     });
   });
@@ -146,7 +192,12 @@ describe('mock LLM server', () => {
       mock.script([
         { reasoning: 'ponder this' },
         { text: 'Hi there' },
-        { toolCalls: [{ name: 'read', args: { path: 'a.txt' } }, { name: 'ls', args: {} }] },
+        {
+          toolCalls: [
+            { name: 'read', args: { path: 'a.txt' } },
+            { name: 'ls', args: {} },
+          ],
+        },
         { usage: { input: 100, output: 42, cached: 60, cacheWrite: 10 } },
       ]);
       const res = await post('/v1/messages', req, { 'x-api-key': 'sk-secret', 'anthropic-version': '2023-06-01' });
@@ -155,10 +206,25 @@ describe('mock LLM server', () => {
       for (const e of events) expect(json(e).type).toBe(e.event);
       expect(events.map((e) => e.event)).toEqual([
         'message_start',
-        'content_block_start', 'ping', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop',
-        'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop',
-        'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop',
-        'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop',
+        'content_block_start',
+        'ping',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
         'message_delta',
         'message_stop',
       ]);
@@ -171,20 +237,30 @@ describe('mock LLM server', () => {
         stop_reason: null,
         usage: { input_tokens: 30, cache_read_input_tokens: 60, cache_creation_input_tokens: 10 },
       });
-      expect(data[1]).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } });
+      expect(data[1]).toEqual({
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'thinking', thinking: '' },
+      });
       expect(data[3]!.delta).toEqual({ type: 'thinking_delta', thinking: 'ponder' });
       expect(data[4]!.delta).toEqual({ type: 'thinking_delta', thinking: ' this' });
       expect(data[5]!.delta.type).toBe('signature_delta');
       expect(typeof data[5]!.delta.signature).toBe('string');
       expect(data[7]).toEqual({ type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } });
-      expect(data.slice(8, 10).map((d) => d.delta)).toEqual([{ type: 'text_delta', text: 'Hi' }, { type: 'text_delta', text: ' there' }]);
+      expect(data.slice(8, 10).map((d) => d.delta)).toEqual([
+        { type: 'text_delta', text: 'Hi' },
+        { type: 'text_delta', text: ' there' },
+      ]);
       expect(data[11]).toMatchObject({ index: 2, content_block: { type: 'tool_use', name: 'read', input: {} } });
       expect(data[11]!.content_block.id).toMatch(/^toolu_/);
       const parts = data.slice(12, 15).map((d) => d.delta);
       expect(parts.every((p) => p.type === 'input_json_delta')).toBe(true);
       expect(JSON.parse(parts.map((p) => p.partial_json).join(''))).toEqual({ path: 'a.txt' });
       expect(data[16]).toMatchObject({ index: 3, content_block: { type: 'tool_use', name: 'ls' } });
-      expect(data[20]).toMatchObject({ delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 42 } });
+      expect(data[20]).toMatchObject({
+        delta: { stop_reason: 'tool_use', stop_sequence: null },
+        usage: { output_tokens: 42 },
+      });
     });
 
     it('ends a text reply with stop_reason end_turn; non-streaming gives one message', async () => {
@@ -192,7 +268,15 @@ describe('mock LLM server', () => {
       const data = parseSse((await readAll(await post('/v1/messages', req))).text).map(json);
       expect(data.at(-2)!.delta.stop_reason).toBe('end_turn');
       const msg = (await (await post('/v1/messages', { ...req, stream: false })).json()) as Record<string, unknown>;
-      expect(msg).toMatchObject({ type: 'message', role: 'assistant', stop_reason: 'end_turn', content: [{ type: 'thinking', thinking: 'r' }, { type: 'text', text: 'b' }] });
+      expect(msg).toMatchObject({
+        type: 'message',
+        role: 'assistant',
+        stop_reason: 'end_turn',
+        content: [
+          { type: 'thinking', thinking: 'r' },
+          { type: 'text', text: 'b' },
+        ],
+      });
     });
 
     it('returns errors in the Anthropic envelope', async () => {
@@ -203,7 +287,10 @@ describe('mock LLM server', () => {
       expect(await r1.json()).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
       const r2 = await post('/v1/messages', req);
       expect(r2.status).toBe(529);
-      expect(await r2.json()).toMatchObject({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+      expect(await r2.json()).toMatchObject({
+        type: 'error',
+        error: { type: 'overloaded_error', message: 'Overloaded' },
+      });
     });
   });
 
@@ -212,14 +299,22 @@ describe('mock LLM server', () => {
       mock.script([
         { reasoning: 'hm ok' },
         { text: 'Sure thing' },
-        { toolCalls: [{ name: 'read', args: { path: 'a' } }, { name: 'ls', args: {} }] },
+        {
+          toolCalls: [
+            { name: 'read', args: { path: 'a' } },
+            { name: 'ls', args: {} },
+          ],
+        },
         { usage: { input: 50, output: 8 } },
       ]);
       const res = await post('/api/chat', { model: 'llama3', messages: [{ role: 'user', content: 'hi' }] });
       expect(res.headers.get('content-type')).toBe('application/x-ndjson');
       const text = (await readAll(res)).text;
       expect(text.endsWith('\n')).toBe(true);
-      const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const lines = text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
       expect(lines.map((l) => l.message)).toEqual([
         { role: 'assistant', content: '', thinking: 'hm' },
         { role: 'assistant', content: '', thinking: ' ok' },
@@ -245,14 +340,24 @@ describe('mock LLM server', () => {
 
     it('answers stream:false with one message', async () => {
       mock.script([{ text: 'whole reply' }]);
-      const body = (await (await post('/api/chat', { model: 'llama3', stream: false, messages: [] })).json()) as Record<string, unknown>;
-      expect(body).toMatchObject({ model: 'llama3', done: true, done_reason: 'stop', message: { role: 'assistant', content: 'whole reply' } });
+      const body = (await (await post('/api/chat', { model: 'llama3', stream: false, messages: [] })).json()) as Record<
+        string,
+        unknown
+      >;
+      expect(body).toMatchObject({
+        model: 'llama3',
+        done: true,
+        done_reason: 'stop',
+        message: { role: 'assistant', content: 'whole reply' },
+      });
     });
 
     it('serves /api/show with the context length and /api/tags with the models', async () => {
       await mock.close();
       mock = await startMockLlm({ contextLength: 131072, models: ['qwen3:8b'] });
-      const show = (await (await post('/api/show', { model: 'qwen3:8b' })).json()) as { model_info: Record<string, unknown> };
+      const show = (await (await post('/api/show', { model: 'qwen3:8b' })).json()) as {
+        model_info: Record<string, unknown>;
+      };
       expect(show.model_info['general.architecture']).toBe('llama');
       expect(show.model_info['llama.context_length']).toBe(131072);
       expect((await post('/api/show', { model: 'nope' })).status).toBe(404);
@@ -266,10 +371,19 @@ describe('mock LLM server', () => {
       mock.script([
         { reasoning: 'thinking it' },
         { text: 'Calling now' },
-        { toolCalls: [{ name: 'read', args: { path: 'a' } }, { name: 'ls', args: {} }] },
+        {
+          toolCalls: [
+            { name: 'read', args: { path: 'a' } },
+            { name: 'ls', args: {} },
+          ],
+        },
         { usage: { input: 200, output: 12, cached: 150 } },
       ]);
-      const res = await post('/v1beta/models/gemini-mock:streamGenerateContent?alt=sse', { contents: [] }, { 'x-goog-api-key': 'secret' });
+      const res = await post(
+        '/v1beta/models/gemini-mock:streamGenerateContent?alt=sse',
+        { contents: [] },
+        { 'x-goog-api-key': 'secret' },
+      );
       expect(res.headers.get('content-type')).toBe('text/event-stream');
       const chunks = parseSse((await readAll(res)).text).map(json);
       expect(chunks.map((c) => c.candidates[0].content.parts)).toEqual([
@@ -278,22 +392,46 @@ describe('mock LLM server', () => {
         [{ text: 'Calling' }],
         [{ text: ' now' }],
         // Gemini 3 signs the first call of a step.
-        [{ functionCall: { name: 'read', args: { path: 'a' } }, thoughtSignature: expect.stringMatching(/^mock-sig-/) }, { functionCall: { name: 'ls', args: {} } }],
+        [
+          {
+            functionCall: { name: 'read', args: { path: 'a' } },
+            thoughtSignature: expect.stringMatching(/^mock-sig-/),
+          },
+          { functionCall: { name: 'ls', args: {} } },
+        ],
         [{ text: '' }],
       ]);
-      expect(chunks.map((c) => c.candidates[0].finishReason)).toEqual([undefined, undefined, undefined, undefined, undefined, 'STOP']);
+      expect(chunks.map((c) => c.candidates[0].finishReason)).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        'STOP',
+      ]);
       for (const c of chunks) {
         expect(c.candidates[0].content.role).toBe('model');
-        expect(c.usageMetadata).toMatchObject({ promptTokenCount: 200, candidatesTokenCount: 12, cachedContentTokenCount: 150 });
+        expect(c.usageMetadata).toMatchObject({
+          promptTokenCount: 200,
+          candidatesTokenCount: 12,
+          cachedContentTokenCount: 150,
+        });
         expect(c.modelVersion).toBe('gemini-mock');
       }
     });
 
     it('answers generateContent and lists models', async () => {
       mock.script([{ text: 'a b' }]);
-      const body = (await (await post('/v1beta/models/gemini-mock:generateContent', { contents: [] })).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      expect(body.candidates[0]).toMatchObject({ content: { parts: [{ text: 'a b' }], role: 'model' }, finishReason: 'STOP' });
-      const models = (await (await fetch(mock.url + '/v1beta/models')).json()) as { models: { name: string; inputTokenLimit: number }[] };
+      const body = (await (
+        await post('/v1beta/models/gemini-mock:generateContent', { contents: [] })
+      ).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      expect(body.candidates[0]).toMatchObject({
+        content: { parts: [{ text: 'a b' }], role: 'model' },
+        finishReason: 'STOP',
+      });
+      const models = (await (await fetch(mock.url + '/v1beta/models')).json()) as {
+        models: { name: string; inputTokenLimit: number }[];
+      };
       expect(models.models[0]).toMatchObject({ name: 'models/mock-model', inputTokenLimit: 32768 });
     });
   });
@@ -302,7 +440,13 @@ describe('mock LLM server', () => {
     const openai = { model: 'm', stream: true, stream_options: { include_usage: true }, messages: [] };
 
     it('429 with Retry-After and 500, in each provider envelope; a fault consumes its turn', async () => {
-      mock.script([{ status: 429, retryAfter: 3 }], [{ status: 500 }], [{ status: 429, retryAfter: 2 }], [{ status: 500 }], [{ status: 429, retryAfter: 1 }]);
+      mock.script(
+        [{ status: 429, retryAfter: 3 }],
+        [{ status: 500 }],
+        [{ status: 429, retryAfter: 2 }],
+        [{ status: 500 }],
+        [{ status: 429, retryAfter: 1 }],
+      );
       const r1 = await post('/v1/chat/completions', openai);
       expect(r1.status).toBe(429);
       expect(r1.headers.get('retry-after')).toBe('3');
@@ -313,7 +457,9 @@ describe('mock LLM server', () => {
       const r3 = await post('/v1beta/models/g:streamGenerateContent?alt=sse', {});
       expect(r3.status).toBe(429);
       expect(r3.headers.get('retry-after')).toBe('2');
-      expect(await r3.json()).toMatchObject({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', details: [{ retryDelay: '2s' }] } });
+      expect(await r3.json()).toMatchObject({
+        error: { code: 429, status: 'RESOURCE_EXHAUSTED', details: [{ retryDelay: '2s' }] },
+      });
       const r4 = await post('/api/chat', { model: 'x' });
       expect(r4.status).toBe(500);
       expect(await r4.json()).toEqual({ error: expect.any(String) });
@@ -326,33 +472,74 @@ describe('mock LLM server', () => {
     });
 
     it('context overflow: HTTP 400 with each provider’s context-length error', async () => {
-      mock.script([{ contextOverflow: true }], [{ contextOverflow: true }], [{ contextOverflow: true }], [{ contextOverflow: true }]);
+      mock.script(
+        [{ contextOverflow: true }],
+        [{ contextOverflow: true }],
+        [{ contextOverflow: true }],
+        [{ contextOverflow: true }],
+      );
       const o = await post('/v1/chat/completions', openai);
       expect(o.status).toBe(400);
-      expect(await o.json()).toMatchObject({ error: { code: 'context_length_exceeded', type: 'invalid_request_error', message: expect.stringMatching(/maximum context length is 32768 tokens/) } });
+      expect(await o.json()).toMatchObject({
+        error: {
+          code: 'context_length_exceeded',
+          type: 'invalid_request_error',
+          message: expect.stringMatching(/maximum context length is 32768 tokens/),
+        },
+      });
       const a = await post('/v1/messages', { stream: true });
       expect(a.status).toBe(400);
-      expect(await a.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/^prompt is too long: \d+ tokens > 32768 maximum$/) } });
+      expect(await a.json()).toMatchObject({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: expect.stringMatching(/^prompt is too long: \d+ tokens > 32768 maximum$/),
+        },
+      });
       const l = await post('/api/chat', { model: 'x' });
       expect(l.status).toBe(400);
       expect(((await l.json()) as { error: string }).error).toMatch(/exceeds the context length/);
       const g = await post('/v1beta/models/g:streamGenerateContent?alt=sse', {});
       expect(g.status).toBe(400);
-      expect(await g.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/input token count .* exceeds the maximum/) } });
+      expect(await g.json()).toMatchObject({
+        error: {
+          code: 400,
+          status: 'INVALID_ARGUMENT',
+          message: expect.stringMatching(/input token count .* exceeds the maximum/),
+        },
+      });
     });
 
     it('a window: prompts over it are refused with the provider’s error naming the count; usage reports the count; respond() scripts by request', async () => {
-      const w = await startMockLlm({ window: 300, respond: (b) => (JSON.stringify(b).includes('summarize') ? [{ text: 'a summary' }] : undefined) });
+      const w = await startMockLlm({
+        window: 300,
+        respond: (b) => (JSON.stringify(b).includes('summarize') ? [{ text: 'a summary' }] : undefined),
+      });
       try {
-        const send = (path: string, body: unknown): Promise<Response> => fetch(w.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const send = (path: string, body: unknown): Promise<Response> =>
+          fetch(w.url + path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
         const long = 'word '.repeat(400);
         const o = await send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: long }] });
         expect(o.status).toBe(400);
-        expect(((await o.json()) as { error: { message: string } }).error.message).toMatch(/maximum context length is 300 tokens\. However, your messages resulted in 40\d tokens/);
-        const a = await send('/v1/messages', { model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'word '.repeat(250) }] });
-        expect(((await a.json()) as { error: { message: string } }).error.message).toMatch(/^prompt is too long: 25\d tokens > 300 maximum$/);
+        expect(((await o.json()) as { error: { message: string } }).error.message).toMatch(
+          /maximum context length is 300 tokens\. However, your messages resulted in 40\d tokens/,
+        );
+        const a = await send('/v1/messages', {
+          model: 'm',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'word '.repeat(250) }],
+        });
+        expect(((await a.json()) as { error: { message: string } }).error.message).toMatch(
+          /^prompt is too long: 25\d tokens > 300 maximum$/,
+        );
         w.script([{ text: 'scripted' }]);
-        const ok = (await (await send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'please summarize' }] })).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+        const ok = (await (
+          await send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'please summarize' }] })
+        ).json()) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
         expect(ok.choices[0].message.content).toBe('a summary');
         expect(ok.usage.prompt_tokens).toBeLessThan(10);
         expect(w.pending()).toBe(1);
@@ -362,7 +549,11 @@ describe('mock LLM server', () => {
     });
 
     it('cut stream: the connection drops after n chunks, without [DONE] or message_stop', async () => {
-      mock.script([{ text: 'a b c d e f' }, { cutAfterChunks: 3 }], [{ text: 'a b c d e f' }, { cutAfterChunks: 4 }], [{ text: 'a b c d' }, { cutAfterChunks: 2 }]);
+      mock.script(
+        [{ text: 'a b c d e f' }, { cutAfterChunks: 3 }],
+        [{ text: 'a b c d e f' }, { cutAfterChunks: 4 }],
+        [{ text: 'a b c d' }, { cutAfterChunks: 2 }],
+      );
       const o = await readAll(await post('/v1/chat/completions', openai));
       expect(o.dropped).toBe(true);
       const oe = parseSse(o.text);
@@ -371,11 +562,19 @@ describe('mock LLM server', () => {
 
       const a = await readAll(await post('/v1/messages', { stream: true }));
       expect(a.dropped).toBe(true);
-      expect(parseSse(a.text).map((e) => e.event)).toEqual(['message_start', 'content_block_start', 'ping', 'content_block_delta']);
+      expect(parseSse(a.text).map((e) => e.event)).toEqual([
+        'message_start',
+        'content_block_start',
+        'ping',
+        'content_block_delta',
+      ]);
 
       const l = await readAll(await post('/api/chat', { model: 'x' }));
       expect(l.dropped).toBe(true);
-      const lines = l.text.trim().split('\n').map((x) => JSON.parse(x) as { done: boolean });
+      const lines = l.text
+        .trim()
+        .split('\n')
+        .map((x) => JSON.parse(x) as { done: boolean });
       expect(lines.map((x) => x.done)).toEqual([false, false]);
     });
 
@@ -414,10 +613,17 @@ describe('mock LLM server', () => {
     });
 
     it('tool unsupported: each provider’s refusal', async () => {
-      mock.script([{ toolUnsupported: true }], [{ toolUnsupported: true }], [{ toolUnsupported: true }], [{ toolUnsupported: true }]);
+      mock.script(
+        [{ toolUnsupported: true }],
+        [{ toolUnsupported: true }],
+        [{ toolUnsupported: true }],
+        [{ toolUnsupported: true }],
+      );
       const o = await post('/v1/chat/completions', { ...openai, model: 'gemma' });
       expect(o.status).toBe(400);
-      expect(await o.json()).toMatchObject({ error: { message: 'registry.ollama.ai/library/gemma:latest does not support tools' } });
+      expect(await o.json()).toMatchObject({
+        error: { message: 'registry.ollama.ai/library/gemma:latest does not support tools' },
+      });
       const a = await post('/v1/messages', { model: 'c', stream: true });
       expect(a.status).toBe(400);
       expect(await a.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
@@ -426,7 +632,9 @@ describe('mock LLM server', () => {
       expect(await l.json()).toEqual({ error: 'registry.ollama.ai/library/gemma:latest does not support tools' });
       const g = await post('/v1beta/models/gemma-3:streamGenerateContent?alt=sse', {});
       expect(g.status).toBe(400);
-      expect(await g.json()).toMatchObject({ error: { status: 'INVALID_ARGUMENT', message: 'Function calling is not enabled for models/gemma-3' } });
+      expect(await g.json()).toMatchObject({
+        error: { status: 'INVALID_ARGUMENT', message: 'Function calling is not enabled for models/gemma-3' },
+      });
     });
 
     it('an error event inside a 200 stream, after n chunks, in each provider’s framing', async () => {
@@ -452,16 +660,25 @@ describe('mock LLM server', () => {
 
     it('reports an OpenRouter-style cost in the usage chunk', async () => {
       mock.script([{ text: 'x' }, { usage: { input: 5, output: 1, cost: 0.002 } }]);
-      const chunks = parseSse((await readAll(await post('/v1/chat/completions', openai))).text).slice(0, -1).map(json);
+      const chunks = parseSse((await readAll(await post('/v1/chat/completions', openai))).text)
+        .slice(0, -1)
+        .map(json);
       expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 5, cost: 0.002 });
     });
   });
 
   it('answers GET /v1/models in Anthropic’s shape when anthropic-version is sent', async () => {
-    const body = (await (await fetch(mock.url + '/v1/models', { headers: { 'anthropic-version': '2023-06-01' } })).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const body = (await (
+      await fetch(mock.url + '/v1/models', { headers: { 'anthropic-version': '2023-06-01' } })
+    ).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(body.object).toBeUndefined();
     expect(body).toMatchObject({ has_more: false, first_id: 'mock-model', last_id: 'mock-model-large' });
-    expect(body.data[0]).toEqual({ type: 'model', id: 'mock-model', display_name: 'mock-model', created_at: '2025-01-01T00:00:00Z' });
+    expect(body.data[0]).toEqual({
+      type: 'model',
+      id: 'mock-model',
+      display_name: 'mock-model',
+      created_at: '2025-01-01T00:00:00Z',
+    });
   });
 
   describe('GitHub Copilot', () => {
@@ -469,7 +686,12 @@ describe('mock LLM server', () => {
       expect((await fetch(mock.url + '/copilot_internal/v2/token')).status).toBe(401);
       const res = await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } });
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { token: string; expires_at: number; refresh_in: number; endpoints: { api: string } };
+      const body = (await res.json()) as {
+        token: string;
+        expires_at: number;
+        refresh_in: number;
+        endpoints: { api: string };
+      };
       expect(body.endpoints.api).toBe(mock.url);
       expect(body.expires_at).toBeGreaterThan(Date.now() / 1000 + 1700);
       expect(mock.copilotTokens).toEqual([body.token]);
@@ -478,29 +700,49 @@ describe('mock LLM server', () => {
 
     it('serves chat only to a valid, unexpired Copilot token', async () => {
       const chat = (auth: string): Promise<Response> =>
-        fetch(mock.url + '/chat/completions', { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', stream: true, messages: [] }) });
+        fetch(mock.url + '/chat/completions', {
+          method: 'POST',
+          headers: { authorization: auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', stream: true, messages: [] }),
+        });
       expect((await chat('Bearer made-up')).status).toBe(401);
-      const { token } = (await (await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } })).json()) as { token: string };
+      const { token } = (await (
+        await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } })
+      ).json()) as { token: string };
       mock.script([{ text: 'hi there' }]);
       const ok = await chat(`Bearer ${token}`);
       expect(ok.status).toBe(200);
-      const chunks = parseSse((await readAll(ok)).text).slice(0, -1).map(json);
+      const chunks = parseSse((await readAll(ok)).text)
+        .slice(0, -1)
+        .map(json);
       // Azure's filter-only chunk comes first.
       expect(chunks[0]).toMatchObject({ choices: [], prompt_filter_results: [{ prompt_index: 0 }] });
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('hi there');
-      const models = (await (await fetch(mock.url + '/models', { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { id: string; capabilities: { limits: { max_context_window_tokens: number } } }[] };
+      const models = (await (
+        await fetch(mock.url + '/models', { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as { data: { id: string; capabilities: { limits: { max_context_window_tokens: number } } }[] };
       expect(models.data[0]!.capabilities.limits.max_context_window_tokens).toBe(32768);
 
       await mock.close();
       mock = await startMockLlm({ copilotTokenTtlSec: -1 });
-      const { token: stale } = (await (await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } })).json()) as { token: string };
+      const { token: stale } = (await (
+        await fetch(mock.url + '/copilot_internal/v2/token', { headers: { authorization: 'token gho_abc' } })
+      ).json()) as { token: string };
       expect((await chat(`Bearer ${stale}`)).status).toBe(401);
     });
   });
 
   it('records every request with credentials redacted', async () => {
-    await post('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'hello' }] }, { authorization: 'Bearer sk-secret' });
-    await post('/v1/messages', { model: 'c', stream: true }, { 'x-api-key': 'sk-ant-secret', 'anthropic-version': '2023-06-01' });
+    await post(
+      '/v1/chat/completions',
+      { model: 'm', messages: [{ role: 'user', content: 'hello' }] },
+      { authorization: 'Bearer sk-secret' },
+    );
+    await post(
+      '/v1/messages',
+      { model: 'c', stream: true },
+      { 'x-api-key': 'sk-ant-secret', 'anthropic-version': '2023-06-01' },
+    );
     await readAll(await post('/v1beta/models/g:streamGenerateContent?alt=sse&key=AIzaSecret', { contents: [] }));
     await fetch(mock.url + '/api/tags');
     expect(mock.requests.map((r) => [r.method, r.protocol, r.path])).toEqual([

@@ -6,7 +6,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Records, KeyValues, type AnyFormat } from '../../src/formats/index.js';
-import { AGENT_CTL, BACKEND_SETUP, BYPASS_DECISION, BYPASS_RULES_WRITE, bypassDecisionLine, parseBypassDecision, COMMAND_LIST, EVENTS, LOG_FROM, ONESHOT_HEADERS } from '../../src/formats/olliesrv.js';
+import {
+  AGENT_CTL,
+  BACKEND_SETUP,
+  BYPASS_DECISION,
+  BYPASS_RULES_WRITE,
+  bypassDecisionLine,
+  parseBypassDecision,
+  COMMAND_LIST,
+  EVENTS,
+  LOG_FROM,
+  ONESHOT_HEADERS,
+} from '../../src/formats/olliesrv.js';
 import { parseFromRequest } from '../../src/olliesrv/agent/chatlog.js';
 import { parseOneShot } from '../../src/olliesrv/agent/oneshot.js';
 import { parseSetupRequest } from '../../src/olliesrv/backend/setup.js';
@@ -21,11 +32,14 @@ describe('which files declare a format', () => {
   it('lists the files without one; a file whose content the daemon generates (anything readable) must have one', () => {
     const missing = declaredLeaves().filter((l) => !l.format);
     // Listed for whoever adds files: write-only files may go without, but then say what they take in their doc.
-    if (missing.length) console.info(`files without a declared format:\n${missing.map((l) => `  ${l.pattern} (read: ${l.read ?? 'none'}, write: ${l.write ?? 'none'})`).join('\n')}`);
+    if (missing.length)
+      console.info(
+        `files without a declared format:\n${missing.map((l) => `  ${l.pattern} (read: ${l.read ?? 'none'}, write: ${l.write ?? 'none'})`).join('\n')}`,
+      );
     expect(missing.filter((l) => l.read !== undefined).map((l) => l.pattern)).toEqual([]);
   });
 
-  it('help prints each file\'s format under it', () => {
+  it("help prints each file's format under it", () => {
     const help = olliesrvNamespace({} as Olliesrv, 'owner').help();
     const lines = help.split('\n');
     for (const l of declaredLeaves()) {
@@ -33,11 +47,17 @@ describe('which files declare a format', () => {
       expect(at, l.pattern).toBeGreaterThanOrEqual(0);
       expect(lines[at + 1]!.trim(), l.pattern).toBe(`Format: ${l.format!.describe()}`);
     }
-    expect(help).toContain('Format: tab-separated records, one a line (\\t \\n \\\\ escaped): id; name; paused (boolean); connected (boolean): 1 while a tool server serves it; remote (- for none): none for this machine; cwd.');
+    expect(help).toContain(
+      'Format: tab-separated records, one a line (\\t \\n \\\\ escaped): id; name; paused (boolean); connected (boolean): 1 while a tool server serves it; remote (- for none): none for this machine; cwd.',
+    );
   });
 
   it('the requests the daemon parses are declared, printed by help under the file, and parsed through the declaration', () => {
-    const requests = new Map(declaredLeaves().filter((l) => l.request).map((l) => [l.pattern, l.request!]));
+    const requests = new Map(
+      declaredLeaves()
+        .filter((l) => l.request)
+        .map((l) => [l.pattern, l.request!]),
+    );
     expect(requests.get('/session/{session}/agent/{agent}/log.from')).toBe(LOG_FROM);
     expect(requests.get('/generate')).toBe(ONESHOT_HEADERS);
     expect(requests.get('/complete')).toBe(ONESHOT_HEADERS);
@@ -45,20 +65,48 @@ describe('which files declare a format', () => {
     expect(requests.get('/config/backend')).toBe(BACKEND_SETUP);
     expect(requests.get('/bypassrules')).toBe(BYPASS_RULES_WRITE);
     expect(requests.get('/session/{session}/bypass')).toBe(BYPASS_DECISION);
-    const lines = olliesrvNamespace({} as Olliesrv, 'owner').help().split('\n');
+    const lines = olliesrvNamespace({} as Olliesrv, 'owner')
+      .help()
+      .split('\n');
     for (const [pattern, f] of requests) {
       const at = lines.findIndex((x) => x.includes(` ${pattern} `));
       expect(lines[at + 2]!.trim(), pattern).toBe(`Request: ${f.describe()}`);
     }
     // What the clients write, formatted through the declarations, is what the daemon's parsers read.
-    expect(parseFromRequest(LOG_FROM.format('before', ['b 1\t\'x', '25']))).toEqual({ kind: 'before', id: "b 1\t'x", n: 25 });
+    expect(parseFromRequest(LOG_FROM.format('before', ["b 1\t'x", '25']))).toEqual({
+      kind: 'before',
+      id: "b 1\t'x",
+      n: 25,
+    });
     expect(parseFromRequest(LOG_FROM.format('tail', ['7']))).toEqual({ kind: 'tail', n: 7 });
     const headers = { system: "be brief = 'terse'\t", model: 'm x', temperature: 0.5 };
-    expect(parseOneShot(`${ONESHOT_HEADERS.format(headers)}\nthe text\n\nmore`)).toEqual({ headers: { system: "be brief = 'terse'\t", model: 'm x', temperature: '0.5' }, text: 'the text\n\nmore' });
-    expect(parseSetupRequest(BACKEND_SETUP.format({ provider: 'compatible', url: 'http://h:1/v1', key: "k'e y=", name: 'lab', default: 'no' }), 'config/backend')).toEqual({
-      provider: 'compatible', name: 'lab', url: 'http://h:1/v1', key: "k'e y=", makeDefault: false,
+    expect(parseOneShot(`${ONESHOT_HEADERS.format(headers)}\nthe text\n\nmore`)).toEqual({
+      headers: { system: "be brief = 'terse'\t", model: 'm x', temperature: '0.5' },
+      text: 'the text\n\nmore',
     });
-    expect(parseBypassDecision(bypassDecisionLine("b 2'\t", 'approve', 'always'))).toEqual({ id: "b 2'\t", decision: 'approve', remember: 'always' });
+    expect(
+      parseSetupRequest(
+        BACKEND_SETUP.format({
+          provider: 'compatible',
+          url: 'http://h:1/v1',
+          key: "k'e y=",
+          name: 'lab',
+          default: 'no',
+        }),
+        'config/backend',
+      ),
+    ).toEqual({
+      provider: 'compatible',
+      name: 'lab',
+      url: 'http://h:1/v1',
+      key: "k'e y=",
+      makeDefault: false,
+    });
+    expect(parseBypassDecision(bypassDecisionLine("b 2'\t", 'approve', 'always'))).toEqual({
+      id: "b 2'\t",
+      decision: 'approve',
+      remember: 'always',
+    });
     expect(parseBypassDecision(bypassDecisionLine('7f', 'deny'))).toEqual({ id: '7f', decision: 'deny' });
     expect(bypassDecisionLine('7f', 'approve', 'session')).toBe('7f approve session');
     expect(() => parseBypassDecision('7f approve session extra')).toThrow(/too many words/);
@@ -77,9 +125,10 @@ describe('which files declare a format', () => {
 });
 
 /** A row of hostile but valid values for a declaration's fields. */
-const sample = (names: string[]): Record<string, string> => Object.fromEntries(names.map((n, i) => [n, `${n} v=${i}\t'x"\\\n`]));
+const sample = (names: string[]): Record<string, string> =>
+  Object.fromEntries(names.map((n, i) => [n, `${n} v=${i}\t'x"\\\n`]));
 
-describe('the gateway\'s JSON: one key per column of the file it renders', () => {
+describe("the gateway's JSON: one key per column of the file it renders", () => {
   const formats = formatsOf(declaredTree());
 
   it('every record file, key=value file and event payload, rendered from content the declaration wrote', () => {
@@ -100,20 +149,30 @@ describe('the gateway\'s JSON: one key per column of the file it renders', () =>
     expect(records).toBeGreaterThanOrEqual(12);
     for (const k of EVENTS.kinds) {
       const payload = sample(k.payload.columns.map((c) => c.name));
-      const o = renderLine(EVENTS, EVENTS.formatLine(k.topic.replace('{session}', 'S').replace('{agent}', 'A'), payload)) as { payload: object };
+      const o = renderLine(
+        EVENTS,
+        EVENTS.formatLine(k.topic.replace('{session}', 'S').replace('{agent}', 'A'), payload),
+      ) as { payload: object };
       expect(Object.keys(o.payload), k.topic).toEqual(k.payload.columns.map((c) => c.name));
     }
   });
 
   it('the OpenAPI document describes exactly those keys', () => {
-    const doc = openApi(declaredTree(), formats, 'http://127.0.0.1:1') as { paths: Record<string, { get?: { responses: { '200': { content: Record<string, { schema: Record<string, unknown> }> } } } }> };
+    const doc = openApi(declaredTree(), formats, 'http://127.0.0.1:1') as {
+      paths: Record<
+        string,
+        { get?: { responses: { '200': { content: Record<string, { schema: Record<string, unknown> }> } } } }
+      >;
+    };
     for (const [pattern, f] of Object.entries(formats)) {
-      const schema = doc.paths[pattern]?.get?.responses['200'].content['application/json']?.schema as { items?: { properties: object; required: string[] }; properties?: object } | undefined;
+      const schema = doc.paths[pattern]?.get?.responses['200'].content['application/json']?.schema as
+        { items?: { properties: object; required: string[] }; properties?: object } | undefined;
       if (f instanceof Records && schema) {
         expect(Object.keys(schema.items!.properties), pattern).toEqual(f.columns.map((c) => c.name));
         expect(schema.items!.required, pattern).toEqual(f.columns.map((c) => c.name));
       }
-      if (f instanceof KeyValues && schema) expect(Object.keys(schema.properties!), pattern).toEqual(f.keys.map((k) => k.name));
+      if (f instanceof KeyValues && schema)
+        expect(Object.keys(schema.properties!), pattern).toEqual(f.keys.map((k) => k.name));
     }
   });
 });
@@ -124,7 +183,9 @@ describe('against the real daemon', () => {
 
   it('every JSON object the gateway serves for a declared file has one key per declared column or key', async () => {
     const a = await g.h.agent();
-    const tree = (g.h.daemon.server.options.fs as unknown as { declared(): ReturnType<typeof declaredTree> }).declared();
+    const tree = (
+      g.h.daemon.server.options.fs as unknown as { declared(): ReturnType<typeof declaredTree> }
+    ).declared();
     const formats = formatsOf(tree);
     const files: Record<string, string> = {
       '/backends': '/backends',
@@ -144,7 +205,10 @@ describe('against the real daemon', () => {
       } else if (f instanceof KeyValues) {
         // Every key the file has is declared, and the declared ones the daemon always writes are there.
         const keys = Object.keys(json as object);
-        expect(keys.filter((k) => !f.keys.some((d) => d.name === k) && !f.extra?.pattern.test(k)), pattern).toEqual([]);
+        expect(
+          keys.filter((k) => !f.keys.some((d) => d.name === k) && !f.extra?.pattern.test(k)),
+          pattern,
+        ).toEqual([]);
         expect(keys.length, pattern).toBeGreaterThan(3);
       } else {
         throw new Error(`${pattern} has no records or key=value format`);
@@ -152,7 +216,7 @@ describe('against the real daemon', () => {
     }
   });
 
-  it('the GUI\'s /command completion is the daemon\'s command table: every command help lists, none more', async () => {
+  it("the GUI's /command completion is the daemon's command table: every command help lists, none more", async () => {
     const a = await g.h.agent();
     const help = await g.h.c.rdwrText(`${a.path}/ctl`, 'help');
     const daemon = COMMAND_LIST.parse(help).map((r) => r.usage!.split(' ')[0]);
@@ -167,19 +231,24 @@ describe('against the real daemon', () => {
     const { SESSION_NEW, SESSION_IDX } = await import('../../src/formats/olliesrv.js');
     const { parseSessionIdx } = await import('../../src/renderer/src/lib/parse.js');
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('a b', "it's", 'x=y z', 'tab\there', 'q"uote', 'back\\slash', 'é 日本'), async (name) => {
-        const cwd = join(g.h.dir, `dir ${name}`);
-        mkdirSync(cwd, { recursive: true });
-        const created = (await g.h.c.rdwrText('session/new', SESSION_NEW.format({ cwd }))).trim();
-        const row = parseSessionIdx(await g.h.c.readText('session/idx')).find((s) => s.name === created);
-        expect(row?.cwd).toBe(cwd);
-        expect(SESSION_IDX.parse(await g.h.c.readText('session/idx')).find((r) => r.name === created)?.cwd).toBe(cwd);
-        const agent = (await g.h.c.rdwrText(`session/${created}/agent/new`, 'agent=test')).trim();
-        const other = join(g.h.dir, `other ${name}`);
-        mkdirSync(other, { recursive: true });
-        expect((await g.h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, AGENT_CTL.format('cwd', [other]))).trim()).toBe(other);
-        expect((await g.h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, 'cwd')).trim()).toBe(other);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('a b', "it's", 'x=y z', 'tab\there', 'q"uote', 'back\\slash', 'é 日本'),
+        async (name) => {
+          const cwd = join(g.h.dir, `dir ${name}`);
+          mkdirSync(cwd, { recursive: true });
+          const created = (await g.h.c.rdwrText('session/new', SESSION_NEW.format({ cwd }))).trim();
+          const row = parseSessionIdx(await g.h.c.readText('session/idx')).find((s) => s.name === created);
+          expect(row?.cwd).toBe(cwd);
+          expect(SESSION_IDX.parse(await g.h.c.readText('session/idx')).find((r) => r.name === created)?.cwd).toBe(cwd);
+          const agent = (await g.h.c.rdwrText(`session/${created}/agent/new`, 'agent=test')).trim();
+          const other = join(g.h.dir, `other ${name}`);
+          mkdirSync(other, { recursive: true });
+          expect(
+            (await g.h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, AGENT_CTL.format('cwd', [other]))).trim(),
+          ).toBe(other);
+          expect((await g.h.c.rdwrText(`session/${created}/agent/${agent}/ctl`, 'cwd')).trim()).toBe(other);
+        },
+      ),
       { numRuns: 7 },
     );
   });

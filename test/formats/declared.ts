@@ -24,7 +24,14 @@ export function declaredLeaves(root: DeclaredNode = declaredTree()): DeclaredLea
   const out: DeclaredLeaf[] = [];
   const visit = (n: DeclaredNode): void => {
     // A leaf, or the files of an EachFile (a template leaf).
-    if (n.kind === 'leaf') out.push({ pattern: n.pattern, read: n.read, write: n.write, format: n.format as AnyFormat | undefined, request: n.request as AnyFormat | undefined });
+    if (n.kind === 'leaf')
+      out.push({
+        pattern: n.pattern,
+        read: n.read,
+        write: n.write,
+        format: n.format as AnyFormat | undefined,
+        request: n.request as AnyFormat | undefined,
+      });
     n.children.forEach(visit);
   };
   visit(root);
@@ -33,5 +40,7 @@ export function declaredLeaves(root: DeclaredNode = declaredTree()): DeclaredLea
 
 /** Every distinct format object the namespace declares: contents and requests. */
 export function declaredFormats(): AnyFormat[] {
-  return [...new Set(declaredLeaves().flatMap((l) => [l.format, l.request].filter((f): f is AnyFormat => f !== undefined)))];
+  return [
+    ...new Set(declaredLeaves().flatMap((l) => [l.format, l.request].filter((f): f is AnyFormat => f !== undefined))),
+  ];
 }

@@ -41,7 +41,10 @@ describe('a format changed in the spec alone', () => {
     await g.h.c.rdwrText('session/new', `name=follow cwd=${cwd}`);
     const idx = specFormat('/session/idx');
     const before = await g.h.c.readText('session/idx');
-    change(idx, [{ name: 'label', optional: true, doc: 'a column the clients do not know' }, ...[...idx.columns].reverse()]);
+    change(idx, [
+      { name: 'label', optional: true, doc: 'a column the clients do not know' },
+      ...[...idx.columns].reverse(),
+    ]);
 
     const text = await g.h.c.readText('session/idx');
     expect(text).not.toBe(before);
@@ -50,11 +53,20 @@ describe('a format changed in the spec alone', () => {
     expect(line.split('\t')[0]).toBe('-');
     expect(line.split('\t')[1]).toBe(cwd);
 
-    expect(parseSessionIdx(text).find((s) => s.name === 'follow')).toMatchObject({ name: 'follow', cwd, paused: false });
+    expect(parseSessionIdx(text).find((s) => s.name === 'follow')).toMatchObject({
+      name: 'follow',
+      cwd,
+      paused: false,
+    });
     const row = (await json('/session/idx')).find((r) => r.name === 'follow')!;
     expect(Object.keys(row)).toEqual(['label', 'cwd', 'remote', 'connected', 'paused', 'name', 'id']);
     expect(row).toMatchObject({ label: null, cwd, paused: '0' });
-    expect(sessionRows(text).find((r) => r[0] === 'follow')).toEqual(['follow', expect.stringMatching(/^[0-9a-f-]{36}$/), 'no', cwd]);
+    expect(sessionRows(text).find((r) => r[0] === 'follow')).toEqual([
+      'follow',
+      expect.stringMatching(/^[0-9a-f-]{36}$/),
+      'no',
+      cwd,
+    ]);
   });
 
   it('agent/idx and bypass reordered: the tree, the approvals and o follow', async () => {
@@ -63,15 +75,44 @@ describe('a format changed in the spec alone', () => {
     change(agentIdx, [...agentIdx.columns].reverse());
     const text = await g.h.c.readText(`session/${a.session}/agent/idx`);
     expect(text.split('\t').at(-1)!.trim()).toBe(a.sid);
-    expect(parseAgentIdx(text)).toEqual([expect.objectContaining({ id: a.aid, name: a.name, session: a.sid, parent: '', depth: 0, state: 'idle' })]);
-    expect(Object.keys((await json(`/session/${a.session}/agent/idx`))[0]!)).toEqual(agentIdx.columns.map((c) => c.name));
+    expect(parseAgentIdx(text)).toEqual([
+      expect.objectContaining({ id: a.aid, name: a.name, session: a.sid, parent: '', depth: 0, state: 'idle' }),
+    ]);
+    expect(Object.keys((await json(`/session/${a.session}/agent/idx`))[0]!)).toEqual(
+      agentIdx.columns.map((c) => c.name),
+    );
     expect(agentRows(text)).toEqual([[a.name, 'idle', '0', '-', a.aid]]);
 
     // A pending request as the daemon would list it (formatted by the declaration, as spec.ts does), reordered.
     const bypass = specFormat('/session/{session}/bypass');
     change(bypass, [...bypass.columns].reverse());
-    const pending = bypass.format([{ id: '7', agent: a.aid, tool: 'shell', cwd: '/w d', cmd: 'npm test\nrm -rf ~', reason: 'net', remember: 'once', rule: '' }]);
-    expect(parsePending(pending, a.sid)).toEqual([{ id: '7', session: a.sid, agent: a.aid, tool: 'shell', cwd: '/w d', cmd: 'npm test\nrm -rf ~', reason: 'net', remember: 'once', rule: '' }]);
-    expect(pendingRequests(pending, text)).toEqual([{ id: '7', agent: a.name, tool: 'shell', cwd: '/w d', cmd: 'npm test\nrm -rf ~' }]);
+    const pending = bypass.format([
+      {
+        id: '7',
+        agent: a.aid,
+        tool: 'shell',
+        cwd: '/w d',
+        cmd: 'npm test\nrm -rf ~',
+        reason: 'net',
+        remember: 'once',
+        rule: '',
+      },
+    ]);
+    expect(parsePending(pending, a.sid)).toEqual([
+      {
+        id: '7',
+        session: a.sid,
+        agent: a.aid,
+        tool: 'shell',
+        cwd: '/w d',
+        cmd: 'npm test\nrm -rf ~',
+        reason: 'net',
+        remember: 'once',
+        rule: '',
+      },
+    ]);
+    expect(pendingRequests(pending, text)).toEqual([
+      { id: '7', agent: a.name, tool: 'shell', cwd: '/w d', cmd: 'npm test\nrm -rf ~' },
+    ]);
   });
 });

@@ -14,7 +14,8 @@ export interface GatewayHarness {
 export function withGateway(): GatewayHarness {
   const token = `formats-${Math.random().toString(36).slice(2)}-token`;
   const g = {
-    json: async <T>(path: string): Promise<T> => (await fetch(`${g.gw.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<T>,
+    json: async <T>(path: string): Promise<T> =>
+      (await fetch(`${g.gw.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<T>,
   } as GatewayHarness;
   beforeAll(async () => {
     g.h = await harness({ tools: false });

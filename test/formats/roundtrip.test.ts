@@ -7,17 +7,62 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  Commands, EnvLines, Events, Json, JsonLines, KeyValues, Lines, OneLine, Records, Status, Text, splitWords, quoteWord, quoteWords,
-  type AnyFormat, type Field,
+  Commands,
+  EnvLines,
+  Events,
+  Json,
+  JsonLines,
+  KeyValues,
+  Lines,
+  OneLine,
+  Records,
+  Status,
+  Text,
+  splitWords,
+  quoteWord,
+  quoteWords,
+  type AnyFormat,
+  type Field,
 } from '../../src/formats/index.js';
 import { shellWords } from '../../src/olliesrv/store/shellwords.js';
 import { declaredFormats } from './declared.js';
 
 /** Characters that break naive line formats, quoting and escaping. */
-const NASTY = [' ', '\t', '\n', '\r', '=', "'", '"', '\\', '-', '#', '$', '`', '*', ';', '|', '{', '}', 'é', '日本', '\u202e', '\u200b', '\u0000', '\u00a0', '🙂', '\\n', '\\u{41}', "'\\''", '--'];
+const NASTY = [
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '=',
+  "'",
+  '"',
+  '\\',
+  '-',
+  '#',
+  '$',
+  '`',
+  '*',
+  ';',
+  '|',
+  '{',
+  '}',
+  'é',
+  '日本',
+  '\u202e',
+  '\u200b',
+  '\u0000',
+  '\u00a0',
+  '🙂',
+  '\\n',
+  '\\u{41}',
+  "'\\''",
+  '--',
+];
 const hostile: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom('', '-', '\\-', ...NASTY),
-  fc.array(fc.oneof(fc.constantFrom(...NASTY), fc.string({ unit: 'grapheme', maxLength: 4 })), { maxLength: 8 }).map((a) => a.join('')),
+  fc
+    .array(fc.oneof(fc.constantFrom(...NASTY), fc.string({ unit: 'grapheme', maxLength: 4 })), { maxLength: 8 })
+    .map((a) => a.join('')),
   fc.string({ unit: 'binary', maxLength: 12 }),
 );
 /** A value with no newline (formats that are one value a line). */
@@ -26,7 +71,9 @@ const oneLine = hostile.map((s) => s.replace(/[\n\r]/g, ''));
 const RUNS = { numRuns: 150 };
 
 function rowOf(fields: readonly Field[]): fc.Arbitrary<Record<string, string | null>> {
-  return fc.record(Object.fromEntries(fields.map((c) => [c.name, c.optional ? fc.option(hostile, { nil: null }) : hostile])));
+  return fc.record(
+    Object.fromEntries(fields.map((c) => [c.name, c.optional ? fc.option(hostile, { nil: null }) : hostile])),
+  );
 }
 
 function checkRecords(f: Records): void {
@@ -39,8 +86,18 @@ function checkRecords(f: Records): void {
 }
 
 function checkKeyValues(f: KeyValues): void {
-  const keys = fc.subarray(f.keys.map((k) => k.name)).chain((names) => fc.record(Object.fromEntries(names.map((n) => [n, hostile]))));
-  const extra = f.extra ? fc.dictionary(fc.constantFrom('subagent.a1', 'subagent.b-2', 'extra_key'), hostile, { maxKeys: 2 }).map((d) => Object.fromEntries(Object.entries(d).filter(([k]) => f.extra!.pattern.test(k) && !f.keys.some((x) => x.name === k)))) : fc.constant({});
+  const keys = fc
+    .subarray(f.keys.map((k) => k.name))
+    .chain((names) => fc.record(Object.fromEntries(names.map((n) => [n, hostile]))));
+  const extra = f.extra
+    ? fc
+        .dictionary(fc.constantFrom('subagent.a1', 'subagent.b-2', 'extra_key'), hostile, { maxKeys: 2 })
+        .map((d) =>
+          Object.fromEntries(
+            Object.entries(d).filter(([k]) => f.extra!.pattern.test(k) && !f.keys.some((x) => x.name === k)),
+          ),
+        )
+    : fc.constant({});
   fc.assert(
     fc.property(keys, extra, (declared, more) => {
       const values = { ...declared, ...more };
@@ -60,7 +117,11 @@ function checkCommands(f: Commands): void {
       { numRuns: 60 },
     );
     // Typed by a person, unquoted, the last argument is the rest of the line as written.
-    if (c.args.length === 1) expect(f.parse(`${c.name}   free text, don't "quote" \\ it  \n`)).toEqual({ name: c.name, args: [`free text, don't "quote" \\ it`] });
+    if (c.args.length === 1)
+      expect(f.parse(`${c.name}   free text, don't "quote" \\ it  \n`)).toEqual({
+        name: c.name,
+        args: [`free text, don't "quote" \\ it`],
+      });
   }
   expect(() => f.parse('no-such-command')).toThrow(/unknown command "no-such-command"; known commands: /);
   // What the commands answer is declared too, and round-trips the same way.
@@ -96,37 +157,61 @@ function check(f: AnyFormat): void {
     case 'events':
       return checkEvents(f);
     case 'json':
-      return fc.assert(fc.property(fc.jsonValue(), (v) => {
-        expect(JSON.stringify(f.parse(f.format(v)))).toBe(JSON.stringify(v));
-      }), RUNS);
-    case 'jsonl':
       return fc.assert(
-        fc.property(fc.array(fc.dictionary(hostile, fc.oneof(hostile, fc.integer(), fc.boolean())), { maxLength: 4 }), (vs) => {
-          expect(f.parse(f.format(vs))).toEqual(vs);
+        fc.property(fc.jsonValue(), (v) => {
+          expect(JSON.stringify(f.parse(f.format(v)))).toBe(JSON.stringify(v));
         }),
         RUNS,
       );
+    case 'jsonl':
+      return fc.assert(
+        fc.property(
+          fc.array(fc.dictionary(hostile, fc.oneof(hostile, fc.integer(), fc.boolean())), { maxLength: 4 }),
+          (vs) => {
+            expect(f.parse(f.format(vs))).toEqual(vs);
+          },
+        ),
+        RUNS,
+      );
     case 'lines':
-      fc.assert(fc.property(fc.array(oneLine.filter((s) => s !== ''), { maxLength: 5 }), (items) => {
-        expect(f.parse(f.format(items))).toEqual(items);
-      }), RUNS);
+      fc.assert(
+        fc.property(
+          fc.array(
+            oneLine.filter((s) => s !== ''),
+            { maxLength: 5 },
+          ),
+          (items) => {
+            expect(f.parse(f.format(items))).toEqual(items);
+          },
+        ),
+        RUNS,
+      );
       // What a line cannot hold is refused when written, never mangled.
       expect(() => f.format(['a\nb'])).toThrow(/newline/);
       return;
     case 'value':
-      fc.assert(fc.property(oneLine, (v) => {
-        expect(f.parse(f.format(v))).toBe(v);
-      }), RUNS);
+      fc.assert(
+        fc.property(oneLine, (v) => {
+          expect(f.parse(f.format(v))).toBe(v);
+        }),
+        RUNS,
+      );
       expect(() => f.format('a\nb')).toThrow(/newline/);
       return;
     case 'status':
-      return fc.assert(fc.property(fc.constantFrom(...f.words), hostile, (status, summary) => {
-        expect(f.parse(f.format({ status, summary }))).toEqual({ status, summary });
-      }), RUNS);
+      return fc.assert(
+        fc.property(fc.constantFrom(...f.words), hostile, (status, summary) => {
+          expect(f.parse(f.format({ status, summary }))).toEqual({ status, summary });
+        }),
+        RUNS,
+      );
     case 'text':
-      return fc.assert(fc.property(hostile, (v) => {
-        expect(f.parse(f.format(v))).toBe(v);
-      }), RUNS);
+      return fc.assert(
+        fc.property(hostile, (v) => {
+          expect(f.parse(f.format(v))).toBe(v);
+        }),
+        RUNS,
+      );
     case 'env':
       fc.assert(
         fc.property(fc.dictionary(fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,8}$/), oneLine), (vars) => {
@@ -147,7 +232,11 @@ describe('every declared format round-trips hostile values', () => {
   const formats = declaredFormats();
   it('the namespace declares formats of every kind the library has', () => {
     const classes = [Records, KeyValues, Commands, Events, Json, JsonLines, Lines, OneLine, Status, Text, EnvLines];
-    for (const cls of classes) expect(formats.some((f) => f instanceof cls), cls.name).toBe(true);
+    for (const cls of classes)
+      expect(
+        formats.some((f) => f instanceof cls),
+        cls.name,
+      ).toBe(true);
   });
   for (const f of formats) {
     it(`${f.kind} ${'name' in f ? String(f.name) : f.describe().slice(0, 40)}`, () => check(f));
@@ -156,9 +245,12 @@ describe('every declared format round-trips hostile values', () => {
 
 describe('one quoting mechanism', () => {
   it('a quoted word reads back as itself, and a shell (bypass rules) reads quoted words the same way', () => {
-    fc.assert(fc.property(hostile, (w) => {
+    fc.assert(
+      fc.property(hostile, (w) => {
         expect(splitWords(quoteWord(w))).toEqual([w]);
-      }), { numRuns: 300 });
+      }),
+      { numRuns: 300 },
+    );
     // The strict reader refuses what a person could not see; what it accepts, it reads as splitWords does.
     fc.assert(
       fc.property(fc.array(hostile, { minLength: 1, maxLength: 4 }), (words) => {

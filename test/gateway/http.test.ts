@@ -74,7 +74,9 @@ describe('auth', () => {
     try {
       expect(a.token).toMatch(/^[0-9a-f]{64}$/);
       expect(a.token).not.toBe(b.token);
-      expect((await fetch(`${a.url}/session/idx`, { headers: { authorization: `Bearer ${b.token}` } })).status).toBe(401);
+      expect((await fetch(`${a.url}/session/idx`, { headers: { authorization: `Bearer ${b.token}` } })).status).toBe(
+        401,
+      );
       expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api$/);
     } finally {
       await a.close();
@@ -99,7 +101,9 @@ describe('verbs', () => {
 
   it('GET on a directory lists it as JSON', async () => {
     const list = (await (await call('/session/alpha')).json()) as Array<{ name: string; dir: boolean; mode: string }>;
-    expect(list.map((e) => e.name)).toEqual(expect.arrayContaining(['id', 'name', 'cwd', 'env', 'plan', 'ctl', 'agent']));
+    expect(list.map((e) => e.name)).toEqual(
+      expect.arrayContaining(['id', 'name', 'cwd', 'env', 'plan', 'ctl', 'agent']),
+    );
     expect(list.find((e) => e.name === 'agent')).toMatchObject({ dir: true });
     expect(list.find((e) => e.name === 'ctl')).toMatchObject({ dir: false });
     const root = (await (await call('/')).json()) as Array<{ name: string }>;
@@ -118,18 +122,30 @@ describe('verbs', () => {
   });
 
   it('agents: POST agent/new, GET agent/idx, cfg and stats as JSON', async () => {
-    const name = (await (await call('/session/alpha/agent/new', { method: 'POST', body: 'name=bob agent=test' })).text()).trim();
+    const name = (
+      await (await call('/session/alpha/agent/new', { method: 'POST', body: 'name=bob agent=test' })).text()
+    ).trim();
     expect(name).toBe('bob');
     const idx = (await (await call('/session/alpha/agent/idx')).json()) as Array<Record<string, string>>;
     expect(idx).toEqual([expect.objectContaining({ name: 'bob', parent: null, depth: '0', state: 'idle' })]);
-    expect(await (await call('/session/alpha/agent/bob/cfg')).json()).toMatchObject({ backend: 'mock', profile: 'test' });
-    expect(await (await call('/session/alpha/agent/bob/stats')).json()).toMatchObject({ requests: '0', context_length: '100000' });
+    expect(await (await call('/session/alpha/agent/bob/cfg')).json()).toMatchObject({
+      backend: 'mock',
+      profile: 'test',
+    });
+    expect(await (await call('/session/alpha/agent/bob/stats')).json()).toMatchObject({
+      requests: '0',
+      context_length: '100000',
+    });
     expect(await (await call('/session/alpha/agent/bob/queue')).json()).toEqual([]);
   });
 
   it('PATCH renames, DELETE removes', async () => {
     await call('/session/new', { method: 'POST', body: 'name=gamma' });
-    const p = await call('/session/gamma', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'delta' }) });
+    const p = await call('/session/gamma', {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'delta' }),
+    });
     expect(p.status).toBe(200);
     expect(await p.json()).toEqual({ name: 'delta', path: '/session/delta' });
     expect(await (await call('/session/delta/name')).text()).toBe('delta\n');
@@ -150,7 +166,7 @@ describe('verbs', () => {
     expect((await call('/session/%E0%A4%A/name')).status).toBe(400);
   });
 
-  it('refuses verbs a file does not have (405 with Allow) and passes on the server\'s errors', async () => {
+  it("refuses verbs a file does not have (405 with Allow) and passes on the server's errors", async () => {
     const g = await call('/session/alpha/agent/bob/prompt');
     expect(g.status).toBe(405);
     expect(g.headers.get('allow')).toBe('POST');
@@ -172,7 +188,9 @@ describe('streaming', () => {
   it('streams log.raw as NDJSON while a turn runs, and the events as server-sent events', async () => {
     h.mock.script([{ text: 'streamed reply' }]);
     const sid = (await (await call('/session/alpha/id')).text()).trim();
-    const events = await call(`/event?request=${encodeURIComponent(`session.${sid}.agent.*.state`)}`, { headers: { accept: 'text/event-stream' } });
+    const events = await call(`/event?request=${encodeURIComponent(`session.${sid}.agent.*.state`)}`, {
+      headers: { accept: 'text/event-stream' },
+    });
     expect(events.status).toBe(200);
     expect(events.headers.get('content-type')).toContain('text/event-stream');
     const log = await call('/session/alpha/agent/bob/log.raw');
@@ -181,7 +199,10 @@ describe('streaming', () => {
     const evText = readUntil(events, (t) => (t.match(/^data: /gm) ?? []).length >= 2 && t.includes('idle'));
     await new Promise((r) => setTimeout(r, 100));
     expect((await call('/session/alpha/agent/bob/prompt', { method: 'POST', body: 'hello' })).status).toBe(204);
-    const lines = (await logText).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { role: string; content: string; partial?: boolean });
+    const lines = (await logText)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { role: string; content: string; partial?: boolean });
     expect(lines[0]).toMatchObject({ role: 'user', content: 'hello' });
     expect(lines.at(-1)).toMatchObject({ role: 'assistant', content: 'streamed reply' });
     const sse = (await evText).split('\n\n').filter(Boolean);
@@ -190,7 +211,10 @@ describe('streaming', () => {
       return JSON.parse(e.slice(6)) as { topic: string; payload: { state: string } };
     });
     // The payload as its declaration names its fields.
-    expect(data[0]).toEqual({ topic: expect.stringMatching(new RegExp(`^session\\.${sid}\\.agent\\.[^.]+\\.state$`)), payload: { state: 'thinking' } });
+    expect(data[0]).toEqual({
+      topic: expect.stringMatching(new RegExp(`^session\\.${sid}\\.agent\\.[^.]+\\.state$`)),
+      payload: { state: 'thinking' },
+    });
     expect(data.at(-1)!.payload).toEqual({ state: 'idle' });
   });
 
@@ -203,7 +227,10 @@ describe('streaming', () => {
     const text = readUntil(res, (t) => t.includes('a live block'));
     await new Promise((r) => setTimeout(r, 100));
     log.add('info', 'a live block');
-    const lines = (await text).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { role: string; content: string });
+    const lines = (await text)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { role: string; content: string });
     expect(lines.map((l) => l.content)).toEqual(['the last block', 'a live block']);
   });
 
@@ -218,20 +245,29 @@ describe('streaming', () => {
     expect(line.payload).toEqual({ name: 'zeta' });
     // The cancelled streams were flushed and clunked: the gateway's connection holds no open event subscription.
     await new Promise((r) => setTimeout(r, 100));
-    expect(await (await call('/session/idx')).json()).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'zeta' })]));
+    expect(await (await call('/session/idx')).json()).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'zeta' })]),
+    );
   });
 
   it('a blocking read (goalwait) answers when the value changes, as JSON', async () => {
     const pending = call('/session/alpha/goalwait');
     await new Promise((r) => setTimeout(r, 100));
-    expect((await call('/session/alpha/goalstatus', { method: 'POST', body: 'blocked\nno tests to run\n' })).status).toBe(204);
+    expect(
+      (await call('/session/alpha/goalstatus', { method: 'POST', body: 'blocked\nno tests to run\n' })).status,
+    ).toBe(204);
     expect(await (await pending).json()).toEqual({ status: 'blocked', summary: 'no tests to run' });
-    expect(await (await call('/session/alpha/goalstatus')).json()).toEqual({ status: 'blocked', summary: 'no tests to run' });
+    expect(await (await call('/session/alpha/goalstatus')).json()).toEqual({
+      status: 'blocked',
+      summary: 'no tests to run',
+    });
   });
 
-  it('template files (an agent\'s peers) are reached by name', async () => {
+  it("template files (an agent's peers) are reached by name", async () => {
     await call('/session/alpha/agent/new', { method: 'POST', body: 'name=carol agent=test' });
-    expect(await (await call('/session/alpha/agent/bob/ctl', { method: 'POST', body: 'peeradd carol' })).text()).toContain('carol');
+    expect(
+      await (await call('/session/alpha/agent/bob/ctl', { method: 'POST', body: 'peeradd carol' })).text(),
+    ).toContain('carol');
     const list = (await (await call('/session/alpha/agent/bob/peer')).json()) as Array<{ name: string }>;
     expect(list.map((e) => e.name)).toEqual(['carol']);
     expect((await call('/session/alpha/agent/bob/peer/carol')).status).toBe(405);
@@ -265,11 +301,24 @@ describe('the declaration', () => {
   it('withholds internal files and directories: 404 as if absent, not listed, not in the OpenAPI document', async () => {
     let secret = 'untouched';
     const ns = build(
-      Dir('/',
+      Dir(
+        '/',
         Leaf('visible', { read: () => 'hello\n' }),
-        Leaf('secret', { internal: true, read: () => 'hidden\n', write: (_c, d) => void (secret = new TextDecoder().decode(d)) }),
+        Leaf('secret', {
+          internal: true,
+          read: () => 'hidden\n',
+          write: (_c, d) => void (secret = new TextDecoder().decode(d)),
+        }),
         Dir('private', { internal: true }, Leaf('inner', { read: () => 'x' })),
-        Dir('items', {}, Each('item', { list: () => ['a', 'b'], remove: () => undefined }, Leaf('value', { read: (ctx) => `${ctx.params.item}\n` }))),
+        Dir(
+          'items',
+          {},
+          Each(
+            'item',
+            { list: () => ['a', 'b'], remove: () => undefined },
+            Leaf('value', { read: (ctx) => `${ctx.params.item}\n` }),
+          ),
+        ),
       ),
       { uid: userInfo().username },
     );
@@ -289,7 +338,13 @@ describe('the declaration', () => {
       const names = ((await (await get('/')).json()) as Array<{ name: string }>).map((e) => e.name);
       expect(names.sort()).toEqual(['items', 'visible']);
       const doc = (await (await get('/openapi.json')).json()) as { paths: Record<string, unknown> };
-      expect(Object.keys(doc.paths).sort()).toEqual(['/', '/items', '/items/{item}', '/items/{item}/value', '/visible']);
+      expect(Object.keys(doc.paths).sort()).toEqual([
+        '/',
+        '/items',
+        '/items/{item}',
+        '/items/{item}/value',
+        '/visible',
+      ]);
     } finally {
       await g.close();
       server.close();

@@ -23,7 +23,22 @@ afterEach(async () => {
 
 async function serve(extra: string[]): Promise<{ p: ChildProcess; url: string; token: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
-  const p = spawn(process.execPath, [OLLIE, 'serve', '--no-tools', '--socket', join(dir, 'run', 'ollie.sock'), '--config', join(dir, 'config'), '--data', join(dir, 'data'), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(
+    process.execPath,
+    [
+      OLLIE,
+      'serve',
+      '--no-tools',
+      '--socket',
+      join(dir, 'run', 'ollie.sock'),
+      '--config',
+      join(dir, 'config'),
+      '--data',
+      join(dir, 'data'),
+      ...extra,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   started.push({ p, dir });
   let out = '';
   const m = await new Promise<RegExpExecArray>((resolve, reject) => {
@@ -43,7 +58,11 @@ describe('ollie serve --http', () => {
     const b = await serve(['--http', '0']);
     expect(a.token).not.toBe(b.token);
     expect((await fetch(`${a.url}/session/idx`)).status).toBe(401);
-    const created = await fetch(`${a.url}/session/new`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` }, body: 'name=web' });
+    const created = await fetch(`${a.url}/session/new`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}` },
+      body: 'name=web',
+    });
     expect(await created.text()).toBe('web\n');
     const idx = (await (await fetch(`${a.url}/session/idx?token=${a.token}`)).json()) as Array<{ name: string }>;
     expect(idx.map((s) => s.name)).toEqual(['web']);
@@ -54,7 +73,25 @@ describe('ollie serve --http', () => {
 
   it('refuses two ports for the web UI and the gateway, which share one server', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
-    const p = spawn(process.execPath, [OLLIE, 'serve', '--no-tools', '--ui-port', '0', '--http', '1', '--socket', join(dir, 'run', 'ollie.sock'), '--config', join(dir, 'config'), '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(
+      process.execPath,
+      [
+        OLLIE,
+        'serve',
+        '--no-tools',
+        '--ui-port',
+        '0',
+        '--http',
+        '1',
+        '--socket',
+        join(dir, 'run', 'ollie.sock'),
+        '--config',
+        join(dir, 'config'),
+        '--data',
+        join(dir, 'data'),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     started.push({ p, dir });
     let err = '';
     p.stderr!.on('data', (d: Buffer) => (err += d.toString()));

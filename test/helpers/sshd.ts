@@ -49,7 +49,9 @@ function freePort(): Promise<number> {
 }
 
 function keygen(file: string): void {
-  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'ollie-test', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'ollie-test', '-f', file], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr?.toString() ?? r.error?.message}`);
 }
 
@@ -78,47 +80,62 @@ export async function startSshd(opts: { host?: string; env?: Record<string, stri
   writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'user_key.pub')));
   mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   const port = await freePort();
-  const env = { HOME: remoteHome, XDG_RUNTIME_DIR: join(remoteHome, 'run'), XDG_CACHE_HOME: join(remoteHome, '.cache'), ...opts.env };
+  const env = {
+    HOME: remoteHome,
+    XDG_RUNTIME_DIR: join(remoteHome, 'run'),
+    XDG_CACHE_HOME: join(remoteHome, '.cache'),
+    ...opts.env,
+  };
   const config = join(dir, 'sshd_config');
-  writeFileSync(config, [
-    `ListenAddress 127.0.0.1`,
-    `HostKey ${join(dir, 'host_key')}`,
-    `PidFile ${join(dir, 'sshd.pid')}`,
-    `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-    'StrictModes no',
-    'PubkeyAuthentication yes',
-    'PasswordAuthentication no',
-    'KbdInteractiveAuthentication no',
-    'PermitRootLogin prohibit-password',
-    'UsePAM no',
-    'AllowStreamLocalForwarding yes',
-    'X11Forwarding no',
-    'PrintMotd no',
-    'LogLevel INFO',
-    `SetEnv ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      `ListenAddress 127.0.0.1`,
+      `HostKey ${join(dir, 'host_key')}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+      'StrictModes no',
+      'PubkeyAuthentication yes',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'PermitRootLogin prohibit-password',
+      'UsePAM no',
+      'AllowStreamLocalForwarding yes',
+      'X11Forwarding no',
+      'PrintMotd no',
+      'LogLevel INFO',
+      `SetEnv ${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+      '',
+    ].join('\n'),
+  );
   const sshConfig = join(dir, 'ssh_config');
   const hostKey = readFileSync(join(dir, 'host_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
   writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${port} ${hostKey}\n`);
-  writeFileSync(sshConfig, [
-    `Host ${host}`,
-    '  HostName 127.0.0.1',
-    `  Port ${port}`,
-    `  User ${userInfo().username}`,
-    `  IdentityFile ${join(dir, 'user_key')}`,
-    '  IdentitiesOnly yes',
-    '  IdentityAgent none',
-    `  UserKnownHostsFile ${join(dir, 'known_hosts')}`,
-    '  GlobalKnownHostsFile /dev/null',
-    '  StrictHostKeyChecking yes',
-    '  UpdateHostKeys no',
-    '  ControlMaster no',
-    '  ControlPath none',
-    '  LogLevel ERROR',
-    '',
-  ].join('\n'));
-  const child: ChildProcess = spawn(SSHD, ['-D', '-e', '-f', config, '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  writeFileSync(
+    sshConfig,
+    [
+      `Host ${host}`,
+      '  HostName 127.0.0.1',
+      `  Port ${port}`,
+      `  User ${userInfo().username}`,
+      `  IdentityFile ${join(dir, 'user_key')}`,
+      '  IdentitiesOnly yes',
+      '  IdentityAgent none',
+      `  UserKnownHostsFile ${join(dir, 'known_hosts')}`,
+      '  GlobalKnownHostsFile /dev/null',
+      '  StrictHostKeyChecking yes',
+      '  UpdateHostKeys no',
+      '  ControlMaster no',
+      '  ControlPath none',
+      '  LogLevel ERROR',
+      '',
+    ].join('\n'),
+  );
+  const child: ChildProcess = spawn(SSHD, ['-D', '-e', '-f', config, '-p', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let log = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`sshd did not start within 10 s: ${log}`)), 10000);
@@ -137,7 +154,11 @@ export async function startSshd(opts: { host?: string; env?: Record<string, stri
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
-    host, port, sshConfig, remoteHome, dir,
+    host,
+    port,
+    sshConfig,
+    remoteHome,
+    dir,
     cutConnections: () => {
       // Every sshd process below the listener (the per-connection monitor and the session process): the
       // network side of each connection goes; what runs in the sessions loses its stdin and ends.

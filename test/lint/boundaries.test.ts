@@ -17,21 +17,41 @@ async function boundaryErrors(filePath: string, code: string): Promise<string[]>
 const refused: Array<[string, string, RegExp]> = [
   ['src/renderer/src/lib/x.ts', `import { readFileSync } from 'node:fs';`, /Node builtins/],
   ['src/renderer/src/lib/x.ts', `export const m = () => import('node:fs');`, /Node builtins.*import\(\)/],
-  ['src/renderer/src/lib/x.ts', `export const m = () => import('../../../olliesrv/daemon.js');`, /renderer talks 9P only/],
+  [
+    'src/renderer/src/lib/x.ts',
+    `export const m = () => import('../../../olliesrv/daemon.js');`,
+    /renderer talks 9P only/,
+  ],
   ['src/renderer/src/lib/x.ts', `import '../../../gateway/http.js';`, /renderer talks 9P only/],
   ['src/renderer/src/lib/x.ts', `import '../../../toolsrv/protocol.js';`, /renderer talks 9P only/],
   ['src/olliesrv/agent/x.ts', `import { SPAWNER } from '../../toolsrv/exec/spawner.js';`, /toolsrv\/public\.js/],
-  ['src/olliesrv/agent/x.ts', `export const m = () => import('../../toolsrv/sandbox/trust.js');`, /toolsrv\/public\.js.*import\(\)/],
+  [
+    'src/olliesrv/agent/x.ts',
+    `export const m = () => import('../../toolsrv/sandbox/trust.js');`,
+    /toolsrv\/public\.js.*import\(\)/,
+  ],
   ['src/olliesrv/agent/x.ts', `export const m = () => import('electron');`, /Only src\/main and src\/preload/],
   ['src/olliesrv/agent/x.ts', `import React from 'react';`, /Only src\/renderer may import React/],
-  ['src/olliesrv/agent/x.ts', `export const m = (p: string) => import(p);`, /import\(\) is for the packages in LAZY_PACKAGES/],
-  ['src/olliesrv/agent/x.ts', `export const m = () => import('./agent.js');`, /import\(\) is for the packages in LAZY_PACKAGES/],
+  [
+    'src/olliesrv/agent/x.ts',
+    `export const m = (p: string) => import(p);`,
+    /import\(\) is for the packages in LAZY_PACKAGES/,
+  ],
+  [
+    'src/olliesrv/agent/x.ts',
+    `export const m = () => import('./agent.js');`,
+    /import\(\) is for the packages in LAZY_PACKAGES/,
+  ],
   ['src/cli/x.ts', `export const m = () => import('../toolsrv/exec/spawner.js');`, /toolsrv\/public\.js/],
   ['src/toolsrv/exec/x.ts', `import '../../main/index.js';`, /may not import the app/],
   ['src/gateway/x.ts', `import '../olliesrv/daemon.js';`, /reach the daemon over 9P/],
   ['src/webui/x.ts', `export const m = () => import('../toolsrv/public.js');`, /reach the daemon over 9P/],
   ['src/ninep/common/x.ts', `import '../../olliesrv/daemon.js';`, /standalone library/],
-  ['src/ninep/common/x.ts', `export const m = () => import('../../platform/paths.js');`, /standalone library.*import\(\)/],
+  [
+    'src/ninep/common/x.ts',
+    `export const m = () => import('../../platform/paths.js');`,
+    /standalone library.*import\(\)/,
+  ],
   ['src/preload/x.ts', `import { join } from 'node:path';`, /Node builtins/],
 ];
 
@@ -49,7 +69,10 @@ const allowed: Array<[string, string]> = [
 describe('import layers', () => {
   it.each(refused)('%s: %s is refused', async (file, code, why) => {
     const errs = await boundaryErrors(file, code);
-    expect(errs.some((m) => why.test(m)), errs.join('\n') || 'no boundary error').toBe(true);
+    expect(
+      errs.some((m) => why.test(m)),
+      errs.join('\n') || 'no boundary error',
+    ).toBe(true);
   });
 
   it.each(allowed)('%s: %s is allowed', async (file, code) => {

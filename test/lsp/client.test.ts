@@ -42,10 +42,14 @@ test('a server that never answers initialize is killed after the start timeout, 
   const starting = servers.get(file, dir, env);
   const pid = servers.list()[0]!.pid;
   expect(alive(pid)).toBe(true);
-  await expect(starting).rejects.toThrow('the go language server (gopls) did not answer initialize within 0.3 s; it is started again on a call after 5 s');
+  await expect(starting).rejects.toThrow(
+    'the go language server (gopls) did not answer initialize within 0.3 s; it is started again on a call after 5 s',
+  );
   await until(() => !alive(pid));
   expect(servers.list()).toEqual([]);
-  await expect(servers.get(file, dir, env)).rejects.toThrow(/^the go language server \(gopls\) did not answer initialize within 0\.3 s; it is started again on a call after [45](\.\d)? s \(1 failure in a row\)$/);
+  await expect(servers.get(file, dir, env)).rejects.toThrow(
+    /^the go language server \(gopls\) did not answer initialize within 0\.3 s; it is started again on a call after [45](\.\d)? s \(1 failure in a row\)$/,
+  );
   expect(servers.started).toEqual({ go: 1 });
   expect(servers.failed).toEqual({ go: 1 });
   await servers.stopAll();
@@ -75,8 +79,14 @@ process.stdin.setEncoding('latin1').on('data', (d) => {
   const s = await servers.get(file, dir, env);
   const pid = servers.list()[0]!.pid;
   await until(() => !existsSync(`/proc/${pid}/fd/0`));
-  const hover = s.request('textDocument/hover', { textDocument: { uri: `file://${file}` }, position: { line: 0, character: 0 } }, new AbortController().signal);
-  await expect(hover).rejects.toThrow('the go language server (gopls) stopped reading its input (EPIPE); it is started again on a call after 1 s');
+  const hover = s.request(
+    'textDocument/hover',
+    { textDocument: { uri: `file://${file}` }, position: { line: 0, character: 0 } },
+    new AbortController().signal,
+  );
+  await expect(hover).rejects.toThrow(
+    'the go language server (gopls) stopped reading its input (EPIPE); it is started again on a call after 1 s',
+  );
   await until(() => !alive(pid));
   expect(servers.failed).toEqual({ go: 1 });
   await servers.stopAll();

@@ -12,7 +12,15 @@ import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
-const LSP_TOOLS = ['lsp_hover', 'lsp_definition', 'lsp_references', 'lsp_symbols', 'lsp_diagnostics', 'lsp_completion', 'lsp_rename'];
+const LSP_TOOLS = [
+  'lsp_hover',
+  'lsp_definition',
+  'lsp_references',
+  'lsp_symbols',
+  'lsp_diagnostics',
+  'lsp_completion',
+  'lsp_rename',
+];
 const FIXTURE = join(import.meta.dirname, 'fixture');
 
 interface LspEnv {
@@ -30,13 +38,23 @@ async function lspEnv(hostIdleMs?: number): Promise<LspEnv> {
   const root = mkdtempSync(join(tmpdir(), 'lsp-'));
   cpSync(FIXTURE, root, { recursive: true });
   // A file with type errors, written here so that the repository's own typecheck does not meet it.
-  writeFileSync(join(root, 'src/broken.ts'), "import { makeGreeter } from './greeter.js';\n\nconst n: number = makeGreeter().greet(42);\nexport default n;\n");
-  const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: root, ...(hostIdleMs !== undefined && { hostIdleMs }) });
+  writeFileSync(
+    join(root, 'src/broken.ts'),
+    "import { makeGreeter } from './greeter.js';\n\nconst n: number = makeGreeter().greet(42);\nexport default n;\n",
+  );
+  const env = await startEnv(
+    {},
+    { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: root, ...(hostIdleMs !== undefined && { hostIdleMs }) },
+  );
   const c = await env.client('agent1');
   await c.write('ctl', `load ${LSP_TOOLS.join(' ')}`);
-  const run = (tool: string, args: Record<string, unknown>, cl = c): Promise<ProcResult> => env.call(cl, { tool, args });
+  const run = (tool: string, args: Record<string, unknown>, cl = c): Promise<ProcResult> =>
+    env.call(cl, { tool, args });
   return {
-    env, c, root, run,
+    env,
+    c,
+    root,
+    run,
     async ok(tool, args) {
       const r = await run(tool, args);
       expect(r, r.output + (r.error ?? '')).toMatchObject({ status: 'exited', exit: 0 });
@@ -63,12 +81,18 @@ describe('lsp tools on typescript-language-server', () => {
   });
 
   test('hover: the type and the doc comment, at a 1-based position', async () => {
-    expect(await e.ok('lsp_hover', { path: 'src/main.ts', line: 4, column: 27 })).toBe('src/main.ts:4:27\n\n```typescript\n(method) Greeter.greet(name: string): string\n```\nSays the greeting to `name`.\n');
-    expect(await e.ok('lsp_hover', { path: 'src/main.ts', line: 2, column: 1 })).toBe('nothing to show at src/main.ts:2:1\n');
+    expect(await e.ok('lsp_hover', { path: 'src/main.ts', line: 4, column: 27 })).toBe(
+      'src/main.ts:4:27\n\n```typescript\n(method) Greeter.greet(name: string): string\n```\nSays the greeting to `name`.\n',
+    );
+    expect(await e.ok('lsp_hover', { path: 'src/main.ts', line: 2, column: 1 })).toBe(
+      'nothing to show at src/main.ts:2:1\n',
+    );
   });
 
   test('definition and references, with the lines they are on', async () => {
-    expect(await e.ok('lsp_definition', { path: 'src/main.ts', line: 3, column: 11 })).toBe("src/greeter.ts:11:17: export function makeGreeter(greeting = 'Hello'): Greeter {\n");
+    expect(await e.ok('lsp_definition', { path: 'src/main.ts', line: 3, column: 11 })).toBe(
+      "src/greeter.ts:11:17: export function makeGreeter(greeting = 'Hello'): Greeter {\n",
+    );
     expect(await e.ok('lsp_references', { path: 'src/greeter.ts', line: 11, column: 17 })).toBe(
       [
         '5 references:',
@@ -84,7 +108,14 @@ describe('lsp tools on typescript-language-server', () => {
 
   test('symbols: a file’s, nested, and the workspace’s by query', async () => {
     const doc = await e.ok('lsp_symbols', { path: 'src/greeter.ts' });
-    expect(doc.split('\n')).toEqual(expect.arrayContaining(['src/greeter.ts:', '2:14  class Greeter', '6:3    method greet', '11:17  function makeGreeter']));
+    expect(doc.split('\n')).toEqual(
+      expect.arrayContaining([
+        'src/greeter.ts:',
+        '2:14  class Greeter',
+        '6:3    method greet',
+        '11:17  function makeGreeter',
+      ]),
+    );
     const ws = await e.ok('lsp_symbols', { path: 'src/main.ts', query: 'makeGreeter' });
     expect(ws).toContain('src/greeter.ts:11:1: function makeGreeter');
   });
@@ -94,7 +125,10 @@ describe('lsp tools on typescript-language-server', () => {
       "src/broken.ts:3:7: error [typescript 2322]: Type 'string' is not assignable to type 'number'.\nsrc/broken.ts:3:39: error [typescript 2345]: Argument of type 'number' is not assignable to parameter of type 'string'.\n",
     );
     expect(await e.ok('lsp_diagnostics', { path: 'src/main.ts' })).toBe('src/main.ts: no problems\n');
-    writeFileSync(join(e.root, 'src/broken.ts'), "import { makeGreeter } from './greeter.js';\n\nconst n: number = makeGreeter().greet('x').length;\nexport default n;\n");
+    writeFileSync(
+      join(e.root, 'src/broken.ts'),
+      "import { makeGreeter } from './greeter.js';\n\nconst n: number = makeGreeter().greet('x').length;\nexport default n;\n",
+    );
     expect(await e.ok('lsp_diagnostics', { path: 'src/broken.ts' })).toBe('src/broken.ts: no problems\n');
   });
 
@@ -105,16 +139,35 @@ describe('lsp tools on typescript-language-server', () => {
 
   test('rename: a preview diff over every file, then applied, and the server sees the new texts', async () => {
     const before = readFileSync(join(e.root, 'src/main.ts'), 'utf8');
-    const preview = await e.ok('lsp_rename', { path: 'src/greeter.ts', line: 11, column: 17, new_name: 'createGreeter' });
-    expect(preview).toContain("-export function makeGreeter(greeting = 'Hello'): Greeter {\n+export function createGreeter(greeting = 'Hello'): Greeter {\n");
-    expect(preview).toContain("--- a/src/main.ts\n+++ b/src/main.ts\n@@ -1,5 +1,5 @@\n-import { makeGreeter } from './greeter.js';\n+import { createGreeter } from './greeter.js';\n");
-    expect(preview.endsWith('5 edits in 3 files: preview only, nothing written (call again with apply: true to write)\n')).toBe(true);
+    const preview = await e.ok('lsp_rename', {
+      path: 'src/greeter.ts',
+      line: 11,
+      column: 17,
+      new_name: 'createGreeter',
+    });
+    expect(preview).toContain(
+      "-export function makeGreeter(greeting = 'Hello'): Greeter {\n+export function createGreeter(greeting = 'Hello'): Greeter {\n",
+    );
+    expect(preview).toContain(
+      "--- a/src/main.ts\n+++ b/src/main.ts\n@@ -1,5 +1,5 @@\n-import { makeGreeter } from './greeter.js';\n+import { createGreeter } from './greeter.js';\n",
+    );
+    expect(
+      preview.endsWith('5 edits in 3 files: preview only, nothing written (call again with apply: true to write)\n'),
+    ).toBe(true);
     expect(readFileSync(join(e.root, 'src/main.ts'), 'utf8')).toBe(before);
-    const applied = await e.ok('lsp_rename', { path: 'src/greeter.ts', line: 11, column: 17, new_name: 'createGreeter', apply: true });
+    const applied = await e.ok('lsp_rename', {
+      path: 'src/greeter.ts',
+      line: 11,
+      column: 17,
+      new_name: 'createGreeter',
+      apply: true,
+    });
     expect(applied.endsWith('5 edits in 3 files: applied\n')).toBe(true);
     expect(readFileSync(join(e.root, 'src/main.ts'), 'utf8')).toBe(before.replaceAll('makeGreeter', 'createGreeter'));
     expect(await e.ok('lsp_diagnostics', { path: 'src/main.ts' })).toBe('src/main.ts: no problems\n');
-    expect(await e.ok('lsp_definition', { path: 'src/main.ts', line: 3, column: 11 })).toBe("src/greeter.ts:11:17: export function createGreeter(greeting = 'Hello'): Greeter {\n");
+    expect(await e.ok('lsp_definition', { path: 'src/main.ts', line: 3, column: 11 })).toBe(
+      "src/greeter.ts:11:17: export function createGreeter(greeting = 'Hello'): Greeter {\n",
+    );
   });
 
   test('the server stays warm: one start for every call so far', async () => {
@@ -132,7 +185,9 @@ describe('lsp tools on typescript-language-server', () => {
     const c2 = await e.env.client('agent2');
     await c2.write('ctl', 'env PATH=/nonexistent\nload lsp_hover');
     const go = await e.run('lsp_hover', { path: 'main.go', line: 1, column: 1 }, c2);
-    expect(go.output).toBe('lsp_hover: no go language server here: gopls is not on PATH (install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH)\n');
+    expect(go.output).toBe(
+      'lsp_hover: no go language server here: gopls is not on PATH (install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH)\n',
+    );
     const past = await e.run('lsp_hover', { path: 'src/main.ts', line: 99, column: 1 });
     expect(past.output).toBe('lsp_hover: line 99 is past the end of the file (6 lines)\n');
   });

@@ -65,9 +65,14 @@ let bins: string;
 let ts: Client;
 const cases: Record<string, Case> = {};
 
-const call = (c: Client, tool: string, args: Record<string, unknown>): Promise<ProcResult> => env.call(c, { tool, args });
+const call = (c: Client, tool: string, args: Record<string, unknown>): Promise<ProcResult> =>
+  env.call(c, { tool, args });
 const hoverTs = (): Promise<ProcResult> => call(ts, 'lsp_hover', { path: 'src/main.ts', line: 4, column: 27 });
-const stats = async (): Promise<{ started: Record<string, number>; failed: Record<string, number>; servers: Array<{ id: string; pid: number }> }> => {
+const stats = async (): Promise<{
+  started: Record<string, number>;
+  failed: Record<string, number>;
+  servers: Array<{ id: string; pid: number }>;
+}> => {
   const h = env.ts.core.hosts.list().find((x) => x.name === 'lsp')!;
   return (await env.ts.core.hosts.stats(h.pid)) as Awaited<ReturnType<typeof stats>>;
 };
@@ -99,7 +104,10 @@ beforeAll(async () => {
     writeFileSync(join(root, kind, 'go.mod'), `module ${kind}\n`);
     writeFileSync(join(root, kind, 'main.go'), 'func main() {}\n');
     const c = await env.client(kind);
-    await c.write('ctl', `env PATH=${kind === 'missing' ? join(bins, 'nothing-here') : join(bins, kind)}:/usr/bin:/bin\nload lsp_hover lsp_symbols`);
+    await c.write(
+      'ctl',
+      `env PATH=${kind === 'missing' ? join(bins, 'nothing-here') : join(bins, kind)}:/usr/bin:/bin\nload lsp_hover lsp_symbols`,
+    );
     cases[kind] = { c, file: `${kind}/main.go` };
   }
 }, 60_000);
@@ -143,31 +151,44 @@ describe('a broken server fails its own calls, in words; TypeScript goes on in t
 
   test('its interpreter is missing (ENOENT)', async () => {
     const r = await call(cases.noent!.c, 'lsp_hover', { path: cases.noent!.file, line: 1, column: 6 });
-    expect(r.output).toBe(`lsp_hover: the go language server (gopls) could not start: ${join(bins, 'noent', 'gopls')} or the interpreter its #! line names does not exist (ENOENT); it is started again on a call after 1 s\n`);
+    expect(r.output).toBe(
+      `lsp_hover: the go language server (gopls) could not start: ${join(bins, 'noent', 'gopls')} or the interpreter its #! line names does not exist (ENOENT); it is started again on a call after 1 s\n`,
+    );
     await typescriptStillServes();
   });
 
   test('not installed at all', async () => {
     const r = await call(cases.missing!.c, 'lsp_hover', { path: cases.missing!.file, line: 1, column: 6 });
-    expect(r.output).toBe('lsp_hover: no go language server here: gopls is not on PATH (install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH)\n');
+    expect(r.output).toBe(
+      'lsp_hover: no go language server here: gopls is not on PATH (install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH)\n',
+    );
     await typescriptStillServes();
   });
 
   test('exits at once, and is started again only after a pause that grows', async () => {
-    const go = (): Promise<ProcResult> => call(cases.exits!.c, 'lsp_hover', { path: cases.exits!.file, line: 1, column: 6 });
+    const go = (): Promise<ProcResult> =>
+      call(cases.exits!.c, 'lsp_hover', { path: cases.exits!.file, line: 1, column: 6 });
     const first = await go();
-    expect(first.output).toBe('lsp_hover: the go language server (gopls) exited during start-up (code 3): gopls: go.mod: cannot load the workspace; it is started again on a call after 1 s\n');
+    expect(first.output).toBe(
+      'lsp_hover: the go language server (gopls) exited during start-up (code 3): gopls: go.mod: cannot load the workspace; it is started again on a call after 1 s\n',
+    );
     await typescriptStillServes();
     // Asked again at once: no new start, the same reason and how long until the next try.
     const started = (await stats()).started.go ?? 0;
     const paused = await go();
-    expect(paused.output).toMatch(/^lsp_hover: the go language server \(gopls\) exited during start-up \(code 3\): gopls: go\.mod: cannot load the workspace; it is started again on a call after (0\.\d|1) s \(1 failure in a row\)\n$/);
+    expect(paused.output).toMatch(
+      /^lsp_hover: the go language server \(gopls\) exited during start-up \(code 3\): gopls: go\.mod: cannot load the workspace; it is started again on a call after (0\.\d|1) s \(1 failure in a row\)\n$/,
+    );
     expect((await stats()).started.go ?? 0).toBe(started);
     // After the pause it is tried again, fails again, and the next pause is twice as long.
-    const second = (await until(async () => {
-      const r = await go();
-      return r.output.endsWith('it is started again on a call after 2 s\n') ? r : undefined;
-    }, 'the second failed start', 10_000))!;
+    const second = (await until(
+      async () => {
+        const r = await go();
+        return r.output.endsWith('it is started again on a call after 2 s\n') ? r : undefined;
+      },
+      'the second failed start',
+      10_000,
+    ))!;
     expect(second.output).toContain('exited during start-up (code 3)');
     expect((await stats()).started.go).toBe(started + 1);
     await typescriptStillServes();
@@ -179,16 +200,22 @@ describe('a broken server fails its own calls, in words; TypeScript goes on in t
     expect((await call(c, 'lsp_symbols', { path: file })).output).toBe(`${file}:\n1:6  function main\n`);
     const crashed = await call(c, 'lsp_hover', { path: file, line: 1, column: 6 });
     expect(crashed).toMatchObject({ status: 'exited', exit: 1 });
-    expect(crashed.output).toBe('lsp_hover: the go language server (gopls) exited (signal SIGSEGV): panic: runtime error: invalid memory address or nil pointer dereference; it is started again on a call after 1 s\n');
+    expect(crashed.output).toBe(
+      'lsp_hover: the go language server (gopls) exited (signal SIGSEGV): panic: runtime error: invalid memory address or nil pointer dereference; it is started again on a call after 1 s\n',
+    );
     await typescriptStillServes();
     const st = await stats();
     expect(st.failed.go).toBeGreaterThanOrEqual(1);
     expect(st.servers.map((s) => s.id)).not.toContain('go');
     // Restarted on a later call, once the pause is over: it serves again.
-    const again = (await until(async () => {
-      const r = await call(c, 'lsp_symbols', { path: file });
-      return r.exit === 0 ? r : undefined;
-    }, 'the server to serve again', 10_000))!;
+    const again = (await until(
+      async () => {
+        const r = await call(c, 'lsp_symbols', { path: file });
+        return r.exit === 0 ? r : undefined;
+      },
+      'the server to serve again',
+      10_000,
+    ))!;
     expect(again.output).toBe(`${file}:\n1:6  function main\n`);
     await typescriptStillServes();
   });

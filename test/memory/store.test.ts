@@ -39,7 +39,12 @@ describe('the memory store', () => {
     expect(store.recall('build', { project: '/a' }).map((m) => m.id)).toEqual([1]);
     expect(store.recall('builds', { project: '/b', scope: 'project' }).map((m) => m.id)).toEqual([3]);
     expect(store.recall('english build', { project: '/b', scope: 'global' }).map((m) => m.id)).toEqual([2]);
-    expect(store.recall('english build', { project: '/b', scope: 'all' }).map((m) => m.id).sort()).toEqual([2, 3]);
+    expect(
+      store
+        .recall('english build', { project: '/b', scope: 'all' })
+        .map((m) => m.id)
+        .sort(),
+    ).toEqual([2, 3]);
     expect(store.get(1)?.tags).toEqual(['build-steps']);
     expect(store.recall('', { project: '/a' })).toEqual([]);
   });
@@ -51,7 +56,8 @@ describe('the memory store', () => {
   });
 
   it('fuses full text with embeddings: a memory with other words but the same meaning is found', async () => {
-    const add = async (text: string): Promise<void> => void store.remember({ text, project: '/a', vec: (await emb.embed([text]))[0], model: 'tiny' });
+    const add = async (text: string): Promise<void> =>
+      void store.remember({ text, project: '/a', vec: (await emb.embed([text]))[0], model: 'tiny' });
     await add('Resolve a merge conflict with rebase, then commit');
     await add('A flaky unit test failed in CI');
     const q = 'git branch';
@@ -65,7 +71,11 @@ describe('the memory store', () => {
   it('zooms on a memory with its neighbours in the same project', () => {
     for (let i = 1; i <= 6; i++) store.remember({ text: `m${i}`, project: i === 3 ? '/other' : '/a' });
     const z = store.zoom(4, 2)!;
-    expect([z.before.map((m) => m.text), z.focus.text, z.after.map((m) => m.text)]).toEqual([['m1', 'm2'], 'm4', ['m5', 'm6']]);
+    expect([z.before.map((m) => m.text), z.focus.text, z.after.map((m) => m.text)]).toEqual([
+      ['m1', 'm2'],
+      'm4',
+      ['m5', 'm6'],
+    ]);
     expect(store.zoom(1, 1)!.before).toEqual([]);
     expect(store.zoom(42)).toBeUndefined();
   });
@@ -91,9 +101,20 @@ describe('the memory tools (in process)', () => {
     await memoryTool('remember', { text: 'The style guide: two spaces' }, ctx);
     await memoryTool('remember', { text: 'User: be brief', global: true }, ctx);
     const w = await memoryTool('wake', { task: 'fix the git branch', limit: 3 }, ctx);
-    expect(w.split('\n').filter((l) => /^#\d/.test(l)).map((l) => l.split(' ')[0])).toEqual(['#1', '#2', '#3']);
-    expect(await memoryTool('remember', { text: 'x' }, ctx)).toBe(`remembered #4 (project ${ctx.cwd}, with an embedding)\n`);
-    await expect(memoryTool('recall', { query: 'x', limit: 0 }, ctx)).rejects.toThrow('argument limit must be a whole number from 1 to 50');
-    await expect(memoryTool('remember', { text: 'x', tags: 'a' }, ctx)).rejects.toThrow('argument tags must be a list of strings');
+    expect(
+      w
+        .split('\n')
+        .filter((l) => /^#\d/.test(l))
+        .map((l) => l.split(' ')[0]),
+    ).toEqual(['#1', '#2', '#3']);
+    expect(await memoryTool('remember', { text: 'x' }, ctx)).toBe(
+      `remembered #4 (project ${ctx.cwd}, with an embedding)\n`,
+    );
+    await expect(memoryTool('recall', { query: 'x', limit: 0 }, ctx)).rejects.toThrow(
+      'argument limit must be a whole number from 1 to 50',
+    );
+    await expect(memoryTool('remember', { text: 'x', tags: 'a' }, ctx)).rejects.toThrow(
+      'argument tags must be a list of strings',
+    );
   });
 });

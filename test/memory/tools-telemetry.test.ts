@@ -22,7 +22,11 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 function runMemoryTool(tool: string, args: Record<string, unknown>): Promise<{ code: number | null; out: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_DATA_HOME: join(root, 'share'), TMPDIR: join(root, 'tmp') };
   delete env.ORT_DISABLE_TELEMETRY; // as a user's environment has it
-  const p = spawn(process.execPath, [join(PACKAGE_ROOT, 'data', 'tools', tool)], { cwd: join(root, 'proj'), env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [join(PACKAGE_ROOT, 'data', 'tools', tool)], {
+    cwd: join(root, 'proj'),
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let out = '';
   p.stdout.on('data', (b: Buffer) => (out += b.toString()));
   p.stderr.on('data', (b: Buffer) => (out += b.toString()));

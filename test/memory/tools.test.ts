@@ -37,8 +37,16 @@ beforeAll(async () => {
   const probeDir = join(root, 'probe-tools');
   mkdirSync(probeDir);
   const meta = JSON.parse(readFileSync(join(TOOLS, 'memory_recall.meta'), 'utf8')) as Record<string, unknown>;
-  writeFileSync(join(probeDir, 'probe.meta'), JSON.stringify({ description: 'probe', scope: 'read', sandbox: meta.sandbox }));
-  const targets = [join(root, 'share', 'ollie', 'memory', 'ok.txt'), join(root, 'share', 'ollie', 'ollie.db'), join(root, 'share', 'ollie', 'models', 'x'), join(root, 'outside.txt')];
+  writeFileSync(
+    join(probeDir, 'probe.meta'),
+    JSON.stringify({ description: 'probe', scope: 'read', sandbox: meta.sandbox }),
+  );
+  const targets = [
+    join(root, 'share', 'ollie', 'memory', 'ok.txt'),
+    join(root, 'share', 'ollie', 'ollie.db'),
+    join(root, 'share', 'ollie', 'models', 'x'),
+    join(root, 'outside.txt'),
+  ];
   writeFileSync(
     join(probeDir, 'probe'),
     `#!${process.execPath}\nconst fs = require('fs');\nfor (const p of ${JSON.stringify(targets)}) { try { fs.writeFileSync(p, 'x'); console.log('wrote', p); } catch (e) { console.log(e.code, p); } }\nconsole.log('XDG', process.env.XDG_DATA_HOME);\n`,
@@ -46,7 +54,10 @@ beforeAll(async () => {
   );
   env = await startEnv({}, { toolDirs: [probeDir, TOOLS], yolo: false, cwd: projA });
   clients = {};
-  for (const [name, cwd] of [['a', join(projA, 'src')], ['b', projB]] as const) {
+  for (const [name, cwd] of [
+    ['a', join(projA, 'src')],
+    ['b', projB],
+  ] as const) {
     const c = await env.client(`agent-${name}`);
     await c.rdwrText('ctl', `cwd ${cwd}\n${MEMORY_TOOLS.map((t) => `load ${t}`).join('\n')}\n`);
     clients[name] = c;
@@ -60,11 +71,15 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const call = (who: 'a' | 'b', tool: string, args: Record<string, unknown>): Promise<ProcResult> => env.call(clients[who]!, { tool, args });
+const call = (who: 'a' | 'b', tool: string, args: Record<string, unknown>): Promise<ProcResult> =>
+  env.call(clients[who]!, { tool, args });
 
 describe('memory tools through toolsrv, sandboxed', () => {
   it('runs in the sandbox and creates the store under $XDG_DATA_HOME/ollie/memory', async () => {
-    const r = await call('a', 'memory_remember', { text: 'The build needs npm run build:node before the tests: tools import dist/.', tags: ['build', 'tests'] });
+    const r = await call('a', 'memory_remember', {
+      text: 'The build needs npm run build:node before the tests: tools import dist/.',
+      tags: ['build', 'tests'],
+    });
     expect(r.status).toBe('exited');
     expect(r.output).toBe(`remembered #1 (project ${projA})\n`);
     expect(r.bypassed).toBeUndefined();
@@ -79,12 +94,16 @@ describe('memory tools through toolsrv, sandboxed', () => {
     expect(fromB).toContain('#3 (project');
     expect(fromB).not.toContain('npm run build:node');
     const fromA = (await call('a', 'memory_recall', { query: 'how do the tests build', scope: 'project' })).output;
-    expect(fromA).toMatch(/^1 memory, best first \(full text\):\n\n#1 \(project, .*tags: build tests\)\nThe build needs npm run build:node/);
+    expect(fromA).toMatch(
+      /^1 memory, best first \(full text\):\n\n#1 \(project, .*tags: build tests\)\nThe build needs npm run build:node/,
+    );
   });
 
   it('recalls by full text with stemming and says when nothing matches', async () => {
     expect((await call('a', 'memory_recall', { query: 'building' })).output).toContain('#1 (project');
-    expect((await call('a', 'memory_recall', { query: 'kubernetes' })).output).toBe(`no memories match "kubernetes" (project ${projA} and global)\n`);
+    expect((await call('a', 'memory_recall', { query: 'kubernetes' })).output).toBe(
+      `no memories match "kubernetes" (project ${projA} and global)\n`,
+    );
     // Query syntax of FTS5 in the model's words is taken literally, not as operators.
     expect((await call('a', 'memory_recall', { query: 'NOT "build* OR (' })).output).toContain('#1');
   });
@@ -96,7 +115,12 @@ describe('memory tools through toolsrv, sandboxed', () => {
     await call('a', 'memory_remember', { text: 'Decided: the CLI uses commander 14 (15 needs Node 22).' });
     await call('a', 'memory_remember', { text: 'Landlock ABI 6 is needed for signal scoping.' });
     const z = (await call('a', 'memory_zoom', { id: '#4', radius: 1 })).output;
-    expect(z.split('\n').filter((l) => /^(> )?#\d+ \(/.test(l)).map((l) => l.replace(/ \(.*/, ''))).toEqual(['#1', '> #4', '#5']);
+    expect(
+      z
+        .split('\n')
+        .filter((l) => /^(> )?#\d+ \(/.test(l))
+        .map((l) => l.replace(/ \(.*/, '')),
+    ).toEqual(['#1', '> #4', '#5']);
     expect((await call('a', 'memory_zoom', { id: 99 })).output).toBe('memory_zoom: no memory #99\n');
   });
 
@@ -108,10 +132,19 @@ describe('memory tools through toolsrv, sandboxed', () => {
 
   it('takes the write lock on the memory directory for memory_remember, none for recall', async () => {
     const memDir = join(root, 'share', 'ollie', 'memory');
-    expect(env.ts.core.catalog.resolve('memory_remember', { platform: process.platform, arch: process.arch, env: {}, path: [] }).fields.lockPath).toBe(memDir);
+    expect(
+      env.ts.core.catalog.resolve('memory_remember', {
+        platform: process.platform,
+        arch: process.arch,
+        env: {},
+        path: [],
+      }).fields.lockPath,
+    ).toBe(memDir);
     const release = await env.ts.core.locks.acquire({ kind: 'path', path: memDir });
     let done = false;
-    const write = call('a', 'memory_remember', { text: 'Written after the lock was released.' }).then((r) => ((done = true), r));
+    const write = call('a', 'memory_remember', { text: 'Written after the lock was released.' }).then(
+      (r) => ((done = true), r),
+    );
     // A read goes past the held lock; the write waits for it.
     expect((await call('a', 'memory_recall', { query: 'Landlock' })).output).toContain('#5');
     await until(() => env.ts.core.locks.snapshot().waiting.length > 0, 'the write to queue on the lock');

@@ -8,17 +8,37 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { build, Dir, encode, IOHDRSZ, Leaf, NOFID, NOTAG, OREAD, Type, type FileServer, type RMessage } from '../../src/ninep/index.js';
+import {
+  build,
+  Dir,
+  encode,
+  IOHDRSZ,
+  Leaf,
+  NOFID,
+  NOTAG,
+  OREAD,
+  Type,
+  type FileServer,
+  type RMessage,
+} from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { RawConn, serve, type TestServer } from './helpers.js';
 
 const MiB = 1024 * 1024;
 const big = new Uint8Array(MiB).fill(120);
-const ns = () => build(Dir('/',
-  Leaf('hello', { read: () => 'hello\n' }),
-  Leaf('big', { read: () => big }),
-  Leaf('never', { blockOnce: (_c, signal) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))) }),
-), { uid: 'alice' });
+const ns = () =>
+  build(
+    Dir(
+      '/',
+      Leaf('hello', { read: () => 'hello\n' }),
+      Leaf('big', { read: () => big }),
+      Leaf('never', {
+        blockOnce: (_c, signal) =>
+          new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      }),
+    ),
+    { uid: 'alice' },
+  );
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const rss = (): number => process.memoryUsage().rss;
@@ -30,7 +50,11 @@ afterEach(async () => {
 });
 
 async function start(opts: Record<string, unknown> = {}, log?: string[]): Promise<TestServer<unknown>> {
-  ts = await serve({ fs: ns() as FileServer<unknown>, ...(log && { onProtocolError: (m: string) => log.push(m) }), ...opts });
+  ts = await serve({
+    fs: ns() as FileServer<unknown>,
+    ...(log && { onProtocolError: (m: string) => log.push(m) }),
+    ...opts,
+  });
   return ts;
 }
 
@@ -38,7 +62,9 @@ async function start(opts: Record<string, unknown> = {}, log?: string[]): Promis
 async function attached(t: TestServer<unknown>, msize = MiB + IOHDRSZ) {
   const r = await t.raw();
   expect((await r.rpc(NOTAG, { type: Type.Tversion, msize, version: '9P2000' })).type).toBe(Type.Rversion);
-  expect((await r.rpc(1, { type: Type.Tattach, fid: 0, afid: NOFID, uname: 'alice', aname: '' })).type).toBe(Type.Rattach);
+  expect((await r.rpc(1, { type: Type.Tattach, fid: 0, afid: NOFID, uname: 'alice', aname: '' })).type).toBe(
+    Type.Rattach,
+  );
   return r;
 }
 
@@ -81,7 +107,9 @@ describe('per-connection limits', () => {
     const t = await start({ maxOutstanding: 3 });
     const r = await attached(t, 8192);
     for (let i = 0; i < 4; i++) {
-      expect((await r.rpc(10 + i, { type: Type.Twalk, fid: 0, newfid: 1 + i, wnames: ['never'] })).type).toBe(Type.Rwalk);
+      expect((await r.rpc(10 + i, { type: Type.Twalk, fid: 0, newfid: 1 + i, wnames: ['never'] })).type).toBe(
+        Type.Rwalk,
+      );
       expect((await r.rpc(20 + i, { type: Type.Topen, fid: 1 + i, mode: OREAD })).type).toBe(Type.Ropen);
     }
     for (let i = 0; i < 3; i++) r.send({ type: Type.Tread, tag: 30 + i, fid: 1 + i, offset: 0, count: 100 });
@@ -113,9 +141,13 @@ describe('connection limits and timeouts', () => {
     // The server runs in its own process (from dist/: `npm run build:node` first) so its RSS is its own.
     const dir = mkdtempSync(join(tmpdir(), 'ninep-halves-'));
     const path = join(dir, 's.sock');
-    const child = fork(new URL('./bounds-server.mjs', import.meta.url).pathname, [path, JSON.stringify({ frameTimeout: 1500 })], {
-      execArgv: ['--expose-gc'],
-    });
+    const child = fork(
+      new URL('./bounds-server.mjs', import.meta.url).pathname,
+      [path, JSON.stringify({ frameTimeout: 1500 })],
+      {
+        execArgv: ['--expose-gc'],
+      },
+    );
     type Report = { rss: number; connections: number; log: string[] };
     const next = (): Promise<Report> => new Promise((r) => child.once('message', (m) => r(m as Report)));
     const ask = (): Promise<Report> => {
@@ -130,9 +162,13 @@ describe('connection limits and timeouts', () => {
       const conns: RawConn[] = [];
       for (let i = 0; i < 300; i++) {
         const r = await RawConn.open(path);
-        expect((await r.rpc(NOTAG, { type: Type.Tversion, msize: MiB + IOHDRSZ, version: '9P2000' })).type).toBe(Type.Rversion);
+        expect((await r.rpc(NOTAG, { type: Type.Tversion, msize: MiB + IOHDRSZ, version: '9P2000' })).type).toBe(
+          Type.Rversion,
+        );
         // A Twrite declaring 1 MiB of data, of which half is sent.
-        r.send(encode({ type: Type.Twrite, tag: 2, fid: 0, offset: 0, data: new Uint8Array(MiB) }).subarray(0, MiB / 2));
+        r.send(
+          encode({ type: Type.Twrite, tag: 2, fid: 0, offset: 0, data: new Uint8Array(MiB) }).subarray(0, MiB / 2),
+        );
         conns.push(r);
       }
       let peak = 0;
@@ -179,7 +215,9 @@ describe('connection limits and timeouts', () => {
     expect(log.some((m) => /no Tversion within 0.3 s/.test(m))).toBe(true);
     // Before Tversion at most a Tversion's worth of a frame is held: a stranger cannot make the server hold 1 MiB.
     const bigFrame = await t.raw();
-    bigFrame.send(encode({ type: Type.Twrite, tag: 2, fid: 0, offset: 0, data: new Uint8Array(MiB) }).subarray(0, 16384));
+    bigFrame.send(
+      encode({ type: Type.Twrite, tag: 2, fid: 0, offset: 0, data: new Uint8Array(MiB) }).subarray(0, 16384),
+    );
     expect(await bigFrame.waitClosed(200)).toBe(true);
     expect(log.some((m) => /16384 bytes of a frame before Tversion/.test(m))).toBe(true);
   });
@@ -189,11 +227,18 @@ describe('connection limits and timeouts', () => {
     const { Server } = await import('../../src/ninep/index.js');
     const dir = mkdtempSync(join(tmpdir(), 'ninep-bounds-'));
     const refusals: string[] = [];
-    const l = await listen(new Server({ fs: ns() }), { kind: 'unix', path: join(dir, 's.sock') }, { maxConnections: 2, onRefused: (m) => refusals.push(m) });
-    const connect = (): Promise<{ sock: net.Socket; closed: Promise<void> }> => new Promise((resolve) => {
-      const sock = net.connect(join(dir, 's.sock'), () => resolve({ sock, closed: new Promise((r) => sock.once('close', () => r())) }));
-      sock.on('error', () => undefined);
-    });
+    const l = await listen(
+      new Server({ fs: ns() }),
+      { kind: 'unix', path: join(dir, 's.sock') },
+      { maxConnections: 2, onRefused: (m) => refusals.push(m) },
+    );
+    const connect = (): Promise<{ sock: net.Socket; closed: Promise<void> }> =>
+      new Promise((resolve) => {
+        const sock = net.connect(join(dir, 's.sock'), () =>
+          resolve({ sock, closed: new Promise((r) => sock.once('close', () => r())) }),
+        );
+        sock.on('error', () => undefined);
+      });
     const a = await connect();
     const b = await connect();
     const c = await connect();

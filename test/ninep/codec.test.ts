@@ -5,13 +5,36 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  DMDIR, Framer, MAXWELEM, NOFID, NOLENGTH, NOTAG, ProtocolError, QTDIR, Type, decode, encode, modeString, nullStat,
-  packStats, statSize, unpackStats, utf8Length, type Message, type Stat,
+  DMDIR,
+  Framer,
+  MAXWELEM,
+  NOFID,
+  NOLENGTH,
+  NOTAG,
+  ProtocolError,
+  QTDIR,
+  Type,
+  decode,
+  encode,
+  modeString,
+  nullStat,
+  packStats,
+  statSize,
+  unpackStats,
+  utf8Length,
+  type Message,
+  type Stat,
 } from '../../src/ninep/index.js';
 import { concat as concatAll } from '../../src/devtools/ninep-fuzz.js';
 
 /** Bytes from hex, spaces and `|` ignored. */
-const hex = (s: string): Uint8Array => Uint8Array.from(s.replace(/[\s|]/g, '').match(/../g)!.map((h) => parseInt(h, 16)));
+const hex = (s: string): Uint8Array =>
+  Uint8Array.from(
+    s
+      .replace(/[\s|]/g, '')
+      .match(/../g)!
+      .map((h) => parseInt(h, 16)),
+  );
 const le = (n: number | bigint, width: number): number[] => {
   let v = BigInt(n);
   const out: number[] = [];
@@ -48,12 +71,30 @@ function decodeError(f: Uint8Array): ProtocolError {
 const qidA = { type: QTDIR, vers: 1, path: 0x1122334455667788n };
 const qidB = { type: 0, vers: 0xdeadbeef, path: 0xffffffffffffffffn };
 const statA: Stat = {
-  type: 0x0102, dev: 0x03040506, qid: { type: QTDIR, vers: 7, path: 42n }, mode: (DMDIR | 0o755) >>> 0,
-  atime: 1_000_000_000, mtime: 1_000_000_001, length: 0, name: 'usr', uid: 'glenda', gid: 'sys', muid: '',
+  type: 0x0102,
+  dev: 0x03040506,
+  qid: { type: QTDIR, vers: 7, path: 42n },
+  mode: (DMDIR | 0o755) >>> 0,
+  atime: 1_000_000_000,
+  mtime: 1_000_000_001,
+  length: 0,
+  name: 'usr',
+  uid: 'glenda',
+  gid: 'sys',
+  muid: '',
 };
 const statB: Stat = {
-  type: 0, dev: 0, qid: qidB, mode: 0o644, atime: 0xffffffff, mtime: 0, length: 2 ** 53 - 1,
-  name: 'ünïcödé 😀', uid: 'a', gid: 'b', muid: 'c',
+  type: 0,
+  dev: 0,
+  qid: qidB,
+  mode: 0o644,
+  atime: 0xffffffff,
+  mtime: 0,
+  length: 2 ** 53 - 1,
+  name: 'ünïcödé 😀',
+  uid: 'a',
+  gid: 'b',
+  muid: 'c',
 };
 
 const all: Message[] = [
@@ -111,7 +152,11 @@ describe('codec round trips', () => {
 
   it('round-trips the largest string a frame can carry and refuses a longer one', () => {
     const long = 'x'.repeat(0xffff);
-    expect(decode(encode({ type: Type.Rerror, tag: 1, ename: long }))).toEqual({ type: Type.Rerror, tag: 1, ename: long });
+    expect(decode(encode({ type: Type.Rerror, tag: 1, ename: long }))).toEqual({
+      type: Type.Rerror,
+      tag: 1,
+      ename: long,
+    });
     expect(() => encode({ type: Type.Rerror, tag: 1, ename: `${long}x` })).toThrow(RangeError);
     expect(() => encode({ type: Type.Rerror, tag: 1, ename: 'é'.repeat(0x8000) })).toThrow(RangeError);
   });
@@ -122,13 +167,12 @@ describe('codec bytes, by hand from the manual', () => {
     [
       'Tversion tag=NOTAG msize=8192 "9P2000"',
       { type: Type.Tversion, tag: 0xffff, msize: 8192, version: '9P2000' },
-      Uint8Array.from([0x13, 0x00, 0x00, 0x00, 0x64, 0xff, 0xff, 0x00, 0x20, 0x00, 0x00, 0x06, 0x00, 0x39, 0x50, 0x32, 0x30, 0x30, 0x30]),
+      Uint8Array.from([
+        0x13, 0x00, 0x00, 0x00, 0x64, 0xff, 0xff, 0x00, 0x20, 0x00, 0x00, 0x06, 0x00, 0x39, 0x50, 0x32, 0x30, 0x30,
+        0x30,
+      ]),
     ],
-    [
-      'Rerror tag=1 "no"',
-      { type: Type.Rerror, tag: 1, ename: 'no' },
-      hex('0b000000 6b 0100 | 0200 6e6f'),
-    ],
+    ['Rerror tag=1 "no"', { type: Type.Rerror, tag: 1, ename: 'no' }, hex('0b000000 6b 0100 | 0200 6e6f')],
     [
       'Twalk tag=2 fid=1 newfid=2 usr/glenda',
       { type: Type.Twalk, tag: 2, fid: 1, newfid: 2, wnames: ['usr', 'glenda'] },
@@ -167,11 +211,7 @@ describe('codec bytes, by hand from the manual', () => {
       hex(`41000000 7e 0a00 | 04000000 | 3400 | 3200 ffff ffffffff | ff ffffffff ffffffffffffffff | ffffffff ffffffff ffffffff
            ffffffffffffffff | 0300 6e6577 | 0000 | 0000 | 0000`),
     ],
-    [
-      'Rclunk tag=5: a bare header',
-      { type: Type.Rclunk, tag: 5 },
-      hex('07000000 79 0500'),
-    ],
+    ['Rclunk tag=5: a bare header', { type: Type.Rclunk, tag: 5 }, hex('07000000 79 0500')],
   ];
 
   it.each(cases)('%s', (_name, m, bytes) => {
@@ -180,8 +220,21 @@ describe('codec bytes, by hand from the manual', () => {
   });
 
   it('builds the same Rstat bytes field by field', () => {
-    const st = [...le(0x0102, 2), ...le(0x03040506, 4), 0x80, ...le(7, 4), ...le(42, 8), ...le(0x800001ed, 4),
-      ...le(1e9, 4), ...le(1e9 + 1, 4), ...le(0, 8), ...str('usr'), ...str('glenda'), ...str('sys'), ...str('')];
+    const st = [
+      ...le(0x0102, 2),
+      ...le(0x03040506, 4),
+      0x80,
+      ...le(7, 4),
+      ...le(42, 8),
+      ...le(0x800001ed, 4),
+      ...le(1e9, 4),
+      ...le(1e9 + 1, 4),
+      ...le(0, 8),
+      ...str('usr'),
+      ...str('glenda'),
+      ...str('sys'),
+      ...str(''),
+    ];
     const entry = [...le(st.length, 2), ...st];
     expect(entry.length).toBe(61);
     expect(statSize(statA)).toBe(61);
@@ -250,7 +303,9 @@ describe('codec strictness', () => {
     expect(e.tag).toBe(5);
     expect(e.fatal).toBe(false);
     // The encoder does not police MAXWELEM; the decoder does.
-    expect(decodeError(encode({ type: Type.Twalk, tag: 6, fid: 0, newfid: 1, wnames: Array(17).fill('x') })).tag).toBe(6);
+    expect(decodeError(encode({ type: Type.Twalk, tag: 6, fid: 0, newfid: 1, wnames: Array(17).fill('x') })).tag).toBe(
+      6,
+    );
     expect(decodeError(encode({ type: Type.Rwalk, tag: 7, qids: Array(17).fill(qidA) })).tag).toBe(7);
   });
 
@@ -416,8 +471,27 @@ describe('stat packing and helpers', () => {
   it('utf8Length agrees with TextEncoder, lone surrogates included', () => {
     const te = new TextEncoder();
     const samples = [
-      '', 'abc', '\u007f', '\u0080', 'é', '\u07ff', '\u0800', '€', '\uffff', '😀', 'a😀b', '\u{10ffff}',
-      '\ud800', '\udbff', '\udc00', '\udfff', '\ud800a', 'a\ud800', '\udc00\ud800', '\ud800\ud800\udc00', '\ud83d',
+      '',
+      'abc',
+      '\u007f',
+      '\u0080',
+      'é',
+      '\u07ff',
+      '\u0800',
+      '€',
+      '\uffff',
+      '😀',
+      'a😀b',
+      '\u{10ffff}',
+      '\ud800',
+      '\udbff',
+      '\udc00',
+      '\udfff',
+      '\ud800a',
+      'a\ud800',
+      '\udc00\ud800',
+      '\ud800\ud800\udc00',
+      '\ud83d',
       'mixed: ascii é € 😀 \ud800 \udc00 end',
     ];
     for (const s of samples) expect(utf8Length(s), JSON.stringify(s)).toBe(te.encode(s).length);

@@ -13,15 +13,31 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  DEFAULT_MAX_MSIZE, encode, NOFID, NOTAG, Type, type Client, type Node as NsNode, type Server,
+  DEFAULT_MAX_MSIZE,
+  encode,
+  NOFID,
+  NOTAG,
+  Type,
+  type Client,
+  type Node as NsNode,
+  type Server,
 } from '../../src/ninep/index.js';
 import { dial, listen, type Listener } from '../../src/ninep/node.js';
 import {
-  concat, connectionsBackTo, fuzzServer, goodClientWorks, newTally, Raw, Rng, runBatch, type Check,
+  concat,
+  connectionsBackTo,
+  fuzzServer,
+  goodClientWorks,
+  newTally,
+  Raw,
+  Rng,
+  runBatch,
+  type Check,
 } from '../../src/devtools/ninep-fuzz.js';
 
 const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 3000);
-const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
+const SEED =
+  process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const check: Check = (got, want, what) => expect(got, what).toBe(want);
 
 describe('fuzzing a live server', () => {
@@ -56,42 +72,50 @@ describe('fuzzing a live server', () => {
     process.off('unhandledRejection', onCrash);
   });
 
-  it(`survives ${ITERATIONS} fuzz frames and keeps serving a good client`, async () => {
-    const master = new Rng(SEED);
-    const tally = newTally();
-    const started = Date.now();
-    try {
-      await goodClientWorks(client, -1, check);
-      expect(server.connections.size).toBe(1);
-      for (let round = 0; tally.frames < ITERATIONS; round++) {
-        await runBatch(path, live, master, tally);
-        expect(crashes, 'uncaught exceptions or unhandled rejections in the server process').toEqual([]);
-        expect(await connectionsBackTo(server, 1), 'server.connections after the fuzz sockets closed').toBe(1);
-        await goodClientWorks(client, round, check);
+  it(
+    `survives ${ITERATIONS} fuzz frames and keeps serving a good client`,
+    async () => {
+      const master = new Rng(SEED);
+      const tally = newTally();
+      const started = Date.now();
+      try {
+        await goodClientWorks(client, -1, check);
+        expect(server.connections.size).toBe(1);
+        for (let round = 0; tally.frames < ITERATIONS; round++) {
+          await runBatch(path, live, master, tally);
+          expect(crashes, 'uncaught exceptions or unhandled rejections in the server process').toEqual([]);
+          expect(await connectionsBackTo(server, 1), 'server.connections after the fuzz sockets closed').toBe(1);
+          await goodClientWorks(client, round, check);
+        }
+        expect(tally.outcomes.sync).toBeGreaterThan(0);
+        expect(tally.outcomes.fatal).toBeGreaterThan(0);
+        expect(crashes).toEqual([]);
+      } catch (e) {
+        const err = e instanceof Error ? e : new Error(String(e));
+        err.message = `[FUZZ_SEED=${SEED}] ${err.message}`;
+        console.error(`fuzz failed; reproduce with FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS}`);
+        throw err;
       }
-      expect(tally.outcomes.sync).toBeGreaterThan(0);
-      expect(tally.outcomes.fatal).toBeGreaterThan(0);
-      expect(crashes).toEqual([]);
-    } catch (e) {
-      const err = e instanceof Error ? e : new Error(String(e));
-      err.message = `[FUZZ_SEED=${SEED}] ${err.message}`;
-      console.error(`fuzz failed; reproduce with FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS}`);
-      throw err;
-    }
-    const secs = (Date.now() - started) / 1000;
-    console.log(`fuzz seed ${SEED}: ${tally.frames} frames on ${tally.sessions} connections in ${secs.toFixed(2)}s; outcomes ${JSON.stringify(tally.outcomes)}`);
-  }, 20_000 + ITERATIONS);
+      const secs = (Date.now() - started) / 1000;
+      console.log(
+        `fuzz seed ${SEED}: ${tally.frames} frames on ${tally.sessions} connections in ${secs.toFixed(2)}s; outcomes ${JSON.stringify(tally.outcomes)}`,
+      );
+    },
+    20_000 + ITERATIONS,
+  );
 
   // Found by this fuzzer: an error string echoing a 64 KiB name could not be encoded, and the RangeError
   // escaped the socket's data handler. Errors are now cut to fit the frame.
   it('answers Rerror, not an uncaught exception, when the error string is too long', async () => {
     const raw = await Raw.open(path, live);
     try {
-      raw.sock.write(concat([
-        encode({ type: Type.Tversion, tag: NOTAG, msize: DEFAULT_MAX_MSIZE, version: '9P2000' }),
-        encode({ type: Type.Tattach, tag: 0, fid: 0, afid: NOFID, uname: 'fuzz', aname: '' }),
-        encode({ type: Type.Twalk, tag: 1, fid: 0, newfid: 1, wnames: ['x'.repeat(0xffff)] }),
-      ]));
+      raw.sock.write(
+        concat([
+          encode({ type: Type.Tversion, tag: NOTAG, msize: DEFAULT_MAX_MSIZE, version: '9P2000' }),
+          encode({ type: Type.Tattach, tag: 0, fid: 0, afid: NOFID, uname: 'fuzz', aname: '' }),
+          encode({ type: Type.Twalk, tag: 1, fid: 0, newfid: 1, wnames: ['x'.repeat(0xffff)] }),
+        ]),
+      );
       await raw.until(() => raw.replies.length >= 3 || raw.closed, 1000);
       expect(crashes).toEqual([]);
       expect(raw.replies[2]).toEqual({ type: Type.Rerror, tag: 1 });

@@ -2,7 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decode, encode, Framer, Server, type Message, type RMessage, type ServerOptions } from '../../src/ninep/index.js';
+import {
+  decode,
+  encode,
+  Framer,
+  Server,
+  type Message,
+  type RMessage,
+  type ServerOptions,
+} from '../../src/ninep/index.js';
 import { dial, listen, type Listener } from '../../src/ninep/node.js';
 import type { Client, ClientOptions } from '../../src/ninep/index.js';
 
@@ -24,7 +32,9 @@ export async function serve<N>(opts: ServerOptions<N>): Promise<TestServer<N>> {
   const clients: Client[] = [];
   const raws: RawConn[] = [];
   return {
-    server, path, listener,
+    server,
+    path,
+    listener,
     async client(o) {
       const c = await dial({ kind: 'unix', path }, { uname: 'alice', ...o });
       clients.push(c);

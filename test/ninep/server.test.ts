@@ -1,7 +1,24 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  build, Dir, Each, Ename, Leaf, NOFID, NOTAG, OREAD, ORCLOSE, ORDWR, OTRUNC, OWRITE, QTDIR, sharedSecretAuth,
-  sharedSecretResponder, Type, unpackStats, type Namespace, type RMessage,
+  build,
+  Dir,
+  Each,
+  Ename,
+  Leaf,
+  NOFID,
+  NOTAG,
+  OREAD,
+  ORCLOSE,
+  ORDWR,
+  OTRUNC,
+  OWRITE,
+  QTDIR,
+  sharedSecretAuth,
+  sharedSecretResponder,
+  Type,
+  unpackStats,
+  type Namespace,
+  type RMessage,
 } from '../../src/ninep/index.js';
 import { serve, type RawConn, type TestServer } from './helpers.js';
 
@@ -40,9 +57,15 @@ function closeGate(): void {
   slow.gate = new Promise<void>((r) => (slow.open = r));
 }
 
-function testNamespace(state: { counter: number; items: Map<string, string>; text: string; f: ReturnType<typeof feed> }): Namespace {
+function testNamespace(state: {
+  counter: number;
+  items: Map<string, string>;
+  text: string;
+  f: ReturnType<typeof feed>;
+}): Namespace {
   return build(
-    Dir('/',
+    Dir(
+      '/',
       Leaf('hello', { read: () => 'hello world\n' }),
       Leaf('secret', { mode: 0o600, uid: 'bob', text: { get: () => 'bob only\n', set: () => undefined } }),
       Leaf('counter', { read: () => `${state.counter}\n`, version: () => state.counter }),
@@ -60,17 +83,30 @@ function testNamespace(state: { counter: number; items: Map<string, string>; tex
           slow.delivered.push(new TextDecoder().decode(data));
         },
       }),
-      Leaf('tmp', { read: () => 'temporary\n', write: () => undefined, remove: () => void state.items.set('tmp-removed', '1') }),
-      Dir('items', { create: (_c, name) => void state.items.set(name, '') },
-        Each('item', {
-          list: () => [...state.items.keys()],
-          rename: (c, n) => {
-            state.items.set(n, state.items.get(c.params.item!)!);
-            state.items.delete(c.params.item!);
+      Leaf('tmp', {
+        read: () => 'temporary\n',
+        write: () => undefined,
+        remove: () => void state.items.set('tmp-removed', '1'),
+      }),
+      Dir(
+        'items',
+        { create: (_c, name) => void state.items.set(name, '') },
+        Each(
+          'item',
+          {
+            list: () => [...state.items.keys()],
+            rename: (c, n) => {
+              state.items.set(n, state.items.get(c.params.item!)!);
+              state.items.delete(c.params.item!);
+            },
+            remove: (c) => void state.items.delete(c.params.item!),
           },
-          remove: (c) => void state.items.delete(c.params.item!),
-        },
-          Leaf('value', { text: { get: (c) => state.items.get(c.params.item!) ?? '', set: (c, v) => void state.items.set(c.params.item!, v) } }),
+          Leaf('value', {
+            text: {
+              get: (c) => state.items.get(c.params.item!) ?? '',
+              set: (c, v) => void state.items.set(c.params.item!, v),
+            },
+          }),
         ),
       ),
     ),
@@ -87,7 +123,8 @@ describe('9P server', () => {
     expect((await r.rpc(NOTAG, { type: Type.Tversion, msize: 8192, version: '9P2000' })).type).toBe(Type.Rversion);
     expect((await r.rpc(1, { type: Type.Tattach, fid, afid: NOFID, uname, aname: '' })).type).toBe(Type.Rattach);
   };
-  const text = (m: RMessage): string => (m.type === Type.Rread ? new TextDecoder().decode(m.data) : `(not Rread: type ${m.type})`);
+  const text = (m: RMessage): string =>
+    m.type === Type.Rread ? new TextDecoder().decode(m.data) : `(not Rread: type ${m.type})`;
   const ename = (m: RMessage): string => (m.type === Type.Rerror ? m.ename : `(not an error: type ${m.type})`);
 
   beforeEach(async () => {
@@ -98,12 +135,16 @@ describe('9P server', () => {
   afterEach(() => srv.close());
 
   it('negotiates msize and version, and refuses requests before Tversion', async () => {
-    expect(ename(await raw.rpc(3, { type: Type.Tattach, fid: 1, afid: NOFID, uname: 'alice', aname: '' }))).toBe(Ename.noVersion);
+    expect(ename(await raw.rpc(3, { type: Type.Tattach, fid: 1, afid: NOFID, uname: 'alice', aname: '' }))).toBe(
+      Ename.noVersion,
+    );
     const big = await raw.rpc(NOTAG, { type: Type.Tversion, msize: 1 << 30, version: '9P2000' });
     expect(big).toMatchObject({ type: Type.Rversion, msize: 65536, version: '9P2000' });
     const small = await raw.rpc(NOTAG, { type: Type.Tversion, msize: 4096, version: '9P2000.L' });
     expect(small).toMatchObject({ msize: 4096, version: '9P2000' });
-    expect(await raw.rpc(NOTAG, { type: Type.Tversion, msize: 4096, version: 'SomethingElse' })).toMatchObject({ version: 'unknown' });
+    expect(await raw.rpc(NOTAG, { type: Type.Tversion, msize: 4096, version: 'SomethingElse' })).toMatchObject({
+      version: 'unknown',
+    });
   });
 
   it('answers Tauth with "no auth required" and attaches with afid NOFID, as plan9port 9p does', async () => {
@@ -112,12 +153,16 @@ describe('9P server', () => {
     const a = await raw.rpc(0, { type: Type.Tattach, fid: 1, afid: NOFID, uname: 'alice', aname: '' });
     expect(a.type).toBe(Type.Rattach);
     if (a.type === Type.Rattach) expect(a.qid.type).toBe(QTDIR);
-    expect(ename(await raw.rpc(0, { type: Type.Tattach, fid: 2, afid: 7, uname: 'alice', aname: '' }))).toBe(Ename.noAuth);
+    expect(ename(await raw.rpc(0, { type: Type.Tattach, fid: 2, afid: 7, uname: 'alice', aname: '' }))).toBe(
+      Ename.noAuth,
+    );
   });
 
   it('rejects unknown and reused fids', async () => {
     await attach(raw);
-    expect(ename(await raw.rpc(2, { type: Type.Tattach, fid: 1, afid: NOFID, uname: 'alice', aname: '' }))).toBe(Ename.dupFid);
+    expect(ename(await raw.rpc(2, { type: Type.Tattach, fid: 1, afid: NOFID, uname: 'alice', aname: '' }))).toBe(
+      Ename.dupFid,
+    );
     expect(ename(await raw.rpc(2, { type: Type.Twalk, fid: 99, newfid: 2, wnames: [] }))).toBe(Ename.badFid);
     expect((await raw.rpc(2, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['hello'] })).type).toBe(Type.Rwalk);
     expect(ename(await raw.rpc(2, { type: Type.Twalk, fid: 1, newfid: 2, wnames: [] }))).toBe(Ename.dupFid);
@@ -181,7 +226,9 @@ describe('9P server', () => {
     expect(state.text).toBe('done');
     slow.gate = Promise.resolve();
     raw.replies.length = 0;
-    expect((await raw.rpc(5, { type: Type.Twrite, fid: 2, offset: 0, data: new TextEncoder().encode('next') })).type).toBe(Type.Rwrite);
+    expect(
+      (await raw.rpc(5, { type: Type.Twrite, fid: 2, offset: 0, data: new TextEncoder().encode('next') })).type,
+    ).toBe(Type.Rwrite);
     expect(slow.delivered).toEqual(['next']);
   });
 
@@ -208,7 +255,8 @@ describe('9P server', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(srv.server.connections.size).toBe(1);
     raw.close();
-    for (let i = 0; i < 100 && (state.f.aborted < 2 || srv.server.connections.size); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && (state.f.aborted < 2 || srv.server.connections.size); i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(state.f.aborted).toBe(2);
     expect(srv.server.connections.size).toBe(0);
   });
@@ -234,7 +282,9 @@ describe('9P server', () => {
     expect(ename(await raw.rpc(0, { type: Type.Tread, fid: 3, offset: 0, count: 10 }))).toBe(Ename.notOpen);
     await raw.rpc(0, { type: Type.Topen, fid: 3, mode: OREAD });
     expect(ename(await raw.rpc(0, { type: Type.Topen, fid: 3, mode: OREAD }))).toBe(Ename.opened);
-    expect(ename(await raw.rpc(0, { type: Type.Twrite, fid: 3, offset: 0, data: new Uint8Array(1) }))).toBe(Ename.notOpen);
+    expect(ename(await raw.rpc(0, { type: Type.Twrite, fid: 3, offset: 0, data: new Uint8Array(1) }))).toBe(
+      Ename.notOpen,
+    );
     expect(ename(await raw.rpc(0, { type: Type.Twalk, fid: 3, newfid: 9, wnames: [] }))).toBe(Ename.walkDone);
     await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 4, wnames: ['tmp'] });
     expect((await raw.rpc(0, { type: Type.Topen, fid: 4, mode: OREAD | ORCLOSE })).type).toBe(Type.Ropen);
@@ -247,7 +297,9 @@ describe('9P server', () => {
     await attach(raw); // msize 8192
     await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['hello'] });
     await raw.rpc(0, { type: Type.Topen, fid: 2, mode: OREAD });
-    expect(ename(await raw.rpc(0, { type: Type.Tread, fid: 2, offset: 0, count: 8192 - 23 }))).toMatch(/count exceeds msize/);
+    expect(ename(await raw.rpc(0, { type: Type.Tread, fid: 2, offset: 0, count: 8192 - 23 }))).toMatch(
+      /count exceeds msize/,
+    );
     expect((await raw.rpc(0, { type: Type.Tread, fid: 2, offset: 0, count: 8192 - 24 })).type).toBe(Type.Rread);
   });
 
@@ -257,7 +309,9 @@ describe('9P server', () => {
     expect(r.type).toBe(Type.Rwalk);
     if (r.type === Type.Rwalk) expect(r.qids).toHaveLength(1);
     expect(ename(await raw.rpc(0, { type: Type.Tstat, fid: 2 }))).toBe(Ename.badFid);
-    expect(ename(await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['nope'] }))).toMatch(/file not found/);
+    expect(ename(await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['nope'] }))).toMatch(
+      /file not found/,
+    );
     expect(ename(await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 2, wnames: ['hello', 'x'] }))).not.toBe('');
     const up = await raw.rpc(0, { type: Type.Twalk, fid: 1, newfid: 3, wnames: ['items', '..', 'hello'] });
     expect(up.type === Type.Rwalk && up.qids.length).toBe(3);
@@ -310,7 +364,7 @@ describe('9P server', () => {
     await f.stat();
     expect(gen.calls).toBe(0);
     let got = 0;
-    for (let off = 0; ; ) {
+    for (let off = 0; ;) {
       const d = await f.read(off, 1000);
       if (!d.length) break;
       got += d.length;

@@ -21,7 +21,10 @@ const enc = new TextEncoder();
 async function textServer(initial: string): Promise<{ value: () => string; commits: string[] }> {
   let value = initial;
   const commits: string[] = [];
-  const ns = build(Dir('/', Leaf('plan', { text: { get: () => value, set: (_c, v) => void (commits.push(v), (value = v)) } })), { uid: 'alice' });
+  const ns = build(
+    Dir('/', Leaf('plan', { text: { get: () => value, set: (_c, v) => void (commits.push(v), (value = v)) } })),
+    { uid: 'alice' },
+  );
   t = await serve({ fs: ns as never });
   return { value: () => value, commits };
 }
@@ -49,7 +52,8 @@ describe('text files take appends and chunked writes', () => {
     const f = await c.open('plan', OWRITE);
     const start = Number((await c.stat('plan')).length);
     const pending: Promise<number>[] = [];
-    for (let off = 0; off < bytes.length; off += 4096) pending.push(f.write(start + off, bytes.subarray(off, off + 4096)));
+    for (let off = 0; off < bytes.length; off += 4096)
+      pending.push(f.write(start + off, bytes.subarray(off, off + 4096)));
     await Promise.all(pending);
     await f.clunk();
     expect(s.value()).toBe(`head\n${tail}`);

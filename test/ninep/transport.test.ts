@@ -6,7 +6,17 @@ import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer, WebSocket } from 'ws';
 import {
-  build, Client, Dir, Each, Leaf, messagePortChannel, parseAddress, Server, webSocketChannel, type MessagePortLike, type WebSocketLike,
+  build,
+  Client,
+  Dir,
+  Each,
+  Leaf,
+  messagePortChannel,
+  parseAddress,
+  Server,
+  webSocketChannel,
+  type MessagePortLike,
+  type WebSocketLike,
 } from '../../src/ninep/index.js';
 import { dial, listen, SocketInUseError } from '../../src/ninep/node.js';
 
@@ -14,12 +24,25 @@ import { dial, listen, SocketInUseError } from '../../src/ninep/node.js';
 const deepChain = (names: string[]): ReturnType<typeof Dir> | ReturnType<typeof Leaf> =>
   names.length ? Dir(names[0]!, deepChain(names.slice(1))) : Leaf('leaf', { read: () => 'deep\n' });
 
-const ns = () => build(Dir('/',
-  Leaf('hello', { read: () => 'hello\n' }),
-  Leaf('slow', { rdwr: async (_c, req) => { await new Promise((r) => setTimeout(r, Number(req))); return req; } }),
-  Leaf('never', { blockOnce: (_c, signal) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))) }),
-  Dir('deep', Each('n', { list: () => ['x'] }, deepChain('abcdefghijklmnopq'.split('')))),
-), { uid: 'alice' });
+const ns = () =>
+  build(
+    Dir(
+      '/',
+      Leaf('hello', { read: () => 'hello\n' }),
+      Leaf('slow', {
+        rdwr: async (_c, req) => {
+          await new Promise((r) => setTimeout(r, Number(req)));
+          return req;
+        },
+      }),
+      Leaf('never', {
+        blockOnce: (_c, signal) =>
+          new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      }),
+      Dir('deep', Each('n', { list: () => ['x'] }, deepChain('abcdefghijklmnopq'.split('')))),
+    ),
+    { uid: 'alice' },
+  );
 
 describe('transports', () => {
   let dir: string;
@@ -51,11 +74,15 @@ describe('transports', () => {
     const open = join(dir, 'open');
     mkdirSync(open);
     chmodSync(open, 0o755);
-    await expect(listen(new Server({ fs: ns() }), { kind: 'unix', path: join(open, 's.sock') })).rejects.toThrow(/open to other users/);
+    await expect(listen(new Server({ fs: ns() }), { kind: 'unix', path: join(open, 's.sock') })).rejects.toThrow(
+      /open to other users/,
+    );
     const priv = join(dir, 'priv');
     mkdirSync(priv, { mode: 0o700 });
     writeFileSync(join(priv, 'f'), 'x');
-    await expect(listen(new Server({ fs: ns() }), { kind: 'unix', path: join(priv, 'f') })).rejects.toThrow(/not a socket/);
+    await expect(listen(new Server({ fs: ns() }), { kind: 'unix', path: join(priv, 'f') })).rejects.toThrow(
+      /not a socket/,
+    );
   });
 
   it('serves TCP on loopback', async () => {
@@ -87,7 +114,10 @@ describe('transports', () => {
     await new Promise((r) => wss.once('listening', r));
     const port = (wss.address() as net.AddressInfo).port;
     const ws = new WebSocket(`ws://127.0.0.1:${port}`);
-    await new Promise((r, j) => { ws.once('open', r); ws.once('error', j); });
+    await new Promise((r, j) => {
+      ws.once('open', r);
+      ws.once('error', j);
+    });
     const c = await Client.connect(webSocketChannel(ws as unknown as WebSocketLike), { uname: 'alice' });
     expect(await c.readText('hello')).toBe('hello\n');
     c.close();
@@ -114,7 +144,7 @@ describe('client', () => {
   });
   afterAll(() => l.close());
 
-  it('pipelines requests: replies come back in the server\'s order, each to its caller', async () => {
+  it("pipelines requests: replies come back in the server's order, each to its caller", async () => {
     const c = await dial({ kind: 'unix', path }, { uname: 'alice' });
     const order: string[] = [];
     await Promise.all(['60', '5', '30'].map((ms) => c.rdwrText('slow', ms).then((r) => order.push(r))));
@@ -142,7 +172,10 @@ describe('client', () => {
       if (when === 'at once') ac.abort(new Error('cancelled'));
       else setTimeout(() => ac.abort(new Error('cancelled')), 0);
       // Answered before its flush, the walk made a fid: the client clunks it and reports the cancel.
-      await p.then((f) => f.clunk(), (e: Error) => expect(e.message).toBe('cancelled'));
+      await p.then(
+        (f) => f.clunk(),
+        (e: Error) => expect(e.message).toBe('cancelled'),
+      );
     }
     const ac = new AbortController();
     const blocked = c.read('never', ac.signal);

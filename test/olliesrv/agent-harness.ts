@@ -24,7 +24,11 @@ export interface Harness {
   configDir: string;
   dataDir: string;
   /** Creates a session and an agent (profile `test` unless given); returns the agent's 9P path. */
-  agent(opts?: { profile?: string; session?: string; backend?: string }): Promise<{ session: string; name: string; path: string; sid: string; aid: string }>;
+  agent(opts?: {
+    profile?: string;
+    session?: string;
+    backend?: string;
+  }): Promise<{ session: string; name: string; path: string; sid: string; aid: string }>;
   /** Sends a prompt and waits until the agent is idle again; returns the blocks of the whole log. */
   turn(path: string, prompt: string, timeoutMs?: number): Promise<Block[]>;
   blocks(path: string): Promise<Block[]>;
@@ -48,14 +52,26 @@ export function writeConfig(configDir: string, mockUrl: string, extraProfiles: R
       `[tiny]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o-mini\ncontext = 1000\n\n` +
       `[small]\ntype = openai\nurl = ${mockUrl}/v1\nkey = test-key\nmodel = gpt-4o-mini\ncontext = 4000\n`,
   );
-  for (const [name, p] of Object.entries({ test: TEST_PROFILE, ...extraProfiles })) writeFileSync(join(configDir, 'agents', `${name}.json`), JSON.stringify(p));
+  for (const [name, p] of Object.entries({ test: TEST_PROFILE, ...extraProfiles }))
+    writeFileSync(join(configDir, 'agents', `${name}.json`), JSON.stringify(p));
 }
 
 export function parseBlocks(text: string): Block[] {
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Block);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Block);
 }
 
-export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, unknown>; tools?: boolean; toolDirs?: string[]; mock?: MockLlmOptions } = {}): Promise<Harness> {
+export async function harness(
+  opts: {
+    turns?: Turn[];
+    profiles?: Record<string, unknown>;
+    tools?: boolean;
+    toolDirs?: string[];
+    mock?: MockLlmOptions;
+  } = {},
+): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-agents-'));
   const mock = await startMockLlm(opts.mock);
   if (opts.turns) mock.script(...opts.turns);
@@ -89,24 +105,45 @@ export async function harness(opts: { turns?: Turn[]; profiles?: Record<string, 
     dataDir,
     async agent(o = {}) {
       const session = o.session ?? (await c.rdwrText('session/new', `cwd=${dir}`)).trim();
-      const name = (await c.rdwrText(`session/${session}/agent/new`, `agent=${o.profile ?? 'test'}${o.backend ? ` backend=${o.backend}` : ''}`)).trim();
+      const name = (
+        await c.rdwrText(
+          `session/${session}/agent/new`,
+          `agent=${o.profile ?? 'test'}${o.backend ? ` backend=${o.backend}` : ''}`,
+        )
+      ).trim();
       const path = `session/${session}/agent/${name}`;
-      return { session, name, path, sid: (await c.readText(`session/${session}/id`)).trim(), aid: (await c.readText(`${path}/id`)).trim() };
+      return {
+        session,
+        name,
+        path,
+        sid: (await c.readText(`session/${session}/id`)).trim(),
+        aid: (await c.readText(`${path}/id`)).trim(),
+      };
     },
     async turn(path, prompt, timeoutMs = 20000) {
       const aid = (await c.readText(`${path}/id`)).trim();
       const agent = daemon.agents.all().find((a) => a.id === aid)!;
       const done = agent.nextTurn();
       await c.write(`${path}/prompt`, prompt);
-      await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`turn did not end within ${timeoutMs} ms`)), timeoutMs))]);
+      await Promise.race([
+        done,
+        new Promise((_, rej) => setTimeout(() => rej(new Error(`turn did not end within ${timeoutMs} ms`)), timeoutMs)),
+      ]);
       return h.blocks(path);
     },
     async blocks(path) {
       const aid = (await c.readText(`${path}/id`)).trim();
-      return daemon.agents.all().find((a) => a.id === aid)!.log.blocks();
+      return daemon.agents
+        .all()
+        .find((a) => a.id === aid)!
+        .log.blocks();
     },
     async waitState(path, state, timeoutMs = 10000) {
-      await until(async () => (await c.readText(`${path}/state`)).trim() === state, `${path} to reach state ${state}`, timeoutMs);
+      await until(
+        async () => (await c.readText(`${path}/state`)).trim() === state,
+        `${path} to reach state ${state}`,
+        timeoutMs,
+      );
     },
     async close() {
       c.close();

@@ -30,7 +30,10 @@ describe('a turn', () => {
     const c = await dial(`unix!${h.socket}`, { uname: userInfo().username, msize: 4096 + 24 });
     try {
       const aid = (await c.readText(`${a.path}/id`)).trim();
-      const done = h.daemon.agents.all().find((x) => x.id === aid)!.nextTurn();
+      const done = h.daemon.agents
+        .all()
+        .find((x) => x.id === aid)!
+        .nextTurn();
       const prompt = `${'lorem ipsum '.repeat(1700)}end`;
       expect(prompt.length).toBeGreaterThan(20000);
       await c.write(`${a.path}/prompt`, prompt);
@@ -44,7 +47,9 @@ describe('a turn', () => {
   });
 
   it('streams the reply as partial blocks closed by a final block, and accounts usage and cost', async () => {
-    h = await harness({ turns: [[{ text: 'Hello there, friend.' }, { usage: { input: 1000, output: 20, cached: 400 } }]] });
+    h = await harness({
+      turns: [[{ text: 'Hello there, friend.' }, { usage: { input: 1000, output: 20, cached: 400 } }]],
+    });
     const a = await h.agent();
     const subs = h.daemon.bus.subscribers;
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` });
@@ -109,7 +114,14 @@ describe('a turn', () => {
     writeFileSync(join(h.dir, 'a.txt'), 'alpha\n');
     writeFileSync(join(h.dir, 'b.txt'), 'beta\n');
     h.mock.script(
-      [{ toolCalls: [{ name: 'file_read', args: { path: join(h.dir, 'a.txt') } }, { name: 'file_read', args: { path: join(h.dir, 'b.txt') } }] }],
+      [
+        {
+          toolCalls: [
+            { name: 'file_read', args: { path: join(h.dir, 'a.txt') } },
+            { name: 'file_read', args: { path: join(h.dir, 'b.txt') } },
+          ],
+        },
+      ],
       [{ text: 'Both read.' }],
     );
     const a = await h.agent();
@@ -120,13 +132,18 @@ describe('a turn', () => {
     expect(tools.map((t) => t.content).join('\n')).toContain('alpha');
     expect(tools.map((t) => t.content).join('\n')).toContain('beta');
     // The second request carried both results, after the assistant message with both calls.
-    const body = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as { messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[] }> };
+    const body = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as {
+      messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[] }>;
+    };
     const toolMsgs = body.messages.filter((m) => m.role === 'tool');
     expect(toolMsgs).toHaveLength(2);
     expect(JSON.stringify(toolMsgs)).toContain('alpha');
     expect(body.messages.find((m) => m.role === 'assistant')!.tool_calls).toHaveLength(2);
     // The model saw the tools' own schemas; the dispatch flags are described once, in the system prompt.
-    const first = h.mock.requests.find((r) => r.protocol === 'openai')!.body as { tools: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }>; messages: Array<{ content: string }> };
+    const first = h.mock.requests.find((r) => r.protocol === 'openai')!.body as {
+      tools: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }>;
+      messages: Array<{ content: string }>;
+    };
     const fr = first.tools.find((t) => t.function.name === 'file_read')!;
     expect(Object.keys(fr.function.parameters.properties)).toEqual(['path', 'offset', 'limit']);
     expect(first.messages[0]!.content).toMatch(/Every tool also takes these optional arguments: `background: true`/);
@@ -145,7 +162,9 @@ describe('a turn', () => {
     const a = await h.agent();
     await h.c.write(`${a.path}/prompt`, '/model gpt-4.1');
     expect(await h.c.readText(`${a.path}/cfg`)).toContain('model=gpt-4.1');
-    await expect(h.c.rdwrText(`${a.path}/ctl`, 'frobnicate')).rejects.toThrow(/unknown command "frobnicate"; known commands: stop, compact/);
+    await expect(h.c.rdwrText(`${a.path}/ctl`, 'frobnicate')).rejects.toThrow(
+      /unknown command "frobnicate"; known commands: stop, compact/,
+    );
     const blocks = await h.turn(a.path, '!echo from-the-shell');
     const tool = blocks.find((b) => b.role === 'tool')!;
     expect(tool).toMatchObject({ name: 'shell' });
@@ -196,7 +215,7 @@ describe('retries and errors', () => {
     expect(blocks[1]!.content).toMatch(/401|invalid api key/);
   });
 
-  it('says how the last turn ended: agent/idx\'s last column and a turn event before the state goes idle', async () => {
+  it("says how the last turn ended: agent/idx's last column and a turn event before the state goes idle", async () => {
     h = await harness({ turns: [[{ status: 401, message: 'invalid api key' }], [{ text: 'fine now' }]] });
     const a = await h.agent();
     const idx = async () => (await h!.c.readText(`session/${a.session}/agent/idx`)).trim().split('\t');
@@ -227,7 +246,12 @@ describe('retries and errors', () => {
 
   it('compacts and retries once when the context overflows', async () => {
     h = await harness({
-      turns: [...['one', 'two', 'three', 'four', 'five'].map((n) => [{ text: `answer ${n}` }]), [{ contextOverflow: true }], [{ text: '## Goal\nsummary' }], [{ text: 'after compaction' }]],
+      turns: [
+        ...['one', 'two', 'three', 'four', 'five'].map((n) => [{ text: `answer ${n}` }]),
+        [{ contextOverflow: true }],
+        [{ text: '## Goal\nsummary' }],
+        [{ text: 'after compaction' }],
+      ],
     });
     const a = await h.agent();
     for (const n of ['one', 'two', 'three', 'four', 'five']) await h.turn(a.path, n);
@@ -241,7 +265,9 @@ describe('retries and errors', () => {
 
 describe('control', () => {
   it('queues prompts while a turn runs and drains them in order; the queue file shows and edits them', async () => {
-    h = await harness({ turns: [[{ delayMs: 40 }, { text: 'slow one two three' }], [{ text: 'second' }], [{ text: 'third' }]] });
+    h = await harness({
+      turns: [[{ delayMs: 40 }, { text: 'slow one two three' }], [{ text: 'second' }], [{ text: 'third' }]],
+    });
     const a = await h.agent();
     await h.c.write(`${a.path}/prompt`, 'first');
     await h.waitState(a.path, 'thinking');
@@ -315,7 +341,12 @@ describe('control', () => {
   });
 
   it('max steps: after the last step the model is asked for a final answer without tools', async () => {
-    h = await harness({ turns: [...Array.from({ length: 2 }, () => [{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }]), [{ text: 'summary of work' }]] });
+    h = await harness({
+      turns: [
+        ...Array.from({ length: 2 }, () => [{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }]),
+        [{ text: 'summary of work' }],
+      ],
+    });
     const a = await h.agent();
     await h.c.write(`${a.path}/cfg`, 'maxSteps=2');
     const blocks = await h.turn(a.path, 'x');
@@ -328,12 +359,21 @@ describe('control', () => {
 
 describe('sub-agents', () => {
   it('run in parallel, return their replies, show in agent/idx with parent and depth, and are removed', async () => {
-    h = await harness({ turns: [[{ delayMs: 60 }, { text: 'reply one' }], [{ delayMs: 60 }, { text: 'reply two' }]] });
+    h = await harness({
+      turns: [
+        [{ delayMs: 60 }, { text: 'reply one' }],
+        [{ delayMs: 60 }, { text: 'reply two' }],
+      ],
+    });
     const parent = await h.agent();
-    const spawn = (p: string) => h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=${p}`);
+    const spawn = (p: string) =>
+      h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=${p}`);
     const both = Promise.all([spawn('task one'), spawn('task two')]);
     const idx = await until(async () => {
-      const rows = (await h!.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n').map((l) => l.split('\t'));
+      const rows = (await h!.c.readText(`session/${parent.session}/agent/idx`))
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       return rows.length === 3 ? rows : undefined;
     }, 'both sub-agents in agent/idx');
     const subs = idx.filter((l) => l[3] === parent.aid);
@@ -344,16 +384,25 @@ describe('sub-agents', () => {
     expect((await h.c.readText(`session/${parent.session}/agent/idx`)).trim().split('\n')).toHaveLength(1);
 
     // They leave a read-only record: listed as finished under session/S/ended, their logs readable and searchable.
-    const ended = (await h.c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n').map((l) => l.split('\t'));
+    const ended = (await h.c.readText(`session/${parent.session}/ended/idx`))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(ended.map((l) => l[1]).sort()).toEqual(subs.map((l) => l[1]).sort());
     expect(ended.every((l) => l[3] === parent.aid && l[4] === '1' && l[6] === 'finished' && l[7] === 'ok')).toBe(true);
     const one = ended.find((l) => l[2] === subs.find((x) => x[1] === l[1])![2])!;
     const log = parseBlocks(await h.c.readText(`session/${parent.session}/ended/${one[1]}/log.raw`));
     expect(log.map((b) => b.role)).toEqual(['user', 'assistant']);
     expect((await h.c.readText(`session/${parent.session}/ended/${one[1]}/name`)).trim()).toBe(one[2]);
-    const hit = (await h.c.rdwrText('search', 'reply one')).trim().split('\n').map((l) => l.split('\t')).find((l) => l[3] === 'assistant')!;
+    const hit = (await h.c.rdwrText('search', 'reply one'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'))
+      .find((l) => l[3] === 'assistant')!;
     expect(hit[6]).toBe('finished');
-    const block = JSON.parse(await h.c.rdwrText(`session/${parent.session}/ended/${hit[5]}/block`, hit[2]!)) as { content: string };
+    const block = JSON.parse(await h.c.rdwrText(`session/${parent.session}/ended/${hit[5]}/block`, hit[2]!)) as {
+      content: string;
+    };
     expect(block.content).toBe('reply one');
     // The name is free again, and rm forgets the record (its log and search entries go with it).
     await h.c.remove(`session/${parent.session}/ended/${hit[5]}`);
@@ -364,14 +413,26 @@ describe('sub-agents', () => {
   it('leave records that outlive a restart; one whose caller died with the daemon is kept as interrupted', async () => {
     h = await harness({ tools: false, turns: [[{ text: 'finished work' }]] });
     const parent = await h.agent();
-    expect((await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=go`)).trim()).toBe('finished work');
+    expect(
+      (await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=go`)).trim(),
+    ).toBe('finished work');
     // A sub-agent still running when the daemon stops (as after a kill -9: nothing ends it).
     const cut = h.daemon.agents.create(parent.session, { agent: 'test', parent: parent.name, transient: true });
     await h.daemon.close();
-    const again = await startDaemon({ socket: h.socket, dataDir: h.dataDir, configDir: h.configDir, toolsrv: false, skills: false, log: () => undefined });
+    const again = await startDaemon({
+      socket: h.socket,
+      dataDir: h.dataDir,
+      configDir: h.configDir,
+      toolsrv: false,
+      skills: false,
+      log: () => undefined,
+    });
     const c = await dial(`unix!${h.socket}`, { uname: userInfo().username });
     try {
-      const ended = (await c.readText(`session/${parent.session}/ended/idx`)).trim().split('\n').map((l) => l.split('\t'));
+      const ended = (await c.readText(`session/${parent.session}/ended/idx`))
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       expect(ended.map((l) => [l[3], l[6], l[7]])).toEqual([
         [parent.aid, 'finished', 'ok'],
         [parent.aid, 'interrupted', '-'],
@@ -385,7 +446,7 @@ describe('sub-agents', () => {
     }
   });
 
-  it('roll their tokens and cost up into the caller\'s stats, one line per sub-agent, after they are removed', async () => {
+  it("roll their tokens and cost up into the caller's stats, one line per sub-agent, after they are removed", async () => {
     h = await harness({
       turns: [
         [{ text: 'parent reply' }, { usage: { input: 1000, output: 10, cost: 0.5 } }],
@@ -395,7 +456,8 @@ describe('sub-agents', () => {
     });
     const parent = await h.agent();
     await h.turn(parent.path, 'hello');
-    const spawn = (name: string, p: string) => h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test name=${name} parent=${parent.name} prompt=${p}`);
+    const spawn = (name: string, p: string) =>
+      h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test name=${name} parent=${parent.name} prompt=${p}`);
     expect((await spawn('first', 'task one')).trim()).toBe('sub one');
     expect((await spawn('second', 'task two')).trim()).toBe('sub two');
     // Both are gone from the tree, and their usage is in the caller's stats.
@@ -413,34 +475,48 @@ describe('sub-agents', () => {
       subagents_cost: '0.375000',
       cost_total: '0.875000',
     });
-    const lines = Object.entries(kv).filter(([k]) => k.startsWith('subagent.')).map(([, v]) => v);
+    const lines = Object.entries(kv)
+      .filter(([k]) => k.startsWith('subagent.'))
+      .map(([, v]) => v);
     expect(lines).toEqual([
       'name=first input_tokens=200 output_tokens=20 cached_tokens=50 requests=1 cost=0.250000',
       'name=second input_tokens=300 output_tokens=30 cached_tokens=0 requests=1 cost=0.125000',
     ]);
   });
 
-  it('inherit a snapshot of the caller\'s history', async () => {
+  it("inherit a snapshot of the caller's history", async () => {
     h = await harness({ turns: [[{ text: 'the secret is 42' }], [{ text: 'it is 42' }]] });
     const parent = await h.agent();
     await h.turn(parent.path, 'remember the secret');
-    const reply = await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=what is the secret?`);
+    const reply = await h.c.rdwrText(
+      `session/${parent.session}/agent/new`,
+      `agent=test parent=${parent.name} prompt=what is the secret?`,
+    );
     expect(reply.trim()).toBe('it is 42');
     expect(JSON.stringify(h.mock.requests.at(-1)!.body)).toContain('the secret is 42');
   });
 
   it('refuse to nest deeper than the limit, and stop at their step budget', async () => {
-    h = await harness({ turns: [[{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'budget summary' }]] });
+    h = await harness({
+      turns: [[{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'budget summary' }]],
+    });
     const top = await h.agent();
     let parentName = top.name;
     // Build a chain of transient-free agents at depths 1..3 by hand, then ask for depth 4.
     for (let d = 1; d <= 3; d++) {
       parentName = (await h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${parentName}`)).trim();
     }
-    await expect(h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${parentName} prompt=hi`)).rejects.toThrow(/depth limit/);
-    const reply = await h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${top.name} steps=1 prompt=do it`);
+    await expect(
+      h.c.rdwrText(`session/${top.session}/agent/new`, `agent=test parent=${parentName} prompt=hi`),
+    ).rejects.toThrow(/depth limit/);
+    const reply = await h.c.rdwrText(
+      `session/${top.session}/agent/new`,
+      `agent=test parent=${top.name} steps=1 prompt=do it`,
+    );
     expect(reply.trim()).toBe('budget summary');
-    await expect(h.c.rdwrText(`session/${top.session}/agent/new`, 'agent=test steps=2')).rejects.toThrow(/budgets of sub-agents/);
+    await expect(h.c.rdwrText(`session/${top.session}/agent/new`, 'agent=test steps=2')).rejects.toThrow(
+      /budgets of sub-agents/,
+    );
   });
 });
 
@@ -461,20 +537,42 @@ describe('root files', () => {
     expect(await h.c.readText('backends')).toMatch(/^mock\*\topenai\t.*\tgpt-4o\nclaude\tanthropic/);
     expect(await h.c.readText('models')).toContain('mock\tmock-model');
     const agents = (await h.c.readText('agents')).split('\n');
-    for (const p of ['default', 'conductor', 'reviewer', 'foreman', 'panelist', 'writer', 'researcher', 'planner', 'debugger', 'tester', 'refactorer', 'test']) {
+    for (const p of [
+      'default',
+      'conductor',
+      'reviewer',
+      'foreman',
+      'panelist',
+      'writer',
+      'researcher',
+      'planner',
+      'debugger',
+      'tester',
+      'refactorer',
+      'test',
+    ]) {
       expect(agents).toContain(p);
     }
   });
 
   it('an agent on the Anthropic backend runs a tool round through the same loop', async () => {
-    h = await harness({ turns: [[{ reasoning: 'thinking hard' }, { toolCalls: [{ name: 'shell', args: { command: 'echo via-claude' } }] }], [{ text: 'done' }]] });
+    h = await harness({
+      turns: [
+        [{ reasoning: 'thinking hard' }, { toolCalls: [{ name: 'shell', args: { command: 'echo via-claude' } }] }],
+        [{ text: 'done' }],
+      ],
+    });
     const a = await h.agent({ backend: 'claude' });
     const blocks = await h.turn(a.path, 'go');
     expect(roles(blocks)).toEqual(['user', 'reasoning', 'call', 'tool', 'assistant']);
     expect(blocks[3]!.content).toContain('via-claude');
     expect(h.mock.requests.at(-1)!.protocol).toBe('anthropic');
     // The thinking block goes back with its signature, or the real API refuses the tool continuation.
-    const replay = (h.mock.requests.at(-1)!.body as { messages: Array<{ role: string; content: Array<{ type: string; signature?: string; thinking?: string }> }> }).messages;
+    const replay = (
+      h.mock.requests.at(-1)!.body as {
+        messages: Array<{ role: string; content: Array<{ type: string; signature?: string; thinking?: string }> }>;
+      }
+    ).messages;
     const thinking = replay.find((m) => m.role === 'assistant')!.content.find((c) => c.type === 'thinking')!;
     expect(thinking.thinking).toBe('thinking hard');
     expect(thinking.signature).toBeTruthy();
@@ -512,7 +610,12 @@ describe('events', () => {
 
 describe('lifecycle', () => {
   it('compacts on its own before a request that would pass compactAt of the window', async () => {
-    h = await harness({ mock: { respond: (b) => (JSON.stringify(b).includes('You are compacting') ? [{ text: '## Goal\nsummary of it all' }] : undefined) } });
+    h = await harness({
+      mock: {
+        respond: (b) =>
+          JSON.stringify(b).includes('You are compacting') ? [{ text: '## Goal\nsummary of it all' }] : undefined,
+      },
+    });
     const a = await h.agent({ backend: 'small' });
     for (let i = 0; i < 5; i++) {
       h.mock.script([{ text: `answer ${i} `.repeat(60) }]);
@@ -522,7 +625,9 @@ describe('lifecycle', () => {
     await h.c.write(`${a.path}/cfg`, 'compactAt=0.3');
     h.mock.script([{ text: 'continuing after compaction' }]);
     const blocks = await h.turn(a.path, 'go on');
-    expect(blocks.filter((b) => b.role === 'info' && b.name === 'compaction').map((b) => b.content)[0]).toMatch(/Compacting \d+ messages \(~\d+ tokens; the request would be ~\d+ tokens, over the budget of 1200\)/);
+    expect(blocks.filter((b) => b.role === 'info' && b.name === 'compaction').map((b) => b.content)[0]).toMatch(
+      /Compacting \d+ messages \(~\d+ tokens; the request would be ~\d+ tokens, over the budget of 1200\)/,
+    );
     expect(blocks.at(-1)).toMatchObject({ role: 'assistant', content: 'continuing after compaction' });
     const last = JSON.stringify(h.mock.requests.at(-1)!.body);
     expect(last).toContain('summary of it all');
@@ -530,7 +635,9 @@ describe('lifecycle', () => {
   });
 
   it('inject adds text to the running turn before its next request', async () => {
-    h = await harness({ turns: [[{ delayMs: 60 }, { toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'noted' }]] });
+    h = await harness({
+      turns: [[{ delayMs: 60 }, { toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'noted' }]],
+    });
     const a = await h.agent();
     await h.c.write(`${a.path}/prompt`, 'work');
     await h.waitState(a.path, 'thinking');
@@ -569,10 +676,17 @@ describe('lifecycle', () => {
     expect(JSON.stringify(body)).not.toContain('zanzibar');
     expect(body.messages[0]!.content).toContain('You are a code reviewer');
     // Exactly the reviewer's tools: the test profile's are unloaded. Hot ones are sent, the others listed.
-    const sent = (body as unknown as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name).filter((n) => n !== 'tool_search');
+    const sent = (body as unknown as { tools: Array<{ function: { name: string } }> }).tools
+      .map((t) => t.function.name)
+      .filter((n) => n !== 'tool_search');
     const listed = [...body.messages[0]!.content.split('## More tools')[1]!.matchAll(/^- (\w+): /gm)].map((m) => m[1]!);
-    const reviewer = JSON.parse(readFileSync(join(shippedDataDir(), 'agents', 'reviewer.json'), 'utf8')) as { autoLoad: string[] };
-    const loaded = (await h.c.rdwrText(`${a.path}/ctl`, 'tools')).trim().split('\n').map((l) => l.split('\t')[0]!);
+    const reviewer = JSON.parse(readFileSync(join(shippedDataDir(), 'agents', 'reviewer.json'), 'utf8')) as {
+      autoLoad: string[];
+    };
+    const loaded = (await h.c.rdwrText(`${a.path}/ctl`, 'tools'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t')[0]!);
     expect(loaded.sort()).toEqual([...reviewer.autoLoad].sort());
     expect(sent.every((n) => reviewer.autoLoad.includes(n))).toBe(true);
     expect(listed.every((n) => reviewer.autoLoad.includes(n))).toBe(true);
@@ -601,7 +715,13 @@ describe('lifecycle', () => {
     expect(text).toContain(`session.${a.sid}.agent.${a.aid}.kill`);
     expect(await h.c.readText(`session/${a.session}/agent/idx`)).toBe('');
     // A killed agent's history stays searchable, marked killed, and readable under ended/.
-    expect((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t').slice(1, 3).concat((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t')[6]!)).toEqual([a.aid, 'renamed', 'killed']);
+    expect(
+      (await h.c.readText(`session/${a.session}/ended/idx`))
+        .trim()
+        .split('\t')
+        .slice(1, 3)
+        .concat((await h.c.readText(`session/${a.session}/ended/idx`)).trim().split('\t')[6]!),
+    ).toEqual([a.aid, 'renamed', 'killed']);
     expect((await h.c.readText(`session/${a.session}/ended/${a.aid}/log.raw`)).length).toBeGreaterThan(0);
     // Its name is free for a new agent.
     expect((await h.c.rdwrText(`session/${a.session}/agent/new`, 'name=renamed agent=test')).trim()).toBe('renamed');
@@ -627,7 +747,11 @@ describe('bypass', () => {
 
     await h.c.write(`${a.path}/prompt`, 'do it');
     const req = await first;
-    expect(req).toMatch(new RegExp(`^session\\.${a.sid}\\.agent\\.${a.aid}\\.bypass\\.request (\\S+)\\t.*echo outside-the-box.*\\t${h.dir}`));
+    expect(req).toMatch(
+      new RegExp(
+        `^session\\.${a.sid}\\.agent\\.${a.aid}\\.bypass\\.request (\\S+)\\t.*echo outside-the-box.*\\t${h.dir}`,
+      ),
+    );
     const id = /bypass\.request (\S+)\t/.exec(req)![1]!;
     const pending = await h.c.readText(`session/${a.session}/bypass`);
     expect(pending).toMatch(new RegExp(`^${id}\\t${a.aid}\\tshell\\t`));
@@ -649,10 +773,16 @@ describe('bypass', () => {
 });
 
 describe('background processes', () => {
-  it('show under the agent\'s proc/ (idx, live out, wait, stat), and their exit comes back as the next prompt', async () => {
+  it("show under the agent's proc/ (idx, live out, wait, stat), and their exit comes back as the next prompt", async () => {
     h = await harness({
       turns: [
-        [{ toolCalls: [{ name: 'shell', args: { command: 'echo started; sleep 0.4; echo finished', background: true } }] }],
+        [
+          {
+            toolCalls: [
+              { name: 'shell', args: { command: 'echo started; sleep 0.4; echo finished', background: true } },
+            ],
+          },
+        ],
         [{ text: 'it runs in the background' }],
         [{ text: 'it finished' }],
       ],
@@ -671,21 +801,30 @@ describe('background processes', () => {
     expect(await h.c.readText(`${a.path}/proc/${pid}/stat`)).toMatch(/exit=0/);
     // The exit notice is queued as a prompt and runs as the next turn.
     const agent = h.daemon.agents.all()[0]!;
-    while (!(await h.blocks(a.path)).some((b) => b.role === 'assistant' && b.content === 'it finished')) await agent.nextTurn();
+    while (!(await h.blocks(a.path)).some((b) => b.role === 'assistant' && b.content === 'it finished'))
+      await agent.nextTurn();
     const users = (await h.blocks(a.path)).filter((b) => b.role === 'user');
-    expect(users.at(-1)!.content).toMatch(/^<system-proc-interrupt id="\d+".*status="exited".*exit="0"[^>]*>[\s\S]*finished/);
+    expect(users.at(-1)!.content).toMatch(
+      /^<system-proc-interrupt id="\d+".*status="exited".*exit="0"[^>]*>[\s\S]*finished/,
+    );
     expect((await h.c.readText(`${a.path}/proc/idx`)).split('\t')[2]).toBe('exited');
   });
 });
 
 describe('search', () => {
-  it('finds past messages of every session by their words, a killed agent\'s too, and forgets an agent whose record is removed', async () => {
-    h = await harness({ tools: false, turns: [[{ text: 'The flux capacitor needs 1.21 gigawatts.' }], [{ text: 'Nothing about that here.' }]] });
+  it("finds past messages of every session by their words, a killed agent's too, and forgets an agent whose record is removed", async () => {
+    h = await harness({
+      tools: false,
+      turns: [[{ text: 'The flux capacitor needs 1.21 gigawatts.' }], [{ text: 'Nothing about that here.' }]],
+    });
     const a = await h.agent();
     const b = await h.agent();
     await h.turn(a.path, 'what does the capacitor need?');
     await h.turn(b.path, 'something else entirely');
-    const hits = (await h.c.rdwrText('search', 'gigawatts capacitor')).trim().split('\n').map((l) => l.split('\t'));
+    const hits = (await h.c.rdwrText('search', 'gigawatts capacitor'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(hits).toHaveLength(1);
     expect(hits[0]!.slice(0, 2)).toEqual([a.session, a.name]);
     expect(hits[0]![3]).toBe('assistant');
@@ -697,37 +836,57 @@ describe('search', () => {
     expect((await h.c.rdwrText('search', 'capacitor')).split('\n').filter(Boolean)).toHaveLength(2);
     // A killed agent is still found, marked killed; forgetting its record (rm ended/ID) removes it from the index.
     await h.c.remove(a.path);
-    const after = (await h.c.rdwrText('search', 'capacitor')).trim().split('\n').map((l) => l.split('\t'));
-    expect(after.map((l) => [l[1], l[5], l[6]])).toEqual([[a.name, a.aid, 'killed'], [a.name, a.aid, 'killed']]);
+    const after = (await h.c.rdwrText('search', 'capacitor'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
+    expect(after.map((l) => [l[1], l[5], l[6]])).toEqual([
+      [a.name, a.aid, 'killed'],
+      [a.name, a.aid, 'killed'],
+    ]);
     await h.c.remove(`session/${a.session}/ended/${a.aid}`);
     expect(await h.c.rdwrText('search', 'capacitor')).toBe('');
   });
 });
 
 describe('config files', () => {
-  it('a write is checked by the file\'s own parser: a bad one is refused with file:line and changes nothing, a good one applies', async () => {
+  it("a write is checked by the file's own parser: a bad one is refused with file:line and changes nothing, a good one applies", async () => {
     h = await harness({ tools: false });
     const before = await h.c.readText('config/backends.conf');
     expect(before).toContain('[mock]');
-    await expect(h.c.write('config/backends.conf', '[x]\ntype = nonsense\n')).rejects.toThrow(/backends\.conf:2: .*nonsense/);
+    await expect(h.c.write('config/backends.conf', '[x]\ntype = nonsense\n')).rejects.toThrow(
+      /backends\.conf:2: .*nonsense/,
+    );
     expect(await h.c.readText('config/backends.conf')).toBe(before);
-    await h.c.write('config/backends.conf', `${before}\n[other]\ntype = openai\nurl = ${h.mock.url}/v1\nkey = k\nmodel = m2\n`);
+    await h.c.write(
+      'config/backends.conf',
+      `${before}\n[other]\ntype = openai\nurl = ${h.mock.url}/v1\nkey = k\nmodel = m2\n`,
+    );
     expect(await h.c.readText('backends')).toMatch(/^other\topenai/m);
 
-    await expect(h.c.write('config/sandbox.yaml', 'filesystem:\n  rw: /tmp\n')).rejects.toThrow(/sandbox\.yaml:2: filesystem\.rw: must be a list/);
+    await expect(h.c.write('config/sandbox.yaml', 'filesystem:\n  rw: /tmp\n')).rejects.toThrow(
+      /sandbox\.yaml:2: filesystem\.rw: must be a list/,
+    );
     await h.c.write('config/sandbox.yaml', 'network:\n  enabled: false\n');
     expect(await h.c.readText('config/sandbox.yaml')).toBe('network:\n  enabled: false\n');
 
     await expect(h.c.write('config/profile', 'nobody')).rejects.toThrow(/no agent profile named "nobody"/);
     await h.c.write('config/profile', 'reviewer');
-    const name = (await h.c.rdwrText(`session/${(await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim()}/agent/new`, '')).trim();
+    const name = (
+      await h.c.rdwrText(`session/${(await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim()}/agent/new`, '')
+    ).trim();
     expect(name).toBe('reviewer');
   });
 });
 
 describe('plan', () => {
   it('the session plan is re-injected every 10 tool rounds', async () => {
-    h = await harness({ turns: [...Array.from({ length: 10 }, (_, i) => [{ toolCalls: [{ name: 'shell', args: { command: `echo ${i}` } }] }]), [{ text: 'done' }]] });
+    h = await harness({
+      turns: [
+        ...Array.from({ length: 10 }, (_, i) => [{ toolCalls: [{ name: 'shell', args: { command: `echo ${i}` } }] }]),
+        [{ text: 'done' }],
+      ],
+    });
     const a = await h.agent();
     await h.c.write(`session/${a.session}/plan`, '- [x] step one\n- [ ] step two\n');
     const blocks = await h.turn(a.path, 'go');
@@ -764,30 +923,50 @@ describe('subagent_spawn', () => {
 });
 
 describe('tool_load', () => {
-  it('finds a tool added to the config\'s tools directory while the session runs, and the model can call it', async () => {
+  it("finds a tool added to the config's tools directory while the session runs, and the model can call it", async () => {
     h = await harness({ turns: [[{ toolCalls: [{ name: 'added_later', args: {} }] }], [{ text: 'ran it' }]] });
     const a = await h.agent();
     // The session's toolsrv is up and has scanned its directories before the tool exists.
     await h.c.rdwrText(`${a.path}/ctl`, 'tool_load reasoning_think');
     await expect(h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later')).rejects.toThrow(/no tool "added_later"/);
     mkdirSync(join(h.configDir, 'tools'), { recursive: true });
-    writeFileSync(join(h.configDir, 'tools', 'added_later.meta'), JSON.stringify({ description: 'A tool added while the session runs.', cmd: 'echo from the new tool', scope: 'read' }));
+    writeFileSync(
+      join(h.configDir, 'tools', 'added_later.meta'),
+      JSON.stringify({
+        description: 'A tool added while the session runs.',
+        cmd: 'echo from the new tool',
+        scope: 'read',
+      }),
+    );
     await h.c.rdwrText(`${a.path}/ctl`, 'tool_load added_later');
     const blocks = await h.turn(a.path, 'use the new tool');
-    expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'added_later', content: 'from the new tool\n' });
+    expect(blocks.find((b) => b.role === 'tool')).toMatchObject({
+      name: 'added_later',
+      content: 'from the new tool\n',
+    });
   });
 });
 
 describe('extra tool directories', () => {
-  it('come before the config\'s tools and the shipped ones, not instead of them', async () => {
+  it("come before the config's tools and the shipped ones, not instead of them", async () => {
     const extra = mkdtempSync(join(tmpdir(), 'ollie-extra-tools-'));
     try {
-      writeFileSync(join(extra, 'extra_tool.meta'), JSON.stringify({ description: 'From the extra directory.', cmd: 'echo extra', scope: 'read' }));
-      h = await harness({ toolDirs: [extra], turns: [[{ toolCalls: [{ name: 'config_tool', args: {} }] }], [{ text: 'ok' }]] });
+      writeFileSync(
+        join(extra, 'extra_tool.meta'),
+        JSON.stringify({ description: 'From the extra directory.', cmd: 'echo extra', scope: 'read' }),
+      );
+      h = await harness({
+        toolDirs: [extra],
+        turns: [[{ toolCalls: [{ name: 'config_tool', args: {} }] }], [{ text: 'ok' }]],
+      });
       mkdirSync(join(h.configDir, 'tools'), { recursive: true });
-      writeFileSync(join(h.configDir, 'tools', 'config_tool.meta'), JSON.stringify({ description: 'From the config directory.', cmd: 'echo config', scope: 'read' }));
+      writeFileSync(
+        join(h.configDir, 'tools', 'config_tool.meta'),
+        JSON.stringify({ description: 'From the config directory.', cmd: 'echo config', scope: 'read' }),
+      );
       const a = await h.agent();
-      for (const t of ['extra_tool', 'reasoning_think', 'config_tool']) await h.c.rdwrText(`${a.path}/ctl`, `tool_load ${t}`);
+      for (const t of ['extra_tool', 'reasoning_think', 'config_tool'])
+        await h.c.rdwrText(`${a.path}/ctl`, `tool_load ${t}`);
       const blocks = await h.turn(a.path, 'go');
       expect(blocks.find((b) => b.role === 'tool')).toMatchObject({ name: 'config_tool', content: 'config\n' });
     } finally {
@@ -798,7 +977,11 @@ describe('extra tool directories', () => {
 
 describe('shipped profiles', () => {
   it('parse, and load only tools that exist; the default profile has every tool', () => {
-    const tools = new Set(readdirSync(join(shippedDataDir(), 'tools')).filter((f) => f.endsWith('.meta')).map((f) => f.slice(0, -5)));
+    const tools = new Set(
+      readdirSync(join(shippedDataDir(), 'tools'))
+        .filter((f) => f.endsWith('.meta'))
+        .map((f) => f.slice(0, -5)),
+    );
     const dir = join(shippedDataDir(), 'agents');
     for (const f of readdirSync(dir)) {
       const p = parseProfile(f.slice(0, -5), join(dir, f), readFileSync(join(dir, f), 'utf8'));
@@ -810,7 +993,7 @@ describe('shipped profiles', () => {
 });
 
 describe('tool schema cache', () => {
-  it('a new session\'s first request uses the schemas toolsrv gave before, and its calls still run through toolsrv', async () => {
+  it("a new session's first request uses the schemas toolsrv gave before, and its calls still run through toolsrv", async () => {
     h = await harness({
       turns: [
         [{ toolCalls: [{ name: 'shell', args: { command: 'echo first' } }] }],
@@ -821,13 +1004,18 @@ describe('tool schema cache', () => {
     });
     const a = await h.agent();
     await h.turn(a.path, 'go');
-    const cache = JSON.parse(readFileSync(join(h.dir, 'cache', 'tools.json'), 'utf8')) as Record<string, Array<{ name: string }>>;
+    const cache = JSON.parse(readFileSync(join(h.dir, 'cache', 'tools.json'), 'utf8')) as Record<
+      string,
+      Array<{ name: string }>
+    >;
     expect(Object.values(cache).map((ts) => ts.map((t) => t.name).sort())).toContainEqual(['file_read', 'shell']);
     // Another session: its own toolsrv, which has to start; the agent does not wait for it to send its request.
     const b = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim() });
     const blocks = await h.turn(b.path, 'go');
     expect(blocks.find((x) => x.role === 'tool')!.content).toBe('second\n');
-    const first = h.mock.requests.filter((r) => r.protocol === 'openai')[2]!.body as { tools: Array<{ function: { name: string } }> };
+    const first = h.mock.requests.filter((r) => r.protocol === 'openai')[2]!.body as {
+      tools: Array<{ function: { name: string } }>;
+    };
     expect(first.tools.map((t) => t.function.name).sort()).toEqual(['file_read', 'shell']);
   });
 });

@@ -26,7 +26,12 @@ describe('applyChanges', () => {
     symlinkSync(outside, join(root, 'sub'));
     const data = Buffer.from('restored\n');
     const h = sha256(data);
-    const r = applyChanges(root, [{ rel: 'sub/f', entry: { t: 'f', mode: 0o644, size: data.length, mtime: 0, ctime: 0, ino: 0, h } }], { sub: { t: 'd', mode: 0o755 } }, () => data);
+    const r = applyChanges(
+      root,
+      [{ rel: 'sub/f', entry: { t: 'f', mode: 0o644, size: data.length, mtime: 0, ctime: 0, ino: 0, h } }],
+      { sub: { t: 'd', mode: 0o755 } },
+      () => data,
+    );
     expect(r.written).toEqual([]);
     expect(r.failed[0]).toContain('sub/f: refused: sub is not a directory');
     expect(existsSync(join(outside, 'f'))).toBe(false);
@@ -39,7 +44,17 @@ describe('applyChanges', () => {
     writeFileSync(join(dir, 'target'), 'outside\n');
     symlinkSync(join(dir, 'target'), join(root, 'a.txt'));
     const data = Buffer.from('mine\n');
-    const r = applyChanges(root, [{ rel: 'a.txt', entry: { t: 'f', mode: 0o644, size: data.length, mtime: 0, ctime: 0, ino: 0, h: sha256(data) } }], { 'a.txt': { t: 'l', target: join(dir, 'target') } }, () => data);
+    const r = applyChanges(
+      root,
+      [
+        {
+          rel: 'a.txt',
+          entry: { t: 'f', mode: 0o644, size: data.length, mtime: 0, ctime: 0, ino: 0, h: sha256(data) },
+        },
+      ],
+      { 'a.txt': { t: 'l', target: join(dir, 'target') } },
+      () => data,
+    );
     expect(r.written).toEqual(['a.txt']);
     expect(readFileSync(join(root, 'a.txt'), 'utf8')).toBe('mine\n');
     expect(readFileSync(join(dir, 'target'), 'utf8')).toBe('outside\n');
@@ -47,7 +62,9 @@ describe('applyChanges', () => {
 
   it('never writes into .git', () => {
     dir = mkdtempSync(join(tmpdir(), 'ollie-restore-'));
-    expect(() => applyChanges(dir!, [{ rel: '.git/hooks/x', entry: { t: 'l', target: '/bin/sh' } }], {}, () => Buffer.alloc(0))).toThrow(/refused/);
+    expect(() =>
+      applyChanges(dir!, [{ rel: '.git/hooks/x', entry: { t: 'l', target: '/bin/sh' } }], {}, () => Buffer.alloc(0)),
+    ).toThrow(/refused/);
     expect(existsSync(join(dir, '.git'))).toBe(false);
   });
 });

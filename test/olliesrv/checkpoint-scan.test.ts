@@ -33,7 +33,8 @@ function same(a: Manifest, b: Manifest): string[] {
   for (const root of new Set([...Object.keys(a.roots), ...Object.keys(b.roots)])) {
     const x = a.roots[root] ?? {};
     const y = b.roots[root] ?? {};
-    for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) if (!sameEntry(x[k], y[k])) diffs.push(`${k}: ${JSON.stringify(x[k])} vs ${JSON.stringify(y[k])}`);
+    for (const k of new Set([...Object.keys(x), ...Object.keys(y)]))
+      if (!sameEntry(x[k], y[k])) diffs.push(`${k}: ${JSON.stringify(x[k])} vs ${JSON.stringify(y[k])}`);
   }
   return diffs;
 }
@@ -61,15 +62,44 @@ describe('the watched walk', () => {
         const p = join(root, d, `f${Math.floor(rand() * n)}`);
         try {
           switch (Math.floor(rand() * 9)) {
-            case 0: writeFileSync(join(root, d, `f${n++}`), `new ${n}\n`); break;
-            case 1: appendFileSync(p, 'more\n'); break;
-            case 2: rmSync(p, { recursive: true, force: true }); break;
-            case 3: chmodSync(p, 0o600); break;
-            case 4: { const nd = `${d ? `${d}/` : ''}d${n++}`; mkdirSync(join(root, nd)); writeFileSync(join(root, nd, 'inner'), 'x'); mkdirSync(join(root, nd, 'deep')); writeFileSync(join(root, nd, 'deep', 'y'), 'y'); dirs.push(nd); break; }
-            case 5: { const victim = pick(dirs.filter((x) => x !== '')); rmSync(join(root, victim), { recursive: true, force: true }); writeFileSync(join(root, victim), 'now a file'); break; }
-            case 6: rmSync(p, { recursive: true, force: true }); symlinkSync('/etc', p); break;
-            case 7: rmSync(p, { recursive: true, force: true }); mkdirSync(p); writeFileSync(join(p, 'z'), 'z'); break;
-            default: writeFileSync(p, `rewritten ${round}\n`);
+            case 0:
+              writeFileSync(join(root, d, `f${n++}`), `new ${n}\n`);
+              break;
+            case 1:
+              appendFileSync(p, 'more\n');
+              break;
+            case 2:
+              rmSync(p, { recursive: true, force: true });
+              break;
+            case 3:
+              chmodSync(p, 0o600);
+              break;
+            case 4: {
+              const nd = `${d ? `${d}/` : ''}d${n++}`;
+              mkdirSync(join(root, nd));
+              writeFileSync(join(root, nd, 'inner'), 'x');
+              mkdirSync(join(root, nd, 'deep'));
+              writeFileSync(join(root, nd, 'deep', 'y'), 'y');
+              dirs.push(nd);
+              break;
+            }
+            case 5: {
+              const victim = pick(dirs.filter((x) => x !== ''));
+              rmSync(join(root, victim), { recursive: true, force: true });
+              writeFileSync(join(root, victim), 'now a file');
+              break;
+            }
+            case 6:
+              rmSync(p, { recursive: true, force: true });
+              symlinkSync('/etc', p);
+              break;
+            case 7:
+              rmSync(p, { recursive: true, force: true });
+              mkdirSync(p);
+              writeFileSync(join(p, 'z'), 'z');
+              break;
+            default:
+              writeFileSync(p, `rewritten ${round}\n`);
           }
         } catch {
           // the path chosen is not there (or a parent is a file now): the change simply does not happen
@@ -82,7 +112,9 @@ describe('the watched walk', () => {
       expect(same(next, full), `round ${round}`).toEqual([]);
       // Stored as the delta the rescan found, it reads back as the same manifest from a fresh store.
       prevHash = store.putManifest(next, { hash: prevHash, manifest: prev }, r.delta).hash;
-      expect(same(new CheckpointStore(join(dir, 'data')).manifest(prevHash), full), `round ${round} stored`).toEqual([]);
+      expect(same(new CheckpointStore(join(dir, 'data')).manifest(prevHash), full), `round ${round} stored`).toEqual(
+        [],
+      );
       prev = next;
     }
     expect(watch.broken).toBe(false);

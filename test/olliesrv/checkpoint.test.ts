@@ -5,7 +5,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -32,7 +42,10 @@ function tree(dir: string, rel = ''): Record<string, string> {
     else if (st.isDirectory()) {
       out[`${r}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
       Object.assign(out, tree(dir, r));
-    } else out[r] = `${(st.mode & 0o777).toString(8)} ${createHash('sha256').update(readFileSync(join(dir, r))).digest('hex')}`;
+    } else
+      out[r] = `${(st.mode & 0o777).toString(8)} ${createHash('sha256')
+        .update(readFileSync(join(dir, r)))
+        .digest('hex')}`;
   }
   return out;
 }
@@ -50,16 +63,22 @@ async function setup(init?: (dir: string) => void): Promise<{ path: string; ctl:
   return { path: a.path, ctl: (cmd) => h!.c.rdwrText(`${a.path}/ctl`, cmd) };
 }
 
-const idx = (text: string): string[][] => text.split('\n').filter(Boolean).map((l) => l.split('\t'));
+const idx = (text: string): string[][] =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t'));
 
 describe('checkpoints of shell side effects', () => {
-  it('rewinds a sed -i and a build step\'s outputs, and undoing the rewind restores the later state byte for byte (no git)', async () => {
+  it("rewinds a sed -i and a build step's outputs, and undoing the rewind restores the later state byte for byte (no git)", async () => {
     const { path, ctl } = await setup();
     const before = tree(ws!);
-    h!.mock.script(...rounds(
-      sh("sed -i 's/beta/BETA/' a.txt"),
-      sh('mkdir -p out && cat src/*.c > out/app.o && printf built > out/stamp && rm src/two.c'),
-    ));
+    h!.mock.script(
+      ...rounds(
+        sh("sed -i 's/beta/BETA/' a.txt"),
+        sh('mkdir -p out && cat src/*.c > out/app.o && printf built > out/stamp && rm src/two.c'),
+      ),
+    );
     await h!.turn(path, 'edit and build');
     const after = tree(ws!);
     expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\nBETA\ngamma\n');
@@ -67,7 +86,10 @@ describe('checkpoints of shell side effects', () => {
 
     const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
     expect(list.map((l) => l.length)).toEqual([5, 5]);
-    expect(list.map((l) => [l[0], l[1]])).toEqual([['1', '1'], ['2', '1']]);
+    expect(list.map((l) => [l[0], l[1]])).toEqual([
+      ['1', '1'],
+      ['2', '1'],
+    ]);
     expect(list[0]![3]).toBe('1'); // a.txt
     expect(Number(list[1]![3])).toBeGreaterThanOrEqual(3); // out/app.o, out/stamp, src/two.c (and out/)
     expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\n');
@@ -89,7 +111,9 @@ describe('checkpoints of shell side effects', () => {
     // The conversation was not touched by a files-only rewind.
     expect((await ctl('context')).match(/^epoch=(\d+)/m)?.[1]).toBe('0');
     // The store is the owner's alone: directories 0700, files 0600.
-    const modes = execFileSync('find', [join(h!.dataDir, 'checkpoints'), '-printf', '%y %m\n'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    const modes = execFileSync('find', [join(h!.dataDir, 'checkpoints'), '-printf', '%y %m\n'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
     expect(modes.length).toBeGreaterThan(5);
     expect(new Set(modes)).toEqual(new Set(['d 700', 'f 600']));
   });
@@ -156,7 +180,8 @@ describe('checkpoints of shell side effects', () => {
   });
 
   it('works in a git repository without touching .git: status, stash list and the index stay as they were', async () => {
-    const git = (dir: string, ...args: string[]): string => execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' });
+    const git = (dir: string, ...args: string[]): string =>
+      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' });
     const { path, ctl } = await setup((dir) => {
       git(dir, 'init', '-q');
       git(dir, 'add', '.');
@@ -169,7 +194,8 @@ describe('checkpoints of shell side effects', () => {
     const stashes = git(ws!, 'stash', 'list');
     expect(stashes).toMatch(/stash@\{0\}/);
     const indexMtime = statSync(join(ws!, '.git', 'index')).mtimeMs;
-    const gitTree = (): string => execFileSync('sh', ['-c', `cd ${ws}/.git && find . -type f | sort | xargs sha256sum`], { encoding: 'utf8' });
+    const gitTree = (): string =>
+      execFileSync('sh', ['-c', `cd ${ws}/.git && find . -type f | sort | xargs sha256sum`], { encoding: 'utf8' });
     const gitBefore = gitTree();
     const before = tree(ws!);
     h!.mock.script(...rounds(sh("sed -i 's/beta/BETA/' a.txt && echo built > build.out")));
@@ -201,8 +227,13 @@ describe('checkpoints of shell side effects', () => {
 describe('retention', () => {
   it('keeps keep.count checkpoints per agent, and gc removes what no checkpoint needs; what is kept still rewinds', async () => {
     const { path, ctl } = await setup();
-    writeFileSync(join(h!.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  keep:\n    count: 2\n`);
-    h!.mock.script(...rounds(sh('echo v1 > a.txt'), sh('echo v2 > a.txt'), sh('echo v3 > a.txt'), sh('echo v4 > a.txt')));
+    writeFileSync(
+      join(h!.configDir, 'sandbox.yaml'),
+      `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  keep:\n    count: 2\n`,
+    );
+    h!.mock.script(
+      ...rounds(sh('echo v1 > a.txt'), sh('echo v2 > a.txt'), sh('echo v3 > a.txt'), sh('echo v4 > a.txt')),
+    );
     await h!.turn(path, 'four rounds');
     const ids = idx(await h!.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
     expect(ids).toEqual(['3', '4']);
@@ -222,11 +253,20 @@ describe('retention', () => {
 describe('limits', () => {
   it('does not copy a workspace larger than checkpoint.max_total, and says so in the chat; the round still runs', async () => {
     const { path } = await setup((dir) => writeFileSync(join(dir, 'big.bin'), Buffer.alloc(8192, 1)));
-    writeFileSync(join(h!.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 4 KiB\n`);
+    writeFileSync(
+      join(h!.configDir, 'sandbox.yaml'),
+      `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 4 KiB\n`,
+    );
     h!.mock.script(...rounds(sh('echo ran > ran.txt')));
     const blocks = await h!.turn(path, 'go');
     expect(readFileSync(join(ws!, 'ran.txt'), 'utf8')).toBe('ran\n');
     expect(await h!.c.readText(`${path}/checkpoint/idx`)).toBe('');
-    expect(blocks.some((b) => b.name === 'checkpoint' && b.content.includes('not checkpointed (name its large directories in checkpoint.skip'))).toBe(true);
+    expect(
+      blocks.some(
+        (b) =>
+          b.name === 'checkpoint' &&
+          b.content.includes('not checkpointed (name its large directories in checkpoint.skip'),
+      ),
+    ).toBe(true);
   });
 });

@@ -22,7 +22,10 @@ describe('countTokens', () => {
     const ratio = prose.length / countTokens(prose);
     expect(ratio).toBeGreaterThan(4);
     expect(ratio).toBeLessThan(6);
-    const code = 'export function computeTotal(items: Item[]): number { return items.reduce((s, i) => s + i.price * i.qty, 0); }\n'.repeat(20);
+    const code =
+      'export function computeTotal(items: Item[]): number { return items.reduce((s, i) => s + i.price * i.qty, 0); }\n'.repeat(
+        20,
+      );
     expect(code.length / countTokens(code)).toBeLessThan(ratio);
     expect(countTokens('')).toBe(0);
     expect(countTokens('12345678')).toBe(3);
@@ -30,8 +33,17 @@ describe('countTokens', () => {
 });
 
 const round = (i: number, size: number): Message[] => [
-  { role: 'assistant', content: '', toolCalls: [{ id: `c${i}`, name: 'shell', args: JSON.stringify({ command: `cat f${i}` }) }] },
-  { role: 'tool', toolCallId: `c${i}`, name: 'shell', content: Array.from({ length: size }, (_, k) => `row ${k} of file ${i}`).join('\n') },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: [{ id: `c${i}`, name: 'shell', args: JSON.stringify({ command: `cat f${i}` }) }],
+  },
+  {
+    role: 'tool',
+    toolCallId: `c${i}`,
+    name: 'shell',
+    content: Array.from({ length: size }, (_, k) => `row ${k} of file ${i}`).join('\n'),
+  },
 ];
 
 describe('view', () => {
@@ -43,7 +55,12 @@ describe('view', () => {
     const results = v.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(results[0]).toMatch(/\[this output cut to save context: \d+ bytes, 400 lines; the whole text is in (\S+)/);
     expect(results[1]).toMatch(/cut to save context/);
-    expect(results.slice(2)).toEqual(msgs.filter((m) => m.role === 'tool').slice(2).map((m) => m.content));
+    expect(results.slice(2)).toEqual(
+      msgs
+        .filter((m) => m.role === 'tool')
+        .slice(2)
+        .map((m) => m.content),
+    );
     // Unchanged messages are the history's own objects (their counts stay cached, the prefix stays identical).
     expect(v[0]).toBe(msgs[0]);
     expect(v.at(-1)).toBe(msgs.at(-1));
@@ -58,7 +75,11 @@ describe('view', () => {
     const msgs: Message[] = [
       { role: 'user', kind: 'skill', content: '<context>\nSkill "s" matches</context>' },
       { role: 'user', content: 'write it' },
-      { role: 'assistant', content: '', toolCalls: [{ id: 'w1', name: 'file_write', args: JSON.stringify({ path: 'a.py', content }) }] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'w1', name: 'file_write', args: JSON.stringify({ path: 'a.py', content }) }],
+      },
       { role: 'tool', toolCallId: 'w1', name: 'file_write', content: 'ok' },
     ];
     expect(view(msgs, { spillDir: dir, recentRounds: 3 })).toEqual(msgs);
@@ -73,10 +94,22 @@ describe('view', () => {
 
 describe('overflow figures and the correction', () => {
   it("reads the provider's count and limit from each provider's wording", () => {
-    expect(overflowFigures("This model's maximum context length is 8192 tokens. However, your messages resulted in 9023 tokens. Please reduce")).toEqual({ limit: 8192, actual: 9023 });
-    expect(overflowFigures('prompt is too long: 210000 tokens > 200000 maximum')).toEqual({ actual: 210000, limit: 200000 });
-    expect(overflowFigures('The input token count (1100000) exceeds the maximum number of tokens allowed (1048576).')).toEqual({ actual: 1100000, limit: 1048576 });
-    expect(overflowFigures('the input length exceeds the context length (9000 > 8192)')).toEqual({ actual: 9000, limit: 8192 });
+    expect(
+      overflowFigures(
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9023 tokens. Please reduce",
+      ),
+    ).toEqual({ limit: 8192, actual: 9023 });
+    expect(overflowFigures('prompt is too long: 210000 tokens > 200000 maximum')).toEqual({
+      actual: 210000,
+      limit: 200000,
+    });
+    expect(
+      overflowFigures('The input token count (1100000) exceeds the maximum number of tokens allowed (1048576).'),
+    ).toEqual({ actual: 1100000, limit: 1048576 });
+    expect(overflowFigures('the input length exceeds the context length (9000 > 8192)')).toEqual({
+      actual: 9000,
+      limit: 8192,
+    });
     expect(overflowFigures('context window exceeded')).toEqual({});
   });
 
@@ -98,7 +131,11 @@ describe('overflow figures and the correction', () => {
 
 describe('the summarizer input', () => {
   it('fits the given size: results cut shorter, then the middle left out', () => {
-    const msgs: Message[] = [{ role: 'user', content: 'THE GOAL' }, ...[1, 2, 3, 4, 5, 6].flatMap((i) => round(i, 2000)), { role: 'assistant', content: 'THE LATEST' }];
+    const msgs: Message[] = [
+      { role: 'user', content: 'THE GOAL' },
+      ...[1, 2, 3, 4, 5, 6].flatMap((i) => round(i, 2000)),
+      { role: 'assistant', content: 'THE LATEST' },
+    ];
     const text = flattenWithin(msgs, 600);
     expect(countTokens(text)).toBeLessThanOrEqual(700);
     expect(text).toContain('THE GOAL');
@@ -120,7 +157,10 @@ describe('known windows', () => {
 
 describe('exact counting near the window', () => {
   it('counts with the o200k tokenizer once loaded, and recounts what was cached before', async () => {
-    const m: Message = { role: 'user', content: 'The quick brown fox jumps over the lazy dog, twice: the quick brown fox.' };
+    const m: Message = {
+      role: 'user',
+      content: 'The quick brown fox jumps over the lazy dog, twice: the quick brown fox.',
+    };
     const before = messageTokens(m);
     await preciseCounting();
     const { countTokens: o200k } = await import('gpt-tokenizer/encoding/o200k_base');

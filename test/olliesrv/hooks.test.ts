@@ -14,7 +14,12 @@ afterEach(async () => {
   h = undefined;
 });
 
-const PROFILE = { description: 'hooks', prompt: 'You are a test agent.', autoLoad: ['shell', 'file_read', 'file_write'], maxSteps: 20 };
+const PROFILE = {
+  description: 'hooks',
+  prompt: 'You are a test agent.',
+  autoLoad: ['shell', 'file_read', 'file_write'],
+  maxSteps: 20,
+};
 
 type Call = { name: string; args: Record<string, unknown> };
 /** One model turn per call, then a closing text. */
@@ -36,18 +41,36 @@ function writeHooks(hh: Harness, hooks: Record<string, unknown>): void {
   writeFileSync(join(hh.configDir, 'hooks.json'), JSON.stringify({ hooks }));
 }
 
-const cmd = (command: string, timeout?: number) => ({ type: 'command', command, ...(timeout !== undefined && { timeout }) });
+const cmd = (command: string, timeout?: number) => ({
+  type: 'command',
+  command,
+  ...(timeout !== undefined && { timeout }),
+});
 
 const toolResults = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
-const hookBlocks = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'info' && b.name === 'hook').map((b) => b.content);
+const hookBlocks = (blocks: Block[]): string[] =>
+  blocks.filter((b) => b.role === 'info' && b.name === 'hook').map((b) => b.content);
 /** Every message text the model was sent, in the last request. */
-const lastRequest = (hh: Harness): string => JSON.stringify(hh.mock.requests.filter((r) => r.path.includes('chat/completions')).at(-1)?.body ?? {});
+const lastRequest = (hh: Harness): string =>
+  JSON.stringify(hh.mock.requests.filter((r) => r.path.includes('chat/completions')).at(-1)?.body ?? {});
 
 describe('hooks', () => {
   it('a PreToolUse hook blocks rm -rf with exit 2: the command never runs and the model gets the reason', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('rm -rf victim'), shell('echo still-works')) as never });
+    h = await harness({
+      profiles: { hooks: PROFILE },
+      turns: script(shell('rm -rf victim'), shell('echo still-works')) as never,
+    });
     writeHooks(h, {
-      PreToolUse: [{ matcher: 'shell', hooks: [cmd(`input=$(cat); case "$input" in *'rm -rf'*) echo "rm -rf is not allowed in this project" >&2; exit 2;; esac; exit 0`)] }],
+      PreToolUse: [
+        {
+          matcher: 'shell',
+          hooks: [
+            cmd(
+              `input=$(cat); case "$input" in *'rm -rf'*) echo "rm -rf is not allowed in this project" >&2; exit 2;; esac; exit 0`,
+            ),
+          ],
+        },
+      ],
     });
     const a = await agent(h);
     mkdirSync(join(a.work, 'victim'));
@@ -58,31 +81,67 @@ describe('hooks', () => {
     expect(second).toContain('still-works');
     expect(existsSync(join(a.work, 'victim', 'keep'))).toBe(true);
     // The model saw the reason in the tool result of its next request.
-    expect(h.mock.requests.some((r) => JSON.stringify(r.body).includes('rm -rf is not allowed in this project'))).toBe(true);
+    expect(h.mock.requests.some((r) => JSON.stringify(r.body).includes('rm -rf is not allowed in this project'))).toBe(
+      true,
+    );
     // The user sees it too: a hook block in the chat, and a line in the session's hooks file.
     expect(hookBlocks(blocks).some((t) => t.startsWith('PreToolUse hook') && t.includes('exit 2'))).toBe(true);
-    const lines = (await h.c.readText(`session/${a.session}/hooks`)).trim().split('\n').map((l) => l.split('\t'));
-    expect(lines[0]).toEqual([expect.stringMatching(/^\d+$/), a.aid, 'PreToolUse', 'shell', '2', expect.stringMatching(/^\d+$/), expect.stringContaining('rm -rf'), 'rm -rf is not allowed in this project']);
+    const lines = (await h.c.readText(`session/${a.session}/hooks`))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
+    expect(lines[0]).toEqual([
+      expect.stringMatching(/^\d+$/),
+      a.aid,
+      'PreToolUse',
+      'shell',
+      '2',
+      expect.stringMatching(/^\d+$/),
+      expect.stringContaining('rm -rf'),
+      'rm -rf is not allowed in this project',
+    ]);
     expect(lines[1]![4]).toBe('0');
   });
 
   it('a PostToolUse formatter rewrites the file the tool wrote (proven on disk)', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: script({ name: 'file_write', args: { path: 'a.txt', content: 'one   \ntwo\t\t\n' } }) as never });
+    h = await harness({
+      profiles: { hooks: PROFILE },
+      turns: script({ name: 'file_write', args: { path: 'a.txt', content: 'one   \ntwo\t\t\n' } }) as never,
+    });
     // A formatter: strips trailing whitespace from the file named in tool_input.path.
     writeHooks(h, {
-      PostToolUse: [{ matcher: 'file_write|file_edit', hooks: [cmd(`f=$(sed -n 's/.*"path":"\\([^"]*\\)".*/\\1/p'); sed -i 's/[[:space:]]*$//' "$f"`)] }],
+      PostToolUse: [
+        {
+          matcher: 'file_write|file_edit',
+          hooks: [cmd(`f=$(sed -n 's/.*"path":"\\([^"]*\\)".*/\\1/p'); sed -i 's/[[:space:]]*$//' "$f"`)],
+        },
+      ],
     });
     const a = await agent(h);
     const blocks = await h.turn(a.path, 'write it');
     expect(readFileSync(join(a.work, 'a.txt'), 'utf8')).toBe('one\ntwo\n');
-    expect(hookBlocks(blocks).some((t) => t.startsWith('PostToolUse hook') && t.includes('(file_write): exit 0'))).toBe(true);
+    expect(hookBlocks(blocks).some((t) => t.startsWith('PostToolUse hook') && t.includes('(file_write): exit 0'))).toBe(
+      true,
+    );
   });
 
   it('a SessionStart hook adds context the model receives; UserPromptSubmit (alias) adds context too', async () => {
     h = await harness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'ok' }]] as never });
     writeHooks(h, {
-      SessionStart: [{ hooks: [cmd('echo "Project codename: BLUEBIRD (source $(sed -n \'s/.*"source":"\\([a-z]*\\)".*/\\1/p\'))"')] }],
-      UserPromptSubmit: [{ hooks: [cmd(`printf '%s' '{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "Today is CHECKED-DAY"}}'`)] }],
+      SessionStart: [
+        {
+          hooks: [cmd('echo "Project codename: BLUEBIRD (source $(sed -n \'s/.*"source":"\\([a-z]*\\)".*/\\1/p\'))"')],
+        },
+      ],
+      UserPromptSubmit: [
+        {
+          hooks: [
+            cmd(
+              `printf '%s' '{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "Today is CHECKED-DAY"}}'`,
+            ),
+          ],
+        },
+      ],
     });
     const a = await agent(h);
     await h.turn(a.path, 'hello');
@@ -104,7 +163,9 @@ describe('hooks', () => {
     const blocks = await h.turn(a.path, 'go');
     expect(Date.now() - started).toBeLessThan(15000);
     expect(toolResults(blocks)[0]).toContain('ran-anyway');
-    expect(hookBlocks(blocks).some((t) => t.includes(`sleep ${marker}`) && t.includes('killed (timed out after 1000 ms)'))).toBe(true);
+    expect(
+      hookBlocks(blocks).some((t) => t.includes(`sleep ${marker}`) && t.includes('killed (timed out after 1000 ms)')),
+    ).toBe(true);
     const line = (await h.c.readText(`session/${a.session}/hooks`)).trim().split('\t');
     expect(line[4]).toBe('timeout');
     // Its whole process group is gone.
@@ -120,7 +181,16 @@ describe('hooks', () => {
   it('a PreToolUse hook rewrites the arguments (updatedInput), and cannot turn on bypass through them', async () => {
     h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('echo original')) as never });
     writeHooks(h, {
-      PreToolUse: [{ matcher: 'shell', hooks: [cmd(`printf '%s' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": {"command": "echo rewritten-by-hook", "bypass": true}}}'`)] }],
+      PreToolUse: [
+        {
+          matcher: 'shell',
+          hooks: [
+            cmd(
+              `printf '%s' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": {"command": "echo rewritten-by-hook", "bypass": true}}}'`,
+            ),
+          ],
+        },
+      ],
     });
     const a = await agent(h);
     const blocks = await h.turn(a.path, 'go');
@@ -133,9 +203,21 @@ describe('hooks', () => {
   });
 
   it('a PreToolUse "ask" raises an approval; approved it runs (sandboxed), denied it does not; it is never remembered', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [...script(shell('echo deployed > deployed.txt')), ...script(shell('echo second > second.txt'))] as never });
+    h = await harness({
+      profiles: { hooks: PROFILE },
+      turns: [...script(shell('echo deployed > deployed.txt')), ...script(shell('echo second > second.txt'))] as never,
+    });
     writeHooks(h, {
-      PreToolUse: [{ matcher: 'shell', hooks: [cmd(`printf '%s' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "this deploys"}}'`)] }],
+      PreToolUse: [
+        {
+          matcher: 'shell',
+          hooks: [
+            cmd(
+              `printf '%s' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "this deploys"}}'`,
+            ),
+          ],
+        },
+      ],
       // Told when the agent waits for a person.
       Notification: [{ hooks: [cmd('cat >> notified.jsonl; echo >> notified.jsonl')] }],
     });
@@ -154,13 +236,16 @@ describe('hooks', () => {
     expect(req[5]).toContain('a hook asks for your approval (the call runs inside the sandbox): this deploys');
     expect(req[6]).toBe('once');
     expect(existsSync(join(a.work, 'deployed.txt'))).toBe(false);
-    await expect(h.c.write(`session/${a.session}/bypass`, `${req[0]} approve always`)).rejects.toThrow(/a hook asked for this approval/);
+    await expect(h.c.write(`session/${a.session}/bypass`, `${req[0]} approve always`)).rejects.toThrow(
+      /a hook asked for this approval/,
+    );
     await h.c.write(`session/${a.session}/bypass`, `${req[0]} approve`);
     await done;
     expect(readFileSync(join(a.work, 'deployed.txt'), 'utf8')).toBe('deployed\n');
     // The notification runs beside the call (nothing waits for it): wait for its line.
     const notified = join(a.work, 'notified.jsonl');
-    while (!(existsSync(notified) && readFileSync(notified, 'utf8').includes('\n'))) await new Promise((r) => setTimeout(r, 20));
+    while (!(existsSync(notified) && readFileSync(notified, 'utf8').includes('\n')))
+      await new Promise((r) => setTimeout(r, 20));
     const note = JSON.parse(readFileSync(notified, 'utf8').split('\n')[0]!) as Record<string, string>;
     expect(note).toMatchObject({ hook_event_name: 'Notification', session_id: a.sid, agent_id: a.aid });
     expect(note.message).toContain('this deploys');
@@ -175,11 +260,16 @@ describe('hooks', () => {
   });
 
   it('a UserPrompt hook blocks a prompt with exit 2; a Stop hook keeps the turn going once', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'first answer' }], [{ text: 'second answer' }]] as never });
+    h = await harness({
+      profiles: { hooks: PROFILE },
+      turns: [[{ text: 'first answer' }], [{ text: 'second answer' }]] as never,
+    });
     writeHooks(h, {
       UserPrompt: [{ hooks: [cmd(`grep -q secret && { echo "no secrets in prompts" >&2; exit 2; }; exit 0`)] }],
       // Blocks the first Stop only (stop_hook_active is true the second time).
-      Stop: [{ hooks: [cmd(`grep -q '"stop_hook_active":false' && { echo "run the tests first" >&2; exit 2; }; exit 0`)] }],
+      Stop: [
+        { hooks: [cmd(`grep -q '"stop_hook_active":false' && { echo "run the tests first" >&2; exit 2; }; exit 0`)] },
+      ],
     });
     const a = await agent(h);
     let blocks = await h.turn(a.path, 'my secret is 42');
@@ -187,7 +277,10 @@ describe('hooks', () => {
     expect(blocks.some((b) => b.role === 'user')).toBe(false);
     expect(h.mock.requests.filter((r) => r.path.includes('chat/completions'))).toHaveLength(0);
     blocks = await h.turn(a.path, 'hello');
-    expect(blocks.filter((b) => b.role === 'assistant').map((b) => b.content)).toEqual(['first answer', 'second answer']);
+    expect(blocks.filter((b) => b.role === 'assistant').map((b) => b.content)).toEqual([
+      'first answer',
+      'second answer',
+    ]);
     expect(lastRequest(h)).toContain('A Stop hook did not let the turn end yet: run the tests first');
   });
 
@@ -200,30 +293,52 @@ describe('hooks', () => {
     });
     const a = await agent(h);
     await h.turn(a.path, 'hello');
-    expect(JSON.parse(readFileSync(join(a.work, 'stop.json'), 'utf8'))).toMatchObject({ hook_event_name: 'Stop', stop_hook_active: false });
+    expect(JSON.parse(readFileSync(join(a.work, 'stop.json'), 'utf8'))).toMatchObject({
+      hook_event_name: 'Stop',
+      stop_hook_active: false,
+    });
     // The summary request gets the mock's default reply.
     expect(await h.c.rdwrText(`${a.path}/ctl`, 'compact')).toMatch(/Compacted/);
-    expect(JSON.parse(readFileSync(join(a.work, 'precompact.json'), 'utf8'))).toMatchObject({ hook_event_name: 'PreCompact', trigger: 'manual' });
+    expect(JSON.parse(readFileSync(join(a.work, 'precompact.json'), 'utf8'))).toMatchObject({
+      hook_event_name: 'PreCompact',
+      trigger: 'manual',
+    });
     h.mock.script([{ text: 'sub done' }]);
-    expect(await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=hooks prompt=do a small thing')).toContain('sub done');
-    expect(JSON.parse(readFileSync(join(a.work, 'subagentstop.json'), 'utf8'))).toMatchObject({ hook_event_name: 'SubagentStop' });
+    expect(await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=hooks prompt=do a small thing')).toContain(
+      'sub done',
+    );
+    expect(JSON.parse(readFileSync(join(a.work, 'subagentstop.json'), 'utf8'))).toMatchObject({
+      hook_event_name: 'SubagentStop',
+    });
   });
 
   it('a malformed hooks.json is an error naming the file and the field, and the agent keeps working; config/hooks.json refuses it', async () => {
     h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('echo fine')) as never });
-    writeFileSync(join(h.configDir, 'hooks.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'shell', hooks: [{ type: 'command', command: 'true', timeout: -1 }] }] } }));
+    writeFileSync(
+      join(h.configDir, 'hooks.json'),
+      JSON.stringify({
+        hooks: { PreToolUse: [{ matcher: 'shell', hooks: [{ type: 'command', command: 'true', timeout: -1 }] }] },
+      }),
+    );
     const a = await agent(h);
     const blocks = await h.turn(a.path, 'go');
     expect(toolResults(blocks)[0]).toContain('fine');
     const note = hookBlocks(blocks).find((t) => t.includes('hooks.json'))!;
     expect(note).toContain(`${join(h.configDir, 'hooks.json')}: hooks.PreToolUse[0].hooks[0].timeout`);
-    await expect(h.c.write('config/hooks.json', '{"hooks": {"PreToolUsage": []}}')).rejects.toThrow(/hooks\.PreToolUsage: unknown event/);
-    await expect(h.c.write('config/hooks.json', '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}')).resolves.toBeUndefined();
+    await expect(h.c.write('config/hooks.json', '{"hooks": {"PreToolUsage": []}}')).rejects.toThrow(
+      /hooks\.PreToolUsage: unknown event/,
+    );
+    await expect(
+      h.c.write('config/hooks.json', '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}'),
+    ).resolves.toBeUndefined();
     expect(JSON.parse(await h.c.readText('config/hooks.json')).hooks.Stop).toHaveLength(1);
   });
 
-  it('ctl hooks off turns the session\'s hooks off, on turns them back on', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [...script(shell('echo a')), ...script(shell('echo b'))] as never });
+  it("ctl hooks off turns the session's hooks off, on turns them back on", async () => {
+    h = await harness({
+      profiles: { hooks: PROFILE },
+      turns: [...script(shell('echo a')), ...script(shell('echo b'))] as never,
+    });
     writeHooks(h, { PreToolUse: [{ hooks: [cmd('echo blocked >&2; exit 2')] }] });
     const a = await agent(h);
     expect(await h.c.rdwrText(`session/${a.session}/ctl`, 'hooks off')).toBe('hooks off\n');
@@ -234,11 +349,15 @@ describe('hooks', () => {
     expect(toolResults(blocks).at(-1)).toContain('blocked by a PreToolUse hook: blocked');
   });
 
-  it('a project\'s .ollie-hooks.json runs only once the owner trusts it; changed, it refuses tool calls until the owner decides', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [...script(shell('echo one')), ...script(shell('echo two')), ...script(shell('echo blocked'))] as never });
+  it("a project's .ollie-hooks.json runs only once the owner trusts it; changed, it refuses tool calls until the owner decides", async () => {
+    h = await harness({
+      profiles: { hooks: PROFILE },
+      turns: [...script(shell('echo one')), ...script(shell('echo two')), ...script(shell('echo blocked'))] as never,
+    });
     const a = await agent(h);
     const file = join(a.work, '.ollie-hooks.json');
-    const project = (text: string) => writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [cmd(`echo ${text} >&2; exit 2`)] }] } }));
+    const project = (text: string) =>
+      writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [cmd(`echo ${text} >&2; exit 2`)] }] } }));
     project('project-says-no');
     let blocks = await h.turn(a.path, 'go');
     expect(toolResults(blocks)[0]).toContain('one');

@@ -15,7 +15,11 @@ describe('root files', () => {
   it('session/idx says whether a tool server serves the session', async () => {
     h = await harness();
     const s = (await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim();
-    const row = async (): Promise<string[]> => (await h!.c.readText('session/idx')).split('\n').find((l) => l.split('\t')[1] === s)!.split('\t');
+    const row = async (): Promise<string[]> =>
+      (await h!.c.readText('session/idx'))
+        .split('\n')
+        .find((l) => l.split('\t')[1] === s)!
+        .split('\t');
     expect((await row())[3]).toBe('0');
     const a = await h.agent({ session: s });
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'done' }]);
@@ -24,7 +28,7 @@ describe('root files', () => {
     expect((await row())[4]).toBe('-');
   });
 
-  it('models gives backends.conf\'s context where the provider lists none', async () => {
+  it("models gives backends.conf's context where the provider lists none", async () => {
     h = await harness({ tools: false });
     const lines = (await h.c.readText('models')).split('\n').filter((l) => l.startsWith('mock\t'));
     expect(lines.length).toBeGreaterThan(0);

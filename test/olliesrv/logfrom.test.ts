@@ -27,7 +27,12 @@ async function filled(n: number) {
 }
 
 /** Reads a log.from request's reply until `until` holds for the blocks so far (or EOF); returns them. */
-async function readFrom(c: Client, path: string, request: string, until: (bs: Block[]) => boolean = () => false): Promise<{ blocks: Block[]; eof: boolean }> {
+async function readFrom(
+  c: Client,
+  path: string,
+  request: string,
+  until: (bs: Block[]) => boolean = () => false,
+): Promise<{ blocks: Block[]; eof: boolean }> {
   const abort = new AbortController();
   let text = '';
   let eof = true;
@@ -87,7 +92,9 @@ describe('log.from', () => {
   it('refuses a malformed request, an unknown block and a read before any request, saying what and where', async () => {
     const a = await filled(3);
     const c = h!.c;
-    await expect(readFrom(c, a.path, 'head 5')).rejects.toThrow(/log\.from: unknown request "head" in "head 5": expected "tail N"/);
+    await expect(readFrom(c, a.path, 'head 5')).rejects.toThrow(
+      /log\.from: unknown request "head" in "head 5": expected "tail N"/,
+    );
     await expect(readFrom(c, a.path, 'tail')).rejects.toThrow(/log\.from: N missing in "tail"/);
     await expect(readFrom(c, a.path, 'tail x')).rejects.toThrow(/N "x" is not a number/);
     await expect(readFrom(c, a.path, 'tail 0')).rejects.toThrow(/N 0 out of range 1\.\.10000/);
@@ -105,9 +112,17 @@ describe('log.from', () => {
 
   it('is readable by the agent itself, as log.raw is', async () => {
     const a = await filled(20);
-    const view = await dial(`unix!${h!.socket}`, { uname: 'x', authData: h!.daemon.principals.agentToken(a.sid, a.aid) });
+    const view = await dial(`unix!${h!.socket}`, {
+      uname: 'x',
+      authData: h!.daemon.principals.agentToken(a.sid, a.aid),
+    });
     try {
-      const { blocks } = await readFrom(view, `session/${a.session}/agent/${a.name}`, 'tail 2', (bs) => bs.length === 2);
+      const { blocks } = await readFrom(
+        view,
+        `session/${a.session}/agent/${a.name}`,
+        'tail 2',
+        (bs) => bs.length === 2,
+      );
       expect(contents(blocks)).toEqual(['18', '19']);
     } finally {
       view.close();
@@ -134,16 +149,27 @@ describe('a long log backed by the store', () => {
       expect(contents(tail)).toEqual([String(n - 1)]);
       const ids = (await raw).blocks.map((b) => b.id);
       const edge = n - log.resident;
-      expect(contents((await readFrom(c, a.path, `before ${ids[edge + 5]} 10`)).blocks)).toEqual(all.slice(edge - 5, edge + 5));
+      expect(contents((await readFrom(c, a.path, `before ${ids[edge + 5]} 10`)).blocks)).toEqual(
+        all.slice(edge - 5, edge + 5),
+      );
       expect(contents((await readFrom(c, a.path, `before ${ids[20]} 10`)).blocks)).toEqual(all.slice(10, 20));
-      expect(contents((await readFrom(c, a.path, `after ${ids[n - 4]}`, (bs) => bs.length === 3)).blocks)).toEqual(all.slice(n - 3));
+      expect(contents((await readFrom(c, a.path, `after ${ids[n - 4]}`, (bs) => bs.length === 3)).blocks)).toEqual(
+        all.slice(n - 3),
+      );
       expect(JSON.parse(await c.rdwrText(`${a.path}/block`, ids[3]!))).toMatchObject({ content: '3' });
     };
     await check(h!.c, a.log);
     const text = await h!.c.readText(`${a.path}/log`);
 
     // Restarted: the agent comes back with its tail in memory, not its whole log.
-    const opts = { socket: h!.socket, dataDir: h!.dataDir, configDir: h!.configDir, toolsrv: false as const, skills: false as const, log: () => undefined };
+    const opts = {
+      socket: h!.socket,
+      dataDir: h!.dataDir,
+      configDir: h!.configDir,
+      toolsrv: false as const,
+      skills: false as const,
+      log: () => undefined,
+    };
     h!.c.close();
     await h!.daemon.close();
     const daemon = await startDaemon(opts);
@@ -156,7 +182,10 @@ describe('a long log backed by the store', () => {
       expect(await c.readText(`${a.path}/log`)).toBe(text);
       // New blocks follow on from the stored ones.
       log.add('info', 'after restart');
-      expect(contents((await readFrom(c, a.path, 'tail 2', (bs) => bs.length === 2)).blocks)).toEqual([String(n - 1), 'after restart']);
+      expect(contents((await readFrom(c, a.path, 'tail 2', (bs) => bs.length === 2)).blocks)).toEqual([
+        String(n - 1),
+        'after restart',
+      ]);
     } finally {
       c.close();
       await daemon.close();

@@ -25,17 +25,31 @@ describe('peers', () => {
     expect((await h.c.ls(`${bob.path}/peer`)).map((s) => s.name)).toEqual([alice.name]);
 
     const subs = h.daemon.bus.subscribers;
-    const events = h.c.stream('event', { request: `session.${bob.sid}.agent.${bob.aid}.peer.message` })[Symbol.asyncIterator]();
+    const events = h.c
+      .stream('event', { request: `session.${bob.sid}.agent.${bob.aid}.peer.message` })
+      [Symbol.asyncIterator]();
     const ev = events.next();
     await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
-    const done = h.daemon.agents.all().find((a) => a.id === bob.aid)!.nextTurn();
+    const done = h.daemon.agents
+      .all()
+      .find((a) => a.id === bob.aid)!
+      .nextTurn();
     await h.c.write(`${alice.path}/peer/${bob.name}`, 'please review src/x.ts');
     await done;
-    expect(new TextDecoder().decode((await ev).value as Uint8Array)).toBe(`session.${bob.sid}.agent.${bob.aid}.peer.message ${alice.name}\n`);
+    expect(new TextDecoder().decode((await ev).value as Uint8Array)).toBe(
+      `session.${bob.sid}.agent.${bob.aid}.peer.message ${alice.name}\n`,
+    );
     await events.return?.(undefined);
     const bobLog = await h.blocks(bob.path);
-    expect(bobLog[0]).toMatchObject({ role: 'user', content: `<peer-message from="${alice.name}">\nplease review src/x.ts\n</peer-message>` });
-    expect((await h.blocks(alice.path)).at(-1)).toMatchObject({ role: 'info', name: 'peer', content: `→ ${bob.name}: please review src/x.ts` });
+    expect(bobLog[0]).toMatchObject({
+      role: 'user',
+      content: `<peer-message from="${alice.name}">\nplease review src/x.ts\n</peer-message>`,
+    });
+    expect((await h.blocks(alice.path)).at(-1)).toMatchObject({
+      role: 'info',
+      name: 'peer',
+      content: `→ ${bob.name}: please review src/x.ts`,
+    });
 
     await h.c.rdwrText(`${bob.path}/ctl`, `peerdel ${alice.name}`);
     expect(await h.c.rdwrText(`${alice.path}/ctl`, 'peers')).toBe('');
@@ -55,7 +69,13 @@ describe('peers', () => {
 
     h.c.close();
     await h.daemon.close();
-    const d2 = await startDaemon({ socket: h.socket, dataDir: h.dataDir, configDir: h.configDir, toolsrv: false, log: () => undefined });
+    const d2 = await startDaemon({
+      socket: h.socket,
+      dataDir: h.dataDir,
+      configDir: h.configDir,
+      toolsrv: false,
+      log: () => undefined,
+    });
     const c2 = await dial(`unix!${h.socket}`, { uname: userInfo().username });
     try {
       expect(await c2.rdwrText(`${a.path}/ctl`, 'peers')).toBe(`${b.name}\n`);
@@ -79,10 +99,16 @@ describe('goals', () => {
 
   it('writing a goal starts the workflow, which drives the namespace like any client; goalwait returns the new status', async () => {
     h = await harness({ tools: false });
-    workflow(h, 'echo-done', 'goal=$(ollie-9p read "$OLLIE_GOAL_FILE")\nprintf "complete\\ndid: %s\\n" "$goal" | ollie-9p write "session/$OLLIE_SESSION/goalstatus"');
+    workflow(
+      h,
+      'echo-done',
+      'goal=$(ollie-9p read "$OLLIE_GOAL_FILE")\nprintf "complete\\ndid: %s\\n" "$goal" | ollie-9p write "session/$OLLIE_SESSION/goalstatus"',
+    );
     const a = await h.agent();
     expect(await h.c.rdwrText(`session/${a.session}/ctl`, 'workflow echo-done')).toBe('workflow echo-done\n');
-    await expect(h.c.rdwrText(`session/${a.session}/ctl`, 'workflow nope')).rejects.toThrow(/no workflow named "nope".*workflows: .*echo-done/);
+    await expect(h.c.rdwrText(`session/${a.session}/ctl`, 'workflow nope')).rejects.toThrow(
+      /no workflow named "nope".*workflows: .*echo-done/,
+    );
     const wait = h.c.readText(`session/${a.session}/goalwait`);
     await until(() => h!.daemon.sessions.goalReaders(a.session) > 0, 'the goalwait reader');
     await h.c.write(`session/${a.session}/goal`, 'make it fast');
@@ -92,7 +118,9 @@ describe('goals', () => {
     while (status.startsWith('running')) status = await h.c.readText(`session/${a.session}/goalwait`);
     expect(status).toBe('complete\ndid: make it fast\n');
     expect(await h.c.readText(`session/${a.session}/goal`)).toBe('make it fast\n');
-    await expect(h.c.write(`session/${a.session}/goalstatus`, 'finished')).rejects.toThrow(/must start with running, complete, blocked, error/);
+    await expect(h.c.write(`session/${a.session}/goalstatus`, 'finished')).rejects.toThrow(
+      /must start with running, complete, blocked, error/,
+    );
   });
 
   it('a workflow that fails sets error with its output; one that ends without a verdict leaves the goal blocked', async () => {
@@ -105,10 +133,14 @@ describe('goals', () => {
     // goalwait wakes on the next change only: a workflow that ends between a read of goalstatus and the
     // goalwait would leave it waiting, so the status is polled.
     const settled = (): Promise<string> =>
-      until(async () => {
-        const now = await h!.c.readText(`session/${a.session}/goalstatus`);
-        return now.startsWith('running') ? undefined : now;
-      }, 'the workflow to settle the goal', 20_000);
+      until(
+        async () => {
+          const now = await h!.c.readText(`session/${a.session}/goalstatus`);
+          return now.startsWith('running') ? undefined : now;
+        },
+        'the workflow to settle the goal',
+        20_000,
+      );
     let st = await settled();
     expect(st).toMatch(/^error\nworkflow broken exited with code 3:\ncannot reach the planner/);
     await h.c.rdwrText(`session/${a.session}/ctl`, 'workflow silent');

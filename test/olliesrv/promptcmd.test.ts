@@ -3,7 +3,11 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { configKeysToDisarm, runPromptCommands, type PromptCommandOptions } from '../../src/olliesrv/agent/promptcmd.js';
+import {
+  configKeysToDisarm,
+  runPromptCommands,
+  type PromptCommandOptions,
+} from '../../src/olliesrv/agent/promptcmd.js';
 import { loadPolicy, readOnlyPolicy } from '../../src/toolsrv/sandbox/index.js';
 
 let dir = '';
@@ -17,21 +21,35 @@ beforeEach(() => {
     configDir: join(dir, 'config'),
     dataDir: join(dir, 'data'),
     runtimeDir: join(dir, 'run'),
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', SECRET_KEY: 'sk-123', LD_PRELOAD: '/nope.so' },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: dir,
+      LANG: 'C.UTF-8',
+      SECRET_KEY: 'sk-123',
+      LD_PRELOAD: '/nope.so',
+    },
   };
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('runPromptCommands', () => {
   it('concatenates stdout in order and reports a failing command as a warning', async () => {
-    const r = await runPromptCommands(['echo one', 'echo two; echo oops >&2; exit 3', 'echo three'], join(dir, 'ws'), ollie, opts);
+    const r = await runPromptCommands(
+      ['echo one', 'echo two; echo oops >&2; exit 3', 'echo three'],
+      join(dir, 'ws'),
+      ollie,
+      opts,
+    );
     expect(r.text).toBe('one\ntwo\nthree\n');
     expect(r.warnings).toEqual(['prompt command "echo two; echo oops >&2; exit 3" failed: oops']);
   });
 
-  it('gives the daemon\'s few variables, Ollie\'s and hardened git, nothing else', async () => {
+  it("gives the daemon's few variables, Ollie's and hardened git, nothing else", async () => {
     const r = await runPromptCommands(['env | sort'], join(dir, 'ws'), ollie, opts);
-    const names = r.text.split('\n').filter(Boolean).map((l) => l.slice(0, l.indexOf('=')));
+    const names = r.text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(0, l.indexOf('=')));
     expect(names).toContain('OLLIE_AGENT_NAME');
     expect(names).toContain('GIT_CONFIG_COUNT');
     expect(r.text).toContain(`PWD=${join(dir, 'ws')}\n`);
@@ -48,7 +66,10 @@ describe('runPromptCommands', () => {
 
   it('kills the whole process group at the timeout, background children included', async () => {
     const started = Date.now();
-    const r = await runPromptCommands(['echo before; sleep 30 & sleep 30; echo after'], join(dir, 'ws'), ollie, { ...opts, timeoutMs: 300 });
+    const r = await runPromptCommands(['echo before; sleep 30 & sleep 30; echo after'], join(dir, 'ws'), ollie, {
+      ...opts,
+      timeoutMs: 300,
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(r.text).toBe('before\n');
     expect(r.warnings[0]).toMatch(/was stopped: timed out after 300 ms/);
@@ -63,8 +84,22 @@ describe('runPromptCommands', () => {
 
 describe('readOnlyPolicy', () => {
   it('keeps what was readable, makes writable paths read-only, leaves only the private tmp and /dev/null writable, no network', () => {
-    const base = loadPolicy({ configDir: join(dir, 'config'), dataDir: join(dir, 'data'), cwd: join(dir, 'ws'), home: dir, runtimeDir: join(dir, 'run'), tmpDir: join(dir, 'tmp') });
-    const ro = readOnlyPolicy({ ...base, filesystem: { ...base.filesystem, rwx: ['/opt/x'] }, network: { enabled: true, bindTcp: [], connectTcp: [443], unix: true } }, { ro: ['/extra'] });
+    const base = loadPolicy({
+      configDir: join(dir, 'config'),
+      dataDir: join(dir, 'data'),
+      cwd: join(dir, 'ws'),
+      home: dir,
+      runtimeDir: join(dir, 'run'),
+      tmpDir: join(dir, 'tmp'),
+    });
+    const ro = readOnlyPolicy(
+      {
+        ...base,
+        filesystem: { ...base.filesystem, rwx: ['/opt/x'] },
+        network: { enabled: true, bindTcp: [], connectTcp: [443], unix: true },
+      },
+      { ro: ['/extra'] },
+    );
     expect(ro.filesystem.rw.sort()).toEqual([join(dir, 'tmp'), '/dev/null'].sort());
     expect(ro.filesystem.rwx).toEqual([]);
     expect(ro.filesystem.ro).toContain(join(dir, 'ws'));
@@ -76,8 +111,22 @@ describe('readOnlyPolicy', () => {
 });
 
 describe('configKeysToDisarm', () => {
-  it('takes the repository\'s program-naming keys, not the owner\'s global ones', () => {
-    const out = ['global', 'filter.lfs.process', 'local', 'filter.ev.clean', 'local', 'user.name', 'worktree', 'alias.st', 'local', 'diff.x y.textconv', 'local', 'pager.log', ''].join('\0');
+  it("takes the repository's program-naming keys, not the owner's global ones", () => {
+    const out = [
+      'global',
+      'filter.lfs.process',
+      'local',
+      'filter.ev.clean',
+      'local',
+      'user.name',
+      'worktree',
+      'alias.st',
+      'local',
+      'diff.x y.textconv',
+      'local',
+      'pager.log',
+      '',
+    ].join('\0');
     expect(configKeysToDisarm(out)).toEqual(['filter.ev.clean', 'alias.st', 'diff.x y.textconv', 'pager.log']);
   });
 });

@@ -19,7 +19,9 @@ describe.skipIf(spawnSync('cc', ['--version']).status !== 0)('building the helpe
   it('builds ollie-sandbox, its tool links and ollie-spawner from the shipped sources', () => {
     const { files } = remotePackage();
     expect(files).toContain('native/ollie-sandbox.c');
-    const pack = spawnSync('sh', ['-c', `tar -cf - -C "${root}" --no-recursion -T - | tar -xf - -C "${dir}"`], { input: `${files.join('\n')}\n` });
+    const pack = spawnSync('sh', ['-c', `tar -cf - -C "${root}" --no-recursion -T - | tar -xf - -C "${dir}"`], {
+      input: `${files.join('\n')}\n`,
+    });
     expect(pack.status, pack.stderr?.toString()).toBe(0);
     const build = spawnSync('/bin/sh', ['-c', `set -e\n${buildScript(files)}`], { cwd: dir, encoding: 'utf8' });
     expect(build.status, build.stderr).toBe(0);

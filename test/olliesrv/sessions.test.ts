@@ -14,7 +14,12 @@ describe('olliesrv sessions', () => {
   let c: Client;
 
   const start = async (): Promise<void> => {
-    daemon = await startDaemon({ socket: join(dir, 'run', 'ollie.sock'), dataDir: join(dir, 'data'), configDir: join(dir, 'config'), log: () => undefined });
+    daemon = await startDaemon({
+      socket: join(dir, 'run', 'ollie.sock'),
+      dataDir: join(dir, 'data'),
+      configDir: join(dir, 'config'),
+      log: () => undefined,
+    });
     c = await dial({ kind: 'unix', path: join(dir, 'run', 'ollie.sock') }, { uname: userInfo().username });
   };
   const restart = async (): Promise<void> => {
@@ -39,23 +44,34 @@ describe('olliesrv sessions', () => {
     expect(anon).toMatch(/^[0-9a-f]{8}$/);
     const id = (await c.readText('session/alpha/id')).trim();
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    const idx = (await c.readText('session/idx')).trimEnd().split('\n').map((l) => l.split('\t'));
+    const idx = (await c.readText('session/idx'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(idx).toContainEqual([id, 'alpha', '0', '0', '-', dir]);
     expect(idx).toHaveLength(2);
     expect((await c.ls('session')).map((s) => s.name).sort()).toEqual(['alpha', anon, 'idx', 'new'].sort());
   });
 
   it('refuses bad requests with errors that say what is wrong', async () => {
-    await expect(c.rdwr('session/new', 'name=a colour=red')).rejects.toThrow('unknown key "colour"; valid keys: name, cwd');
+    await expect(c.rdwr('session/new', 'name=a colour=red')).rejects.toThrow(
+      'unknown key "colour"; valid keys: name, cwd',
+    );
     await expect(c.rdwr('session/new', 'justaword')).rejects.toThrow('expected key=value');
     await c.rdwr('session/new', 'name=taken');
     await expect(c.rdwr('session/new', 'name=taken')).rejects.toThrow('a session named "taken" already exists');
     await expect(c.rdwr('session/new', 'name=new')).rejects.toThrow('reserved');
     await expect(c.rdwr('session/new', 'name="has space"')).rejects.toThrow('whitespace');
-    await expect(c.rdwr('session/new', `name=x cwd=${join(dir, 'missing')}`)).rejects.toThrow('is not an existing directory');
+    await expect(c.rdwr('session/new', `name=x cwd=${join(dir, 'missing')}`)).rejects.toThrow(
+      'is not an existing directory',
+    );
     await expect(c.rdwr('session/new', 'name=y cwd=relative/dir')).rejects.toThrow('not an absolute path');
-    await expect(c.rdwr('session/taken/ctl', 'explode')).rejects.toThrow('unknown command "explode"; known commands: kill, save, pause, resume');
-    await expect(c.write('session/taken/env', 'not an assignment\n', { truncate: true })).rejects.toThrow('env line 1: expected KEY=value');
+    await expect(c.rdwr('session/taken/ctl', 'explode')).rejects.toThrow(
+      'unknown command "explode"; known commands: kill, save, pause, resume',
+    );
+    await expect(c.write('session/taken/env', 'not an assignment\n', { truncate: true })).rejects.toThrow(
+      'env line 1: expected KEY=value',
+    );
     expect((await c.readText('session/idx')).split('\n').filter(Boolean)).toHaveLength(1);
   });
 

@@ -17,7 +17,18 @@ function addAgent(db: DB, store: AgentStore, id: string): void {
   if (!db.prepare('SELECT 1 FROM session WHERE id = ?').get('s')) {
     db.prepare("INSERT INTO session (id, name, cwd, created) VALUES ('s', 's', '/', 0)").run();
   }
-  const row: AgentRow = { id, session: 's', name: id, parent: '', depth: 0, cfg: '{}', epoch: 0, stats: '{}', running: 0, created: 0 };
+  const row: AgentRow = {
+    id,
+    session: 's',
+    name: id,
+    parent: '',
+    depth: 0,
+    cfg: '{}',
+    epoch: 0,
+    stats: '{}',
+    running: 0,
+    created: 0,
+  };
   store.insert(row);
 }
 
@@ -38,13 +49,14 @@ describe('chat-log search index', () => {
     db.close();
   });
 
-  it('drops an agent\'s rows with the agent, also when its session goes, and keeps the others\'', () => {
+  it("drops an agent's rows with the agent, also when its session goes, and keeps the others'", () => {
     const db = openDatabase(join(dir, 'a.db'));
     const store = new AgentStore(db);
     addAgent(db, store, 'a1');
     addAgent(db, store, 'a2');
     addAgent(db, store, 'a3');
-    for (const a of ['a1', 'a2', 'a3']) for (let i = 0; i < 3; i++) store.addBlock(a, i, `${a}-${i}`, block('user', `capacitor ${a}`));
+    for (const a of ['a1', 'a2', 'a3'])
+      for (let i = 0; i < 3; i++) store.addBlock(a, i, `${a}-${i}`, block('user', `capacitor ${a}`));
     expect(store.search('capacitor')).toHaveLength(9);
     store.delete('a2');
     expect(new Set(store.search('capacitor').map((h) => h.agent))).toEqual(new Set(['a1', 'a3']));
@@ -60,7 +72,8 @@ describe('chat-log search index', () => {
     const store = new AgentStore(db);
     addAgent(db, store, 'a1');
     store.addBlock('a1', 0, 'b0', block('user', 'gigawatts'));
-    const rows = (): number => (db.prepare("SELECT COUNT(*) AS n FROM block_fts WHERE block_fts MATCH 'gigawatts'").get() as { n: number }).n;
+    const rows = (): number =>
+      (db.prepare("SELECT COUNT(*) AS n FROM block_fts WHERE block_fts MATCH 'gigawatts'").get() as { n: number }).n;
     expect(rows()).toBe(0);
     await until(() => rows() === 1, 'the background indexer');
     expect(rows()).toBe(1);
@@ -86,7 +99,12 @@ describe('chat-log search index', () => {
     expect(count()).toBe(1);
     const store2 = new AgentStore(db2);
     expect(count()).toBe(3);
-    expect(store2.search('batch').map((h) => h.id).sort()).toEqual(['b1', 'c0']);
+    expect(
+      store2
+        .search('batch')
+        .map((h) => h.id)
+        .sort(),
+    ).toEqual(['b1', 'c0']);
     expect(store2.search('crash').map((h) => h.id)).toEqual(['b0']);
     db2.close();
   });
@@ -114,7 +132,12 @@ describe('chat-log search index', () => {
     db.exec("INSERT INTO session (id, name, cwd, created) VALUES ('s', 's', '/', 0)");
     for (const a of ['a1', 'a2']) {
       db.prepare("INSERT INTO agent (id, session, name, cfg, created) VALUES (?, 's', ?, '{}', 0)").run(a, a);
-      db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)').run(a, 0, `${a}-0`, block('user', 'old words'));
+      db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)').run(
+        a,
+        0,
+        `${a}-0`,
+        block('user', 'old words'),
+      );
     }
     db.close();
     const raw = new Database(path);
@@ -123,14 +146,29 @@ describe('chat-log search index', () => {
     raw.close();
     const db2 = openDatabase(path);
     const store = new AgentStore(db2);
-    expect(store.search('old words').map((h) => h.id).sort()).toEqual(['a1-0', 'a2-0']);
+    expect(
+      store
+        .search('old words')
+        .map((h) => h.id)
+        .sort(),
+    ).toEqual(['a1-0', 'a2-0']);
     store.addBlock('a1', 1, 'a1-1', block('assistant', 'new words'));
-    expect(store.search('words').map((h) => h.id).sort()).toEqual(['a1-0', 'a1-1', 'a2-0']);
+    expect(
+      store
+        .search('words')
+        .map((h) => h.id)
+        .sort(),
+    ).toEqual(['a1-0', 'a1-1', 'a2-0']);
     store.delete('a1');
     expect(store.search('words').map((h) => h.id)).toEqual(['a2-0']);
     addAgent(db2, store, 'a3');
     store.addBlock('a3', 0, 'a3-0', block('user', 'words of a new agent'));
-    expect(store.search('words').map((h) => h.id).sort()).toEqual(['a2-0', 'a3-0']);
+    expect(
+      store
+        .search('words')
+        .map((h) => h.id)
+        .sort(),
+    ).toEqual(['a2-0', 'a3-0']);
     db2.close();
   });
 });

@@ -18,7 +18,11 @@ describe('parseDaemonChoice', () => {
   it('takes this machine (nothing) or an ssh address, and refuses the rest naming it', () => {
     expect(parseDaemonChoice('')).toBeUndefined();
     expect(parseDaemonChoice(null)).toBeUndefined();
-    expect(parseDaemonChoice('ssh!me@box:2222!/run/o.sock')).toEqual({ dest: 'me@box', port: 2222, socket: '/run/o.sock' });
+    expect(parseDaemonChoice('ssh!me@box:2222!/run/o.sock')).toEqual({
+      dest: 'me@box',
+      port: 2222,
+      socket: '/run/o.sock',
+    });
     expect(() => parseDaemonChoice('unix!/run/ollie.sock')).toThrow(/bad daemon "unix!\/run\/ollie\.sock"/);
     expect(() => parseDaemonChoice('ssh!-oProxyCommand=x')).toThrow(/bad ssh address/);
   });
@@ -42,9 +46,20 @@ describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
     process.env.OLLIE_SSH_CONFIG = sshd.sshConfig;
     const base = join(sshd.dir, 'there');
     mkdirSync(join(base, 'config'), { recursive: true });
-    writeFileSync(join(base, 'config', 'backends.conf'), '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n');
+    writeFileSync(
+      join(base, 'config', 'backends.conf'),
+      '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n',
+    );
     socket = join(sshd.dir, 'there-run', 'ollie.sock');
-    there = await startDaemon({ socket, dataDir: join(base, 'data'), configDir: join(base, 'config'), toolsrv: false, skills: false, toolCacheFile: false, log: () => undefined });
+    there = await startDaemon({
+      socket,
+      dataDir: join(base, 'data'),
+      configDir: join(base, 'config'),
+      toolsrv: false,
+      skills: false,
+      toolCacheFile: false,
+      log: () => undefined,
+    });
     there.sessions.create({ name: 'over-there' });
   }, 30_000);
   afterAll(async () => {
@@ -60,9 +75,11 @@ describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
     return port2 as unknown as MessagePortLike;
   };
 
-  it('carries the window\'s 9P to the daemon there, as its owner', async () => {
+  it("carries the window's 9P to the daemon there, as its owner", async () => {
     const failures: string[] = [];
-    const c = await Client.connect(messagePortChannel(bridged(`ssh!${sshd.host}!${socket}`, (w) => failures.push(w))), { uname: userInfo().username });
+    const c = await Client.connect(messagePortChannel(bridged(`ssh!${sshd.host}!${socket}`, (w) => failures.push(w))), {
+      uname: userInfo().username,
+    });
     try {
       expect(await c.readText('session/idx')).toMatch(/\tover-there\t/);
       expect((await c.rdwrText('session/new', 'name=from-the-window')).trim()).toBe('from-the-window');
@@ -73,12 +90,17 @@ describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
     expect(failures).toEqual([]);
   }, 30_000);
 
-  it('says in ssh\'s words why a daemon cannot be reached', async () => {
+  it("says in ssh's words why a daemon cannot be reached", async () => {
     const why = await new Promise<string>((resolve) => {
       const port = bridged(`ssh!${sshd.host}!/nonexistent/ollie.sock`, resolve);
       // The client's first message (Tversion) goes out while ssh connects, as the window's does.
-      void Client.connect(messagePortChannel(port), { uname: userInfo().username }).then((c) => c.close(), () => undefined);
+      void Client.connect(messagePortChannel(port), { uname: userInfo().username }).then(
+        (c) => c.close(),
+        () => undefined,
+      );
     });
-    expect(why).toMatch(new RegExp(`^ssh!${sshd.host}!/nonexistent/ollie\\.sock: .*(open failed|connect failed|No such file)`, 'i'));
+    expect(why).toMatch(
+      new RegExp(`^ssh!${sshd.host}!/nonexistent/ollie\\.sock: .*(open failed|connect failed|No such file)`, 'i'),
+    );
   }, 30_000);
 });

@@ -31,7 +31,8 @@ afterEach(() => {
 function launcher(native: boolean, adopt?: (c: ChildProcess) => void): Launcher {
   const l = Launcher.create({ native, ...(adopt && { adopt }) });
   open.push(l);
-  if (native && !l.native) throw new Error('native/build/ollie-spawner is not built: run node scripts/build-native.mjs');
+  if (native && !l.native)
+    throw new Error('native/build/ollie-spawner is not built: run node scripts/build-native.mjs');
   return l;
 }
 
@@ -45,7 +46,10 @@ interface Outcome {
 }
 
 /** Launches `req` and waits for its exit and the end of its output. */
-async function run(l: Launcher, req: Omit<LaunchRequest, 'env' | 'cwd' | 'stdin'> & Partial<LaunchRequest>): Promise<Outcome> {
+async function run(
+  l: Launcher,
+  req: Omit<LaunchRequest, 'env' | 'cwd' | 'stdin'> & Partial<LaunchRequest>,
+): Promise<Outcome> {
   const dec = new TextDecoder();
   const o: Outcome = { pid: 0, out: '', err: '', code: null, signal: null, order: [] };
   let done!: () => void;
@@ -80,9 +84,13 @@ async function run(l: Launcher, req: Omit<LaunchRequest, 'env' | 'cwd' | 'stdin'
 const gone = (pid: number): Promise<boolean> => until(() => !alive(pid));
 
 for (const native of [true, false]) {
-  describe(native ? 'through the spawner' : 'through the fallback (Node\'s spawn)', () => {
+  describe(native ? 'through the spawner' : "through the fallback (Node's spawn)", () => {
     it('passes stdin, merges stdout and stderr in order, reports the exit and the end of its output', async () => {
-      const o = await run(launcher(native), { file: '/bin/sh', args: ['-c', 'read x; echo "got $x"; echo err >&2; exit 3'], stdin: 'hello\n' });
+      const o = await run(launcher(native), {
+        file: '/bin/sh',
+        args: ['-c', 'read x; echo "got $x"; echo err >&2; exit 3'],
+        stdin: 'hello\n',
+      });
       expect(o.out).toBe('got hello\nerr\n');
       expect(o.code).toBe(3);
       expect(o.order.sort()).toEqual(['closed', 'exited']);
@@ -90,7 +98,11 @@ for (const native of [true, false]) {
     });
 
     it('keeps stderr apart when asked', async () => {
-      const o = await run(launcher(native), { file: '/bin/sh', args: ['-c', 'echo out; echo err >&2'], stderr: 'separate' });
+      const o = await run(launcher(native), {
+        file: '/bin/sh',
+        args: ['-c', 'echo out; echo err >&2'],
+        stderr: 'separate',
+      });
       expect(o.out).toBe('out\n');
       expect(o.err).toBe('err\n');
       expect(o.code).toBe(0);
@@ -98,31 +110,54 @@ for (const native of [true, false]) {
 
     it('refuses a missing program or cwd, saying which', async () => {
       const l = launcher(native);
-      const h: LaunchHandlers = { output: () => undefined, exited: () => undefined, closed: () => undefined, lost: () => undefined };
-      await expect(l.launch({ file: '/nonexistent/prog', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, h)).rejects.toThrow(/cannot start \/nonexistent\/prog/);
-      await expect(l.launch({ file: '/bin/true', args: [], cwd: '/nonexistent-dir', env: ENV, stdin: '' }, h)).rejects.toThrow(/\/nonexistent-dir|ENOENT/);
+      const h: LaunchHandlers = {
+        output: () => undefined,
+        exited: () => undefined,
+        closed: () => undefined,
+        lost: () => undefined,
+      };
+      await expect(
+        l.launch({ file: '/nonexistent/prog', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, h),
+      ).rejects.toThrow(/cannot start \/nonexistent\/prog/);
+      await expect(
+        l.launch({ file: '/bin/true', args: [], cwd: '/nonexistent-dir', env: ENV, stdin: '' }, h),
+      ).rejects.toThrow(/\/nonexistent-dir|ENOENT/);
     });
 
     it('kills what the process left in its group when it exits', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'ollie-launch-'));
       dirs.push(dir);
-      const o = await run(launcher(native), { file: '/bin/sh', args: ['-c', `sleep 1013.1 >/dev/null 2>&1 & echo $! > ${dir}/pid`] });
+      const o = await run(launcher(native), {
+        file: '/bin/sh',
+        args: ['-c', `sleep 1013.1 >/dev/null 2>&1 & echo $! > ${dir}/pid`],
+      });
       expect(o.code).toBe(0);
       const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
       strays.push(pid);
       expect(await gone(pid)).toBe(true);
     });
 
-    it(native ? 'kills a process that left the group too (the spawner\'s subreapers)' : 'cannot reach a process that left the group: what the fallback loses', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'ollie-launch-'));
-      dirs.push(dir);
-      const o = await run(launcher(native), { file: '/bin/sh', args: ['-c', `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 1013.2' >/dev/null 2>&1 </dev/null & while [ ! -s ${dir}/pid ]; do :; done`] });
-      expect(o.code).toBe(0);
-      const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
-      strays.push(pid);
-      if (native) expect(await gone(pid)).toBe(true);
-      else expect(alive(pid)).toBe(true);
-    });
+    it(
+      native
+        ? "kills a process that left the group too (the spawner's subreapers)"
+        : 'cannot reach a process that left the group: what the fallback loses',
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'ollie-launch-'));
+        dirs.push(dir);
+        const o = await run(launcher(native), {
+          file: '/bin/sh',
+          args: [
+            '-c',
+            `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 1013.2' >/dev/null 2>&1 </dev/null & while [ ! -s ${dir}/pid ]; do :; done`,
+          ],
+        });
+        expect(o.code).toBe(0);
+        const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+        strays.push(pid);
+        if (native) expect(await gone(pid)).toBe(true);
+        else expect(alive(pid)).toBe(true);
+      },
+    );
   });
 }
 

@@ -19,19 +19,30 @@ afterEach(async () => {
   h = undefined;
 });
 
-const bypassCall = (command: string) => [[{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }], [{ text: 'done' }]];
+const bypassCall = (command: string) => [
+  [{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }],
+  [{ text: 'done' }],
+];
 
-interface Agent { session: string; path: string; aid: string }
+interface Agent {
+  session: string;
+  path: string;
+  aid: string;
+}
 
 async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
   const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
   let ended = false;
   void agent.nextTurn().then(() => (ended = true));
   await hh.c.write(`${a.path}/prompt`, 'go');
-  const seen = await until(async () => {
-    const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
-    return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
-  }, 'a bypass request or the end of the turn', 30_000);
+  const seen = await until(
+    async () => {
+      const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
+      return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
+    },
+    'a bypass request or the end of the turn',
+    30_000,
+  );
   return seen.req;
 }
 
@@ -42,12 +53,19 @@ async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {
   await done;
 }
 
-const lastTool = async (hh: Harness, a: Agent): Promise<string> => (await hh.blocks(a.path)).filter((b) => b.role === 'tool').at(-1)!.content;
+const lastTool = async (hh: Harness, a: Agent): Promise<string> =>
+  (await hh.blocks(a.path)).filter((b) => b.role === 'tool').at(-1)!.content;
 
 describe('"always" rules, second review', () => {
   it('an always rule for make test does not cover make test -- SHELL=./evil.sh (make reads settings after --)', async () => {
-    const attacks = ['make test -- SHELL=./evil.sh', "make test -- 'SHELL=./evil.sh'", 'make test x -- SHELL=./evil.sh'];
-    h = await harness({ turns: [...bypassCall('make test'), ...attacks.flatMap(bypassCall), ...bypassCall('make test -- other')] as never });
+    const attacks = [
+      'make test -- SHELL=./evil.sh',
+      "make test -- 'SHELL=./evil.sh'",
+      'make test x -- SHELL=./evil.sh',
+    ];
+    h = await harness({
+      turns: [...bypassCall('make test'), ...attacks.flatMap(bypassCall), ...bypassCall('make test -- other')] as never,
+    });
     writeFileSync(join(h.dir, 'Makefile'), 'test:\n\t@echo ran-tests\nother:\n\t@echo ran-other\nx:\n\t@true\n');
     writeFileSync(join(h.dir, 'evil.sh'), '#!/bin/sh\necho pwned >> "$PWD/pwned"\n', { mode: 0o755 });
     const a = await h.agent();
@@ -78,19 +96,41 @@ describe('"always" rules, second review', () => {
     // As a command name (quoted) it is no assignment, to bash or to the tokenizer.
     expect(shellWords("'A+=1' x")).toEqual({ words: ['A+=1', 'x'] });
     // And a rule on make still takes operands.
-    expect(ruleMatches({ tool: 'shell', kind: 'prefix', rule: 'make test' }, { tool: 'shell', cmd: 'shell make test -- all', command: 'make test -- all' })).toBe(true);
+    expect(
+      ruleMatches(
+        { tool: 'shell', kind: 'prefix', rule: 'make test' },
+        { tool: 'shell', cmd: 'shell make test -- all', command: 'make test -- all' },
+      ),
+    ).toBe(true);
   });
 
   it('a program that joins its arguments into code gets an exact rule behind a wrapper too (timeout 30 ssh host uptime)', () => {
     const subject = (command: string) => ({ tool: 'shell', cmd: `shell ${command}`, command });
-    for (const cmd of ['timeout 30 ssh host uptime', 'env ssh host uptime', 'nice -n 5 /usr/bin/ssh host uptime', 'exec watch ls', 'sudo -u me script -qc true /dev/null']) {
+    for (const cmd of [
+      'timeout 30 ssh host uptime',
+      'env ssh host uptime',
+      'nice -n 5 /usr/bin/ssh host uptime',
+      'exec watch ls',
+      'sudo -u me script -qc true /dev/null',
+    ]) {
       expect(ruleFor(subject(cmd)), cmd).toEqual({ tool: 'shell', kind: 'exact', rule: cmd });
       // Nor can such a prefix rule be stored (one already in a database is dropped when it opens).
-      expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: cmd }), cmd).toThrow(/joins its arguments into code/);
+      expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: cmd }), cmd).toThrow(
+        /joins its arguments into code/,
+      );
     }
     // Before: the prefix rule covered the remote command with anything added.
-    expect(ruleMatches({ tool: 'shell', kind: 'exact', rule: 'timeout 30 ssh host uptime' }, subject("timeout 30 ssh host uptime ';' rm -rf /"))).toBe(false);
+    expect(
+      ruleMatches(
+        { tool: 'shell', kind: 'exact', rule: 'timeout 30 ssh host uptime' },
+        subject("timeout 30 ssh host uptime ';' rm -rf /"),
+      ),
+    ).toBe(false);
     // An ordinary wrapped command keeps its prefix rule.
-    expect(ruleFor(subject('timeout 30 npm test'))).toEqual({ tool: 'shell', kind: 'prefix', rule: 'timeout 30 npm test' });
+    expect(ruleFor(subject('timeout 30 npm test'))).toEqual({
+      tool: 'shell',
+      kind: 'prefix',
+      rule: 'timeout 30 npm test',
+    });
   });
 });

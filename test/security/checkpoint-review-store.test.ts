@@ -25,7 +25,8 @@ const SELF = 'session/$OLLIE_SESSION_ID/agent/$OLLIE_UNAME';
 
 function bytesUnder(dir: string): number {
   let n = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) n += statSync(join(e.parentPath, e.name)).size;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (e.isFile()) n += statSync(join(e.parentPath, e.name)).size;
   return n;
 }
 
@@ -34,18 +35,30 @@ async function attackerWithSmallStore(): Promise<{ hh: Harness; path: string }> 
   ws = mkdtempSync(join(tmpdir(), 'ollie-cp-fill-'));
   writeFileSync(join(ws, 'a.txt'), 'one\n');
   h = await harness({ profiles: { attacker: ATTACKER } });
-  writeFileSync(join(h.configDir, 'sandbox.yaml'), `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 64 KiB\n`);
+  writeFileSync(
+    join(h.configDir, 'sandbox.yaml'),
+    `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 64 KiB\n`,
+  );
   const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
   return { hh: h, path: (await h.agent({ session, profile: 'attacker' })).path };
 }
 
 describe('an agent filling the checkpoint store', () => {
-  it('cannot make reads of an unfinished checkpoint\'s diff copy more than max_total into the store', async () => {
+  it("cannot make reads of an unfinished checkpoint's diff copy more than max_total into the store", async () => {
     const { hh, path } = await attackerWithSmallStore();
     const fill = sh('mkdir -p fill && for i in 1 2 3 4 5 6 7 8; do head -c 131072 /dev/urandom > fill/$i; done');
     // Round 1 writes 1 MiB: its checkpoint has a `pre` but no `post`. Then, round after round, new random bytes
     // and a read of checkpoint 1's diff.
-    hh.mock.script(...script(fill, read(`${SELF}/checkpoint/1/diff`), fill, read(`${SELF}/checkpoint/1/diff`), fill, read(`${SELF}/checkpoint/1/diff`)));
+    hh.mock.script(
+      ...script(
+        fill,
+        read(`${SELF}/checkpoint/1/diff`),
+        fill,
+        read(`${SELF}/checkpoint/1/diff`),
+        fill,
+        read(`${SELF}/checkpoint/1/diff`),
+      ),
+    );
     const r = results(await hh.turn(path, 'fill'));
     expect(r).toHaveLength(6);
     expect(await hh.c.readText(`${path}/checkpoint/1/info`)).toContain('done=0');
@@ -54,11 +67,14 @@ describe('an agent filling the checkpoint store', () => {
     expect(r[1]).toMatch(/no record of the files after its round/);
   });
 
-  it('cannot make many reads of the running round\'s diff copy more than max_total into the store', async () => {
+  it("cannot make many reads of the running round's diff copy more than max_total into the store", async () => {
     const { hh, path } = await attackerWithSmallStore();
     // Round 2, its calls run together: new random bytes (40 KB, under max_total, so every read of the running
     // round's diff stores a new version) and a read of its own diff, eight times over.
-    const calls = Array.from({ length: 8 }, (_, i) => [sh(`head -c 40000 /dev/urandom > r${i}.t && mv r${i}.t r`), read(`${SELF}/checkpoint/2/diff`)]).flat();
+    const calls = Array.from({ length: 8 }, (_, i) => [
+      sh(`head -c 40000 /dev/urandom > r${i}.t && mv r${i}.t r`),
+      read(`${SELF}/checkpoint/2/diff`),
+    ]).flat();
     hh.mock.script([{ toolCalls: [sh('echo start > s')] }], [{ toolCalls: calls }], [{ text: 'done' }]);
     const r = results(await hh.turn(path, 'fill'));
     expect(r).toHaveLength(17);

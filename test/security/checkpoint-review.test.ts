@@ -37,7 +37,8 @@ function setup(): { root: string; secret: string; store: CheckpointStore } {
   return { root, secret, store: new CheckpointStore(join(dir, 'data')) };
 }
 
-const hashes = (m: Manifest): string[] => Object.values(m.roots).flatMap((r) => Object.values(r).flatMap((e) => (e.t === 'f' && e.h ? [e.h] : [])));
+const hashes = (m: Manifest): string[] =>
+  Object.values(m.roots).flatMap((r) => Object.values(r).flatMap((e) => (e.t === 'f' && e.h ? [e.h] : [])));
 
 describe('the checkpoint walk against a tool racing it', () => {
   it('does not read through a directory swapped for a link after its change was noticed', async () => {
@@ -61,7 +62,8 @@ describe('the checkpoint walk against a tool racing it', () => {
   it('does not read through a directory swapped for a link in the middle of its walk', async () => {
     const { root, secret, store } = setup();
     // Enough files before id_rsa that the walk gives the event loop a turn inside d (every 20 ms).
-    for (let i = 0; i < 400; i++) writeFileSync(join(root, 'd', `a${String(i).padStart(4, '0')}`), Buffer.alloc(64 * 1024, i));
+    for (let i = 0; i < 400; i++)
+      writeFileSync(join(root, 'd', `a${String(i).padStart(4, '0')}`), Buffer.alloc(64 * 1024, i));
     const rules = { skip: [], maxFile: 1 << 20 };
     let swapped = false;
     const swap = (): void => {

@@ -39,14 +39,16 @@ describe('an agent attacking checkpoints', () => {
     const { path } = await setup();
     h!.mock.script(...script(sh("sed -i 's/one/two/' a.txt")));
     await h!.turn(path, 'edit');
-    h!.mock.script(...script(
-      client9p('read', `${SELF}/checkpoint/idx`),
-      client9p('read', `${SELF}/checkpoint/1/diff`),
-      client9p('rdwr', `${SELF}/ctl`, 'rewind 1 force'),
-      client9p('rdwr', `${SELF}/ctl`, 'checkpoint gc'),
-      client9p('write', `${SELF}/prompt`, '/rewind 1 all'),
-      client9p('write', `${SELF}/checkpoint/1/reviewed`, 'a.txt'),
-    ));
+    h!.mock.script(
+      ...script(
+        client9p('read', `${SELF}/checkpoint/idx`),
+        client9p('read', `${SELF}/checkpoint/1/diff`),
+        client9p('rdwr', `${SELF}/ctl`, 'rewind 1 force'),
+        client9p('rdwr', `${SELF}/ctl`, 'checkpoint gc'),
+        client9p('write', `${SELF}/prompt`, '/rewind 1 all'),
+        client9p('write', `${SELF}/checkpoint/1/reviewed`, 'a.txt'),
+      ),
+    );
     const r = results(await h!.turn(path, 'attack')).slice(-6);
     expect(r[0]).toMatch(/^1\t1\t/);
     expect(r[1]).toContain('+two');
@@ -63,19 +65,23 @@ describe('an agent attacking checkpoints', () => {
     expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('one\n');
   });
 
-  it('cannot read another agent\'s checkpoints, nor the store in the data dir', async () => {
+  it("cannot read another agent's checkpoints, nor the store in the data dir", async () => {
     const { path, session } = await setup();
     const other = (await h!.c.rdwrText(`session/${session}/agent/new`, 'agent=attacker name=victim')).trim();
     const vpath = `session/${session}/agent/${other}`;
     h!.mock.script(...script(sh('echo secret > victim.txt')));
     await h!.turn(vpath, 'write');
     expect(await h!.c.readText(`${vpath}/checkpoint/idx`)).toMatch(/^1\t/);
-    h!.mock.script(...script(
-      client9p('read', `session/$OLLIE_SESSION_ID/agent/${other}/checkpoint/idx`),
-      client9p('read', `session/$OLLIE_SESSION_ID/agent/${other}/checkpoint/1/diff`),
-      client9p('rdwr', `session/$OLLIE_SESSION_ID/agent/${other}/ctl`, 'rewind 1'),
-      sh(`ls ${join(h!.dataDir, 'checkpoints')} && cat ${join(h!.dataDir, 'checkpoints', 'objects')}/*/* || echo DENIED`),
-    ));
+    h!.mock.script(
+      ...script(
+        client9p('read', `session/$OLLIE_SESSION_ID/agent/${other}/checkpoint/idx`),
+        client9p('read', `session/$OLLIE_SESSION_ID/agent/${other}/checkpoint/1/diff`),
+        client9p('rdwr', `session/$OLLIE_SESSION_ID/agent/${other}/ctl`, 'rewind 1'),
+        sh(
+          `ls ${join(h!.dataDir, 'checkpoints')} && cat ${join(h!.dataDir, 'checkpoints', 'objects')}/*/* || echo DENIED`,
+        ),
+      ),
+    );
     const r = results(await h!.turn(path, 'attack')).slice(-4);
     expect(r[0]).toMatch(/permission denied/);
     expect(r[1]).toMatch(/permission denied/);
@@ -85,17 +91,19 @@ describe('an agent attacking checkpoints', () => {
     expect(existsSync(join(ws!, 'victim.txt'))).toBe(true);
   });
 
-  it('cannot make the owner\'s rewind write through a link it planted, outside the roots or into .git', async () => {
+  it("cannot make the owner's rewind write through a link it planted, outside the roots or into .git", async () => {
     const { path, outside } = await setup();
     mkdirSync(join(ws!, '.git'));
     writeFileSync(join(ws!, '.git', 'config'), '[core]\n');
     // Round 1 makes d/f; round 2 swaps d for a link to a directory outside and plants a hook in .git; round 3
     // links the checkpointed file to a file outside.
-    h!.mock.script(...script(
-      sh('mkdir d && echo mine > d/f && ln -s /etc etc-link'),
-      sh(`rm -rf d && ln -s ${outside} d && mkdir -p .git/hooks && echo evil > .git/hooks/post-checkout`),
-      sh(`rm a.txt && ln -s ${join(outside, 'f')} a.txt`),
-    ));
+    h!.mock.script(
+      ...script(
+        sh('mkdir d && echo mine > d/f && ln -s /etc etc-link'),
+        sh(`rm -rf d && ln -s ${outside} d && mkdir -p .git/hooks && echo evil > .git/hooks/post-checkout`),
+        sh(`rm a.txt && ln -s ${join(outside, 'f')} a.txt`),
+      ),
+    );
     await h!.turn(path, 'plant');
     expect(lstatSync(join(ws!, 'd')).isSymbolicLink()).toBe(true);
     // The walk recorded the links as links: nothing of /etc or of the outside dir is in a checkpoint.

@@ -17,8 +17,7 @@ afterEach(async () => {
   h = undefined;
 });
 
-
-describe('an agent disguising a command through the command table\'s quoting', () => {
+describe("an agent disguising a command through the command table's quoting", () => {
   it('is refused through ctl and through a /cmd prompt alike; what agents may run still runs', async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
@@ -44,7 +43,10 @@ describe('an agent disguising a command through the command table\'s quoting', (
     const out = [...first.slice(0, 5), ...second.slice(0, 5)];
     expect(first).toHaveLength(6);
     expect(second).toHaveLength(6);
-    for (const [i, o] of out.entries()) expect(o, JSON.stringify(attacks[i]!.args.data)).toMatch(/refused: an agent may not run "(cwd|backend|peeradd|model|name) …"/);
+    for (const [i, o] of out.entries())
+      expect(o, JSON.stringify(attacks[i]!.args.data)).toMatch(
+        /refused: an agent may not run "(cwd|backend|peeradd|model|name) …"/,
+      );
     // The controls: help (quoted, read as help) and the read-only form of cwd.
     expect(first[5]).toMatch(/^stop\t/m);
     expect(second[5]).toContain(h.dir);

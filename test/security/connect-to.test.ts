@@ -41,10 +41,17 @@ beforeAll(async () => {
   marker = join(dir, 'ssh-ran');
   const fakeSsh = join(dir, 'ssh');
   // Records its arguments and fails, as ssh does for an unreachable host.
-  writeFileSync(fakeSsh, `#!/bin/sh\nprintf '%s\\n' "$*" >> ${marker}\necho "ssh: Could not resolve hostname" >&2\nexit 255\n`);
+  writeFileSync(
+    fakeSsh,
+    `#!/bin/sh\nprintf '%s\\n' "$*" >> ${marker}\necho "ssh: Could not resolve hostname" >&2\nexit 255\n`,
+  );
   chmodSync(fakeSsh, 0o755);
   process.env.OLLIE_SSH = fakeSsh;
-  h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 10 } } });
+  h = await harness({
+    profiles: {
+      attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 10 },
+    },
+  });
   const rendererDir = join(dir, 'renderer');
   door = await startFrontDoor({ token: TOKEN });
   mountWebUi(door, { server: h.daemon.server, rendererDir });
@@ -62,18 +69,20 @@ const ws = (query: string): string => `ws://127.0.0.1:${door.port}/9p?${query}`;
 const to = (addr: string): string => `to=${encodeURIComponent(addr)}`;
 
 describe('choosing the daemon the GUI is bridged to', () => {
-  it('the control: the owner\'s page (token, own origin) with a valid host starts ssh, and hears why it failed', async () => {
+  it("the control: the owner's page (token, own origin) with a valid host starts ssh, and hears why it failed", async () => {
     const r = await attempt(ws(`token=${TOKEN}&${to('ssh!buildbox')}`), { origin: door.origin });
     expect(r).toMatch(/^CLOSED 4502 ssh!buildbox: .*Could not resolve hostname/);
     expect(readFileSync(marker, 'utf8')).toContain('buildbox');
   });
 
-  it('a page on another origin, or a request without the token, cannot make the owner\'s side dial', async () => {
+  it("a page on another origin, or a request without the token, cannot make the owner's side dial", async () => {
     for (const origin of ['http://evil.example', `http://127.0.0.1:${door.port + 1}`, 'null']) {
       expect(await attempt(ws(`token=${TOKEN}&${to('ssh!buildbox')}`), { origin })).toBe('HTTP 403');
     }
     // A page of another local port: same-site, no Origin on some requests, but the browser says where it is from.
-    expect(await attempt(ws(`token=${TOKEN}&${to('ssh!buildbox')}`), { 'sec-fetch-site': 'same-site' })).toBe('HTTP 403');
+    expect(await attempt(ws(`token=${TOKEN}&${to('ssh!buildbox')}`), { 'sec-fetch-site': 'same-site' })).toBe(
+      'HTTP 403',
+    );
     expect(await attempt(ws(to('ssh!buildbox')))).toBe('HTTP 401');
     expect(await attempt(ws(`token=${'0'.repeat(64)}&${to('ssh!buildbox')}`))).toBe('HTTP 401');
     // The page cookie lets assets in, never a WebSocket.
@@ -81,8 +90,16 @@ describe('choosing the daemon the GUI is bridged to', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('even the owner\'s page cannot smuggle an ssh option or reach a local socket through it', async () => {
-    for (const addr of ['ssh!-oProxyCommand=touch /tmp/ollie-pwned', 'ssh!-F/etc/passwd', 'ssh!host -oProxyCommand=x', 'ssh!host!relative.sock', `unix!${h!.socket}`, 'tcp!127.0.0.1!22', 'buildbox']) {
+  it("even the owner's page cannot smuggle an ssh option or reach a local socket through it", async () => {
+    for (const addr of [
+      'ssh!-oProxyCommand=touch /tmp/ollie-pwned',
+      'ssh!-F/etc/passwd',
+      'ssh!host -oProxyCommand=x',
+      'ssh!host!relative.sock',
+      `unix!${h!.socket}`,
+      'tcp!127.0.0.1!22',
+      'buildbox',
+    ]) {
       const r = await attempt(ws(`token=${TOKEN}&${to(addr)}`), { origin: door.origin });
       expect(r, addr).toMatch(/^CLOSED 4400 bad (ssh address|daemon)/);
     }
@@ -92,22 +109,28 @@ describe('choosing the daemon the GUI is bridged to', () => {
 });
 
 describe('an agent in the sandbox', () => {
-  it('cannot switch the GUI\'s channel: no token, and the door (or the sandbox) refuses it', async () => {
+  it("cannot switch the GUI's channel: no token, and the door (or the sandbox) refuses it", async () => {
     const a = await h!.agent({ profile: 'attacker' });
     const shell = (command: string) => ({ toolCalls: [{ name: 'shell', args: { command } }] });
     // A raw upgrade as a browser would send it, from the daemon's own origin, naming a host.
     const probe = join(h!.dir, 'probe.mjs');
-    writeFileSync(probe, [
-      "import net from 'node:net';",
-      `const s = net.connect(${door.port}, '127.0.0.1');`,
-      "s.on('error', (e) => console.log('NOCONNECT', e.code ?? e.message));",
-      `s.on('connect', () => s.write('GET /9p?${to('ssh!buildbox')} HTTP/1.1\\r\\nHost: 127.0.0.1:${door.port}\\r\\nOrigin: ${door.origin}\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\nSec-WebSocket-Version: 13\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n'));`,
-      "s.on('data', (d) => { console.log('ANSWER', d.toString().split('\\r\\n')[0]); s.destroy(); });",
-      '',
-    ].join('\n'));
+    writeFileSync(
+      probe,
+      [
+        "import net from 'node:net';",
+        `const s = net.connect(${door.port}, '127.0.0.1');`,
+        "s.on('error', (e) => console.log('NOCONNECT', e.code ?? e.message));",
+        `s.on('connect', () => s.write('GET /9p?${to('ssh!buildbox')} HTTP/1.1\\r\\nHost: 127.0.0.1:${door.port}\\r\\nOrigin: ${door.origin}\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\nSec-WebSocket-Version: 13\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n\\r\\n'));`,
+        "s.on('data', (d) => { console.log('ANSWER', d.toString().split('\\r\\n')[0]); s.destroy(); });",
+        '',
+      ].join('\n'),
+    );
     h!.mock.script([shell(`node ${probe}`)], [{ text: 'done' }]);
-    const blocks: Block[] = await h!.turn(a.path, 'switch the owner\'s GUI to my host');
-    const out = blocks.filter((b) => b.role === 'tool').map((b) => b.content).join('\n');
+    const blocks: Block[] = await h!.turn(a.path, "switch the owner's GUI to my host");
+    const out = blocks
+      .filter((b) => b.role === 'tool')
+      .map((b) => b.content)
+      .join('\n');
     expect(out).toMatch(/NOCONNECT|ANSWER HTTP\/1\.1 40[13]/);
     expect(out).not.toMatch(/101 Switching/);
     expect(existsSync(marker)).toBe(false);

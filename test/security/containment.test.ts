@@ -32,7 +32,8 @@ function withArg(marker: string): number[] {
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(d))) out.push(Number(d));
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(d)))
+        out.push(Number(d));
     } catch {
       // gone meanwhile
     }
@@ -51,7 +52,8 @@ beforeAll(() => {
   if (!existsSync(TOOLSRV_ENTRY)) throw new Error(`${TOOLSRV_ENTRY} is missing: run npm run build:node first`);
   const ll = landlockStatus();
   // Loud, not a silent pass: the shipped policy needs ABI 6 (signal scoping), without which nothing here runs.
-  if (ll.abi < 6) throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
+  if (ll.abi < 6)
+    throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
   // A config dir of our own: the shipped policy, whatever the machine's user has configured.
   xdg = mkdtempSync(join(tmpdir(), 'ollie-contain-xdg-'));
   process.env.XDG_CONFIG_HOME = join(xdg, 'config');
@@ -83,7 +85,12 @@ afterEach(async () => {
  * in `dir` (beside the runtime dir, not above it: the sandbox denies the runtime dir, which would leave the
  * directory above it without the right to create files).
  */
-async function sandboxed(): Promise<{ env: Env; dir: string; shell(command: string, flags?: Record<string, unknown>): Promise<ProcResult>; c: Awaited<ReturnType<Env['client']>> }> {
+async function sandboxed(): Promise<{
+  env: Env;
+  dir: string;
+  shell(command: string, flags?: Record<string, unknown>): Promise<ProcResult>;
+  c: Awaited<ReturnType<Env['client']>>;
+}> {
   env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS] });
   const dir = join(env.dir, 'proj');
   mkdirSync(dir);
@@ -96,7 +103,13 @@ async function sandboxed(): Promise<{ env: Env; dir: string; shell(command: stri
 /** A sandboxed toolsrv process, as olliesrv runs one per session. */
 async function sessionToolsrv(): Promise<{ p: ToolsrvProcess; host: ToolClient; cwd: string }> {
   const cwd = mkdtempSync(join(tmpdir(), 'ollie-contain-session-'));
-  const p = await spawnToolsrv({ runtimeDir: `${cwd}.run`, name: 'contain', toolDirs: [SHIPPED_TOOLS], cwd, log: () => undefined });
+  const p = await spawnToolsrv({
+    runtimeDir: `${cwd}.run`,
+    name: 'contain',
+    toolDirs: [SHIPPED_TOOLS],
+    cwd,
+    log: () => undefined,
+  });
   procs.push(p);
   const host = await ToolClient.connect(p, 'agent1');
   clients.push(host);
@@ -137,10 +150,13 @@ time.sleep(1013.7)`;
     expect(alive(readPid(join(dir, 'esc.pid')))).toBe(false);
   });
 
-  it('a background call\'s escaped processes die when its toolsrv exits, and when the toolsrv is killed outright', async () => {
+  it("a background call's escaped processes die when its toolsrv exits, and when the toolsrv is killed outright", async () => {
     for (const how of ['exit', 'SIGKILL'] as const) {
       const { p, host, cwd } = await sessionToolsrv();
-      const bg = await host.start({ tool: 'shell', args: { command: 'setsid sleep 1013.7 & echo $! > esc.pid; sleep 1013.7' } });
+      const bg = await host.start({
+        tool: 'shell',
+        args: { command: 'setsid sleep 1013.7 & echo $! > esc.pid; sleep 1013.7' },
+      });
       await until(() => existsSync(join(cwd, 'esc.pid')) && readFileSync(join(cwd, 'esc.pid'), 'utf8').trim() !== '');
       const esc = readPid(join(cwd, 'esc.pid'));
       expect(alive(esc)).toBe(true);
@@ -159,7 +175,13 @@ time.sleep(1013.7)`;
   it('the spawner killed outright, or its guardian, does not free what they watched over', async () => {
     const { env, dir, c, shell } = await sandboxed();
     const escape = async (name: string): Promise<number> => {
-      await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: `setsid sleep 1013.7 & echo $! > ${name}.pid; sleep 1013.7` } }));
+      await c.rdwrText(
+        'proc/new.bg',
+        JSON.stringify({
+          tool: 'shell',
+          args: { command: `setsid sleep 1013.7 & echo $! > ${name}.pid; sleep 1013.7` },
+        }),
+      );
       const file = join(dir, `${name}.pid`);
       await until(() => existsSync(file) && readFileSync(file, 'utf8').trim() !== '');
       return readPid(file);
@@ -213,15 +235,25 @@ describe('without the spawner', () => {
     await c.write('ctl', 'load shell');
     const r = await env.call(c, { tool: 'shell', args: { command: 'echo ran' } });
     expect(r.status).toBe('refused');
-    expect(r.error).toMatch(/^sandbox unavailable: the process spawner \S+ollie-spawner is missing, and without it the processes of a call can be neither contained nor limited/);
-    expect(JSON.parse(await c.readText('info'))).toMatchObject({ containment: { mechanism: 'process-group' }, unavailable: expect.stringContaining('ollie-spawner is missing') });
+    expect(r.error).toMatch(
+      /^sandbox unavailable: the process spawner \S+ollie-spawner is missing, and without it the processes of a call can be neither contained nor limited/,
+    );
+    expect(JSON.parse(await c.readText('info'))).toMatchObject({
+      containment: { mechanism: 'process-group' },
+      unavailable: expect.stringContaining('ollie-spawner is missing'),
+    });
   });
 });
 
 describe('limits', () => {
   it('a 300-process fork is killed at the process limit with a clear message; other calls and the next one are unaffected', async () => {
     const { shell, c } = await sandboxed();
-    const bystander = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: 'sleep 3; echo bystander done' } })));
+    const bystander = Number(
+      await c.rdwrText(
+        'proc/new.bg',
+        JSON.stringify({ tool: 'shell', args: { command: 'sleep 3; echo bystander done' } }),
+      ),
+    );
     const r = await shell('for i in $(seq 300); do sleep 999.25 & done; wait', { timeout: 60 });
     expect(r).toMatchObject({ status: 'killed', error: 'killed: process limit 256' });
     expect(withArg('999.25')).toEqual([]);
@@ -232,16 +264,24 @@ describe('limits', () => {
 
   it('a 2 GiB allocation is refused with a clear message (the shipped memory limit, 2 GiB)', async () => {
     const { shell } = await sandboxed();
-    for (const cmd of [`${process.execPath} -e 'Buffer.alloc(2 * 1024 ** 3, 1); console.log("allocated")'`, `/usr/bin/python3 -c 'b = b"x" * (2 * 1024 ** 3); print("allocated")'`]) {
+    for (const cmd of [
+      `${process.execPath} -e 'Buffer.alloc(2 * 1024 ** 3, 1); console.log("allocated")'`,
+      `/usr/bin/python3 -c 'b = b"x" * (2 * 1024 ** 3); print("allocated")'`,
+    ]) {
       const r = await shell(cmd);
       expect(r.output, cmd).not.toContain('allocated');
       expect(r.exit, cmd).not.toBe(0);
-      expect(r.error, cmd).toBe('an allocation failed: the memory limit is 2 GiB (per process, and for the whole call)');
+      expect(r.error, cmd).toBe(
+        'an allocation failed: the memory limit is 2 GiB (per process, and for the whole call)',
+      );
     }
   });
 
   it('memory spread over several processes is counted for the call as a whole (a user limit of 256 MiB)', async () => {
-    writeFileSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'));
+    writeFileSync(
+      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
+      shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'),
+    );
     const { shell } = await sandboxed();
     const eat = `${process.execPath} -e 'globalThis.b = Buffer.alloc(120 * 1024 * 1024, 1); setTimeout(() => {}, 60000)'`;
     const r = await shell(`for i in 1 2 3; do ${eat} & done; wait`, { timeout: 60 });
@@ -251,23 +291,37 @@ describe('limits', () => {
   it('output, file size and CPU time limits end the call with the limit named', async () => {
     writeFileSync(
       join(xdg, 'config', 'ollie', 'sandbox.yaml'),
-      shippedPolicyText().replace(/output: 64 MiB/, 'output: 1 MiB').replace(/file_size: 4 GiB/, 'file_size: 1 MiB').replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
+      shippedPolicyText()
+        .replace(/output: 64 MiB/, 'output: 1 MiB')
+        .replace(/file_size: 4 GiB/, 'file_size: 1 MiB')
+        .replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
     );
     const { shell } = await sandboxed();
-    expect(await shell('yes', { timeout: 30 })).toMatchObject({ status: 'killed', error: 'killed: output limit 1 MiB' });
-    expect(await shell('exec head -c 2000000 /dev/zero > big', { timeout: 30 })).toMatchObject({ status: 'killed', error: 'killed: file size limit 1 MiB (per process)' });
-    expect(await shell('exec sh -c "while :; do :; done"', { timeout: 30 })).toMatchObject({ status: 'killed', error: 'killed: CPU time limit 1 s (per process)' });
+    expect(await shell('yes', { timeout: 30 })).toMatchObject({
+      status: 'killed',
+      error: 'killed: output limit 1 MiB',
+    });
+    expect(await shell('exec head -c 2000000 /dev/zero > big', { timeout: 30 })).toMatchObject({
+      status: 'killed',
+      error: 'killed: file size limit 1 MiB (per process)',
+    });
+    expect(await shell('exec sh -c "while :; do :; done"', { timeout: 30 })).toMatchObject({
+      status: 'killed',
+      error: 'killed: CPU time limit 1 s (per process)',
+    });
   });
 });
 
 describe('/dev/shm', () => {
   it('is closed to every session: nothing can be left there for another session, nor read from another', async () => {
     const planted = `/dev/shm/ollie-contain-planted-${process.pid}`;
-    writeFileSync(planted, 'another session\'s secret\n');
+    writeFileSync(planted, "another session's secret\n");
     try {
       const { shell } = await sandboxed();
       const mine = `/dev/shm/ollie-contain-mine-${process.pid}`;
-      const r = await shell(`echo left > ${mine}; cat ${planted}; ls /dev/shm; /usr/bin/python3 -c 'from multiprocessing import shared_memory as s; s.SharedMemory(create=True, size=16)'; echo end`);
+      const r = await shell(
+        `echo left > ${mine}; cat ${planted}; ls /dev/shm; /usr/bin/python3 -c 'from multiprocessing import shared_memory as s; s.SharedMemory(create=True, size=16)'; echo end`,
+      );
       expect(r.output).not.toContain('secret');
       expect(r.output.match(/Permission denied/g)?.length ?? 0).toBeGreaterThanOrEqual(4);
       expect(r.output).toContain('end');
@@ -281,7 +335,10 @@ describe('/dev/shm', () => {
 describe('honest work still runs', () => {
   it('npm test in a Node project, its test spawning node children', async () => {
     const { dir, shell } = await sandboxed();
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'p', version: '1.0.0', scripts: { test: 'node test.js' } }));
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'p', version: '1.0.0', scripts: { test: 'node test.js' } }),
+    );
     writeFileSync(
       join(dir, 'test.js'),
       `const { execFileSync, spawn } = require('node:child_process');
@@ -296,16 +353,34 @@ Promise.all(kids).then(() => console.log('all passed', execFileSync('sh', ['-c',
 
   it('a background process runs for its lifetime, children included, while foreground calls come and go', async () => {
     const { c, shell } = await sandboxed();
-    const bg = Number(await c.rdwrText('proc/new.bg', JSON.stringify({ tool: 'shell', args: { command: '(sleep 0.8; echo child done) & for i in 1 2 3; do echo tick $i; sleep 0.3; done; wait' } })));
-    for (let i = 0; i < 3; i++) expect(await shell(`sleep 0.1; echo fg ${i}`)).toMatchObject({ status: 'exited', exit: 0 });
+    const bg = Number(
+      await c.rdwrText(
+        'proc/new.bg',
+        JSON.stringify({
+          tool: 'shell',
+          args: { command: '(sleep 0.8; echo child done) & for i in 1 2 3; do echo tick $i; sleep 0.3; done; wait' },
+        }),
+      ),
+    );
+    for (let i = 0; i < 3; i++)
+      expect(await shell(`sleep 0.1; echo fg ${i}`)).toMatchObject({ status: 'exited', exit: 0 });
     expect(await c.readText(`proc/${bg}/wait`)).toBe('0\n');
     expect(await c.readText(`proc/${bg}/out`)).toBe('tick 1\ntick 2\ntick 3\nchild done\n');
   });
 
   it('info says how calls are contained and limited', async () => {
     const { c } = await sandboxed();
-    const info = JSON.parse(await c.readText('info')) as { containment: { mechanism: string; limits: Record<string, string> } };
+    const info = JSON.parse(await c.readText('info')) as {
+      containment: { mechanism: string; limits: Record<string, string> };
+    };
     expect(info.containment.mechanism).toBe('subreaper');
-    expect(Object.keys(info.containment.limits).sort()).toEqual(['cpu_seconds', 'file_size', 'memory', 'open_files', 'output', 'processes']);
+    expect(Object.keys(info.containment.limits).sort()).toEqual([
+      'cpu_seconds',
+      'file_size',
+      'memory',
+      'open_files',
+      'output',
+      'processes',
+    ]);
   });
 });

@@ -10,7 +10,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness, type Block } from '../olliesrv/agent-harness.js';
 import { until } from '../wait.js';
 
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
+const ATTACKER = {
+  description: 'attacker',
+  prompt: 'You are a test agent.',
+  autoLoad: ['client_9p', 'shell'],
+  maxSteps: 20,
+};
 let h: Harness | undefined;
 const cleanup: string[] = [];
 afterEach(async () => {
@@ -20,7 +25,7 @@ afterEach(async () => {
 });
 const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 
-describe('a sub-agent\'s cwd', () => {
+describe("a sub-agent's cwd", () => {
   it('cannot be turned into / by swapping the directory for a symlink after agent/new checked it', async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
@@ -32,7 +37,9 @@ describe('a sub-agent\'s cwd', () => {
     cleanup.push(victim);
     const target = join(victim, 'pwned');
     const sh = (command: string) => ({ toolCalls: [{ name: 'shell', args: { command } }] });
-    const c9 = (op: string, path: string, data: string) => ({ toolCalls: [{ name: 'client_9p', args: { op, path, data } }] });
+    const c9 = (op: string, path: string, data: string) => ({
+      toolCalls: [{ name: 'client_9p', args: { op, path, data } }],
+    });
     // Control: the agent itself cannot write there.
     h.mock.script(
       [sh(`touch ${target}; echo rc=$?`)],
@@ -47,10 +54,14 @@ describe('a sub-agent\'s cwd', () => {
     expect(out[0]).not.toMatch(/rc=0/);
     expect(out[2]!.trim()).toBe('kid');
     await h.waitState(`session/${a.session}/agent/kid`, 'idle', 20000).catch(() => undefined);
-    const kidOut = await until(async () => {
-      const out = results(await h!.blocks(`session/${a.session}/agent/kid`)).join('\n');
-      return /kid rc=/.test(out) ? out : undefined;
-    }, 'the sub-agent\'s attempt', 10_000);
+    const kidOut = await until(
+      async () => {
+        const out = results(await h!.blocks(`session/${a.session}/agent/kid`)).join('\n');
+        return /kid rc=/.test(out) ? out : undefined;
+      },
+      "the sub-agent's attempt",
+      10_000,
+    );
     expect(kidOut).not.toMatch(/kid rc=0/);
     expect(existsSync(target)).toBe(false);
   });

@@ -11,18 +11,22 @@ import type { FrontDoor } from '../../src/platform/front-door.js';
 import { get, tryWebSocket } from '../http-helpers.js';
 import { startDoor, type DoorEnv } from './door-harness.js';
 
-describe('the page cookie, as another local port receives it, opens no more than the web UI\'s files', () => {
+describe("the page cookie, as another local port receives it, opens no more than the web UI's files", () => {
   let door: FrontDoor;
   const TOKEN = 'c'.repeat(64);
 
   let env: DoorEnv;
   beforeAll(async () => {
-    ({ door } = env = await startDoor(TOKEN, 'ollie-door-cookie-', { 'index.html': '<div id="root">the app</div>', 'assets/app.js': 'console.log(1)' }));
+    ({ door } = env = await startDoor(TOKEN, 'ollie-door-cookie-', {
+      'index.html': '<div id="root">the app</div>',
+      'assets/app.js': 'console.log(1)',
+    }));
   });
   afterAll(() => env?.close());
 
   const host = (): string => `127.0.0.1:${door.port}`;
-  const at = (path: string, headers: Record<string, string> = {}) => get(`http://127.0.0.1:${door.port}${path}`, { host: host(), ...headers });
+  const at = (path: string, headers: Record<string, string> = {}) =>
+    get(`http://127.0.0.1:${door.port}${path}`, { host: host(), ...headers });
 
   it('the cookie does not hold the token, and gets neither the gateway nor the 9P WebSocket', async () => {
     // The owner opens the printed URL: the door sets the cookie, which the browser then also sends to other ports.

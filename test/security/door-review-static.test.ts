@@ -39,7 +39,8 @@ describe('the web UI serves files of the renderer build only', () => {
     rmSync(base, { recursive: true, force: true });
   });
 
-  const fetchWithToken = (path: string) => get(`http://127.0.0.1:${ui.port}${path}`, { host: `127.0.0.1:${ui.port}`, authorization: `Bearer ${TOKEN}` });
+  const fetchWithToken = (path: string) =>
+    get(`http://127.0.0.1:${ui.port}${path}`, { host: `127.0.0.1:${ui.port}`, authorization: `Bearer ${TOKEN}` });
 
   it('serves its own files (the control)', async () => {
     const r = await fetchWithToken('/assets/app.js');
@@ -56,7 +57,12 @@ describe('the web UI serves files of the renderer build only', () => {
   });
 
   it('refuses .. however it is spelled', async () => {
-    for (const path of ['/../outside/secret.txt', '/%2e%2e/outside/secret.txt', '/assets%2f..%2f..%2foutside%2fsecret.txt', '/assets/%2e%2e%2f%2e%2e%2foutside/secret.txt']) {
+    for (const path of [
+      '/../outside/secret.txt',
+      '/%2e%2e/outside/secret.txt',
+      '/assets%2f..%2f..%2foutside%2fsecret.txt',
+      '/assets/%2e%2e%2f%2e%2e%2foutside/secret.txt',
+    ]) {
       const r = await fetchWithToken(path);
       expect([403, 404], path).toContain(r.status);
       expect(r.body, path).not.toContain(SECRET);

@@ -17,7 +17,8 @@ import { get, tryWebSocket, type Answer } from '../http-helpers.js';
 import { startDoor, type DoorEnv } from './door-harness.js';
 
 /** A request to the door at `port`, with exactly the headers given (Host included). */
-const raw = (port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> => get(`http://127.0.0.1:${port}${path}`, headers, method);
+const raw = (port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> =>
+  get(`http://127.0.0.1:${port}${path}`, headers, method);
 const upgrade = tryWebSocket;
 
 describe('the front door, for both mounts', () => {
@@ -41,8 +42,17 @@ describe('the front door, for both mounts', () => {
       const ok = await raw(door.port, m.path, { host: host(), authorization: `Bearer ${TOKEN}` });
       expect(ok.status).toBe(200);
       expect(ok.body).toContain(m.leak);
-      for (const evil of ['evil.example', `evil.example:${door.port}`, `127.0.0.1.evil.example:${door.port}`, `127.0.0.1:${door.port + 1}`]) {
-        const r = await raw(door.port, `${m.path}?token=${TOKEN}`, { host: evil, authorization: `Bearer ${TOKEN}`, cookie: `ollie_token=${TOKEN}` });
+      for (const evil of [
+        'evil.example',
+        `evil.example:${door.port}`,
+        `127.0.0.1.evil.example:${door.port}`,
+        `127.0.0.1:${door.port + 1}`,
+      ]) {
+        const r = await raw(door.port, `${m.path}?token=${TOKEN}`, {
+          host: evil,
+          authorization: `Bearer ${TOKEN}`,
+          cookie: `ollie_token=${TOKEN}`,
+        });
         expect(r.status, evil).toBe(403);
         expect(r.body).not.toContain(m.leak);
         expect(r.headers['set-cookie']).toBeUndefined();
@@ -50,28 +60,54 @@ describe('the front door, for both mounts', () => {
     });
 
     it(`${m.name}: a foreign Origin is refused even with the token and the cookie`, async () => {
-      for (const origin of ['http://evil.example', `http://evil.example:${door.port}`, 'null', `https://127.0.0.1:${door.port}`, `http://127.0.0.1:${door.port + 1}`]) {
-        const r = await raw(door.port, m.path, { host: host(), origin, authorization: `Bearer ${TOKEN}`, cookie: `ollie_token=${TOKEN}` });
+      for (const origin of [
+        'http://evil.example',
+        `http://evil.example:${door.port}`,
+        'null',
+        `https://127.0.0.1:${door.port}`,
+        `http://127.0.0.1:${door.port + 1}`,
+      ]) {
+        const r = await raw(door.port, m.path, {
+          host: host(),
+          origin,
+          authorization: `Bearer ${TOKEN}`,
+          cookie: `ollie_token=${TOKEN}`,
+        });
         expect(r.status, origin).toBe(403);
         expect(r.body).not.toContain(m.leak);
       }
       // A request the browser marks as another origin's, without an Origin header (an <img> or <script> of a page
       // on another local port, which is "same-site" and so carries the cookie), is refused too.
       for (const site of ['same-site', 'cross-site']) {
-        const r = await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, cookie: `ollie_token=${TOKEN}` });
+        const r = await raw(door.port, m.path, {
+          host: host(),
+          'sec-fetch-site': site,
+          cookie: `ollie_token=${TOKEN}`,
+        });
         expect(r.status, site).toBe(403);
         expect(r.body).not.toContain(m.leak);
       }
-      for (const site of ['same-origin', 'none']) expect((await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, authorization: `Bearer ${TOKEN}` })).status, site).toBe(200);
+      for (const site of ['same-origin', 'none'])
+        expect(
+          (await raw(door.port, m.path, { host: host(), 'sec-fetch-site': site, authorization: `Bearer ${TOKEN}` }))
+            .status,
+          site,
+        ).toBe(200);
       // The door's own origin is the page's: allowed.
-      expect((await raw(door.port, m.path, { host: host(), origin: `http://${host()}`, authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+      expect(
+        (await raw(door.port, m.path, { host: host(), origin: `http://${host()}`, authorization: `Bearer ${TOKEN}` }))
+          .status,
+      ).toBe(200);
     });
 
     it(`${m.name}: a missing, wrong, truncated or padded token is 401, in every place a token may be carried`, async () => {
       const bad = ['', 'b'.repeat(64), TOKEN.slice(0, -1), `${TOKEN}a`, TOKEN.toUpperCase(), `${TOKEN}\t${TOKEN}`];
       expect((await raw(door.port, m.path, { host: host() })).status).toBe(401);
       for (const t of bad) {
-        for (const carry of [{ authorization: `Bearer ${t}` }, { cookie: `ollie_token=${t}` }] as Record<string, string>[]) {
+        for (const carry of [{ authorization: `Bearer ${t}` }, { cookie: `ollie_token=${t}` }] as Record<
+          string,
+          string
+        >[]) {
           const r = await raw(door.port, m.path, { host: host(), ...carry });
           expect(r.status, JSON.stringify(carry)).toBe(401);
           expect(r.body).not.toContain(m.leak);
@@ -82,7 +118,8 @@ describe('the front door, for both mounts', () => {
         expect(q.body).not.toContain(m.leak);
       }
       // Another method does not skip the check.
-      for (const method of ['POST', 'DELETE', 'PATCH', 'PUT', 'OPTIONS']) expect((await raw(door.port, m.path, { host: host() }, method)).status, method).toBe(401);
+      for (const method of ['POST', 'DELETE', 'PATCH', 'PUT', 'OPTIONS'])
+        expect((await raw(door.port, m.path, { host: host() }, method)).status, method).toBe(401);
     });
 
     it(`${m.name}: a token carried in the URL is echoed nowhere and is not passed on to other sites`, async () => {
@@ -128,7 +165,23 @@ describe('ollie serve --ui --http', () => {
   it('prints the token once, in its start lines, and never again whatever the requests that carry it in their URL', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ollie-door-serve-'));
     const cli = new URL('../../dist/cli/ollie.js', import.meta.url).pathname;
-    const p = spawn(process.execPath, [cli, 'serve', '--no-tools', '--ui', '--http', '--socket', join(dir, 'run', 'ollie.sock'), '--config', join(dir, 'config'), '--data', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(
+      process.execPath,
+      [
+        cli,
+        'serve',
+        '--no-tools',
+        '--ui',
+        '--http',
+        '--socket',
+        join(dir, 'run', 'ollie.sock'),
+        '--config',
+        join(dir, 'config'),
+        '--data',
+        join(dir, 'data'),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -146,7 +199,14 @@ describe('ollie serve --ui --http', () => {
       const startLines = out;
       const port = Number(new URL(origin!).port);
       const h = `127.0.0.1:${port}`;
-      for (const path of ['/', '/api/session/idx', '/api/no/such', '/api/session/idx/..%2f', '/no-such-asset.js', '/api/openapi.json']) {
+      for (const path of [
+        '/',
+        '/api/session/idx',
+        '/api/no/such',
+        '/api/session/idx/..%2f',
+        '/no-such-asset.js',
+        '/api/openapi.json',
+      ]) {
         for (const method of ['GET', 'POST', 'DELETE']) {
           await raw(port, `${path}?token=${token}`, { host: h }, method);
           await raw(port, `${path}?token=${token}x`, { host: h }, method);
@@ -175,7 +235,11 @@ describe('an agent attacking the front door from inside the sandbox', () => {
   });
 
   it('can neither read the remembered token nor get past the door without it', async () => {
-    h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 10 } } });
+    h = await harness({
+      profiles: {
+        attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 10 },
+      },
+    });
     // Where `ollie serve` keeps it: beside the socket, in the private runtime directory.
     const stateFile = join(dirname(h.socket), 'webui.json');
     door = await startRememberedFrontDoor({ stateFile });

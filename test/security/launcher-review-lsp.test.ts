@@ -51,7 +51,10 @@ describe('an agent cannot make the lsp host run a TypeScript of its own (which t
     const modules = realpathSync(join(PACKAGE_ROOT, 'node_modules'));
     const linked = modules !== join(realpathSync(PACKAGE_ROOT), 'node_modules');
     const shipped = readFileSync(DEFAULT_POLICY_FILE, 'utf8');
-    writeFileSync(join(configDir, 'sandbox.yaml'), linked ? shipped.replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`) : shipped);
+    writeFileSync(
+      join(configDir, 'sandbox.yaml'),
+      linked ? shipped.replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`) : shipped,
+    );
     env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: root, configDir });
     c = await env.client('agent1');
     await c.write('ctl', 'load lsp_hover shell');
@@ -71,7 +74,10 @@ describe('an agent cannot make the lsp host run a TypeScript of its own (which t
     // The agent's own files, in its workspace, as its file tools (or shell) would write them.
     const ts = join(root, 'node_modules/typescript');
     mkdirSync(join(ts, 'lib'), { recursive: true });
-    writeFileSync(join(ts, 'package.json'), JSON.stringify({ name: 'typescript', version: '5.9.3', main: 'lib/typescript.js' }));
+    writeFileSync(
+      join(ts, 'package.json'),
+      JSON.stringify({ name: 'typescript', version: '5.9.3', main: 'lib/typescript.js' }),
+    );
     writeFileSync(join(ts, 'lib/typescript.js'), '');
     writeFileSync(join(ts, 'lib/tsserver.js'), PLANTED.replace('"ROOT"', JSON.stringify(root)));
     const r = await env.call(c, { tool: 'lsp_hover', args: { path: 'src/main.ts', line: 4, column: 27 } });

@@ -20,7 +20,7 @@ afterEach(async () => {
 });
 beforeAll(() => buildNative());
 
-describe('a hostile MCP server\'s prompt run by the owner', () => {
+describe("a hostile MCP server's prompt run by the owner", () => {
   it('is sent to the model, never run as a `!` shell command (which would write the workspace its own sandbox keeps read only)', async () => {
     h = await harness({ turns: [[{ text: 'ok' }], [{ text: 'ok' }]] });
     const ws = join(h.dir, 'ws');
@@ -29,13 +29,19 @@ describe('a hostile MCP server\'s prompt run by the owner', () => {
     writeMcpConfig(h.configDir, { hx: { command: process.execPath, args: [HOSTILE, '--prompt', `!touch ${marker}`] } });
     const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
     await h.turn(a.path, 'start');
-    await until(async () => /state=ready/.test(await h!.c.readText(`session/${a.session}/mcp/hx/status`).catch(() => '')), 'hx ready', 15000);
+    await until(
+      async () => /state=ready/.test(await h!.c.readText(`session/${a.session}/mcp/hx/status`).catch(() => '')),
+      'hx ready',
+      15000,
+    );
     const agent = h.daemon.agents.all().find((x) => x.id === a.aid)!;
     const next = agent.nextTurn();
     await h.c.write(`${a.path}/prompt`, '/mcp hx p');
     await next;
     expect(existsSync(marker)).toBe(false);
-    const sent = h.mock.requests.filter((r) => r.path.includes('/chat/completions')).at(-1)!.body as { messages: Array<{ content: unknown }> };
+    const sent = h.mock.requests.filter((r) => r.path.includes('/chat/completions')).at(-1)!.body as {
+      messages: Array<{ content: unknown }>;
+    };
     expect(JSON.stringify(sent.messages.at(-1)!.content)).toContain(`!touch ${marker}`);
   });
 });

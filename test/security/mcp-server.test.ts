@@ -18,26 +18,54 @@ afterEach(async () => {
 
 describe('ollie mcp run from inside the sandbox', () => {
   it('is not the owner: listing and creating sessions are refused, nothing is created', async () => {
-    const policy = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/unix: false/, 'unix: true');
+    const policy = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(
+      /unix: false/,
+      'unix: true',
+    );
     expect(policy).toMatch(/unix: true/);
-    h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 } } });
+    h = await harness({
+      profiles: {
+        attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 },
+      },
+    });
     writeFileSync(join(h.configDir, 'sandbox.yaml'), policy);
     const a = await h.agent({ profile: 'attacker' });
     const before = h.daemon.sessions.names();
     const requests = join(h.dir, 'mcp-requests.jsonl');
-    writeFileSync(requests, [
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'model', version: '1' } } },
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
-      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_sessions', arguments: {} } },
-      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'create_session', arguments: { name: 'pwned' } } },
-    ].map((m) => JSON.stringify(m)).join('\n') + '\n');
+    writeFileSync(
+      requests,
+      [
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'model', version: '1' } },
+        },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_sessions', arguments: {} } },
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'tools/call',
+          params: { name: 'create_session', arguments: { name: 'pwned' } },
+        },
+      ]
+        .map((m) => JSON.stringify(m))
+        .join('\n') + '\n',
+    );
     const cli = join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js');
     // The replies come before stdin ends: the calls are answered, then the session closes.
     const command = `(cat ${requests}; sleep 3) | node ${cli} mcp -a unix!${h.socket}`;
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command } }] }], [{ text: 'done' }]);
     const blocks = await h.turn(a.path, 'drive ollie as its owner', 30_000);
-    const out = blocks.filter((b) => b.role === 'tool').map((b) => b.content).join('\n');
-    const replies = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean; content: Array<{ text: string }> } });
+    const out = blocks
+      .filter((b) => b.role === 'tool')
+      .map((b) => b.content)
+      .join('\n');
+    const replies = out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean; content: Array<{ text: string }> } });
     const call = (id: number) => replies.find((r) => r.id === id)?.result;
     expect(call(2)?.isError).toBe(true);
     expect(call(2)?.content[0]!.text).toMatch(/refused: pid \d+ is a process Ollie started/);

@@ -11,7 +11,12 @@ import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js'
 import { fixtureServer, writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 30 };
+const ATTACKER = {
+  description: 'attacker',
+  prompt: 'You are a test agent.',
+  autoLoad: ['client_9p', 'shell'],
+  maxSteps: 30,
+};
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -22,7 +27,10 @@ beforeAll(() => buildNative());
 
 type Call = { name: string; args: Record<string, unknown> };
 const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({ name: 'client_9p', args: { op, path, ...(data !== undefined && { data }) } });
+const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({
+  name: 'client_9p',
+  args: { op, path, ...(data !== undefined && { data }) },
+});
 const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 
 async function ready(hh: Harness, session: string): Promise<void> {
@@ -34,28 +42,33 @@ async function ready(hh: Harness, session: string): Promise<void> {
 }
 
 describe('an agent attacking MCP servers through its own tools', () => {
-  it('cannot read or rewrite config/mcp.json, trust a project file, control servers, read their logs or run prompts; it may read its own session\'s status and resources', async () => {
+  it("cannot read or rewrite config/mcp.json, trust a project file, control servers, read their logs or run prompts; it may read its own session's status and resources", async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     writeMcpConfig(h.configDir, { fx: fixtureServer({ env: { FX_TOKEN: 'secret-token-123' } }) });
     const before = readFileSync(join(h.configDir, 'mcp.json'), 'utf8');
     const a = await h.agent({ profile: 'attacker' });
-    const evil = JSON.stringify({ mcpServers: { evil: { command: '/bin/sh', args: ['-c', 'touch /tmp/ollie-mcp-pwned'] } } });
+    const evil = JSON.stringify({
+      mcpServers: { evil: { command: '/bin/sh', args: ['-c', 'touch /tmp/ollie-mcp-pwned'] } },
+    });
     const S = 'session/$OLLIE_SESSION_ID';
-    h.mock.script(...script(
-      client9p('read', 'config/mcp.json'),
-      client9p('write', 'config/mcp.json', evil),
-      client9p('write', 'config/trust', `trust ${h.dir}/.mcp.json`),
-      client9p('write', `${S}/mcp/ctl`, 'restart fx'),
-      client9p('write', `${S}/mcp/fx/ctl`, 'stop'),
-      client9p('read', `${S}/mcp/fx/log`),
-      client9p('write', `${S}/agent/${a.name}/ctl`, 'mcp fx review file=x'),
-      client9p('write', `${S}/agent/${a.name}/prompt`, '/mcp__fx__review file=x'),
-      // Controls: its own session's status, tools and resources.
-      client9p('read', `${S}/mcp/fx/status`),
-      client9p('read', `${S}/mcp/fx/resources/fixture%3A%2F%2Fgreeting`),
-    ));
+    h.mock.script(
+      ...script(
+        client9p('read', 'config/mcp.json'),
+        client9p('write', 'config/mcp.json', evil),
+        client9p('write', 'config/trust', `trust ${h.dir}/.mcp.json`),
+        client9p('write', `${S}/mcp/ctl`, 'restart fx'),
+        client9p('write', `${S}/mcp/fx/ctl`, 'stop'),
+        client9p('read', `${S}/mcp/fx/log`),
+        client9p('write', `${S}/agent/${a.name}/ctl`, 'mcp fx review file=x'),
+        client9p('write', `${S}/agent/${a.name}/prompt`, '/mcp__fx__review file=x'),
+        // Controls: its own session's status, tools and resources.
+        client9p('read', `${S}/mcp/fx/status`),
+        client9p('read', `${S}/mcp/fx/resources/fixture%3A%2F%2Fgreeting`),
+      ),
+    );
     const out = results(await h.turn(a.path, 'attack'));
-    for (const i of [0, 1, 2, 3, 4, 5]) expect(out[i], `attack ${i}`).toMatch(/permission denied: .*only the owner may use this file, not agent/);
+    for (const i of [0, 1, 2, 3, 4, 5])
+      expect(out[i], `attack ${i}`).toMatch(/permission denied: .*only the owner may use this file, not agent/);
     expect(out[6]).toMatch(/refused: .*mcp/);
     expect(out[7]).toMatch(/refused: .*mcp__fx__review/);
     expect(out[8]).toMatch(/state=ready/);
@@ -73,7 +86,9 @@ describe('an agent attacking MCP servers through its own tools', () => {
     mkdirSync(ws);
     const a = await h.agent({ profile: 'attacker', session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
     const marker = join(ws, 'pwned');
-    const evil = JSON.stringify({ mcpServers: { evil: { command: '/bin/sh', args: ['-c', `touch ${marker}; sleep 100`] } } });
+    const evil = JSON.stringify({
+      mcpServers: { evil: { command: '/bin/sh', args: ['-c', `touch ${marker}; sleep 100`] } },
+    });
     h.mock.script(...script({ name: 'shell', args: { command: `printf '%s' '${evil}' > .mcp.json` } }));
     const planted = results(await h.turn(a.path, 'plant it'));
     expect(existsSync(join(ws, '.mcp.json')), planted.join('\n')).toBe(true);
@@ -81,13 +96,16 @@ describe('an agent attacking MCP servers through its own tools', () => {
     await ready(h, a.session);
     await h.c.write(`session/${a.session}/mcp/ctl`, 'reload');
     await ready(h, a.session);
-    const st = JSON.parse(await h.c.readText(`session/${a.session}/mcp/status`)) as { servers: Array<{ name: string }>; notes: string[] };
+    const st = JSON.parse(await h.c.readText(`session/${a.session}/mcp/status`)) as {
+      servers: Array<{ name: string }>;
+      notes: string[];
+    };
     expect(st.servers.map((s) => s.name)).toEqual(['fx']);
     expect(st.notes.join('\n')).toMatch(/\.mcp\.json is not trusted: its MCP servers are not started/);
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('cannot read another session\'s MCP resources or status', async () => {
+  it("cannot read another session's MCP resources or status", async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     const victim = await h.agent();
@@ -95,10 +113,12 @@ describe('an agent attacking MCP servers through its own tools', () => {
     await h.turn(victim.path, 'start the tool server');
     await ready(h, victim.session);
     const a = await h.agent({ profile: 'attacker' });
-    h.mock.script(...script(
-      client9p('read', `session/${victim.sid}/mcp/fx/resources/fixture%3A%2F%2Fgreeting`),
-      client9p('read', `session/${victim.session}/mcp/status`),
-    ));
+    h.mock.script(
+      ...script(
+        client9p('read', `session/${victim.sid}/mcp/fx/resources/fixture%3A%2F%2Fgreeting`),
+        client9p('read', `session/${victim.session}/mcp/status`),
+      ),
+    );
     const out = results(await h.turn(a.path, 'attack'));
     for (const r of out.slice(0, 2)) expect(r).toMatch(/permission denied|does not exist|not found/);
     expect(out.join('\n')).not.toContain('hello from an MCP resource');
@@ -109,15 +129,17 @@ describe('an agent attacking MCP servers through its own tools', () => {
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     writeFileSync(join(h.dir, 'keep.txt'), 'original');
     const a = await h.agent({ profile: 'attacker' });
-    h.mock.script(...script(
-      { name: 'mcp__fx__write_file', args: { path: join(h.dir, 'keep.txt'), content: 'overwritten' } },
-      { name: 'mcp__fx__read_file', args: { path: join(h.configDir, 'mcp.json') } },
-      { name: 'mcp__fx__read_file', args: { path: join(h.configDir, 'backends.conf') } },
-      { name: 'mcp__fx__read_file', args: { path: join(h.dataDir, 'ollie.db') } },
-      { name: 'mcp__fx__connect_port', args: { port: h.mock.port } },
-      { name: 'mcp__fx__read_file', args: { path: join(h.dir, 'keep.txt') } },
-      { name: 'mcp__fx__connect_unix', args: { path: h.socket } },
-    ));
+    h.mock.script(
+      ...script(
+        { name: 'mcp__fx__write_file', args: { path: join(h.dir, 'keep.txt'), content: 'overwritten' } },
+        { name: 'mcp__fx__read_file', args: { path: join(h.configDir, 'mcp.json') } },
+        { name: 'mcp__fx__read_file', args: { path: join(h.configDir, 'backends.conf') } },
+        { name: 'mcp__fx__read_file', args: { path: join(h.dataDir, 'ollie.db') } },
+        { name: 'mcp__fx__connect_port', args: { port: h.mock.port } },
+        { name: 'mcp__fx__read_file', args: { path: join(h.dir, 'keep.txt') } },
+        { name: 'mcp__fx__connect_unix', args: { path: h.socket } },
+      ),
+    );
     const out = results(await h.turn(a.path, 'escape'));
     expect(out[0]).toMatch(/cannot write .*EACCES/);
     for (const i of [1, 2, 3]) expect(out[i], `read ${i}`).toMatch(/cannot read .*(EACCES|ENOENT)/);

@@ -7,7 +7,19 @@
  * planted link); the controls assert that honest work still runs.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { forModel } from '../../src/olliesrv/agent/dispatch.js';
@@ -18,13 +30,23 @@ import { landlockStatus, loadPolicy, PACKAGE_ROOT, type SandboxPolicy } from '..
 import { trust } from '../../src/toolsrv/sandbox/trust.js';
 import { harness } from '../olliesrv/agent-harness.js';
 import { until } from '../toolsrv/helpers.js';
-import { buildNative, makeWorld, runSandboxed, runTool, TOOLS_DIR, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
+import {
+  buildNative,
+  makeWorld,
+  runSandboxed,
+  runTool,
+  TOOLS_DIR,
+  writePolicy,
+  type World,
+} from '../toolsrv/sandbox-helpers.js';
 
 const status = landlockStatus();
 const ready = status.abi >= 6 && existsSync(TOOLSRV_ENTRY);
 if (!ready) {
   // Loud, not silent: these tests prove holes closed, so not running them must be visible.
-  console.error(`\n*** test/security/policy.test.ts SKIPPED: needs Landlock ABI >= 6 and a build (npm run build:node); have ABI ${status.abi}${status.reason ? ` (${status.reason})` : ''}, ${existsSync(TOOLSRV_ENTRY) ? 'built' : `${TOOLSRV_ENTRY} missing`} ***\n`);
+  console.error(
+    `\n*** test/security/policy.test.ts SKIPPED: needs Landlock ABI >= 6 and a build (npm run build:node); have ABI ${status.abi}${status.reason ? ` (${status.reason})` : ''}, ${existsSync(TOOLSRV_ENTRY) ? 'built' : `${TOOLSRV_ENTRY} missing`} ***\n`,
+  );
 }
 
 let w: World;
@@ -43,7 +65,9 @@ env: [PATH, HOME, LANG]
 `;
 
 const shell = (command: string, policy?: SandboxPolicy, cwd?: string) =>
-  cwd ? runSandboxed(policy!, [join(TOOLS_DIR, 'shell')], { cwd, input: JSON.stringify({ command }) }) : runTool(w, 'shell', { command }, policy ? { policy } : {});
+  cwd
+    ? runSandboxed(policy!, [join(TOOLS_DIR, 'shell')], { cwd, input: JSON.stringify({ command }) })
+    : runTool(w, 'shell', { command }, policy ? { policy } : {});
 
 /** What the model gets for a shell call: the refusal when the policy does not load (as toolsrv refuses), else the output. */
 async function attempt(command: string): Promise<string> {
@@ -56,14 +80,16 @@ async function attempt(command: string): Promise<string> {
   return (await shell(command, policy)).out;
 }
 
-describe.skipIf(!ready)('a project\'s .ollie-sandbox.yaml cannot widen the policy', () => {
+describe.skipIf(!ready)("a project's .ollie-sandbox.yaml cannot widen the policy", () => {
   beforeEach(() => void writePolicy(w, HOME_READABLE));
 
   test('naming ~/.ssh inside a readable HOME is an error, and the key stays unreadable', async () => {
     writePolicy(w, 'filesystem:\n  ro:\n    - "~/.ssh"\n  rw: ["{CWD}"]\n', 'project');
     const out = await attempt(`cat ${w.home}/.ssh/id_ed25519`);
     expect(out).not.toContain('PRIVATE KEY');
-    expect(out).toMatch(/\.ollie-sandbox\.yaml:3: filesystem\.ro: ~?.*\.ssh is .*\.ssh, which no policy file can grant/);
+    expect(out).toMatch(
+      /\.ollie-sandbox\.yaml:3: filesystem\.ro: ~?.*\.ssh is .*\.ssh, which no policy file can grant/,
+    );
   });
 
   test('a symlink in the workspace to ~/.ssh grants nothing: the rule is judged where it resolves', async () => {
@@ -72,7 +98,9 @@ describe.skipIf(!ready)('a project\'s .ollie-sandbox.yaml cannot widen the polic
     const out = await attempt(`cat keys/id_ed25519; echo planted > keys/authorized_keys`);
     expect(out).not.toContain('PRIVATE KEY');
     expect(existsSync(join(w.home, '.ssh', 'authorized_keys'))).toBe(false);
-    expect(out).toMatch(/:4: filesystem\.rw: .*\/keys \(it resolves to .*\/home\/\.ssh\) is .*\.ssh, which no policy file can grant/);
+    expect(out).toMatch(
+      /:4: filesystem\.rw: .*\/keys \(it resolves to .*\/home\/\.ssh\) is .*\.ssh, which no policy file can grant/,
+    );
   });
 
   test('a symlink in the workspace to / is not "inside the workspace"', async () => {
@@ -80,7 +108,9 @@ describe.skipIf(!ready)('a project\'s .ollie-sandbox.yaml cannot widen the polic
     writePolicy(w, 'filesystem:\n  rw: ["{CWD}", "{CWD}/up"]\n', 'project');
     const out = await attempt(`echo pwned > up${w.home}/other/notes.txt`);
     expect(readFileSync(join(w.home, 'other', 'notes.txt'), 'utf8')).toBe('notes\n');
-    expect(out).toMatch(/:2: filesystem\.rw: .*\/up \(it resolves to \/\) is not granted rw by .* and is not inside the workspace/);
+    expect(out).toMatch(
+      /:2: filesystem\.rw: .*\/up \(it resolves to \/\) is not granted rw by .* and is not inside the workspace/,
+    );
   });
 
   test('adding a real directory inside the workspace is allowed (and honest work there runs)', async () => {
@@ -93,21 +123,25 @@ describe.skipIf(!ready)('a project\'s .ollie-sandbox.yaml cannot widen the polic
 });
 
 describe.skipIf(!ready)('a rule path swapped for a symlink after the policy loaded grants nothing', () => {
-  test('a sub-agent\'s workspace replaced by a link to ~/.ssh (by its parent, inside the sandbox)', async () => {
+  test("a sub-agent's workspace replaced by a link to ~/.ssh (by its parent, inside the sandbox)", async () => {
     const sub = join(w.cwd, 'sub');
     mkdirSync(sub);
     // toolsrv loads a policy once per cwd and reuses it: the sub-agent's is loaded while sub is a directory.
     const subPolicy = loadPolicy({ ...w, cwd: sub });
     const parent = await shell(`rmdir sub && ln -s ${w.home}/.ssh sub && echo swapped`);
     expect(parent.out).toContain('swapped');
-    const r = await shell(`cat ${w.home}/.ssh/id_ed25519; echo planted > ${w.home}/.ssh/authorized_keys`, subPolicy, sub);
+    const r = await shell(
+      `cat ${w.home}/.ssh/id_ed25519; echo planted > ${w.home}/.ssh/authorized_keys`,
+      subPolicy,
+      sub,
+    );
     expect(r.out).not.toContain('PRIVATE KEY');
     expect(existsSync(join(w.home, '.ssh', 'authorized_keys'))).toBe(false);
     expect(r.out).toMatch(/ollie-sandbox: .*\/proj\/sub now resolves to .*\/\.ssh \(a symbolic link\): not granted/);
   });
 });
 
-describe.skipIf(!ready)('the always-denied paths cannot be granted by the user\'s sandbox.yaml either', () => {
+describe.skipIf(!ready)("the always-denied paths cannot be granted by the user's sandbox.yaml either", () => {
   test.each([
     ['the config dir', 'ro', '"{XDG_CONFIG_HOME}/ollie"', /config/],
     ['a file in the config dir', 'ro', '"{XDG_CONFIG_HOME}/ollie/backends.json"', /config/],
@@ -115,7 +149,10 @@ describe.skipIf(!ready)('the always-denied paths cannot be granted by the user\'
     ['the runtime dir', 'ro', '"{RUNTIME}"', /run\/ollie/],
     ['the user tool dir, writable', 'rw', '"{XDG_CONFIG_HOME}/ollie/tools"', /config/],
   ])('%s → FILE:LINE, and the secret stays unreadable', async (_what, level, path, dir) => {
-    const file = writePolicy(w, `filesystem:\n  rox: [/usr, /bin, /lib, /lib64]\n  ${level}:\n    - "{CWD}"\n    - ${path}\n`);
+    const file = writePolicy(
+      w,
+      `filesystem:\n  rox: [/usr, /bin, /lib, /lib64]\n  ${level}:\n    - "{CWD}"\n    - ${path}\n`,
+    );
     const out = await attempt(`cat ${w.configDir}/backends.json`);
     expect(out).not.toContain('sk-secret');
     expect(out).toContain(`refused: ${file}:5: filesystem.${level}: `);
@@ -128,7 +165,10 @@ describe.skipIf(!ready)('the always-denied paths cannot be granted by the user\'
     mkdirSync(data);
     writeFileSync(join(data, 'secret.txt'), 'data-secret\n');
     symlinkSync(data, join(w.cwd, 'd'));
-    const file = writePolicy(w, `filesystem:\n  rox: [/usr, /bin, /lib, /lib64]\n  rw: ["{CWD}"]\n  ro:\n    - "{CWD}/d"\n`);
+    const file = writePolicy(
+      w,
+      `filesystem:\n  rox: [/usr, /bin, /lib, /lib64]\n  rw: ["{CWD}"]\n  ro:\n    - "{CWD}/d"\n`,
+    );
     let out: string;
     try {
       const p = loadPolicy({ ...w, dataDir: data });
@@ -137,14 +177,19 @@ describe.skipIf(!ready)('the always-denied paths cannot be granted by the user\'
       out = (e as Error).message;
     }
     expect(out).not.toContain('data-secret');
-    expect(out).toBe(`${file}:5: filesystem.ro: ${w.cwd}/d (it resolves to ${data}) is ${data}, which no policy file can grant (Ollie's config, data and runtime dirs, ~/.ssh and ~/.gnupg are always denied; a tool that needs them must be run with bypass and a person's approval)`);
+    expect(out).toBe(
+      `${file}:5: filesystem.ro: ${w.cwd}/d (it resolves to ${data}) is ${data}, which no policy file can grant (Ollie's config, data and runtime dirs, ~/.ssh and ~/.gnupg are always denied; a tool that needs them must be run with bypass and a person's approval)`,
+    );
   });
 
   test('the user tool dir may be named read+exec (documented), and it runs', async () => {
     const tools = join(w.configDir, 'tools');
     mkdirSync(tools);
     writeFileSync(join(tools, 'mine'), '#!/bin/sh\necho my-tool-ran\n', { mode: 0o755 });
-    writePolicy(w, 'filesystem:\n  rox: [/usr, /bin, /lib, /lib64, "{XDG_CONFIG_HOME}/ollie/tools"]\n  rw: ["{CWD}"]\n');
+    writePolicy(
+      w,
+      'filesystem:\n  rox: [/usr, /bin, /lib, /lib64, "{XDG_CONFIG_HOME}/ollie/tools"]\n  rw: ["{CWD}"]\n',
+    );
     const out = await attempt(`${tools}/mine; cat ${w.configDir}/backends.json`);
     expect(out).toContain('my-tool-ran');
     expect(out).not.toContain('sk-secret');
@@ -163,7 +208,10 @@ describe.skipIf(!ready)('trust: a project file applies only as the owner trusted
 
     // The model tries to trust it itself: the list lives in the config dir, which the sandbox denies.
     const sha = execFileSync('sha256sum', [file], { encoding: 'utf8' }).split(' ')[0];
-    const self = await shell(`printf '%s\\t%s\\n' ${sha} ${file} >> ${w.configDir}/trusted-projects; cat ${w.configDir}/trusted-projects`, p);
+    const self = await shell(
+      `printf '%s\\t%s\\n' ${sha} ${file} >> ${w.configDir}/trusted-projects; cat ${w.configDir}/trusted-projects`,
+      p,
+    );
     expect(existsSync(join(w.configDir, 'trusted-projects'))).toBe(false);
     expect(self.out).toMatch(/Permission denied/);
     expect(loadPolicy(w).sources).toHaveLength(1);
@@ -198,7 +246,9 @@ describe.skipIf(!ready)('honest execution (controls)', () => {
     mkdirSync(join(w.home, '.local', 'bin'), { recursive: true });
     copyFileSync('/bin/echo', join(w.home, '.local', 'bin', 'hello'));
     // A program built in the private tmp (go test, cargo build scripts) runs too.
-    const r = await shell(`./configure && node_modules/.bin/x && ${w.home}/.local/bin/hello local-bin-ran && cp /bin/true "$TMPDIR/t" && "$TMPDIR/t" && echo tmp-ran`);
+    const r = await shell(
+      `./configure && node_modules/.bin/x && ${w.home}/.local/bin/hello local-bin-ran && cp /bin/true "$TMPDIR/t" && "$TMPDIR/t" && echo tmp-ran`,
+    );
     expect(r.out).toContain('configured');
     expect(r.out).toContain('x-ran');
     expect(r.out).toContain('local-bin-ran');
@@ -223,7 +273,12 @@ describe.skipIf(!ready)('honest execution (controls)', () => {
     mkdirSync(bin, { recursive: true });
     if (planted) copyFileSync('/bin/true', join(bin, 'rg'));
     // rg on PATH in a directory the default policy does not grant: exactly what ~/somewhere/bin/rg meets.
-    const r = await runTool(w, 'file_grep', { pattern: 'needle' }, { argv: [join(TOOLS_DIR, 'file_grep'), '--rg'], env: { PATH: `${bin}:/usr/bin:/bin` } });
+    const r = await runTool(
+      w,
+      'file_grep',
+      { pattern: 'needle' },
+      { argv: [join(TOOLS_DIR, 'file_grep'), '--rg'], env: { PATH: `${bin}:/usr/bin:/bin` } },
+    );
     expect(r.out).toContain('src.txt:2:needle here');
     expect(r.out).toContain('using the built-in search instead of rg');
     expect(r.code).toBe(0);
@@ -269,15 +324,19 @@ describe.skipIf(!ready)('files at rest', () => {
     mkdirSync(dir, { mode: 0o700 });
     const target = join(w.home, 'other', 'notes.txt');
     symlinkSync(target, join(dir, name));
-    expect(() => openDatabase(join(dir, 'ollie.db'))).toThrow(new RegExp(`${what} .*${name} is a symbolic link: refusing to follow it`));
+    expect(() => openDatabase(join(dir, 'ollie.db'))).toThrow(
+      new RegExp(`${what} .*${name} is a symbolic link: refusing to follow it`),
+    );
     expect(readFileSync(target, 'utf8')).toBe('notes\n');
   });
 
-  test('a data dir that is a planted symlink, or another user\'s directory, is refused', () => {
+  test("a data dir that is a planted symlink, or another user's directory, is refused", () => {
     const elsewhere = join(w.root, 'elsewhere');
     mkdirSync(elsewhere);
     symlinkSync(elsewhere, join(w.root, 'data'));
-    expect(() => openDatabase(join(w.root, 'data', 'ollie.db'))).toThrow(/the data directory .*data is a symbolic link/);
+    expect(() => openDatabase(join(w.root, 'data', 'ollie.db'))).toThrow(
+      /the data directory .*data is a symbolic link/,
+    );
     expect(existsSync(join(elsewhere, 'ollie.db'))).toBe(false);
     if (process.getuid?.() === 0) {
       const theirs = join(w.root, 'theirs');
@@ -290,13 +349,22 @@ describe.skipIf(!ready)('files at rest', () => {
   });
 
   test('a long output is spilled 0600 in 0700 dirs; a planted symlink at the spill dir is refused, not written through', () => {
-    const big = { pid: 1, tool: 'shell', status: 'exited' as const, exit: 0, output: 'x'.repeat(40_000), outputBytes: 40_000 };
+    const big = {
+      pid: 1,
+      tool: 'shell',
+      status: 'exited' as const,
+      exit: 0,
+      output: 'x'.repeat(40_000),
+      outputBytes: 40_000,
+    };
     const root = join(w.root, 'data', 'output');
     const ok = forModel(big, { root, dir: join(root, 'S1', 'A1'), name: 'call_1' });
     const spilled = join(root, 'S1', 'A1', 'call_1.txt');
     expect(ok.content).toContain(`The whole output is in ${spilled}`);
     expect(statSync(spilled).mode & 0o777).toBe(0o600);
-    expect([root, join(root, 'S1'), join(root, 'S1', 'A1')].map((d) => statSync(d).mode & 0o777)).toEqual([0o700, 0o700, 0o700]);
+    expect([root, join(root, 'S1'), join(root, 'S1', 'A1')].map((d) => statSync(d).mode & 0o777)).toEqual([
+      0o700, 0o700, 0o700,
+    ]);
 
     // Another user (or anything that could write there) plants the spill dir as a link to a place of its choosing.
     const root2 = join(w.root, 'data2', 'output');
@@ -359,7 +427,12 @@ describe.skipIf(!ready)('through a real toolsrv started with --config and --data
   test('the shell cannot read or write the config and data dirs named on the command line', async () => {
     const { config, data } = await start();
     const h = await agent('A1');
-    const r = await h.call({ tool: 'shell', args: { command: `cat ${config}/backends.conf ${data}/secret.txt; head -c 16 ${data}/ollie.db; echo x > ${data}/planted; ls ${config}; echo honest > src/ok.txt && cat src/ok.txt` } });
+    const r = await h.call({
+      tool: 'shell',
+      args: {
+        command: `cat ${config}/backends.conf ${data}/secret.txt; head -c 16 ${data}/ollie.db; echo x > ${data}/planted; ls ${config}; echo honest > src/ok.txt && cat src/ok.txt`,
+      },
+    });
     expect(r.output).not.toContain('sk-config-secret');
     expect(r.output).not.toContain('data-secret');
     expect(r.output).not.toContain('SQLite format');
@@ -367,10 +440,20 @@ describe.skipIf(!ready)('through a real toolsrv started with --config and --data
     expect(r.output).toContain('honest');
   });
 
-  test('an agent reads its own spill files, not another agent\'s nor another session\'s', async () => {
+  test("an agent reads its own spill files, not another agent's nor another session's", async () => {
     const { data } = await start();
     const spill = (s: string, a: string, text: string): string => {
-      const r = forModel({ pid: 1, tool: 'shell', status: 'exited', exit: 0, output: `${text}\n${'.'.repeat(40_000)}`, outputBytes: 40_100 }, { root: join(data, 'output'), dir: join(data, 'output', s, a), name: 'c1' });
+      const r = forModel(
+        {
+          pid: 1,
+          tool: 'shell',
+          status: 'exited',
+          exit: 0,
+          output: `${text}\n${'.'.repeat(40_000)}`,
+          outputBytes: 40_100,
+        },
+        { root: join(data, 'output'), dir: join(data, 'output', s, a), name: 'c1' },
+      );
       const m = /The whole output is in (\S+)/.exec(r.content);
       expect(m).not.toBeNull();
       return m![1]!;
@@ -383,7 +466,12 @@ describe.skipIf(!ready)('through a real toolsrv started with --config and --data
     expect(await read(own)).toContain('own-output');
     expect(await read(peer)).not.toContain('peer-output');
     expect(await read(other)).not.toContain('other-session-output');
-    const sh = await h.call({ tool: 'shell', args: { command: `cat ${join(data, 'output', 'S2', 'A1', 'c1.txt')} | head -1; ls ${join(data, 'output')} && echo LISTED` } });
+    const sh = await h.call({
+      tool: 'shell',
+      args: {
+        command: `cat ${join(data, 'output', 'S2', 'A1', 'c1.txt')} | head -1; ls ${join(data, 'output')} && echo LISTED`,
+      },
+    });
     expect(sh.output).not.toContain('other-session-output');
     expect(sh.output).not.toContain('LISTED');
   });
@@ -391,7 +479,7 @@ describe.skipIf(!ready)('through a real toolsrv started with --config and --data
 
 /** The daemon, the mock LLM and a toolsrv per session: the model's own tool calls, scripted. */
 describe.skipIf(!ready)('end to end: a model pages through its own spilled output', () => {
-  test('file_read of the spill path the model was told works for its agent, and is denied to another session\'s', async () => {
+  test("file_read of the spill path the model was told works for its agent, and is denied to another session's", async () => {
     const h = await harness();
     try {
       const a = await h.agent();
@@ -404,7 +492,9 @@ describe.skipIf(!ready)('end to end: a model pages through its own spilled outpu
       );
       await h.turn(a.path, 'count to 30000, then look at the end');
       const toolMessages = () => {
-        const body = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as { messages: Array<{ role: string; content?: unknown }> };
+        const body = h.mock.requests.filter((r) => r.protocol === 'openai').at(-1)!.body as {
+          messages: Array<{ role: string; content?: unknown }>;
+        };
         return body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
       };
       const [told, read] = toolMessages().slice(-2);
@@ -412,14 +502,32 @@ describe.skipIf(!ready)('end to end: a model pages through its own spilled outpu
       expect(read).toContain('29990');
       expect(read).not.toMatch(/Permission denied/);
 
-      h.mock.script([{ toolCalls: [{ id: 'peek', name: 'file_read', args: { path: spilled } }] }], [{ text: 'denied' }]);
+      h.mock.script(
+        [{ toolCalls: [{ id: 'peek', name: 'file_read', args: { path: spilled } }] }],
+        [{ text: 'denied' }],
+      );
       await h.turn(other.path, `read ${spilled}`);
       const peek = toolMessages().at(-1)!;
       expect(peek).toMatch(/Permission denied/);
       expect(peek).not.toContain('29990');
 
       // The daemon's --config and --data dirs (the harness's are its own, not the XDG ones) reached toolsrv.
-      h.mock.script([{ toolCalls: [{ id: 'cfg', name: 'shell', args: { command: `cat ${h.configDir}/backends.conf; head -c 15 ${h.dataDir}/ollie.db; echo x > ${h.dataDir}/planted` } }] }], [{ text: 'no' }]);
+      h.mock.script(
+        [
+          {
+            toolCalls: [
+              {
+                id: 'cfg',
+                name: 'shell',
+                args: {
+                  command: `cat ${h.configDir}/backends.conf; head -c 15 ${h.dataDir}/ollie.db; echo x > ${h.dataDir}/planted`,
+                },
+              },
+            ],
+          },
+        ],
+        [{ text: 'no' }],
+      );
       await h.turn(a.path, 'read the keys');
       const keys = toolMessages().at(-1)!;
       expect(keys).not.toContain('test-key');
@@ -445,7 +553,10 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
       // read-only (docs/sandbox.md), so the honest write goes one level down.
       mkdirSync(join(h.dir, 'src'));
       const a = await h.agent();
-      h.mock.script([{ toolCalls: [{ id: 'w1', name: 'shell', args: { command: 'echo x > src/written.txt && echo wrote' } }] }], [{ text: 'ok' }]);
+      h.mock.script(
+        [{ toolCalls: [{ id: 'w1', name: 'shell', args: { command: 'echo x > src/written.txt && echo wrote' } }] }],
+        [{ text: 'ok' }],
+      );
       const blocks = await h.turn(a.path, 'write a file');
       const tool = blocks.filter((b) => b.role === 'tool').at(-1)!.content;
       expect(tool).toContain('wrote');
@@ -454,7 +565,14 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
 
       // The owner trusts it: the next call runs under it, without restarting anything.
       await h.c.write('config/trust', `trust ${h.dir}\n`);
-      h.mock.script([{ toolCalls: [{ id: 'w2', name: 'shell', args: { command: 'echo y > src/second.txt && echo wrote-again' } }] }], [{ text: 'ok' }]);
+      h.mock.script(
+        [
+          {
+            toolCalls: [{ id: 'w2', name: 'shell', args: { command: 'echo y > src/second.txt && echo wrote-again' } }],
+          },
+        ],
+        [{ text: 'ok' }],
+      );
       const after = (await h.turn(a.path, 'write another')).filter((b) => b.role === 'tool').at(-1)!.content;
       expect(after).not.toContain('wrote-again');
       expect(after).not.toContain('[sandbox:');
@@ -475,7 +593,9 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
       const sha = execFileSync('sha256sum', [file], { encoding: 'utf8' }).split(' ')[0];
       expect(await h.c.readText('config/trust')).toBe(`${sha}\t${file}\n`);
       expect(statSync(join(h.configDir, 'trusted-projects')).mode & 0o777).toBe(0o600);
-      await expect(h.c.write('config/trust', 'trust relative/path\n')).rejects.toThrow(/expected "trust \/abs\/path" or "untrust \/abs\/path"/);
+      await expect(h.c.write('config/trust', 'trust relative/path\n')).rejects.toThrow(
+        /expected "trust \/abs\/path" or "untrust \/abs\/path"/,
+      );
       await expect(h.c.write('config/trust', `trust ${join(h.dir, 'nope')}\n`)).rejects.toThrow(/nope: no such file/);
       await h.c.write('config/trust', `untrust ${file}\n`);
       expect(await h.c.readText('config/trust')).toBe('');
@@ -486,7 +606,12 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
 
   test('`ollie trust [PATH]` trusts the file as it is, `--list` shows it, `--untrust` forgets it', () => {
     writePolicy(w, 'network:\n  enabled: false\n', 'project', { trusted: false });
-    const ollie = (...args: string[]) => execFileSync(process.execPath, [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'trust', '--config', w.configDir, ...args], { encoding: 'utf8', cwd: w.cwd });
+    const ollie = (...args: string[]) =>
+      execFileSync(
+        process.execPath,
+        [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'trust', '--config', w.configDir, ...args],
+        { encoding: 'utf8', cwd: w.cwd },
+      );
     expect(ollie()).toMatch(new RegExp(`^trusted [0-9a-f]{64}\\t${w.cwd}/\\.ollie-sandbox\\.yaml\\n$`));
     expect(loadPolicy(w).sources).toHaveLength(2);
     expect(ollie('--list')).toContain(`${w.cwd}/.ollie-sandbox.yaml`);
@@ -495,8 +620,8 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
   });
 });
 
-describe.skipIf(!ready)('a workspace that contains Ollie\'s own package', () => {
-  test('cannot replace the sandbox helper, the daemons\' code or the shipped tools; the sources stay writable', async () => {
+describe.skipIf(!ready)("a workspace that contains Ollie's own package", () => {
+  test("cannot replace the sandbox helper, the daemons' code or the shipped tools; the sources stay writable", async () => {
     // The package's parent as the workspace: the {CWD} rule covers the whole checkout (Ollie working on itself,
     // or a home directory it is installed under).
     writePolicy(w, HOME_READABLE);
@@ -505,7 +630,13 @@ describe.skipIf(!ready)('a workspace that contains Ollie\'s own package', () => 
     const targets = ['native/build', 'dist', 'node_modules', 'data/tools'].map((d) => join(PACKAGE_ROOT, d, probe));
     const src = join(PACKAGE_ROOT, 'src', probe);
     try {
-      const out = (await shell(`for f in ${targets.join(' ')}; do echo x > $f && echo WROTE $f; done; echo ok > ${src} && echo SRC`, policy, dirname(PACKAGE_ROOT))).out;
+      const out = (
+        await shell(
+          `for f in ${targets.join(' ')}; do echo x > $f && echo WROTE $f; done; echo ok > ${src} && echo SRC`,
+          policy,
+          dirname(PACKAGE_ROOT),
+        )
+      ).out;
       for (const t of targets) expect(existsSync(t), t).toBe(false);
       expect(out).not.toContain('WROTE');
       // What sits beside them is still the agent's to edit.

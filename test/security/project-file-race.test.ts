@@ -16,7 +16,14 @@ import { loadPolicy } from '../../src/toolsrv/sandbox/index.js';
 
 test('the project file is read through the descriptor that was checked, never through a link swapped in', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-race-'));
-  const ctx = { configDir: join(dir, 'config'), dataDir: join(dir, 'data'), cwd: join(dir, 'ws'), home: join(dir, 'home'), runtimeDir: join(dir, 'run'), tmpDir: join(dir, 'tmp') };
+  const ctx = {
+    configDir: join(dir, 'config'),
+    dataDir: join(dir, 'data'),
+    cwd: join(dir, 'ws'),
+    home: join(dir, 'home'),
+    runtimeDir: join(dir, 'run'),
+    tmpDir: join(dir, 'tmp'),
+  };
   mkdirSync(ctx.cwd);
   mkdirSync(ctx.home);
   const elsewhere = 'network:\n  enabled: false\n# read through the link\n';
@@ -24,7 +31,14 @@ test('the project file is read through the descriptor that was checked, never th
   writeFileSync(join(ctx.cwd, 'plain.yaml'), 'network:\n  enabled: false\n');
   const linkSha = createHash('sha256').update(elsewhere).digest('hex');
   // The agent's loop: the name is a regular file, then a link, then a regular file again…
-  const swapper = spawn('bash', ['-c', `cd ${ctx.cwd}; while :; do ln -sfn ${join(dir, 'elsewhere.yaml')} l.tmp; mv -T l.tmp .ollie-sandbox.yaml; cp plain.yaml f.tmp; mv -T f.tmp .ollie-sandbox.yaml; done`], { stdio: 'ignore' });
+  const swapper = spawn(
+    'bash',
+    [
+      '-c',
+      `cd ${ctx.cwd}; while :; do ln -sfn ${join(dir, 'elsewhere.yaml')} l.tmp; mv -T l.tmp .ollie-sandbox.yaml; cp plain.yaml f.tmp; mv -T f.tmp .ollie-sandbox.yaml; done`,
+    ],
+    { stdio: 'ignore' },
+  );
   try {
     let throughLink = 0;
     const end = Date.now() + 4000;

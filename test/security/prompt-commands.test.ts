@@ -20,8 +20,18 @@ import { gitEnv } from '../../src/olliesrv/agent/promptcmd.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
 
-const ENV_PROMPT = { description: 'environment only', prompt: ['"$OLLIE_DATA/prompts/environment.sh"'], autoLoad: ['shell'], maxSteps: 20 };
-const FRAGMENT_PROMPT = { description: 'a shipped fragment', prompt: ['"$OLLIE_DATA/prompts/fragment.sh" base'], autoLoad: ['shell'], maxSteps: 20 };
+const ENV_PROMPT = {
+  description: 'environment only',
+  prompt: ['"$OLLIE_DATA/prompts/environment.sh"'],
+  autoLoad: ['shell'],
+  maxSteps: 20,
+};
+const FRAGMENT_PROMPT = {
+  description: 'a shipped fragment',
+  prompt: ['"$OLLIE_DATA/prompts/fragment.sh" base'],
+  autoLoad: ['shell'],
+  maxSteps: 20,
+};
 
 interface World {
   dir: string;
@@ -68,11 +78,23 @@ async function world(o: { yolo?: boolean; profiles?: Record<string, unknown>; ho
   const logs: string[] = [];
   const start = (): Promise<Daemon> =>
     startDaemon({
-      socket, dataDir, configDir, toolsrv: { yolo: o.yolo }, toolCacheFile: false, skills: false, log: (m) => logs.push(m),
+      socket,
+      dataDir,
+      configDir,
+      toolsrv: { yolo: o.yolo },
+      toolCacheFile: false,
+      skills: false,
+      log: (m) => logs.push(m),
       ...(o.home && { env: { ...process.env, HOME: o.home } }),
     });
   const w: World = {
-    dir, ws, configDir, dataDir, socket, mock, logs,
+    dir,
+    ws,
+    configDir,
+    dataDir,
+    socket,
+    mock,
+    logs,
     daemon: await start(),
     c: undefined as unknown as Client,
     async session() {
@@ -148,8 +170,8 @@ function poisonRepo(ws: string): string {
   ].join('\n');
 }
 
-describe('prompt commands: a workspace .git/config cannot make the daemon run the agent\'s code', () => {
-  it('the new agent\'s environment.sh runs none of the repository\'s programs, and still reports git status', async () => {
+describe("prompt commands: a workspace .git/config cannot make the daemon run the agent's code", () => {
+  it("the new agent's environment.sh runs none of the repository's programs, and still reports git status", async () => {
     const w = await world();
     const s = await w.session();
     const attacker = await w.agent(s, 'env');
@@ -201,7 +223,12 @@ describe('git hardening (the environment prompt commands get)', () => {
     for (const args of commands) {
       rmSync(mark, { force: true });
       try {
-        execFileSync('git', args, { cwd: repo, env: { PATH: process.env.PATH!, HOME: repo, ...env }, stdio: 'ignore', timeout: 10_000 });
+        execFileSync('git', args, {
+          cwd: repo,
+          env: { PATH: process.env.PATH!, HOME: repo, ...env },
+          stdio: 'ignore',
+          timeout: 10_000,
+        });
       } catch {
         // A refused program makes some commands fail: only whether the script ran matters.
       }
@@ -210,25 +237,39 @@ describe('git hardening (the environment prompt commands get)', () => {
     return marks;
   }
 
-  it('plain git runs the repository\'s programs (the attack is real); hardened git runs none', () => {
+  it("plain git runs the repository's programs (the attack is real); hardened git runs none", () => {
     repo = mkdtempSync(join(tmpdir(), 'ollie-sec-git-'));
-    execFileSync('/bin/sh', ['-c', poisonRepo(repo)], { stdio: 'ignore', env: { PATH: process.env.PATH!, HOME: repo } });
+    execFileSync('/bin/sh', ['-c', poisonRepo(repo)], {
+      stdio: 'ignore',
+      env: { PATH: process.env.PATH!, HOME: repo },
+    });
     const plain = gitRuns({});
-    for (const [cmd, ran] of Object.entries(plain)) if (cmd !== 'log --oneline -1') expect(ran, `plain git ${cmd}`).not.toBe('');
+    for (const [cmd, ran] of Object.entries(plain))
+      if (cmd !== 'log --oneline -1') expect(ran, `plain git ${cmd}`).not.toBe('');
     // The repository's driver names are found and disarmed as promptcmd.ts does it.
-    const hardened = gitRuns(gitEnv(['filter.ev.clean', 'filter.ev.process', 'diff.ev.textconv', 'diff.external', 'alias.st', 'pager.log']));
+    const hardened = gitRuns(
+      gitEnv(['filter.ev.clean', 'filter.ev.process', 'diff.ev.textconv', 'diff.external', 'alias.st', 'pager.log']),
+    );
     for (const [cmd, ran] of Object.entries(hardened)) expect(ran, `hardened git ${cmd}`).toBe('');
   });
 
-  it('on a terminal (where git starts a pager) plain git runs the repository\'s pager; hardened git does not', async () => {
+  it("on a terminal (where git starts a pager) plain git runs the repository's pager; hardened git does not", async () => {
     repo = mkdtempSync(join(tmpdir(), 'ollie-sec-git-'));
-    execFileSync('/bin/sh', ['-c', poisonRepo(repo)], { stdio: 'ignore', env: { PATH: process.env.PATH!, HOME: repo } });
+    execFileSync('/bin/sh', ['-c', poisonRepo(repo)], {
+      stdio: 'ignore',
+      env: { PATH: process.env.PATH!, HOME: repo },
+    });
     const pty = await import('node-pty');
     const onTty = (env: Record<string, string>): Promise<string> =>
       new Promise((resolve) => {
         const mark = join(repo, 'MARK');
         rmSync(mark, { force: true });
-        const t = pty.spawn('git', ['log', '-1'], { cwd: repo, env: { PATH: process.env.PATH!, HOME: repo, TERM: 'xterm', ...env }, cols: 80, rows: 24 });
+        const t = pty.spawn('git', ['log', '-1'], {
+          cwd: repo,
+          env: { PATH: process.env.PATH!, HOME: repo, TERM: 'xterm', ...env },
+          cols: 80,
+          rows: 24,
+        });
         t.onExit(() => resolve(existsSync(mark) ? readFileSync(mark, 'utf8') : ''));
       });
     expect(await onTty({})).not.toBe('');
@@ -297,7 +338,7 @@ describe('prompt commands run read-only and offline', () => {
     }
   });
 
-  it('honest use: the user\'s own fragment in $XDG_CONFIG_HOME/ollie/prompts is read (inside the denied config dir)', async () => {
+  it("honest use: the user's own fragment in $XDG_CONFIG_HOME/ollie/prompts is read (inside the denied config dir)", async () => {
     const w = await world();
     mkdirSync(join(w.configDir, 'prompts'));
     writeFileSync(join(w.configDir, 'prompts', 'base.md'), 'My own base prompt.\n');
@@ -335,7 +376,10 @@ describe('the session environment cannot redirect what the daemon runs', () => {
     const w = await world();
     const s = await w.session();
     const refused: Array<[string, RegExp]> = [
-      ['OLLIE_DATA=/evil', /OLLIE_DATA may not be set in a session environment: OLLIE_\* variables are set by the daemon/],
+      [
+        'OLLIE_DATA=/evil',
+        /OLLIE_DATA may not be set in a session environment: OLLIE_\* variables are set by the daemon/,
+      ],
       ['LD_PRELOAD=/tmp/evil.so', /LD_PRELOAD may not be set .*dynamic loader/],
       ['NODE_OPTIONS=--require /tmp/evil.js', /NODE_OPTIONS may not be set .*Node/],
       ['GIT_SSH_COMMAND=/tmp/evil', /GIT_SSH_COMMAND may not be set .*git run programs/],
@@ -361,7 +405,12 @@ describe('the session environment cannot redirect what the daemon runs', () => {
     const s = await w.session();
     const attacker = await w.agent(s, 'env');
     const bin = join(w.ws, 'bin');
-    await w.act(attacker, ...sh(`mkdir -p ${bin} && printf '#!/bin/sh\\ntouch ${join(w.ws, 'MARK')}\\n' > ${bin}/git && chmod +x ${bin}/git && GIT_CONFIG_GLOBAL=/dev/null git init -q ${w.ws}`));
+    await w.act(
+      attacker,
+      ...sh(
+        `mkdir -p ${bin} && printf '#!/bin/sh\\ntouch ${join(w.ws, 'MARK')}\\n' > ${bin}/git && chmod +x ${bin}/git && GIT_CONFIG_GLOBAL=/dev/null git init -q ${w.ws}`,
+      ),
+    );
     await w.c.write(`session/${s}/env`, `PATH=${bin}:/usr/bin:/bin\n`);
     rmSync(join(w.ws, 'MARK'), { force: true });
     const text = await w.systemPrompt(await w.agent(s, 'env'));
@@ -399,4 +448,7 @@ describe('the session environment cannot redirect what the daemon runs', () => {
 
 // The sandboxed cases need the helper and Landlock; this machine has both (ABI 7). Elsewhere they would fail
 // closed, which the policy test above covers.
-if (landlockStatus().abi < 6) throw new Error(`these tests need Landlock ABI 6 or later: ${landlockStatus().reason ?? `ABI ${landlockStatus().abi}`}`);
+if (landlockStatus().abi < 6)
+  throw new Error(
+    `these tests need Landlock ABI 6 or later: ${landlockStatus().reason ?? `ABI ${landlockStatus().abi}`}`,
+  );

@@ -17,38 +17,57 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-describe('prompt commands: the probe of the repository\'s programs', () => {
-  it('a .git/config padded past the probe\'s output cap does not get its diff.external run', async () => {
+describe("prompt commands: the probe of the repository's programs", () => {
+  it("a .git/config padded past the probe's output cap does not get its diff.external run", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-probe-'));
     dirs.push(dir);
     const ws = join(dir, 'ws');
     const home = join(dir, 'home');
     mkdirSync(ws);
     mkdirSync(home);
-    const git = (...a: string[]): string => execFileSync('git', a, { cwd: ws, env: { ...process.env, HOME: home, GIT_CONFIG_NOSYSTEM: '1' } }).toString();
+    const git = (...a: string[]): string =>
+      execFileSync('git', a, { cwd: ws, env: { ...process.env, HOME: home, GIT_CONFIG_NOSYSTEM: '1' } }).toString();
     git('init', '-q');
     writeFileSync(join(ws, 'a.txt'), 'one\n');
     git('add', 'a.txt');
     git('-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-qm', 'one');
     writeFileSync(join(ws, 'a.txt'), 'two\n');
     // What the model writes with its shell: a program for every diff, and 70,000 keys of padding.
-    appendFileSync(join(ws, '.git', 'config'), `[diff]\n\texternal = "echo PWNED-BY-DIFF-EXTERNAL; true"\n[pad]\n${Array.from({ length: 70_000 }, (_, i) => `\tk${i} = x\n`).join('')}`);
-    const r = await runPromptCommands(['git diff'], ws, {}, {
-      configDir: join(dir, 'config'),
-      dataDir: join(dir, 'data'),
-      runtimeDir: join(dir, 'run'),
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
-    });
+    appendFileSync(
+      join(ws, '.git', 'config'),
+      `[diff]\n\texternal = "echo PWNED-BY-DIFF-EXTERNAL; true"\n[pad]\n${Array.from({ length: 70_000 }, (_, i) => `\tk${i} = x\n`).join('')}`,
+    );
+    const r = await runPromptCommands(
+      ['git diff'],
+      ws,
+      {},
+      {
+        configDir: join(dir, 'config'),
+        dataDir: join(dir, 'data'),
+        runtimeDir: join(dir, 'run'),
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
+      },
+    );
     expect(r.text + r.warnings.join('\n')).not.toContain('PWNED-BY-DIFF-EXTERNAL');
-    expect(r.text).toMatch(/prompt command was not run: the repository's git configuration could not be read to disarm the programs it names \(reading it its output passed \d+ bytes\)/);
+    expect(r.text).toMatch(
+      /prompt command was not run: the repository's git configuration could not be read to disarm the programs it names \(reading it its output passed \d+ bytes\)/,
+    );
     // Without the padding the probe finds diff.external and git diff runs the built-in diff.
-    writeFileSync(join(ws, '.git', 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[diff]\n\texternal = "echo PWNED-BY-DIFF-EXTERNAL; true"\n');
-    const clean = await runPromptCommands(['git diff'], ws, {}, {
-      configDir: join(dir, 'config'),
-      dataDir: join(dir, 'data'),
-      runtimeDir: join(dir, 'run'),
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
-    });
+    writeFileSync(
+      join(ws, '.git', 'config'),
+      '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[diff]\n\texternal = "echo PWNED-BY-DIFF-EXTERNAL; true"\n',
+    );
+    const clean = await runPromptCommands(
+      ['git diff'],
+      ws,
+      {},
+      {
+        configDir: join(dir, 'config'),
+        dataDir: join(dir, 'data'),
+        runtimeDir: join(dir, 'run'),
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
+      },
+    );
     expect(clean.warnings.join('\n') + clean.text).not.toMatch(/was not run/);
     expect(clean.text).not.toContain('PWNED');
   }, 60_000);

@@ -69,7 +69,7 @@ describe('a hostile 9P server against our client', () => {
 });
 
 describe('a hostile stream against lines()', () => {
-  it('a line that never ends (a remote toolsrv\'s bypass queue) fails past the bound instead of growing', async () => {
+  it("a line that never ends (a remote toolsrv's bypass queue) fails past the bound instead of growing", async () => {
     let sent = 0;
     async function* endless(): AsyncGenerator<Uint8Array> {
       const chunk = new Uint8Array(1 << 20).fill(0x61);
@@ -78,9 +78,11 @@ describe('a hostile stream against lines()', () => {
       yield new TextEncoder().encode('\n');
     }
     const got: string[] = [];
-    await expect((async () => {
-      for await (const l of lines(endless(), 4 << 20)) got.push(l);
-    })()).rejects.toThrow(/a line of more than/);
+    await expect(
+      (async () => {
+        for await (const l of lines(endless(), 4 << 20)) got.push(l);
+      })(),
+    ).rejects.toThrow(/a line of more than/);
     expect(got).toEqual([]);
     expect(sent).toBeLessThanOrEqual(5);
   });

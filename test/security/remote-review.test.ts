@@ -33,12 +33,20 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
     mkdirSync(join(dir, 'local'));
     mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
     writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
+    writeFileSync(
+      join(dir, 'config', 'agents', 'e2e.json'),
+      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
+    );
     sock = socketPath(dir);
     daemon = await startDaemon({
-      socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), skills: false, toolCacheFile: false,
+      socket: sock,
+      dataDir: join(dir, 'data'),
+      configDir: join(dir, 'config'),
+      skills: false,
+      toolCacheFile: false,
       env: { ...process.env, HOME: join(dir, 'local'), OLLIE_SSH_CONFIG: sshd.sshConfig },
-      log: () => undefined, retryDelay: () => 10,
+      log: () => undefined,
+      retryDelay: () => 10,
     });
     c = await dial(`unix!${sock}`, { uname: userInfo().username });
     // The session works in the remote user's HOME: the cache of toolsrv's package is inside it.
@@ -66,7 +74,15 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
     const done = a.nextTurn();
     // The write returns once the turn has taken the prompt, which may be after a running call: not awaited.
     const wrote = c.write(`session/${s}/agent/coder/prompt`, 'go');
-    return { done: Promise.all([done, wrote]).then(() => a.log.blocks().slice(before).filter((b) => b.role === 'tool').map((b) => b.content)) };
+    return {
+      done: Promise.all([done, wrote]).then(() =>
+        a.log
+          .blocks()
+          .slice(before)
+          .filter((b) => b.role === 'tool')
+          .map((b) => b.content),
+      ),
+    };
   };
   const turn = async (s = 'home'): Promise<string[]> => await (await startTurn(s)).done;
 
@@ -98,9 +114,16 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
 
   it('session A holding the global lock of the shared toolsrv forever does not stall session B', async () => {
     const go = join(sshd.remoteHome, 'a', 'go');
-    mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'touch holding; while [ ! -e go ]; do sleep 0.05; done; echo a-released', timeout: 86400 } }] }],
-    );
+    mock.script([
+      {
+        toolCalls: [
+          {
+            name: 'shell',
+            args: { command: 'touch holding; while [ ! -e go ]; do sleep 0.05; done; echo a-released', timeout: 86400 },
+          },
+        ],
+      },
+    ]);
     const aDone = (await startTurn('a')).done;
     await until(() => existsSync(join(sshd.remoteHome, 'a', 'holding')) || undefined, 'A holds the lock', 30_000);
     mock.script(
@@ -110,7 +133,10 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
     );
     const bDone = startTurn('b').then((t) => t.done);
     // B's call must go through while A still waits; the race gives up well before A's release.
-    const b = await Promise.race([bDone, new Promise<string[]>((r) => setTimeout(() => r(['B still waiting']), 20_000))]);
+    const b = await Promise.race([
+      bDone,
+      new Promise<string[]>((r) => setTimeout(() => r(['B still waiting']), 20_000)),
+    ]);
     writeFileSync(go, '');
     expect(b.join('\n')).toContain('b-ran');
     expect((await aDone).join('\n')).toContain('a-released');

@@ -54,12 +54,20 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     for (const w of ['a', 'b']) mkdirSync(join(sshd.remoteHome, w));
     mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
     writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
-    writeFileSync(join(dir, 'config', 'agents', 'e2e.json'), JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }));
+    writeFileSync(
+      join(dir, 'config', 'agents', 'e2e.json'),
+      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
+    );
     sock = socketPath(dir);
     daemon = await startDaemon({
-      socket: sock, dataDir: join(dir, 'data'), configDir: join(dir, 'config'), skills: false, toolCacheFile: false,
+      socket: sock,
+      dataDir: join(dir, 'data'),
+      configDir: join(dir, 'config'),
+      skills: false,
+      toolCacheFile: false,
       env: { ...process.env, HOME: join(dir, 'local'), OLLIE_SSH_CONFIG: sshd.sshConfig },
-      log: (m) => void logs.push(m), retryDelay: () => 10,
+      log: (m) => void logs.push(m),
+      retryDelay: () => 10,
     });
     c = await dial(`unix!${sock}`, { uname: userInfo().username });
     for (const s of ['a', 'b']) {
@@ -86,7 +94,11 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     const done = a.nextTurn();
     await c.write(`session/${s}/agent/coder/prompt`, 'go');
     await done;
-    return a.log.blocks().slice(before).filter((b) => b.role === 'tool').map((b) => b.content);
+    return a.log
+      .blocks()
+      .slice(before)
+      .filter((b) => b.role === 'tool')
+      .map((b) => b.content);
   };
 
   it('an agent cannot move its session to another host, nor create a remote session', async () => {
@@ -107,7 +119,14 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
 
   it('a host that is an ssh option is refused before ssh runs', async () => {
     const marker = join(dir, 'pwned');
-    for (const bad of [`-oProxyCommand=touch ${marker}`, '-oProxyCommand=sh', 'a b', 'host;touch x', '$(id)', '-Fconfig']) {
+    for (const bad of [
+      `-oProxyCommand=touch ${marker}`,
+      '-oProxyCommand=sh',
+      'a b',
+      'host;touch x',
+      '$(id)',
+      '-Fconfig',
+    ]) {
       expect(() => parseRemote(bad)).toThrow(/expected \[user@\]host/);
       await expect(c.rdwrText('session/new', `name=x cwd=/tmp remote="${bad}"`)).rejects.toThrow();
       await expect(c.rdwrText('session/a/ctl', `remote ${bad}`)).rejects.toThrow();
@@ -118,7 +137,12 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
 
   it('the secret is on no command line, in no environment and in no log; the remote dirs are 0700', async () => {
     const own: string[] = [];
-    const p = await spawnRemoteToolsrv({ remote: parseRemote(sshd.host), ssh: { configFile: sshd.sshConfig }, runtimeDir: join(dir, 'rt'), log: (m) => void own.push(m) });
+    const p = await spawnRemoteToolsrv({
+      remote: parseRemote(sshd.host),
+      ssh: { configFile: sshd.sshConfig },
+      runtimeDir: join(dir, 'rt'),
+      log: (m) => void own.push(m),
+    });
     try {
       const hits: string[] = [];
       for (const pid of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
@@ -144,15 +168,23 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
       expect(info.landlockAbi).toBeGreaterThan(0);
       expect(info.pid).not.toBe(p.pid);
       await tc.close();
-      await expect(ToolClient.connect({ socket: p.socket, secret: 'x'.repeat(64) }, 'probe')).rejects.toThrow(/authentication failed/);
+      await expect(ToolClient.connect({ socket: p.socket, secret: 'x'.repeat(64) }, 'probe')).rejects.toThrow(
+        /authentication failed/,
+      );
     } finally {
       await p.stop();
     }
   }, 60_000);
 
-  it('a remote session\'s tool has no way into the local daemon', async () => {
+  it("a remote session's tool has no way into the local daemon", async () => {
     mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'env | grep "^OLLIE_" | cut -d= -f1 | sort | tr "\\n" " "; echo END' } }] }],
+      [
+        {
+          toolCalls: [
+            { name: 'shell', args: { command: 'env | grep "^OLLIE_" | cut -d= -f1 | sort | tr "\\n" " "; echo END' } },
+          ],
+        },
+      ],
       [{ toolCalls: [{ name: 'shell', args: { command: attachScript(sock) } }] }],
       [{ text: 'done' }],
     );
@@ -163,27 +195,57 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     expect(attach).not.toMatch(/\bATTACHED\b/);
   }, 60_000);
 
-  it('on the shared toolsrv, session A cannot kill session B\'s process nor approve its bypass', async () => {
+  it("on the shared toolsrv, session A cannot kill session B's process nor approve its bypass", async () => {
     const bWork = join(sshd.remoteHome, 'b');
     const bAgent = await agent('b');
     // B: a background process that runs until the test lets it go (a foreground shell call would hold the
     // toolsrv's global lock, which A's call then waits for: locks hold across the sessions of a host). Its end
     // comes back to B as a prompt, and B then asks to leave the sandbox (the mock answers requests in order).
     mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo b-survived', background: true } }] }],
+      [
+        {
+          toolCalls: [
+            {
+              name: 'shell',
+              args: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo b-survived', background: true },
+            },
+          ],
+        },
+      ],
       [{ text: 'started' }],
     );
     await turn('b');
     // B's shell, as this machine (the remote's kernel) numbers it.
-    const pid = await until(() => readdirSync('/proc').filter((x) => /^\d+$/.test(x)).map(Number).find((p) => {
-      try {
-        return readlinkSync(`/proc/${p}/cwd`) === bWork && readFileSync(`/proc/${p}/comm`, 'latin1').trim() === 'bash';
-      } catch {
-        return false;
-      }
-    }), 'B\'s process', 30_000);
+    const pid = await until(
+      () =>
+        readdirSync('/proc')
+          .filter((x) => /^\d+$/.test(x))
+          .map(Number)
+          .find((p) => {
+            try {
+              return (
+                readlinkSync(`/proc/${p}/cwd`) === bWork && readFileSync(`/proc/${p}/comm`, 'latin1').trim() === 'bash'
+              );
+            } catch {
+              return false;
+            }
+          }),
+      "B's process",
+      30_000,
+    );
     mock.script(
-      [{ toolCalls: [{ name: 'shell', args: { command: `kill -9 ${pid}; echo rc=$?; cat /proc/${pid}/environ >/dev/null 2>&1 && echo env-visible || echo env-hidden` } }] }],
+      [
+        {
+          toolCalls: [
+            {
+              name: 'shell',
+              args: {
+                command: `kill -9 ${pid}; echo rc=$?; cat /proc/${pid}/environ >/dev/null 2>&1 && echo env-visible || echo env-hidden`,
+              },
+            },
+          ],
+        },
+      ],
       [{ text: 'tried' }],
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo b-bypass', bypass: true } }] }],
       [{ text: 'b done' }],
@@ -196,18 +258,27 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     expect(() => process.kill(pid!, 0)).not.toThrow();
     const bDone = bAgent.nextTurn();
     writeFileSync(join(bWork, 'go'), '');
-    const line = await until(async () => (await c.readText('session/b/bypass')).trim() || undefined, 'B\'s bypass request', 30_000);
+    const line = await until(
+      async () => (await c.readText('session/b/bypass')).trim() || undefined,
+      "B's bypass request",
+      30_000,
+    );
     const id = line!.split('\t')[0]!;
     expect(await c.readText('session/a/bypass')).toBe('');
     await expect(c.write('session/a/bypass', `${id} approve`)).rejects.toThrow(/no pending bypass request/);
     expect((await c.readText('session/b/bypass')).split('\t')[0]).toBe(id);
     await c.write('session/b/bypass', `${id} deny`);
     await bDone;
-    const bTools = bAgent.log.blocks().filter((b) => b.role === 'tool').map((b) => b.content);
+    const bTools = bAgent.log
+      .blocks()
+      .filter((b) => b.role === 'tool')
+      .map((b) => b.content);
     expect(bAgent.log.blocks().some((b) => b.content.includes('b-survived'))).toBe(true);
     expect(bTools.some((t) => t.includes('b-bypass') && !/denied/i.test(t))).toBe(false);
     // Both sessions were served by the one toolsrv there.
-    const toolsrvs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(sshd.remoteHome) && l.includes('toolsrv/main.js') && !l.includes('ssh '));
+    const toolsrvs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(sshd.remoteHome) && l.includes('toolsrv/main.js') && !l.includes('ssh '));
     expect(toolsrvs).toHaveLength(1);
   }, 90_000);
 });

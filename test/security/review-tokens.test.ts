@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { TokenConversation } from '../../src/ninep/index.js';
 import { Principals } from '../../src/olliesrv/auth/principals.js';
 
-const principals = () => new Principals({ uid: process.getuid!(), uname: 'me', confinedRoots: () => [], exists: () => true });
+const principals = () =>
+  new Principals({ uid: process.getuid!(), uname: 'me', confinedRoots: () => [], exists: () => true });
 
 describe('review: tokens', () => {
   it('a non-ASCII token as long as the owner token is simply not a token (no exception from the comparison)', () => {
@@ -14,7 +15,9 @@ describe('review: tokens', () => {
     // At attach it falls back to what the connection's origin says (here: a local channel, the owner).
     const auth = new TokenConversation(1024);
     auth.write(new TextEncoder().encode(odd));
-    expect(p.authorize({ uname: 'x', aname: '', origin: { kind: 'local' }, auth }).principal).toEqual({ kind: 'owner' });
+    expect(p.authorize({ uname: 'x', aname: '', origin: { kind: 'local' }, auth }).principal).toEqual({
+      kind: 'owner',
+    });
   });
 
   it('forged and cross-kind tokens are refused', () => {

@@ -12,8 +12,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-describe('review: an agent\'s view of its session', () => {
-  it('search does not show a sibling\'s log, which the agent may not read', async () => {
+describe("review: an agent's view of its session", () => {
+  it("search does not show a sibling's log, which the agent may not read", async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
     const sibling = (await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=test name=sibling')).trim();
@@ -35,21 +35,32 @@ describe('review: an agent\'s view of its session', () => {
     }
   });
 
-  it('a sub-agent cannot take its parent\'s id as a name: the parent keeps its token and its address', async () => {
+  it("a sub-agent cannot take its parent's id as a name: the parent keeps its token and its address", async () => {
     h = await harness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
-    const parentView = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
+    const parentView = await dial(`unix!${h.socket}`, {
+      uname: 'x',
+      authData: h.daemon.principals.agentToken(a.sid, a.aid),
+    });
     const kid = (await parentView.rdwrText(`session/${a.session}/agent/new`, 'name=kid')).trim();
     parentView.close();
     const kidId = h.daemon.agents.get(a.session, kid).id;
-    const kidView = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, kidId) });
+    const kidView = await dial(`unix!${h.socket}`, {
+      uname: 'x',
+      authData: h.daemon.principals.agentToken(a.sid, kidId),
+    });
     try {
       // The kid learns its parent's id from agent/idx (its own line) and names its own sub-agent so.
       const idx = await kidView.readText(`session/${a.session}/agent/idx`);
       expect(idx).toContain(a.aid);
-      await expect(kidView.rdwrText(`session/${a.session}/agent/new`, `name=${a.aid}`)).rejects.toThrow(/is the id of an agent of session/);
+      await expect(kidView.rdwrText(`session/${a.session}/agent/new`, `name=${a.aid}`)).rejects.toThrow(
+        /is the id of an agent of session/,
+      );
       // The parent still authenticates, and its id still addresses it (for the owner, workflows, its own tools).
-      const again = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
+      const again = await dial(`unix!${h.socket}`, {
+        uname: 'x',
+        authData: h.daemon.principals.agentToken(a.sid, a.aid),
+      });
       again.close();
       await h.c.write(`session/${a.session}/agent/${a.aid}/prompt`, '/stop');
       expect((await h.c.readText(`session/${a.session}/agent/${a.aid}/id`)).trim()).toBe(a.aid);
@@ -65,8 +76,12 @@ describe('review: an agent\'s view of its session', () => {
     const view = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
     try {
       const ctl = `session/${a.session}/agent/${a.aid}/ctl`;
-      await expect(view.rdwrText(ctl, 'tool_load shell')).rejects.toThrow(/refused: an agent may load only the tools of its profile \(client_9p, file_read\), not shell/);
-      await expect(view.write(`session/${a.session}/agent/${a.aid}/prompt`, '/tool_load web_fetch')).rejects.toThrow(/not web_fetch/);
+      await expect(view.rdwrText(ctl, 'tool_load shell')).rejects.toThrow(
+        /refused: an agent may load only the tools of its profile \(client_9p, file_read\), not shell/,
+      );
+      await expect(view.write(`session/${a.session}/agent/${a.aid}/prompt`, '/tool_load web_fetch')).rejects.toThrow(
+        /not web_fetch/,
+      );
       expect(await view.rdwrText(ctl, 'tools')).not.toMatch(/^(shell|web_fetch)\t/m);
       // Its own profile's tools it may (re)load; the owner may load anything.
       expect(await view.rdwrText(ctl, 'tool_load file_read')).toMatch(/loaded file_read/);

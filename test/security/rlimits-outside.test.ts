@@ -34,7 +34,8 @@ beforeAll(() => {
   buildNative();
   if (!existsSync(SPAWNER)) throw new Error(`these tests need ${SPAWNER}: run node scripts/build-native.mjs`);
   const ll = landlockStatus();
-  if (ll.abi < 6) throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
+  if (ll.abi < 6)
+    throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
   xdg = mkdtempSync(join(tmpdir(), 'ollie-rlimits-xdg-'));
   process.env.XDG_CONFIG_HOME = join(xdg, 'config');
   process.env.XDG_DATA_HOME = join(xdg, 'data');
@@ -62,7 +63,7 @@ afterAll(() => {
 });
 
 describe('rlimits of processes outside the call', () => {
-  it('a tool cannot lower the spawner\'s and guardian\'s open-file limit to keep its daemon alive, nor set anyone else\'s', async () => {
+  it("a tool cannot lower the spawner's and guardian's open-file limit to keep its daemon alive, nor set anyone else's", async () => {
     env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS] });
     const dir = join(env.dir, 'proj');
     mkdirSync(dir);
@@ -95,7 +96,11 @@ os.wait()
 while not os.path.exists("d.pid") or not open("d.pid").read(): time.sleep(0.01)
 `,
     );
-    const r = await env.call(c, { tool: 'shell', args: { command: 'exec /usr/bin/python3 attack.py' }, flags: { timeout: 10 } });
+    const r = await env.call(c, {
+      tool: 'shell',
+      args: { command: 'exec /usr/bin/python3 attack.py' },
+      flags: { timeout: 10 },
+    });
     const daemon = Number(readFileSync(join(dir, 'd.pid'), 'utf8'));
     leftovers.push(daemon);
     expect(r).toMatchObject({ status: 'exited', exit: 0 });
@@ -107,7 +112,10 @@ while not os.path.exists("d.pid") or not open("d.pid").read(): time.sleep(0.01)
     await new Promise((ok) => setTimeout(ok, 300));
     expect(alive(daemon)).toBe(false);
     // And the next call still starts (the spawner can still open its pipes).
-    expect(await env.call(c, { tool: 'shell', args: { command: 'echo next' } })).toMatchObject({ status: 'exited', output: 'next\n' });
+    expect(await env.call(c, { tool: 'shell', args: { command: 'echo next' } })).toMatchObject({
+      status: 'exited',
+      output: 'next\n',
+    });
   }, 60000);
 
   it('a tool cannot kill a process of its user outside the sandbox (toolsrv, the daemon) by its CPU time limit', async () => {
@@ -119,13 +127,29 @@ while not os.path.exists("d.pid") or not open("d.pid").read(): time.sleep(0.01)
     // The in-process toolsrv is this test's own process: RLIMIT_CPU 1 s on it would kill the test runner, so the
     // tool aims at a stand-in of the same uid outside the sandbox instead.
     const { spawn } = await import('node:child_process');
-    const victim = spawn(process.execPath, ['-e', 'for (;;) { const e = Date.now() + 100; while (Date.now() < e); if (process.cpuUsage().user > 1.3e6) break; } setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
+    const victim = spawn(
+      process.execPath,
+      [
+        '-e',
+        'for (;;) { const e = Date.now() + 100; while (Date.now() < e); if (process.cpuUsage().user > 1.3e6) break; } setInterval(() => {}, 1e6)',
+      ],
+      { stdio: 'ignore' },
+    );
     leftovers.push(victim.pid!);
-    await until(() => {
-      const f = readFileSync(`/proc/${victim.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return Number(f[11]) + Number(f[12]) > 120; // utime + stime in ticks: > 1.2 s of CPU
-    }, 'the victim to use 1.2 s of CPU', 30000);
-    const r = await env.call(c, { tool: 'shell', args: { command: `/usr/bin/python3 -c 'import resource; resource.prlimit(${victim.pid}, resource.RLIMIT_CPU, (1, 1)); print("set")' 2>&1` } });
+    await until(
+      () => {
+        const f = readFileSync(`/proc/${victim.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return Number(f[11]) + Number(f[12]) > 120; // utime + stime in ticks: > 1.2 s of CPU
+      },
+      'the victim to use 1.2 s of CPU',
+      30000,
+    );
+    const r = await env.call(c, {
+      tool: 'shell',
+      args: {
+        command: `/usr/bin/python3 -c 'import resource; resource.prlimit(${victim.pid}, resource.RLIMIT_CPU, (1, 1)); print("set")' 2>&1`,
+      },
+    });
     expect(r.output).toMatch(/Operation not permitted/);
     await new Promise((ok) => setTimeout(ok, 300));
     expect(alive(victim.pid!)).toBe(true);

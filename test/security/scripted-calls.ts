@@ -5,12 +5,20 @@ import type { Block, Harness } from '../olliesrv/agent-harness.js';
 export type Call = { name: string; args: Record<string, unknown> };
 
 /** The profile of an agent that attacks through the namespace (client_9p) and the shell. */
-export const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 };
+export const ATTACKER = {
+  description: 'attacker',
+  prompt: 'You are a test agent.',
+  autoLoad: ['client_9p', 'shell'],
+  maxSteps: 20,
+};
 
 /** One model turn per call, then a closing text: the calls run one after another, as a model would make them. */
 export const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
 export const sh = (command: string): Call => ({ name: 'shell', args: { command } });
-export const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({ name: 'client_9p', args: { op, path, ...(data !== undefined && { data }) } });
+export const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({
+  name: 'client_9p',
+  args: { op, path, ...(data !== undefined && { data }) },
+});
 /** What each tool call returned to the model, in order. */
 export const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 

@@ -10,7 +10,14 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadPolicy, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
-import { buildNative, makeWorld, runSandboxed, shippedPolicyText, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
+import {
+  buildNative,
+  makeWorld,
+  runSandboxed,
+  shippedPolicyText,
+  writePolicy,
+  type World,
+} from '../toolsrv/sandbox-helpers.js';
 
 let w: World;
 beforeAll(() => buildNative());
@@ -40,28 +47,36 @@ attempt("plain", lambda: os.chmod("sh1", 0o755))
 attempt("open-mode-unused", lambda: os.close(os.open("sh1", os.O_RDONLY, 0o4755)))
 attempt("opendir", lambda: os.listdir("."))`;
 
-const modes = (): string[] => ['sh1', 'sh2', 'sh3'].map((f) => {
-  try {
-    return (statSync(join(w.cwd, f)).mode & 0o7777).toString(8);
-  } catch {
-    return '-';
-  }
-});
+const modes = (): string[] =>
+  ['sh1', 'sh2', 'sh3'].map((f) => {
+    try {
+      return (statSync(join(w.cwd, f)).mode & 0o7777).toString(8);
+    } catch {
+      return '-';
+    }
+  });
 
 describe('set-uid and set-gid files', () => {
   test('cannot be made in the workspace, by any of the calls that set a mode; plain modes can', async () => {
     const free = await runSandboxed(null, ['/usr/bin/python3', '-c', PLANT], { cwd: w.cwd, env: process.env });
     expect(free.out).toContain('chmod ok');
     expect(modes()).toEqual(['755', '4755', '4755']);
-    for (const f of ['sh1', 'sh2', 'sh3']) await runSandboxed(null, ['/bin/rm', '-f', f], { cwd: w.cwd, env: process.env });
+    for (const f of ['sh1', 'sh2', 'sh3'])
+      await runSandboxed(null, ['/bin/rm', '-f', f], { cwd: w.cwd, env: process.env });
 
-    const r = await runSandboxed(policy(), ['/usr/bin/python3', '-c', PLANT], { cwd: w.cwd, env: { ...process.env, HOME: w.home } });
+    const r = await runSandboxed(policy(), ['/usr/bin/python3', '-c', PLANT], {
+      cwd: w.cwd,
+      env: { ...process.env, HOME: w.home },
+    });
     expect(r.out).toBe(
       'chmod refused 1\nchmod-g refused 1\nfchmod refused 1\nopen-creat refused 1\nmknod refused 1\nplain ok\nopen-mode-unused ok\nopendir ok\n',
     );
     expect(modes()).toEqual(['755', '-', '-']);
     // The shell's way.
-    const sh = await runSandboxed(policy(), ['/bin/sh', '-c', 'chmod u+s sh1; chmod +x sh1 && echo x-ok'], { cwd: w.cwd, env: { ...process.env, HOME: w.home } });
+    const sh = await runSandboxed(policy(), ['/bin/sh', '-c', 'chmod u+s sh1; chmod +x sh1 && echo x-ok'], {
+      cwd: w.cwd,
+      env: { ...process.env, HOME: w.home },
+    });
     expect(sh.out).toBe("chmod: changing permissions of 'sh1': Operation not permitted\nx-ok\n");
     expect(modes()[0]).toBe('755');
   });

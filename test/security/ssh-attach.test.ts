@@ -23,13 +23,20 @@ afterEach(async () => {
 
 describe('ollie-9p -a ssh! from inside the sandbox', () => {
   it('cannot reach the local daemon through a loopback sshd; the same command outside can', async () => {
-    h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 } } });
+    h = await harness({
+      profiles: {
+        attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 },
+      },
+    });
     sshd = await startSshd();
     const a = await h.agent({ profile: 'attacker' });
     const cli = join(PACKAGE_ROOT, 'dist', 'cli', 'ollie-9p.js');
     const args = ['-a', `ssh!${sshd.host}!${h.socket}`, 'rdwr', 'session/new'];
     // Not spawnSync: the daemon answering it runs in this process.
-    const control = spawn(process.execPath, [cli, ...args], { env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig }, stdio: ['pipe', 'pipe', 'inherit'] });
+    const control = spawn(process.execPath, [cli, ...args], {
+      env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     control.stdin.end('name=control');
     let out = '';
     control.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -38,15 +45,18 @@ describe('ollie-9p -a ssh! from inside the sandbox', () => {
 
     // The dialling itself, as ollie-9p, o and ollie mcp do it (src/platform/dial.ts).
     const probe = join(h.dir, 'probe.mjs');
-    writeFileSync(probe, [
-      `const { dialOllie } = await import(${JSON.stringify(join(PACKAGE_ROOT, 'dist', 'platform', 'dial.js'))});`,
-      'try {',
-      '  const c = await dialOllie(process.argv[2]);',
-      "  process.stdout.write('ATTACHED ' + (await c.rdwrText('session/new', 'name=pwned')));",
-      '  c.close();',
-      "} catch (e) { process.stdout.write('REFUSED ' + e.message); }",
-      '',
-    ].join('\n'));
+    writeFileSync(
+      probe,
+      [
+        `const { dialOllie } = await import(${JSON.stringify(join(PACKAGE_ROOT, 'dist', 'platform', 'dial.js'))});`,
+        'try {',
+        '  const c = await dialOllie(process.argv[2]);',
+        "  process.stdout.write('ATTACHED ' + (await c.rdwrText('session/new', 'name=pwned')));",
+        '  c.close();',
+        "} catch (e) { process.stdout.write('REFUSED ' + e.message); }",
+        '',
+      ].join('\n'),
+    );
     // The key, known_hosts and config where the agent can read them (its working directory): only the network
     // rules stand in the way.
     const mine = join(h.dir, 'ssh');
@@ -57,7 +67,10 @@ describe('ollie-9p -a ssh! from inside the sandbox', () => {
     const command = `OLLIE_SSH_CONFIG=${join(mine, 'config')} node ${probe} 'ssh!${sshd.host}!${h.socket}'`;
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command } }] }], [{ text: 'done' }]);
     const blocks = await h.turn(a.path, 'become the owner over ssh', 60_000);
-    const result = blocks.filter((b) => b.role === 'tool').map((b) => b.content).join('\n');
+    const result = blocks
+      .filter((b) => b.role === 'tool')
+      .map((b) => b.content)
+      .join('\n');
     expect(result).toMatch(/REFUSED ssh!ollie-test-remote!.*connect to host 127\.0\.0\.1 port \d+: Permission denied/);
     expect(result).not.toMatch(/ATTACHED/);
     expect(h.daemon.sessions.has('pwned')).toBe(false);

@@ -10,7 +10,14 @@
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadPolicy, type SandboxExtra, type SandboxPolicy } from '../../src/toolsrv/sandbox/index.js';
-import { buildNative, makeWorld, runSandboxed, shippedPolicyText, writePolicy, type World } from '../toolsrv/sandbox-helpers.js';
+import {
+  buildNative,
+  makeWorld,
+  runSandboxed,
+  shippedPolicyText,
+  writePolicy,
+  type World,
+} from '../toolsrv/sandbox-helpers.js';
 
 let w: World;
 let server: net.Server;
@@ -19,7 +26,12 @@ let got = '';
 
 beforeAll(async () => {
   buildNative();
-  server = net.createServer((s) => s.setEncoding('utf8').on('data', (d: string) => (got += d)).on('error', () => undefined));
+  server = net.createServer((s) =>
+    s
+      .setEncoding('utf8')
+      .on('data', (d: string) => (got += d))
+      .on('error', () => undefined),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as net.AddressInfo).port;
 });
@@ -50,7 +62,12 @@ for how in ("sendto", "sendmsg"):
         print(how, "refused", e.errno)
     s.close()`;
 
-const send = (p: SandboxPolicy | null, tag: string, extra?: SandboxExtra) => runSandboxed(p, ['/usr/bin/python3', '-c', client(tag)], { cwd: w.cwd, env: { ...process.env, HOME: w.home }, extra });
+const send = (p: SandboxPolicy | null, tag: string, extra?: SandboxExtra) =>
+  runSandboxed(p, ['/usr/bin/python3', '-c', client(tag)], {
+    cwd: w.cwd,
+    env: { ...process.env, HOME: w.home },
+    extra,
+  });
 
 async function settle(): Promise<void> {
   await new Promise((ok) => setTimeout(ok, 200));
@@ -65,7 +82,9 @@ describe('TCP Fast Open', () => {
 
     // The network off (the shipped policy), and a tool with a port rule for another port (web_fetch's 80/443).
     expect((await send(policy(), 'off')).out).toBe('sendto refused 1\nsendmsg refused 1\n');
-    expect((await send(policy(), 'ports', { network: { connectTcp: [port === 443 ? 80 : 443] } })).out).toBe('sendto refused 1\nsendmsg refused 1\n');
+    expect((await send(policy(), 'ports', { network: { connectTcp: [port === 443 ? 80 : 443] } })).out).toBe(
+      'sendto refused 1\nsendmsg refused 1\n',
+    );
     await settle();
     expect(got).not.toContain('off-');
     expect(got).not.toContain('ports-');

@@ -37,7 +37,9 @@ c.sendall(b"served from the tool\\n")`;
 /** Runs the listener (inside the sandbox for `p`, outside with null) and connects to it from here. */
 async function tryServe(p: SandboxPolicy | null, extra?: SandboxExtra): Promise<string> {
   const env = { ...process.env, HOME: w.home };
-  const cmd = p ? sandboxCommand(p, ['/usr/bin/python3', '-c', SERVER], extra) : { file: '/usr/bin/python3', args: ['-c', SERVER], env: (e: NodeJS.ProcessEnv) => e };
+  const cmd = p
+    ? sandboxCommand(p, ['/usr/bin/python3', '-c', SERVER], extra)
+    : { file: '/usr/bin/python3', args: ['-c', SERVER], env: (e: NodeJS.ProcessEnv) => e };
   const child = spawn(cmd.file, cmd.args, { cwd: w.cwd, env: cmd.env(env), stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const first = await new Promise<string>((ok) => {
@@ -51,7 +53,12 @@ async function tryServe(p: SandboxPolicy | null, extra?: SandboxExtra): Promise<
     if (!m) return first;
     return await new Promise<string>((ok, ko) => {
       let got = '';
-      net.connect(Number(m[1]), '127.0.0.1').setEncoding('utf8').on('data', (d: string) => (got += d)).on('end', () => ok(got.trim())).on('error', ko);
+      net
+        .connect(Number(m[1]), '127.0.0.1')
+        .setEncoding('utf8')
+        .on('data', (d: string) => (got += d))
+        .on('end', () => ok(got.trim()))
+        .on('error', ko);
     });
   } finally {
     child.kill('SIGKILL');

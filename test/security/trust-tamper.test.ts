@@ -19,7 +19,10 @@ const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
 describe.skipIf(!ready)('a trusted project file the agent edits or removes', () => {
   for (const [what, tamper] of [
     ['edits', "echo '# harmless' >> .ollie-sandbox.yaml && echo tampered"],
-    ['replaces', 'cp .ollie-sandbox.yaml src/p && printf "filesystem:\\n  rw: [\\"{CWD}\\"]\\n" > .ollie-sandbox.yaml && echo tampered'],
+    [
+      'replaces',
+      'cp .ollie-sandbox.yaml src/p && printf "filesystem:\\n  rw: [\\"{CWD}\\"]\\n" > .ollie-sandbox.yaml && echo tampered',
+    ],
   ] as const) {
     test(`the agent ${what} it: its narrowing still holds (calls are refused until the owner trusts again), never the base policy`, async () => {
       const h = await harness();
@@ -40,7 +43,9 @@ describe.skipIf(!ready)('a trusted project file the agent edits or removes', () 
         await call('c2', tamper);
         const after = await call('c3', 'cat secrets/key');
         expect(after).not.toContain('TOP-SECRET-VALUE');
-        expect(after).toMatch(/was trusted, but it has changed since .*no tool runs here until the owner trusts it again/);
+        expect(after).toMatch(
+          /was trusted, but it has changed since .*no tool runs here until the owner trusts it again/,
+        );
       } finally {
         await h.close();
       }
@@ -52,7 +57,14 @@ describe('a trusted project file that is gone or a symlink now', () => {
   test('removing it, or putting a symlink in its place, refuses the policy; a file never trusted is still only ignored', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-trust-'));
     try {
-      const ctx = { configDir: join(dir, 'config'), dataDir: join(dir, 'data'), cwd: join(dir, 'ws'), home: join(dir, 'home'), runtimeDir: join(dir, 'run'), tmpDir: join(dir, 'tmp') };
+      const ctx = {
+        configDir: join(dir, 'config'),
+        dataDir: join(dir, 'data'),
+        cwd: join(dir, 'ws'),
+        home: join(dir, 'home'),
+        runtimeDir: join(dir, 'run'),
+        tmpDir: join(dir, 'tmp'),
+      };
       mkdirSync(ctx.cwd);
       mkdirSync(ctx.home);
       const file = join(ctx.cwd, '.ollie-sandbox.yaml');
@@ -77,8 +89,17 @@ describe('a trusted project file that is gone or a symlink now', () => {
  * project's narrowing. It keeps its creator's policy instead (AgentCfg.sandboxRoot, toolsrv's `root`).
  */
 describe.skipIf(!ready)('a sub-agent in a subdirectory of a project with a trusted policy file', () => {
-  test('works under the project\'s narrowing too, not under the base policy', async () => {
-    const h = await harness({ profiles: { attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p', 'shell'], maxSteps: 20 } } });
+  test("works under the project's narrowing too, not under the base policy", async () => {
+    const h = await harness({
+      profiles: {
+        attacker: {
+          description: 'attacker',
+          prompt: 'You are a test agent.',
+          autoLoad: ['client_9p', 'shell'],
+          maxSteps: 20,
+        },
+      },
+    });
     try {
       // The owner's narrowing: src/secrets is out of the agents' reach (and so is the network, were it on).
       writeFileSync(join(h.dir, '.ollie-sandbox.yaml'), 'filesystem:\n  deny: ["{CWD}/src/secrets"]\n');
@@ -86,14 +107,41 @@ describe.skipIf(!ready)('a sub-agent in a subdirectory of a project with a trust
       writeFileSync(join(h.dir, 'src', 'secrets', 'key'), 'TOP-SECRET-VALUE\n');
       await h.c.write('config/trust', `trust ${h.dir}\n`);
       const a = await h.agent({ profile: 'attacker' });
-      h.mock.script([{ toolCalls: [{ id: 'k0', name: 'shell', args: { command: 'cat src/secrets/key' } }] }], [{ text: 'ok' }]);
-      expect((await h.turn(a.path, 'go')).filter((b) => b.role === 'tool').at(-1)!.content).not.toContain('TOP-SECRET-VALUE');
+      h.mock.script(
+        [{ toolCalls: [{ id: 'k0', name: 'shell', args: { command: 'cat src/secrets/key' } }] }],
+        [{ text: 'ok' }],
+      );
+      expect((await h.turn(a.path, 'go')).filter((b) => b.role === 'tool').at(-1)!.content).not.toContain(
+        'TOP-SECRET-VALUE',
+      );
       // The agent makes a sub-agent working in src (inside its own cwd: allowed), and has it read there.
-      h.mock.script([{ toolCalls: [{ id: 'k1', name: 'client_9p', args: { op: 'rdwr', path: 'session/$OLLIE_SESSION_ID/agent/new', data: 'name=kid cwd=src agent=attacker' } }] }], [{ text: 'ok' }]);
+      h.mock.script(
+        [
+          {
+            toolCalls: [
+              {
+                id: 'k1',
+                name: 'client_9p',
+                args: {
+                  op: 'rdwr',
+                  path: 'session/$OLLIE_SESSION_ID/agent/new',
+                  data: 'name=kid cwd=src agent=attacker',
+                },
+              },
+            ],
+          },
+        ],
+        [{ text: 'ok' }],
+      );
       const made = (await h.turn(a.path, 'go')).filter((b) => b.role === 'tool').at(-1)!.content;
       expect(made).toContain('kid');
-      h.mock.script([{ toolCalls: [{ id: 'k2', name: 'shell', args: { command: 'cat secrets/key' } }] }], [{ text: 'ok' }]);
-      const read = (await h.turn(`session/${a.session}/agent/kid`, 'go')).filter((b) => b.role === 'tool').at(-1)!.content;
+      h.mock.script(
+        [{ toolCalls: [{ id: 'k2', name: 'shell', args: { command: 'cat secrets/key' } }] }],
+        [{ text: 'ok' }],
+      );
+      const read = (await h.turn(`session/${a.session}/agent/kid`, 'go'))
+        .filter((b) => b.role === 'tool')
+        .at(-1)!.content;
       expect(read).not.toContain('TOP-SECRET-VALUE');
     } finally {
       await h.close();

@@ -38,9 +38,11 @@ let env: Env;
 let c: Client;
 const dirs: string[] = [];
 
-const listen = (srv: http.Server, host: string): Promise<number> => new Promise((r) => srv.listen(0, host, () => r((srv.address() as AddressInfo).port)));
+const listen = (srv: http.Server, host: string): Promise<number> =>
+  new Promise((r) => srv.listen(0, host, () => r((srv.address() as AddressInfo).port)));
 
-const refusal = (what: string): string => `refused: ${what}; add it to allow_private in web_fetch's network rule (web_fetch.meta) to allow`;
+const refusal = (what: string): string =>
+  `refused: ${what}; add it to allow_private in web_fetch's network rule (web_fetch.meta) to allow`;
 
 async function viaToolsrv(url: string): Promise<{ exit: number | null; output: string }> {
   const r = await env.call(c, { tool: 'web_fetch', args: { url, timeout: 10 } });
@@ -63,10 +65,22 @@ beforeAll(async () => {
   const userTools = mkdtempSync(join(tmpdir(), 'ssrf-tools-'));
   const cwd = mkdtempSync(join(tmpdir(), 'ssrf-cwd-'));
   dirs.push(userTools, cwd);
-  writeFileSync(join(userTools, 'web_fetch.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [A, T], allow_private: [`127.0.0.1:${A}`] } } }));
+  writeFileSync(
+    join(userTools, 'web_fetch.meta'),
+    JSON.stringify({
+      ...readMeta('web_fetch'),
+      sandbox: { network: { connect_tcp: [A, T], allow_private: [`127.0.0.1:${A}`] } },
+    }),
+  );
   symlinkSync(join(SHIPPED_TOOLS, 'web_fetch'), join(userTools, 'web_fetch'));
   // The control: the same executable and ports, with the target allow-listed.
-  writeFileSync(join(userTools, 'web_fetch_open.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [A, T], allow_private: [`127.0.0.1:${T}`] } } }));
+  writeFileSync(
+    join(userTools, 'web_fetch_open.meta'),
+    JSON.stringify({
+      ...readMeta('web_fetch'),
+      sandbox: { network: { connect_tcp: [A, T], allow_private: [`127.0.0.1:${T}`] } },
+    }),
+  );
   symlinkSync(join(SHIPPED_TOOLS, 'web_fetch'), join(userTools, 'web_fetch_open'));
   env = await startEnv({}, { yolo: false, toolDirs: [userTools, SHIPPED_TOOLS], cwd });
   c = await env.client('agent1');
@@ -86,7 +100,10 @@ beforeEach(() => {
 
 describe('the control: what the rule allows still works', () => {
   test('the allow-listed server answers, directly and through its own redirect', async () => {
-    expect(await viaToolsrv(`http://127.0.0.1:${A}/docs`)).toEqual({ exit: 0, output: expect.stringContaining('\n\npublic docs\n') as string });
+    expect(await viaToolsrv(`http://127.0.0.1:${A}/docs`)).toEqual({
+      exit: 0,
+      output: expect.stringContaining('\n\npublic docs\n') as string,
+    });
     const hop = await viaToolsrv(`http://127.0.0.1:${A}/?to=/docs`);
     expect(hop.exit).toBe(0);
     expect(hop.output).toContain(`Redirects: 302 http://127.0.0.1:${A}/?to=/docs\n`);
@@ -116,9 +133,18 @@ describe('the target on loopback, addressed directly', () => {
     [`http://0x7f.1:{T}/secret`, refusal('127.0.0.1 is a loopback address')],
     [`http://017700000001:{T}/secret`, refusal('127.0.0.1 is a loopback address')],
     [`http://127.1:{T}/secret`, refusal('127.0.0.1 is a loopback address')],
-    [`http://[::ffff:127.0.0.1]:{T}/secret`, refusal('::ffff:7f00:1 is an IPv4-mapped address of 127.0.0.1, a loopback address')],
-    [`http://[::ffff:7f00:1]:{T}/secret`, refusal('::ffff:7f00:1 is an IPv4-mapped address of 127.0.0.1, a loopback address')],
-    [`http://[::127.0.0.1]:{T}/secret`, refusal('::7f00:1 is an IPv4-compatible address (deprecated; it reaches IPv4 hosts)')],
+    [
+      `http://[::ffff:127.0.0.1]:{T}/secret`,
+      refusal('::ffff:7f00:1 is an IPv4-mapped address of 127.0.0.1, a loopback address'),
+    ],
+    [
+      `http://[::ffff:7f00:1]:{T}/secret`,
+      refusal('::ffff:7f00:1 is an IPv4-mapped address of 127.0.0.1, a loopback address'),
+    ],
+    [
+      `http://[::127.0.0.1]:{T}/secret`,
+      refusal('::7f00:1 is an IPv4-compatible address (deprecated; it reaches IPv4 hosts)'),
+    ],
     // The allow-list names 127.0.0.1 with the honest server's port only.
     [`http://127.0.0.1:{T}/?to=x`, refusal('127.0.0.1 is a loopback address')],
   ])('%s is refused', async (spelled, why) => {
@@ -133,18 +159,25 @@ describe('the target on loopback, addressed directly', () => {
 });
 
 describe('the target reached through a redirect from the allowed server', () => {
-  test.each([`http://127.0.0.1:{T}/secret`, `http://localhost:{T}/secret`, `http://[::1]:{T}/secret`, `http://2130706433:{T}/secret`, `http://[::ffff:7f00:1]:{T}/secret`])(
-    'a redirect to %s is refused at that hop',
-    async (spelled) => {
-      const to = spelled.replace('{T}', String(T));
-      const start = `http://127.0.0.1:${A}/?to=${encodeURIComponent(to)}`;
-      const r = await viaToolsrv(start);
-      expect(r.exit).toBe(1);
-      expect(r.output).toMatch(new RegExp(`^web_fetch: cannot fetch \\S+ \\(redirected: 302 ${start.replace(/[.?*+()[\]\\]/g, '\\$&')}\\): refused: `));
-      expect(r.output).not.toContain(SECRET);
-      expect(hits).toEqual([]);
-    },
-  );
+  test.each([
+    `http://127.0.0.1:{T}/secret`,
+    `http://localhost:{T}/secret`,
+    `http://[::1]:{T}/secret`,
+    `http://2130706433:{T}/secret`,
+    `http://[::ffff:7f00:1]:{T}/secret`,
+  ])('a redirect to %s is refused at that hop', async (spelled) => {
+    const to = spelled.replace('{T}', String(T));
+    const start = `http://127.0.0.1:${A}/?to=${encodeURIComponent(to)}`;
+    const r = await viaToolsrv(start);
+    expect(r.exit).toBe(1);
+    expect(r.output).toMatch(
+      new RegExp(
+        `^web_fetch: cannot fetch \\S+ \\(redirected: 302 ${start.replace(/[.?*+()[\]\\]/g, '\\$&')}\\): refused: `,
+      ),
+    );
+    expect(r.output).not.toContain(SECRET);
+    expect(hits).toEqual([]);
+  });
 
   test('a redirect chain that comes back to the target after several allowed hops is refused too', async () => {
     const to = `http://127.0.0.1:${T}/secret`;
@@ -163,14 +196,23 @@ describe('names that resolve to private addresses (an attacker’s DNS)', () => 
       asked.push(host);
       const a = answers[host];
       if (!a) return cb(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }), []);
-      cb(null, a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+      cb(
+        null,
+        a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+      );
     }) as unknown as typeof import('node:dns').lookup;
     return { lookup, asked };
   };
   const allowHonest = () => parseAllowList([`127.0.0.1:${A}`], 'test');
 
   test('a name resolving to 127.0.0.1, ::1, 169.254.169.254 or a private network is refused, naming the address', async () => {
-    const { lookup } = dnsOf({ 'evil.test': ['127.0.0.1'], 'evil6.test': ['::1'], 'meta.test': ['169.254.169.254'], 'lan.test': ['192.168.1.20', '10.0.0.7'], 'mapped.test': ['::ffff:127.0.0.1'] });
+    const { lookup } = dnsOf({
+      'evil.test': ['127.0.0.1'],
+      'evil6.test': ['::1'],
+      'meta.test': ['169.254.169.254'],
+      'lan.test': ['192.168.1.20', '10.0.0.7'],
+      'mapped.test': ['::ffff:127.0.0.1'],
+    });
     for (const [host, why] of [
       ['evil.test', '127.0.0.1, a loopback address'],
       ['evil6.test', '::1, a loopback address'],
@@ -179,7 +221,10 @@ describe('names that resolve to private addresses (an attacker’s DNS)', () => 
       ['mapped.test', '::ffff:127.0.0.1, an IPv4-mapped address of 127.0.0.1, a loopback address'],
     ] as const) {
       const r = await webFetch({ url: `http://${host}:${T}/secret` }, { lookup, allowPrivate: allowHonest() });
-      expect(r).toEqual({ exit: 1, output: `web_fetch: cannot fetch http://${host}:${T}/secret: refused: ${host} resolves to ${why}; add ${host} (or ${why.split(',')[0]}) to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n` });
+      expect(r).toEqual({
+        exit: 1,
+        output: `web_fetch: cannot fetch http://${host}:${T}/secret: refused: ${host} resolves to ${why}; add ${host} (or ${why.split(',')[0]}) to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n`,
+      });
     }
     expect(hits).toEqual([]);
   });
@@ -188,7 +233,10 @@ describe('names that resolve to private addresses (an attacker’s DNS)', () => 
     // The name answers a refused address first and an allowed one second: the connection must go to the
     // second, never to the first (no check-then-resolve-again gap a rebinding DNS could use).
     const { lookup, asked } = dnsOf({ 'mixed.test': ['127.0.0.1', '127.0.0.3'] });
-    const r = await webFetch({ url: `http://mixed.test:${T}/secret` }, { lookup, allowPrivate: parseAllowList(['127.0.0.3'], 'test') });
+    const r = await webFetch(
+      { url: `http://mixed.test:${T}/secret` },
+      { lookup, allowPrivate: parseAllowList(['127.0.0.3'], 'test') },
+    );
     expect(r.exit).toBe(0);
     expect(hits).toEqual([{ url: '/secret', host: `mixed.test:${T}`, local: '::ffff:127.0.0.3' }]);
     expect(asked).toEqual(['mixed.test']);
@@ -198,13 +246,18 @@ describe('names that resolve to private addresses (an attacker’s DNS)', () => 
     const { lookup } = dnsOf({ 'rebind.test': ['127.0.0.1'] });
     const start = `http://127.0.0.1:${A}/?to=${encodeURIComponent(`http://rebind.test:${T}/secret`)}`;
     const r = await webFetch({ url: start }, { lookup, allowPrivate: allowHonest() });
-    expect(r.output).toBe(`web_fetch: cannot fetch http://rebind.test:${T}/secret (redirected: 302 ${start}): refused: rebind.test resolves to 127.0.0.1, a loopback address; add rebind.test (or 127.0.0.1) to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n`);
+    expect(r.output).toBe(
+      `web_fetch: cannot fetch http://rebind.test:${T}/secret (redirected: 302 ${start}): refused: rebind.test resolves to 127.0.0.1, a loopback address; add rebind.test (or 127.0.0.1) to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n`,
+    );
     expect(hits).toEqual([]);
   });
 
   test('a name the allow-list names is reached, with its own Host header', async () => {
     const { lookup } = dnsOf({ 'docs.internal': ['127.0.0.1'] });
-    const r = await webFetch({ url: `http://docs.internal:${T}/secret` }, { lookup, allowPrivate: parseAllowList([`docs.internal:${T}`], 'test') });
+    const r = await webFetch(
+      { url: `http://docs.internal:${T}/secret` },
+      { lookup, allowPrivate: parseAllowList([`docs.internal:${T}`], 'test') },
+    );
     expect(r.exit).toBe(0);
     expect(hits).toEqual([expect.objectContaining({ host: `docs.internal:${T}` })]);
   });

@@ -26,13 +26,17 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function world(o: { yolo?: boolean } = {}): Promise<{ dir: string; ws: string; configDir: string; c: Client; daemon: Daemon; mock: MockLlm }> {
+async function world(
+  o: { yolo?: boolean } = {},
+): Promise<{ dir: string; ws: string; configDir: string; c: Client; daemon: Daemon; mock: MockLlm }> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-wf-'));
   const ws = join(dir, 'ws');
   mkdirSync(ws);
   const mock = await startMockLlm();
   const configDir = join(dir, 'config');
-  writeConfig(configDir, mock.url, { sh: { description: 'shell', prompt: 'You run shell commands.', autoLoad: ['shell'], maxSteps: 5 } });
+  writeConfig(configDir, mock.url, {
+    sh: { description: 'shell', prompt: 'You run shell commands.', autoLoad: ['shell'], maxSteps: 5 },
+  });
   // The owner's workflow: runs the workspace's check script, then reports through the namespace.
   mkdirSync(join(configDir, 'workflows'));
   writeFileSync(
@@ -41,7 +45,15 @@ async function world(o: { yolo?: boolean } = {}): Promise<{ dir: string; ws: str
   );
   chmodSync(join(configDir, 'workflows', 'checker'), 0o755);
   const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({ socket, dataDir: join(dir, 'data'), configDir, toolsrv: { yolo: o.yolo }, toolCacheFile: false, skills: false, log: () => undefined });
+  const daemon = await startDaemon({
+    socket,
+    dataDir: join(dir, 'data'),
+    configDir,
+    toolsrv: { yolo: o.yolo },
+    toolCacheFile: false,
+    skills: false,
+    log: () => undefined,
+  });
   const c = await dial(`unix!${socket}`, { uname: userInfo().username });
   cleanup.push(async () => {
     c.close();
@@ -54,14 +66,18 @@ async function world(o: { yolo?: boolean } = {}): Promise<{ dir: string; ws: str
 
 async function goalStatus(c: Client, s: string): Promise<string> {
   await c.write(`session/${s}/goal`, 'check the work');
-  return until(async () => {
-    const st = await c.readText(`session/${s}/goalstatus`);
-    return st.startsWith('running') ? undefined : st;
-  }, 'the workflow to settle the goal', 15_000);
+  return until(
+    async () => {
+      const st = await c.readText(`session/${s}/goalstatus`);
+      return st.startsWith('running') ? undefined : st;
+    },
+    'the workflow to settle the goal',
+    15_000,
+  );
 }
 
 describe('workflows run sandboxed', () => {
-  it('a check script the agent planted cannot write outside, read the config, connect, or see the daemon\'s environment', async () => {
+  it("a check script the agent planted cannot write outside, read the config, connect, or see the daemon's environment", async () => {
     const tcp: Server = createServer();
     let hits = 0;
     tcp.on('connection', (sock) => {
@@ -88,7 +104,10 @@ describe('workflows run sandboxed', () => {
       'echo ok > ws-file && echo WROTE-WS',
     ].join('\n');
     // The model plants it with its own (sandboxed) shell.
-    w.mock.script([{ toolCalls: [{ name: 'shell', args: { command: `cat > check.sh <<'EOF'\n${script}\nEOF` } }] }], [{ text: 'planted' }]);
+    w.mock.script(
+      [{ toolCalls: [{ name: 'shell', args: { command: `cat > check.sh <<'EOF'\n${script}\nEOF` } }] }],
+      [{ text: 'planted' }],
+    );
     const a = w.daemon.agents.all().find((x) => x.name === agent)!;
     const done = a.nextTurn();
     await w.c.write(`session/${s}/agent/${agent}/prompt`, 'plant it');
@@ -110,7 +129,10 @@ describe('workflows run sandboxed', () => {
   it('what a workflow starts ends with it, even a process that left its group (it is started by the spawner)', async () => {
     const w = await world();
     // What an agent could leave in the workspace for the owner's workflow to run: a daemon that detaches.
-    writeFileSync(join(w.ws, 'check.sh'), 'setsid sleep 1013.9 >/dev/null 2>&1 </dev/null &\necho $! > escaped.pid\necho STARTED\n');
+    writeFileSync(
+      join(w.ws, 'check.sh'),
+      'setsid sleep 1013.9 >/dev/null 2>&1 </dev/null &\necho $! > escaped.pid\necho STARTED\n',
+    );
     const s = (await w.c.rdwrText('session/new', `cwd=${w.ws}`)).trim();
     await w.c.rdwrText(`session/${s}/ctl`, 'workflow checker');
     const st = await goalStatus(w.c, s);
@@ -127,7 +149,9 @@ describe('workflows run sandboxed', () => {
     const s = (await w.c.rdwrText('session/new', `cwd=${w.ws}`)).trim();
     await w.c.rdwrText(`session/${s}/ctl`, 'workflow checker');
     const st = await goalStatus(w.c, s);
-    expect(st).toMatch(/^error\nworkflow checker was not started: the sandbox is unavailable: .*sandbox\.yaml:1: netwerk: unknown section/);
+    expect(st).toMatch(
+      /^error\nworkflow checker was not started: the sandbox is unavailable: .*sandbox\.yaml:1: netwerk: unknown section/,
+    );
     expect(existsSync(join(w.ws, 'ran'))).toBe(false);
   });
 });

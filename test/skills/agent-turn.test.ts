@@ -31,7 +31,12 @@ beforeAll(async () => {
   mock = await startMockLlm();
   const configDir = join(dir, 'config');
   writeConfig(configDir, mock.url, {
-    skilled: { description: 'skills test', prompt: 'You are a test agent.', autoLoad: ['skill_list', 'skill_load', 'file_grep', 'shell'], maxSteps: 10 },
+    skilled: {
+      description: 'skills test',
+      prompt: 'You are a test agent.',
+      autoLoad: ['skill_list', 'skill_load', 'file_grep', 'shell'],
+      maxSteps: 10,
+    },
   });
   const shipped = join(dir, 'skills');
   skill(shipped, 'git-workflow', 'Commit, branch, rebase and resolve merge conflicts with git.', 'GIT BODY');
@@ -84,7 +89,9 @@ describe('skills and tool hints in a real agent turn', () => {
     expect(JSON.stringify(mock.requests.at(-1)!.body)).toContain('GIT BODY');
     expect(logs.join('\n')).toMatch(/skills: 3 from .*matching prompts by embeddings/);
     // It says why it matched; asked again, the skill already in the context is not sent a second time.
-    expect(ctx[0]!.content).toMatch(/matched with score [01]\.\d\d by embeddings; words in common: git, rebase, merge, conflict\)/);
+    expect(ctx[0]!.content).toMatch(
+      /matched with score [01]\.\d\d by embeddings; words in common: git, rebase, merge, conflict\)/,
+    );
     mock.script([{ text: 'and then git push' }]);
     const again = await turn(a, 'another merge conflict after git rebase');
     expect(again.filter((b) => b.role === 'context')).toHaveLength(1);
@@ -93,7 +100,17 @@ describe('skills and tool hints in a real agent turn', () => {
 
   it('hints the loaded tools that fit, and skill_list / skill_load run through toolsrv in the sandbox', async () => {
     const a = await newAgent();
-    mock.script([{ toolCalls: [{ name: 'skill_list', args: {} }, { name: 'skill_load', args: { name: 'writing-tests' } }] }], [{ text: 'done' }]);
+    mock.script(
+      [
+        {
+          toolCalls: [
+            { name: 'skill_list', args: {} },
+            { name: 'skill_load', args: { name: 'writing-tests' } },
+          ],
+        },
+      ],
+      [{ text: 'done' }],
+    );
     const blocks = await turn(a, 'search the files for this pattern with grep');
     const hint = blocks.find((b) => b.role === 'context' && b.name === 'tools');
     expect(hint?.content).toMatch(/^Tools that fit this request:\n- file_grep: /);
@@ -111,7 +128,9 @@ describe('skills and tool hints in a real agent turn', () => {
     const a = await newAgent();
     mock.script([{ toolCalls: [{ name: 'skill_load', args: { name: 'nope' } }] }], [{ text: 'ok' }]);
     const blocks = await turn(a, 'load a skill');
-    expect(blocks.find((b) => b.role === 'tool')?.content).toMatch(/skill_load: .*no skill "nope"; skills: debugging, git-workflow, writing-tests/);
+    expect(blocks.find((b) => b.role === 'tool')?.content).toMatch(
+      /skill_load: .*no skill "nope"; skills: debugging, git-workflow, writing-tests/,
+    );
   });
 
   it('answers the skills ctl command (and /skills NAME)', async () => {

@@ -28,7 +28,11 @@ describe('ONNX inference with a generated model', () => {
   it('mean-pools the token vectors over the attention mask and L2-normalizes', async () => {
     const dir = join(root, 'exact');
     // Known vectors: [CLS] and [SEP] are zero, so "a b" pools to (a + b) / 4 before normalizing.
-    const { vocab, table } = writeTinyModel(dir, { vocab: ['a', 'b'], dim: 3, vectors: { a: [1, 0, 0], b: [0, 2, 0] } });
+    const { vocab, table } = writeTinyModel(dir, {
+      vocab: ['a', 'b'],
+      dim: 3,
+      vectors: { a: [1, 0, 0], b: [0, 2, 0] },
+    });
     const e = await OnnxEmbedder.load(dir);
     const [v] = await e.embed(['a b']);
     const n = Math.sqrt(0.25 ** 2 + 0.5 ** 2);
@@ -63,7 +67,16 @@ describe('ONNX inference with a generated model', () => {
     const dir = join(root, 'broken');
     mkdirSync(dir);
     writeFileSync(join(dir, 'model.onnx'), 'not a model');
-    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(JSON.parse(JSON.stringify((await import('../../src/olliesrv/skills/tiny-model.js')).tinyModel({ vocab: ['a'], dim: 2 }).tokenizer))));
+    writeFileSync(
+      join(dir, 'tokenizer.json'),
+      JSON.stringify(
+        JSON.parse(
+          JSON.stringify(
+            (await import('../../src/olliesrv/skills/tiny-model.js')).tinyModel({ vocab: ['a'], dim: 2 }).tokenizer,
+          ),
+        ),
+      ),
+    );
     await expect(OnnxEmbedder.load(dir)).rejects.toThrow(/broken\/model\.onnx/);
   });
 });

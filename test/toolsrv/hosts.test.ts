@@ -54,7 +54,10 @@ function writeHostTools(dir: string, hostSource = HOST, hostName = 'testhost'): 
   mkdirSync(join(dir, 'hosts'), { recursive: true });
   writeFileSync(join(dir, 'hosts', `${hostName}.mjs`), hostSource);
   for (const n of TOOL_NAMES) {
-    writeFileSync(join(dir, `${n}.meta`), JSON.stringify({ description: n, scope: 'read', host: hostName, args: { type: 'object' } }));
+    writeFileSync(
+      join(dir, `${n}.meta`),
+      JSON.stringify({ description: n, scope: 'read', host: hostName, args: { type: 'object' } }),
+    );
   }
 }
 
@@ -71,7 +74,11 @@ interface HostEnv {
   env: Env;
   c: Client;
   cwd: string;
-  call(tool: string, args?: Record<string, unknown>, o?: { signal?: AbortSignal; flags?: Record<string, unknown>; client?: Client }): Promise<ProcResult>;
+  call(
+    tool: string,
+    args?: Record<string, unknown>,
+    o?: { signal?: AbortSignal; flags?: Record<string, unknown>; client?: Client },
+  ): Promise<ProcResult>;
   host(): { pid: number; calls: number; inflight: number; cwd: string };
   stats(): Promise<Record<string, unknown>>;
 }
@@ -82,7 +89,15 @@ async function hostEnv(o: { hostIdleMs?: number; hostSource?: string } = {}): Pr
   const tools = mkdtempSync(join(tmpdir(), 'hosts-tools-'));
   const cwd = mkdtempSync(join(tmpdir(), 'hosts-cwd-'));
   writeHostTools(tools, o.hostSource);
-  const env = await startEnv({}, { yolo: false, toolDirs: [tools, SHIPPED_TOOLS], cwd, ...(o.hostIdleMs !== undefined && { hostIdleMs: o.hostIdleMs }) });
+  const env = await startEnv(
+    {},
+    {
+      yolo: false,
+      toolDirs: [tools, SHIPPED_TOOLS],
+      cwd,
+      ...(o.hostIdleMs !== undefined && { hostIdleMs: o.hostIdleMs }),
+    },
+  );
   opened.push({ env, dirs: [tools, cwd] });
   const c = await env.client('agent1');
   await c.write('ctl', `load ${TOOL_NAMES.join(' ')}`);
@@ -92,8 +107,12 @@ async function hostEnv(o: { hostIdleMs?: number; hostSource?: string } = {}): Pr
     return h[0]!;
   };
   return {
-    env, c, cwd, host,
-    call: (tool, args = {}, x = {}) => env.call(x.client ?? c, { tool, args, ...(x.flags && { flags: x.flags }) }, x.signal),
+    env,
+    c,
+    cwd,
+    host,
+    call: (tool, args = {}, x = {}) =>
+      env.call(x.client ?? c, { tool, args, ...(x.flags && { flags: x.flags }) }, x.signal),
     stats: async () => (await env.ts.core.hosts.stats(host().pid)) as Record<string, unknown>,
   };
 }
@@ -125,7 +144,11 @@ describe('resident tool hosts', () => {
     await h.c.write('ctl', 'load code_outline');
     for (const p of ['a.ts', 'b.ts', 'a.ts']) expect((await h.call('code_outline', { path: p })).exit).toBe(0);
     const ci = h.env.ts.core.hosts.list().find((x) => x.name === 'codeintel')!;
-    const st = (await h.env.ts.core.hosts.stats(ci.pid)) as { calls: number; loads: Record<string, number>; outlines: { parsed: number; cached: number } };
+    const st = (await h.env.ts.core.hosts.stats(ci.pid)) as {
+      calls: number;
+      loads: Record<string, number>;
+      outlines: { parsed: number; cached: number };
+    };
     expect(st).toMatchObject({ calls: 3, loads: { runtime: 1, typescript: 1 }, outlines: { parsed: 2, cached: 1 } });
   });
 
@@ -133,7 +156,11 @@ describe('resident tool hosts', () => {
     const h = await hostEnv();
     await h.call('echo');
     const t = Date.now();
-    const rs = await Promise.all([h.call('sleep', { ms: 400 }), h.call('sleep', { ms: 400 }), h.call('sleep', { ms: 400 })]);
+    const rs = await Promise.all([
+      h.call('sleep', { ms: 400 }),
+      h.call('sleep', { ms: 400 }),
+      h.call('sleep', { ms: 400 }),
+    ]);
     expect(rs.map((r) => r.output)).toEqual(['slept\n', 'slept\n', 'slept\n']);
     expect(Date.now() - t).toBeLessThan(1100);
     const s = await h.call('stream');
@@ -149,9 +176,24 @@ describe('resident tool hosts', () => {
   test('path locks hold for hosted calls: writes to one path wait for each other, not for other paths', async () => {
     const h = await hostEnv();
     const dir = h.env.ts.core.catalog.dirs[0]!;
-    writeFileSync(join(dir, 'hold.meta'), JSON.stringify({ description: 'hold a path', scope: 'write', pathArg: 'path', host: 'testhost', args: { type: 'object', properties: { path: { type: 'string' }, ms: { type: 'number' } }, required: ['path'] } }));
+    writeFileSync(
+      join(dir, 'hold.meta'),
+      JSON.stringify({
+        description: 'hold a path',
+        scope: 'write',
+        pathArg: 'path',
+        host: 'testhost',
+        args: { type: 'object', properties: { path: { type: 'string' }, ms: { type: 'number' } }, required: ['path'] },
+      }),
+    );
     // The host serves it under its own name: an alias of sleep.
-    writeFileSync(join(dir, 'hosts', 'testhost.mjs'), HOST.replace("sleep: async", "hold: async (args, ctx) => { await wait(args.ms, ctx.signal); return 'held\\n'; },\n    sleep: async"));
+    writeFileSync(
+      join(dir, 'hosts', 'testhost.mjs'),
+      HOST.replace(
+        'sleep: async',
+        "hold: async (args, ctx) => { await wait(args.ms, ctx.signal); return 'held\\n'; },\n    sleep: async",
+      ),
+    );
     await h.c.write('ctl', 'reload\nload hold');
     await h.call('echo');
     let t = Date.now();
@@ -209,7 +251,9 @@ describe('resident tool hosts', () => {
     const waiting = h.call('sleep', { ms: 10_000 });
     const crash = await h.call('crash');
     expect(crash.status).toBe('killed');
-    expect(crash.error).toMatch(/^the testhost tool host died during the call \(exit code 3\).*; it is started again on the next call$/);
+    expect(crash.error).toMatch(
+      /^the testhost tool host died during the call \(exit code 3\).*; it is started again on the next call$/,
+    );
     expect((await waiting).error).toBe(crash.error);
     await until(() => !alive(pid));
     expect(await h.call('echo')).toMatchObject({ status: 'exited', exit: 0 });
@@ -220,7 +264,9 @@ describe('resident tool hosts', () => {
     const h = await hostEnv({ hostSource: "throw new Error('boom at start');\n" });
     const r = await h.call('echo');
     expect(r.status).toBe('killed');
-    expect(r.error).toMatch(/^the testhost tool host could not start \(exit code 1\): .*boom at start.*; it is started again on the next call$/);
+    expect(r.error).toMatch(
+      /^the testhost tool host could not start \(exit code 1\): .*boom at start.*; it is started again on the next call$/,
+    );
   });
 
   test('an idle host stops; the next call starts another', async () => {

@@ -83,7 +83,7 @@ describe('LockTable', () => {
     (await c)();
   });
 
-  it('a session\'s global excludes its own session only; a path excludes that path in every session', async () => {
+  it("a session's global excludes its own session only; a path excludes that path in every session", async () => {
     const t = new LockTable();
     const order: string[] = [];
     const take = taker(t, order);
@@ -144,11 +144,19 @@ describe('locks in toolsrv', () => {
   it('holds write-scope calls on one path apart, lets other paths and read-scope calls run, and drops a flushed waiter', async () => {
     env = await startEnv({
       w: {
-        meta: { description: 'write', scope: 'write', pathArg: 'path', args: { type: 'object', properties: { path: { type: 'string' }, tag: { type: 'string' } } } },
+        meta: {
+          description: 'write',
+          scope: 'write',
+          pathArg: 'path',
+          args: { type: 'object', properties: { path: { type: 'string' }, tag: { type: 'string' } } },
+        },
         script: '#!/bin/sh\nread -r a\necho "start $(date +%s%N)"\nsleep 0.3\necho "end $(date +%s%N)"\n',
       },
       r: { meta: { description: 'read', scope: 'read' }, script: '#!/bin/sh\necho read\n' },
-      g: { meta: { description: 'global' }, script: '#!/bin/sh\necho "start $(date +%s%N)"\nsleep 0.2\necho "end $(date +%s%N)"\n' },
+      g: {
+        meta: { description: 'global' },
+        script: '#!/bin/sh\necho "start $(date +%s%N)"\nsleep 0.2\necho "end $(date +%s%N)"\n',
+      },
     });
     const c = await env.client();
     await c.write('ctl', 'load w r g');
@@ -199,7 +207,15 @@ describe('locks in toolsrv', () => {
 
   it('shares the lock table between agents', async () => {
     env = await startEnv({
-      w: { meta: { description: 'write', scope: 'write', pathArg: 'path', args: { type: 'object', properties: { path: { type: 'string' } } } }, script: '#!/bin/sh\nsleep 0.3\n' },
+      w: {
+        meta: {
+          description: 'write',
+          scope: 'write',
+          pathArg: 'path',
+          args: { type: 'object', properties: { path: { type: 'string' } } },
+        },
+        script: '#!/bin/sh\nsleep 0.3\n',
+      },
     });
     const a = await env.client('a');
     const b = await env.client('b');

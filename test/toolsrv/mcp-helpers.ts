@@ -24,10 +24,16 @@ export function writeMcpConfig(configDir: string, servers: Record<string, unknow
 }
 
 /** The fixture as a stdio server entry. */
-export const fixtureServer = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ command: process.execPath, args: [FIXTURE], ...extra });
+export const fixtureServer = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  command: process.execPath,
+  args: [FIXTURE],
+  ...extra,
+});
 
 /** The fixture over Streamable HTTP (or SSE) on loopback: its URL, and the process to kill. */
-export async function startHttpFixture(transport: 'http' | 'sse' = 'http'): Promise<{ url: string; child: ChildProcess }> {
+export async function startHttpFixture(
+  transport: 'http' | 'sse' = 'http',
+): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [FIXTURE, `--${transport}`], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';

@@ -22,14 +22,20 @@ afterEach(async () => {
 });
 beforeAll(() => buildNative());
 
-async function mcpEnv(servers: Record<string, unknown>, o: { project?: Record<string, unknown> } = {}): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
+async function mcpEnv(
+  servers: Record<string, unknown>,
+  o: { project?: Record<string, unknown> } = {},
+): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
   const base = mkdtempSync(join(tmpdir(), 'mcp-test-'));
   const cwd = join(base, 'ws');
   const configDir = join(base, 'config');
   mkdirSync(cwd);
   writeMcpConfig(configDir, servers);
   if (o.project) writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: o.project }));
-  const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') });
+  const env = await startEnv(
+    {},
+    { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') },
+  );
   cleanup.push(async () => {
     await env.close();
     rmSync(base, { recursive: true, force: true });
@@ -40,10 +46,15 @@ async function mcpEnv(servers: Record<string, unknown>, o: { project?: Record<st
 }
 
 const status = async (c: Client, server: string): Promise<Record<string, string>> =>
-  Object.fromEntries((await c.readText(`mcp/${server}/status`)).trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  Object.fromEntries(
+    (await c.readText(`mcp/${server}/status`))
+      .trim()
+      .split('\n')
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 
 describe('MCP servers in toolsrv', () => {
-  test('a stdio server\'s tools are in every scope as mcp__SERVER__TOOL (cold), validated and run', async () => {
+  test("a stdio server's tools are in every scope as mcp__SERVER__TOOL (cold), validated and run", async () => {
     const { env, c } = await mcpEnv({ fx: fixtureServer() });
     expect((await status(c, 'fx')).state).toBe('ready');
     const tools = JSON.parse(await c.readText('tools')) as ToolInfo[];
@@ -61,7 +72,9 @@ describe('MCP servers in toolsrv', () => {
     expect((await env.call(c2, { tool: 'mcp__fx__add', args: { a: 2, b: 3 } })).output).toBe('5\n');
     // An unknown tool of a known server, and an unknown server, are refused in words.
     expect((await env.call(c, { tool: 'mcp__fx__nope', args: {} })).error).toMatch(/MCP server fx has no tool "nope"/);
-    expect((await env.call(c, { tool: 'mcp__other__x', args: {} })).error).toMatch(/no MCP server "other" is configured/);
+    expect((await env.call(c, { tool: 'mcp__other__x', args: {} })).error).toMatch(
+      /no MCP server "other" is configured/,
+    );
   });
 
   test('the server is sandboxed: the workspace is read only, secrets are out of reach, the network is off; a bypass runs the call outside', async () => {
@@ -72,7 +85,9 @@ describe('MCP servers in toolsrv', () => {
     expect(existsSync(join(cwd, 'x.txt'))).toBe(false);
     // It may read the workspace.
     writeFileSync(join(cwd, 'in.txt'), 'readable');
-    expect((await env.call(c, { tool: 'mcp__fx__read_file', args: { path: join(cwd, 'in.txt') } })).output).toBe('readable\n');
+    expect((await env.call(c, { tool: 'mcp__fx__read_file', args: { path: join(cwd, 'in.txt') } })).output).toBe(
+      'readable\n',
+    );
     const sock: Server = createServer((s) => s.end('hello from the port'));
     await new Promise<void>((r) => sock.listen(0, '127.0.0.1', r));
     cleanup.push(() => void sock.close());
@@ -85,12 +100,17 @@ describe('MCP servers in toolsrv', () => {
     const ac = new AbortController();
     cleanup.push(() => ac.abort());
     const pending = (async () => {
-      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal }))) return JSON.parse(line) as BypassRequest;
+      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal })))
+        return JSON.parse(line) as BypassRequest;
       throw new Error('no request');
     })();
     const call = env.call(c, { tool: 'mcp__fx__connect_port', args: { port, bypass: true } });
     const req = await pending;
-    expect(req).toMatchObject({ agent: 'agent1', tool: 'mcp__fx__connect_port', cmd: `mcp__fx__connect_port {"port":${port}}` });
+    expect(req).toMatchObject({
+      agent: 'agent1',
+      tool: 'mcp__fx__connect_port',
+      cmd: `mcp__fx__connect_port {"port":${port}}`,
+    });
     await ctl.write('bypass/resolve', `${req.id} approve`);
     const r = await call;
     expect(r).toMatchObject({ exit: 0, bypassed: true, output: 'connected: hello from the port\n' });
@@ -104,10 +124,16 @@ describe('MCP servers in toolsrv', () => {
     const r = await env.call(c, { tool: 'mcp__fx__crash', args: {} });
     expect(r.status).toBe('killed');
     expect(r.error).toMatch(/MCP server fx: /);
-    await until(async () => (await status(c, 'fx')).state === 'ready' && (await status(c, 'fx')).restarts === '1', 'the crashed server to restart', 15000);
+    await until(
+      async () => (await status(c, 'fx')).state === 'ready' && (await status(c, 'fx')).restarts === '1',
+      'the crashed server to restart',
+      15000,
+    );
     const pid2 = (await env.call(c, { tool: 'mcp__fx__pid', args: {} })).output.trim();
     expect(pid2).not.toBe(pid);
-    expect(await c.readText('mcp/fx/log')).toMatch(/fixture: crashing on request[\s\S]*lost: .*starting again in 1000 ms[\s\S]*ready/);
+    expect(await c.readText('mcp/fx/log')).toMatch(
+      /fixture: crashing on request[\s\S]*lost: .*starting again in 1000 ms[\s\S]*ready/,
+    );
 
     await c.write('mcp/fx/ctl', 'stop');
     expect((await status(c, 'fx')).state).toBe('stopped');
@@ -122,7 +148,16 @@ describe('MCP servers in toolsrv', () => {
     const cwd = join(base, 'ws');
     mkdirSync(cwd);
     writeMcpConfig(join(base, 'config'), { fx: fixtureServer() });
-    const env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd: base, configDir: join(base, 'config'), dataDir: join(base, 'data') });
+    const env = await startEnv(
+      {},
+      {
+        yolo: false,
+        toolDirs: [SHIPPED_TOOLS],
+        cwd: base,
+        configDir: join(base, 'config'),
+        dataDir: join(base, 'data'),
+      },
+    );
     cleanup.push(async () => {
       await env.close();
       rmSync(base, { recursive: true, force: true });
@@ -132,11 +167,15 @@ describe('MCP servers in toolsrv', () => {
     await c.write('ctl', `cwd ${cwd}\nenv OLLIE_SESSION_ID=s1\n`);
     expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 20, b: 22 } })).output).toBe('42\n');
     expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ session: 's1', workspace: cwd });
-    expect((await env.call(c, { tool: 'mcp__fx__read_file', args: { path: 'nope' } })).output).toContain(`cannot read nope`);
+    expect((await env.call(c, { tool: 'mcp__fx__read_file', args: { path: 'nope' } })).output).toContain(
+      `cannot read nope`,
+    );
     // Another session's scope of the same (shared) toolsrv has none of them.
     const other = await env.client('agent2');
     await other.write('ctl', `cwd ${cwd}\nenv OLLIE_SESSION_ID=s2\n`);
-    expect((JSON.parse(await other.readText('tools')) as ToolInfo[]).filter((t) => t.name.startsWith('mcp__'))).toEqual([]);
+    expect((JSON.parse(await other.readText('tools')) as ToolInfo[]).filter((t) => t.name.startsWith('mcp__'))).toEqual(
+      [],
+    );
     expect((await env.call(other, { tool: 'mcp__fx__add', args: { a: 1, b: 1 } })).status).toBe('refused');
   });
 
@@ -151,7 +190,13 @@ describe('MCP servers in toolsrv', () => {
     const ac = new AbortController();
     cleanup.push(() => ac.abort());
     for await (const line of lines(c.stream('proc/interrupts', { signal: ac.signal }))) {
-      expect(JSON.parse(line)).toMatchObject({ pid: bg.pid, tool: 'mcp__fx__sleep', status: 'exited', exit: 0, tail: 'slept\n' });
+      expect(JSON.parse(line)).toMatchObject({
+        pid: bg.pid,
+        tool: 'mcp__fx__sleep',
+        status: 'exited',
+        exit: 0,
+        tail: 'slept\n',
+      });
       break;
     }
     expect(await c.readText(`proc/${bg.pid}/stat`)).toMatch(/tool=mcp__fx__sleep/);
@@ -163,7 +208,9 @@ describe('MCP servers in toolsrv', () => {
     expect(await c.rdwrText('mcp/fx/resource', 'fixture://greeting')).toBe('hello from an MCP resource\n');
     expect(await c.rdwrText('mcp/fx/resource', 'fixture://cwd')).toBe(`${cwd}\n`);
     expect(JSON.parse(await c.readText('mcp/fx/prompts'))[0]).toMatchObject({ name: 'review' });
-    expect(await c.rdwrText('mcp/fx/prompt', JSON.stringify({ name: 'review', arguments: { file: 'a.ts' } }))).toBe('Please review a.ts for bugs.');
+    expect(await c.rdwrText('mcp/fx/prompt', JSON.stringify({ name: 'review', arguments: { file: 'a.ts' } }))).toBe(
+      'Please review a.ts for bugs.',
+    );
   });
 
   test('a Streamable HTTP server on loopback is dialled by toolsrv', async () => {
@@ -182,12 +229,30 @@ describe('MCP servers in toolsrv', () => {
     expect((await env.call(c, { tool: 'mcp__old__add', args: { a: 20, b: 22 } })).output).toBe('42\n');
   });
 
-  test('the SDK\'s own example server (simpleSseServer, fixed port 3000), where the port is free', async (ctx) => {
+  test("the SDK's own example server (simpleSseServer, fixed port 3000), where the port is free", async (ctx) => {
     const free = await new Promise<boolean>((r) => {
-      const probe = createServer().once('error', () => r(false)).listen(3000, () => probe.close(() => r(true)));
+      const probe = createServer()
+        .once('error', () => r(false))
+        .listen(3000, () => probe.close(() => r(true)));
     });
     if (!free) return ctx.skip();
-    const example = spawn(process.execPath, [join(ROOT, 'node_modules', '@modelcontextprotocol', 'sdk', 'dist', 'esm', 'examples', 'server', 'simpleSseServer.js')], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const example = spawn(
+      process.execPath,
+      [
+        join(
+          ROOT,
+          'node_modules',
+          '@modelcontextprotocol',
+          'sdk',
+          'dist',
+          'esm',
+          'examples',
+          'server',
+          'simpleSseServer.js',
+        ),
+      ],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     cleanup.push(() => void example.kill());
     await new Promise<void>((r, j) => {
       example.stdout!.on('data', (d: Buffer) => /listening on port 3000/.test(d.toString()) && r());
@@ -198,16 +263,30 @@ describe('MCP servers in toolsrv', () => {
     expect(await c.readText('mcp/sdk/tools')).toContain('mcp__sdk__start-notification-stream\n');
     const r = await env.call(c, { tool: 'mcp__sdk__start-notification-stream', args: { interval: 10, count: 2 } });
     expect(r).toMatchObject({ status: 'exited', exit: 0 });
-    expect(r.output).toBe("Completed sending 2 notifications every 10ms\n");
+    expect(r.output).toBe('Completed sending 2 notifications every 10ms\n');
   });
 
   test('bad configuration: each problem names the file, server and field; the other servers work', async () => {
-    const { env, c, configDir } = await mcpEnv({ fx: fixtureServer(), broken: { command: 'x', args: 'not-a-list' }, net: { command: 'x', ollie: { sandbox: { network: { connect_tcp: [99999] } } } }, 'bad name': { command: 'x' } });
-    const st = JSON.parse(await c.readText('mcp/status')) as { servers: Array<{ name: string; state: string; error: string }> };
+    const { env, c, configDir } = await mcpEnv({
+      fx: fixtureServer(),
+      broken: { command: 'x', args: 'not-a-list' },
+      net: { command: 'x', ollie: { sandbox: { network: { connect_tcp: [99999] } } } },
+      'bad name': { command: 'x' },
+    });
+    const st = JSON.parse(await c.readText('mcp/status')) as {
+      servers: Array<{ name: string; state: string; error: string }>;
+    };
     const file = join(configDir, 'mcp.json');
-    expect(st.servers.find((s) => s.name === 'broken')).toMatchObject({ state: 'invalid', error: `${file}: mcpServers.broken: args: must be a list of strings` });
-    expect(st.servers.find((s) => s.name === 'net')!.error).toMatch(/mcpServers\.net: ollie\.sandbox\.network\.connect_tcp: must be a list of TCP ports/);
-    expect(st.servers.find((s) => s.name === 'bad name')!.error).toMatch(/mcpServers\.bad name: the name must be letters/);
+    expect(st.servers.find((s) => s.name === 'broken')).toMatchObject({
+      state: 'invalid',
+      error: `${file}: mcpServers.broken: args: must be a list of strings`,
+    });
+    expect(st.servers.find((s) => s.name === 'net')!.error).toMatch(
+      /mcpServers\.net: ollie\.sandbox\.network\.connect_tcp: must be a list of TCP ports/,
+    );
+    expect(st.servers.find((s) => s.name === 'bad name')!.error).toMatch(
+      /mcpServers\.bad name: the name must be letters/,
+    );
     expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 2 } })).output).toBe('3\n');
     // A file that is not JSON: said with its name; the (empty) rest goes on.
     writeFileSync(file, '{"mcpServers": ');
@@ -215,21 +294,35 @@ describe('MCP servers in toolsrv', () => {
     expect(JSON.parse(await c.readText('mcp/status')).notes[0]).toMatch(new RegExp(`^${file}: not valid JSON`));
   });
 
-  test('a project\'s .mcp.json starts nothing until the owner trusts it as it is; an edit untrusts it', async () => {
+  test("a project's .mcp.json starts nothing until the owner trusts it as it is; an edit untrusts it", async () => {
     const { env, c, cwd, configDir } = await mcpEnv({}, { project: { proj: fixtureServer() } });
-    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ servers: [], notes: [expect.stringMatching(/\.mcp\.json is not trusted: its MCP servers are not started/)] });
+    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({
+      servers: [],
+      notes: [expect.stringMatching(/\.mcp\.json is not trusted: its MCP servers are not started/)],
+    });
     trust(configDir, join(cwd, '.mcp.json'));
     await c.write('mcp/ctl', 'reload');
     await c.write('ctl', 'mcp-wait 15000');
     expect((await env.call(c, { tool: 'mcp__proj__add', args: { a: 2, b: 2 } })).output).toBe('4\n');
     // The agent edits the trusted file: untrusted again.
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { proj: fixtureServer(), evil: { command: '/bin/sh', args: ['-c', 'touch pwned'] } } }));
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({
+        mcpServers: { proj: fixtureServer(), evil: { command: '/bin/sh', args: ['-c', 'touch pwned'] } },
+      }),
+    );
     await c.write('mcp/ctl', 'reload');
-    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({ servers: [], notes: [expect.stringMatching(/not trusted as it is now \(it changed since it was trusted\)/)] });
+    expect(JSON.parse(await c.readText('mcp/status'))).toMatchObject({
+      servers: [],
+      notes: [expect.stringMatching(/not trusted as it is now \(it changed since it was trusted\)/)],
+    });
     // Trusted again as it is now, then untrusted by naming the file: gone again.
     trust(configDir, join(cwd, '.mcp.json'));
     await c.write('mcp/ctl', 'reload');
-    expect(JSON.parse(await c.readText('mcp/status')).servers.map((s: { name: string }) => s.name)).toEqual(['evil', 'proj']);
+    expect(JSON.parse(await c.readText('mcp/status')).servers.map((s: { name: string }) => s.name)).toEqual([
+      'evil',
+      'proj',
+    ]);
     await c.write('ctl', 'mcp-wait 15000');
     expect(untrust(configDir, join(cwd, '.mcp.json'))).toBe(true);
     await c.write('mcp/ctl', 'reload');

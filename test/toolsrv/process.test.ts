@@ -11,7 +11,13 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import type { BypassEvent } from '../../src/olliesrv/toolclient/host.js';
 import { ToolsrvSessionTools } from '../../src/olliesrv/toolclient/session-tools.js';
-import { spawnToolsrv, ToolsrvKeeper, TOOLSRV_ENTRY, type SpawnOptions, type ToolsrvProcess } from '../../src/olliesrv/toolclient/spawn.js';
+import {
+  spawnToolsrv,
+  ToolsrvKeeper,
+  TOOLSRV_ENTRY,
+  type SpawnOptions,
+  type ToolsrvProcess,
+} from '../../src/olliesrv/toolclient/spawn.js';
 import { BypassRuleStore } from '../../src/olliesrv/store/bypass.js';
 import { openDatabase } from '../../src/olliesrv/store/db.js';
 import { alive, BASIC, sleep, until, writeTools } from './helpers.js';
@@ -30,7 +36,14 @@ function tmp(): string {
 function opts(extra: Partial<SpawnOptions> = {}): SpawnOptions {
   const d = tmp();
   writeTools(join(d, 'tools'), BASIC);
-  return { runtimeDir: join(d, 'run'), name: 'test', toolDirs: [join(d, 'tools')], cwd: d, log: () => undefined, ...extra };
+  return {
+    runtimeDir: join(d, 'run'),
+    name: 'test',
+    toolDirs: [join(d, 'tools')],
+    cwd: d,
+    log: () => undefined,
+    ...extra,
+  };
 }
 
 async function start(extra: Partial<SpawnOptions> = {}): Promise<ToolsrvProcess> {
@@ -56,7 +69,9 @@ describe('toolsrv process', () => {
     expect(statSync(p.socket).mode & 0o777).toBe(0o600);
     expect(readFileSync(`/proc/${p.pid}/cmdline`, 'utf8')).not.toContain(p.secret);
     expect(readFileSync(`/proc/${p.pid}/environ`, 'utf8')).not.toContain(p.secret);
-    await expect(ToolClient.connect({ socket: p.socket, secret: 'wrong' }, 'a')).rejects.toThrow(/authentication failed/);
+    await expect(ToolClient.connect({ socket: p.socket, secret: 'wrong' }, 'a')).rejects.toThrow(
+      /authentication failed/,
+    );
     const host = await ToolClient.connect(p, 'agent-x');
     cleanups.push(() => host.close());
     expect(await host.list()).toEqual({ rev: 1, tools: [] });
@@ -102,7 +117,9 @@ describe('toolsrv process', () => {
       process.stdout.write(JSON.stringify({ pid: p.pid, socket: p.socket, secret: p.secret }) + '\\n');
       setInterval(() => {}, 1000);
     `;
-    const parent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const parent = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     cleanups.push(() => void parent.kill('SIGKILL'));
     const line = await new Promise<string>((resolve) => {
       let buf = '';
@@ -230,7 +247,10 @@ describe('SessionTools against a real toolsrv', () => {
     await st.resolve(r1.id, 'deny');
     expect(await call).toMatchObject({ status: 'refused', error: 'denied by user' });
     await until(() => events.length === 2);
-    expect(events).toEqual([{ kind: 'request', req: r1 }, { kind: 'resolved', id: r1.id, agent: 'ag', approved: false }]);
+    expect(events).toEqual([
+      { kind: 'request', req: r1 },
+      { kind: 'resolved', id: r1.id, agent: 'ag', approved: false },
+    ]);
 
     // Approve for the session: the same command (and with more arguments) then runs without asking, another one still asks.
     call = bypass('echo one');
@@ -247,7 +267,9 @@ describe('SessionTools against a real toolsrv', () => {
     const r3 = st.pending()[0]!;
     expect(r3.cmd).toBe('sh echo two');
     // A rule is never taken from the caller.
-    await expect(st.resolve(r3.id, 'approve', 'always:sh echo t*')).rejects.toThrow(/a rule is not given, it is computed from the request/);
+    await expect(st.resolve(r3.id, 'approve', 'always:sh echo t*')).rejects.toThrow(
+      /a rule is not given, it is computed from the request/,
+    );
 
     // Always: persisted, so another SessionTools (after a restart) honours it; the session rule is gone with its session.
     await st.resolve(r3.id, 'approve', 'always');
@@ -257,7 +279,9 @@ describe('SessionTools against a real toolsrv', () => {
     const again = await session(p, 'S', new BypassRuleStore(db));
     const host2 = await again.st.forAgent('ag2', tmp(), {});
     await host2.ctl('load sh');
-    expect(await host2.call({ tool: 'sh', args: { command: 'echo two three' }, flags: { bypass: true } })).toMatchObject({ output: 'two three\n', bypassed: true });
+    expect(
+      await host2.call({ tool: 'sh', args: { command: 'echo two three' }, flags: { bypass: true } }),
+    ).toMatchObject({ output: 'two three\n', bypassed: true });
     await until(() => again.events.length === 2);
     expect(again.events[1]).toMatchObject({ kind: 'resolved', approved: true, remembered: 'always:prefix echo two' });
     // Revoked: it asks again.
@@ -275,7 +299,12 @@ describe('SessionTools against a real toolsrv', () => {
     const keeper = new ToolsrvKeeper(opts({ yolo: false }));
     cleanups.push(() => keeper.close());
     const lease = keeper.lease('S');
-    const st = await ToolsrvSessionTools.open({ toolsrv: lease.address, sessionId: 'S', onClose: lease.release, log: () => undefined });
+    const st = await ToolsrvSessionTools.open({
+      toolsrv: lease.address,
+      sessionId: 'S',
+      onClose: lease.release,
+      log: () => undefined,
+    });
     cleanups.push(() => st.close());
     const cwd = tmp();
     // Variables the sandbox policy passes through (it drops the others).
@@ -283,7 +312,9 @@ describe('SessionTools against a real toolsrv', () => {
     await host.ctl('load sh');
     await host.ctl('env PAGER=two');
     const first = await lease.address();
-    expect((await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $EDITOR $PAGER"' } })).output).toBe(`${cwd} one two\n`);
+    expect((await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $EDITOR $PAGER"' } })).output).toBe(
+      `${cwd} one two\n`,
+    );
     process.kill(first.pid, 'SIGKILL');
     await first.exited;
     const r = await host.call({ tool: 'sh', args: { command: 'echo "$(pwd) $EDITOR $PAGER $OLLIE_SESSION_ID"' } });

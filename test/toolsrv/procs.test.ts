@@ -34,7 +34,12 @@ async function bg(c: Client, command: string): Promise<number> {
 }
 
 const stat = async (c: Client, pid: number): Promise<Record<string, string>> =>
-  Object.fromEntries((await c.readText(`proc/${pid}/stat`)).trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  Object.fromEntries(
+    (await c.readText(`proc/${pid}/stat`))
+      .trim()
+      .split('\n')
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 
 describe('procs', () => {
   it('runs a foreground call and returns combined output and the exit code', async () => {
@@ -57,7 +62,11 @@ describe('procs', () => {
     const c = await loaded();
     const pidFile = join(env!.dir, 'grandchild.pid');
     const t = Date.now();
-    const r = await env!.call(c, { tool: 'sh', args: { command: `sleep 30 & echo $! > ${pidFile}; wait` }, flags: { timeout: 0.4 } });
+    const r = await env!.call(c, {
+      tool: 'sh',
+      args: { command: `sleep 30 & echo $! > ${pidFile}; wait` },
+      flags: { timeout: 0.4 },
+    });
     expect(r.status).toBe('timeout');
     expect(r.error).toMatch(/timed out/);
     expect(Date.now() - t).toBeLessThan(3000);
@@ -115,7 +124,10 @@ describe('procs', () => {
     const { execFileSync } = await import('node:child_process');
     execFileSync('mkfifo', [fifo]);
     const t = Date.now();
-    const res = await env!.call(c, { tool: 'sh', args: { command: `echo first; read x < ${fifo}; echo "second $x"; exit 4`, background: true } });
+    const res = await env!.call(c, {
+      tool: 'sh',
+      args: { command: `echo first; read x < ${fifo}; echo "second $x"; exit 4`, background: true },
+    });
     expect(res.status).toBe('background');
     expect(Date.now() - t).toBeLessThan(1000);
     const pid = res.pid;
@@ -126,7 +138,8 @@ describe('procs', () => {
     const ac = new AbortController();
     const seen: string[] = [];
     const reading = (async () => {
-      for await (const chunk of c.stream(`proc/${pid}/out`, { signal: ac.signal })) seen.push(new TextDecoder().decode(chunk));
+      for await (const chunk of c.stream(`proc/${pid}/out`, { signal: ac.signal }))
+        seen.push(new TextDecoder().decode(chunk));
     })();
     await until(() => seen.join('') === 'first\n');
     const interrupts: ProcInterrupt[] = [];
@@ -149,11 +162,20 @@ describe('procs', () => {
     await reading;
     expect(seen.join('')).toBe('first\nsecond now\n');
     const st = await stat(c, pid);
-    expect(st).toMatchObject({ state: 'exited', status: 'exited', exit: '4', tool: 'sh', background: '1', agent: 'agent1' });
+    expect(st).toMatchObject({
+      state: 'exited',
+      status: 'exited',
+      exit: '4',
+      tool: 'sh',
+      background: '1',
+      agent: 'agent1',
+    });
     await until(() => interrupts.length === 1);
     const n = interrupts[0]!;
     expect(n).toMatchObject({ pid, agent: 'agent1', tool: 'sh', status: 'exited', exit: 4 });
-    expect(n.text).toBe(`<system-proc-interrupt id="${pid}" cmd="sh echo first; read x &lt; ${fifo}; echo &quot;second $x&quot;; exit 4" status="exited" exit="4">\nfirst\nsecond now\n</system-proc-interrupt>\n`);
+    expect(n.text).toBe(
+      `<system-proc-interrupt id="${pid}" cmd="sh echo first; read x &lt; ${fifo}; echo &quot;second $x&quot;; exit 4" status="exited" exit="4">\nfirst\nsecond now\n</system-proc-interrupt>\n`,
+    );
     ic.abort();
     await following;
     // Delivered once: a new reader does not get it again.
@@ -167,7 +189,10 @@ describe('procs', () => {
     await other.write('ctl', 'load sh');
     const pid = await bg(c, 'echo done');
     await c.readText(`proc/${pid}/wait`);
-    await until(() => env!.ts.core.scope('agent1').interrupts.length > 0, 'the interrupt for the agent that started it');
+    await until(
+      () => env!.ts.core.scope('agent1').interrupts.length > 0,
+      'the interrupt for the agent that started it',
+    );
     // Another agent neither sees the proc nor its interrupt.
     await expect(other.readText(`proc/${pid}/stat`)).rejects.toThrow(/not found/);
     expect(env!.ts.core.scope('agent2').interrupts).toEqual([]);
@@ -178,7 +203,12 @@ describe('procs', () => {
     const ac = new AbortController();
     const it = c.stream('proc/interrupts', { signal: ac.signal });
     const first = await it.next();
-    expect(JSON.parse(new TextDecoder().decode(first.value as Uint8Array))).toMatchObject({ pid, status: 'exited', exit: 0, tail: 'done\n' });
+    expect(JSON.parse(new TextDecoder().decode(first.value as Uint8Array))).toMatchObject({
+      pid,
+      status: 'exited',
+      exit: 0,
+      tail: 'done\n',
+    });
     ac.abort();
     await it.return(undefined);
   });
@@ -196,7 +226,7 @@ describe('procs', () => {
     const p2 = await bg(c, 'sleep 30');
     await c.write(`proc/${p2}/ctl`, 'term');
     expect(await c.readText(`proc/${p2}/wait`)).toBe(`${128 + 15}\n`);
-    expect((await stat(c, p2))).toMatchObject({ status: 'killed', signal: 'SIGTERM' });
+    expect(await stat(c, p2)).toMatchObject({ status: 'killed', signal: 'SIGTERM' });
 
     const p3 = await bg(c, 'trap "" TERM; sleep 30');
     await c.write(`proc/${p3}/ctl`, 'signal 9');
@@ -232,7 +262,10 @@ describe('procs', () => {
 
   it('caps the output of a result and keeps the whole of it in out', async () => {
     const c = await loaded();
-    const r = await env!.call(c, { tool: 'sh', args: { command: `head -c ${OUTPUT_CAP + 100000} /dev/zero | tr '\\0' x; echo; echo END` } });
+    const r = await env!.call(c, {
+      tool: 'sh',
+      args: { command: `head -c ${OUTPUT_CAP + 100000} /dev/zero | tr '\\0' x; echo; echo END` },
+    });
     expect(r.outputBytes).toBe(OUTPUT_CAP + 100000 + 5);
     expect(r.output.length).toBeLessThan(OUTPUT_CAP + 200);
     expect(r.output).toMatch(/\[… \d+ bytes omitted; the whole output is in proc\/\d+\/out …\]/);
@@ -246,7 +279,10 @@ describe('procs', () => {
     const host = await ToolClient.connect({ socket: env.ts.socket, secret: env.secret }, 'big');
     try {
       await host.ctl('load sh echoargs');
-      const big = await host.call({ tool: 'sh', args: { command: `head -c ${OUTPUT_CAP + 5000} /dev/zero | tr '\\0' y` } });
+      const big = await host.call({
+        tool: 'sh',
+        args: { command: `head -c ${OUTPUT_CAP + 5000} /dev/zero | tr '\\0' y` },
+      });
       expect(big.outputBytes).toBe(OUTPUT_CAP + 5000);
       expect(JSON.stringify(big).length).toBeGreaterThan(OUTPUT_CAP + 24); // more than one Rread
       expect(big.output.startsWith('yyyy')).toBe(true);
@@ -264,7 +300,14 @@ describe('procs', () => {
 
   it('runs tty tools in a terminal, with the arguments in OLLIE_ARGS', async () => {
     env = await startEnv({
-      term: { meta: { description: 'needs a tty', tty: true, args: { type: 'object', properties: { n: { type: 'number' } } } }, script: '#!/bin/sh\n[ -t 1 ] && echo "tty $OLLIE_ARGS"\nexit 2\n' },
+      term: {
+        meta: {
+          description: 'needs a tty',
+          tty: true,
+          args: { type: 'object', properties: { n: { type: 'number' } } },
+        },
+        script: '#!/bin/sh\n[ -t 1 ] && echo "tty $OLLIE_ARGS"\nexit 2\n',
+      },
     });
     const c = await env.client();
     await c.write('ctl', 'load term');
@@ -277,7 +320,10 @@ describe('procs', () => {
   it('takes keystrokes and a size for a tty tool (proc/{pid}/in, ctl resize); refuses both for a piped one', async () => {
     env = await startEnv({
       ...BASIC,
-      asker: { meta: { description: 'asks', tty: true, args: { type: 'object', properties: {} } }, script: '#!/bin/sh\nread line\necho "GOT $line $(stty size)"\n' },
+      asker: {
+        meta: { description: 'asks', tty: true, args: { type: 'object', properties: {} } },
+        script: '#!/bin/sh\nread line\necho "GOT $line $(stty size)"\n',
+      },
     });
     const c = await env.client();
     await c.write('ctl', 'load asker');
@@ -298,7 +344,9 @@ describe('procs', () => {
   });
 
   it('reports a tool that cannot start', async () => {
-    env = await startEnv({ broken: { meta: { description: 'bad interpreter', scope: 'read' }, script: '#!/nonexistent/interp\n' } });
+    env = await startEnv({
+      broken: { meta: { description: 'bad interpreter', scope: 'read' }, script: '#!/nonexistent/interp\n' },
+    });
     const c = await env.client();
     await c.write('ctl', 'load broken');
     const r = await env.call(c, { tool: 'broken', args: {} });
@@ -310,7 +358,10 @@ describe('procs', () => {
     env = await startEnv(undefined, { sessionId: 'sess-1', ollieAddr: 'unix!/run/ollie.sock' });
     const c = await env.client();
     await c.write('ctl', 'load sh');
-    const r = await env.call(c, { tool: 'sh', args: { command: 'echo "$OLLIE_SESSION_ID $OLLIE_UNAME $OLLIE_ADDR"; echo "$TMPDIR"' } });
+    const r = await env.call(c, {
+      tool: 'sh',
+      args: { command: 'echo "$OLLIE_SESSION_ID $OLLIE_UNAME $OLLIE_ADDR"; echo "$TMPDIR"' },
+    });
     const [ids, tmp] = r.output.trim().split('\n');
     expect(ids).toBe('sess-1 tester unix!/run/ollie.sock');
     expect(tmp).toMatch(/ollie-tools-/);

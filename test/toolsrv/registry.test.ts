@@ -52,7 +52,9 @@ describe('registry', () => {
       noexec: { meta: { description: 'nothing to run' } },
       badscope: { meta: { description: 'x', cmd: 'true', scope: 'sometimes' } },
       nopath: { meta: { description: 'x', cmd: 'true', scope: 'write' } },
-      badschema: { meta: { description: 'x', cmd: 'true', args: { type: 'object', properties: { a: { type: 'strng' } } } } },
+      badschema: {
+        meta: { description: 'x', cmd: 'true', args: { type: 'object', properties: { a: { type: 'strng' } } } },
+      },
       badvariant: { meta: { description: 'x', cmd: 'true', variants: [{ os: 'linux', colour: 'red' }] } },
     });
     const c = await env.client();
@@ -74,7 +76,10 @@ describe('registry', () => {
 
   it('lets user tools override shipped ones, and reload picks up edits', async () => {
     env = await startEnv(
-      { t: { meta: { description: 'shipped', cmd: 'echo shipped' } }, gone: { meta: { description: 'x', cmd: 'true' } } },
+      {
+        t: { meta: { description: 'shipped', cmd: 'echo shipped' } },
+        gone: { meta: { description: 'x', cmd: 'true' } },
+      },
       {},
       { t: { meta: { description: 'user', scope: 'read' }, script: '#!/bin/sh\necho user\n' } },
     );
@@ -99,7 +104,10 @@ describe('registry', () => {
     await c.write('ctl', 'load t');
     expect((await env.call(c, { tool: 't', args: {} })).output).toBe('user2\n');
     // The tools directories are on PATH while a tool runs.
-    writeTools(userDir, { helper: { meta: { description: 'h', scope: 'read' }, script: '#!/bin/sh\necho helped\n' }, usehelper: { meta: { description: 'u', cmd: 'helper' } } });
+    writeTools(userDir, {
+      helper: { meta: { description: 'h', scope: 'read' }, script: '#!/bin/sh\necho helped\n' },
+      usehelper: { meta: { description: 'u', cmd: 'helper' } },
+    });
     await c.write('ctl', 'reload\nload usehelper');
     expect((await env.call(c, { tool: 'usehelper', args: {} })).output).toBe('helped\n');
   });
@@ -147,7 +155,10 @@ describe('registry', () => {
     await a.write('ctl', `load sh\nenv GREETING=hi\ncwd /tmp\nenv PATH=/usr/bin:/bin`);
     expect(JSON.parse(await b.readText('tools'))).toEqual([]);
     await b.write('ctl', 'load sh');
-    const ra = await env.call(a, { tool: 'sh', args: { command: 'echo "$GREETING $(pwd) $OLLIE_AGENT_ID $OLLIE_UNAME $PATH"' } });
+    const ra = await env.call(a, {
+      tool: 'sh',
+      args: { command: 'echo "$GREETING $(pwd) $OLLIE_AGENT_ID $OLLIE_UNAME $PATH"' },
+    });
     const rb = await env.call(b, { tool: 'sh', args: { command: 'echo "${GREETING:-none} $(pwd) $OLLIE_AGENT_ID"' } });
     expect(ra.output).toBe(`hi /tmp agent-a tester ${env.toolsDir}:/usr/bin:/bin\n`); // the tools dir stays first on PATH
     expect(rb.output).toBe(`none ${env.dir} agent-b\n`);

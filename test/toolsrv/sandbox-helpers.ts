@@ -43,7 +43,15 @@ export function makeWorld(): World {
     tmpDir: join(root, 'private-tmp'),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
-  for (const d of [join(home, '.ssh'), join(home, '.gnupg'), join(home, 'other'), w.cwd, w.configDir, w.dataDir, w.runtimeDir]) {
+  for (const d of [
+    join(home, '.ssh'),
+    join(home, '.gnupg'),
+    join(home, 'other'),
+    w.cwd,
+    w.configDir,
+    w.dataDir,
+    w.runtimeDir,
+  ]) {
     mkdirSync(d, { recursive: true });
   }
   writeFileSync(join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY\n');
@@ -60,7 +68,12 @@ export function makeWorld(): World {
  * Writes the user's sandbox.yaml (or a project's .ollie-sandbox.yaml) and returns its path. A project file is
  * trusted as written (as `ollie trust` would), unless `trusted: false`: an untrusted one is ignored.
  */
-export function writePolicy(w: World, text: string, where: 'user' | 'project' = 'user', o: { trusted?: boolean } = {}): string {
+export function writePolicy(
+  w: World,
+  text: string,
+  where: 'user' | 'project' = 'user',
+  o: { trusted?: boolean } = {},
+): string {
   const file = where === 'user' ? join(w.configDir, 'sandbox.yaml') : join(w.cwd, '.ollie-sandbox.yaml');
   writeFileSync(file, text);
   if (where === 'project' && o.trusted !== false) trust(w.configDir, file);
@@ -80,7 +93,11 @@ export interface RunResult {
 }
 
 /** Runs file/args with stdout and stderr merged into one pipe, as toolsrv does. */
-export function run(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<RunResult> {
+export function run(
+  file: string,
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     // One pipe for both streams keeps their order; bash's 2>&1 would change what the tool itself does.
     const child = spawn('/bin/sh', ['-c', 'exec "$@" 2>&1', 'sh', file, ...args], {
@@ -132,7 +149,11 @@ export function runTool(
 ): Promise<RunResult> {
   const meta = readMeta(name);
   const argv = opts.argv ?? (meta.cmd ? ['/bin/sh', '-c', meta.cmd] : [join(TOOLS_DIR, name)]);
-  const env = { ...process.env, ...opts.env, PATH: `${TOOLS_DIR}${delimiter}${opts.env?.PATH ?? process.env.PATH ?? ''}` };
+  const env = {
+    ...process.env,
+    ...opts.env,
+    PATH: `${TOOLS_DIR}${delimiter}${opts.env?.PATH ?? process.env.PATH ?? ''}`,
+  };
   const policy = opts.unsandboxed ? null : (opts.policy ?? loadPolicy(w));
   return runSandboxed(policy, argv, {
     cwd: w.cwd,

@@ -28,15 +28,32 @@ const MiB = 1024 ** 2;
 
 describe('limits', () => {
   test('the shipped policy sets what a file without the section gets', () => {
-    expect(loadPolicy(w).limits).toEqual({ processes: 256, memory: 2 * GiB, cpu: 600, fileSize: 4 * GiB, openFiles: 4096, output: 64 * MiB });
+    expect(loadPolicy(w).limits).toEqual({
+      processes: 256,
+      memory: 2 * GiB,
+      cpu: 600,
+      fileSize: 4 * GiB,
+      openFiles: 4096,
+      output: 64 * MiB,
+    });
     expect(loadPolicy(w).limits).toEqual(DEFAULT_LIMITS);
     writePolicy(w, 'env: [PATH]\n');
     expect(loadPolicy(w).limits).toEqual(DEFAULT_LIMITS);
   });
 
   test('the user sets them: counts, sizes with units, unlimited', () => {
-    writePolicy(w, 'limits:\n  processes: 1000\n  memory: 512M\n  file_size: unlimited\n  output: 1.5 GiB\n  open_files: 100\n  cpu_seconds: 30\n');
-    expect(loadPolicy(w).limits).toEqual({ processes: 1000, memory: 512 * MiB, cpu: 30, fileSize: 0, openFiles: 100, output: 1.5 * GiB });
+    writePolicy(
+      w,
+      'limits:\n  processes: 1000\n  memory: 512M\n  file_size: unlimited\n  output: 1.5 GiB\n  open_files: 100\n  cpu_seconds: 30\n',
+    );
+    expect(loadPolicy(w).limits).toEqual({
+      processes: 1000,
+      memory: 512 * MiB,
+      cpu: 30,
+      fileSize: 0,
+      openFiles: 100,
+      output: 1.5 * GiB,
+    });
   });
 
   test('a project lowers them, and only lowers them', () => {
@@ -44,9 +61,13 @@ describe('limits', () => {
     const file = writePolicy(w, 'limits:\n  memory: 1 GiB\n  processes: 64\n', 'project');
     expect(loadPolicy(w).limits).toMatchObject({ memory: GiB, processes: 64, cpu: 600 });
     writePolicy(w, 'limits:\n  cpu_seconds: 6000\n', 'project');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:2: limits.cpu_seconds: a project file can only lower a limit of ${w.configDir}/sandbox.yaml`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:2: limits.cpu_seconds: a project file can only lower a limit of ${w.configDir}/sandbox.yaml`,
+    );
     writePolicy(w, '\nlimits:\n  memory: unlimited\n', 'project');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:3: limits.memory: a project file can only lower a limit of ${w.configDir}/sandbox.yaml`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:3: limits.memory: a project file can only lower a limit of ${w.configDir}/sandbox.yaml`,
+    );
     // Where the user has none, a project may set one.
     writePolicy(w, 'limits:\n  memory: unlimited\n');
     writePolicy(w, 'limits:\n  memory: 3 GiB\n', 'project');
@@ -55,11 +76,17 @@ describe('limits', () => {
 
   test('mistakes are errors at their line', () => {
     const file = writePolicy(w, 'env: [PATH]\nlimits:\n  memory: lots\n');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:3: limits.memory: must be a size in bytes, or with a unit (512 MiB, 2 GiB) greater than 0, or unlimited (got "lots")`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:3: limits.memory: must be a size in bytes, or with a unit (512 MiB, 2 GiB) greater than 0, or unlimited (got "lots")`,
+    );
     writePolicy(w, 'limits:\n  processes: -1\n');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:2: limits.processes: must be a whole number greater than 0, or unlimited (got -1)`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:2: limits.processes: must be a whole number greater than 0, or unlimited (got -1)`,
+    );
     writePolicy(w, 'limits:\n  threads: 5\n');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:2: limits.threads: unknown setting (known: processes, memory, cpu_seconds, file_size, open_files, output)`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:2: limits.threads: unknown setting (known: processes, memory, cpu_seconds, file_size, open_files, output)`,
+    );
     writePolicy(w, 'limits: 5\n');
     expect(policyError(() => loadPolicy(w))).toBe(`${file}:1: limits: must be a mapping`);
   });

@@ -42,8 +42,12 @@ describe('the shipped default', () => {
     expect(p.filesystem.rox).toEqual(expect.arrayContaining(['/usr', '/bin', '/lib']));
     expect(p.filesystem.ro).toContain('/etc');
     expect(p.filesystem.rw).toEqual(expect.arrayContaining([w.cwd, w.tmpDir, '/dev/null']));
-    expect([...p.filesystem.ro, ...p.filesystem.rox, ...p.filesystem.rw, ...p.filesystem.rwx].some((x) => x === w.home)).toBe(false);
-    expect(p.filesystem.deny).toEqual(expect.arrayContaining([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir]));
+    expect(
+      [...p.filesystem.ro, ...p.filesystem.rox, ...p.filesystem.rw, ...p.filesystem.rwx].some((x) => x === w.home),
+    ).toBe(false);
+    expect(p.filesystem.deny).toEqual(
+      expect.arrayContaining([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir]),
+    );
     expect(p.network).toEqual({ enabled: false, bindTcp: [], connectTcp: [], unix: false });
     expect(p.isolate).toEqual({ signals: true, abstractUnix: true });
     expect(p.toolDirs).toEqual([join(w.configDir, 'tools')]);
@@ -62,21 +66,34 @@ describe('the shipped default', () => {
   });
 });
 
-describe('the user\'s sandbox.yaml', () => {
+describe("the user's sandbox.yaml", () => {
   test('replaces the shipped one; placeholders and ~ expand', () => {
-    const file = writePolicy(w, `filesystem:
+    const file = writePolicy(
+      w,
+      `filesystem:
   ro: ["~/docs", "{XDG_CONFIG_HOME}/git", "{XDG_DATA_HOME}/fonts"]
   rw: ["{CWD}/out/", "{TMPDIR}", "{RUNTIME}/../scratch"]
   deny: ["{HOME}/.aws"]
 isolate:
   signals: false
-`);
+`,
+    );
     const p = loadPolicy(w);
     expect(p.sources).toEqual([file]);
-    expect(p.filesystem.ro).toEqual([join(w.home, 'docs'), join(w.home, '.config', 'git'), join(w.home, '.local', 'share', 'fonts')]);
+    expect(p.filesystem.ro).toEqual([
+      join(w.home, 'docs'),
+      join(w.home, '.config', 'git'),
+      join(w.home, '.local', 'share', 'fonts'),
+    ]);
     expect(p.filesystem.rw).toEqual([join(w.cwd, 'out'), w.tmpDir, join(w.root, 'run', 'scratch')]);
     expect(p.filesystem.rox).toEqual([]);
-    expect(p.filesystem.deny.slice(0, 5)).toEqual([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir, w.dataDir]);
+    expect(p.filesystem.deny.slice(0, 5)).toEqual([
+      join(w.home, '.ssh'),
+      join(w.home, '.gnupg'),
+      w.runtimeDir,
+      w.configDir,
+      w.dataDir,
+    ]);
     expect(p.filesystem.deny).toContain('/dev/shm');
     expect(p.filesystem.deny.at(-1)).toBe(join(w.home, '.aws'));
     expect(p.isolate).toEqual({ signals: false, abstractUnix: true });
@@ -93,13 +110,22 @@ isolate:
 
   test.each([
     ['filesystem:\n  ro: [/etc\n', /:3: /],
-    ['filesystem:\n  rw: ["{CWD}"]\n  ro:\n    - relative/path\n', /:4: filesystem\.ro: relative\/path is not an absolute path/],
-    ['filesystem:\n  ro:\n    - /etc\n    - "{NOPE}/x"\n', /:4: filesystem\.ro: unknown placeholder \{NOPE\} \(known: \{CWD\}, \{HOME\}, \{TMPDIR\}, \{XDG_CONFIG_HOME\}, \{XDG_DATA_HOME\}, \{RUNTIME\}\)/],
+    [
+      'filesystem:\n  rw: ["{CWD}"]\n  ro:\n    - relative/path\n',
+      /:4: filesystem\.ro: relative\/path is not an absolute path/,
+    ],
+    [
+      'filesystem:\n  ro:\n    - /etc\n    - "{NOPE}/x"\n',
+      /:4: filesystem\.ro: unknown placeholder \{NOPE\} \(known: \{CWD\}, \{HOME\}, \{TMPDIR\}, \{XDG_CONFIG_HOME\}, \{XDG_DATA_HOME\}, \{RUNTIME\}\)/,
+    ],
     ['filesystem:\n  rw: /tmp\n', /:2: filesystem\.rw: must be a list/],
     ['filesystem:\n  write: [/tmp]\n', /:2: filesystem\.write: unknown setting \(known: ro, rox, rw, rwx, deny\)/],
     ['env: [PATH]\nnetwerk:\n  enabled: true\n', /:2: netwerk: unknown section/],
     ['network:\n  enabled: yes please\n', /:2: network\.enabled: must be true or false/],
-    ['network:\n  enabled: true\n  bind_tcp: [8080, 70000]\n', /:3: network\.bind_tcp: each entry must be a TCP port number/],
+    [
+      'network:\n  enabled: true\n  bind_tcp: [8080, 70000]\n',
+      /:3: network\.bind_tcp: each entry must be a TCP port number/,
+    ],
     ['network:\n  enabled: false\n  connect_tcp: [443]\n', /:3: network: port lists need enabled: true/],
     ['env:\n  - PATH\n  - "BAD NAME"\n', /:3: env: each entry must be a variable name/],
     ['- just\n- a list\n', /:1: the policy must be a mapping/],
@@ -112,13 +138,15 @@ isolate:
   });
 });
 
-describe('a project\'s .ollie-sandbox.yaml narrows', () => {
+describe("a project's .ollie-sandbox.yaml narrows", () => {
   beforeEach(() => {
     writePolicy(w, USER);
   });
 
-  test('lists it sets replace the base\'s when every entry is already granted; deny adds', () => {
-    const file = writePolicy(w, `filesystem:
+  test("lists it sets replace the base's when every entry is already granted; deny adds", () => {
+    const file = writePolicy(
+      w,
+      `filesystem:
   rw: ["{CWD}/src"]
   ro: ["{CWD}", /etc/ssl]
   deny: ["{CWD}/.env"]
@@ -127,7 +155,9 @@ network:
 env: [PATH, LC_ALL, LC_M*]
 isolate:
   signals: true
-`, 'project');
+`,
+      'project',
+    );
     const p = loadPolicy(w);
     expect(p.sources).toEqual([join(w.configDir, 'sandbox.yaml'), file]);
     expect(p.filesystem.rw).toEqual([join(w.cwd, 'src')]);
@@ -144,7 +174,10 @@ isolate:
   });
 
   test.each([
-    ['filesystem:\n  ro: ["{CWD}"]\n  rw:\n    - "{HOME}"\n', /:4: filesystem\.rw: .*\/home is not granted rw by .*sandbox\.yaml and is not inside the workspace .*; a project file can only narrow the policy or add paths inside the workspace/],
+    [
+      'filesystem:\n  ro: ["{CWD}"]\n  rw:\n    - "{HOME}"\n',
+      /:4: filesystem\.rw: .*\/home is not granted rw by .*sandbox\.yaml and is not inside the workspace .*; a project file can only narrow the policy or add paths inside the workspace/,
+    ],
     ['filesystem:\n  rox: [/etc]\n', /:2: filesystem\.rox: \/etc is not granted rox/],
     ['filesystem:\n  ro: [/var]\n', /:2: filesystem\.ro: \/var is not granted ro/],
     ['network:\n  connect_tcp: [22]\n', /:2: network\.connect_tcp: port 22 is not allowed by/],
@@ -162,9 +195,13 @@ isolate:
   test('cannot turn the network on when the base has it off, nor turn isolation off', () => {
     writePolicy(w, 'filesystem:\n  rw: ["{CWD}"]\n');
     let file = writePolicy(w, '# comment\nnetwork:\n  enabled: true\n', 'project');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:3: network.enabled: the network is off in ${join(w.configDir, 'sandbox.yaml')}; a project file cannot turn it on`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:3: network.enabled: the network is off in ${join(w.configDir, 'sandbox.yaml')}; a project file cannot turn it on`,
+    );
     file = writePolicy(w, 'isolate:\n  abstract_unix: false\n', 'project');
-    expect(policyError(() => loadPolicy(w))).toBe(`${file}:2: isolate.abstract_unix: a project file cannot turn isolation off`);
+    expect(policyError(() => loadPolicy(w))).toBe(
+      `${file}:2: isolate.abstract_unix: a project file cannot turn isolation off`,
+    );
   });
 });
 

@@ -45,7 +45,16 @@ describe('the kernel', () => {
   test('offers a Landlock ABI with network rules and scoping (this suite needs ABI 6 or later)', () => {
     const s = landlockStatus();
     expect(s.abi).toBeGreaterThanOrEqual(6);
-    expect(s.enforces).toEqual(expect.arrayContaining(['filesystem', 'truncate', 'tcp', 'scope_signals', 'scope_abstract_unix', 'socket_families']));
+    expect(s.enforces).toEqual(
+      expect.arrayContaining([
+        'filesystem',
+        'truncate',
+        'tcp',
+        'scope_signals',
+        'scope_abstract_unix',
+        'socket_families',
+      ]),
+    );
     const probe = JSON.parse(spawnSync(SANDBOX_HELPER, ['--probe'], { encoding: 'utf8' }).stdout) as { abi: number };
     expect(probe.abi).toBe(s.abi);
   });
@@ -69,7 +78,10 @@ describe('filesystem', () => {
 
   test('read-only paths cannot be truncated or removed', async () => {
     writePolicy(w, HOME_READABLE);
-    const r = await bash(loadPolicy(w), `: > ${w.home}/other/notes.txt; rm -f ${w.home}/other/notes.txt; cat ${w.home}/other/notes.txt`);
+    const r = await bash(
+      loadPolicy(w),
+      `: > ${w.home}/other/notes.txt; rm -f ${w.home}/other/notes.txt; cat ${w.home}/other/notes.txt`,
+    );
     expect(r.out).toContain('Permission denied');
     expect(r.out).toContain('notes\n');
   });
@@ -77,8 +89,16 @@ describe('filesystem', () => {
   test('~/.ssh, ~/.gnupg and the Ollie config dir stay closed even when the policy grants all of HOME', async () => {
     writePolicy(w, HOME_READABLE);
     const p = loadPolicy(w);
-    const secrets = [`${w.home}/.ssh/id_ed25519`, `${w.home}/ssh-link/id_ed25519`, `${w.home}/.gnupg/secring`, `${w.configDir}/backends.json`];
-    const r = await bash(p, `cat ${w.home}/other/notes.txt; for f in ${secrets.join(' ')}; do cat "$f"; done; ls ${w.home}/.ssh`);
+    const secrets = [
+      `${w.home}/.ssh/id_ed25519`,
+      `${w.home}/ssh-link/id_ed25519`,
+      `${w.home}/.gnupg/secring`,
+      `${w.configDir}/backends.json`,
+    ];
+    const r = await bash(
+      p,
+      `cat ${w.home}/other/notes.txt; for f in ${secrets.join(' ')}; do cat "$f"; done; ls ${w.home}/.ssh`,
+    );
     expect(r.out).toContain('notes\n');
     for (const f of secrets) expect(r.out).toContain(`cat: ${f}: Permission denied`);
     expect(r.out).not.toContain('PRIVATE KEY');
@@ -92,7 +112,15 @@ describe('filesystem', () => {
   test('an agent working in HOME itself: its entries are writable, the denied paths are not, not even to create', async () => {
     const p = loadPolicy({ ...w, cwd: w.home });
     rmSync(join(w.home, '.gnupg'), { recursive: true });
-    const r = await runSandboxed(p, ['/bin/bash', '-c', 'echo ok > other/new.txt && cat other/new.txt; cat .ssh/id_ed25519; mkdir .gnupg; echo k > .ssh/authorized_keys; echo x > top.txt; ls .config/ollie'], { cwd: w.home, env: env() });
+    const r = await runSandboxed(
+      p,
+      [
+        '/bin/bash',
+        '-c',
+        'echo ok > other/new.txt && cat other/new.txt; cat .ssh/id_ed25519; mkdir .gnupg; echo k > .ssh/authorized_keys; echo x > top.txt; ls .config/ollie',
+      ],
+      { cwd: w.home, env: env() },
+    );
     expect(r.out).toContain('ok\n');
     expect(r.out).toContain('cat: .ssh/id_ed25519: Permission denied');
     expect(r.out).toMatch(/mkdir: cannot create directory .\.gnupg.: Permission denied/);
@@ -109,7 +137,10 @@ describe('filesystem', () => {
     symlinkSync(w.home, linked);
     rmSync(join(w.home, '.gnupg'), { recursive: true });
     const p = loadPolicy({ ...w, home: linked, cwd: linked });
-    const r = await bash(p, `cat ${linked}/.ssh/id_ed25519; mkdir ${w.home}/.gnupg; echo ok > ${w.home}/other/fine.txt && echo wrote`);
+    const r = await bash(
+      p,
+      `cat ${linked}/.ssh/id_ed25519; mkdir ${w.home}/.gnupg; echo ok > ${w.home}/other/fine.txt && echo wrote`,
+    );
     expect(r.out).toContain('Permission denied');
     expect(r.out).toMatch(/mkdir: cannot create directory .*\/home\/\.gnupg.: Permission denied/);
     expect(existsSync(join(w.home, '.gnupg'))).toBe(false);
@@ -162,19 +193,36 @@ describe('network', () => {
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     const otherPort = (other.address() as net.AddressInfo).port;
     try {
-      writePolicy(w, `filesystem:\n${SYSTEM}  ro: [/etc, /proc]\n  rw: ["{CWD}", /dev/null]\nnetwork:\n  enabled: true\n  connect_tcp: [${port}]\n`);
+      writePolicy(
+        w,
+        `filesystem:\n${SYSTEM}  ro: [/etc, /proc]\n  rw: ["{CWD}", /dev/null]\nnetwork:\n  enabled: true\n  connect_tcp: [${port}]\n`,
+      );
       const p = loadPolicy(w);
-      const r = await bash(p, `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3; exec 4<>/dev/tcp/127.0.0.1/${otherPort} && head -1 <&4`);
+      const r = await bash(
+        p,
+        `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3; exec 4<>/dev/tcp/127.0.0.1/${otherPort} && head -1 <&4`,
+      );
       expect(r.out).toContain('hello\n');
       expect(r.out).toContain('Permission denied');
       expect(r.out).not.toContain('other');
       // Listing only connect ports leaves binding closed.
-      const b = await node(p, `require('net').createServer().on('error', (e) => console.log(e.code)).listen(0, '127.0.0.1', () => { console.log('bound'); process.exit(0); })`);
+      const b = await node(
+        p,
+        `require('net').createServer().on('error', (e) => console.log(e.code)).listen(0, '127.0.0.1', () => { console.log('bound'); process.exit(0); })`,
+      );
       expect(b.out).toBe('EACCES\n');
       // With ports listed, TCP is Landlock's and UDP stays (name lookups); a raw or packet socket, which would go
       // around the port rules, is refused by the sandbox (EACCES, where the kernel alone says EPERM to non-root).
       const sock = (policy: SandboxPolicy | null, family: string, type: string, proto: number) =>
-        runSandboxed(policy, ['/usr/bin/perl', '-e', `use Socket; socket(my $s, ${family}, ${type}, ${proto}) or die "$!\\n"; print "ok\\n"`], { cwd: w.cwd, env: env() });
+        runSandboxed(
+          policy,
+          [
+            '/usr/bin/perl',
+            '-e',
+            `use Socket; socket(my $s, ${family}, ${type}, ${proto}) or die "$!\\n"; print "ok\\n"`,
+          ],
+          { cwd: w.cwd, env: env() },
+        );
       expect((await sock(p, 'PF_INET', 'SOCK_DGRAM', 17)).out).toBe('ok\n');
       expect((await sock(p, 'PF_INET', 'SOCK_RAW', 1)).out).toBe('Permission denied\n');
       expect((await sock(p, '17', 'SOCK_RAW', 0)).out).toBe('Permission denied\n');
@@ -254,14 +302,20 @@ describe('fails closed', () => {
   test('a kernel ABI too weak for the policy: a distinct exit code and exactly what is missing', () => {
     let r = helper(['--abi-max', '5', '--rox', '/usr', '--scope-signals']);
     expect(r.status).toBe(SANDBOX_EXIT.unavailable);
-    expect(r.stderr).toBe('ollie-sandbox: unavailable: the policy scopes signals but Landlock ABI 5 cannot (needs ABI 6, Linux 6.12)\n');
+    expect(r.stderr).toBe(
+      'ollie-sandbox: unavailable: the policy scopes signals but Landlock ABI 5 cannot (needs ABI 6, Linux 6.12)\n',
+    );
 
     r = helper(['--abi-max', '3', '--no-net']);
     expect(r.status).toBe(SANDBOX_EXIT.unavailable);
-    expect(r.stderr).toBe('ollie-sandbox: unavailable: the policy restricts the network but Landlock ABI 3 has no network rules (needs ABI 4, Linux 6.7)\n');
+    expect(r.stderr).toBe(
+      'ollie-sandbox: unavailable: the policy restricts the network but Landlock ABI 3 has no network rules (needs ABI 4, Linux 6.7)\n',
+    );
 
     r = helper(['--abi-max', '2']);
-    expect(r.stderr).toBe('ollie-sandbox: unavailable: Landlock ABI 2 cannot keep read-only files from being truncated (needs ABI 3, Linux 6.2)\n');
+    expect(r.stderr).toBe(
+      'ollie-sandbox: unavailable: Landlock ABI 2 cannot keep read-only files from being truncated (needs ABI 3, Linux 6.2)\n',
+    );
 
     r = helper(['--abi-max', '0']);
     expect(r.status).toBe(SANDBOX_EXIT.unavailable);
@@ -273,13 +327,17 @@ describe('fails closed', () => {
     expect(unavailableReason(p, { abi: 5, enforces: [] })).toBe(
       'the policy scopes signals and abstract Unix sockets (needs ABI 6, Linux 6.12), but the kernel offers Landlock ABI 5',
     );
-    expect(unavailableReason(p, { abi: 0, enforces: [], reason: 'Landlock is not available: no' })).toBe('Landlock is not available: no');
+    expect(unavailableReason(p, { abi: 0, enforces: [], reason: 'Landlock is not available: no' })).toBe(
+      'Landlock is not available: no',
+    );
     expect(unavailableReason(p, { abi: 7, enforces: [] })).toBeUndefined();
 
     const cmd = sandboxCommand(p, ['/bin/bash', '-c', `echo ran > ${w.cwd}/ran`]);
     const r = await run(cmd.file, ['--abi-max', '5', ...cmd.args], { cwd: w.cwd, env: cmd.env(process.env) });
     expect(r.code).toBe(SANDBOX_EXIT.unavailable);
-    expect(r.out).toBe('ollie-sandbox: unavailable: the policy scopes signals and abstract Unix sockets but Landlock ABI 5 cannot (needs ABI 6, Linux 6.12)\n');
+    expect(r.out).toBe(
+      'ollie-sandbox: unavailable: the policy scopes signals and abstract Unix sockets but Landlock ABI 5 cannot (needs ABI 6, Linux 6.12)\n',
+    );
     expect(existsSync(join(w.cwd, 'ran'))).toBe(false);
   });
 
@@ -289,7 +347,11 @@ describe('fails closed', () => {
     const denied = spawnSync(SANDBOX_HELPER, ['--ro', '/', '--', tool], { encoding: 'utf8', input });
     expect(denied.status).toBe(126);
     expect(denied.stderr).toBe(`ollie-sandbox: cannot execute ${tool}: Permission denied\n`);
-    const allowed = spawnSync(SANDBOX_HELPER, ['--ro', '/', '--rox', join(PACKAGE_ROOT, 'native', 'build'), '--', tool], { encoding: 'utf8', input });
+    const allowed = spawnSync(
+      SANDBOX_HELPER,
+      ['--ro', '/', '--rox', join(PACKAGE_ROOT, 'native', 'build'), '--', tool],
+      { encoding: 'utf8', input },
+    );
     expect(allowed.status).toBe(0);
     expect(allowed.stdout).toMatch(/^ {5}1\t/);
   });
@@ -315,17 +377,36 @@ describe('fails closed', () => {
 });
 
 describe('environment', () => {
-  test('only the policy\'s variables pass, with TMPDIR set to the private tmp', async () => {
+  test("only the policy's variables pass, with TMPDIR set to the private tmp", async () => {
     const p = loadPolicy(w);
-    const env = { ...process.env, SECRET_TOKEN: 'hunter2', AWS_SECRET_ACCESS_KEY: 'k', LANG: 'C.UTF-8', LC_ALL: 'C', OLLIE_SESSION_ID: 's1', OLLIE_ADDR: 'unix!/x' };
+    const env = {
+      ...process.env,
+      SECRET_TOKEN: 'hunter2',
+      AWS_SECRET_ACCESS_KEY: 'k',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C',
+      OLLIE_SESSION_ID: 's1',
+      OLLIE_ADDR: 'unix!/x',
+    };
     const cmd = sandboxCommand(p, ['/usr/bin/env']);
     // Unfiltered on purpose: the helper filters by itself.
     const r = await run(cmd.file, cmd.args, { cwd: w.cwd, env });
-    const vars = Object.fromEntries(r.out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const vars = Object.fromEntries(
+      r.out
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     expect(vars.SECRET_TOKEN).toBeUndefined();
     expect(vars.AWS_SECRET_ACCESS_KEY).toBeUndefined();
     expect(vars.OLLIE_ADDR).toBeUndefined();
-    expect(vars).toMatchObject({ LANG: 'C.UTF-8', LC_ALL: 'C', OLLIE_SESSION_ID: 's1', TMPDIR: w.tmpDir, PATH: process.env.PATH });
+    expect(vars).toMatchObject({
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C',
+      OLLIE_SESSION_ID: 's1',
+      TMPDIR: w.tmpDir,
+      PATH: process.env.PATH,
+    });
     expect(cmd.env(env)).toEqual(vars);
 
     const withSocket = sandboxCommand(p, ['/usr/bin/env'], { allowOllieSocket: true });

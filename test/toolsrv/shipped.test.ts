@@ -24,7 +24,9 @@ describe('shipped tools under toolsrv', () => {
     const c = await env.client();
     const cat = JSON.parse(await c.readText('catalog')) as CatalogEntry[];
     expect(cat.filter((e) => e.error)).toEqual([]);
-    expect(cat.map((e) => e.name)).toEqual(expect.arrayContaining(['shell', 'file_read', 'file_write', 'file_edit', 'file_grep', 'file_glob']));
+    expect(cat.map((e) => e.name)).toEqual(
+      expect.arrayContaining(['shell', 'file_read', 'file_write', 'file_edit', 'file_grep', 'file_glob']),
+    );
     const info = JSON.parse(await c.readText('info')) as ToolsrvInfo;
     expect(info.unavailable).toBeUndefined();
     expect(info.landlockAbi).toBeGreaterThan(0);

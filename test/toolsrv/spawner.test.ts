@@ -45,7 +45,12 @@ const alive = (pid: number): boolean => {
   }
 };
 
-const ppidOf = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]);
+const ppidOf = (pid: number): number =>
+  Number(
+    readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ')[1],
+  );
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 let spawner: Spawner | undefined;
@@ -82,7 +87,10 @@ describe('ollie-spawner', () => {
     const s = start();
     const input = 'x'.repeat(1 << 20);
     const r = recorder();
-    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'wc -c; echo err >&2; echo out; exit 3'], cwd: tmpdir(), env: ENV, stdin: input }, r.handlers);
+    const { pid } = await s.spawn(
+      { file: 'sh', args: ['-c', 'wc -c; echo err >&2; echo out; exit 3'], cwd: tmpdir(), env: ENV, stdin: input },
+      r.handlers,
+    );
     expect(pid).toBeGreaterThan(0);
     await r.ended;
     expect(r.out()).toBe(`${1 << 20}\nerr\nout\n`);
@@ -93,7 +101,16 @@ describe('ollie-spawner', () => {
     const s = start();
     dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
     const r = recorder();
-    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'echo "$(pwd) $FOO $(ps -o sid= -p $$ | tr -d " ")"'], cwd: dir, env: { ...ENV, FOO: 'bar' }, stdin: '' }, r.handlers);
+    const { pid } = await s.spawn(
+      {
+        file: 'sh',
+        args: ['-c', 'echo "$(pwd) $FOO $(ps -o sid= -p $$ | tr -d " ")"'],
+        cwd: dir,
+        env: { ...ENV, FOO: 'bar' },
+        stdin: '',
+      },
+      r.handlers,
+    );
     await r.ended;
     expect(r.out()).toBe(`${dir} bar ${pid}\n`);
   });
@@ -104,7 +121,10 @@ describe('ollie-spawner', () => {
     writeFileSync(join(dir, 'only-here'), '#!/bin/sh\necho found me\n');
     chmodSync(join(dir, 'only-here'), 0o755);
     const r = recorder();
-    await s.spawn({ file: 'only-here', args: [], cwd: dir, env: { PATH: `/nonexistent:${dir}` }, stdin: '' }, r.handlers);
+    await s.spawn(
+      { file: 'only-here', args: [], cwd: dir, env: { PATH: `/nonexistent:${dir}` }, stdin: '' },
+      r.handlers,
+    );
     await r.ended;
     expect(r.out()).toBe('found me\n');
   });
@@ -112,8 +132,15 @@ describe('ollie-spawner', () => {
   it('refuses a string with a NUL byte in it (it would shift every field after it), and keeps serving', async () => {
     const s = start();
     const r = recorder();
-    await expect(s.spawn({ file: 'sh', args: ['-c', 'echo hi'], cwd: tmpdir(), env: { ...ENV, X: 'a\0/' }, stdin: '' }, r.handlers)).rejects.toThrow(/contains a NUL byte/);
-    await expect(s.spawn({ file: 'echo', args: ['a\0b'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(/contains a NUL byte/);
+    await expect(
+      s.spawn(
+        { file: 'sh', args: ['-c', 'echo hi'], cwd: tmpdir(), env: { ...ENV, X: 'a\0/' }, stdin: '' },
+        r.handlers,
+      ),
+    ).rejects.toThrow(/contains a NUL byte/);
+    await expect(
+      s.spawn({ file: 'echo', args: ['a\0b'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers),
+    ).rejects.toThrow(/contains a NUL byte/);
     const ok = recorder();
     await s.spawn({ file: 'echo', args: ['fine'], cwd: tmpdir(), env: ENV, stdin: '' }, ok.handlers);
     await ok.ended;
@@ -137,7 +164,18 @@ describe('ollie-spawner', () => {
       b.writeUInt32LE(n);
       return b;
     };
-    const spawnFrame = frame('S', 1, Buffer.concat([u32(2), Buffer.from('sleep\x0030\x00'), u32(1), Buffer.from('PATH=/usr/bin:/bin\x00'), Buffer.from(`${tmpdir()}\x00`), Buffer.alloc(40)]));
+    const spawnFrame = frame(
+      'S',
+      1,
+      Buffer.concat([
+        u32(2),
+        Buffer.from('sleep\x0030\x00'),
+        u32(1),
+        Buffer.from('PATH=/usr/bin:/bin\x00'),
+        Buffer.from(`${tmpdir()}\x00`),
+        Buffer.alloc(40),
+      ]),
+    );
     const pid = await new Promise<number>((resolve) => {
       p.stdout.once('data', (b: Buffer) => resolve(b.readUInt32LE(9)));
       p.stdin.write(spawnFrame);
@@ -153,13 +191,17 @@ describe('ollie-spawner', () => {
   it('refuses with the reason when the program or the cwd is missing, and nothing runs', async () => {
     const s = start();
     const r = recorder();
-    await expect(s.spawn({ file: 'no-such-program', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(
-      /cannot start no-such-program: exec: ENOENT \(No such file or directory\)/,
-    );
-    await expect(s.spawn({ file: 'sh', args: [], cwd: '/no/such/dir', env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(/cannot start sh: chdir \/no\/such\/dir: ENOENT/);
+    await expect(
+      s.spawn({ file: 'no-such-program', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers),
+    ).rejects.toThrow(/cannot start no-such-program: exec: ENOENT \(No such file or directory\)/);
+    await expect(
+      s.spawn({ file: 'sh', args: [], cwd: '/no/such/dir', env: ENV, stdin: '' }, r.handlers),
+    ).rejects.toThrow(/cannot start sh: chdir \/no\/such\/dir: ENOENT/);
     dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
     writeFileSync(join(dir, 'not-executable'), 'echo no\n', { mode: 0o644 });
-    await expect(s.spawn({ file: join(dir, 'not-executable'), args: [], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers)).rejects.toThrow(/exec: EACCES/);
+    await expect(
+      s.spawn({ file: join(dir, 'not-executable'), args: [], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers),
+    ).rejects.toThrow(/exec: EACCES/);
     // The spawner is still serving.
     const ok = recorder();
     await s.spawn({ file: 'true', args: [], cwd: tmpdir(), env: ENV, stdin: '' }, ok.handlers);
@@ -171,7 +213,10 @@ describe('ollie-spawner', () => {
     const s = start();
     dir = mkdtempSync(join(tmpdir(), 'spawner-test-'));
     const r = recorder();
-    const { pid } = await s.spawn({ file: 'sh', args: ['-c', `sleep 30 & echo $! > ${dir}/pid; kill -TERM $$`], cwd: dir, env: ENV, stdin: '' }, r.handlers);
+    const { pid } = await s.spawn(
+      { file: 'sh', args: ['-c', `sleep 30 & echo $! > ${dir}/pid; kill -TERM $$`], cwd: dir, env: ENV, stdin: '' },
+      r.handlers,
+    );
     await r.ended;
     expect(r.events).toContain('exit null SIGTERM');
     const grandchild = Number(readFileSync(join(dir, 'pid'), 'utf8'));
@@ -186,7 +231,13 @@ describe('ollie-spawner', () => {
     // Every process of the call ends with it, so only a process outside the call can hold its output pipe: this
     // test, opening it through /proc while the tool waits for the go-ahead file.
     const spawned = await s.spawn(
-      { file: 'sh', args: ['-c', `while [ ! -e ${dir}/go ]; do sleep 0.01; done; echo bye`], cwd: dir, env: ENV, stdin: '' },
+      {
+        file: 'sh',
+        args: ['-c', `while [ ! -e ${dir}/go ]; do sleep 0.01; done; echo bye`],
+        cwd: dir,
+        env: ENV,
+        stdin: '',
+      },
       r.handlers,
     );
     const held = openSync(`/proc/${spawned.pid}/fd/1`, 'w');
@@ -208,7 +259,11 @@ describe('ollie-spawner', () => {
   it('a call whose spawner is killed outright ends with the reason, and its process group with it', async () => {
     const spawner = startLauncher();
     const proc = new Proc({ id: 1, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
-    await proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false }, undefined, spawner);
+    await proc.start(
+      { file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false },
+      undefined,
+      spawner,
+    );
     expect(alive(proc.osPid)).toBe(true);
     process.kill(spawner.spawnerPid!, 'SIGKILL');
     await proc.done;
@@ -220,7 +275,11 @@ describe('ollie-spawner', () => {
   it('a stop asked for while the spawner is still starting the process reaches its group once it exists', async () => {
     const spawner = startLauncher();
     const proc = new Proc({ id: 2, tool: 'sh', agent: 'a', cmd: 'sleep', background: false, bypassed: false });
-    const starting = proc.start({ file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false }, undefined, spawner);
+    const starting = proc.start(
+      { file: 'sleep', args: ['30'], cwd: tmpdir(), env: ENV, stdin: '', tty: false },
+      undefined,
+      spawner,
+    );
     // No pid yet: the started frame has not come back.
     expect(proc.osPid).toBe(0);
     proc.terminate('killed', 0);
@@ -245,13 +304,33 @@ describe('ollie-spawner', () => {
     expect(s.pid).not.toBe(first);
   });
 
-  it('starts a process with the call\'s rlimits, as a subreaper, under the spawner and its guardian', async () => {
+  it("starts a process with the call's rlimits, as a subreaper, under the spawner and its guardian", async () => {
     const s = start();
     const r = recorder();
     const limits = { memory: 1 << 30, cpu: 7, fileSize: 1 << 20, openFiles: 77 };
-    const { pid } = await s.spawn({ file: 'sh', args: ['-c', 'cat /proc/self/limits; grep -E "^PPid" /proc/$PPID/status; (sleep 30 & echo orphan $!); sleep 30'], cwd: tmpdir(), env: ENV, stdin: '', limits }, r.handlers);
+    const { pid } = await s.spawn(
+      {
+        file: 'sh',
+        args: [
+          '-c',
+          'cat /proc/self/limits; grep -E "^PPid" /proc/$PPID/status; (sleep 30 & echo orphan $!); sleep 30',
+        ],
+        cwd: tmpdir(),
+        env: ENV,
+        stdin: '',
+        limits,
+      },
+      r.handlers,
+    );
     await until(() => r.out().includes('orphan'));
-    const line = (name: string): string[] => r.out().split('\n').find((l) => l.startsWith(name))!.slice(26).trim().split(/\s+/);
+    const line = (name: string): string[] =>
+      r
+        .out()
+        .split('\n')
+        .find((l) => l.startsWith(name))!
+        .slice(26)
+        .trim()
+        .split(/\s+/);
     expect(line('Max data size')).toEqual([String(1 << 30), String(1 << 30), 'bytes']);
     expect(line('Max cpu time')).toEqual(['7', '12', 'seconds']);
     expect(line('Max file size')).toEqual([String(1 << 20), String(1 << 20), 'bytes']);
@@ -268,7 +347,17 @@ describe('ollie-spawner', () => {
   it('kills the whole call when it goes over its process limit, and says so', async () => {
     const s = start();
     const r = recorder();
-    await s.spawn({ file: 'sh', args: ['-c', 'for i in $(seq 40); do setsid sleep 30 & done; wait'], cwd: tmpdir(), env: ENV, stdin: '', limits: { processes: 20 } }, r.handlers);
+    await s.spawn(
+      {
+        file: 'sh',
+        args: ['-c', 'for i in $(seq 40); do setsid sleep 30 & done; wait'],
+        cwd: tmpdir(),
+        env: ENV,
+        stdin: '',
+        limits: { processes: 20 },
+      },
+      r.handlers,
+    );
     await r.ended;
     expect(r.events).toContain('exit null SIGKILL processes');
   });
@@ -279,7 +368,14 @@ describe('ollie-spawner', () => {
     await s.spawn({ file: 'ls', args: ['/proc/self/fd'], cwd: tmpdir(), env: ENV, stdin: '' }, r.handlers);
     await r.ended;
     // ls's own directory handle on /proc/self/fd is the only one beyond 0-2.
-    expect(r.out().trim().split('\n').map(Number).filter((fd) => fd > 2)).toHaveLength(1);
+    expect(
+      r
+        .out()
+        .trim()
+        .split('\n')
+        .map(Number)
+        .filter((fd) => fd > 2),
+    ).toHaveLength(1);
   });
 
   it('kills the process groups it started when toolsrv closes it', async () => {

@@ -1,6 +1,14 @@
 /** web_fetch's address rules: which addresses are not public, and the allow_private entries that let them through. */
 import { describe, expect, test } from 'vitest';
-import { coversAddress, isLocalhostName, namesHost, parseAllowEntry, parseAllowList, parseIp, whyNotPublicAddress } from '../../src/tools/web/address.js';
+import {
+  coversAddress,
+  isLocalhostName,
+  namesHost,
+  parseAllowEntry,
+  parseAllowList,
+  parseIp,
+  whyNotPublicAddress,
+} from '../../src/tools/web/address.js';
 
 describe('whyNotPublicAddress', () => {
   test.each([
@@ -29,7 +37,10 @@ describe('whyNotPublicAddress', () => {
     ['ff02::1', 'a multicast address'],
     ['::ffff:127.0.0.1', 'an IPv4-mapped address of 127.0.0.1, a loopback address'],
     ['::ffff:7f00:1', 'an IPv4-mapped address of 127.0.0.1, a loopback address'],
-    ['[::ffff:a9fe:a9fe]', 'an IPv4-mapped address of 169.254.169.254, a link-local address (where cloud metadata services answer)'],
+    [
+      '[::ffff:a9fe:a9fe]',
+      'an IPv4-mapped address of 169.254.169.254, a link-local address (where cloud metadata services answer)',
+    ],
     ['::127.0.0.1', 'an IPv4-compatible address (deprecated; it reaches IPv4 hosts)'],
     ['::7f00:1', 'an IPv4-compatible address (deprecated; it reaches IPv4 hosts)'],
     ['::8.8.8.8', 'an IPv4-compatible address (deprecated; it reaches IPv4 hosts)'],
@@ -48,12 +59,20 @@ describe('whyNotPublicAddress', () => {
     expect(whyNotPublicAddress(addr)).toBe(why);
   });
 
-  test.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2a00:1450:4001:80b::200e'])(
-    '%s is public',
-    (addr) => {
-      expect(whyNotPublicAddress(addr)).toBeUndefined();
-    },
-  );
+  test.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '2002:808:808::1',
+    '2a00:1450:4001:80b::200e',
+  ])('%s is public', (addr) => {
+    expect(whyNotPublicAddress(addr)).toBeUndefined();
+  });
 
   test('names are not addresses', () => {
     expect(whyNotPublicAddress('example.com')).toBe('not an IP address');
@@ -71,10 +90,18 @@ describe('allow_private entries', () => {
   });
 
   test('mistakes name the entry and what is wrong', () => {
-    expect(() => parseAllowList('10.0.0.0/8', 'sandbox.network.allow_private')).toThrow('sandbox.network.allow_private: must be a list of hosts, host:port, addresses or networks like ["docs.internal", "127.0.0.1:8000", "10.0.0.0/8"]');
-    expect(() => parseAllowList(['ok.host', 'bad host'], 'sandbox.network.allow_private')).toThrow('sandbox.network.allow_private[1]: "bad host" is not a host, host:port, address or network (not a valid host name)');
-    expect(() => parseAllowList(['10.0.0.0/33'], 'x')).toThrow('x[0]: "10.0.0.0/33" is not a host, host:port, address or network (a network is ADDRESS/PREFIX, like 10.0.0.0/8 or fd00::/8)');
-    expect(() => parseAllowList(['host:0'], 'x')).toThrow('x[0]: "host:0" is not a host, host:port, address or network (port 0 is not 1-65535)');
+    expect(() => parseAllowList('10.0.0.0/8', 'sandbox.network.allow_private')).toThrow(
+      'sandbox.network.allow_private: must be a list of hosts, host:port, addresses or networks like ["docs.internal", "127.0.0.1:8000", "10.0.0.0/8"]',
+    );
+    expect(() => parseAllowList(['ok.host', 'bad host'], 'sandbox.network.allow_private')).toThrow(
+      'sandbox.network.allow_private[1]: "bad host" is not a host, host:port, address or network (not a valid host name)',
+    );
+    expect(() => parseAllowList(['10.0.0.0/33'], 'x')).toThrow(
+      'x[0]: "10.0.0.0/33" is not a host, host:port, address or network (a network is ADDRESS/PREFIX, like 10.0.0.0/8 or fd00::/8)',
+    );
+    expect(() => parseAllowList(['host:0'], 'x')).toThrow(
+      'x[0]: "host:0" is not a host, host:port, address or network (port 0 is not 1-65535)',
+    );
     expect(() => parseAllowList(['[host]:80'], 'x')).toThrow('brackets hold an IPv6 address');
     expect(() => parseAllowList([''], 'x')).toThrow('x[0]: "" is not a host, host:port, address or network (empty)');
     expect(() => parseAllowList([42], 'x')).toThrow('x[0]: 42 is not a host, host:port, address or network (empty)');

@@ -35,9 +35,16 @@ function serve(): Promise<http.Server> {
     } else if (url === '/page') res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
     else if (url === '/big') res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(3 << 20));
     else if (url === '/json') res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1,"b":[true,null]}');
-    else if (url === '/bin') res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]));
-    else if (url === '/latin1') res.writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' }).end(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
-    else if (url === '/gz') res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync('compressed text\n'));
+    else if (url === '/bin')
+      res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]));
+    else if (url === '/latin1')
+      res
+        .writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' })
+        .end(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+    else if (url === '/gz')
+      res
+        .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+        .end(gzipSync('compressed text\n'));
     else if (url === '/hang') res.writeHead(200, { 'content-type': 'text/plain' }).write('the start');
     else if (url === '/loop') res.writeHead(301, { location: '/loop' }).end();
     else res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not here</h1>');
@@ -55,7 +62,8 @@ let c: Client;
 let cShipped: Client;
 const dirs: string[] = [];
 
-const fetchUrl = (args: Record<string, unknown>, cl = c): Promise<ProcResult> => (cl === c ? env : shipped).call(cl, { tool: 'web_fetch', args });
+const fetchUrl = (args: Record<string, unknown>, cl = c): Promise<ProcResult> =>
+  (cl === c ? env : shipped).call(cl, { tool: 'web_fetch', args });
 
 beforeAll(async () => {
   buildNative();
@@ -69,7 +77,13 @@ beforeAll(async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'webfetch-cwd-'));
   dirs.push(userTools, cwd);
   mkdirSync(userTools, { recursive: true });
-  writeFileSync(join(userTools, 'web_fetch.meta'), JSON.stringify({ ...readMeta('web_fetch'), sandbox: { network: { connect_tcp: [port], allow_private: ['127.0.0.1'] } } }));
+  writeFileSync(
+    join(userTools, 'web_fetch.meta'),
+    JSON.stringify({
+      ...readMeta('web_fetch'),
+      sandbox: { network: { connect_tcp: [port], allow_private: ['127.0.0.1'] } },
+    }),
+  );
   symlinkSync(join(SHIPPED_TOOLS, 'web_fetch'), join(userTools, 'web_fetch'));
   env = await startEnv({}, { yolo: false, toolDirs: [userTools, SHIPPED_TOOLS], cwd });
   c = await env.client('agent1');
@@ -100,7 +114,7 @@ afterAll(async () => {
 describe('web_fetch', () => {
   test('HTML becomes Markdown: headings, links, lists, code; scripts, styles and the head dropped', async () => {
     const r = await fetchUrl({ url: `${base}/page` });
-    expect(r, r.output).toMatchObject({ status: "exited", exit: 0, format: "markdown" });
+    expect(r, r.output).toMatchObject({ status: 'exited', exit: 0, format: 'markdown' });
     expect(r.output).toBe(
       `URL: ${base}/page\nStatus: 200 OK\nContent-Type: text/html; charset=utf-8\nSize: ${Buffer.byteLength(PAGE)} bytes\nTitle: Fixture & Page\n\n# Hello\n\nRead the [docs](/docs) and **enjoy**.\n\n-   one\n-   two\n\n\`\`\`\nconst x = 1;\n\`\`\`\n`,
     );
@@ -111,9 +125,14 @@ describe('web_fetch', () => {
   test('redirects are followed up to the bound, and reported', async () => {
     const ok = await fetchUrl({ url: `${base}/r/2` });
     expect(ok.exit).toBe(0);
-    expect(ok.output).toContain(`URL: ${base}/page\nRedirects: 302 ${base}/r/2 -> 302 ${base}/r/1 -> 302 ${base}/r/0\n`);
+    expect(ok.output).toContain(
+      `URL: ${base}/page\nRedirects: 302 ${base}/r/2 -> 302 ${base}/r/1 -> 302 ${base}/r/0\n`,
+    );
     const tooMany = await fetchUrl({ url: `${base}/r/3`, max_redirects: 2 });
-    expect(tooMany).toMatchObject({ exit: 1, output: `web_fetch: too many redirects (more than 2): 302 ${base}/r/3 -> 302 ${base}/r/2 -> 302 ${base}/r/1 -> ${base}/r/0\n` });
+    expect(tooMany).toMatchObject({
+      exit: 1,
+      output: `web_fetch: too many redirects (more than 2): 302 ${base}/r/3 -> 302 ${base}/r/2 -> 302 ${base}/r/1 -> ${base}/r/0\n`,
+    });
     const loop = await fetchUrl({ url: `${base}/loop` });
     expect(loop.output).toMatch(/^web_fetch: too many redirects \(more than 5\): /);
   });
@@ -127,17 +146,27 @@ describe('web_fetch', () => {
   });
 
   test('content types: JSON pretty-printed, binary described, charsets decoded, HTTP errors exit 1', async () => {
-    expect((await fetchUrl({ url: `${base}/json` })).output).toMatch(/\n\n\{\n {2}"a": 1,\n {2}"b": \[\n {4}true,\n {4}null\n {2}\]\n\}\n$/);
+    expect((await fetchUrl({ url: `${base}/json` })).output).toMatch(
+      /\n\n\{\n {2}"a": 1,\n {2}"b": \[\n {4}true,\n {4}null\n {2}\]\n\}\n$/,
+    );
     const bin = await fetchUrl({ url: `${base}/bin` });
-    expect(bin.output).toBe(`URL: ${base}/bin\nStatus: 200 OK\nContent-Type: image/png\nSize: 7 bytes\n\n[binary content (image/png), not shown]\n`);
+    expect(bin.output).toBe(
+      `URL: ${base}/bin\nStatus: 200 OK\nContent-Type: image/png\nSize: 7 bytes\n\n[binary content (image/png), not shown]\n`,
+    );
     expect((await fetchUrl({ url: `${base}/latin1` })).output).toMatch(/\n\ncafé\n$/);
-    expect((await fetchUrl({ url: `${base}/gz` })).output).toBe(`URL: ${base}/gz\nStatus: 200 OK\nContent-Type: text/plain\nSize: 16 bytes\n\ncompressed text\n`);
-    expect((await fetchUrl({ url: `${base}/hang`, timeout: 0.5 })).output).toBe(`web_fetch: reading ${base}/hang failed: timed out\n`);
+    expect((await fetchUrl({ url: `${base}/gz` })).output).toBe(
+      `URL: ${base}/gz\nStatus: 200 OK\nContent-Type: text/plain\nSize: 16 bytes\n\ncompressed text\n`,
+    );
+    expect((await fetchUrl({ url: `${base}/hang`, timeout: 0.5 })).output).toBe(
+      `web_fetch: reading ${base}/hang failed: timed out\n`,
+    );
     const missing = await fetchUrl({ url: `${base}/nope` });
     expect(missing).toMatchObject({ status: 'exited', exit: 1 });
     expect(missing.output).toContain('Status: 404 Not Found\n');
     expect(missing.output).toContain('# Not here\n');
-    expect((await fetchUrl({ url: 'file:///etc/passwd' })).output).toBe('web_fetch: only http and https URLs can be fetched, not file:\n');
+    expect((await fetchUrl({ url: 'file:///etc/passwd' })).output).toBe(
+      'web_fetch: only http and https URLs can be fetched, not file:\n',
+    );
     expect((await fetchUrl({ url: 'not a url' })).output).toBe('web_fetch: not a URL: not a url\n');
   });
 });
@@ -146,12 +175,16 @@ describe('the network rule is narrow', () => {
   test('web_fetch reaches only the ports its rule names', async () => {
     const r = await fetchUrl({ url: `http://127.0.0.1:${otherPort}/page` });
     expect(r.exit).toBe(1);
-    expect(r.output).toBe(`web_fetch: cannot fetch http://127.0.0.1:${otherPort}/page: connect EACCES 127.0.0.1:${otherPort} (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)\n`);
+    expect(r.output).toBe(
+      `web_fetch: cannot fetch http://127.0.0.1:${otherPort}/page: connect EACCES 127.0.0.1:${otherPort} (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)\n`,
+    );
   });
 
   test('the shipped rule (80 and 443, no allow_private) does not reach the test server', async () => {
     const r = await fetchUrl({ url: `${base}/page` }, cShipped);
-    expect(r.output).toBe(`web_fetch: cannot fetch ${base}/page: refused: 127.0.0.1 is a loopback address; add it to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n`);
+    expect(r.output).toBe(
+      `web_fetch: cannot fetch ${base}/page: refused: 127.0.0.1 is a loopback address; add it to allow_private in web_fetch's network rule (web_fetch.meta) to allow\n`,
+    );
   });
 
   test('a tool without a network rule cannot connect at all', async () => {

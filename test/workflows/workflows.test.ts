@@ -32,18 +32,25 @@ interface Ask {
   messages: Msg[];
 }
 
-const text = (c: unknown): string => (typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? '').join('') : '');
+const text = (c: unknown): string =>
+  typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? '').join('') : '';
 
 function ask(body: { messages?: Msg[] }): Ask {
   const messages = body.messages ?? [];
   const system = text(messages.find((m) => m.role === 'system')?.content);
-  const role = /You are the conductor/.test(system) ? 'conductor'
-    : /You are the foreman/.test(system) ? 'foreman'
-      : /You are a panelist/.test(system) ? 'panelist'
-        : /general-purpose coding agent/.test(system) ? 'default' : 'other';
+  const role = /You are the conductor/.test(system)
+    ? 'conductor'
+    : /You are the foreman/.test(system)
+      ? 'foreman'
+      : /You are a panelist/.test(system)
+        ? 'panelist'
+        : /general-purpose coding agent/.test(system)
+          ? 'default'
+          : 'other';
   // The prompt is the last user message that is not context the loop added (skill hints, nudges: <context>…).
   let last = messages.length - 1;
-  while (last >= 0 && !(messages[last]!.role === 'user' && !text(messages[last]!.content).startsWith('<context>'))) last--;
+  while (last >= 0 && !(messages[last]!.role === 'user' && !text(messages[last]!.content).startsWith('<context>')))
+    last--;
   const rounds = messages.slice(last + 1).filter((m) => m.role === 'assistant').length;
   return { role, prompt: last >= 0 ? text(messages[last]!.content) : '', rounds, messages };
 }
@@ -81,7 +88,11 @@ async function world(route: (a: Ask) => Turn): Promise<World> {
   const daemon = await startDaemon({ socket, dataDir: join(dir, 'data'), configDir, log: () => undefined });
   const c = await dial(`unix!${socket}`, { uname: userInfo().username });
   return {
-    dir, mock, daemon, c, asks,
+    dir,
+    mock,
+    daemon,
+    c,
+    asks,
     async close() {
       c.close();
       await daemon.close();
@@ -94,11 +105,16 @@ async function world(route: (a: Ask) => Turn): Promise<World> {
 /** Sets the goal and waits for the workflow's verdict, then for the workflow script to end. */
 async function goal(c: Client, session: string, text: string, timeoutMs = 45000): Promise<string> {
   await c.write(`session/${session}/goal`, text);
-  return until(async () => {
-    const st = await c.readText(`session/${session}/goalstatus`);
-    if (st.startsWith('running') || (await c.rdwrText(`session/${session}/ctl`, 'workflow')).includes('(running)')) return undefined;
-    return st;
-  }, 'the workflow to settle the goal', timeoutMs);
+  return until(
+    async () => {
+      const st = await c.readText(`session/${session}/goalstatus`);
+      if (st.startsWith('running') || (await c.rdwrText(`session/${session}/ctl`, 'workflow')).includes('(running)'))
+        return undefined;
+      return st;
+    },
+    'the workflow to settle the goal',
+    timeoutMs,
+  );
 }
 
 const call = (name: string, args: Record<string, unknown>): Turn => [{ toolCalls: [{ name, args }] }];
@@ -117,14 +133,27 @@ describe('conductor', () => {
         return call('client_9p', { op: 'write', path: 'session/proj/plan', data: '- [ ] task A\n- [ ] task B\n' });
       }
       if (a.rounds === 1) {
-        return [{
-          toolCalls: [
-            { name: 'client_9p', args: { op: 'rdwr', path: 'session/proj/agent/new', data: 'parent=conductor prompt=Do task A.' } },
-            { name: 'client_9p', args: { op: 'rdwr', path: 'session/proj/agent/new', data: 'parent=conductor prompt=Do task B.' } },
-          ],
-        }];
+        return [
+          {
+            toolCalls: [
+              {
+                name: 'client_9p',
+                args: { op: 'rdwr', path: 'session/proj/agent/new', data: 'parent=conductor prompt=Do task A.' },
+              },
+              {
+                name: 'client_9p',
+                args: { op: 'rdwr', path: 'session/proj/agent/new', data: 'parent=conductor prompt=Do task B.' },
+              },
+            ],
+          },
+        ];
       }
-      if (a.rounds === 2) return call('client_9p', { op: 'write', path: 'session/proj/goalstatus', data: 'complete\nBoth tasks are done and checked.' });
+      if (a.rounds === 2)
+        return call('client_9p', {
+          op: 'write',
+          path: 'session/proj/goalstatus',
+          data: 'complete\nBoth tasks are done and checked.',
+        });
       return [{ text: 'All done.' }];
     });
     await w.c.rdwrText('session/new', `name=proj cwd=${w.dir}`);
@@ -136,30 +165,53 @@ describe('conductor', () => {
     expect(first.prompt).toContain('path session/proj/goalstatus');
     expect(await w.c.readText('session/proj/plan')).toBe('- [ ] task A\n- [ ] task B\n');
     // Both sub-agents ran, under the conductor, and their replies came back to it.
-    expect(w.asks.filter((a) => /^Do task/.test(a.prompt)).map((a) => a.prompt).sort()).toEqual(['Do task A.', 'Do task B.']);
+    expect(
+      w.asks
+        .filter((a) => /^Do task/.test(a.prompt))
+        .map((a) => a.prompt)
+        .sort(),
+    ).toEqual(['Do task A.', 'Do task B.']);
     const conductorId = (await w.c.readText('session/proj/agent/conductor/id')).trim();
     // agent/idx: …, parent, depth, state, last (how its last turn ended).
     expect(idxDuringTask).toMatch(new RegExp(`\\t${conductorId}\\t1\\t\\w+\\t[^\\t\\n]+\\n`));
-    const blocks = w.daemon.agents.all().find((a) => a.name === 'conductor')!.log.blocks();
-    const tools = blocks.filter((b) => b.role === 'tool').map((b) => b.content).join('\n');
+    const blocks = w.daemon.agents
+      .all()
+      .find((a) => a.name === 'conductor')!
+      .log.blocks();
+    const tools = blocks
+      .filter((b) => b.role === 'tool')
+      .map((b) => b.content)
+      .join('\n');
     expect(tools).toContain('Result of A: done.');
     expect(tools).toContain('Result of B: done.');
     // The sub-agents are gone; the conductor stays, with its profile.
-    const idx = (await w.c.readText('session/proj/agent/idx')).trim().split('\n').map((l) => l.split('\t'));
+    const idx = (await w.c.readText('session/proj/agent/idx'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(idx.map((r) => r[2])).toEqual(['conductor']);
     expect(await w.c.readText('session/proj/agent/conductor/cfg')).toContain('profile=conductor');
 
     // A second goal gets a fresh conductor.
     const st2 = await goal(w.c, 'proj', 'And now the gadget.');
     expect(st2).toMatch(/^complete\n/);
-    expect((await w.c.ls('session/proj/agent')).map((s) => s.name).filter((n) => n.startsWith('conductor')).sort()).toEqual(['conductor', 'conductor-2']);
+    expect(
+      (await w.c.ls('session/proj/agent'))
+        .map((s) => s.name)
+        .filter((n) => n.startsWith('conductor'))
+        .sort(),
+    ).toEqual(['conductor', 'conductor-2']);
   }, 60000);
 
   it('a conductor that ends without a verdict leaves the goal blocked, with its last reply', async () => {
-    w = await world((a) => (a.role === 'conductor' ? [{ text: 'I could not find the widget anywhere.' }] : [{ text: 'unexpected' }]));
+    w = await world((a) =>
+      a.role === 'conductor' ? [{ text: 'I could not find the widget anywhere.' }] : [{ text: 'unexpected' }],
+    );
     await w.c.rdwrText('session/new', `name=lost cwd=${w.dir}`);
     const st = await goal(w.c, 'lost', 'Fix the widget.');
-    expect(st).toBe('blocked\nthe conductor (conductor) ended without a verdict. Its last reply:\nI could not find the widget anywhere.\n');
+    expect(st).toBe(
+      'blocked\nthe conductor (conductor) ended without a verdict. Its last reply:\nI could not find the widget anywhere.\n',
+    );
   }, 60000);
 
   it('a conductor whose turn fails sets the goal to error, with the reason', async () => {
@@ -186,7 +238,11 @@ describe('consensus', () => {
         if (a.prompt.startsWith('<peer-message')) return [{ text: 'Noted.' }];
         if (a.prompt.includes('All 3 reports are in')) {
           return a.rounds === 0
-            ? call('client_9p', { op: 'write', path: 'session/panel/goalstatus', data: 'complete\nSynthesis: ship it after fixing the empty input.' })
+            ? call('client_9p', {
+                op: 'write',
+                path: 'session/panel/goalstatus',
+                data: 'complete\nSynthesis: ship it after fixing the empty input.',
+              })
             : [{ text: 'Synthesis: ship it after fixing the empty input.' }];
         }
       }
@@ -198,16 +254,30 @@ describe('consensus', () => {
     expect(st).toBe('complete\nSynthesis: ship it after fixing the empty input.\n');
 
     const names = (await w.c.ls('session/panel/agent')).map((s) => s.name).sort();
-    expect(names).toEqual(['foreman', 'idx', 'new', 'panelist-correctness', 'panelist-edge-cases', 'panelist-simplicity']);
+    expect(names).toEqual([
+      'foreman',
+      'idx',
+      'new',
+      'panelist-correctness',
+      'panelist-edge-cases',
+      'panelist-simplicity',
+    ]);
     expect(await w.c.readText('session/panel/agent/foreman/cfg')).toContain('profile=foreman');
     expect(await w.c.readText('session/panel/agent/panelist-simplicity/cfg')).toContain('profile=panelist');
     // The topology: the foreman talks to every panelist, each panelist to the foreman only.
-    expect((await w.c.rdwrText('session/panel/agent/foreman/ctl', 'peers')).split('\n').filter(Boolean).sort()).toEqual(['panelist-correctness', 'panelist-edge-cases', 'panelist-simplicity']);
+    expect((await w.c.rdwrText('session/panel/agent/foreman/ctl', 'peers')).split('\n').filter(Boolean).sort()).toEqual(
+      ['panelist-correctness', 'panelist-edge-cases', 'panelist-simplicity'],
+    );
     for (const p of ['panelist-correctness', 'panelist-edge-cases', 'panelist-simplicity']) {
       expect((await w.c.ls(`session/panel/agent/${p}/peer`)).map((s) => s.name)).toEqual(['foreman']);
     }
     // Three reports reached the foreman, marked with their senders, before it was asked for the synthesis.
-    const foreman = w.daemon.agents.all().find((a) => a.name === 'foreman')!.log.blocks().filter((b) => b.role === 'user').map((b) => b.content);
+    const foreman = w.daemon.agents
+      .all()
+      .find((a) => a.name === 'foreman')!
+      .log.blocks()
+      .filter((b) => b.role === 'user')
+      .map((b) => b.content);
     const reports = foreman.filter((c) => c.startsWith('<peer-message'));
     expect(reports.sort()).toEqual([
       '<peer-message from="panelist-correctness">\nReport on correctness: looks fine.\n</peer-message>',
@@ -216,7 +286,10 @@ describe('consensus', () => {
     ]);
     expect(foreman.at(-1)).toContain('All 3 reports are in');
     // Each panelist studied its own angle.
-    const angles = w.asks.filter((a) => a.role === 'panelist' && a.rounds === 0).map((a) => /one angle, ([\w ]+?):/.exec(a.prompt)![1]).sort();
+    const angles = w.asks
+      .filter((a) => a.role === 'panelist' && a.rounds === 0)
+      .map((a) => /one angle, ([\w ]+?):/.exec(a.prompt)![1])
+      .sort();
     expect(angles).toEqual(['correctness', 'edge cases', 'simplicity']);
   }, 90000);
 
@@ -224,7 +297,11 @@ describe('consensus', () => {
     w = await world((a) => {
       if (a.role === 'panelist') {
         return a.rounds === 0
-          ? call('client_9p', { op: 'write', path: /path\s+(session\/\S+\/peer\/[^\s,]+)/.exec(a.prompt)![1]!, data: 'my report' })
+          ? call('client_9p', {
+              op: 'write',
+              path: /path\s+(session\/\S+\/peer\/[^\s,]+)/.exec(a.prompt)![1]!,
+              data: 'my report',
+            })
           : [{ text: 'sent' }];
       }
       if (a.role === 'foreman' && a.prompt.startsWith('All ')) return [{ text: 'No verdict from me.' }];
@@ -236,7 +313,11 @@ describe('consensus', () => {
     const st = await goal(w.c, 'duo', 'Tabs or spaces?');
     // The foreman did not give its verdict: blocked, with its last reply.
     expect(st).toBe('blocked\nthe foreman (foreman) ended without a verdict. Its last reply:\nNo verdict from me.\n');
-    expect(await w.c.rdwrText('session/duo/agent/foreman/ctl', 'peers')).toBe('panelist-correctness\npanelist-simplicity\n');
-    expect(w.asks.find((a) => a.role === 'foreman' && a.prompt.startsWith('All '))!.prompt).toContain('All 2 reports are in');
+    expect(await w.c.rdwrText('session/duo/agent/foreman/ctl', 'peers')).toBe(
+      'panelist-correctness\npanelist-simplicity\n',
+    );
+    expect(w.asks.find((a) => a.role === 'foreman' && a.prompt.startsWith('All '))!.prompt).toContain(
+      'All 2 reports are in',
+    );
   }, 90000);
 });

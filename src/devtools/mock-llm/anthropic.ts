@@ -5,7 +5,8 @@
 import { splitArgs, splitText, tools, type Plan } from './script.js';
 import { modelOf, signatureOf, type Dialect, type Frame, type Ids } from './wire.js';
 
-const sseEvent = (event: string, data: Record<string, unknown>): Frame => `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
+const sseEvent = (event: string, data: Record<string, unknown>): Frame =>
+  `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
 
 function anthropicUsageIn(p: Plan): Record<string, number> {
   return {
@@ -46,7 +47,10 @@ function anthropicStream(p: Plan, body: Record<string, unknown>, ids: Ids): Fram
         { type: 'signature_delta', signature: signatureOf(c.text) },
       ]);
     else if (c.kind === 'text')
-      block({ type: 'text', text: '' }, splitText(c.text).map((text) => ({ type: 'text_delta', text })));
+      block(
+        { type: 'text', text: '' },
+        splitText(c.text).map((text) => ({ type: 'text_delta', text })),
+      );
     else
       for (const call of c.calls) {
         usedTools = true;
@@ -56,7 +60,12 @@ function anthropicStream(p: Plan, body: Record<string, unknown>, ids: Ids): Fram
         );
       }
   }
-  out.push(sseEvent('message_delta', { delta: { stop_reason: usedTools ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: p.usage.output } }));
+  out.push(
+    sseEvent('message_delta', {
+      delta: { stop_reason: usedTools ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { output_tokens: p.usage.output },
+    }),
+  );
   out.push(sseEvent('message_stop', {}));
   return out;
 }
@@ -66,7 +75,9 @@ function anthropicJson(p: Plan, body: Record<string, unknown>, ids: Ids): unknow
   for (const c of p.content) {
     if (c.kind === 'reasoning') content.push({ type: 'thinking', thinking: c.text, signature: signatureOf(c.text) });
     else if (c.kind === 'text') content.push({ type: 'text', text: c.text });
-    else for (const call of c.calls) content.push({ type: 'tool_use', id: call.id ?? ids.next('toolu_mock'), name: call.name, input: call.args });
+    else
+      for (const call of c.calls)
+        content.push({ type: 'tool_use', id: call.id ?? ids.next('toolu_mock'), name: call.name, input: call.args });
   }
   return {
     id: ids.next('msg_mock'),
@@ -83,15 +94,30 @@ function anthropicJson(p: Plan, body: Record<string, unknown>, ids: Ids): unknow
 /** Anthropic's error envelope; error types as the API documents them per status. */
 function anthropicError(status: number, message?: string): unknown {
   const type =
-    status === 400 ? 'invalid_request_error'
-    : status === 401 ? 'authentication_error'
-    : status === 403 ? 'permission_error'
-    : status === 404 ? 'not_found_error'
-    : status === 413 ? 'request_too_large'
-    : status === 429 ? 'rate_limit_error'
-    : status === 529 ? 'overloaded_error'
-    : 'api_error';
-  const text = message ?? (status === 429 ? 'Number of request tokens has exceeded your per-minute rate limit' : status === 529 ? 'Overloaded' : status >= 500 ? 'Internal server error' : `mock error ${status}`);
+    status === 400
+      ? 'invalid_request_error'
+      : status === 401
+        ? 'authentication_error'
+        : status === 403
+          ? 'permission_error'
+          : status === 404
+            ? 'not_found_error'
+            : status === 413
+              ? 'request_too_large'
+              : status === 429
+                ? 'rate_limit_error'
+                : status === 529
+                  ? 'overloaded_error'
+                  : 'api_error';
+  const text =
+    message ??
+    (status === 429
+      ? 'Number of request tokens has exceeded your per-minute rate limit'
+      : status === 529
+        ? 'Overloaded'
+        : status >= 500
+          ? 'Internal server error'
+          : `mock error ${status}`);
   return { type: 'error', error: { type, message: text } };
 }
 
@@ -100,7 +126,8 @@ const anthropicOverflow = (limit: number, actual = limit + 1000): unknown => ({
   error: { type: 'invalid_request_error', message: `prompt is too long: ${actual} tokens > ${limit} maximum` },
 });
 
-const anthropicStreamError = (message: string): Frame => sseEvent('error', { error: { type: 'overloaded_error', message } });
+const anthropicStreamError = (message: string): Frame =>
+  sseEvent('error', { error: { type: 'overloaded_error', message } });
 
 /**
  * Every Claude model supports tools, so the real API has no such error; this is the shape Anthropic-compatible
@@ -108,7 +135,10 @@ const anthropicStreamError = (message: string): Frame => sseEvent('error', { err
  */
 const anthropicToolUnsupported = (model: string): { status: number; body: unknown } => ({
   status: 400,
-  body: { type: 'error', error: { type: 'invalid_request_error', message: `tools: model ${model} does not support tools` } },
+  body: {
+    type: 'error',
+    error: { type: 'invalid_request_error', message: `tools: model ${model} does not support tools` },
+  },
 });
 
 export const anthropicDialect = (body: Record<string, unknown>, ids: Ids): Dialect => ({

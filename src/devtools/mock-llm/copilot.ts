@@ -65,6 +65,11 @@ export const copilotModels = (models: string[], contextLength: number): unknown 
     object: 'model',
     name: id,
     vendor: 'mock',
-    capabilities: { type: 'chat', family: id, limits: { max_context_window_tokens: contextLength, max_output_tokens: 8192 }, supports: { streaming: true, tool_calls: true, parallel_tool_calls: true } },
+    capabilities: {
+      type: 'chat',
+      family: id,
+      limits: { max_context_window_tokens: contextLength, max_output_tokens: 8192 },
+      supports: { streaming: true, tool_calls: true, parallel_tool_calls: true },
+    },
   })),
 });

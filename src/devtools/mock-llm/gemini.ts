@@ -18,11 +18,18 @@ function geminiUsage(p: Plan): Record<string, unknown> {
 function geminiParts(p: Plan, split: boolean): unknown[][] {
   const groups: unknown[][] = [];
   for (const c of p.content) {
-    if (c.kind === 'reasoning') for (const text of split ? splitText(c.text) : [c.text]) groups.push([{ text, thought: true }]);
+    if (c.kind === 'reasoning')
+      for (const text of split ? splitText(c.text) : [c.text]) groups.push([{ text, thought: true }]);
     else if (c.kind === 'text') for (const text of split ? splitText(c.text) : [c.text]) groups.push([{ text }]);
     // Gemini sends function calls whole; parallel calls are parts of one chunk.
     // Gemini 3 signs the first function call of a step; the signature must be sent back with the call.
-    else groups.push(c.calls.map((call, i) => ({ functionCall: { name: call.name, args: call.args }, ...(i === 0 ? { thoughtSignature: signatureOf(call.name) } : {}) })));
+    else
+      groups.push(
+        c.calls.map((call, i) => ({
+          functionCall: { name: call.name, args: call.args },
+          ...(i === 0 ? { thoughtSignature: signatureOf(call.name) } : {}),
+        })),
+      );
   }
   return groups;
 }
@@ -54,27 +61,49 @@ function geminiJson(p: Plan, model: string, ids: Ids): unknown {
 
 function geminiError(status: number, message?: string, retryAfter?: number): unknown {
   const s =
-    status === 400 ? 'INVALID_ARGUMENT'
-    : status === 403 ? 'PERMISSION_DENIED'
-    : status === 404 ? 'NOT_FOUND'
-    : status === 429 ? 'RESOURCE_EXHAUSTED'
-    : status === 503 ? 'UNAVAILABLE'
-    : status === 504 ? 'DEADLINE_EXCEEDED'
-    : 'INTERNAL';
-  const text = message ?? (status === 429 ? 'Resource has been exhausted (e.g. check quota).' : status >= 500 ? 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting' : `mock error ${status}`);
-  const details = retryAfter !== undefined ? [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retryAfter}s` }] : undefined;
+    status === 400
+      ? 'INVALID_ARGUMENT'
+      : status === 403
+        ? 'PERMISSION_DENIED'
+        : status === 404
+          ? 'NOT_FOUND'
+          : status === 429
+            ? 'RESOURCE_EXHAUSTED'
+            : status === 503
+              ? 'UNAVAILABLE'
+              : status === 504
+                ? 'DEADLINE_EXCEEDED'
+                : 'INTERNAL';
+  const text =
+    message ??
+    (status === 429
+      ? 'Resource has been exhausted (e.g. check quota).'
+      : status >= 500
+        ? 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting'
+        : `mock error ${status}`);
+  const details =
+    retryAfter !== undefined
+      ? [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${retryAfter}s` }]
+      : undefined;
   return { error: { code: status, message: text, status: s, ...(details ? { details } : {}) } };
 }
 
 const geminiOverflow = (limit: number, actual = limit + 1000): unknown => ({
-  error: { code: 400, message: `The input token count (${actual}) exceeds the maximum number of tokens allowed (${limit}).`, status: 'INVALID_ARGUMENT' },
+  error: {
+    code: 400,
+    message: `The input token count (${actual}) exceeds the maximum number of tokens allowed (${limit}).`,
+    status: 'INVALID_ARGUMENT',
+  },
 });
 
-const geminiStreamError = (message: string): Frame => sseDataCrlf({ error: { code: 500, message, status: 'INTERNAL' } });
+const geminiStreamError = (message: string): Frame =>
+  sseDataCrlf({ error: { code: 500, message, status: 'INTERNAL' } });
 
 const geminiToolUnsupported = (model: string): { status: number; body: unknown } => ({
   status: 400,
-  body: { error: { code: 400, message: `Function calling is not enabled for models/${model}`, status: 'INVALID_ARGUMENT' } },
+  body: {
+    error: { code: 400, message: `Function calling is not enabled for models/${model}`, status: 'INVALID_ARGUMENT' },
+  },
 });
 
 export const geminiDialect = (model: string, ids: Ids): Dialect => ({

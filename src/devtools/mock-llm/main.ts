@@ -33,7 +33,9 @@ const { values } = (() => {
 })();
 
 if (values.help) {
-  process.stdout.write('usage: mock-llm [--port N] [--host H] [--script turns.json] [--context N] [--window N] [--models a,b]\n');
+  process.stdout.write(
+    'usage: mock-llm [--port N] [--host H] [--script turns.json] [--context N] [--window N] [--models a,b]\n',
+  );
   process.exit(0);
 }
 
@@ -42,7 +44,8 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port: ${val
 const contextLength = values.context !== undefined ? Number(values.context) : undefined;
 if (contextLength !== undefined && !(contextLength > 0)) fail(`bad --context: ${values.context}`);
 const window = values.window !== undefined ? Number(values.window) : undefined;
-if (window !== undefined && !(Number.isInteger(window) && window > 0)) fail(`bad --window: ${values.window} (a positive number of tokens)`);
+if (window !== undefined && !(Number.isInteger(window) && window > 0))
+  fail(`bad --window: ${values.window} (a positive number of tokens)`);
 
 let turns: Turn[] = [];
 if (values.script !== undefined) {
@@ -52,7 +55,8 @@ if (values.script !== undefined) {
   } catch (e) {
     fail(`${values.script}: ${(e as Error).message}`);
   }
-  if (!Array.isArray(parsed) || !parsed.every((t) => Array.isArray(t))) fail(`${values.script}: expected a JSON array of turns (arrays of steps)`);
+  if (!Array.isArray(parsed) || !parsed.every((t) => Array.isArray(t)))
+    fail(`${values.script}: expected a JSON array of turns (arrays of steps)`);
   turns = parsed as Turn[];
 }
 

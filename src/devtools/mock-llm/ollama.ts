@@ -25,7 +25,12 @@ const ollamaCalls = (calls: ToolCallSpec[], ids: Ids): unknown[] =>
 
 function ollamaStream(p: Plan, body: Record<string, unknown>, ids: Ids): Frame[] {
   const line = (message: Record<string, unknown>): Frame =>
-    ndjson({ model: modelOf(body), created_at: new Date().toISOString(), message: { role: 'assistant', content: '', ...message }, done: false });
+    ndjson({
+      model: modelOf(body),
+      created_at: new Date().toISOString(),
+      message: { role: 'assistant', content: '', ...message },
+      done: false,
+    });
   const out: Frame[] = [];
   for (const c of p.content) {
     if (c.kind === 'reasoning') for (const thinking of splitText(c.text)) out.push(line({ thinking }));
@@ -53,7 +58,9 @@ function ollamaJson(p: Plan, body: Record<string, unknown>, ids: Ids): unknown {
 }
 
 const ollamaError = (status: number, message?: string): unknown => ({
-  error: message ?? (status === 429 ? 'too many requests' : status >= 500 ? 'an internal error occurred' : `mock error ${status}`),
+  error:
+    message ??
+    (status === 429 ? 'too many requests' : status >= 500 ? 'an internal error occurred' : `mock error ${status}`),
 });
 
 const ollamaOverflow = (limit: number, actual = limit + 1000): unknown => ({
@@ -83,8 +90,20 @@ export const ollamaShow = (name: string, contextLength: number): unknown => ({
   modelfile: `FROM ${name}\n`,
   parameters: '',
   template: '{{ .Prompt }}',
-  details: { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8.0B', quantization_level: 'Q4_K_M' },
-  model_info: { 'general.architecture': 'llama', 'general.parameter_count': 8_000_000_000, 'llama.context_length': contextLength, 'llama.embedding_length': 4096 },
+  details: {
+    parent_model: '',
+    format: 'gguf',
+    family: 'llama',
+    families: ['llama'],
+    parameter_size: '8.0B',
+    quantization_level: 'Q4_K_M',
+  },
+  model_info: {
+    'general.architecture': 'llama',
+    'general.parameter_count': 8_000_000_000,
+    'llama.context_length': contextLength,
+    'llama.embedding_length': 4096,
+  },
   capabilities: ['completion', 'tools', 'thinking'],
   modified_at: '2025-01-01T00:00:00Z',
 });
@@ -97,6 +116,13 @@ export const ollamaTags = (models: string[]): unknown => ({
     modified_at: '2025-01-01T00:00:00Z',
     size: 4_920_000_000,
     digest: 'sha256:' + '0'.repeat(64),
-    details: { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8.0B', quantization_level: 'Q4_K_M' },
+    details: {
+      parent_model: '',
+      format: 'gguf',
+      family: 'llama',
+      families: ['llama'],
+      parameter_size: '8.0B',
+      quantization_level: 'Q4_K_M',
+    },
   })),
 });

@@ -14,7 +14,13 @@ function openaiUsage(p: Plan): Record<string, unknown> {
 }
 
 function openaiStream(p: Plan, body: Record<string, unknown>, ids: Ids, reasoningField: string): Frame[] {
-  const base = { id: ids.next('chatcmpl-'), object: 'chat.completion.chunk', created: nowSec(), model: modelOf(body), system_fingerprint: 'fp_mock' };
+  const base = {
+    id: ids.next('chatcmpl-'),
+    object: 'chat.completion.chunk',
+    created: nowSec(),
+    model: modelOf(body),
+    system_fingerprint: 'fp_mock',
+  };
   const chunk = (delta: Record<string, unknown>, finish: string | null = null): Frame =>
     sseData({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
   const out: Frame[] = [chunk({ role: 'assistant', content: '' })];
@@ -26,8 +32,11 @@ function openaiStream(p: Plan, body: Record<string, unknown>, ids: Ids, reasonin
       for (const call of c.calls) {
         const index = toolIndex++;
         const id = call.id ?? ids.next('call_');
-        out.push(chunk({ tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }] }));
-        for (const piece of splitArgs(JSON.stringify(call.args))) out.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+        out.push(
+          chunk({ tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }] }),
+        );
+        for (const piece of splitArgs(JSON.stringify(call.args)))
+          out.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
       }
   }
   out.push(chunk({}, toolIndex > 0 ? 'tool_calls' : 'stop'));
@@ -38,7 +47,11 @@ function openaiStream(p: Plan, body: Record<string, unknown>, ids: Ids, reasonin
 }
 
 function openaiJson(p: Plan, body: Record<string, unknown>, ids: Ids, reasoningField: string): unknown {
-  const calls = tools(p).map((c) => ({ id: c.id ?? ids.next('call_'), type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } }));
+  const calls = tools(p).map((c) => ({
+    id: c.id ?? ids.next('call_'),
+    type: 'function',
+    function: { name: c.name, arguments: JSON.stringify(c.args) },
+  }));
   const text = textOf(p, 'text');
   const reasoning = textOf(p, 'reasoning');
   return {
@@ -68,10 +81,26 @@ function openaiJson(p: Plan, body: Record<string, unknown>, ids: Ids, reasoningF
 /** OpenAI's error envelope. */
 function openaiError(status: number, message?: string): unknown {
   if (status === 429)
-    return { error: { message: message ?? 'Rate limit reached for requests. Please try again later.', type: 'requests', param: null, code: 'rate_limit_exceeded' } };
+    return {
+      error: {
+        message: message ?? 'Rate limit reached for requests. Please try again later.',
+        type: 'requests',
+        param: null,
+        code: 'rate_limit_exceeded',
+      },
+    };
   if (status >= 500)
-    return { error: { message: message ?? 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null } };
-  return { error: { message: message ?? `mock error ${status}`, type: 'invalid_request_error', param: null, code: null } };
+    return {
+      error: {
+        message: message ?? 'The server had an error while processing your request. Sorry about that!',
+        type: 'server_error',
+        param: null,
+        code: null,
+      },
+    };
+  return {
+    error: { message: message ?? `mock error ${status}`, type: 'invalid_request_error', param: null, code: null },
+  };
 }
 
 const openaiOverflow = (limit: number, actual = limit + 1000): unknown => ({
@@ -83,12 +112,20 @@ const openaiOverflow = (limit: number, actual = limit + 1000): unknown => ({
   },
 });
 
-const openaiStreamError = (message: string): Frame => sseData({ error: { message, type: 'server_error', param: null, code: null } });
+const openaiStreamError = (message: string): Frame =>
+  sseData({ error: { message, type: 'server_error', param: null, code: null } });
 
 /** What Ollama's OpenAI-compatible endpoint answers for a model without tool support. */
 const openaiToolUnsupported = (model: string): { status: number; body: unknown } => ({
   status: 400,
-  body: { error: { message: `registry.ollama.ai/library/${model}:latest does not support tools`, type: 'api_error', param: null, code: null } },
+  body: {
+    error: {
+      message: `registry.ollama.ai/library/${model}:latest does not support tools`,
+      type: 'api_error',
+      param: null,
+      code: null,
+    },
+  },
 });
 
 export const openaiDialect = (body: Record<string, unknown>, ids: Ids, reasoningField: string): Dialect => ({
@@ -101,4 +138,7 @@ export const openaiDialect = (body: Record<string, unknown>, ids: Ids, reasoning
   contentType: 'text/event-stream; charset=utf-8',
 });
 
-export const openaiModels = (models: string[]): unknown => ({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'mock' })) });
+export const openaiModels = (models: string[]): unknown => ({
+  object: 'list',
+  data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'mock' })),
+});

@@ -45,7 +45,9 @@ export const DEFAULT_REPLY = 'Hello from the mock LLM.';
 
 /** A turn resolved into content and fault settings. */
 export interface Plan {
-  content: Array<{ kind: 'text'; text: string } | { kind: 'reasoning'; text: string } | { kind: 'tools'; calls: ToolCallSpec[] }>;
+  content: Array<
+    { kind: 'text'; text: string } | { kind: 'reasoning'; text: string } | { kind: 'tools'; calls: ToolCallSpec[] }
+  >;
   usage: { input: number; output: number; cached: number; cacheWrite: number; cost?: number };
   error?: { status: number; retryAfter?: number | string; retryAfterMs?: number; message?: string };
   overflow: boolean;
@@ -71,7 +73,29 @@ export function splitArgs(json: string, n = 3): string[] {
 const estimateTokens = (s: string): number => Math.max(1, Math.ceil(s.length / 4));
 
 /** Request fields that are settings, not prompt text. */
-const NOT_PROMPT = new Set(['model', 'stream', 'stream_options', 'temperature', 'top_p', 'top_k', 'seed', 'stop', 'max_tokens', 'max_completion_tokens', 'tool_choice', 'options', 'think', 'thinking', 'generationConfig', 'toolConfig', 'parallel_tool_calls', 'reasoning_effort', 'metadata', 'keep_alive', 'format']);
+const NOT_PROMPT = new Set([
+  'model',
+  'stream',
+  'stream_options',
+  'temperature',
+  'top_p',
+  'top_k',
+  'seed',
+  'stop',
+  'max_tokens',
+  'max_completion_tokens',
+  'tool_choice',
+  'options',
+  'think',
+  'thinking',
+  'generationConfig',
+  'toolConfig',
+  'parallel_tool_calls',
+  'reasoning_effort',
+  'metadata',
+  'keep_alive',
+  'format',
+]);
 
 /** The prompt of a chat request of any dialect in tokens: every text in it, the tool schemas as JSON. */
 export function promptTokens(body: Record<string, unknown>): number {
@@ -97,12 +121,19 @@ export function promptTokens(body: Record<string, unknown>): number {
 export function outputReserve(body: Record<string, unknown>): number {
   const o = body.options as { num_predict?: unknown } | undefined;
   const g = body.generationConfig as { maxOutputTokens?: unknown } | undefined;
-  for (const v of [body.max_tokens, body.max_completion_tokens, o?.num_predict, g?.maxOutputTokens]) if (typeof v === 'number' && v > 0) return v;
+  for (const v of [body.max_tokens, body.max_completion_tokens, o?.num_predict, g?.maxOutputTokens])
+    if (typeof v === 'number' && v > 0) return v;
   return 0;
 }
 
 export function plan(turn: Turn | undefined, body: unknown, counted?: number): Plan {
-  const p: Plan = { content: [], usage: { input: 0, output: 0, cached: 0, cacheWrite: 0 }, overflow: false, toolUnsupported: false, delayMs: 0 };
+  const p: Plan = {
+    content: [],
+    usage: { input: 0, output: 0, cached: 0, cacheWrite: 0 },
+    overflow: false,
+    toolUnsupported: false,
+    delayMs: 0,
+  };
   let usage: Extract<Step, { usage: unknown }>['usage'] | undefined;
   for (const s of turn ?? [{ text: DEFAULT_REPLY }]) {
     if ('text' in s) p.content.push({ kind: 'text', text: s.text });

@@ -29,7 +29,15 @@ import { openaiDialect, openaiModels } from './openai.js';
 import { outputReserve, plan, promptTokens, type Plan, type Turn } from './script.js';
 import { DEFAULT_MODELS, Ids, modelOf, type Dialect } from './wire.js';
 
-export { DEFAULT_REPLY, promptTokens, splitArgs, splitText, type Step, type ToolCallSpec, type Turn } from './script.js';
+export {
+  DEFAULT_REPLY,
+  promptTokens,
+  splitArgs,
+  splitText,
+  type Step,
+  type ToolCallSpec,
+  type Turn,
+} from './script.js';
 export { DEFAULT_MODELS } from './wire.js';
 
 export type Protocol = 'openai' | 'anthropic' | 'ollama' | 'gemini' | 'copilot' | 'other';
@@ -124,12 +132,22 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
 
   const sendJson = (res: ServerResponse, status: number, v: unknown, headers: Record<string, string> = {}): void => {
     const text = JSON.stringify(v);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      ...headers,
+    });
     res.end(text);
   };
 
   /** Run a chat request of any dialect: faults first, then the body, streamed or whole. */
-  const chat = async (res: ServerResponse, body: Record<string, unknown>, streaming: boolean, d: Dialect, protocol: Protocol): Promise<void> => {
+  const chat = async (
+    res: ServerResponse,
+    body: Record<string, unknown>,
+    streaming: boolean,
+    d: Dialect,
+    protocol: Protocol,
+  ): Promise<void> => {
     let counted: number | undefined;
     if (opts.window !== undefined) {
       counted = promptTokens(body);
@@ -139,7 +157,13 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     return serve(res, plan(turn, body, counted), body, streaming, d);
   };
 
-  const serve = async (res: ServerResponse, p: Plan, body: Record<string, unknown>, streaming: boolean, d: Dialect): Promise<void> => {
+  const serve = async (
+    res: ServerResponse,
+    p: Plan,
+    body: Record<string, unknown>,
+    streaming: boolean,
+    d: Dialect,
+  ): Promise<void> => {
     if (p.delayMs && !streaming) await sleep(p.delayMs);
     if (p.error) {
       const headers: Record<string, string> = {};
@@ -203,26 +227,33 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     requests.push(rec);
     opts.onRequest?.(rec);
 
-    const b: Record<string, unknown> = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    const b: Record<string, unknown> =
+      body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
     const method = req.method ?? 'GET';
     const route = `${method} ${url.pathname}`;
 
     // OpenAI
-    if (route === 'POST /v1/chat/completions') return chat(res, b, b.stream === true, openaiDialect(b, ids, reasoningField), protocol);
-    if (route === 'GET /v1/models' && req.headers['anthropic-version'] !== undefined) return sendJson(res, 200, anthropicModels(models));
+    if (route === 'POST /v1/chat/completions')
+      return chat(res, b, b.stream === true, openaiDialect(b, ids, reasoningField), protocol);
+    if (route === 'GET /v1/models' && req.headers['anthropic-version'] !== undefined)
+      return sendJson(res, 200, anthropicModels(models));
     if (route === 'GET /v1/models') return sendJson(res, 200, openaiModels(models));
 
     // GitHub Copilot: a GitHub token (`Authorization: token …`) buys a short-lived Copilot token, which the chat
     // endpoint (OpenAI dialect) accepts as a Bearer.
     if (route === 'GET /copilot_internal/v2/token') {
-      if (!/^token \S+/.test(auth)) return sendJson(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+      if (!/^token \S+/.test(auth))
+        return sendJson(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
       const issued = copilotToken(copilotTokens.length + 1, copilotTtl, req.headers.host ?? host);
       copilotTokens.push(issued.token);
       return sendJson(res, 200, issued.body);
     }
     if (route === 'POST /chat/completions' || route === 'GET /models') {
       const bearer = /^Bearer (.+)$/.exec(auth)?.[1];
-      if (!copilotAccepts(bearer, copilotTokens)) return sendJson(res, 401, { error: { message: 'unauthorized: token expired or invalid', type: 'invalid_request_error' } });
+      if (!copilotAccepts(bearer, copilotTokens))
+        return sendJson(res, 401, {
+          error: { message: 'unauthorized: token expired or invalid', type: 'invalid_request_error' },
+        });
       if (route === 'GET /models') return sendJson(res, 200, copilotModels(models, contextLength));
       return chat(res, b, b.stream === true, copilotDialect(b, ids, reasoningField), protocol);
     }

@@ -14,11 +14,13 @@ export class Ids {
 }
 
 export const nowSec = (): number => Math.floor(Date.now() / 1000);
-export const modelOf = (body: Record<string, unknown>): string => (typeof body.model === 'string' ? body.model : DEFAULT_MODELS[0]!);
+export const modelOf = (body: Record<string, unknown>): string =>
+  typeof body.model === 'string' ? body.model : DEFAULT_MODELS[0]!;
 
 export const sseData = (v: unknown): Frame => `data: ${typeof v === 'string' ? v : JSON.stringify(v)}\n\n`;
 
-export const signatureOf = (thinking: string): string => `mock-sig-${Buffer.from(thinking).toString('base64').slice(0, 16)}`;
+export const signatureOf = (thinking: string): string =>
+  `mock-sig-${Buffer.from(thinking).toString('base64').slice(0, 16)}`;
 
 export interface Dialect {
   error(status: number, message: string | undefined, retryAfter: number | string | undefined): unknown;

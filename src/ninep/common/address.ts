@@ -11,7 +11,8 @@ export function parseAddress(s: string): Address {
   if (net === 'unix' && parts.length === 2 && a) return { kind: 'unix', path: a };
   if (net === 'tcp' && parts.length === 3 && a && b) {
     const port = Number(b);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`bad port in address ${JSON.stringify(s)}`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new Error(`bad port in address ${JSON.stringify(s)}`);
     return { kind: 'tcp', host: a, port };
   }
   throw new Error(`bad address ${JSON.stringify(s)}: expected unix!/path or tcp!host!port`);

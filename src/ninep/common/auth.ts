@@ -36,7 +36,9 @@ export function sharedSecretAuth(secret: string | Uint8Array): AuthProvider {
 }
 
 /** The client half: what to write on the auth fid. */
-export function sharedSecretResponder(secret: string): (afidWrite: (data: Uint8Array) => Promise<void>) => Promise<void> {
+export function sharedSecretResponder(
+  secret: string,
+): (afidWrite: (data: Uint8Array) => Promise<void>) => Promise<void> {
   return (write) => write(utf8.encode(secret));
 }
 

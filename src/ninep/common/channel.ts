@@ -42,9 +42,10 @@ export function messagePortChannel(port: MessagePortLike): ByteChannel {
   return {
     send(data) {
       if (closed || data.length === 0) return;
-      const copy = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer
-        ? data
-        : data.slice();
+      const copy =
+        data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer
+          ? data
+          : data.slice();
       port.postMessage(copy, [copy.buffer as ArrayBuffer]);
     },
     start(onData, onClose) {

@@ -4,7 +4,19 @@
  * after the server has acknowledged the flush.
  */
 import type { ByteChannel } from './channel.js';
-import { concatBytes, decode, encode, nullStat, unpackStats, type Message, type Qid, type RMessage, type Rversion, type Stat, type TMessage } from './codec.js';
+import {
+  concatBytes,
+  decode,
+  encode,
+  nullStat,
+  unpackStats,
+  type Message,
+  type Qid,
+  type RMessage,
+  type Rversion,
+  type Stat,
+  type TMessage,
+} from './codec.js';
 import { DMDIR, IOHDRSZ, MAXWELEM, NOFID, NOTAG, OREAD, ORDWR, OTRUNC, OWRITE, Type, VERSION } from './constants.js';
 import { NinepError, ProtocolError } from './errors.js';
 import { Framer } from './framer.js';
@@ -28,7 +40,20 @@ type Untagged<T> = T extends unknown ? Omit<T, 'tag'> : never;
 type Request = Untagged<TMessage>;
 /** The reply type of each request type: R = T + 1. */
 type ReplyOf<T extends number> = Extract<RMessage, { type: Next[T & keyof Next] }>;
-type Next = { 100: 101; 102: 103; 104: 105; 110: 111; 112: 113; 114: 115; 116: 117; 118: 119; 120: 121; 122: 123; 124: 125; 126: 127 };
+type Next = {
+  100: 101;
+  102: 103;
+  104: 105;
+  110: 111;
+  112: 113;
+  114: 115;
+  116: 117;
+  118: 119;
+  120: 121;
+  122: 123;
+  124: 125;
+  126: 127;
+};
 
 interface Waiter {
   resolve(m: RMessage): void;
@@ -53,10 +78,16 @@ export class Client {
   private root?: Fid;
   msize: number;
 
-  private constructor(private readonly channel: ByteChannel, msize: number) {
+  private constructor(
+    private readonly channel: ByteChannel,
+    msize: number,
+  ) {
     this.msize = msize;
     this.framer = new Framer(msize);
-    channel.start((b) => this.receive(b), (e) => this.fail(e ?? new Error('9P connection closed')));
+    channel.start(
+      (b) => this.receive(b),
+      (e) => this.fail(e ?? new Error('9P connection closed')),
+    );
   }
 
   /** Negotiates the version and attaches; the returned client is ready for path operations. */
@@ -96,7 +127,11 @@ export class Client {
       r ??= await c.rpc({ type: Type.Tattach, fid, afid, uname, aname });
       c.root = new Fid(c, fid, r.qid);
       // The auth fid has served its purpose: its clunk need not be waited for (requests are handled in order).
-      if (afid !== NOFID) void c.rpc({ type: Type.Tclunk, fid: afid }).then(() => c.releaseFid(afid), () => undefined);
+      if (afid !== NOFID)
+        void c.rpc({ type: Type.Tclunk, fid: afid }).then(
+          () => c.releaseFid(afid),
+          () => undefined,
+        );
       return c;
     } catch (e) {
       c.close();
@@ -122,7 +157,8 @@ export class Client {
       };
       const settle = (m: RMessage): void => {
         if (m.type === Type.Rerror) reject(new NinepError(m.ename));
-        else if (m.type !== req.type + 1) reject(new ProtocolError(`reply type ${m.type} to request type ${req.type}`, tag));
+        else if (m.type !== req.type + 1)
+          reject(new ProtocolError(`reply type ${m.type} to request type ${req.type}`, tag));
         else resolve(m);
       };
       this.waiting.set(tag, {
@@ -273,7 +309,15 @@ export class Client {
     let made = false;
     try {
       for (let i = 0; i < k || !made; i += MAXWELEM) {
-        await this.rpc({ type: Type.Twalk, fid: made ? tmp : this.root!.fid, newfid: tmp, wnames: names.slice(i, Math.min(i + MAXWELEM, k)) }, signal);
+        await this.rpc(
+          {
+            type: Type.Twalk,
+            fid: made ? tmp : this.root!.fid,
+            newfid: tmp,
+            wnames: names.slice(i, Math.min(i + MAXWELEM, k)),
+          },
+          signal,
+        );
         made = true;
       }
       const probe = this.allocFid();
@@ -326,7 +370,11 @@ export class Client {
   }
 
   /** Writes `data` to a file from offset 0 (truncating it when `truncate`). */
-  async write(path: string, data: string | Uint8Array, opts: { truncate?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+  async write(
+    path: string,
+    data: string | Uint8Array,
+    opts: { truncate?: boolean; signal?: AbortSignal } = {},
+  ): Promise<void> {
     const f = await this.open(path, OWRITE | (opts.truncate ? OTRUNC : 0), opts.signal);
     try {
       await f.writeAll(toBytes(data), opts.signal);
@@ -340,10 +388,15 @@ export class Client {
 
   /** Writes a request and reads the reply on the same fid: the Rdwr pattern of control files. */
   rdwr(path: string, data: string | Uint8Array, signal?: AbortSignal): Promise<Uint8Array> {
-    return this.using(path, ORDWR, async (f) => {
-      await f.writeAll(toBytes(data), signal);
-      return f.readAll(signal);
-    }, signal);
+    return this.using(
+      path,
+      ORDWR,
+      async (f) => {
+        await f.writeAll(toBytes(data), signal);
+        return f.readAll(signal);
+      },
+      signal,
+    );
   }
 
   async rdwrText(path: string, data: string | Uint8Array, signal?: AbortSignal): Promise<string> {
@@ -354,7 +407,10 @@ export class Client {
    * Streams a file until EOF or until `signal` aborts. With `request`, it is written first on the same fid
    * (streaming Rdwr: a filter, then its matches).
    */
-  async *stream(path: string, opts: { request?: string | Uint8Array; signal?: AbortSignal } = {}): AsyncGenerator<Uint8Array> {
+  async *stream(
+    path: string,
+    opts: { request?: string | Uint8Array; signal?: AbortSignal } = {},
+  ): AsyncGenerator<Uint8Array> {
     const f = await this.open(path, opts.request === undefined ? OREAD : ORDWR, opts.signal);
     try {
       if (opts.request !== undefined) await f.writeAll(toBytes(opts.request), opts.signal);
@@ -427,7 +483,11 @@ export class Fid {
   iounit: number;
   private clunked = false;
 
-  constructor(private readonly client: Client, readonly fid: number, public qid: Qid) {
+  constructor(
+    private readonly client: Client,
+    readonly fid: number,
+    public qid: Qid,
+  ) {
     this.iounit = client.msize - IOHDRSZ;
   }
 
@@ -444,7 +504,10 @@ export class Fid {
   }
 
   async read(offset: number, count: number, signal?: AbortSignal): Promise<Uint8Array> {
-    const r = await this.client.rpc({ type: Type.Tread, fid: this.fid, offset, count: Math.min(count, this.iounit) }, signal);
+    const r = await this.client.rpc(
+      { type: Type.Tread, fid: this.fid, offset, count: Math.min(count, this.iounit) },
+      signal,
+    );
     return r.data;
   }
 

@@ -59,11 +59,22 @@ export type Twstat = M<T['Twstat'], { fid: number; stat: Stat }>;
 export type Rwstat = M<T['Rwstat'], object>;
 
 export type TMessage =
-  | Tversion | Tauth | Tattach | Tflush | Twalk | Topen | Tcreate | Tread | Twrite | Tclunk | Tremove | Tstat
-  | Twstat;
+  Tversion | Tauth | Tattach | Tflush | Twalk | Topen | Tcreate | Tread | Twrite | Tclunk | Tremove | Tstat | Twstat;
 export type RMessage =
-  | Rversion | Rauth | Rattach | Rerror | Rflush | Rwalk | Ropen | Rcreate | Rread | Rwrite | Rclunk | Rremove
-  | Rstat | Rwstat;
+  | Rversion
+  | Rauth
+  | Rattach
+  | Rerror
+  | Rflush
+  | Rwalk
+  | Ropen
+  | Rcreate
+  | Rread
+  | Rwrite
+  | Rclunk
+  | Rremove
+  | Rstat
+  | Rwstat;
 export type Message = TMessage | RMessage;
 
 const QID_SIZE = 13;
@@ -95,10 +106,17 @@ export const NOLENGTH = 2 ** 64;
 /** The "don't touch" stat of Twstat: every field at its maximum, every string empty. */
 export function nullStat(): Stat {
   return {
-    type: 0xffff, dev: 0xffffffff,
+    type: 0xffff,
+    dev: 0xffffffff,
     qid: { type: 0xff, vers: 0xffffffff, path: 0xffffffffffffffffn },
-    mode: 0xffffffff, atime: 0xffffffff, mtime: 0xffffffff, length: NOLENGTH,
-    name: '', uid: '', gid: '', muid: '',
+    mode: 0xffffffff,
+    atime: 0xffffffff,
+    mtime: 0xffffffff,
+    length: NOLENGTH,
+    name: '',
+    uid: '',
+    gid: '',
+    muid: '',
   };
 }
 
@@ -178,26 +196,53 @@ const s = utf8Length;
 
 function bodySize(m: Message): number {
   switch (m.type) {
-    case Type.Tversion: case Type.Rversion: return 4 + 2 + s(m.version);
-    case Type.Tauth: return 4 + 2 + s(m.uname) + 2 + s(m.aname);
-    case Type.Rauth: return QID_SIZE;
-    case Type.Tattach: return 8 + 2 + s(m.uname) + 2 + s(m.aname);
-    case Type.Rattach: return QID_SIZE;
-    case Type.Rerror: return 2 + s(m.ename);
-    case Type.Tflush: return 2;
-    case Type.Twalk: return 10 + m.wnames.reduce((n, w) => n + 2 + s(w), 0);
-    case Type.Rwalk: return 2 + QID_SIZE * m.qids.length;
-    case Type.Topen: return 5;
-    case Type.Ropen: case Type.Rcreate: return QID_SIZE + 4;
-    case Type.Tcreate: return 4 + 2 + s(m.name) + 4 + 1;
-    case Type.Tread: return 16;
-    case Type.Rread: return 4 + m.data.length;
-    case Type.Twrite: return 16 + m.data.length;
-    case Type.Rwrite: return 4;
-    case Type.Tclunk: case Type.Tremove: case Type.Tstat: return 4;
-    case Type.Rstat: return 2 + statSize(m.stat);
-    case Type.Twstat: return 4 + 2 + statSize(m.stat);
-    case Type.Rflush: case Type.Rclunk: case Type.Rremove: case Type.Rwstat: return 0;
+    case Type.Tversion:
+    case Type.Rversion:
+      return 4 + 2 + s(m.version);
+    case Type.Tauth:
+      return 4 + 2 + s(m.uname) + 2 + s(m.aname);
+    case Type.Rauth:
+      return QID_SIZE;
+    case Type.Tattach:
+      return 8 + 2 + s(m.uname) + 2 + s(m.aname);
+    case Type.Rattach:
+      return QID_SIZE;
+    case Type.Rerror:
+      return 2 + s(m.ename);
+    case Type.Tflush:
+      return 2;
+    case Type.Twalk:
+      return 10 + m.wnames.reduce((n, w) => n + 2 + s(w), 0);
+    case Type.Rwalk:
+      return 2 + QID_SIZE * m.qids.length;
+    case Type.Topen:
+      return 5;
+    case Type.Ropen:
+    case Type.Rcreate:
+      return QID_SIZE + 4;
+    case Type.Tcreate:
+      return 4 + 2 + s(m.name) + 4 + 1;
+    case Type.Tread:
+      return 16;
+    case Type.Rread:
+      return 4 + m.data.length;
+    case Type.Twrite:
+      return 16 + m.data.length;
+    case Type.Rwrite:
+      return 4;
+    case Type.Tclunk:
+    case Type.Tremove:
+    case Type.Tstat:
+      return 4;
+    case Type.Rstat:
+      return 2 + statSize(m.stat);
+    case Type.Twstat:
+      return 4 + 2 + statSize(m.stat);
+    case Type.Rflush:
+    case Type.Rclunk:
+    case Type.Rremove:
+    case Type.Rwstat:
+      return 0;
   }
 }
 
@@ -209,32 +254,96 @@ export function encode(m: Message): Uint8Array {
   w.u8(m.type);
   w.u16(m.tag);
   switch (m.type) {
-    case Type.Tversion: case Type.Rversion: w.u32(m.msize); w.str(m.version); break;
-    case Type.Tauth: w.u32(m.afid); w.str(m.uname); w.str(m.aname); break;
-    case Type.Rauth: w.qid(m.aqid); break;
-    case Type.Tattach: w.u32(m.fid); w.u32(m.afid); w.str(m.uname); w.str(m.aname); break;
-    case Type.Rattach: w.qid(m.qid); break;
-    case Type.Rerror: w.str(m.ename); break;
-    case Type.Tflush: w.u16(m.oldtag); break;
+    case Type.Tversion:
+    case Type.Rversion:
+      w.u32(m.msize);
+      w.str(m.version);
+      break;
+    case Type.Tauth:
+      w.u32(m.afid);
+      w.str(m.uname);
+      w.str(m.aname);
+      break;
+    case Type.Rauth:
+      w.qid(m.aqid);
+      break;
+    case Type.Tattach:
+      w.u32(m.fid);
+      w.u32(m.afid);
+      w.str(m.uname);
+      w.str(m.aname);
+      break;
+    case Type.Rattach:
+      w.qid(m.qid);
+      break;
+    case Type.Rerror:
+      w.str(m.ename);
+      break;
+    case Type.Tflush:
+      w.u16(m.oldtag);
+      break;
     case Type.Twalk:
-      w.u32(m.fid); w.u32(m.newfid); w.u16(m.wnames.length);
+      w.u32(m.fid);
+      w.u32(m.newfid);
+      w.u16(m.wnames.length);
       for (const n of m.wnames) w.str(n);
       break;
     case Type.Rwalk:
       w.u16(m.qids.length);
       for (const q of m.qids) w.qid(q);
       break;
-    case Type.Topen: w.u32(m.fid); w.u8(m.mode); break;
-    case Type.Ropen: case Type.Rcreate: w.qid(m.qid); w.u32(m.iounit); break;
-    case Type.Tcreate: w.u32(m.fid); w.str(m.name); w.u32(m.perm); w.u8(m.mode); break;
-    case Type.Tread: w.u32(m.fid); w.u64(m.offset); w.u32(m.count); break;
-    case Type.Rread: w.u32(m.data.length); w.bytes(m.data); break;
-    case Type.Twrite: w.u32(m.fid); w.u64(m.offset); w.u32(m.data.length); w.bytes(m.data); break;
-    case Type.Rwrite: w.u32(m.count); break;
-    case Type.Tclunk: case Type.Tremove: case Type.Tstat: w.u32(m.fid); break;
-    case Type.Rstat: w.u16(statSize(m.stat)); w.stat(m.stat); break;
-    case Type.Twstat: w.u32(m.fid); w.u16(statSize(m.stat)); w.stat(m.stat); break;
-    case Type.Rflush: case Type.Rclunk: case Type.Rremove: case Type.Rwstat: break;
+    case Type.Topen:
+      w.u32(m.fid);
+      w.u8(m.mode);
+      break;
+    case Type.Ropen:
+    case Type.Rcreate:
+      w.qid(m.qid);
+      w.u32(m.iounit);
+      break;
+    case Type.Tcreate:
+      w.u32(m.fid);
+      w.str(m.name);
+      w.u32(m.perm);
+      w.u8(m.mode);
+      break;
+    case Type.Tread:
+      w.u32(m.fid);
+      w.u64(m.offset);
+      w.u32(m.count);
+      break;
+    case Type.Rread:
+      w.u32(m.data.length);
+      w.bytes(m.data);
+      break;
+    case Type.Twrite:
+      w.u32(m.fid);
+      w.u64(m.offset);
+      w.u32(m.data.length);
+      w.bytes(m.data);
+      break;
+    case Type.Rwrite:
+      w.u32(m.count);
+      break;
+    case Type.Tclunk:
+    case Type.Tremove:
+    case Type.Tstat:
+      w.u32(m.fid);
+      break;
+    case Type.Rstat:
+      w.u16(statSize(m.stat));
+      w.stat(m.stat);
+      break;
+    case Type.Twstat:
+      w.u32(m.fid);
+      w.u16(statSize(m.stat));
+      w.stat(m.stat);
+      break;
+    case Type.Rflush:
+    case Type.Rclunk:
+    case Type.Rremove:
+    case Type.Rwstat:
+      break;
   }
   if (w.pos !== size) throw new Error(`9P encoder botch: wrote ${w.pos} of ${size} bytes`);
   return w.buf;
@@ -243,12 +352,18 @@ export function encode(m: Message): Uint8Array {
 class Reader {
   readonly view: DataView;
   pos: number;
-  constructor(readonly buf: Uint8Array, readonly end: number, readonly tag: number, start: number) {
+  constructor(
+    readonly buf: Uint8Array,
+    readonly end: number,
+    readonly tag: number,
+    start: number,
+  ) {
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     this.pos = start;
   }
   need(n: number, what: string): void {
-    if (this.pos + n > this.end) throw new ProtocolError(`truncated message: ${what} runs past the end of the frame`, this.tag);
+    if (this.pos + n > this.end)
+      throw new ProtocolError(`truncated message: ${what} runs past the end of the frame`, this.tag);
   }
   u8(): number {
     this.need(1, 'u8');
@@ -304,9 +419,17 @@ class Reader {
     const end = this.pos + size;
     if (end > this.end) throw new ProtocolError('truncated message: stat runs past the end of the frame', this.tag);
     const st: Stat = {
-      type: this.u16(), dev: this.u32(), qid: this.qid(), mode: this.u32(), atime: this.u32(),
-      mtime: this.u32(), length: this.u64(), name: this.str('stat name'), uid: this.str('stat uid'),
-      gid: this.str('stat gid'), muid: this.str('stat muid'),
+      type: this.u16(),
+      dev: this.u32(),
+      qid: this.qid(),
+      mode: this.u32(),
+      atime: this.u32(),
+      mtime: this.u32(),
+      length: this.u64(),
+      name: this.str('stat name'),
+      uid: this.str('stat uid'),
+      gid: this.str('stat gid'),
+      muid: this.str('stat muid'),
     };
     if (this.pos !== end) throw new ProtocolError(`stat size ${size} does not match its fields`, this.tag);
     return st;
@@ -318,27 +441,38 @@ class Reader {
  * frame's contents are malformed.
  */
 export function decode(frame: Uint8Array): Message {
-  if (frame.length < HEADER_SIZE) throw new ProtocolError(`frame of ${frame.length} bytes is shorter than a header`, undefined, true);
+  if (frame.length < HEADER_SIZE)
+    throw new ProtocolError(`frame of ${frame.length} bytes is shorter than a header`, undefined, true);
   const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
   const size = view.getUint32(0, true);
-  if (size !== frame.length) throw new ProtocolError(`size field ${size} does not match frame of ${frame.length} bytes`, undefined, true);
+  if (size !== frame.length)
+    throw new ProtocolError(`size field ${size} does not match frame of ${frame.length} bytes`, undefined, true);
   const type = view.getUint8(4);
   const tag = view.getUint16(5, true);
   const r = new Reader(frame, size, tag, HEADER_SIZE);
   const m = decodeBody(type, tag, r);
-  if (r.pos !== size) throw new ProtocolError(`message size mismatch: ${size - r.pos} bytes left over after the fields`, tag);
+  if (r.pos !== size)
+    throw new ProtocolError(`message size mismatch: ${size - r.pos} bytes left over after the fields`, tag);
   return m;
 }
 
 function decodeBody(type: number, tag: number, r: Reader): Message {
   switch (type) {
-    case Type.Tversion: case Type.Rversion: return { type, tag, msize: r.u32(), version: r.str('version') };
-    case Type.Tauth: return { type, tag, afid: r.u32(), uname: r.str('uname'), aname: r.str('aname') };
-    case Type.Rauth: return { type, tag, aqid: r.qid() };
-    case Type.Tattach: return { type, tag, fid: r.u32(), afid: r.u32(), uname: r.str('uname'), aname: r.str('aname') };
-    case Type.Rattach: return { type, tag, qid: r.qid() };
-    case Type.Rerror: return { type, tag, ename: r.str('ename') };
-    case Type.Tflush: return { type, tag, oldtag: r.u16() };
+    case Type.Tversion:
+    case Type.Rversion:
+      return { type, tag, msize: r.u32(), version: r.str('version') };
+    case Type.Tauth:
+      return { type, tag, afid: r.u32(), uname: r.str('uname'), aname: r.str('aname') };
+    case Type.Rauth:
+      return { type, tag, aqid: r.qid() };
+    case Type.Tattach:
+      return { type, tag, fid: r.u32(), afid: r.u32(), uname: r.str('uname'), aname: r.str('aname') };
+    case Type.Rattach:
+      return { type, tag, qid: r.qid() };
+    case Type.Rerror:
+      return { type, tag, ename: r.str('ename') };
+    case Type.Tflush:
+      return { type, tag, oldtag: r.u16() };
     case Type.Twalk: {
       const fid = r.u32();
       const newfid = r.u32();
@@ -355,22 +489,39 @@ function decodeBody(type: number, tag: number, r: Reader): Message {
       for (let i = 0; i < n; i++) qids.push(r.qid());
       return { type, tag, qids };
     }
-    case Type.Topen: return { type, tag, fid: r.u32(), mode: r.u8() };
-    case Type.Ropen: case Type.Rcreate: return { type, tag, qid: r.qid(), iounit: r.u32() };
-    case Type.Tcreate: return { type, tag, fid: r.u32(), name: r.str('name'), perm: r.u32(), mode: r.u8() };
-    case Type.Tread: return { type, tag, fid: r.u32(), offset: r.u64(), count: r.u32() };
-    case Type.Rread: return { type, tag, data: r.bytes(r.u32()) };
+    case Type.Topen:
+      return { type, tag, fid: r.u32(), mode: r.u8() };
+    case Type.Ropen:
+    case Type.Rcreate:
+      return { type, tag, qid: r.qid(), iounit: r.u32() };
+    case Type.Tcreate:
+      return { type, tag, fid: r.u32(), name: r.str('name'), perm: r.u32(), mode: r.u8() };
+    case Type.Tread:
+      return { type, tag, fid: r.u32(), offset: r.u64(), count: r.u32() };
+    case Type.Rread:
+      return { type, tag, data: r.bytes(r.u32()) };
     case Type.Twrite: {
       const fid = r.u32();
       const offset = r.u64();
       return { type, tag, fid, offset, data: r.bytes(r.u32()) };
     }
-    case Type.Rwrite: return { type, tag, count: r.u32() };
-    case Type.Tclunk: case Type.Tremove: case Type.Tstat: return { type, tag, fid: r.u32() };
-    case Type.Rstat: return { type, tag, stat: statWithPrefix(r) };
-    case Type.Twstat: return { type, tag, fid: r.u32(), stat: statWithPrefix(r) };
-    case Type.Rflush: case Type.Rclunk: case Type.Rremove: case Type.Rwstat: return { type, tag };
-    default: throw new ProtocolError(`unknown message type ${type}`, tag);
+    case Type.Rwrite:
+      return { type, tag, count: r.u32() };
+    case Type.Tclunk:
+    case Type.Tremove:
+    case Type.Tstat:
+      return { type, tag, fid: r.u32() };
+    case Type.Rstat:
+      return { type, tag, stat: statWithPrefix(r) };
+    case Type.Twstat:
+      return { type, tag, fid: r.u32(), stat: statWithPrefix(r) };
+    case Type.Rflush:
+    case Type.Rclunk:
+    case Type.Rremove:
+    case Type.Rwstat:
+      return { type, tag };
+    default:
+      throw new ProtocolError(`unknown message type ${type}`, tag);
   }
 }
 
@@ -379,7 +530,8 @@ function statWithPrefix(r: Reader): Stat {
   const n = r.u16();
   const start = r.pos;
   const st = r.stat();
-  if (r.pos - start !== n) throw new ProtocolError(`stat count ${n} does not match stat of ${r.pos - start} bytes`, r.tag);
+  if (r.pos - start !== n)
+    throw new ProtocolError(`stat count ${n} does not match stat of ${r.pos - start} bytes`, r.tag);
   return st;
 }
 

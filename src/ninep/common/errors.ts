@@ -39,7 +39,11 @@ export class NinepError extends Error {
  */
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
-  constructor(message: string, readonly tag: number | undefined, readonly fatal = false) {
+  constructor(
+    message: string,
+    readonly tag: number | undefined,
+    readonly fatal = false,
+  ) {
     super(message);
   }
 }

@@ -44,7 +44,8 @@ export class Framer {
 
   private check(size: number): number {
     if (size < HEADER_SIZE) throw new ProtocolError(`frame size ${size} is smaller than a 9P header`, undefined, true);
-    if (size > this.maxSize) throw new ProtocolError(`frame size ${size} exceeds msize ${this.maxSize}`, undefined, true);
+    if (size > this.maxSize)
+      throw new ProtocolError(`frame size ${size} exceeds msize ${this.maxSize}`, undefined, true);
     return size;
   }
 

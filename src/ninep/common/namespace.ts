@@ -284,22 +284,47 @@ function hash64(s: string): bigint {
 export function build(root: DirSpec, opts: BuildOptions): Namespace {
   const problems: string[] = [];
   const withHelp: DirSpec = opts.help
-    ? { ...root, children: [...root.children, Leaf('help', { doc: 'This text: every file of the namespace and what it does.', format: HELP_FORMAT, read: () => ns.help(), access: () => undefined })] }
+    ? {
+        ...root,
+        children: [
+          ...root.children,
+          Leaf('help', {
+            doc: 'This text: every file of the namespace and what it does.',
+            format: HELP_FORMAT,
+            read: () => ns.help(),
+            access: () => undefined,
+          }),
+        ],
+      }
     : root;
-  const top = compile(withHelp, '', { uid: opts.uid, gid: opts.gid ?? opts.uid, access: opts.access }, new Set(), problems);
+  const top = compile(
+    withHelp,
+    '',
+    { uid: opts.uid, gid: opts.gid ?? opts.uid, access: opts.access },
+    new Set(),
+    problems,
+  );
   if (problems.length) throw new NamespaceError(`invalid namespace:\n  ${problems.join('\n  ')}`);
   const ns = new Namespace(top);
   return ns;
 }
 
-function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gid: string; access?: Access }, params: Set<string>, problems: string[]): Built {
+function compile(
+  spec: NodeSpec,
+  parentPattern: string,
+  owner: { uid: string; gid: string; access?: Access },
+  params: Set<string>,
+  problems: string[],
+): Built {
   const label = spec.kind === 'each' ? `{${spec.param}}` : spec.name;
-  const pattern = spec.kind === 'dir' && parentPattern === '' ? '/' : `${parentPattern === '/' ? '' : parentPattern}/${label}`;
+  const pattern =
+    spec.kind === 'dir' && parentPattern === '' ? '/' : `${parentPattern === '/' ? '' : parentPattern}/${label}`;
   const uid = spec.uid ?? owner.uid;
   const gid = spec.gid ?? owner.gid;
   const access = spec.access ?? owner.access;
   if (spec.kind !== 'each' && !(parentPattern === '' && spec.kind === 'dir')) {
-    if (!spec.name || spec.name === '.' || spec.name === '..' || spec.name.includes('/')) problems.push(`${pattern}: bad name ${JSON.stringify(spec.name)}`);
+    if (!spec.name || spec.name === '.' || spec.name === '..' || spec.name.includes('/'))
+      problems.push(`${pattern}: bad name ${JSON.stringify(spec.name)}`);
   }
   if (spec.mode !== undefined && (spec.mode < 0 || spec.mode > 0o777 || !Number.isInteger(spec.mode))) {
     problems.push(`${pattern}: mode ${spec.mode} is not permission bits (0..0o777)`);
@@ -309,12 +334,15 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     const writes = WRITE_KINDS.filter((k) => spec[k] !== undefined);
     if (reads.length > 1) problems.push(`${pattern}: more than one read handler (${reads.join(', ')})`);
     if (spec.whole && !spec.write) problems.push(`${pattern}: whole needs a write handler`);
-    if (spec.write && reads.some((k) => !MAY_JOIN_WRITE.has(k))) problems.push(`${pattern}: write cannot be combined with ${reads.join(', ')}`);
+    if (spec.write && reads.some((k) => !MAY_JOIN_WRITE.has(k)))
+      problems.push(`${pattern}: write cannot be combined with ${reads.join(', ')}`);
     if (reads.length === 0 && writes.length === 0) problems.push(`${pattern}: a leaf needs a handler`);
     const derived = (reads.length ? 0o444 : 0) | (writes.length ? 0o222 : 0);
     const mode = spec.mode ?? derived;
-    if (mode & 0o444 && !reads.length) problems.push(`${pattern}: mode ${mode.toString(8)} allows reading but there is no read handler`);
-    if (mode & 0o222 && !writes.length) problems.push(`${pattern}: mode ${mode.toString(8)} allows writing but there is no write handler`);
+    if (mode & 0o444 && !reads.length)
+      problems.push(`${pattern}: mode ${mode.toString(8)} allows reading but there is no read handler`);
+    if (mode & 0o222 && !writes.length)
+      problems.push(`${pattern}: mode ${mode.toString(8)} allows writing but there is no write handler`);
     return { spec, pattern, mode, uid, gid, statics: new Map(), readKind: reads[0], access };
   }
   if (spec.kind === 'each') {
@@ -323,7 +351,16 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
     if (typeof spec.list !== 'function') problems.push(`${pattern}: template directory needs a list function`);
     if (spec.file) {
       if (spec.children.length) problems.push(`${pattern}: a template file cannot have children`);
-      const leaf: LeafSpec = { kind: 'leaf', name: label, uid: spec.uid, gid: spec.gid, doc: spec.doc, remove: spec.remove, access: spec.access, ...spec.file };
+      const leaf: LeafSpec = {
+        kind: 'leaf',
+        name: label,
+        uid: spec.uid,
+        gid: spec.gid,
+        doc: spec.doc,
+        remove: spec.remove,
+        access: spec.access,
+        ...spec.file,
+      };
       const b = compile(leaf, parentPattern, owner, new Set([...params, spec.param]), problems);
       b.template = spec;
       return b;
@@ -350,7 +387,6 @@ function compile(spec: NodeSpec, parentPattern: string, owner: { uid: string; gi
   return built;
 }
 
-
 export class Namespace implements FileServer<Node> {
   private readonly started = Math.floor(Date.now() / 1000);
   /**
@@ -369,7 +405,9 @@ export class Namespace implements FileServer<Node> {
     const visit = (b: Built): void => {
       const dir = b.spec.kind !== 'leaf';
       const kind = b.spec.kind === 'leaf' ? (b.readKind ?? 'write') : 'dir';
-      lines.push(`${modeString((dir ? DMDIR : 0) | b.mode)}  ${(b.pattern + (dir && b.pattern !== '/' ? '/' : '')).padEnd(34)} ${kind.padEnd(10)} ${b.spec.doc ?? ''}`.trimEnd());
+      lines.push(
+        `${modeString((dir ? DMDIR : 0) | b.mode)}  ${(b.pattern + (dir && b.pattern !== '/' ? '/' : '')).padEnd(34)} ${kind.padEnd(10)} ${b.spec.doc ?? ''}`.trimEnd(),
+      );
       if (b.spec.format) lines.push(`${' '.repeat(58)}Format: ${b.spec.format.describe()}`);
       if (b.spec.request) lines.push(`${' '.repeat(58)}Request: ${b.spec.request.describe()}`);
       for (const c of b.statics.values()) visit(c);
@@ -385,21 +423,50 @@ export class Namespace implements FileServer<Node> {
       const spec = b.spec;
       const internal = inherited || spec.internal === true || b.template?.internal === true;
       const children = [...b.statics.values(), ...(b.each ? [b.each] : [])].map((c) => visit(c, internal));
-      const base = { pattern: b.pattern, mode: b.mode, doc: spec.doc, ...(spec.format && { format: spec.format }), ...(spec.request && { request: spec.request }), internal, children };
+      const base = {
+        pattern: b.pattern,
+        mode: b.mode,
+        doc: spec.doc,
+        ...(spec.format && { format: spec.format }),
+        ...(spec.request && { request: spec.request }),
+        internal,
+        children,
+      };
       if (spec.kind === 'leaf') {
         const t = b.template;
         return {
-          ...base, kind: 'leaf', name: t ? t.param : spec.name, ...(t ? { param: t.param } : {}), read: b.readKind,
-          write: WRITE_KINDS.find((k) => spec[k] !== undefined), removable: spec.remove !== undefined, renamable: t?.rename !== undefined, creatable: false,
+          ...base,
+          kind: 'leaf',
+          name: t ? t.param : spec.name,
+          ...(t ? { param: t.param } : {}),
+          read: b.readKind,
+          write: WRITE_KINDS.find((k) => spec[k] !== undefined),
+          removable: spec.remove !== undefined,
+          renamable: t?.rename !== undefined,
+          creatable: false,
         };
       }
       if (spec.kind === 'each') {
         return {
-          ...base, kind: 'each', name: spec.param, param: spec.param, read: 'list', removable: spec.remove !== undefined,
-          renamable: spec.rename !== undefined, creatable: false,
+          ...base,
+          kind: 'each',
+          name: spec.param,
+          param: spec.param,
+          read: 'list',
+          removable: spec.remove !== undefined,
+          renamable: spec.rename !== undefined,
+          creatable: false,
         };
       }
-      return { ...base, kind: 'dir', name: spec.name, read: 'list', removable: false, renamable: false, creatable: spec.create !== undefined };
+      return {
+        ...base,
+        kind: 'dir',
+        name: spec.name,
+        read: 'list',
+        removable: false,
+        renamable: false,
+        creatable: spec.create !== undefined,
+      };
     };
     return visit(this.top, false);
   }
@@ -420,7 +487,8 @@ export class Namespace implements FileServer<Node> {
     const params: Record<string, string> = { ...n.params };
     for (const b of n.bindings) {
       const name = b.nameOf({ params, user, path: n.path }, b.key);
-      if (name === undefined) throw new NinepError(`${Ename.notFound}: ${n.path}: the ${b.param} it was opened in is gone`);
+      if (name === undefined)
+        throw new NinepError(`${Ename.notFound}: ${n.path}: the ${b.param} it was opened in is gone`);
       params[b.param] = name;
     }
     return params;
@@ -448,15 +516,35 @@ export class Namespace implements FileServer<Node> {
     const base = dir.path === '/' ? '' : dir.path;
     const ctx = this.ctx(dir, user);
     const bindings = dir.bindings;
-    if (child) return { built: child, name, params: ctx.params, bindings, parent: dir, keyPath: `${dir.keyPath}/${name}`, path: `${base}/${name}`, user };
+    if (child)
+      return {
+        built: child,
+        name,
+        params: ctx.params,
+        bindings,
+        parent: dir,
+        keyPath: `${dir.keyPath}/${name}`,
+        path: `${base}/${name}`,
+        user,
+      };
     const each = b.each;
     const spec = each?.template ?? (each?.spec.kind === 'each' ? each.spec : undefined);
     if (each && spec) {
       if (spec.has ? spec.has(ctx, name) : spec.list(ctx).includes(name)) {
         const params = { ...ctx.params, [spec.param]: name };
         const key = spec.key ? spec.key({ ...ctx, params }, name) : name;
-        const bound = spec.key && spec.nameOf ? [...(bindings ?? []), { param: spec.param, key, nameOf: spec.nameOf }] : bindings;
-        return { built: each, name, params, bindings: bound, parent: dir, keyPath: `${dir.keyPath}/${key}`, path: `${base}/${name}`, user };
+        const bound =
+          spec.key && spec.nameOf ? [...(bindings ?? []), { param: spec.param, key, nameOf: spec.nameOf }] : bindings;
+        return {
+          built: each,
+          name,
+          params,
+          bindings: bound,
+          parent: dir,
+          keyPath: `${dir.keyPath}/${key}`,
+          path: `${base}/${name}`,
+          user,
+        };
       }
     }
     throw new NinepError(`${Ename.notFound}: ${base}/${name}`);
@@ -496,8 +584,17 @@ export class Namespace implements FileServer<Node> {
     }
     const qid: Qid = { type: isDir ? QTDIR : QTFILE, vers, path: n.qidPath };
     return {
-      type: 0, dev: 0, qid, mode: (isDir ? DMDIR : 0) | b.mode, atime: this.started, mtime: this.started, length,
-      name: n.name, uid: b.uid, gid: b.gid, muid: b.uid,
+      type: 0,
+      dev: 0,
+      qid,
+      mode: (isDir ? DMDIR : 0) | b.mode,
+      atime: this.started,
+      mtime: this.started,
+      length,
+      name: n.name,
+      uid: b.uid,
+      gid: b.gid,
+      muid: b.uid,
     };
   }
 
@@ -506,7 +603,14 @@ export class Namespace implements FileServer<Node> {
     if (spec.kind !== 'leaf') throw new NinepError(Ename.isDir);
     if ((mode & 3) !== 1) this.check(n, user, 'read');
     if ((mode & 3) === 1 || (mode & 3) === 2 || mode & OTRUNC) this.check(n, user, 'write');
-    return new LeafFile(spec, n.built.readKind, () => this.ctx(n, user), n.path, (mode & OTRUNC) !== 0, () => this.bump(n));
+    return new LeafFile(
+      spec,
+      n.built.readKind,
+      () => this.ctx(n, user),
+      n.path,
+      (mode & OTRUNC) !== 0,
+      () => this.bump(n),
+    );
   }
 
   async create(dir: Node, name: string, perm: number, mode: number, user: User): Promise<Node> {
@@ -529,17 +633,24 @@ export class Namespace implements FileServer<Node> {
   async wstat(n: Node, changes: Stat, user: User): Promise<Node> {
     const spec = n.built.spec;
     const ctx = this.ctx(n, user);
-    const unchanged = changes.mode === 0xffffffff && changes.uid === '' && changes.gid === '' && changes.mtime === 0xffffffff && changes.atime === 0xffffffff;
+    const unchanged =
+      changes.mode === 0xffffffff &&
+      changes.uid === '' &&
+      changes.gid === '' &&
+      changes.mtime === 0xffffffff &&
+      changes.atime === 0xffffffff;
     if (!unchanged) throw new NinepError(`${Ename.noWstat}: only the name (and the length of text files) can change`);
     if (changes.length !== NOLENGTH) {
-      if (spec.kind !== 'leaf' || !spec.text || changes.length !== 0) throw new NinepError(`${Ename.noWstat}: cannot set the length of ${n.path}`);
+      if (spec.kind !== 'leaf' || !spec.text || changes.length !== 0)
+        throw new NinepError(`${Ename.noWstat}: cannot set the length of ${n.path}`);
       this.check(n, user, 'write');
       await spec.text.set(ctx, '');
       this.bump(n);
     }
     if (changes.name === '' || changes.name === n.name) return n;
     if (spec.kind !== 'each' || !spec.rename) throw new NinepError(`${Ename.noWstat}: ${n.path} cannot be renamed`);
-    if (changes.name.includes('/') || changes.name === '.' || changes.name === '..') throw new NinepError(`bad name: ${JSON.stringify(changes.name)}`);
+    if (changes.name.includes('/') || changes.name === '.' || changes.name === '..')
+      throw new NinepError(`bad name: ${JSON.stringify(changes.name)}`);
     this.check(n, user, 'rename');
     await spec.rename(ctx, changes.name);
     return this.walk(n.parent!, changes.name, user);
@@ -595,9 +706,12 @@ class StreamReader {
       if (this.done) return EMPTY;
       this.it ??= this.make(this.ended.signal)[Symbol.asyncIterator]();
       this.next ??= this.it.next();
-      const r = await raceAbort(raceAbort(this.next, this.ended.signal).catch((e: unknown) => {
-        throw this.ended.signal.aborted ? this.ended.signal.reason : e;
-      }), signal);
+      const r = await raceAbort(
+        raceAbort(this.next, this.ended.signal).catch((e: unknown) => {
+          throw this.ended.signal.aborted ? this.ended.signal.reason : e;
+        }),
+        signal,
+      );
       this.next = undefined;
       if (r.done) {
         this.done = true;
@@ -638,7 +752,8 @@ class LeafFile implements OpenFile {
   private partsLength = 0;
 
   constructor(
-    private readonly spec: LeafSpec, private readonly kind: Built['readKind'],
+    private readonly spec: LeafSpec,
+    private readonly kind: Built['readKind'],
     /** The context now: the names of the instances this fid is bound to may have changed since it was opened. */
     private readonly ctxNow: () => Ctx,
     /** The path as walked, for errors. */
@@ -699,8 +814,12 @@ class LeafFile implements OpenFile {
     const s = this.spec;
     if (s.write && s.whole) {
       if (offset === 0 && this.parts) await this.deliver(req.signal);
-      if (offset !== this.partsLength) throw new NinepError(`${Ename.badOffset}: ${offset}: a message is written in order (${this.partsLength} bytes so far)`);
-      if (this.partsLength + data.length > MAX_MESSAGE) throw new NinepError(`${this.path}: message longer than ${MAX_MESSAGE} bytes`);
+      if (offset !== this.partsLength)
+        throw new NinepError(
+          `${Ename.badOffset}: ${offset}: a message is written in order (${this.partsLength} bytes so far)`,
+        );
+      if (this.partsLength + data.length > MAX_MESSAGE)
+        throw new NinepError(`${this.path}: message longer than ${MAX_MESSAGE} bytes`);
       (this.parts ??= []).push(data);
       this.partsLength += data.length;
       return data.length;
@@ -724,7 +843,8 @@ class LeafFile implements OpenFile {
         this.textLength = current.length;
       }
       const len = this.textLength;
-      if (offset > len) throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${len} bytes)`);
+      if (offset > len)
+        throw new NinepError(`${Ename.badOffset}: write at ${offset} would leave a hole (value is ${len} bytes)`);
       if (offset + data.length > MAX_TEXT) throw new NinepError(`${this.path}: value longer than ${MAX_TEXT} bytes`);
       if (offset === len) this.textParts.push(data);
       else {

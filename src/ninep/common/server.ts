@@ -9,7 +9,20 @@
 import type { ByteChannel } from './channel.js';
 import { decode, encode, packStats, truncateUtf8, type Qid, type RMessage, type Stat, type TMessage } from './codec.js';
 import {
-  DMDIR, HEADER_SIZE, IOHDRSZ, NOFID, NOTAG, OEXEC, ORCLOSE, ORDWR, OTRUNC, OWRITE, QTAUTH, QTDIR, Type, VERSION,
+  DMDIR,
+  HEADER_SIZE,
+  IOHDRSZ,
+  NOFID,
+  NOTAG,
+  OEXEC,
+  ORCLOSE,
+  ORDWR,
+  OTRUNC,
+  OWRITE,
+  QTAUTH,
+  QTDIR,
+  Type,
+  VERSION,
 } from './constants.js';
 import { Ename, NinepError, ProtocolError, errorString } from './errors.js';
 import { Framer } from './framer.js';
@@ -251,7 +264,11 @@ export class Connection<N> {
   private versionTimer?: ReturnType<typeof setTimeout>;
   private frameTimer?: ReturnType<typeof setTimeout>;
 
-  constructor(private readonly server: Server<N>, private readonly channel: ByteChannel, private readonly origin: unknown) {
+  constructor(
+    private readonly server: Server<N>,
+    private readonly channel: ByteChannel,
+    private readonly origin: unknown,
+  ) {
     const o = server.options;
     this.fs = o.fs;
     this.msize = o.maxMsize ?? DEFAULT_MAX_MSIZE;
@@ -261,7 +278,11 @@ export class Connection<N> {
     this.framer = new Framer(this.msize);
     const vt = o.versionTimeout ?? DEFAULT_LIMITS.versionTimeout;
     if (vt > 0) this.versionTimer = setTimeout(() => this.expire(`no Tversion within ${vt / 1000} s`), vt);
-    channel.start((b) => this.receive(b), () => this.teardown(), () => this.drained());
+    channel.start(
+      (b) => this.receive(b),
+      () => this.teardown(),
+      () => this.drained(),
+    );
   }
 
   close(): void {
@@ -366,7 +387,10 @@ export class Connection<N> {
     }
     if (this.frameTimer && !progress) return;
     clearTimeout(this.frameTimer);
-    this.frameTimer = setTimeout(() => this.expire(`a frame stayed unfinished for ${t / 1000} s (${this.framer.pending} bytes received)`), t);
+    this.frameTimer = setTimeout(
+      () => this.expire(`a frame stayed unfinished for ${t / 1000} s (${this.framer.pending} bytes received)`),
+      t,
+    );
   }
 
   private handle(frame: Uint8Array): void {
@@ -421,7 +445,10 @@ export class Connection<N> {
       reply = err(m.tag, errorString(e));
     }
     if (reply instanceof Promise) {
-      reply.then((r) => this.respond(req, r), (e: unknown) => this.respond(req, err(m.tag, errorString(e))));
+      reply.then(
+        (r) => this.respond(req, r),
+        (e: unknown) => this.respond(req, err(m.tag, errorString(e))),
+      );
     } else this.respond(req, reply);
   }
 
@@ -437,27 +464,47 @@ export class Connection<N> {
     let frame: Uint8Array;
     try {
       // An error string (which may echo a client's 64 KiB name) must fit in one frame of the client's msize.
-      frame = encode(m.type === Type.Rerror ? { ...m, ename: truncateUtf8(m.ename, Math.min(ERRMAX, this.msize - HEADER_SIZE - 2)) } : m);
+      frame = encode(
+        m.type === Type.Rerror
+          ? { ...m, ename: truncateUtf8(m.ename, Math.min(ERRMAX, this.msize - HEADER_SIZE - 2)) }
+          : m,
+      );
     } catch (e) {
-      frame = encode({ type: Type.Rerror, tag: m.tag, ename: `reply could not be encoded: ${truncateUtf8(errorString(e), 200)}` });
+      frame = encode({
+        type: Type.Rerror,
+        tag: m.tag,
+        ename: `reply could not be encoded: ${truncateUtf8(errorString(e), 200)}`,
+      });
     }
     this.channel.send(frame);
   }
 
   private dispatch(m: TMessage, req: Request): Reply {
     switch (m.type) {
-      case Type.Tauth: return this.auth(m.tag, m.afid, m.uname, m.aname);
-      case Type.Tattach: return this.attach(m.tag, m.fid, m.afid, m.uname, m.aname);
-      case Type.Twalk: return this.walk(m.tag, m.fid, m.newfid, m.wnames);
-      case Type.Topen: return this.open(m.tag, m.fid, m.mode);
-      case Type.Tcreate: return this.create(m.tag, m.fid, m.name, m.perm, m.mode);
-      case Type.Tread: return this.read(m.tag, m.fid, m.offset, m.count, req);
-      case Type.Twrite: return this.write(m.tag, m.fid, m.offset, m.data, req);
-      case Type.Tclunk: return this.clunk(m.tag, m.fid);
-      case Type.Tremove: return this.remove(m.tag, m.fid);
-      case Type.Tstat: return this.stat(m.tag, m.fid);
-      case Type.Twstat: return this.wstat(m.tag, m.fid, m.stat);
-      default: return err(m.tag, `${Ename.botch}: type ${m.type}`);
+      case Type.Tauth:
+        return this.auth(m.tag, m.afid, m.uname, m.aname);
+      case Type.Tattach:
+        return this.attach(m.tag, m.fid, m.afid, m.uname, m.aname);
+      case Type.Twalk:
+        return this.walk(m.tag, m.fid, m.newfid, m.wnames);
+      case Type.Topen:
+        return this.open(m.tag, m.fid, m.mode);
+      case Type.Tcreate:
+        return this.create(m.tag, m.fid, m.name, m.perm, m.mode);
+      case Type.Tread:
+        return this.read(m.tag, m.fid, m.offset, m.count, req);
+      case Type.Twrite:
+        return this.write(m.tag, m.fid, m.offset, m.data, req);
+      case Type.Tclunk:
+        return this.clunk(m.tag, m.fid);
+      case Type.Tremove:
+        return this.remove(m.tag, m.fid);
+      case Type.Tstat:
+        return this.stat(m.tag, m.fid);
+      case Type.Twstat:
+        return this.wstat(m.tag, m.fid, m.stat);
+      default:
+        return err(m.tag, `${Ename.botch}: type ${m.type}`);
     }
   }
 
@@ -479,7 +526,12 @@ export class Connection<N> {
       clearTimeout(this.versionTimer);
       this.versionTimer = undefined;
     }
-    return { type: Type.Rversion, tag: tag === NOTAG ? NOTAG : tag, msize: this.msize, version: this.versioned ? VERSION : 'unknown' };
+    return {
+      type: Type.Rversion,
+      tag: tag === NOTAG ? NOTAG : tag,
+      msize: this.msize,
+      version: this.versioned ? VERSION : 'unknown',
+    };
   }
 
   private newFid(fid: number): void {
@@ -503,7 +555,13 @@ export class Connection<N> {
     if (!provider) return err(tag, Ename.noAuth);
     this.newFid(afid);
     const qid: Qid = { type: QTAUTH, vers: 0, path: 0n };
-    this.fids.set(afid, { path: [], user: this.user(uname), qid, auth: provider.start(uname, aname, this.origin), mode: ORDWR });
+    this.fids.set(afid, {
+      path: [],
+      user: this.user(uname),
+      qid,
+      auth: provider.start(uname, aname, this.origin),
+      mode: ORDWR,
+    });
     return { type: Type.Rauth, tag, aqid: qid };
   }
 
@@ -589,7 +647,8 @@ export class Connection<N> {
   private async create(tag: number, fidno: number, name: string, perm: number, mode: number): Promise<RMessage> {
     const f = this.fid(fidno);
     if (f.auth || f.mode !== undefined) throw new NinepError(Ename.opened);
-    if (name === '.' || name === '..' || name === '' || name.includes('/')) throw new NinepError(`bad file name: ${JSON.stringify(name)}`);
+    if (name === '.' || name === '..' || name === '' || name.includes('/'))
+      throw new NinepError(`bad file name: ${JSON.stringify(name)}`);
     const dir = f.path[f.path.length - 1]!;
     const dst = this.fs.stat(dir);
     if (!(dst.qid.type & QTDIR)) throw new NinepError(Ename.notDir);
@@ -614,7 +673,8 @@ export class Connection<N> {
     if (f.mode === undefined || !readable(f.mode)) throw new NinepError(Ename.notOpen);
     if (f.dir) return { type: Type.Rread, tag, data: this.readDir(f, offset, count) };
     const data = f.file!.read(offset, count, req);
-    if (data instanceof Promise) return data.then((d) => ({ type: Type.Rread, tag, data: d.length > count ? d.subarray(0, count) : d }));
+    if (data instanceof Promise)
+      return data.then((d) => ({ type: Type.Rread, tag, data: d.length > count ? d.subarray(0, count) : d }));
     return { type: Type.Rread, tag, data: data.length > count ? data.subarray(0, count) : data };
   }
 
@@ -633,7 +693,8 @@ export class Connection<N> {
       out.push(e);
       size += e.length;
     }
-    if (out.length === 0 && d.next < d.entries.length) throw new NinepError(`count ${count} too small for a directory entry`);
+    if (out.length === 0 && d.next < d.entries.length)
+      throw new NinepError(`count ${count} too small for a directory entry`);
     d.offset += size;
     const buf = new Uint8Array(size);
     let pos = 0;
@@ -646,7 +707,8 @@ export class Connection<N> {
 
   private write(tag: number, fidno: number, offset: number, data: Uint8Array, req: Pending): Reply {
     const f = this.fid(fidno);
-    if (data.length > this.msize - IOHDRSZ) throw new NinepError(`${Ename.badCount}: ${data.length} > ${this.msize - IOHDRSZ}`);
+    if (data.length > this.msize - IOHDRSZ)
+      throw new NinepError(`${Ename.badCount}: ${data.length} > ${this.msize - IOHDRSZ}`);
     if (f.auth) return Promise.resolve(f.auth.write(data)).then((count) => ({ type: Type.Rwrite, tag, count }));
     if (f.mode === undefined || !writable(f.mode)) throw new NinepError(Ename.notOpen);
     if (f.dir) throw new NinepError(Ename.isDir);
@@ -668,7 +730,8 @@ export class Connection<N> {
     try {
       await f.file?.close();
     } finally {
-      if (f.mode !== undefined && f.mode & ORCLOSE && this.fs.remove) await this.fs.remove(f.path[f.path.length - 1]!, f.user);
+      if (f.mode !== undefined && f.mode & ORCLOSE && this.fs.remove)
+        await this.fs.remove(f.path[f.path.length - 1]!, f.user);
     }
   }
 
@@ -690,8 +753,21 @@ export class Connection<N> {
     if (f.auth) {
       const qid = f.qid;
       return {
-        type: Type.Rstat, tag,
-        stat: { type: 0, dev: 0, qid, mode: 0x08000000 | 0o600, atime: 0, mtime: 0, length: 0, name: 'auth', uid: f.user.name, gid: f.user.name, muid: '' },
+        type: Type.Rstat,
+        tag,
+        stat: {
+          type: 0,
+          dev: 0,
+          qid,
+          mode: 0x08000000 | 0o600,
+          atime: 0,
+          mtime: 0,
+          length: 0,
+          name: 'auth',
+          uid: f.user.name,
+          gid: f.user.name,
+          muid: '',
+        },
       };
     }
     return { type: Type.Rstat, tag, stat: this.fs.stat(f.path[f.path.length - 1]!) };
@@ -737,4 +813,3 @@ export class Connection<N> {
     this.server.connections.delete(this);
   }
 }
-

@@ -61,7 +61,9 @@ export async function prepareUnixSocket(path: string): Promise<void> {
     throw new Error(`${dir} belongs to uid ${st.uid}, not to this user; refusing to put a socket there`);
   }
   if ((st.mode & 0o077) !== 0) {
-    throw new Error(`${dir} is open to other users (mode ${(st.mode & 0o7777).toString(8)}); a socket must live in a private (0700) directory`);
+    throw new Error(
+      `${dir} is open to other users (mode ${(st.mode & 0o7777).toString(8)}); a socket must live in a private (0700) directory`,
+    );
   }
   let existing;
   try {
@@ -102,7 +104,11 @@ export interface ListenOptions {
 export const DEFAULT_MAX_CONNECTIONS = 1024;
 
 /** Serves `server` on a Unix socket (created 0600) or on TCP (loopback unless a host is given). */
-export async function listen<N>(server: Server<N>, address: Address | string, opts: ListenOptions = {}): Promise<Listener> {
+export async function listen<N>(
+  server: Server<N>,
+  address: Address | string,
+  opts: ListenOptions = {},
+): Promise<Listener> {
   const addr = typeof address === 'string' ? parseAddress(address) : address;
   if (addr.kind === 'unix') await prepareUnixSocket(addr.path);
   const maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;

@@ -18,7 +18,8 @@ import { LOG_FROM } from '../../formats/olliesrv.js';
 import { createHash } from 'node:crypto';
 import { WakeQueue } from '../../platform/queue.js';
 
-export type Role = 'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
+export type Role =
+  'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
 
 export interface Block {
   role: Role;
@@ -55,7 +56,8 @@ export const FROM_LIMIT = 10_000;
  * A `log.from` request: `tail N` (the last N final blocks, then live), `before ID N` (the N final blocks before
  * block ID, then EOF), `after ID` (every final block after block ID, then live).
  */
-export type FromRequest = { kind: 'tail'; n: number } | { kind: 'before'; id: string; n: number } | { kind: 'after'; id: string };
+export type FromRequest =
+  { kind: 'tail'; n: number } | { kind: 'before'; id: string; n: number } | { kind: 'after'; id: string };
 
 const FROM_USAGE = 'expected "tail N", "before BLOCKID N" or "after BLOCKID"';
 
@@ -63,7 +65,8 @@ const FROM_USAGE = 'expected "tail N", "before BLOCKID N" or "after BLOCKID"';
 export function parseFromRequest(req: string): FromRequest {
   const bad = (why: string) => new Error(`log.from: ${why} in ${JSON.stringify(req.trim())}: ${FROM_USAGE}`);
   const count = (w: string | undefined): number => {
-    if (w === undefined || !/^\d+$/.test(w)) throw bad(`N ${w === undefined ? 'missing' : JSON.stringify(w) + ' is not a number'}`);
+    if (w === undefined || !/^\d+$/.test(w))
+      throw bad(`N ${w === undefined ? 'missing' : JSON.stringify(w) + ' is not a number'}`);
     const n = Number(w);
     if (n < 1 || n > FROM_LIMIT) throw bad(`N ${n} out of range 1..${FROM_LIMIT}`);
     return n;
@@ -78,7 +81,9 @@ export function parseFromRequest(req: string): FromRequest {
     // Too few arguments: the missing N is named; too many, or a bad quote: the count is wrong.
     const given = req.trim().split(/\s+/).length - 1;
     if (e instanceof FormatError && given < decl.args.length && decl.args.at(-1)!.name === 'N') throw bad('N missing');
-    throw bad(given < decl.args.length ? `${decl.args.map((a) => a.name).join(' ')} missing` : 'wrong number of arguments');
+    throw bad(
+      given < decl.args.length ? `${decl.args.map((a) => a.name).join(' ')} missing` : 'wrong number of arguments',
+    );
   }
   // An unquoted last argument takes the rest of the line: more words than arguments is one argument too many.
   let words = 0;
@@ -151,9 +156,13 @@ export class ChatLog {
     for (const json of tail) this.keep(JSON.parse(json) as Block, `${json}\n`);
     // The text log is the last 64 KiB: when the blocks in memory render to less, older ones from the store
     // fill it (a page at a time, backwards, so a log of large blocks reads none).
-    for (let to = this.base; this.source && to > 0 && this.text.length < TEXT_LOG_LIMIT; ) {
+    for (let to = this.base; this.source && to > 0 && this.text.length < TEXT_LOG_LIMIT;) {
       const from = Math.max(0, to - STORE_PAGE);
-      this.text = this.source.range(from, to).map((j) => renderBlock(JSON.parse(j) as Block)).join('') + this.text;
+      this.text =
+        this.source
+          .range(from, to)
+          .map((j) => renderBlock(JSON.parse(j) as Block))
+          .join('') + this.text;
       to = from;
     }
     this.seq = this.total;
@@ -193,7 +202,8 @@ export class ChatLog {
 
   /** Final blocks from..to-1 as lines, from the store for those before the window. */
   private lines(from: number, to: number): string[] {
-    const out = from < this.base && this.source ? this.source.range(from, Math.min(to, this.base)).map((j) => `${j}\n`) : [];
+    const out =
+      from < this.base && this.source ? this.source.range(from, Math.min(to, this.base)).map((j) => `${j}\n`) : [];
     return out.concat(this.finals.slice(Math.max(from, this.base) - this.base, Math.max(to - this.base, 0)));
   }
 
@@ -315,7 +325,10 @@ export class ChatLog {
     let pos = start;
     while (pos < this.base && this.source) {
       const to = Math.min(this.base, pos + STORE_PAGE);
-      yield this.source.range(pos, to).map((j) => `${j}\n`).join('');
+      yield this.source
+        .range(pos, to)
+        .map((j) => `${j}\n`)
+        .join('');
       pos = to;
       if (signal.aborted) return;
     }

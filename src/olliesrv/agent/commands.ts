@@ -34,7 +34,10 @@ export const COMMANDS: Record<string, Command> = {
   compact: { usage: 'compact', run: (a, args) => (noArg('compact', args), a.compact()) },
   clear: { usage: 'clear', run: (a, args) => (noArg('clear', args), a.clear(), 'cleared\n') },
   restore: { usage: 'restore', run: (a, args) => (noArg('restore', args), a.restore()) },
-  inject: { usage: 'inject TEXT', run: (a, args) => (a.inject(needArg('inject', args)), a.busy ? 'injected\n' : 'injected (used by the next turn)\n') },
+  inject: {
+    usage: 'inject TEXT',
+    run: (a, args) => (a.inject(needArg('inject', args)), a.busy ? 'injected\n' : 'injected (used by the next turn)\n'),
+  },
   agent: {
     usage: 'agent [PROFILE]',
     run: async (a, args, d) => {
@@ -81,7 +84,9 @@ export const COMMANDS: Record<string, Command> = {
     run: async (a, args) => {
       noArg('tools', args);
       const tools = await a.tools();
-      return TOOL_LIST.format(tools.map((t) => ({ name: t.name, scope: t.scope, description: t.description.split('\n')[0] ?? '' })));
+      return TOOL_LIST.format(
+        tools.map((t) => ({ name: t.name, scope: t.scope, description: t.description.split('\n')[0] ?? '' })),
+      );
     },
   },
   skills: {
@@ -91,7 +96,10 @@ export const COMMANDS: Record<string, Command> = {
       return d.skills.command(args);
     },
   },
-  tool_load: { usage: 'tool_load NAME', run: async (a, args) => (await a.loadTool(needArg('tool_load', args)), `loaded ${args}\n`) },
+  tool_load: {
+    usage: 'tool_load NAME',
+    run: async (a, args) => (await a.loadTool(needArg('tool_load', args)), `loaded ${args}\n`),
+  },
   cwd: {
     usage: 'cwd [PATH]',
     run: async (a, args) => {
@@ -120,16 +128,45 @@ export const COMMANDS: Record<string, Command> = {
       const est = a.contextEstimate();
       const p = a.stats.context!;
       return CONTEXT.format({
-        messages: a.history.length, epoch: a.history.epoch, estimate: est, length: len, percent: ((100 * est) / len).toFixed(1),
-        system: p.system, tools: p.tools, history: p.history, skills: p.skills, attachments: p.attachments,
+        messages: a.history.length,
+        epoch: a.history.epoch,
+        estimate: est,
+        length: len,
+        percent: ((100 * est) / len).toFixed(1),
+        system: p.system,
+        tools: p.tools,
+        history: p.history,
+        skills: p.skills,
+        attachments: p.attachments,
       });
     },
   },
-  usage: { usage: 'usage', run: async (a, args) => (noArg('usage', args), renderStats(a.stats, a.contextEstimate(), await a.contextLength())) },
-  peeradd: { usage: 'peeradd NAME', run: (a, args, d) => (d.peers.add(a, needArg('peeradd', args)), `peer ${args} added\n`) },
-  peerdel: { usage: 'peerdel NAME', run: (a, args, d) => (d.peers.del(a, needArg('peerdel', args)), `peer ${args} removed\n`) },
-  peers: { usage: 'peers', run: (a, args, d) => (noArg('peers', args), d.peers.names(a).map((n) => `${n}\n`).join('')) },
-  queue: { usage: 'queue', run: (a, args) => (noArg('queue', args), QUEUE_LIST.format(a.queue.map((prompt, i) => ({ n: i + 1, prompt })))) },
+  usage: {
+    usage: 'usage',
+    run: async (a, args) => (noArg('usage', args), renderStats(a.stats, a.contextEstimate(), await a.contextLength())),
+  },
+  peeradd: {
+    usage: 'peeradd NAME',
+    run: (a, args, d) => (d.peers.add(a, needArg('peeradd', args)), `peer ${args} added\n`),
+  },
+  peerdel: {
+    usage: 'peerdel NAME',
+    run: (a, args, d) => (d.peers.del(a, needArg('peerdel', args)), `peer ${args} removed\n`),
+  },
+  peers: {
+    usage: 'peers',
+    run: (a, args, d) => (
+      noArg('peers', args),
+      d.peers
+        .names(a)
+        .map((n) => `${n}\n`)
+        .join('')
+    ),
+  },
+  queue: {
+    usage: 'queue',
+    run: (a, args) => (noArg('queue', args), QUEUE_LIST.format(a.queue.map((prompt, i) => ({ n: i + 1, prompt })))),
+  },
   mcp: { usage: MCP_COMMAND_USAGE, run: runMcpCommand },
   rewind: {
     usage: 'rewind ID [files|all] [force|keep]',
@@ -146,7 +183,10 @@ export const COMMANDS: Record<string, Command> = {
       return d.checkpoints.gc();
     },
   },
-  help: { usage: 'help', run: () => COMMAND_LIST.format(AGENT_CTL.commands.map((c) => ({ usage: AGENT_CTL.usage(c), help: c.help }))) },
+  help: {
+    usage: 'help',
+    run: () => COMMAND_LIST.format(AGENT_CTL.commands.map((c) => ({ usage: AGENT_CTL.usage(c), help: c.help }))),
+  },
 };
 
 /** Runs a command as written: read through the declared table (arguments unquoted), then run by this one. */

@@ -54,7 +54,8 @@ export function flattenWithin(msgs: readonly Message[], maxTokens: number): stri
   return `${text.slice(0, half)}\n\n[… ${text.length - 2 * half} characters of the middle of the history left out to fit the summarizer's window …]\n\n${text.slice(-half)}`;
 }
 
-const cut = (s: string, cap: number): string => (s.length > cap ? `${s.slice(0, cap / 2)}\n…\n${s.slice(-cap / 2)}` : s);
+const cut = (s: string, cap: number): string =>
+  s.length > cap ? `${s.slice(0, cap / 2)}\n…\n${s.slice(-cap / 2)}` : s;
 
 /** The history as plain text for the summarizer: tool calls and results flattened, each cut to `cap` characters. */
 export function flatten(msgs: readonly Message[], cap = RESULT_CAPS[0]!): string {
@@ -84,7 +85,13 @@ export function summaryMessage(summary: string, compacted: number): Message {
 export const SUMMARY_RESERVE = 1500;
 
 /** Asks the compaction model for a summary of `head`, sent within `window` tokens. */
-export async function summarize(backend: Backend, model: string, head: readonly Message[], window: number, signal?: AbortSignal): Promise<string> {
+export async function summarize(
+  backend: Backend,
+  model: string,
+  head: readonly Message[],
+  window: number,
+  signal?: AbortSignal,
+): Promise<string> {
   const room = Math.max(500, window - countTokens(COMPACTION_PROMPT) - SUMMARY_RESERVE - 64);
   let text = '';
   for await (const ev of backend.stream({

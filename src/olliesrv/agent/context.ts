@@ -26,7 +26,13 @@ export const total = (p: Parts): number => p.system + p.tools + p.history + p.sk
 
 /** Measures a request. History messages tagged as skills or attachments count in their own parts. */
 export function measure(system: string, specs: readonly ToolSpec[], msgs: readonly Message[]): Parts {
-  const p: Parts = { system: MESSAGE_OVERHEAD + countTokens(system), tools: toolsTokens(specs), history: 0, skills: 0, attachments: 0 };
+  const p: Parts = {
+    system: MESSAGE_OVERHEAD + countTokens(system),
+    tools: toolsTokens(specs),
+    history: 0,
+    skills: 0,
+    attachments: 0,
+  };
   for (const m of msgs) {
     const n = messageTokens(m);
     const kind = m.role === 'user' ? m.kind : undefined;
@@ -113,12 +119,18 @@ function cutCall(c: ToolCall, limit: number, dir: string): ToolCall {
   try {
     parsed = JSON.parse(c.args);
   } catch {
-    return { ...c, args: JSON.stringify({ invalid_json: excerpt(c.args, spill(dir, `args-${c.id}`, c.args), 'these arguments') }) };
+    return {
+      ...c,
+      args: JSON.stringify({ invalid_json: excerpt(c.args, spill(dir, `args-${c.id}`, c.args), 'these arguments') }),
+    };
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return c;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    out[k] = typeof v === 'string' && v.length > 2 * EXCERPT_TOKENS * 4 + 200 ? excerpt(v, spill(dir, `args-${c.id}-${k}`, v), `argument "${k}"`) : v;
+    out[k] =
+      typeof v === 'string' && v.length > 2 * EXCERPT_TOKENS * 4 + 200
+        ? excerpt(v, spill(dir, `args-${c.id}-${k}`, v), `argument "${k}"`)
+        : v;
   }
   return { ...c, args: JSON.stringify(out) };
 }

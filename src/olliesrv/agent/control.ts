@@ -25,8 +25,12 @@ export function backend(agent: Agent): Backend {
     agent.cfg.backend = pool.defaultName;
     agent.cfg.model = '';
     agent.saveCfg();
-    const was = gone ? `backend "${gone}" is no longer configured` : 'no backend was configured when this agent was made';
-    agent.log.add('info', `${was}: using the default backend "${pool.defaultName}" and its model.`, { name: 'backend' });
+    const was = gone
+      ? `backend "${gone}" is no longer configured`
+      : 'no backend was configured when this agent was made';
+    agent.log.add('info', `${was}: using the default backend "${pool.defaultName}" and its model.`, {
+      name: 'backend',
+    });
   }
   return pool.get(agent.cfg.backend);
 }

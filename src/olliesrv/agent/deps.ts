@@ -55,7 +55,13 @@ export interface AgentDeps {
    * `context` block (name = its kind) sent with the prompt. Failures are logged, never fatal to the turn.
    */
   /** `present`: the skills already in the agent's context (not to be sent again). */
-  enrich?: (req: { agent: Agent; prompt: string; tools: readonly ToolInfo[]; cwd: string; present: ReadonlySet<string> }) => Promise<Array<{ name: string; text: string }>>;
+  enrich?: (req: {
+    agent: Agent;
+    prompt: string;
+    tools: readonly ToolInfo[];
+    cwd: string;
+    present: ReadonlySet<string>;
+  }) => Promise<Array<{ name: string; text: string }>>;
   /** The skills behind the `skills` ctl command (src/olliesrv/skills/matcher.ts: SkillMatcher.command). */
   skills?: { command(args: string): Promise<string> };
   /** Tool schemas remembered from earlier runs, so a first request need not wait for toolsrv to start. */

@@ -28,7 +28,12 @@ export function prepare(call: ToolCall, tools: ReadonlyMap<string, ToolInfo>): P
   try {
     parsed = call.args.trim() ? JSON.parse(call.args) : {};
   } catch (e) {
-    return { call, tool, flags: {}, invalid: `error: the arguments of ${call.name} are not valid JSON (${(e as Error).message}); send them again as a JSON object` };
+    return {
+      call,
+      tool,
+      flags: {},
+      invalid: `error: the arguments of ${call.name} are not valid JSON (${(e as Error).message}); send them again as a JSON object`,
+    };
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { call, tool, flags: {}, invalid: `error: the arguments of ${call.name} must be a JSON object` };
@@ -41,7 +46,13 @@ export function prepare(call: ToolCall, tools: ReadonlyMap<string, ToolInfo>): P
       delete args[k];
     }
   }
-  if (!tool) return { call, args, flags, invalid: `error: no tool named ${call.name} is loaded; loaded tools: ${[...tools.keys()].join(', ') || 'none'}` };
+  if (!tool)
+    return {
+      call,
+      args,
+      flags,
+      invalid: `error: no tool named ${call.name} is loaded; loaded tools: ${[...tools.keys()].join(', ') || 'none'}`,
+    };
   return { call, tool, args, flags };
 }
 
@@ -100,7 +111,8 @@ export interface SpillTarget {
  */
 function spill(body: string, to: SpillTarget): string {
   let d = privateDir(to.root, 'the spill directory');
-  for (const part of relative(to.root, to.dir).split('/').filter(Boolean)) d = privateDir(join(d, part), 'the spill directory');
+  for (const part of relative(to.root, to.dir).split('/').filter(Boolean))
+    d = privateDir(join(d, part), 'the spill directory');
   const path = join(d, `${to.name}.txt`);
   writePrivateFile(path, body);
   return path;
@@ -114,12 +126,14 @@ export function forModel(r: ProcResult, to: SpillTarget): ModelResult {
   const isError = r.status !== 'exited' && r.status !== 'background' ? true : (r.exit ?? 0) !== 0;
   let body = r.output;
   if (r.status === 'refused') body = `error: ${r.error ?? 'the tool did not run'}`;
-  else if (r.status === 'background') body = `started in the background as process ${r.pid}; its exit will arrive as a <system-proc-interrupt> message.${r.output ? `\n${r.output}` : ''}`;
+  else if (r.status === 'background')
+    body = `started in the background as process ${r.pid}; its exit will arrive as a <system-proc-interrupt> message.${r.output ? `\n${r.output}` : ''}`;
   else {
     if (r.status === 'timeout') body += `\n[timed out${r.error ? `: ${r.error}` : ''}]`;
     else if (r.status === 'killed') body += `\n[killed${r.error ? `: ${r.error}` : ''}]`;
     else if (r.exit) body += `\n[exit code ${r.exit}]`;
-    if (r.outputBytes > Buffer.byteLength(r.output)) body += `\n[toolsrv kept only the first ${Buffer.byteLength(r.output)} of ${r.outputBytes} bytes of output]`;
+    if (r.outputBytes > Buffer.byteLength(r.output))
+      body += `\n[toolsrv kept only the first ${Buffer.byteLength(r.output)} of ${r.outputBytes} bytes of output]`;
   }
   // The model relays it: only the owner can act on it (trusting a project file is not a tool's business).
   if (r.notice) body += `\n[sandbox: ${r.notice}]`;
@@ -132,8 +146,14 @@ export function forModel(r: ProcResult, to: SpillTarget): ModelResult {
     where = `The whole output could not be saved: ${(e as Error).message}.`;
   }
   const half = MODEL_OUTPUT_CAP / 2 - 256;
-  const head = Buffer.from(body).subarray(0, half).toString('utf8').replace(/\uFFFD+$/, '');
-  const tail = Buffer.from(body).subarray(-half).toString('utf8').replace(/^\uFFFD+/, '');
+  const head = Buffer.from(body)
+    .subarray(0, half)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
+  const tail = Buffer.from(body)
+    .subarray(-half)
+    .toString('utf8')
+    .replace(/^\uFFFD+/, '');
   const lines = body.split('\n').length;
   const content =
     `${head}\n\n[output truncated: ${Buffer.byteLength(body)} bytes, ${lines} lines; shown: the first and last ${half} bytes. ` +

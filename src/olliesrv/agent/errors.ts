@@ -1,6 +1,5 @@
 /** The agent's errors, and the provider's own figures read from its context-length errors. */
 
-
 export class AgentError extends Error {
   override name = 'AgentError';
 }

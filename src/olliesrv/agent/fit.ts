@@ -67,7 +67,15 @@ export async function tokenBudget(agent: Agent, params: GenerationParams): Promi
  * excerpts, tighter each step; skills and hints left out. What still does not fit is an error that says
  * what takes the room.
  */
-export async function fit(agent: Agent, rt: Runtime, tools: readonly ToolSpec[], params: GenerationParams, signal: AbortSignal, ceiling = Infinity, refused?: string): Promise<Fitted> {
+export async function fit(
+  agent: Agent,
+  rt: Runtime,
+  tools: readonly ToolSpec[],
+  params: GenerationParams,
+  signal: AbortSignal,
+  ceiling = Infinity,
+  refused?: string,
+): Promise<Fitted> {
   const budget = await tokenBudget(agent, params);
   const fits = (f: Fitted): boolean => f.estimate <= budget && f.raw <= ceiling;
   // In counted (uncorrected) tokens, the unit of every message's size; after an overflow, what the provider
@@ -100,7 +108,12 @@ export async function fit(agent: Agent, rt: Runtime, tools: readonly ToolSpec[],
     if (fits(f)) return done(noteCut(agent, f, budget));
   }
   // 3. Skills and hints.
-  f = measured(agent, rt, tools, sentView(agent, { maxTokens: Math.floor(room * CUT_SHARES.at(-1)!), dropHints: true }));
+  f = measured(
+    agent,
+    rt,
+    tools,
+    sentView(agent, { maxTokens: Math.floor(room * CUT_SHARES.at(-1)!), dropHints: true }),
+  );
   if (fits(f)) return done(noteCut(agent, f, budget));
   const window = await windowSize(agent);
   const fixed = agent.correction.apply(f.parts.system + f.parts.tools);
@@ -117,14 +130,19 @@ export async function fit(agent: Agent, rt: Runtime, tools: readonly ToolSpec[],
 
 /** Says once per request that tool output of the kept tail was cut to fit. */
 export function noteCut(agent: Agent, f: Fitted, budget: number): Fitted {
-  agent.log.add('info', `Cut large tool output in the recent history to fit the budget of ${budget} tokens (now ~${f.estimate}); the whole texts are in ${spillDir(agent)}.`, { name: 'compaction' });
+  agent.log.add(
+    'info',
+    `Cut large tool output in the recent history to fit the budget of ${budget} tokens (now ~${f.estimate}); the whole texts are in ${spillDir(agent)}.`,
+    { name: 'compaction' },
+  );
   return f;
 }
 
 export async function contextLength(agent: Agent): Promise<number> {
   const backend = agent.backend();
   const key = `${backend.name}/${agent.cfg.model}`;
-  if (agent.contextLen?.key !== key) agent.contextLen = { key, n: await backend.contextLength(agent.cfg.model || undefined) };
+  if (agent.contextLen?.key !== key)
+    agent.contextLen = { key, n: await backend.contextLength(agent.cfg.model || undefined) };
   return agent.contextLen.n;
 }
 
@@ -144,7 +162,8 @@ export function contextEstimate(agent: Agent): number {
   const rt = agent.runtime;
   const parts = measure(rt?.system ?? '', rt?.specs ?? [], sentView(agent));
   // Before the first request there is no runtime: the last request's fixed parts stand in for it.
-  if (!rt && agent.stats.context) Object.assign(parts, { system: agent.stats.context.system, tools: agent.stats.context.tools });
+  if (!rt && agent.stats.context)
+    Object.assign(parts, { system: agent.stats.context.system, tools: agent.stats.context.tools });
   agent.stats.context = parts;
   return agent.correction.apply(total(parts));
 }
@@ -163,7 +182,9 @@ export async function compactNow(
   req?: { rt: Runtime; tools: readonly ToolSpec[]; force?: boolean },
 ): Promise<string> {
   const requested = budget === undefined;
-  budget ??= Math.floor((await tokenBudget(agent, { ...agent.runtime?.profile.params, ...agent.cfg.params })) / agent.correction.factor);
+  budget ??= Math.floor(
+    (await tokenBudget(agent, { ...agent.runtime?.profile.params, ...agent.cfg.params })) / agent.correction.factor,
+  );
   const msgs = agent.history.messages;
   const sized = sentView(agent);
   // The tail is sized as it will be sent once its oversized output is cut (the next step of fit()): a round
@@ -180,7 +201,9 @@ export async function compactNow(
   const headTokens = measure('', [], sized.slice(0, start)).history;
   const onlySummary = head.length === 1 && head[0]!.role === 'user' && head[0]!.kind === 'summary';
   if (start === 0 || onlySummary || (!requested && !req?.force && headTokens < budget * MIN_HEAD_SHARE)) {
-    return requested ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n` : '';
+    return requested
+      ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n`
+      : '';
   }
   await preCompactHooks(agent.deps.hooks, agent, requested);
   const prev = agent.st;

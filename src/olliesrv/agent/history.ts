@@ -45,7 +45,12 @@ export class History {
   replace(messages: Message[]): void {
     const epoch = this.epochNo + 1;
     if (!this.detached) {
-      this.store.addMessages(this.agentId, this.seq, epoch, messages.map((m) => JSON.stringify(m)));
+      this.store.addMessages(
+        this.agentId,
+        this.seq,
+        epoch,
+        messages.map((m) => JSON.stringify(m)),
+      );
       this.store.setEpoch(this.agentId, epoch);
     }
     this.seq += messages.length;
@@ -75,7 +80,8 @@ export function closeDanglingCalls(msgs: readonly Message[], note: string): Mess
   for (const m of msgs) {
     if (m.role !== 'assistant') continue;
     for (const c of m.toolCalls ?? []) {
-      if (!answered.has(c.id)) added.push({ role: 'tool', toolCallId: c.id, name: c.name, content: note, isError: true });
+      if (!answered.has(c.id))
+        added.push({ role: 'tool', toolCallId: c.id, name: c.name, content: note, isError: true });
     }
   }
   return added;

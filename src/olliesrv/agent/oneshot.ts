@@ -21,7 +21,10 @@ export function parseOneShot(request: string): { headers: Record<string, string>
   const head = blank < 0 ? lines : lines.slice(0, blank);
   const headers: Record<string, string> = {};
   head.forEach((l, i) => {
-    if (!isHeader(l)) throw new OneShotError(`line ${i + 1}: expected key=value (keys: ${keys.join(', ')}) or a blank line before the text`);
+    if (!isHeader(l))
+      throw new OneShotError(
+        `line ${i + 1}: expected key=value (keys: ${keys.join(', ')}) or a blank line before the text`,
+      );
     let pair: Record<string, string>;
     try {
       pair = ONESHOT_HEADERS.parse(l);
@@ -41,7 +44,12 @@ export function parseOneShot(request: string): { headers: Record<string, string>
 const COMPLETE_SYSTEM =
   'You complete code. Reply with only the text that belongs at the cursor: no explanation, no code fences, nothing repeated from before or after the cursor.';
 
-export async function oneShot(backends: BackendPool, request: string, mode: 'generate' | 'complete', signal: AbortSignal): Promise<string> {
+export async function oneShot(
+  backends: BackendPool,
+  request: string,
+  mode: 'generate' | 'complete',
+  signal: AbortSignal,
+): Promise<string> {
   const { headers, text } = parseOneShot(request);
   if (!text.trim()) throw new OneShotError('no text to send: write the prompt after the header lines');
   const backend = backends.get(headers.backend ?? backends.defaultName);
@@ -52,7 +60,10 @@ export async function oneShot(backends: BackendPool, request: string, mode: 'gen
     if (!Number.isFinite(n)) throw new OneShotError(`${k}: ${JSON.stringify(headers[k])} is not a number`);
     params[k] = n;
   }
-  const user = mode === 'complete' ? `<before-cursor>${text}</before-cursor>${headers.suffix ? `\n<after-cursor>${headers.suffix.replace(/\\n/g, '\n')}</after-cursor>` : ''}` : text;
+  const user =
+    mode === 'complete'
+      ? `<before-cursor>${text}</before-cursor>${headers.suffix ? `\n<after-cursor>${headers.suffix.replace(/\\n/g, '\n')}</after-cursor>` : ''}`
+      : text;
   const system = headers.system ?? (mode === 'complete' ? COMPLETE_SYSTEM : undefined);
   let out = '';
   for await (const ev of backend.stream({

@@ -43,7 +43,17 @@ const PARAM_KEYS: Record<keyof GenerationParams, 'number' | 'string' | 'string[]
   reasoningEffort: 'string',
 };
 
-const KNOWN = new Set(['description', 'prompt', 'autoLoad', 'maxSteps', 'backend', 'model', 'compactionModel', 'compactAt', ...Object.keys(PARAM_KEYS)]);
+const KNOWN = new Set([
+  'description',
+  'prompt',
+  'autoLoad',
+  'maxSteps',
+  'backend',
+  'model',
+  'compactionModel',
+  'compactAt',
+  ...Object.keys(PARAM_KEYS),
+]);
 
 export class ProfileError extends Error {
   override name = 'ProfileError';
@@ -62,18 +72,30 @@ export function parseProfile(name: string, file: string, text: string): Profile 
   const bad = (field: string, want: string): never => {
     throw new ProfileError(`${file}: "${field}" must be ${want}`);
   };
-  for (const k of Object.keys(o)) if (!KNOWN.has(k)) throw new ProfileError(`${file}: unknown field "${k}"; known fields: ${[...KNOWN].join(', ')}`);
-  const str = (k: string): string | undefined => (o[k] === undefined ? undefined : typeof o[k] === 'string' ? (o[k] as string) : bad(k, 'a string'));
+  for (const k of Object.keys(o))
+    if (!KNOWN.has(k)) throw new ProfileError(`${file}: unknown field "${k}"; known fields: ${[...KNOWN].join(', ')}`);
+  const str = (k: string): string | undefined =>
+    o[k] === undefined ? undefined : typeof o[k] === 'string' ? (o[k] as string) : bad(k, 'a string');
   const strs = (k: string): string[] | undefined =>
-    o[k] === undefined ? undefined : Array.isArray(o[k]) && (o[k] as unknown[]).every((x) => typeof x === 'string') ? (o[k] as string[]) : bad(k, 'an array of strings');
-  const num = (k: string): number | undefined => (o[k] === undefined ? undefined : typeof o[k] === 'number' && Number.isFinite(o[k]) ? (o[k] as number) : bad(k, 'a number'));
-  const prompt = typeof o.prompt === 'string' ? o.prompt : strs('prompt') ?? '';
+    o[k] === undefined
+      ? undefined
+      : Array.isArray(o[k]) && (o[k] as unknown[]).every((x) => typeof x === 'string')
+        ? (o[k] as string[])
+        : bad(k, 'an array of strings');
+  const num = (k: string): number | undefined =>
+    o[k] === undefined
+      ? undefined
+      : typeof o[k] === 'number' && Number.isFinite(o[k])
+        ? (o[k] as number)
+        : bad(k, 'a number');
+  const prompt = typeof o.prompt === 'string' ? o.prompt : (strs('prompt') ?? '');
   const params: GenerationParams = {};
   for (const [k, kind] of Object.entries(PARAM_KEYS) as Array<[keyof GenerationParams, string]>) {
     const v = kind === 'number' ? num(k) : kind === 'string' ? str(k) : strs(k);
     if (v !== undefined) (params as Record<string, unknown>)[k] = v;
   }
-  if (params.reasoningEffort && !['low', 'medium', 'high'].includes(params.reasoningEffort)) bad('reasoningEffort', 'low, medium or high');
+  if (params.reasoningEffort && !['low', 'medium', 'high'].includes(params.reasoningEffort))
+    bad('reasoningEffort', 'low, medium or high');
   const maxSteps = num('maxSteps') ?? DEFAULT_MAX_STEPS;
   if (maxSteps < 1 || !Number.isInteger(maxSteps)) bad('maxSteps', 'a positive integer');
   const compactAt = num('compactAt') ?? DEFAULT_COMPACT_AT;
@@ -136,7 +158,8 @@ export class Profiles {
 
   get(name: string): Profile {
     const file = this.files().get(name);
-    if (!file) throw new ProfileError(`no agent profile named ${JSON.stringify(name)}; profiles: ${this.names().join(', ')}`);
+    if (!file)
+      throw new ProfileError(`no agent profile named ${JSON.stringify(name)}; profiles: ${this.names().join(', ')}`);
     return parseProfile(name, file, readFileSync(file, 'utf8'));
   }
 }
@@ -145,7 +168,12 @@ export class Profiles {
  * A profile's prompt: literal text as is, or its commands run in `cwd` under the sandbox (agent/promptcmd.ts),
  * their stdout concatenated in order.
  */
-export async function resolvePrompt(prompt: string | string[], cwd: string, ollie: Record<string, string>, opts: PromptCommandOptions): Promise<ResolvedPrompt> {
+export async function resolvePrompt(
+  prompt: string | string[],
+  cwd: string,
+  ollie: Record<string, string>,
+  opts: PromptCommandOptions,
+): Promise<ResolvedPrompt> {
   if (typeof prompt === 'string') return { text: prompt, warnings: [] };
   return runPromptCommands(prompt, cwd, ollie, opts);
 }

@@ -78,7 +78,8 @@ export const GIT_HARDENING: ReadonlyArray<readonly [string, string]> = [
  * by `.gitattributes`, aliases, per-URL credential helpers, per-command pagers): they cannot be listed ahead,
  * so the repository's are read first (configKeysToDisarm) and each is overridden with a value that runs nothing.
  */
-const DRIVER_KEYS = /^(filter\..+\.(clean|smudge|process)|diff\..+\.(command|textconv)|merge\..+\.driver|credential\..+\.helper|alias\..+|diff\.external|pager\..+)$/i;
+const DRIVER_KEYS =
+  /^(filter\..+\.(clean|smudge|process)|diff\..+\.(command|textconv)|merge\..+\.driver|credential\..+\.helper|alias\..+|diff\.external|pager\..+)$/i;
 
 /** The override that disarms one repository key (empty runs nothing; a pager setting becomes "no pager"). */
 export function disarmed(key: string): string {
@@ -121,7 +122,13 @@ export function gitEnv(extra: readonly string[] = []): Record<string, string> {
 }
 
 /** The environment a prompt command gets: the daemon's few, Ollie's, the agent's identity, hardened git. */
-export function promptEnv(daemonEnv: Record<string, string>, ollie: Record<string, string>, cwd: string, tmp: string, gitExtra: readonly string[] = []): Record<string, string> {
+export function promptEnv(
+  daemonEnv: Record<string, string>,
+  ollie: Record<string, string>,
+  cwd: string,
+  tmp: string,
+  gitExtra: readonly string[] = [],
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(daemonEnv)) if (FROM_DAEMON.includes(k) || k.startsWith('LC_')) env[k] = v;
   env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
@@ -142,7 +149,15 @@ export interface Run {
  * launcher still contains it like any launch. `input` goes to its stdin (none: empty). Also
  * how hooks run (olliesrv/hooks/runner.ts).
  */
-export function run(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, maxOutput: number, input?: string): Promise<Run> {
+export function run(
+  file: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+  maxOutput: number,
+  input?: string,
+): Promise<Run> {
   return new Promise((resolve) => {
     const out: Uint8Array[] = [];
     const err: Uint8Array[] = [];
@@ -166,7 +181,12 @@ export function run(file: string, args: string[], cwd: string, env: Record<strin
     const finish = (): void => {
       if (!exited || !closed) return;
       clearTimeout(timer);
-      resolve({ out: Buffer.concat(out).toString('utf8'), err: Buffer.concat(err).toString('utf8'), code, ...(cut && { cut }) });
+      resolve({
+        out: Buffer.concat(out).toString('utf8'),
+        err: Buffer.concat(err).toString('utf8'),
+        code,
+        ...(cut && { cut }),
+      });
     };
     confinedLauncher()
       .launch(
@@ -214,7 +234,12 @@ export function run(file: string, args: string[], cwd: string, env: Record<strin
 export const HELPER_EXITS = new Set([120, 121, 122]);
 
 /** Runs a profile's prompt commands in `cwd` (side by side, their stdout concatenated in order). */
-export async function runPromptCommands(commands: string[], cwd: string, ollie: Record<string, string>, o: PromptCommandOptions): Promise<ResolvedPrompt> {
+export async function runPromptCommands(
+  commands: string[],
+  cwd: string,
+  ollie: Record<string, string>,
+  o: PromptCommandOptions,
+): Promise<ResolvedPrompt> {
   const timeoutMs = o.timeoutMs ?? PROMPT_TIMEOUT_MS;
   const maxOutput = o.maxOutput ?? PROMPT_MAX_OUTPUT;
   let tmp: string;
@@ -224,14 +249,24 @@ export async function runPromptCommands(commands: string[], cwd: string, ollie: 
     return notRun(commands, `no private tmp dir for them: ${(e as Error).message}`);
   }
   try {
-    let wrap: (argv: string[], env: Record<string, string>) => { file: string; args: string[]; env: Record<string, string> };
+    let wrap: (
+      argv: string[],
+      env: Record<string, string>,
+    ) => { file: string; args: string[]; env: Record<string, string> };
     if (o.yolo) {
       wrap = ([file, ...args], env) => ({ file: file!, args, env });
     } else {
       let policy: SandboxPolicy;
       try {
         const home = o.env.HOME ?? '/';
-        const base = loadPolicy({ configDir: o.configDir, dataDir: o.dataDir, cwd, home, runtimeDir: o.runtimeDir, tmpDir: tmp });
+        const base = loadPolicy({
+          configDir: o.configDir,
+          dataDir: o.dataDir,
+          cwd,
+          home,
+          runtimeDir: o.runtimeDir,
+          tmpDir: tmp,
+        });
         // The shipped fragments and the user's ($OLLIE_CONFIG/prompts, inside the denied config dir: a rule
         // naming it explicitly holds) are what prompt commands are made of. The owner's git configuration:
         // git gives up when it exists but cannot be read, and the policy need not grant HOME.
@@ -256,7 +291,11 @@ export async function runPromptCommands(commands: string[], cwd: string, ollie: 
     const found = await run(probe.file, probe.args, cwd, probe.env, timeoutMs, maxOutput);
     // Cut short (a configuration padded past the cap, or one that takes too long), it has not listed every
     // program the repository names: running the commands then would leave those armed.
-    if (found.cut) return notRun(commands, `the repository's git configuration could not be read to disarm the programs it names (reading it ${found.cut})`);
+    if (found.cut)
+      return notRun(
+        commands,
+        `the repository's git configuration could not be read to disarm the programs it names (reading it ${found.cut})`,
+      );
     const extra = found.code === 0 ? configKeysToDisarm(found.out) : [];
     const env = promptEnv(o.env, ollie, cwd, tmp, extra);
     const outs = await Promise.all(

@@ -91,7 +91,10 @@ export async function respond(
       if (e instanceof ContextOverflowError) {
         // Our estimate was low or the window is smaller than we were told: learn both from the error, and
         // the next attempt must be smaller than this one, whatever the estimate says.
-        if (++overflows > MAX_OVERFLOWS) throw new ContextBudgetError(`the model refused ${overflows} requests in a row as too long, the last one ~${req.estimate} tokens (${describeParts(agent, req.parts)}); ${errText(e)}`);
+        if (++overflows > MAX_OVERFLOWS)
+          throw new ContextBudgetError(
+            `the model refused ${overflows} requests in a row as too long, the last one ~${req.estimate} tokens (${describeParts(agent, req.parts)}); ${errText(e)}`,
+          );
         const fig = overflowFigures(errText(e));
         agent.correction.overflow(req.raw, fig.actual);
         agent.stats.estimateFactor = agent.correction.factor;
@@ -99,16 +102,24 @@ export async function respond(
         if (fig.limit && fig.limit < window) agent.learnedWindow = { key: windowKey(agent), n: fig.limit };
         ceiling = req.raw - 1;
         refused = `the model refused a request of ~${req.estimate} tokens as too long (${errText(e)})`;
-        agent.log.add('info', `The model refused the request as too long (${errText(e)}); sending a smaller one (under ~${agent.correction.apply(ceiling)} tokens).`, { name: 'overflow' });
+        agent.log.add(
+          'info',
+          `The model refused the request as too long (${errText(e)}); sending a smaller one (under ~${agent.correction.apply(ceiling)} tokens).`,
+          { name: 'overflow' },
+        );
         attempt--;
         continue;
       }
       const delay = (agent.deps.retryDelay ?? retryDelay)(e, attempt);
       if (delay === null) throw e;
       const limited = e instanceof RateLimitError;
-      agent.log.add('retry', `${limited ? 'rate limited' : errText(e)}; retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 2})`, {
-        name: limited ? 'limitretry' : 'retry',
-      });
+      agent.log.add(
+        'retry',
+        `${limited ? 'rate limited' : errText(e)}; retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 2})`,
+        {
+          name: limited ? 'limitretry' : 'retry',
+        },
+      );
       try {
         await sleep(delay, signal);
       } catch {

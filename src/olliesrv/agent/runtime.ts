@@ -40,7 +40,14 @@ export function env(agent: Agent): Record<string, string> {
     // The registry refuses such variables and drops stored ones; checked again where they would take effect.
     if (eq > 0 && !envRefusal(l.slice(0, eq))) sessionEnv[l.slice(0, eq)] = l.slice(eq + 1);
   }
-  return { ...agent.deps.baseEnv, ...sessionEnv, OLLIE_SESSION_ID: agent.sessionId, OLLIE_UNAME: agent.id, OLLIE_AGENT_NAME: agent.name, PWD: agent.cfg.cwd };
+  return {
+    ...agent.deps.baseEnv,
+    ...sessionEnv,
+    OLLIE_SESSION_ID: agent.sessionId,
+    OLLIE_UNAME: agent.id,
+    OLLIE_AGENT_NAME: agent.name,
+    PWD: agent.cfg.cwd,
+  };
 }
 
 /** What a prompt command knows of Ollie: where its files are (the daemon's dirs, never the session's) and who asks. */
@@ -72,14 +79,24 @@ export async function buildRuntime(agent: Agent): Promise<Runtime> {
   const cacheKey = agent.deps.toolCache?.key(wanted);
   const cached = cacheKey ? agent.deps.toolCache!.get(cacheKey) : undefined;
   const rt: Runtime = {
-    profile, promptText: '', rev: -1, tools: new Map(), specs: [], active: new Set(), system: '', life: new AbortController(), ready: Promise.resolve(),
+    profile,
+    promptText: '',
+    rev: -1,
+    tools: new Map(),
+    specs: [],
+    active: new Set(),
+    system: '',
+    life: new AbortController(),
+    ready: Promise.resolve(),
   };
   const connect = async (): Promise<void> => {
     const st = await agent.deps.tools(agent.sessionId);
     if (st) {
       const { OLLIE_SESSION_ID: _s, OLLIE_UNAME: _u, ...sessionEnv } = env;
       // Last, so that nothing in the session's environment stands in for it.
-      const token: Record<string, string> = agent.deps.token ? { OLLIE_TOKEN: agent.deps.token(agent.sessionId, agent.id) } : {};
+      const token: Record<string, string> = agent.deps.token
+        ? { OLLIE_TOKEN: agent.deps.token(agent.sessionId, agent.id) }
+        : {};
       const host = await st.forAgent(agent.id, agent.cfg.cwd, { ...sessionEnv, ...token }, agent.cfg.sandboxRoot);
       // The agent's scope in toolsrv outlives a runtime (a profile switch, a cwd change): make it hold exactly
       // the profile's tools and the ones loaded by hand.
@@ -88,9 +105,15 @@ export async function buildRuntime(agent: Agent): Promise<Runtime> {
       const loaded = new Set((await host.list()).tools.map((t) => t.name).filter((n) => !isMcpTool(n)));
       await Promise.all([
         ...[...loaded].filter((t) => !wanted.includes(t)).map((t) => host.ctl(`unload ${t}`).catch(() => undefined)),
-        ...wanted.filter((t) => !loaded.has(t)).map((t) =>
-          host.ctl(`load ${t}`).catch((e: unknown) => agent.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' })),
-        ),
+        ...wanted
+          .filter((t) => !loaded.has(t))
+          .map((t) =>
+            host
+              .ctl(`load ${t}`)
+              .catch((e: unknown) =>
+                agent.log.add('info', `could not load tool ${t}: ${errText(e)}`, { name: 'tools' }),
+              ),
+          ),
       ]);
       rt.host = host;
     }
@@ -104,10 +127,15 @@ export async function buildRuntime(agent: Agent): Promise<Runtime> {
     for (const w of prompt.warnings) agent.log.add('info', w, { name: 'prompt' });
     rt.promptText = prompt.text;
     setTools(agent, rt, cached);
-    rt.ready = connect().catch((e: unknown) => agent.log.add('error', `the tool server did not start: ${errText(e)}`, { name: 'tools' }));
+    rt.ready = connect().catch((e: unknown) =>
+      agent.log.add('error', `the tool server did not start: ${errText(e)}`, { name: 'tools' }),
+    );
   } else {
     // The prompt commands and the toolsrv connection are independent: run them side by side.
-    const [prompt] = await Promise.all([resolvePrompt(profile.prompt, agent.cfg.cwd, promptIdentity(agent), agent.deps.promptCommands), connect()]);
+    const [prompt] = await Promise.all([
+      resolvePrompt(profile.prompt, agent.cfg.cwd, promptIdentity(agent), agent.deps.promptCommands),
+      connect(),
+    ]);
     for (const w of prompt.warnings) agent.log.add('info', w, { name: 'prompt' });
     rt.promptText = prompt.text;
     setTools(agent, rt, [...rt.tools.values()]);
@@ -152,7 +180,11 @@ export function setTools(agent: Agent, rt: Runtime, tools: ToolInfo[]): void {
   const base = tools.filter(sent);
   const deferred = tools.filter((t) => !sent(t));
   for (const n of rt.active) if (!rt.tools.has(n) || sent(rt.tools.get(n)!)) rt.active.delete(n);
-  rt.specs = [...base.map(spec), ...(deferred.length ? [TOOL_SEARCH_SPEC] : []), ...[...rt.active].map((n) => spec(rt.tools.get(n)!))];
+  rt.specs = [
+    ...base.map(spec),
+    ...(deferred.length ? [TOOL_SEARCH_SPEC] : []),
+    ...[...rt.active].map((n) => spec(rt.tools.get(n)!)),
+  ];
   const tp = toolsPrompt(base, deferred);
   rt.system = tp ? `${rt.promptText.trimEnd()}\n\n${tp}\n` : rt.promptText;
 }

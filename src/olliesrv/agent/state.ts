@@ -19,8 +19,14 @@ export function lastOutcome(stored: string[]): TurnOutcome {
 
 /** The daemon died during a turn: say so, and make the history valid again. */
 export function recoverInterrupted(agent: Agent): void {
-  for (const m of closeDanglingCalls(agent.history.messages, 'error: interrupted: the daemon stopped before this tool call finished')) agent.history.append(m);
-  agent.log.add('info', 'The previous turn was interrupted (the daemon stopped while it ran).', { name: 'interrupted' });
+  for (const m of closeDanglingCalls(
+    agent.history.messages,
+    'error: interrupted: the daemon stopped before this tool call finished',
+  ))
+    agent.history.append(m);
+  agent.log.add('info', 'The previous turn was interrupted (the daemon stopped while it ran).', {
+    name: 'interrupted',
+  });
   agent.deps.store.setRunning(agent.id, false);
 }
 

@@ -20,7 +20,10 @@ export class ToolCache {
   private entries?: Map<string, ToolInfo[]>;
 
   /** @param file where the cache is kept ($XDG_CACHE_HOME/ollie/tools.json) @param dirs the tool directories */
-  constructor(private readonly file: string, private readonly dirs: string[]) {}
+  constructor(
+    private readonly file: string,
+    private readonly dirs: string[],
+  ) {}
 
   key(wanted: readonly string[]): string {
     const h = createHash('sha256');
@@ -43,7 +46,9 @@ export class ToolCache {
     for (const d of this.dirs) {
       let names: string[];
       try {
-        names = readdirSync(d).filter((f) => f.endsWith('.meta')).sort();
+        names = readdirSync(d)
+          .filter((f) => f.endsWith('.meta'))
+          .sort();
       } catch {
         continue;
       }
@@ -66,7 +71,9 @@ export class ToolCache {
   private load(): Map<string, ToolInfo[]> {
     if (!this.entries) {
       try {
-        this.entries = new Map(Object.entries(JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, ToolInfo[]>));
+        this.entries = new Map(
+          Object.entries(JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, ToolInfo[]>),
+        );
       } catch {
         // No cache yet, or a damaged one: start afresh.
         this.entries = new Map();

@@ -15,10 +15,13 @@ export const TOOL_SEARCH = 'tool_search';
 
 export const TOOL_SEARCH_SPEC: ToolSpec = {
   name: TOOL_SEARCH,
-  description: 'Load tools listed under "More tools" (or find others by what they do): their schemas are sent from your next step on.',
+  description:
+    'Load tools listed under "More tools" (or find others by what they do): their schemas are sent from your next step on.',
   parameters: {
     type: 'object',
-    properties: { query: { type: 'string', description: 'Tool names (comma-separated), or words saying what you need.' } },
+    properties: {
+      query: { type: 'string', description: 'Tool names (comma-separated), or words saying what you need.' },
+    },
     required: ['query'],
     additionalProperties: false,
   },
@@ -69,5 +72,7 @@ export function describeLoaded(found: readonly ToolInfo[], query: string, deferr
   if (!found.length) {
     return `no tool matches "${query}". Tools you can load: ${deferred.map((t) => t.name).join(', ') || 'none (all are loaded)'}`;
   }
-  return found.map((t) => `loaded ${t.name}: ${t.description}${t.prompt.trim() ? `\n${t.prompt.trim()}` : ''}`).join('\n\n');
+  return found
+    .map((t) => `loaded ${t.name}: ${t.description}${t.prompt.trim() ? `\n${t.prompt.trim()}` : ''}`)
+    .join('\n\n');
 }

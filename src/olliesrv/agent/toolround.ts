@@ -13,7 +13,12 @@ import { postToolUseHooks, preToolUseHooks } from '../hooks/agent.js';
 import { isMcpTool } from '../mcp/tools.js';
 import { refreshTools } from './runtime.js';
 
-export async function runTools(agent: Agent, rt: Runtime, calls: ToolCall[], signal: AbortSignal): Promise<ModelResult[]> {
+export async function runTools(
+  agent: Agent,
+  rt: Runtime,
+  calls: ToolCall[],
+  signal: AbortSignal,
+): Promise<ModelResult[]> {
   await rt.ready;
   // An MCP tool the list does not have yet (its server started or came back since): look again first.
   if (calls.some((c) => isMcpTool(c.name) && !rt.tools.has(c.name))) await refreshTools(agent, rt);
@@ -30,13 +35,25 @@ export async function runTools(agent: Agent, rt: Runtime, calls: ToolCall[], sig
         let blocked: ModelResult | undefined;
         if (p.call.name === TOOL_SEARCH) r = await toolSearch(agent, rt, p.call);
         else if (p.invalid) r = { content: p.invalid, full: p.invalid, isError: true };
-        else if (!rt.host) r = { content: 'error: tools are unavailable: no tool server runs for this session', full: 'tools are unavailable', isError: true };
+        else if (!rt.host)
+          r = {
+            content: 'error: tools are unavailable: no tool server runs for this session',
+            full: 'tools are unavailable',
+            isError: true,
+          };
         else if ((blocked = await preToolUseHooks(agent.deps.hooks, agent, p))) r = blocked;
         else {
           try {
             const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
-            if (res.status === 'background') agent.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
-            r = await postToolUseHooks(agent.deps.hooks, agent, p, res, forModel(res, { root: agent.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') }));
+            if (res.status === 'background')
+              agent.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
+            r = await postToolUseHooks(
+              agent.deps.hooks,
+              agent,
+              p,
+              res,
+              forModel(res, { root: agent.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') }),
+            );
             // A listed tool called by name: toolsrv validated and ran it; its schema goes out from now on.
             if (deferred.has(p.call.name)) activate(agent, rt, [p.call.name]);
           } catch (e) {
@@ -48,7 +65,13 @@ export async function runTools(agent: Agent, rt: Runtime, calls: ToolCall[], sig
         results[i] = r;
         agent.deps.store.batch(() => {
           agent.log.add('tool', r.full, { name: p.call.name, ...(r.format ? { format: r.format } : {}) });
-          agent.history.append({ role: 'tool', toolCallId: p.call.id, name: p.call.name, content: r.content, ...(r.isError ? { isError: true } : {}) });
+          agent.history.append({
+            role: 'tool',
+            toolCallId: p.call.id,
+            name: p.call.name,
+            content: r.content,
+            ...(r.isError ? { isError: true } : {}),
+          });
         });
       }),
     );
@@ -66,16 +89,30 @@ export async function runShell(agent: Agent, cmd: string, signal: AbortSignal): 
   // A `!cmd` prompt may come from an agent (its own prompt file, a sub-agent's first prompt): it is a shell call
   // like the model's, and meets the same PreToolUse and PostToolUse hooks.
   const id = `shell-${Date.now()}`;
-  const p: PreparedCall = { call: { id, name: 'shell', args: JSON.stringify({ command: cmd }) }, args: { command: cmd }, flags: {} };
+  const p: PreparedCall = {
+    call: { id, name: 'shell', args: JSON.stringify({ command: cmd }) },
+    args: { command: cmd },
+    flags: {},
+  };
   const blocked = await preToolUseHooks(agent.deps.hooks, agent, p);
   if (blocked) {
     agent.log.add('tool', blocked.full, { name: 'shell' });
     return { reply: blocked.full, error: blocked.content };
   }
   const res = await rt.host.call({ tool: 'shell', args: p.args!, flags: p.flags }, signal);
-  const r = await postToolUseHooks(agent.deps.hooks, agent, p, res, forModel(res, { root: agent.deps.outputDir, dir: join(agent.deps.outputDir, agent.sessionId, agent.id), name: id }));
+  const r = await postToolUseHooks(
+    agent.deps.hooks,
+    agent,
+    p,
+    res,
+    forModel(res, { root: agent.deps.outputDir, dir: join(agent.deps.outputDir, agent.sessionId, agent.id), name: id }),
+  );
   agent.log.add('tool', r.full, { name: 'shell', ...(r.format ? { format: r.format } : {}) });
-  agent.history.append({ role: 'user', kind: 'attachment', content: `<context>\nThe user ran \`${cmd}\`:\n${r.content}\n</context>` });
+  agent.history.append({
+    role: 'user',
+    kind: 'attachment',
+    content: `<context>\nThe user ran \`${cmd}\`:\n${r.content}\n</context>`,
+  });
   return { reply: r.full, error: r.isError ? r.content : undefined };
 }
 
@@ -103,10 +140,15 @@ export async function toolSearch(agent: Agent, rt: Runtime, call: ToolCall): Pro
   } catch {
     // answered below
   }
-  if (!query) return { content: `error: ${TOOL_SEARCH} needs {"query": "tool names or words"}`, full: 'no query', isError: true };
+  if (!query)
+    return { content: `error: ${TOOL_SEARCH} needs {"query": "tool names or words"}`, full: 'no query', isError: true };
   const deferred = deferredTools(agent, rt);
   const found = await searchTools(query, deferred);
-  activate(agent, rt, found.map((t) => t.name));
+  activate(
+    agent,
+    rt,
+    found.map((t) => t.name),
+  );
   const text = describeLoaded(found, query, deferred);
   return { content: text, full: text, isError: false };
 }

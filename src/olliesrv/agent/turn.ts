@@ -34,14 +34,20 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
   startTurn(agent.stats);
   let result: TurnResult;
   try {
-    result = text.startsWith('!') ? await runShell(agent, text.slice(1).trim(), ac.signal) : await turn(agent, text, ac.signal);
+    result = text.startsWith('!')
+      ? await runShell(agent, text.slice(1).trim(), ac.signal)
+      : await turn(agent, text, ac.signal);
   } catch (e) {
     const msg = ac.signal.aborted ? 'stopped' : errText(e);
     if (!ac.signal.aborted) agent.log.add('error', msg);
     result = { reply: '', error: ac.signal.aborted ? undefined : msg, stopped: ac.signal.aborted };
   }
   // A stopped turn may leave calls without results; the next request would be rejected without them.
-  for (const m of closeDanglingCalls(agent.history.messages, 'error: interrupted by the user before this tool call finished')) agent.history.append(m);
+  for (const m of closeDanglingCalls(
+    agent.history.messages,
+    'error: interrupted by the user before this tool call finished',
+  ))
+    agent.history.append(m);
   if (result.stopped) agent.log.add('info', 'Stopped.', { name: 'stopped' });
   agent.running = false;
   agent.abort = undefined;
@@ -53,7 +59,10 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
     });
     // Before the state: a client that sees `idle` already knows whether the turn failed.
     agent.lastTurn = result.error ? 'error' : result.stopped ? 'stopped' : 'ok';
-    agent.deps.bus.publish(topic(agent, 'turn'), EVENTS.payload(topic(agent, 'turn'), { how: agent.lastTurn, error: result.error ?? null }));
+    agent.deps.bus.publish(
+      topic(agent, 'turn'),
+      EVENTS.payload(topic(agent, 'turn'), { how: agent.lastTurn, error: result.error ?? null }),
+    );
     setState(agent, 'idle');
   }
   const waiters = agent.turnWaiters;
@@ -61,7 +70,9 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
   for (const w of waiters) w(result);
   if (agent.compactRequested && !agent.dead) {
     agent.compactRequested = false;
-    await compactNow(agent, 'requested').catch((e: unknown) => agent.log.add('error', `compaction failed: ${errText(e)}`));
+    await compactNow(agent, 'requested').catch((e: unknown) =>
+      agent.log.add('error', `compaction failed: ${errText(e)}`),
+    );
   }
   agent.drain();
 }
@@ -69,13 +80,24 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
 export async function turn(agent: Agent, text: string, signal: AbortSignal): Promise<TurnResult> {
   setState(agent, 'thinking');
   const rt = await agent.ensureRuntime();
-  for (const c of await sessionStartHooks(agent.deps.hooks, agent, rt, agent.history.messages.length > 0)) addContext(agent, c, 'hook');
+  for (const c of await sessionStartHooks(agent.deps.hooks, agent, rt, agent.history.messages.length > 0))
+    addContext(agent, c, 'hook');
   const hooked = takeInterrupt(agent, text) ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
   if (hooked.block) return { reply: '', error: hooked.block };
   if (agent.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
     try {
-      const present = new Set(sentView(agent).flatMap((m) => (m.role === 'user' && m.kind === 'skill' ? [SKILL_NAME.exec(m.content)?.[1] ?? ''] : [])));
-      for (const c of await agent.deps.enrich({ agent: agent, prompt: text, tools: [...rt.tools.values()], cwd: agent.cfg.cwd, present })) {
+      const present = new Set(
+        sentView(agent).flatMap((m) =>
+          m.role === 'user' && m.kind === 'skill' ? [SKILL_NAME.exec(m.content)?.[1] ?? ''] : [],
+        ),
+      );
+      for (const c of await agent.deps.enrich({
+        agent: agent,
+        prompt: text,
+        tools: [...rt.tools.values()],
+        cwd: agent.cfg.cwd,
+        present,
+      })) {
         addContext(agent, c.text, c.name, c.name === 'skill' ? 'skill' : 'hint');
       }
     } catch (e) {
@@ -98,7 +120,11 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
     if (signal.aborted) return { reply, stopped: true };
     const finalRound = steps >= maxSteps;
     if (finalRound) {
-      addContext(agent, `You have used all ${maxSteps} steps of this turn. Do not call any more tools: reply with a final summary of what you did, what works, and what remains to be done.`, 'maxsteps');
+      addContext(
+        agent,
+        `You have used all ${maxSteps} steps of this turn. Do not call any more tools: reply with a final summary of what you did, what works, and what remains to be done.`,
+        'maxsteps',
+      );
     } else if (steps > 0 && steps % PLAN_EVERY === 0 && agent.session().plan.trim()) {
       addContext(agent, `The session plan (re-read it and keep to it):\n\n${agent.session().plan}`, 'plan');
     }
@@ -140,7 +166,9 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
     // A Stop hook that blocked sends the model round again, within the budget like any round.
     if (goOn) continue;
     setState(agent, 'calling');
-    const results = await (agent.deps.checkpoints?.round(agent, r.calls, rt.tools, () => runTools(agent, rt, r.calls, signal)) ?? runTools(agent, rt, r.calls, signal));
+    const results = await (agent.deps.checkpoints?.round(agent, r.calls, rt.tools, () =>
+      runTools(agent, rt, r.calls, signal),
+    ) ?? runTools(agent, rt, r.calls, signal));
     if (signal.aborted) return { reply, stopped: true };
     errorRounds = results.every((x) => x.isError) ? errorRounds + 1 : 0;
     const sig = JSON.stringify(r.calls.map((c) => [c.name, c.args]));
@@ -152,7 +180,11 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
       return { reply, error: msg };
     }
     if (errorRounds === ERROR_ROUNDS_NUDGE) {
-      addContext(agent, `Your last ${ERROR_ROUNDS_NUDGE} tool rounds all failed. Stop and think about why, then try a different approach.`, 'nudge');
+      addContext(
+        agent,
+        `Your last ${ERROR_ROUNDS_NUDGE} tool rounds all failed. Stop and think about why, then try a different approach.`,
+        'nudge',
+      );
     }
     if (sameRounds === STALL_ROUNDS) {
       const msg = `You have made the same tool calls ${STALL_ROUNDS} rounds in a row. You are stuck: do something different, or stop and explain what is blocking you.`;

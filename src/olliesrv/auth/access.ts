@@ -17,16 +17,26 @@ export function principalOf(ctx: Pick<Ctx, 'user'>): Principal | undefined {
 }
 
 const describe = (p: Principal | undefined): string =>
-  !p ? 'an unauthenticated client' : p.kind === 'owner' ? 'the owner' : p.kind === 'session' ? `session ${p.session}'s workflow` : `agent ${p.agent}`;
+  !p
+    ? 'an unauthenticated client'
+    : p.kind === 'owner'
+      ? 'the owner'
+      : p.kind === 'session'
+        ? `session ${p.session}'s workflow`
+        : `agent ${p.agent}`;
 
 /** The default: the owner only. */
-export const OWNER_ONLY: Access = (ctx) => (principalOf(ctx)?.kind === 'owner' ? undefined : `only the owner may use this file, not ${describe(principalOf(ctx))}`);
+export const OWNER_ONLY: Access = (ctx) =>
+  principalOf(ctx)?.kind === 'owner'
+    ? undefined
+    : `only the owner may use this file, not ${describe(principalOf(ctx))}`;
 
 /** Everyone authenticated (the root directory, help, the profile names). */
 export const ANYONE: Access = (ctx) => (principalOf(ctx) ? undefined : 'unauthenticated');
 
 /** Reading for everyone; anything else for the owner. */
-export const ANYONE_READS: Access = (ctx, op) => (op === 'walk' || op === 'read' ? ANYONE(ctx, op) : OWNER_ONLY(ctx, op));
+export const ANYONE_READS: Access = (ctx, op) =>
+  op === 'walk' || op === 'read' ? ANYONE(ctx, op) : OWNER_ONLY(ctx, op);
 
 export interface Scope {
   sessions: Sessions;
@@ -61,7 +71,9 @@ export function inSession(s: Scope, ops: { session?: readonly AccessOp[]; agent?
     const p = sessionGate(s, ctx);
     if (typeof p !== 'object') return p;
     const allowed = p.kind === 'session' ? ops.session : ops.agent;
-    return allowed?.includes(op) ? undefined : `${describe(p)} may not ${op === 'walk' ? 'reach' : op} ${ctx.path} (the owner's alone)`;
+    return allowed?.includes(op)
+      ? undefined
+      : `${describe(p)} may not ${op === 'walk' ? 'reach' : op} ${ctx.path} (the owner's alone)`;
   };
 }
 
@@ -86,11 +98,17 @@ export function relate(s: Scope, sessionName: string, callerId: string, target: 
  * A rule for an agent's files: the owner and the session's workflow do what `session` lists (everything when
  * absent); an agent of the session does what `agent` lists for its relation to the target agent.
  */
-export function onAgent(s: Scope, rules: { session?: readonly AccessOp[]; agent: Partial<Record<Exclude<Relation, 'none'>, readonly AccessOp[]>> }): Access {
+export function onAgent(
+  s: Scope,
+  rules: { session?: readonly AccessOp[]; agent: Partial<Record<Exclude<Relation, 'none'>, readonly AccessOp[]>> },
+): Access {
   return (ctx, op) => {
     const p = sessionGate(s, ctx);
     if (typeof p !== 'object') return p;
-    if (p.kind === 'session') return !rules.session || rules.session.includes(op) ? undefined : `a session's workflow may not ${op} ${ctx.path} (the owner's alone)`;
+    if (p.kind === 'session')
+      return !rules.session || rules.session.includes(op)
+        ? undefined
+        : `a session's workflow may not ${op} ${ctx.path} (the owner's alone)`;
     const name = ctx.params.agent!;
     let target: Agent;
     try {
@@ -99,8 +117,11 @@ export function onAgent(s: Scope, rules: { session?: readonly AccessOp[]; agent:
       return undefined; // the walk itself says "not found"
     }
     const rel = relate(s, ctx.params.session!, p.agent, target);
-    if (rel === 'none') return `${describe(p)} may reach only itself, the sub-agents it started and its peers, not ${name}`;
-    return rules.agent[rel]?.includes(op) ? undefined : `${describe(p)} may not ${op === 'walk' ? 'reach' : op} ${ctx.path} (${rel === 'self' ? 'its own' : `its ${rel}'s`} file; the owner's alone)`;
+    if (rel === 'none')
+      return `${describe(p)} may reach only itself, the sub-agents it started and its peers, not ${name}`;
+    return rules.agent[rel]?.includes(op)
+      ? undefined
+      : `${describe(p)} may not ${op === 'walk' ? 'reach' : op} ${ctx.path} (${rel === 'self' ? 'its own' : `its ${rel}'s`} file; the owner's alone)`;
   };
 }
 

@@ -69,7 +69,12 @@ export class Principals {
     const m = TOKEN.exec(token);
     if (!m) return undefined;
     const [, kind, a, b, mac] = m;
-    const want = kind === 'agent' && b ? this.mac(`agent ${a} ${b}`) : kind === 'session' && !b ? this.mac(`session ${a}`) : undefined;
+    const want =
+      kind === 'agent' && b
+        ? this.mac(`agent ${a} ${b}`)
+        : kind === 'session' && !b
+          ? this.mac(`session ${a}`)
+          : undefined;
     if (!want || !timingSafeEqual(Buffer.from(want), Buffer.from(mac!))) return undefined;
     return kind === 'agent' ? { kind: 'agent', session: a!, agent: b! } : { kind: 'session', session: a! };
   }
@@ -77,7 +82,11 @@ export class Principals {
   /** What a connection's peer on the Unix socket is; computed when it connects, while its pid is its own. */
   unixOrigin(peer: { pid: number; uid: number; gid: number } | undefined, error?: string): Origin {
     if (!peer) return { kind: 'unix', error: error ?? 'its credentials could not be read' };
-    return { kind: 'unix', peer, confined: descendsFrom(peer.pid, new Set(this.o.confinedRoots())) || sandboxMarked(peer.pid) };
+    return {
+      kind: 'unix',
+      peer,
+      confined: descendsFrom(peer.pid, new Set(this.o.confinedRoots())) || sandboxMarked(peer.pid),
+    };
   }
 
   /** ninep's authorize hook: the User an attach acts as, or a refusal that says why and what to do. */
@@ -89,8 +98,12 @@ export class Principals {
       p = this.fromToken(token);
       // A client that runs its own authentication (plan9port's 9p tries p9any whenever offered) leaves garbage
       // or nothing on the afid; only a token that looks like ours and fails is an error.
-      if (!p && token.startsWith('ollie-')) throw new NinepError('authentication failed: the token is not valid (tokens last as long as the daemon that issued them)');
-      if (p && !this.o.exists(p)) throw new NinepError(`authentication failed: the ${p.kind} this token was issued to no longer exists`);
+      if (!p && token.startsWith('ollie-'))
+        throw new NinepError(
+          'authentication failed: the token is not valid (tokens last as long as the daemon that issued them)',
+        );
+      if (p && !this.o.exists(p))
+        throw new NinepError(`authentication failed: the ${p.kind} this token was issued to no longer exists`);
     }
     p ??= this.originPrincipal(o);
     return { name: this.o.uname, groups: [], principal: p };
@@ -99,12 +112,20 @@ export class Principals {
   private originPrincipal(o: Origin): Principal {
     if (o.kind === 'local') return OWNER;
     if (o.kind === 'tcp') {
-      throw new NinepError(`authentication required: 9P over TCP (from ${o.remote}) is served to the owner only, who presents the owner token (ollie-9p and o read it from the runtime directory's owner.token, or $OLLIE_TOKEN)`);
+      throw new NinepError(
+        `authentication required: 9P over TCP (from ${o.remote}) is served to the owner only, who presents the owner token (ollie-9p and o read it from the runtime directory's owner.token, or $OLLIE_TOKEN)`,
+      );
     }
-    if (!o.peer) throw new NinepError(`refused: the peer of this Unix-socket connection is unknown (${o.error}), so it cannot be the owner`);
-    if (o.peer.uid !== this.o.uid && o.peer.uid !== 0) throw new NinepError(`refused: uid ${o.peer.uid} is not the owner (uid ${this.o.uid})`);
+    if (!o.peer)
+      throw new NinepError(
+        `refused: the peer of this Unix-socket connection is unknown (${o.error}), so it cannot be the owner`,
+      );
+    if (o.peer.uid !== this.o.uid && o.peer.uid !== 0)
+      throw new NinepError(`refused: uid ${o.peer.uid} is not the owner (uid ${this.o.uid})`);
     if (o.confined) {
-      throw new NinepError(`refused: pid ${o.peer.pid} is a process Ollie started for an agent or a workflow (or a sandboxed one); such processes reach the namespace only as their agent or session, with the token in $OLLIE_TOKEN`);
+      throw new NinepError(
+        `refused: pid ${o.peer.pid} is a process Ollie started for an agent or a workflow (or a sandboxed one); such processes reach the namespace only as their agent or session, with the token in $OLLIE_TOKEN`,
+      );
     }
     return OWNER;
   }

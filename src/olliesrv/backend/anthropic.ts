@@ -37,7 +37,11 @@ export class AnthropicBackend extends BaseBackend {
     return { reasoningSignature: (signature) => ({ anthropic: { signature } }) };
   }
 
-  protected callOptions(req: StreamRequest, _model: string, call: LanguageModelV3CallOptions): LanguageModelV3CallOptions {
+  protected callOptions(
+    req: StreamRequest,
+    _model: string,
+    call: LanguageModelV3CallOptions,
+  ): LanguageModelV3CallOptions {
     const prompt = call.prompt.map((m) => ({ ...m }));
     const lastSystem = prompt.findLastIndex((m) => m.role === 'system');
     if (lastSystem >= 0) prompt[lastSystem]!.providerOptions = { ...prompt[lastSystem]!.providerOptions, ...EPHEMERAL };
@@ -57,9 +61,14 @@ export class AnthropicBackend extends BaseBackend {
 
   protected async fetchModels(): Promise<ModelInfo[]> {
     const body = (await getJson(this.name, `${this.url}/models?limit=1000`, {
-      headers: this.discoveryHeaders({ 'anthropic-version': '2023-06-01', ...(this.config.key ? { 'x-api-key': this.config.key } : {}) }),
+      headers: this.discoveryHeaders({
+        'anthropic-version': '2023-06-01',
+        ...(this.config.key ? { 'x-api-key': this.config.key } : {}),
+      }),
     })) as { data?: Array<{ id?: unknown }> };
-    return (body.data ?? []).filter((m): m is { id: string } => typeof m.id === 'string').map((m) => ({ id: m.id, contextLength: 200_000 }));
+    return (body.data ?? [])
+      .filter((m): m is { id: string } => typeof m.id === 'string')
+      .map((m) => ({ id: m.id, contextLength: 200_000 }));
   }
 
   protected fallbackContext(): number {

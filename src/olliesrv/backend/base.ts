@@ -6,7 +6,15 @@
 import type { BackendConfig } from './config.js';
 import { BackendError, classifyError } from './errors.js';
 import { knownWindow } from './windows.js';
-import { drive, toPrompt, toTools, type DriveOptions, type LanguageModelV3, type LanguageModelV3CallOptions, type PromptOptions } from './sdk.js';
+import {
+  drive,
+  toPrompt,
+  toTools,
+  type DriveOptions,
+  type LanguageModelV3,
+  type LanguageModelV3CallOptions,
+  type PromptOptions,
+} from './sdk.js';
 import type { Backend, BackendType, ModelInfo, StreamEvent, StreamRequest } from './types.js';
 
 /** One model object per id: building one constructs its zod schemas, ~10 % of a tool round's CPU. */
@@ -44,7 +52,11 @@ export abstract class BaseBackend implements Backend {
   /** The provider's LanguageModel for `model` (the provider package is imported here, lazily). */
   protected abstract languageModel(model: string, req: StreamRequest): Promise<LanguageModelV3>;
   /** Provider-specific call options (thinking, caching, provider options) on top of the common ones. */
-  protected abstract callOptions(req: StreamRequest, model: string, base: LanguageModelV3CallOptions): Promise<LanguageModelV3CallOptions> | LanguageModelV3CallOptions;
+  protected abstract callOptions(
+    req: StreamRequest,
+    model: string,
+    base: LanguageModelV3CallOptions,
+  ): Promise<LanguageModelV3CallOptions> | LanguageModelV3CallOptions;
   protected abstract fetchModels(): Promise<ModelInfo[]>;
   /** Context window when neither the config, discovery nor the table of known models (windows.ts) says. */
   protected abstract fallbackContext(model: string): number;
@@ -86,7 +98,11 @@ export abstract class BaseBackend implements Backend {
       throw e instanceof BackendError ? e : classifyError(this.name, e);
     }
     for (const message of this.queuedWarnings.splice(0)) yield { type: 'warning', message };
-    yield* drive(lm, call, { backend: this.name, ...(req.signal ? { signal: req.signal } : {}), ...this.driveOptions() });
+    yield* drive(lm, call, {
+      backend: this.name,
+      ...(req.signal ? { signal: req.signal } : {}),
+      ...this.driveOptions(),
+    });
   }
 
   private baseCall(req: StreamRequest): LanguageModelV3CallOptions {
@@ -132,10 +148,7 @@ export abstract class BaseBackend implements Backend {
       // provider again on every turn would add its latency to every request.
       const known = knownWindow(id);
       const fallback = (): number => (known !== undefined ? this.usableWindow(known) : this.fallbackContext(id));
-      p = this.discoverContext(id).then(
-        (n) => (n && n > 0 ? n : fallback()),
-        fallback,
-      );
+      p = this.discoverContext(id).then((n) => (n && n > 0 ? n : fallback()), fallback);
       this.contexts.set(id, p);
     }
     return p;

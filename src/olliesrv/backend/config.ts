@@ -131,7 +131,8 @@ export function parseBackendsConfig(text: string, path: string, env: NodeJS.Proc
       continue;
     }
     const eq = line.indexOf('=');
-    if (eq <= 0) fail(n, `expected "key = value" or "[section]", got: ${line.length > 60 ? line.slice(0, 60) + '…' : line}`);
+    if (eq <= 0)
+      fail(n, `expected "key = value" or "[section]", got: ${line.length > 60 ? line.slice(0, 60) + '…' : line}`);
     const key = line.slice(0, eq).trim().toLowerCase();
     const value = line.slice(eq + 1).trim();
     if (!cur) fail(n, `"${key}" outside any section`);
@@ -141,10 +142,14 @@ export function parseBackendsConfig(text: string, path: string, env: NodeJS.Proc
     } else if (!KEYS.has(key)) fail(n, `unknown key "${key}" in [${sec.name}] (known: ${[...KEYS].join(', ')})`);
     if (key === 'headers') {
       // Repeatable: each line adds `Name: value` pairs separated by ";".
-      for (const pair of value.split(';').map((p) => p.trim()).filter(Boolean)) {
+      for (const pair of value
+        .split(';')
+        .map((p) => p.trim())
+        .filter(Boolean)) {
         const c = pair.indexOf(':');
         const hn = c > 0 ? pair.slice(0, c).trim() : '';
-        if (!HEADER_NAME.test(hn)) fail(n, `bad header "${pair.length > 40 ? pair.slice(0, 40) + '…' : pair}" (expected "Name: value")`);
+        if (!HEADER_NAME.test(hn))
+          fail(n, `bad header "${pair.length > 40 ? pair.slice(0, 40) + '…' : pair}" (expected "Name: value")`);
         sec.headers[hn] = pair.slice(c + 1).trim();
       }
       continue;
@@ -187,7 +192,8 @@ export function parseBackendsConfig(text: string, path: string, env: NodeJS.Proc
       const ref = /^env:\s*([A-Za-z_][A-Za-z0-9_]*)$/.exec(k.value);
       if (ref) {
         key = env[ref[1]!];
-        if (key === undefined || key === '') fail(k.line, `environment variable ${ref[1]} (key of [${sec.name}]) is not set`);
+        if (key === undefined || key === '')
+          fail(k.line, `environment variable ${ref[1]} (key of [${sec.name}]) is not set`);
       } else if (k.value.startsWith('env:')) fail(k.line, `bad env reference in "key" (expected env:VARNAME)`);
       else key = k.value;
     } else {
@@ -205,7 +211,8 @@ export function parseBackendsConfig(text: string, path: string, env: NodeJS.Proc
       const v = c.value.replace(/_/g, '');
       const mult = /k$/i.test(v) ? 1024 : 1;
       const num = Number(mult === 1 ? v : v.slice(0, -1));
-      if (!/^\d+k?$/i.test(v) || !Number.isSafeInteger(num * mult) || num <= 0) fail(c.line, `bad context "${c.value}" (a positive integer of tokens, e.g. 131072 or 128k)`);
+      if (!/^\d+k?$/i.test(v) || !Number.isSafeInteger(num * mult) || num <= 0)
+        fail(c.line, `bad context "${c.value}" (a positive integer of tokens, e.g. 131072 or 128k)`);
       context = num * mult;
     }
 
@@ -227,7 +234,10 @@ export function parseBackendsConfig(text: string, path: string, env: NodeJS.Proc
   let defaultName = backends[0]!.name;
   if (defaultEntry) {
     if (!backends.some((b) => b.name === defaultEntry!.value))
-      fail(defaultEntry.line, `default backend "${defaultEntry.value}" is not defined (defined: ${backends.map((b) => b.name).join(', ')})`);
+      fail(
+        defaultEntry.line,
+        `default backend "${defaultEntry.value}" is not defined (defined: ${backends.map((b) => b.name).join(', ')})`,
+      );
     defaultName = defaultEntry.value;
   }
   return { backends, defaultName, path };

@@ -45,7 +45,11 @@ export class CopilotBackend extends OpenAIBackend {
   }
 
   private async exchange(): Promise<CopilotToken> {
-    if (!this.config.key) throw new BackendError(this.name, 'no GitHub token: set "key" in backends.conf (or GH_COPILOT_TOKEN / GITHUB_TOKEN)');
+    if (!this.config.key)
+      throw new BackendError(
+        this.name,
+        'no GitHub token: set "key" in backends.conf (or GH_COPILOT_TOKEN / GITHUB_TOKEN)',
+      );
     this.exchanges++;
     let res: Response;
     try {
@@ -62,7 +66,13 @@ export class CopilotBackend extends OpenAIBackend {
       res.headers.forEach((v, k) => (headers[k] = v));
       throw classifyError(
         this.name,
-        Object.assign(new Error(`Copilot token exchange failed: HTTP ${res.status}`), { name: 'AI_APICallError', statusCode: res.status, responseHeaders: headers, responseBody: text, requestBodyValues: undefined }),
+        Object.assign(new Error(`Copilot token exchange failed: HTTP ${res.status}`), {
+          name: 'AI_APICallError',
+          statusCode: res.status,
+          responseHeaders: headers,
+          responseBody: text,
+          requestBodyValues: undefined,
+        }),
       );
     }
     let body: { token?: unknown; expires_at?: unknown; endpoints?: { api?: unknown } };
@@ -73,7 +83,10 @@ export class CopilotBackend extends OpenAIBackend {
     }
     if (typeof body.token !== 'string' || typeof body.expires_at !== 'number')
       throw new BackendError(this.name, 'Copilot token exchange: no token/expires_at in the answer');
-    const api = typeof body.endpoints?.api === 'string' ? body.endpoints.api.replace(/\/+$/, '') : 'https://api.githubcopilot.com';
+    const api =
+      typeof body.endpoints?.api === 'string'
+        ? body.endpoints.api.replace(/\/+$/, '')
+        : 'https://api.githubcopilot.com';
     return { token: body.token, expiresAtMs: body.expires_at * 1000, api };
   }
 

@@ -174,9 +174,14 @@ function header(headers: Record<string, string> | undefined, name: string): stri
  * The wait a rate-limited response asks for, in ms: `retry-after-ms` (OpenAI), `Retry-After` in seconds or as an
  * HTTP-date, or Gemini's RetryInfo `retryDelay` ("30s") in the error body. Undefined when none is given.
  */
-export function retryAfterMs(headers: Record<string, string> | undefined, body?: string, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: Record<string, string> | undefined,
+  body?: string,
+  now = Date.now(),
+): number | undefined {
   const ms = header(headers, 'retry-after-ms');
-  if (ms !== undefined && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.round(Number(ms));
+  if (ms !== undefined && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0)
+    return Math.round(Number(ms));
   const ra = header(headers, 'retry-after')?.trim();
   if (ra !== undefined && ra !== '') {
     if (/^\d+(\.\d+)?$/.test(ra)) return Math.round(Number(ra) * 1000);
@@ -197,7 +202,8 @@ function bodyMessage(body: string | undefined): string | undefined {
     const v = JSON.parse(body) as { error?: unknown; message?: unknown };
     const e = v.error;
     if (typeof e === 'string') return e;
-    if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+    if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string')
+      return (e as { message: string }).message;
     if (typeof v.message === 'string') return v.message;
   } catch {
     // not JSON: fall through to the raw text
@@ -206,7 +212,14 @@ function bodyMessage(body: string | undefined): string | undefined {
 }
 
 /** Classify an HTTP failure by status and the provider's error text. */
-function fromStatus(backend: string, status: number, text: string, headers: Record<string, string> | undefined, body: string | undefined, cause: unknown): BackendError {
+function fromStatus(
+  backend: string,
+  status: number,
+  text: string,
+  headers: Record<string, string> | undefined,
+  body: string | undefined,
+  cause: unknown,
+): BackendError {
   const opts = { status, cause };
   // Codes (context_length_exceeded, …) sit next to the message in the body: match both.
   const all = `${text}\n${body ?? ''}`;
@@ -238,7 +251,11 @@ export function classifyError(backend: string, e: unknown, midStream = false): B
   }
   const code = networkCode(e);
   if (midStream && (code !== undefined || isTerminated(e)))
-    return new StreamDropError(backend, `connection lost mid-response: ${(e as Error).message}${code ? ` (${code})` : ''}`, { cause: e });
+    return new StreamDropError(
+      backend,
+      `connection lost mid-response: ${(e as Error).message}${code ? ` (${code})` : ''}`,
+      { cause: e },
+    );
   if (code !== undefined || isTerminated(e) || (e instanceof TypeError && /fetch failed/i.test(e.message)))
     return new TransientError(backend, `${(e as Error).message}${code ? ` (${code})` : ''}`, { cause: e });
   return classifyStreamError(backend, e);
@@ -253,7 +270,8 @@ export function classifyStreamError(backend: string, err: unknown): BackendError
   if (asApiCallError(err)) return classifyError(backend, err, true);
   // A chunk that did not fit the provider's schema: Ollama's `{"error": "…"}` line arrives this way.
   const value = err instanceof Error ? (err as { value?: unknown }).value : undefined;
-  if (value && typeof value === 'object' && 'error' in value) return classifyStreamError(backend, (value as { error: unknown }).error);
+  if (value && typeof value === 'object' && 'error' in value)
+    return classifyStreamError(backend, (value as { error: unknown }).error);
   let text: string;
   let kind = '';
   let status: number | undefined;
@@ -271,10 +289,13 @@ export function classifyStreamError(backend: string, err: unknown): BackendError
   const opts = { cause: err, ...(status !== undefined ? { status } : {}) };
   if (OVERFLOW.some((r) => r.test(all))) return new ContextOverflowError(backend, text, opts);
   if (TOOL_UNSUPPORTED.some((r) => r.test(all))) return new ToolUnsupportedError(backend, text, opts);
-  if (status === 429 || RATE_LIMIT_TEXT.some((r) => r.test(all))) return new RateLimitError(backend, text, undefined, opts);
-  if (/authentication|permission|invalid_api_key|unauthori[sz]ed/i.test(all)) return new BackendError(backend, text, opts);
+  if (status === 429 || RATE_LIMIT_TEXT.some((r) => r.test(all)))
+    return new RateLimitError(backend, text, undefined, opts);
+  if (/authentication|permission|invalid_api_key|unauthori[sz]ed/i.test(all))
+    return new BackendError(backend, text, opts);
   if (/invalid_request/i.test(all) && status === undefined) return new BackendError(backend, text, opts);
-  if (/TypeValidationError|JSONParseError/.test(kind)) return new StreamDropError(backend, `malformed stream chunk: ${text}`, opts);
+  if (/TypeValidationError|JSONParseError/.test(kind))
+    return new StreamDropError(backend, `malformed stream chunk: ${text}`, opts);
   // A failure reported inside a stream that had started is the server giving up on this response: try again.
   return new TransientError(backend, text, opts);
 }

@@ -14,7 +14,11 @@ export class GeminiBackend extends BaseBackend {
   protected async languageModel(model: string): Promise<LanguageModelV3> {
     if (!this.create) {
       const { createGoogleGenerativeAI } = await import('@ai-sdk/google');
-      const provider = createGoogleGenerativeAI({ baseURL: this.url, apiKey: this.config.key ?? '', headers: this.config.headers });
+      const provider = createGoogleGenerativeAI({
+        baseURL: this.url,
+        apiKey: this.config.key ?? '',
+        headers: this.config.headers,
+      });
       this.create = perModel((m) => provider.chat(m));
     }
     return this.create(model.replace(/^models\//, ''));
@@ -24,13 +28,20 @@ export class GeminiBackend extends BaseBackend {
     return { toolCallSignature: (thoughtSignature) => ({ google: { thoughtSignature } }) };
   }
 
-  protected callOptions(req: StreamRequest, _model: string, call: LanguageModelV3CallOptions): LanguageModelV3CallOptions {
+  protected callOptions(
+    req: StreamRequest,
+    _model: string,
+    call: LanguageModelV3CallOptions,
+  ): LanguageModelV3CallOptions {
     const p = req.params ?? {};
     const thinking: Record<string, unknown> = {};
     if ((p.thinkingBudget ?? 0) > 0) thinking.thinkingBudget = p.thinkingBudget;
     else if (p.reasoningEffort) thinking.thinkingLevel = p.reasoningEffort;
     if (Object.keys(thinking).length === 0) return call;
-    return { ...call, providerOptions: { google: { thinkingConfig: { ...thinking, includeThoughts: true } } as never } };
+    return {
+      ...call,
+      providerOptions: { google: { thinkingConfig: { ...thinking, includeThoughts: true } } as never },
+    };
   }
 
   protected async fetchModels(): Promise<ModelInfo[]> {
@@ -38,14 +49,26 @@ export class GeminiBackend extends BaseBackend {
     let pageToken: string | undefined;
     // The list is paged; a few pages cover every model Google serves.
     for (let page = 0; page < 10; page++) {
-      const body = (await getJson(this.name, `${this.url}/models?pageSize=1000${pageToken ? `&pageToken=${encodeURIComponent(pageToken)}` : ''}`, {
-        headers: this.discoveryHeaders(this.config.key ? { 'x-goog-api-key': this.config.key } : {}),
-      })) as { models?: Array<{ name?: unknown; inputTokenLimit?: unknown; supportedGenerationMethods?: unknown }>; nextPageToken?: unknown };
+      const body = (await getJson(
+        this.name,
+        `${this.url}/models?pageSize=1000${pageToken ? `&pageToken=${encodeURIComponent(pageToken)}` : ''}`,
+        {
+          headers: this.discoveryHeaders(this.config.key ? { 'x-goog-api-key': this.config.key } : {}),
+        },
+      )) as {
+        models?: Array<{ name?: unknown; inputTokenLimit?: unknown; supportedGenerationMethods?: unknown }>;
+        nextPageToken?: unknown;
+      };
       for (const m of body.models ?? []) {
         if (typeof m.name !== 'string') continue;
-        const methods = Array.isArray(m.supportedGenerationMethods) ? m.supportedGenerationMethods : ['generateContent'];
+        const methods = Array.isArray(m.supportedGenerationMethods)
+          ? m.supportedGenerationMethods
+          : ['generateContent'];
         if (!methods.includes('generateContent')) continue;
-        out.push({ id: m.name.replace(/^models\//, ''), ...(typeof m.inputTokenLimit === 'number' ? { contextLength: m.inputTokenLimit } : {}) });
+        out.push({
+          id: m.name.replace(/^models\//, ''),
+          ...(typeof m.inputTokenLimit === 'number' ? { contextLength: m.inputTokenLimit } : {}),
+        });
       }
       pageToken = typeof body.nextPageToken === 'string' && body.nextPageToken ? body.nextPageToken : undefined;
       if (!pageToken) break;

@@ -104,7 +104,11 @@ export class OllamaBackend extends BaseBackend {
     return this.create(model);
   }
 
-  protected async callOptions(req: StreamRequest, model: string, call: LanguageModelV3CallOptions): Promise<LanguageModelV3CallOptions> {
+  protected async callOptions(
+    req: StreamRequest,
+    model: string,
+    call: LanguageModelV3CallOptions,
+  ): Promise<LanguageModelV3CallOptions> {
     const p = req.params ?? {};
     const options: Record<string, unknown> = { num_ctx: await this.numCtx(model, req) };
     if (p.temperature !== undefined) options.temperature = p.temperature;
@@ -127,7 +131,9 @@ export class OllamaBackend extends BaseBackend {
   }
 
   protected async fetchModels(): Promise<ModelInfo[]> {
-    const body = (await getJson(this.name, `${this.root}/api/tags`, { headers: this.discoveryHeaders(this.auth()) })) as { models?: Array<{ name?: unknown; model?: unknown }> };
+    const body = (await getJson(this.name, `${this.root}/api/tags`, {
+      headers: this.discoveryHeaders(this.auth()),
+    })) as { models?: Array<{ name?: unknown; model?: unknown }> };
     return (body.models ?? [])
       .map((m) => (typeof m.name === 'string' ? m.name : typeof m.model === 'string' ? m.model : undefined))
       .filter((id): id is string => id !== undefined)
@@ -143,7 +149,10 @@ export class OllamaBackend extends BaseBackend {
     if (trained && trained > window) {
       // Whole 4k steps, so that the raised value (and with it Ollama's loaded model) does not change on every request.
       const raised = Math.min(trained, Math.ceil(need / 4096) * 4096);
-      this.warnOnce(`raise:${model}`, `${this.name}: a request of ~${need} tokens (with room for the reply) does not fit num_ctx ${window}; sending num_ctx ${raised} (${model} supports ${trained}). Set context= in backends.conf to choose the window yourself.`);
+      this.warnOnce(
+        `raise:${model}`,
+        `${this.name}: a request of ~${need} tokens (with room for the reply) does not fit num_ctx ${window}; sending num_ctx ${raised} (${model} supports ${trained}). Set context= in backends.conf to choose the window yourself.`,
+      );
       if (raised >= need) return raised;
     }
     this.warnOnce(
@@ -168,8 +177,13 @@ export class OllamaBackend extends BaseBackend {
         const param = typeof body.parameters === 'string' ? /^num_ctx\s+(\d+)/m.exec(body.parameters)?.[1] : undefined;
         const info = body.model_info ?? {};
         const arch = info['general.architecture'];
-        const t = (typeof arch === 'string' ? info[`${arch}.context_length`] : undefined) ?? Object.entries(info).find(([k]) => k.endsWith('.context_length'))?.[1];
-        return { ...(param ? { param: Number(param) } : {}), ...(typeof t === 'number' && t > 0 ? { trained: t } : {}) };
+        const t =
+          (typeof arch === 'string' ? info[`${arch}.context_length`] : undefined) ??
+          Object.entries(info).find(([k]) => k.endsWith('.context_length'))?.[1];
+        return {
+          ...(param ? { param: Number(param) } : {}),
+          ...(typeof t === 'number' && t > 0 ? { trained: t } : {}),
+        };
       })();
       this.shown.set(model, p);
       p.catch(() => this.shown.delete(model));

@@ -32,7 +32,8 @@ function contextOf(m: Record<string, unknown>): number | undefined {
 
 /** The provider package, imported once: an import() of a loaded module still costs ~10 µs, on every request here. */
 let sdk: Promise<typeof import('@ai-sdk/openai-compatible')> | undefined;
-const loadSdk = (): Promise<typeof import('@ai-sdk/openai-compatible')> => (sdk ??= import('@ai-sdk/openai-compatible'));
+const loadSdk = (): Promise<typeof import('@ai-sdk/openai-compatible')> =>
+  (sdk ??= import('@ai-sdk/openai-compatible'));
 
 export class OpenAIBackend extends BaseBackend {
   private cached: { key: string; create: (model: string) => LanguageModelV3 } | undefined;
@@ -73,7 +74,11 @@ export class OpenAIBackend extends BaseBackend {
     return this.cached.create(model);
   }
 
-  protected callOptions(req: StreamRequest, _model: string, call: LanguageModelV3CallOptions): LanguageModelV3CallOptions {
+  protected callOptions(
+    req: StreamRequest,
+    _model: string,
+    call: LanguageModelV3CallOptions,
+  ): LanguageModelV3CallOptions {
     const opts: Record<string, unknown> = {};
     const p = req.params ?? {};
     if (p.reasoningEffort) opts.reasoningEffort = p.reasoningEffort;

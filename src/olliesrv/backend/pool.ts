@@ -21,7 +21,9 @@ import type { Backend } from './types.js';
 export class NoBackendError extends Error {
   override name = 'NoBackendError';
   constructor(configDir: string) {
-    super(`no LLM backend is configured: add one in the GUI's Settings (Set up a backend), run \`ollie setup\`, or write ${join(configDir, CONFIG_FILE)} (docs/backends.md)`);
+    super(
+      `no LLM backend is configured: add one in the GUI's Settings (Set up a backend), run \`ollie setup\`, or write ${join(configDir, CONFIG_FILE)} (docs/backends.md)`,
+    );
   }
 }
 

@@ -73,7 +73,10 @@ const PREFIXES = Object.keys(PRICES).sort((x, y) => y.length - x.length);
 
 /** The price entry for a model id, or undefined (unknown or local model). */
 export function priceOf(model: string): Price | undefined {
-  const id = model.toLowerCase().replace(/^models\//, '').replace(/^[a-z0-9_-]+\//, '');
+  const id = model
+    .toLowerCase()
+    .replace(/^models\//, '')
+    .replace(/^[a-z0-9_-]+\//, '');
   const key = PREFIXES.find((p) => id.startsWith(p));
   return key ? PRICES[key] : undefined;
 }
@@ -86,5 +89,10 @@ export function priceUsage(model: string, usage: Usage): number {
   const written = Math.min(usage.cacheCreationTokens, usage.inputTokens - cached);
   const fresh = usage.inputTokens - cached - written;
   const perToken = p.input / 1e6;
-  return fresh * perToken + cached * perToken * CACHED_INPUT_RATE[p.vendor] + written * perToken * CACHE_WRITE_RATE + (usage.outputTokens * p.output) / 1e6;
+  return (
+    fresh * perToken +
+    cached * perToken * CACHED_INPUT_RATE[p.vendor] +
+    written * perToken * CACHE_WRITE_RATE +
+    (usage.outputTokens * p.output) / 1e6
+  );
 }

@@ -30,17 +30,24 @@ export function backoffMs(retries: number, random: () => number = Math.random): 
 
 export function retryDecision(err: unknown, retries: number, random: () => number = Math.random): RetryDecision {
   if (err instanceof RateLimitError) {
-    if (retries >= MAX_RATE_LIMIT_RETRIES) return { retry: false, reason: `still rate limited after ${retries} retries; giving up` };
+    if (retries >= MAX_RATE_LIMIT_RETRIES)
+      return { retry: false, reason: `still rate limited after ${retries} retries; giving up` };
     if (err.retryAfterMs !== undefined) {
       if (err.retryAfterMs > MAX_RATE_LIMIT_WAIT_MS)
-        return { retry: false, reason: `rate limited; the provider asks to wait ${Math.ceil(err.retryAfterMs / 1000)} s, more than the ${MAX_RATE_LIMIT_WAIT_MS / 1000} s we wait` };
+        return {
+          retry: false,
+          reason: `rate limited; the provider asks to wait ${Math.ceil(err.retryAfterMs / 1000)} s, more than the ${MAX_RATE_LIMIT_WAIT_MS / 1000} s we wait`,
+        };
       return { retry: true, delayMs: err.retryAfterMs };
     }
     return { retry: true, delayMs: backoffMs(retries, random) };
   }
   if (err instanceof TransientError || err instanceof StreamDropError) {
     if (retries >= MAX_TRANSIENT_RETRIES)
-      return { retry: false, reason: `${err instanceof StreamDropError ? 'the stream dropped' : 'transient error'} again after ${retries} retries; giving up` };
+      return {
+        retry: false,
+        reason: `${err instanceof StreamDropError ? 'the stream dropped' : 'transient error'} again after ${retries} retries; giving up`,
+      };
     return { retry: true, delayMs: backoffMs(retries, random) };
   }
   return { retry: false, reason: `${err instanceof Error ? err.name : 'this error'} is not retryable` };

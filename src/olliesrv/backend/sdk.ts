@@ -54,7 +54,9 @@ export function toPrompt(messages: Message[], o: PromptOptions = {}): LanguageMo
           content.push({
             type: 'reasoning',
             text: m.reasoning,
-            ...(m.reasoningSignature && o.reasoningSignature ? { providerOptions: o.reasoningSignature(m.reasoningSignature) } : {}),
+            ...(m.reasoningSignature && o.reasoningSignature
+              ? { providerOptions: o.reasoningSignature(m.reasoningSignature) }
+              : {}),
           });
         if (m.content) content.push({ type: 'text', text: m.content });
         for (const c of m.toolCalls ?? [])
@@ -75,7 +77,9 @@ export function toPrompt(messages: Message[], o: PromptOptions = {}): LanguageMo
           type: 'tool-result' as const,
           toolCallId: m.toolCallId,
           toolName: m.name,
-          output: m.isError ? { type: 'error-text' as const, value: m.content } : { type: 'text' as const, value: m.content },
+          output: m.isError
+            ? { type: 'error-text' as const, value: m.content }
+            : { type: 'text' as const, value: m.content },
         };
         // Results of parallel calls belong in one tool message (Gemini and Anthropic pair them with one turn).
         const last = out.at(-1);
@@ -101,7 +105,12 @@ export function toUsage(u: LanguageModelV3Usage): Usage {
   const cached = u.inputTokens.cacheRead ?? 0;
   const created = u.inputTokens.cacheWrite ?? 0;
   const input = u.inputTokens.total ?? (u.inputTokens.noCache ?? 0) + cached + created;
-  const usage: Usage = { inputTokens: input, outputTokens: u.outputTokens.total ?? 0, cachedInputTokens: cached, cacheCreationTokens: created };
+  const usage: Usage = {
+    inputTokens: input,
+    outputTokens: u.outputTokens.total ?? 0,
+    cachedInputTokens: cached,
+    cacheCreationTokens: created,
+  };
   if (u.outputTokens.reasoning) usage.reasoningTokens = u.outputTokens.reasoning;
   // OpenRouter reports the charge in usage.cost (USD).
   const cost = (u.raw as { cost?: unknown } | undefined)?.cost;
@@ -109,10 +118,18 @@ export function toUsage(u: LanguageModelV3Usage): Usage {
   return usage;
 }
 
-const FINISH: Record<string, FinishReason> = { stop: 'stop', 'tool-calls': 'tool-calls', length: 'length', 'content-filter': 'content-filter' };
+const FINISH: Record<string, FinishReason> = {
+  stop: 'stop',
+  'tool-calls': 'tool-calls',
+  length: 'length',
+  'content-filter': 'content-filter',
+};
 
 /** A signature-like value in provider metadata (Anthropic `signature`, Gemini `thoughtSignature`). */
-function signatureIn(meta: SharedV3ProviderMetadata | undefined, key: 'signature' | 'thoughtSignature'): string | undefined {
+function signatureIn(
+  meta: SharedV3ProviderMetadata | undefined,
+  key: 'signature' | 'thoughtSignature',
+): string | undefined {
   for (const v of Object.values(meta ?? {})) {
     const s = (v as Record<string, unknown> | undefined)?.[key];
     if (typeof s === 'string' && s !== '') return s;
@@ -132,14 +149,19 @@ export interface DriveOptions {
   finished?: (part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) => boolean;
 }
 
-const abortReason = (signal: AbortSignal): unknown => signal.reason ?? Object.assign(new Error('aborted'), { name: 'AbortError' });
+const abortReason = (signal: AbortSignal): unknown =>
+  signal.reason ?? Object.assign(new Error('aborted'), { name: 'AbortError' });
 
 /**
  * Run one `doStream` and yield our events: text and reasoning deltas, each tool call once complete (ids synthesized
  * when missing or repeated), usage, then finish. Every failure is thrown as a typed error; an abort as the signal's
  * reason.
  */
-export async function* drive(model: LanguageModelV3, call: LanguageModelV3CallOptions, o: DriveOptions): AsyncGenerator<StreamEvent, void, undefined> {
+export async function* drive(
+  model: LanguageModelV3,
+  call: LanguageModelV3CallOptions,
+  o: DriveOptions,
+): AsyncGenerator<StreamEvent, void, undefined> {
   const { backend, signal } = o;
   if (signal?.aborted) throw abortReason(signal);
   let stream: ReadableStream<LanguageModelV3StreamPart>;
@@ -173,7 +195,8 @@ export async function* drive(model: LanguageModelV3, call: LanguageModelV3CallOp
           break;
         case 'reasoning-delta': {
           const signature = signatureIn(p.providerMetadata, 'signature');
-          if (p.delta || signature) yield signature ? { type: 'reasoning', delta: p.delta, signature } : { type: 'reasoning', delta: p.delta };
+          if (p.delta || signature)
+            yield signature ? { type: 'reasoning', delta: p.delta, signature } : { type: 'reasoning', delta: p.delta };
           break;
         }
         case 'tool-call': {
@@ -182,17 +205,23 @@ export async function* drive(model: LanguageModelV3, call: LanguageModelV3CallOp
           ids.add(id);
           const signature = signatureIn(p.providerMetadata, 'thoughtSignature');
           const args = typeof p.input === 'string' ? p.input : JSON.stringify(p.input ?? {});
-          yield { type: 'tool-call', call: { id, name: p.toolName, args: args === '' ? '{}' : args, ...(signature ? { signature } : {}) } };
+          yield {
+            type: 'tool-call',
+            call: { id, name: p.toolName, args: args === '' ? '{}' : args, ...(signature ? { signature } : {}) },
+          };
           break;
         }
         case 'error':
           throw classifyStreamError(backend, p.error);
         case 'finish': {
-          const ok = o.finished ? o.finished(p) : p.finishReason.raw !== undefined && p.finishReason.unified !== 'error';
+          const ok = o.finished
+            ? o.finished(p)
+            : p.finishReason.raw !== undefined && p.finishReason.unified !== 'error';
           if (!ok) throw new StreamDropError(backend, 'the response stream ended before the provider finished it');
           // A server that reports no usage (some OpenAI-compatible ones ignore stream_options) gets no usage event
           // rather than one of zeros that would read as a free request.
-          if (p.usage.inputTokens.total !== undefined || p.usage.outputTokens.total !== undefined) yield { type: 'usage', usage: toUsage(p.usage) };
+          if (p.usage.inputTokens.total !== undefined || p.usage.outputTokens.total !== undefined)
+            yield { type: 'usage', usage: toUsage(p.usage) };
           yield { type: 'finish', reason: FINISH[p.finishReason.unified] ?? 'other' };
           finished = true;
           break;
@@ -226,7 +255,16 @@ export async function getJson(backend: string, url: string, init: RequestInit = 
   if (!res.ok) {
     const headers: Record<string, string> = {};
     res.headers.forEach((v, k) => (headers[k] = v));
-    throw classifyError(backend, Object.assign(new Error(`HTTP ${res.status}`), { name: 'AI_APICallError', statusCode: res.status, responseHeaders: headers, responseBody: text, requestBodyValues: undefined }));
+    throw classifyError(
+      backend,
+      Object.assign(new Error(`HTTP ${res.status}`), {
+        name: 'AI_APICallError',
+        statusCode: res.status,
+        responseHeaders: headers,
+        responseBody: text,
+        requestBodyValues: undefined,
+      }),
+    );
   }
   try {
     return JSON.parse(text) as unknown;

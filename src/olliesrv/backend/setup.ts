@@ -25,13 +25,53 @@ export interface Provider {
 }
 
 export const PROVIDERS = {
-  openai: { type: 'openai', label: 'OpenAI', url: DEFAULT_URLS.openai, keyEnv: 'OPENAI_API_KEY', needsKey: true, name: 'openai' },
-  anthropic: { type: 'anthropic', label: 'Anthropic', url: DEFAULT_URLS.anthropic, keyEnv: 'ANTHROPIC_API_KEY', needsKey: true, name: 'anthropic' },
-  openrouter: { type: 'openai', label: 'OpenRouter', url: 'https://openrouter.ai/api/v1', keyEnv: 'OPENROUTER_API_KEY', needsKey: true, name: 'openrouter' },
+  openai: {
+    type: 'openai',
+    label: 'OpenAI',
+    url: DEFAULT_URLS.openai,
+    keyEnv: 'OPENAI_API_KEY',
+    needsKey: true,
+    name: 'openai',
+  },
+  anthropic: {
+    type: 'anthropic',
+    label: 'Anthropic',
+    url: DEFAULT_URLS.anthropic,
+    keyEnv: 'ANTHROPIC_API_KEY',
+    needsKey: true,
+    name: 'anthropic',
+  },
+  openrouter: {
+    type: 'openai',
+    label: 'OpenRouter',
+    url: 'https://openrouter.ai/api/v1',
+    keyEnv: 'OPENROUTER_API_KEY',
+    needsKey: true,
+    name: 'openrouter',
+  },
   ollama: { type: 'ollama', label: 'Ollama', url: DEFAULT_URLS.ollama, needsKey: false, name: 'ollama' },
-  gemini: { type: 'gemini', label: 'Google Gemini', url: DEFAULT_URLS.gemini, keyEnv: 'GEMINI_API_KEY', needsKey: true, name: 'gemini' },
-  copilot: { type: 'copilot', label: 'GitHub Copilot', url: DEFAULT_URLS.copilot, keyEnv: 'GH_COPILOT_TOKEN', needsKey: true, name: 'copilot' },
-  compatible: { type: 'openai', label: 'OpenAI-compatible server (LM Studio, vLLM, llama.cpp, a gateway…)', needsKey: false, name: 'local' },
+  gemini: {
+    type: 'gemini',
+    label: 'Google Gemini',
+    url: DEFAULT_URLS.gemini,
+    keyEnv: 'GEMINI_API_KEY',
+    needsKey: true,
+    name: 'gemini',
+  },
+  copilot: {
+    type: 'copilot',
+    label: 'GitHub Copilot',
+    url: DEFAULT_URLS.copilot,
+    keyEnv: 'GH_COPILOT_TOKEN',
+    needsKey: true,
+    name: 'copilot',
+  },
+  compatible: {
+    type: 'openai',
+    label: 'OpenAI-compatible server (LM Studio, vLLM, llama.cpp, a gateway…)',
+    needsKey: false,
+    name: 'local',
+  },
 } as const satisfies Record<string, Provider>;
 
 export type ProviderId = keyof typeof PROVIDERS;
@@ -64,7 +104,10 @@ export function parseSetupRequest(text: string, where: string): BackendSetup {
     const line = raw.trim();
     if (!line || line.startsWith('#')) return;
     const eq = line.indexOf('=');
-    if (!fields.includes(eq > 0 ? line.slice(0, eq) : '')) throw new SetupError(`${where}:${i + 1}: expected one of ${fields.join(', ')} as "key=value", got ${JSON.stringify(eq > 0 ? line.slice(0, eq) : line.slice(0, 30))}`);
+    if (!fields.includes(eq > 0 ? line.slice(0, eq) : ''))
+      throw new SetupError(
+        `${where}:${i + 1}: expected one of ${fields.join(', ')} as "key=value", got ${JSON.stringify(eq > 0 ? line.slice(0, eq) : line.slice(0, 30))}`,
+      );
     let pairs: Record<string, string>;
     try {
       pairs = BACKEND_SETUP.parse(line);
@@ -77,30 +120,51 @@ export function parseSetupRequest(text: string, where: string): BackendSetup {
     }
   });
   if (!v.provider) throw new SetupError(`${where}: "provider" is required (one of ${PROVIDER_IDS.join(', ')})`);
-  return setupFrom({
-    provider: v.provider,
-    ...(v.name ? { name: v.name } : {}),
-    ...(v.url ? { url: v.url } : {}),
-    ...(v.key ? { key: v.key } : {}),
-    ...(v.key_env ? { keyEnv: v.key_env } : {}),
-    ...(v.model ? { model: v.model } : {}),
-    makeDefault: v.default === undefined ? true : /^(yes|true|1)$/i.test(v.default),
-  }, where);
+  return setupFrom(
+    {
+      provider: v.provider,
+      ...(v.name ? { name: v.name } : {}),
+      ...(v.url ? { url: v.url } : {}),
+      ...(v.key ? { key: v.key } : {}),
+      ...(v.key_env ? { keyEnv: v.key_env } : {}),
+      ...(v.model ? { model: v.model } : {}),
+      makeDefault: v.default === undefined ? true : /^(yes|true|1)$/i.test(v.default),
+    },
+    where,
+  );
 }
 
 /** Checks and completes a setup (the provider's URL and section name when not given). */
-export function setupFrom(o: { provider: string; name?: string; url?: string; key?: string; keyEnv?: string; model?: string; makeDefault: boolean }, where: string): BackendSetup {
-  if (!(o.provider in PROVIDERS)) throw new SetupError(`${where}: unknown provider "${o.provider}" (one of ${PROVIDER_IDS.join(', ')})`);
+export function setupFrom(
+  o: {
+    provider: string;
+    name?: string;
+    url?: string;
+    key?: string;
+    keyEnv?: string;
+    model?: string;
+    makeDefault: boolean;
+  },
+  where: string,
+): BackendSetup {
+  if (!(o.provider in PROVIDERS))
+    throw new SetupError(`${where}: unknown provider "${o.provider}" (one of ${PROVIDER_IDS.join(', ')})`);
   const p: Provider = PROVIDERS[o.provider as ProviderId];
   const name = o.name || p.name;
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name) || name === 'default') throw new SetupError(`${where}: bad backend name "${name}" (letters, digits, _ . -; not "default")`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name) || name === 'default')
+    throw new SetupError(`${where}: bad backend name "${name}" (letters, digits, _ . -; not "default")`);
   const url = (o.url || p.url || '').replace(/\/+$/, '');
   if (!url) throw new SetupError(`${where}: "url" is required for ${p.label} (e.g. http://localhost:1234/v1)`);
-  if (!/^https?:\/\/[^\s/]+/.test(url)) throw new SetupError(`${where}: bad url "${url}" (expected http:// or https://)`);
+  if (!/^https?:\/\/[^\s/]+/.test(url))
+    throw new SetupError(`${where}: bad url "${url}" (expected http:// or https://)`);
   if (o.key && o.keyEnv) throw new SetupError(`${where}: give "key" or "key_env", not both`);
-  if (o.keyEnv && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o.keyEnv)) throw new SetupError(`${where}: bad key_env "${o.keyEnv}" (an environment variable name)`);
+  if (o.keyEnv && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o.keyEnv))
+    throw new SetupError(`${where}: bad key_env "${o.keyEnv}" (an environment variable name)`);
   // A newline in a value would end the INI line and start another one the user never wrote.
-  for (const [k, val] of [['key', o.key], ['model', o.model]] as const) {
+  for (const [k, val] of [
+    ['key', o.key],
+    ['model', o.model],
+  ] as const) {
     if (val !== undefined && /[\r\n]/.test(val)) throw new SetupError(`${where}: "${k}" holds a line break`);
   }
   return {
@@ -117,7 +181,9 @@ export function setupFrom(o: { provider: string; name?: string; url?: string; ke
 /** The section for a setup, commented so that a person reading the file knows where it came from and what it does. */
 export function sectionText(s: BackendSetup): string {
   const p: Provider = PROVIDERS[s.provider];
-  const lines = [`# ${p.label}${s.provider === 'compatible' ? '' : ` (provider ${s.provider})`}, set up ${new Date().toISOString().slice(0, 10)}.`];
+  const lines = [
+    `# ${p.label}${s.provider === 'compatible' ? '' : ` (provider ${s.provider})`}, set up ${new Date().toISOString().slice(0, 10)}.`,
+  ];
   if (s.keyEnv) lines.push(`# The key is read from $${s.keyEnv} in the daemon's environment when it starts.`);
   else if (s.key) lines.push('# The key is kept here: this file is readable by you alone (0600).');
   else if (p.needsKey) lines.push(`# No key given: $${DEFAULT_KEY_ENV[p.type][0] ?? p.keyEnv} is used when set.`);
@@ -153,7 +219,10 @@ export function mergeSetup(existing: string, s: BackendSetup): string {
     while (end > at + 1 && /^\s*[#;]/.test(lines[end - 1]!)) end--;
     return [start, end];
   };
-  const hadBackends = lines.some((l) => { const h = header(l); return h !== undefined && h !== 'default'; });
+  const hadBackends = lines.some((l) => {
+    const h = header(l);
+    return h !== undefined && h !== 'default';
+  });
   const own = span(s.name);
   const section = sectionText(s).trimEnd().split('\n');
   if (own) lines.splice(own[0], own[1] - own[0], ...section, '');
@@ -164,7 +233,10 @@ export function mergeSetup(existing: string, s: BackendSetup): string {
     if (d) lines.splice(d[0], d[1] - d[0], ...block, '');
     else lines.unshift(...block, '');
   }
-  const text = `${lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()}\n`;
+  const text = `${lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()}\n`;
   return text.startsWith('#') ? text : `${HEADER}\n${text}`;
 }
 
@@ -185,7 +257,7 @@ function reason(e: unknown): string {
   let msg = e instanceof Error ? e.message : String(e);
   let deepest = '';
   let code: string | undefined;
-  for (let c: unknown = e; c instanceof Error && !seen.has(c); ) {
+  for (let c: unknown = e; c instanceof Error && !seen.has(c);) {
     seen.add(c);
     const x = c as Error & { code?: unknown; errors?: unknown[]; cause?: unknown };
     if (typeof x.code === 'string') code = x.code;
@@ -206,7 +278,10 @@ export async function checkCandidate(cfg: BackendConfig): Promise<ModelInfo[]> {
   const b = createBackend(cfg);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_r, reject) => {
-    timer = setTimeout(() => reject(new SetupError(`${b.url} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new SetupError(`${b.url} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)),
+      CHECK_TIMEOUT_MS,
+    );
   });
   let models: ModelInfo[];
   try {

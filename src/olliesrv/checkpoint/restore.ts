@@ -8,7 +8,19 @@
  * Files are written under a temporary name in their directory and renamed into place, so a hard link in the
  * workspace to a file elsewhere is replaced, never written through. `.git` is never touched.
  */
-import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import type { Entry } from './store.js';
 import { isProtectedName } from './scan.js';
@@ -43,14 +55,16 @@ class DirFds {
       const slash = rel.lastIndexOf('/');
       const parentRel = slash < 0 ? '' : rel.slice(0, slash);
       const name = rel.slice(slash + 1);
-      if (isProtectedName(name) || name === '..' || name === '.' || name === '') throw new RestoreError(`refused: ${rel} is not a path a rewind writes`);
+      if (isProtectedName(name) || name === '..' || name === '.' || name === '')
+        throw new RestoreError(`refused: ${rel} is not a path a rewind writes`);
       const parent = this.open(parentRel, create);
       if (parent === undefined) return undefined;
       try {
         fd = openSync(at(parent, name), DIR_FLAGS);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ELOOP' || code === 'ENOTDIR') throw new RestoreError(`refused: ${rel} is not a directory (a link or a file stands there)`);
+        if (code === 'ELOOP' || code === 'ENOTDIR')
+          throw new RestoreError(`refused: ${rel} is not a directory (a link or a file stands there)`);
         if (code !== 'ENOENT' || !create) {
           if (code === 'ENOENT') return undefined;
           throw e;
@@ -91,12 +105,18 @@ export interface Applied {
  * Applies `changes` under `root`: removals first (deepest first, so directories are empty when they go), then
  * directories (shallowest first), then files and links.
  */
-export function applyChanges(root: string, changes: Change[], current: Record<string, Entry>, content: (hash: string) => Buffer): Applied {
+export function applyChanges(
+  root: string,
+  changes: Change[],
+  current: Record<string, Entry>,
+  content: (hash: string) => Buffer,
+): Applied {
   const dirs = new DirFds(root);
   const done: Applied = { written: [], removed: [], failed: [] };
   const fail = (rel: string, e: unknown): void => void done.failed.push(`${rel}: ${(e as Error).message}`);
   for (const c of changes) {
-    if (c.rel.split('/').some((p) => isProtectedName(p) || p === '..' || p === '.' || p === '')) throw new RestoreError(`refused: ${c.rel} is not a path a rewind writes`);
+    if (c.rel.split('/').some((p) => isProtectedName(p) || p === '..' || p === '.' || p === ''))
+      throw new RestoreError(`refused: ${c.rel} is not a path a rewind writes`);
   }
   try {
     // Anything that must go: removed paths, and paths whose kind changes (a file where a directory will be).
@@ -118,7 +138,13 @@ export function applyChanges(root: string, changes: Change[], current: Record<st
         fail(c.rel, e);
       }
     }
-    const adds = changes.filter((c) => c.entry).sort((a, b) => (a.entry!.t === 'd' ? 0 : 1) - (b.entry!.t === 'd' ? 0 : 1) || a.rel.split('/').length - b.rel.split('/').length);
+    const adds = changes
+      .filter((c) => c.entry)
+      .sort(
+        (a, b) =>
+          (a.entry!.t === 'd' ? 0 : 1) - (b.entry!.t === 'd' ? 0 : 1) ||
+          a.rel.split('/').length - b.rel.split('/').length,
+      );
     for (const c of adds) {
       const e = c.entry!;
       const [parentRel, name] = split(c.rel);
@@ -138,7 +164,11 @@ export function applyChanges(root: string, changes: Change[], current: Record<st
           if (!e.h) continue; // a file over max_file: never stored, left as it is
           const data = content(e.h);
           const tmp = `.ollie-rewind-${randomBytes(6).toString('hex')}`;
-          const fd = openSync(at(parent, tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+          const fd = openSync(
+            at(parent, tmp),
+            constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+            0o600,
+          );
           try {
             let off = 0;
             while (off < data.length) off += writeSync(fd, data, off, data.length - off);

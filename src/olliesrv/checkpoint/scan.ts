@@ -8,7 +8,18 @@
  * Never followed: symbolic links (recorded as links), `.git` (neither walked nor ever written), the skip rules'
  * names and paths. Files larger than max_file are listed but not stored.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, type Dirent } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  type Dirent,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { CheckpointStore, Entry, FileEntry, Manifest } from './store.js';
 import { identical, sha256 } from './store.js';
@@ -53,7 +64,16 @@ export function skipMatcher(rules: string[]): (name: string, rel: string) => boo
   const globs = rules
     .filter((r) => r.includes('/') || r.includes('*'))
     .map((r) => {
-      const body = r.replace(/\/$/, '').split('**').map((part) => part.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')).join('.*');
+      const body = r
+        .replace(/\/$/, '')
+        .split('**')
+        .map((part) =>
+          part
+            .split('*')
+            .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+            .join('[^/]*'),
+        )
+        .join('.*');
       // A rule without a slash (a glob on a name) matches at any depth.
       return new RegExp(r.includes('/') ? `^${body}$` : `(^|/)${body}$`);
     });
@@ -144,7 +164,9 @@ class Walker {
         const abs = join(dir, d.name);
         if (this.rules.exclude?.has(abs)) continue;
         if (!(rel in this.out) && ++this.count > limit) {
-          throw new Error(`${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`);
+          throw new Error(
+            `${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`,
+          );
         }
         const e = this.entry(`${at}/${d.name}`, rel);
         if (!e) continue;
@@ -187,16 +209,35 @@ class Walker {
     }
     // Sockets, FIFOs and devices are not files a rewind could bring back: left out.
     if (!st.isFile()) return undefined;
-    const e: FileEntry = { t: 'f', mode: st.mode & 0o7777, size: st.size, mtime: st.mtimeMs, ctime: st.ctimeMs, ino: st.ino };
+    const e: FileEntry = {
+      t: 'f',
+      mode: st.mode & 0o7777,
+      size: st.size,
+      mtime: st.mtimeMs,
+      ctime: st.ctimeMs,
+      ino: st.ino,
+    };
     // Counted over what this walk reads (a rescan: the changed directories), so a lower bound that stops a
     // workspace of gigabytes before it is copied.
     if (st.size <= this.rules.maxFile) this.total += st.size;
     if (this.rules.maxTotal !== undefined && this.total > this.rules.maxTotal) {
-      throw new Error(`${this.root} holds more than ${this.rules.maxTotal} bytes of files: not checkpointed (name its large directories in checkpoint.skip, or raise checkpoint.max_total, in sandbox.yaml)`);
+      throw new Error(
+        `${this.root} holds more than ${this.rules.maxTotal} bytes of files: not checkpointed (name its large directories in checkpoint.skip, or raise checkpoint.max_total, in sandbox.yaml)`,
+      );
     }
     const p = before?.t === 'f' ? before : undefined;
     const at = this.oldAt;
-    if (p && at !== undefined && p.size === e.size && p.mtime === e.mtime && p.ctime === e.ctime && p.ino === e.ino && p.mode === e.mode && p.mtime < at && p.ctime < at) {
+    if (
+      p &&
+      at !== undefined &&
+      p.size === e.size &&
+      p.mtime === e.mtime &&
+      p.ctime === e.ctime &&
+      p.ino === e.ino &&
+      p.mode === e.mode &&
+      p.mtime < at &&
+      p.ctime < at
+    ) {
       if (p.h) e.h = p.h;
       if (p.big) e.big = true;
       return e;
@@ -225,7 +266,13 @@ class Walker {
  * One walk of `roots`. `prev` is the last manifest of these roots (the stat cache); contents of new or changed
  * files go into `store`. With `watch`, every directory walked is watched from here on.
  */
-export async function scan(roots: string[], rules: ScanRules, store: CheckpointStore, prev: Manifest | undefined, watch?: DirWatch): Promise<ScanResult> {
+export async function scan(
+  roots: string[],
+  rules: ScanRules,
+  store: CheckpointStore,
+  prev: Manifest | undefined,
+  watch?: DirWatch,
+): Promise<ScanResult> {
   const at = Date.now();
   const manifest: Manifest = { at, roots: {} };
   let dirty = !prev || Object.keys(prev.roots).join('\0') !== [...roots].join('\0');
@@ -248,7 +295,13 @@ export async function scan(roots: string[], rules: ScanRules, store: CheckpointS
  * that has watched every directory since `prev` was taken): their entries are compared and stored as a full walk
  * would, new subdirectories are walked, removed ones dropped with everything below them.
  */
-export async function rescan(prev: Manifest, rules: ScanRules, store: CheckpointStore, changed: Set<string>, watch: DirWatch): Promise<ScanResult> {
+export async function rescan(
+  prev: Manifest,
+  rules: ScanRules,
+  store: CheckpointStore,
+  changed: Set<string>,
+  watch: DirWatch,
+): Promise<ScanResult> {
   const manifest: Manifest = { at: Date.now(), roots: {} };
   const delta: ManifestDelta = { set: {}, del: {} };
   let dirty = false;
@@ -382,7 +435,10 @@ function readRegular(abs: string, max: number): Buffer | 'big' | undefined {
 }
 
 /** The paths whose entries differ between two manifests, per root, as [root, rel, before, after]. */
-export function changes(a: Manifest | undefined, b: Manifest): Array<[string, string, Entry | undefined, Entry | undefined]> {
+export function changes(
+  a: Manifest | undefined,
+  b: Manifest,
+): Array<[string, string, Entry | undefined, Entry | undefined]> {
   const out: Array<[string, string, Entry | undefined, Entry | undefined]> = [];
   const roots = new Set([...Object.keys(a?.roots ?? {}), ...Object.keys(b.roots)]);
   for (const root of roots) {

@@ -16,7 +16,15 @@ import { homedir, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileStamp } from '../../platform/file-stamp.js';
 import { unifiedDiff } from '../../tools/common/diff.js';
-import { canonical, DEFAULT_CHECKPOINT_RULES, loadPolicy, parsePolicyFile, PROJECT_POLICY_NAME, TRUST_FILE_NAME, type CheckpointRules } from '../../toolsrv/public.js';
+import {
+  canonical,
+  DEFAULT_CHECKPOINT_RULES,
+  loadPolicy,
+  parsePolicyFile,
+  PROJECT_POLICY_NAME,
+  TRUST_FILE_NAME,
+  type CheckpointRules,
+} from '../../toolsrv/public.js';
 import type { Message, ToolCall } from '../backend/types.js';
 import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { AgentStore } from '../store/agents.js';
@@ -73,7 +81,10 @@ const MAX_DIFF_BYTES = 1 << 20;
 export class Checkpoints {
   readonly store: CheckpointStore;
   private readonly agents = new Map<string, AgentState>();
-  private readonly policies = new Map<string, { stamp: string; roots: string[]; rules: CheckpointRules; exclude: Set<string> }>();
+  private readonly policies = new Map<
+    string,
+    { stamp: string; roots: string[]; rules: CheckpointRules; exclude: Set<string> }
+  >();
   private lastSweep = 0;
 
   constructor(private readonly o: CheckpointOptions) {
@@ -103,11 +114,24 @@ export class Checkpoints {
   /** The writable roots of the agent's sandbox and the checkpoint rules, from its policy (cached per policy files' state). */
   rootsOf(a: AgentLike): { roots: string[]; rules: CheckpointRules; exclude: Set<string> } {
     const cwd = canonical(a.cfg.sandboxRoot ?? a.cfg.cwd);
-    const stamp = [join(this.o.configDir, 'sandbox.yaml'), join(this.o.configDir, TRUST_FILE_NAME), join(cwd, PROJECT_POLICY_NAME)].map(fileStamp).join('|');
+    const stamp = [
+      join(this.o.configDir, 'sandbox.yaml'),
+      join(this.o.configDir, TRUST_FILE_NAME),
+      join(cwd, PROJECT_POLICY_NAME),
+    ]
+      .map(fileStamp)
+      .join('|');
     const hit = this.policies.get(cwd);
     if (hit?.stamp === stamp) return hit;
     const tmp = canonical(tmpdir());
-    const policy = loadPolicy({ configDir: this.o.configDir, dataDir: this.o.dataDir, cwd, home: homedir(), runtimeDir: this.o.runtimeDir, tmpDir: tmp });
+    const policy = loadPolicy({
+      configDir: this.o.configDir,
+      dataDir: this.o.dataDir,
+      cwd,
+      home: homedir(),
+      runtimeDir: this.o.runtimeDir,
+      tmpDir: tmp,
+    });
     const rules = policy.checkpoint ?? DEFAULT_CHECKPOINT_RULES;
     const within = (p: string, d: string): boolean => d === '/' || p === d || p.startsWith(`${d}/`);
     const candidates = [...new Set([...(policy.resolved?.rw ?? []), ...(policy.resolved?.rwx ?? [])])].filter((p) => {
@@ -122,7 +146,9 @@ export class Checkpoints {
     });
     // A root inside another is walked as part of it.
     const roots = candidates.filter((p) => !candidates.some((q) => q !== p && within(p, q))).sort();
-    const exclude = new Set([...policy.filesystem.deny, this.o.dataDir, this.o.configDir, this.o.runtimeDir].map(canonical));
+    const exclude = new Set(
+      [...policy.filesystem.deny, this.o.dataDir, this.o.configDir, this.o.runtimeDir].map(canonical),
+    );
     const entry = { stamp, roots, rules, exclude };
     this.policies.set(cwd, entry);
     return entry;
@@ -162,7 +188,10 @@ export class Checkpoints {
    * seen every directory since the last one, only the directories that changed are read again (none: nothing
    * is read); otherwise everything is walked, and watched from then on.
    */
-  private async snapshot(a: AgentLike, list: Checkpoint[]): Promise<{ hash: string; manifest: Manifest; bytes: number; base?: string; changedFiles?: number }> {
+  private async snapshot(
+    a: AgentLike,
+    list: Checkpoint[],
+  ): Promise<{ hash: string; manifest: Manifest; bytes: number; base?: string; changedFiles?: number }> {
     const { roots, rules, exclude } = this.rootsOf(a);
     const s = this.state(a);
     s.used = Date.now();
@@ -187,7 +216,12 @@ export class Checkpoints {
     const m = this.store.putManifest(r.manifest, prev, r.delta);
     this.state(a).last = { hash: m.hash, manifest: r.manifest };
     const changedFiles = r.delta && prev ? countDelta(prev.manifest, r.delta) : undefined;
-    return { hash: m.hash, manifest: r.manifest, bytes: r.bytes + m.bytes, ...(prev && changedFiles !== undefined && { base: prev.hash, changedFiles }) };
+    return {
+      hash: m.hash,
+      manifest: r.manifest,
+      bytes: r.bytes + m.bytes,
+      ...(prev && changedFiles !== undefined && { base: prev.hash, changedFiles }),
+    };
   }
 
   /** Whether a round of these calls can write: any tool of scope write or global (or one not known). */
@@ -202,7 +236,12 @@ export class Checkpoints {
    * Runs one tool round between two checkpoints when it can write. A checkpoint that fails is logged in the
    * agent's chat and never stops the round.
    */
-  async round<T>(a: AgentLike, calls: readonly ToolCall[], tools: ReadonlyMap<string, ToolInfo>, run: () => Promise<T>): Promise<T> {
+  async round<T>(
+    a: AgentLike,
+    calls: readonly ToolCall[],
+    tools: ReadonlyMap<string, ToolInfo>,
+    run: () => Promise<T>,
+  ): Promise<T> {
     if (!Checkpoints.writes(calls, tools) || this.o.local?.(a) === false) return run();
     let rec: Checkpoint | undefined;
     try {
@@ -220,7 +259,9 @@ export class Checkpoints {
     } finally {
       if (rec) {
         const id = rec.id;
-        await this.serial(a, () => this.end(a, id)).catch((e: unknown) => a.log.add('info', `the checkpoint after this round failed: ${(e as Error).message}`, { name: 'checkpoint' }));
+        await this.serial(a, () => this.end(a, id)).catch((e: unknown) =>
+          a.log.add('info', `the checkpoint after this round failed: ${(e as Error).message}`, { name: 'checkpoint' }),
+        );
         if (s.running === id) s.running = undefined;
       }
     }
@@ -265,7 +306,12 @@ export class Checkpoints {
     rec.post = snap.hash;
     rec.bytes += snap.bytes;
     // A rescan from the round's own start knows what changed; otherwise the two manifests are compared.
-    rec.changed = rec.post === rec.pre ? 0 : snap.base === rec.pre && snap.changedFiles !== undefined ? snap.changedFiles : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
+    rec.changed =
+      rec.post === rec.pre
+        ? 0
+        : snap.base === rec.pre && snap.changedFiles !== undefined
+          ? snap.changedFiles
+          : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
     this.store.writeIndex(a.sessionId, a.id, list);
     this.maybeSweep();
   }
@@ -278,13 +324,22 @@ export class Checkpoints {
 
   get(a: AgentLike, id: string): Checkpoint {
     const c = /^\d+$/.test(id) ? this.list(a).find((x) => x.id === Number(id)) : undefined;
-    if (!c) throw new CheckpointError(`no checkpoint ${JSON.stringify(id)} of agent ${a.id} (checkpoint/idx lists them)`);
+    if (!c)
+      throw new CheckpointError(`no checkpoint ${JSON.stringify(id)} of agent ${a.id} (checkpoint/idx lists them)`);
     return c;
   }
 
   /** checkpoint/idx: id, turn, time, files changed, bytes; oldest first. */
   idx(a: AgentLike): string {
-    return CHECKPOINT_IDX.format(this.list(a).map((c) => ({ id: c.id, turn: c.turn, time: new Date(c.time).toISOString(), changed: c.changed, bytes: c.bytes })));
+    return CHECKPOINT_IDX.format(
+      this.list(a).map((c) => ({
+        id: c.id,
+        turn: c.turn,
+        time: new Date(c.time).toISOString(),
+        changed: c.changed,
+        bytes: c.bytes,
+      })),
+    );
   }
 
   /** checkpoint/ID/info: key=value. */
@@ -292,17 +347,31 @@ export class Checkpoints {
     const c = this.get(a, id);
     const reviewed = c.reviewed ?? [];
     return CHECKPOINT_INFO.format({
-      id: c.id, turn: c.turn, time: new Date(c.time).toISOString(), kind: c.kind, changed: c.changed, bytes: c.bytes, done: c.post ? 1 : 0,
-      ...(c.target !== undefined && { target: c.target }), ...(c.note && { note: c.note }), reviewed: reviewed.length,
+      id: c.id,
+      turn: c.turn,
+      time: new Date(c.time).toISOString(),
+      kind: c.kind,
+      changed: c.changed,
+      bytes: c.bytes,
+      done: c.post ? 1 : 0,
+      ...(c.target !== undefined && { target: c.target }),
+      ...(c.note && { note: c.note }),
+      reviewed: reviewed.length,
     });
   }
 
   /** The round's changes: before, after (the workspace now while the round has not ended). */
-  private async roundChanges(a: AgentLike, c: Checkpoint): Promise<Array<[string, string, Entry | undefined, Entry | undefined]>> {
+  private async roundChanges(
+    a: AgentLike,
+    c: Checkpoint,
+  ): Promise<Array<[string, string, Entry | undefined, Entry | undefined]>> {
     // Only the running round is read from the workspace: a round whose checkpoint after it failed (its files
     // passed max_total) would otherwise be walked, and its files copied into the store, at every read.
     const s = this.state(a);
-    if (!c.post && s.running !== c.id) throw new CheckpointError(`checkpoint ${c.id} has no record of the files after its round (the checkpoint after it failed: see the chat)`);
+    if (!c.post && s.running !== c.id)
+      throw new CheckpointError(
+        `checkpoint ${c.id} has no record of the files after its round (the checkpoint after it failed: see the chat)`,
+      );
     const pre = this.store.manifest(c.pre);
     if (c.post) return changes(pre, this.store.manifest(c.post));
     // The running round is walked again at each read, within max_total, and its reads together store at most
@@ -310,8 +379,16 @@ export class Checkpoints {
     // the store each time. One read at a time, so that the sum is checked before each walk.
     return this.serial(a, async () => {
       const { rules, exclude } = this.rootsOf(a);
-      if (s.liveBytes > rules.maxTotal) throw new CheckpointError(`checkpoint ${c.id}: reads while its round runs have stored checkpoint.max_total (${rules.maxTotal} bytes) of its files; read it again once the round has ended`);
-      const r = await scan(Object.keys(pre.roots), { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude }, this.store, pre);
+      if (s.liveBytes > rules.maxTotal)
+        throw new CheckpointError(
+          `checkpoint ${c.id}: reads while its round runs have stored checkpoint.max_total (${rules.maxTotal} bytes) of its files; read it again once the round has ended`,
+        );
+      const r = await scan(
+        Object.keys(pre.roots),
+        { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude },
+        this.store,
+        pre,
+      );
       s.liveBytes += r.bytes;
       return changes(pre, r.manifest);
     });
@@ -320,7 +397,10 @@ export class Checkpoints {
   /** checkpoint/ID/files: one line per changed path: A (added), D (deleted), M (modified), T (type changed). */
   async files(a: AgentLike, id: string): Promise<string> {
     return CHECKPOINT_FILES.format(
-      (await this.roundChanges(a, this.get(a, id))).filter(isFileChange).map(([root, rel, x, y]) => ({ change: !x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M', path: this.display(a, root, rel) })),
+      (await this.roundChanges(a, this.get(a, id))).filter(isFileChange).map(([root, rel, x, y]) => ({
+        change: !x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M',
+        path: this.display(a, root, rel),
+      })),
     );
   }
 
@@ -346,7 +426,11 @@ export class Checkpoints {
         continue;
       }
       const d = unifiedDiff(before, after, x ? `a/${name}` : '/dev/null', y ? `b/${name}` : '/dev/null');
-      out += d || (x?.t === 'f' && y?.t === 'f' && x.mode !== y.mode ? `--- a/${name}\n+++ b/${name}\nmode ${x.mode.toString(8)} -> ${y.mode.toString(8)}\n` : '');
+      out +=
+        d ||
+        (x?.t === 'f' && y?.t === 'f' && x.mode !== y.mode
+          ? `--- a/${name}\n+++ b/${name}\nmode ${x.mode.toString(8)} -> ${y.mode.toString(8)}\n`
+          : '');
     }
     return out;
   }
@@ -390,20 +474,30 @@ export class Checkpoints {
     for (const w of words) {
       if (w === 'files' || w === 'all') scope = w;
       else if (w === 'force' || w === 'keep') onConflict = w;
-      else throw new CheckpointError(`rewind: unknown word ${JSON.stringify(w)}; usage: rewind ID [files|all] [force|keep]`);
+      else
+        throw new CheckpointError(
+          `rewind: unknown word ${JSON.stringify(w)}; usage: rewind ID [files|all] [force|keep]`,
+        );
     }
     if (a.busy) throw new CheckpointError('the agent is running a turn: stop it (ctl stop) or wait, then rewind');
-    if (this.o.local?.(a) === false) throw new CheckpointError("this agent's tools run on another host: its files are not checkpointed here");
+    if (this.o.local?.(a) === false)
+      throw new CheckpointError("this agent's tools run on another host: its files are not checkpointed here");
     return this.serial(a, () => {
       if (a.busy) throw new CheckpointError('the agent is running a turn: stop it (ctl stop) or wait, then rewind');
       return this.rewindNow(a, id, scope, onConflict);
     });
   }
 
-  private async rewindNow(a: AgentLike, id: string, scope: 'files' | 'all', onConflict: 'refuse' | 'force' | 'keep'): Promise<string> {
+  private async rewindNow(
+    a: AgentLike,
+    id: string,
+    scope: 'files' | 'all',
+    onConflict: 'refuse' | 'force' | 'keep',
+  ): Promise<string> {
     const list = this.list(a);
     const i = list.findIndex((c) => String(c.id) === id);
-    if (i < 0) throw new CheckpointError(`no checkpoint ${JSON.stringify(id)} of agent ${a.id} (checkpoint/idx lists them)`);
+    if (i < 0)
+      throw new CheckpointError(`no checkpoint ${JSON.stringify(id)} of agent ${a.id} (checkpoint/idx lists them)`);
     const target = list[i]!;
     const now = await this.snapshot(a, list);
     const want = this.store.manifest(target.pre);
@@ -450,8 +544,17 @@ export class Checkpoints {
     }
 
     const rec: Checkpoint = {
-      id: (last.id ?? 0) + 1, turn: last.turn, time: Date.now(), kind: 'rewind', pre: now.hash, changed: 0, bytes: now.bytes,
-      epoch: a.history.epoch, at: a.history.length, prompt: last.prompt, target: target.id,
+      id: (last.id ?? 0) + 1,
+      turn: last.turn,
+      time: Date.now(),
+      kind: 'rewind',
+      pre: now.hash,
+      changed: 0,
+      bytes: now.bytes,
+      epoch: a.history.epoch,
+      at: a.history.length,
+      prompt: last.prompt,
+      target: target.id,
     };
     list.push(rec);
     this.store.writeIndex(a.sessionId, a.id, list);
@@ -473,14 +576,21 @@ export class Checkpoints {
 
     let conversation = '';
     if (scope === 'all') {
-      const msgs = this.o.store.messages(a.id, target.epoch).slice(0, target.at).map((b) => JSON.parse(b) as Message);
+      const msgs = this.o.store
+        .messages(a.id, target.epoch)
+        .slice(0, target.at)
+        .map((b) => JSON.parse(b) as Message);
       const oldEpoch = a.history.epoch;
       a.history.replace(msgs);
       conversation = `conversation: ${msgs.length} messages (the later history is kept as epoch ${oldEpoch}; rewind ${rec.id} all undoes this)\n`;
     }
     rec.note = `rewound to ${target.id}: ${written.length} written, ${removed.length} removed${conflicts.length ? `, ${conflicts.length} conflict(s) ${onConflict === 'force' ? 'overwritten' : 'kept'}` : ''}`;
     this.store.writeIndex(a.sessionId, a.id, list);
-    a.log.add('info', `Rewound ${scope === 'all' ? 'files and conversation' : 'files'} to checkpoint ${target.id} (${rec.note}); checkpoint ${rec.id} undoes it.`, { name: 'rewind' });
+    a.log.add(
+      'info',
+      `Rewound ${scope === 'all' ? 'files and conversation' : 'files'} to checkpoint ${target.id} (${rec.note}); checkpoint ${rec.id} undoes it.`,
+      { name: 'rewind' },
+    );
     return (
       `rewound to checkpoint ${target.id} as checkpoint ${rec.id} (rewind ${rec.id}${scope === 'all' ? ' all' : ''} undoes it)\n` +
       written.map((p) => `restored\t${p}\n`).join('') +
@@ -506,7 +616,15 @@ export class Checkpoints {
       let keep = DEFAULT_CHECKPOINT_RULES.keep;
       if (stamp !== '-') {
         try {
-          keep = parsePolicyFile(file, readFileSync(file, 'utf8'), { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: homedir(), home: homedir(), runtimeDir: this.o.runtimeDir, tmpDir: tmpdir() }).checkpoint?.keep ?? keep;
+          keep =
+            parsePolicyFile(file, readFileSync(file, 'utf8'), {
+              configDir: this.o.configDir,
+              dataDir: this.o.dataDir,
+              cwd: homedir(),
+              home: homedir(),
+              runtimeDir: this.o.runtimeDir,
+              tmpDir: tmpdir(),
+            }).checkpoint?.keep ?? keep;
         } catch (e) {
           this.o.log(`checkpoint retention: ${(e as Error).message}; using the defaults`);
         }
@@ -586,7 +704,8 @@ export class Checkpoints {
             if (!h) continue;
             for (const link of this.store.chain(h)) set.add(link);
             const m = load(h);
-            for (const entries of Object.values(m?.roots ?? {})) for (const e of Object.values(entries)) if (e.t === 'f' && e.h) set.add(e.h);
+            for (const entries of Object.values(m?.roots ?? {}))
+              for (const e of Object.values(entries)) if (e.t === 'f' && e.h) set.add(e.h);
           }
         }
       }
@@ -631,9 +750,11 @@ export class Checkpoints {
 }
 
 /** Directories show through their files; one that became a file or a link (or back) is a type change. */
-const isFileChange = ([, , x, y]: [string, string, Entry | undefined, Entry | undefined]): boolean => (!!x && x.t !== 'd') || (!!y && y.t !== 'd');
+const isFileChange = ([, , x, y]: [string, string, Entry | undefined, Entry | undefined]): boolean =>
+  (!!x && x.t !== 'd') || (!!y && y.t !== 'd');
 
-const countFiles = (list: Array<[string, string, Entry | undefined, Entry | undefined]>): number => list.filter(isFileChange).length;
+const countFiles = (list: Array<[string, string, Entry | undefined, Entry | undefined]>): number =>
+  list.filter(isFileChange).length;
 
 /** Files (not directories) a rescan's delta adds, changes or removes. */
 function countDelta(prev: Manifest, d: ManifestDelta): number {

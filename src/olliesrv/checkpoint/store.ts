@@ -6,11 +6,33 @@
  *   DATA/checkpoints/agents/SESSION/AGENT.json  the agent's checkpoints, oldest first
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** A file as a checkpoint saw it. `h` is its content's hash; a file over max_file has none (`big`). */
-export type FileEntry = { t: 'f'; mode: number; size: number; mtime: number; ctime: number; ino: number; h?: string; big?: true };
+export type FileEntry = {
+  t: 'f';
+  mode: number;
+  size: number;
+  mtime: number;
+  ctime: number;
+  ino: number;
+  h?: string;
+  big?: true;
+};
 export type Entry = FileEntry | { t: 'l'; target: string } | { t: 'd'; mode: number };
 
 /** Every root's entries by path relative to it ('/'-separated); `at`: when the walk started (for racy stat entries). */
@@ -45,12 +67,14 @@ export interface Checkpoint {
 }
 
 /** A manifest as stored: whole, or the entries that differ from its base manifest. */
-type StoredManifest = Manifest | { base: string; at: number; set: Record<string, Record<string, Entry>>; del: Record<string, string[]> };
+type StoredManifest =
+  Manifest | { base: string; at: number; set: Record<string, Record<string, Entry>>; del: Record<string, string[]> };
 
 /** Deltas on deltas: at most this many before a manifest is stored whole again. */
 const MAX_CHAIN = 32;
 
-const sameKeys = (a: object, b: object): boolean => Object.keys(a).sort().join('\0') === Object.keys(b).sort().join('\0');
+const sameKeys = (a: object, b: object): boolean =>
+  Object.keys(a).sort().join('\0') === Object.keys(b).sort().join('\0');
 
 /** Every field equal (stat fields included: they are the next walk's cache). */
 export function identical(a: Entry, b: Entry): boolean {
@@ -58,10 +82,21 @@ export function identical(a: Entry, b: Entry): boolean {
   if (a.t === 'l') return a.target === (b as typeof a).target;
   if (a.t === 'd') return a.mode === (b as typeof a).mode;
   const f = b as FileEntry;
-  return a.mode === f.mode && a.size === f.size && a.mtime === f.mtime && a.ctime === f.ctime && a.ino === f.ino && a.h === f.h && a.big === f.big;
+  return (
+    a.mode === f.mode &&
+    a.size === f.size &&
+    a.mtime === f.mtime &&
+    a.ctime === f.ctime &&
+    a.ino === f.ino &&
+    a.h === f.h &&
+    a.big === f.big
+  );
 }
 
-function delta(base: Manifest, m: Manifest): { set: Record<string, Record<string, Entry>>; del: Record<string, string[]>; size: number } {
+function delta(
+  base: Manifest,
+  m: Manifest,
+): { set: Record<string, Record<string, Entry>>; del: Record<string, string[]>; size: number } {
   const set: Record<string, Record<string, Entry>> = {};
   const del: Record<string, string[]> = {};
   let size = 0;
@@ -123,13 +158,25 @@ export class CheckpointStore {
    * the entries that differ from it, unless that chain is long or the difference large: a round that changes
    * ten files of ten thousand writes ten entries, not ten thousand.
    */
-  putManifest(m: Manifest, base?: { hash: string; manifest: Manifest }, known?: { set: Record<string, Record<string, Entry>>; del: Record<string, string[]> }): { hash: string; bytes: number } {
+  putManifest(
+    m: Manifest,
+    base?: { hash: string; manifest: Manifest },
+    known?: { set: Record<string, Record<string, Entry>>; del: Record<string, string[]> },
+  ): { hash: string; bytes: number } {
     let stored: StoredManifest = m;
     const depth = base ? (this.depths.get(base.hash) ?? MAX_CHAIN) + 1 : 0;
     if (base && depth < MAX_CHAIN && sameKeys(base.manifest.roots, m.roots)) {
       // The walk that made `m` from `base` may know the difference already (a rescan of a few directories).
-      const d = known ? { ...known, size: [...Object.values(known.set)].reduce((n, r) => n + Object.keys(r).length, 0) + [...Object.values(known.del)].reduce((n, r) => n + r.length, 0) } : delta(base.manifest, m);
-      if (d.size * 4 < Object.values(base.manifest.roots).reduce((n, r) => n + Object.keys(r).length, 0)) stored = { base: base.hash, at: m.at, set: d.set, del: d.del };
+      const d = known
+        ? {
+            ...known,
+            size:
+              [...Object.values(known.set)].reduce((n, r) => n + Object.keys(r).length, 0) +
+              [...Object.values(known.del)].reduce((n, r) => n + r.length, 0),
+          }
+        : delta(base.manifest, m);
+      if (d.size * 4 < Object.values(base.manifest.roots).reduce((n, r) => n + Object.keys(r).length, 0))
+        stored = { base: base.hash, at: m.at, set: d.set, del: d.del };
     }
     const text = JSON.stringify(stored);
     const hash = sha256(text);
@@ -161,7 +208,7 @@ export class CheckpointStore {
   /** The stored manifests `hash` needs: itself and its bases. */
   chain(hash: string): string[] {
     const out: string[] = [];
-    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1; ) {
+    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1;) {
       out.push(h);
       let stored: StoredManifest;
       try {

@@ -30,7 +30,6 @@ import { HOOKS_FILE, HookConfigError, parseHooks } from '../hooks/config.js';
 
 export const DEFAULT_PROFILE_FILE = 'default-profile';
 
-
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -157,7 +156,14 @@ export class ConfigFiles {
   async writeSandbox(text: string): Promise<string> {
     const file = this.path('sandbox.yaml');
     const home = homedir();
-    parsePolicyFile(file, text, { configDir: this.o.configDir, dataDir: this.o.dataDir, cwd: home, home, runtimeDir: tmpdir(), tmpDir: join(tmpdir(), 'ollie-policy-check') });
+    parsePolicyFile(file, text, {
+      configDir: this.o.configDir,
+      dataDir: this.o.dataDir,
+      cwd: home,
+      home,
+      runtimeDir: tmpdir(),
+      tmpDir: join(tmpdir(), 'ollie-policy-check'),
+    });
     this.commit('sandbox.yaml', text);
     return file;
   }

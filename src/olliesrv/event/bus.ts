@@ -25,7 +25,8 @@ export function compileFilter(text: string): Filter {
   const compiled = patterns.map((p) => {
     const segs = p.split('.');
     const rest = segs.indexOf('>');
-    if (rest !== -1 && rest !== segs.length - 1) throw new Error(`bad event filter ${JSON.stringify(p)}: '>' must be the last segment`);
+    if (rest !== -1 && rest !== segs.length - 1)
+      throw new Error(`bad event filter ${JSON.stringify(p)}: '>' must be the last segment`);
     if (segs.some((s) => s === '')) throw new Error(`bad event filter ${JSON.stringify(p)}: empty segment`);
     return segs;
   });

@@ -39,21 +39,38 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
   const selfReads = onAgent(scope, { session: reads, agent: { self: reads } });
   const ownerOnly = onAgent(scope, { session: reads, agent: {} });
   /** A file of one checkpoint, computed when read, that the agent may read too. */
-  const roundLeaf = (name: string, doc: string, format: ContentFormat, read: (c: Checkpoints, a: Agent, id: string) => Promise<string>) =>
-    Leaf(name, { doc, format, access: selfReads, blockOnce: (ctx) => settle(() => read(cp(), ag(ctx), ctx.params.checkpoint!)) });
-  return Dir('checkpoint', { doc: "Checkpoints of the agent's writable roots, taken around each tool round that can write. ctl rewind ID restores one.", access: selfReads },
+  const roundLeaf = (
+    name: string,
+    doc: string,
+    format: ContentFormat,
+    read: (c: Checkpoints, a: Agent, id: string) => Promise<string>,
+  ) =>
+    Leaf(name, {
+      doc,
+      format,
+      access: selfReads,
+      blockOnce: (ctx) => settle(() => read(cp(), ag(ctx), ctx.params.checkpoint!)),
+    });
+  return Dir(
+    'checkpoint',
+    {
+      doc: "Checkpoints of the agent's writable roots, taken around each tool round that can write. ctl rewind ID restores one.",
+      access: selfReads,
+    },
     Leaf('idx', {
       doc: 'One line per checkpoint, oldest first, tab-separated: id, turn, time (ISO 8601), files changed by its round, bytes it added to the store. A rewind is a checkpoint too (listed last): rewinding to it undoes it.',
       format: F.CHECKPOINT_IDX,
-        access: selfReads,
+      access: selfReads,
       read: (ctx) => guard(() => cp().idx(ag(ctx))),
     }),
-    Each('checkpoint', {
-      doc: 'One checkpoint, by id.',
-      access: selfReads,
-      list: (ctx) => (checkpoints ? checkpoints.list(ag(ctx)).map((c) => String(c.id)) : []),
-      has: (ctx, id) => !!checkpoints && checkpoints.list(ag(ctx)).some((c) => String(c.id) === id),
-    },
+    Each(
+      'checkpoint',
+      {
+        doc: 'One checkpoint, by id.',
+        access: selfReads,
+        list: (ctx) => (checkpoints ? checkpoints.list(ag(ctx)).map((c) => String(c.id)) : []),
+        has: (ctx, id) => !!checkpoints && checkpoints.list(ag(ctx)).some((c) => String(c.id) === id),
+      },
       Leaf('info', {
         doc: 'key=value: id, turn, time, kind (round or rewind), changed, bytes, done (1 once its round ended), target and note (a rewind), reviewed (how many files are marked).',
         format: F.CHECKPOINT_INFO,
@@ -66,9 +83,14 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
         F.CHECKPOINT_FILES,
         (c, a, id) => c.files(a, id),
       ),
-      roundLeaf('diff', 'What its round changed as a unified diff, file by file (binary and large files as one line).', F.TEXT('a unified diff, file by file'), (c, a, id) => c.diff(a, id)),
+      roundLeaf(
+        'diff',
+        'What its round changed as a unified diff, file by file (binary and large files as one line).',
+        F.TEXT('a unified diff, file by file'),
+        (c, a, id) => c.diff(a, id),
+      ),
       Leaf('reviewed', {
-        doc: 'The paths the owner marked reviewed, one per line. Write PATH (or +PATH) to mark, -PATH to unmark. The owner\'s.',
+        doc: "The paths the owner marked reviewed, one per line. Write PATH (or +PATH) to mark, -PATH to unmark. The owner's.",
         format: F.REVIEWED,
         access: ownerOnly,
         read: (ctx) => guard(() => cp().reviewed(ag(ctx), ctx.params.checkpoint!)),

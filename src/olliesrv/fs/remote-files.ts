@@ -14,7 +14,8 @@ export function newSession(o: Olliesrv, kv: { name?: string; cwd?: string; remot
   if (remote === undefined || remote.trim() === '' || remote.trim() === '-') return o.sessions.create(rest);
   if (!o.remotes) throw new NinepError('remote sessions are not available here (no tool server)');
   const label = parseRemote(remote).label;
-  if (rest.cwd === undefined) throw new NinepError(`remote=${label}: give cwd= too, the absolute path of the working directory on ${label}`);
+  if (rest.cwd === undefined)
+    throw new NinepError(`remote=${label}: give cwd= too, the absolute path of the working directory on ${label}`);
   const s = o.sessions.create({ ...rest, remote: true });
   o.remotes.set(s.id, label);
   return s;

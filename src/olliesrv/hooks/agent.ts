@@ -22,18 +22,37 @@ export interface HookedAgent {
 }
 
 function site(a: HookedAgent): HookSite {
-  return { sessionId: a.sessionId, agentId: a.id, agentName: a.name, cwd: a.cfg.cwd, root: a.cfg.sandboxRoot ?? a.cfg.cwd };
+  return {
+    sessionId: a.sessionId,
+    agentId: a.id,
+    agentName: a.name,
+    cwd: a.cfg.cwd,
+    root: a.cfg.sandboxRoot ?? a.cfg.cwd,
+  };
 }
 
 /** One line for the chat: the event, the tool, how it ended, in how long, the command; then its output. */
 export function describeRecord(r: HookRecord): string {
-  const how = r.exit === 'timeout' ? `killed (${r.why})` : r.exit === 'killed' ? `killed${r.why ? ` (${r.why})` : ''}` : r.exit === 'notrun' ? 'not run' : `exit ${r.exit}`;
+  const how =
+    r.exit === 'timeout'
+      ? `killed (${r.why})`
+      : r.exit === 'killed'
+        ? `killed${r.why ? ` (${r.why})` : ''}`
+        : r.exit === 'notrun'
+          ? 'not run'
+          : `exit ${r.exit}`;
   // How it ended first: the chat shows the first line alone, cut to the width.
   const head = `${r.event} hook${r.tool ? ` (${r.tool})` : ''}: ${how}, ${r.ms} ms: \`${r.command}\``;
   return r.output ? `${head}\n${r.output}` : head;
 }
 
-async function fire(hooks: Hooks | undefined, a: HookedAgent, event: HookEvent, input: Record<string, unknown>, tool?: string): Promise<HookOutcome | undefined> {
+async function fire(
+  hooks: Hooks | undefined,
+  a: HookedAgent,
+  event: HookEvent,
+  input: Record<string, unknown>,
+  tool?: string,
+): Promise<HookOutcome | undefined> {
   if (!hooks) return undefined;
   const out = await hooks.fire(event, site(a), input, tool);
   for (const r of out.records) a.log.add('info', describeRecord(r), { name: 'hook' });
@@ -45,7 +64,12 @@ async function fire(hooks: Hooks | undefined, a: HookedAgent, event: HookEvent, 
 const started = new WeakSet<object>();
 
 /** SessionStart: context for the model from the hooks' stdout. */
-export async function sessionStartHooks(hooks: Hooks | undefined, a: HookedAgent, runtime: object, resumed: boolean): Promise<string[]> {
+export async function sessionStartHooks(
+  hooks: Hooks | undefined,
+  a: HookedAgent,
+  runtime: object,
+  resumed: boolean,
+): Promise<string[]> {
   if (!hooks || started.has(runtime)) return [];
   started.add(runtime);
   return (await fire(hooks, a, 'SessionStart', { source: resumed ? 'resume' : 'startup' }))?.context ?? [];
@@ -77,7 +101,11 @@ export function takeInterrupt(a: object, text: string): boolean {
 const stopBlocked = new WeakSet<object>();
 
 /** UserPrompt: the prompt may be blocked (the reason is the turn's error), or get context. */
-export async function userPromptHooks(hooks: Hooks | undefined, a: HookedAgent, prompt: string): Promise<{ block?: string; context: string[] }> {
+export async function userPromptHooks(
+  hooks: Hooks | undefined,
+  a: HookedAgent,
+  prompt: string,
+): Promise<{ block?: string; context: string[] }> {
   stopBlocked.delete(a);
   const out = await fire(hooks, a, 'UserPrompt', { prompt });
   if (!out) return { context: [] };
@@ -93,8 +121,18 @@ export async function userPromptHooks(hooks: Hooks | undefined, a: HookedAgent, 
  * arguments rewritten (updatedInput, merged into them) and, for "ask", marked for a person's approval (toolsrv
  * raises it through the bypass queue and runs the call sandboxed once approved).
  */
-export async function preToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, p: PreparedCall): Promise<ModelResult | undefined> {
-  const out = await fire(hooks, a, 'PreToolUse', { tool_name: p.call.name, tool_input: p.args ?? {}, tool_use_id: p.call.id }, p.call.name);
+export async function preToolUseHooks(
+  hooks: Hooks | undefined,
+  a: HookedAgent,
+  p: PreparedCall,
+): Promise<ModelResult | undefined> {
+  const out = await fire(
+    hooks,
+    a,
+    'PreToolUse',
+    { tool_name: p.call.name, tool_input: p.args ?? {}, tool_use_id: p.call.id },
+    p.call.name,
+  );
   if (!out) return undefined;
   if (out.block) {
     const text = `error: the call was blocked by a PreToolUse hook: ${out.block}`;
@@ -106,11 +144,19 @@ export async function preToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, 
     // a person's decision.
     const { bypass: _b, ...rest } = out.updatedInput;
     const rewritten = { ...p.args, ...rest };
-    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(rewritten)}`, { name: 'hook' });
+    a.log.add('info', `A PreToolUse hook rewrote the arguments of ${p.call.name}: ${JSON.stringify(rewritten)}`, {
+      name: 'hook',
+    });
     // The hooks ran side by side, each on the model's arguments: a guard among them never saw the rewrite (which
     // may be the agent's own, from a workspace script a hook runs). They judge the call as it will run, once more;
     // a second rewrite is not taken, so that what runs is what they passed.
-    const again = await fire(hooks, a, 'PreToolUse', { tool_name: p.call.name, tool_input: rewritten, tool_use_id: p.call.id }, p.call.name);
+    const again = await fire(
+      hooks,
+      a,
+      'PreToolUse',
+      { tool_name: p.call.name, tool_input: rewritten, tool_use_id: p.call.id },
+      p.call.name,
+    );
     if (again?.block) {
       const text = `error: the call, as a PreToolUse hook rewrote it, was blocked by a PreToolUse hook: ${again.block}`;
       return { content: text, full: text, isError: true };
@@ -137,10 +183,22 @@ export function visibleReason(text: string): string {
 }
 
 /** PostToolUse: what a blocking hook (or its additionalContext) says joins the tool's result for the model. */
-export async function postToolUseHooks(hooks: Hooks | undefined, a: HookedAgent, p: PreparedCall, res: ProcResult, r: ModelResult): Promise<ModelResult> {
+export async function postToolUseHooks(
+  hooks: Hooks | undefined,
+  a: HookedAgent,
+  p: PreparedCall,
+  res: ProcResult,
+  r: ModelResult,
+): Promise<ModelResult> {
   if (res.status === 'refused' || res.status === 'background') return r;
   const response = { output: r.full, status: res.status, exit: res.exit, is_error: r.isError };
-  const out = await fire(hooks, a, 'PostToolUse', { tool_name: p.call.name, tool_input: p.args ?? {}, tool_response: response, tool_use_id: p.call.id }, p.call.name);
+  const out = await fire(
+    hooks,
+    a,
+    'PostToolUse',
+    { tool_name: p.call.name, tool_input: p.args ?? {}, tool_response: response, tool_use_id: p.call.id },
+    p.call.name,
+  );
   const said = [...(out?.block ? [`PostToolUse hook: ${out.block}`] : []), ...(out?.context ?? [])];
   if (!said.length) return r;
   const add = `\n\n[${said.join('\n')}]`;
@@ -168,6 +226,10 @@ export async function preCompactHooks(hooks: Hooks | undefined, a: HookedAgent, 
 }
 
 /** Notification: the agent waits for a person (an approval). */
-export async function notificationHooks(hooks: Hooks | undefined, a: HookedAgent | undefined, message: string): Promise<void> {
+export async function notificationHooks(
+  hooks: Hooks | undefined,
+  a: HookedAgent | undefined,
+  message: string,
+): Promise<void> {
   if (a) await fire(hooks, a, 'Notification', { message });
 }

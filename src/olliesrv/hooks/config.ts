@@ -17,7 +17,16 @@ import { PROJECT_HOOKS_FILE_NAME, readTrusted, sha256 } from '../../toolsrv/publ
 export const HOOKS_FILE = 'hooks.json';
 export const PROJECT_HOOKS_NAME = PROJECT_HOOKS_FILE_NAME;
 
-export const HOOK_EVENTS = ['SessionStart', 'UserPrompt', 'PreToolUse', 'PostToolUse', 'Stop', 'SubagentStop', 'PreCompact', 'Notification'] as const;
+export const HOOK_EVENTS = [
+  'SessionStart',
+  'UserPrompt',
+  'PreToolUse',
+  'PostToolUse',
+  'Stop',
+  'SubagentStop',
+  'PreCompact',
+  'Notification',
+] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 /** Claude Code's names for the same events. */
@@ -63,22 +72,30 @@ export function parseHooks(file: string, text: string): HookTable {
     throw new HookConfigError(`${file}: not JSON: ${(e as Error).message}`);
   }
   if (!isObject(doc)) throw new HookConfigError(`${file}: expected an object {"hooks": {EVENT: [...]}}`);
-  for (const k of Object.keys(doc)) if (k !== 'hooks' && k !== '$schema' && k !== 'disableAllHooks') throw new HookConfigError(`${file}: unknown key ${JSON.stringify(k)} (expected "hooks")`);
+  for (const k of Object.keys(doc))
+    if (k !== 'hooks' && k !== '$schema' && k !== 'disableAllHooks')
+      throw new HookConfigError(`${file}: unknown key ${JSON.stringify(k)} (expected "hooks")`);
   if (doc.disableAllHooks === true) return table;
   if (doc.hooks === undefined) return table;
   if (!isObject(doc.hooks)) throw new HookConfigError(`${file}: "hooks" must be an object of events`);
   for (const [name, list] of Object.entries(doc.hooks)) {
     const event: HookEvent | undefined = ALIASES[name] ?? HOOK_EVENTS.find((e) => e === name);
     const at = `${file}: hooks.${name}`;
-    if (!event) throw new HookConfigError(`${at}: unknown event (known: ${HOOK_EVENTS.join(', ')}; UserPromptSubmit is taken for UserPrompt)`);
+    if (!event)
+      throw new HookConfigError(
+        `${at}: unknown event (known: ${HOOK_EVENTS.join(', ')}; UserPromptSubmit is taken for UserPrompt)`,
+      );
     if (!Array.isArray(list)) throw new HookConfigError(`${at}: expected a list of {"matcher", "hooks"} entries`);
     const matchers = table.get(event) ?? [];
     list.forEach((entry: unknown, i) => {
       const where = `${at}[${i}]`;
-      if (!isObject(entry)) throw new HookConfigError(`${where}: expected an object {"matcher": REGEX, "hooks": [...]}`);
-      for (const k of Object.keys(entry)) if (k !== 'matcher' && k !== 'hooks') throw new HookConfigError(`${where}: unknown key ${JSON.stringify(k)}`);
+      if (!isObject(entry))
+        throw new HookConfigError(`${where}: expected an object {"matcher": REGEX, "hooks": [...]}`);
+      for (const k of Object.keys(entry))
+        if (k !== 'matcher' && k !== 'hooks') throw new HookConfigError(`${where}: unknown key ${JSON.stringify(k)}`);
       const m = entry.matcher ?? '';
-      if (typeof m !== 'string') throw new HookConfigError(`${where}.matcher: must be a string (a regular expression over the tool name)`);
+      if (typeof m !== 'string')
+        throw new HookConfigError(`${where}.matcher: must be a string (a regular expression over the tool name)`);
       let re: RegExp;
       try {
         // Claude Code's matchers: "" and "*" match everything; anything else is a regular expression over the
@@ -87,16 +104,24 @@ export function parseHooks(file: string, text: string): HookTable {
       } catch (e) {
         throw new HookConfigError(`${where}.matcher: not a regular expression: ${(e as Error).message}`);
       }
-      if (!Array.isArray(entry.hooks)) throw new HookConfigError(`${where}.hooks: expected a list of {"type": "command", "command": …}`);
+      if (!Array.isArray(entry.hooks))
+        throw new HookConfigError(`${where}.hooks: expected a list of {"type": "command", "command": …}`);
       const hooks = entry.hooks.map((h: unknown, j): HookCommand => {
         const hw = `${where}.hooks[${j}]`;
         if (!isObject(h)) throw new HookConfigError(`${hw}: expected an object {"type": "command", "command": "…"}`);
-        for (const k of Object.keys(h)) if (!['type', 'command', 'timeout'].includes(k)) throw new HookConfigError(`${hw}: unknown key ${JSON.stringify(k)}`);
-        if (h.type !== 'command') throw new HookConfigError(`${hw}.type: must be "command" (the only kind of hook Ollie runs)`);
-        if (typeof h.command !== 'string' || !h.command.trim()) throw new HookConfigError(`${hw}.command: must be a non-empty shell command`);
+        for (const k of Object.keys(h))
+          if (!['type', 'command', 'timeout'].includes(k))
+            throw new HookConfigError(`${hw}: unknown key ${JSON.stringify(k)}`);
+        if (h.type !== 'command')
+          throw new HookConfigError(`${hw}.type: must be "command" (the only kind of hook Ollie runs)`);
+        if (typeof h.command !== 'string' || !h.command.trim())
+          throw new HookConfigError(`${hw}.command: must be a non-empty shell command`);
         if (h.command.includes('\0')) throw new HookConfigError(`${hw}.command: holds a NUL character`);
         const t = h.timeout ?? DEFAULT_HOOK_TIMEOUT;
-        if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > MAX_HOOK_TIMEOUT) throw new HookConfigError(`${hw}.timeout: must be a number of seconds above 0 and at most ${MAX_HOOK_TIMEOUT}`);
+        if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > MAX_HOOK_TIMEOUT)
+          throw new HookConfigError(
+            `${hw}.timeout: must be a number of seconds above 0 and at most ${MAX_HOOK_TIMEOUT}`,
+          );
         return { command: h.command, timeoutSec: t, matcher: m, source: file };
       });
       matchers.push({ re, hooks });
@@ -188,7 +213,9 @@ export function loadHooks(configDir: string, projectRoot: string | undefined): L
       if (!bytes) {
         if (trusted !== undefined) tampered = `${file} was trusted but is gone; ${refused}`;
       } else if (trusted === undefined) {
-        problems.push(`${file} is not applied: the owner has not trusted it (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust)`);
+        problems.push(
+          `${file} is not applied: the owner has not trusted it (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust)`,
+        );
       } else if (trusted !== sha256(bytes)) {
         // What is hashed is what is parsed: the bytes are read once.
         tampered = `${file} changed since the owner trusted it; ${refused}`;

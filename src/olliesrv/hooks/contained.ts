@@ -60,7 +60,12 @@ function describe(kind: 'processes' | 'memory', n: number | undefined): string {
 }
 
 /** Runs `spec` through `launcher` (one whose spawner runs); kills the whole hook at the timeout or the output cap. */
-export async function runContained(launcher: Launcher, spec: ContainedSpec, timeoutMs: number, maxOutput: number): Promise<Run> {
+export async function runContained(
+  launcher: Launcher,
+  spec: ContainedSpec,
+  timeoutMs: number,
+  maxOutput: number,
+): Promise<Run> {
   const out: Buffer[] = [];
   let outBytes = 0;
   let cut: string | undefined;
@@ -86,11 +91,23 @@ export async function runContained(launcher: Launcher, spec: ContainedSpec, time
       clearTimeout(timer);
       end.stop();
       if (err !== undefined) return resolve({ out: '', err, code: null });
-      resolve({ out: Buffer.concat(out).toString('utf8'), err: readStderr(stderrFile(spec.tmp)), code: end.exit!.code, ...(cut && { cut }) });
+      resolve({
+        out: Buffer.concat(out).toString('utf8'),
+        err: readStderr(stderrFile(spec.tmp)),
+        code: end.exit!.code,
+        ...(cut && { cut }),
+      });
     };
     launcher
       .launch(
-        { file: spec.file, args: spec.args, cwd: spec.cwd, env: spec.env, stdin: spec.input, ...(spec.limits && { limits: spec.limits }) },
+        {
+          file: spec.file,
+          args: spec.args,
+          cwd: spec.cwd,
+          env: spec.env,
+          stdin: spec.input,
+          ...(spec.limits && { limits: spec.limits }),
+        },
         {
           output: (b) => {
             if (outBytes >= maxOutput) return;

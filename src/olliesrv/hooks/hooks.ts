@@ -80,7 +80,8 @@ export interface HooksOptions {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const oneLine = (t: string): string => t.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r');
+const oneLine = (t: string): string =>
+  t.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r');
 
 export class Hooks {
   private readonly off = new Set<string>();
@@ -95,7 +96,8 @@ export class Hooks {
     try {
       for (const id of readFileSync(o.offFile, 'utf8').split('\n')) if (id.trim()) this.off.add(id.trim());
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') o.log(`hooks: cannot read ${o.offFile}: ${(e as Error).message}; hooks are on in every session`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        o.log(`hooks: cannot read ${o.offFile}: ${(e as Error).message}; hooks are on in every session`);
     }
   }
 
@@ -141,7 +143,18 @@ export class Hooks {
 
   /** The session's `hooks` file: one line per run, oldest first (the format is in fs/spec.ts's doc). */
   lines(sessionId: string): string {
-    return HOOK_RUNS.format((this.records.get(sessionId) ?? []).map((r) => ({ time: r.at, agent: r.agent, event: r.event, tool: r.tool || null, exit: r.exit, ms: r.ms, command: r.command, output: r.output })));
+    return HOOK_RUNS.format(
+      (this.records.get(sessionId) ?? []).map((r) => ({
+        time: r.at,
+        agent: r.agent,
+        event: r.event,
+        tool: r.tool || null,
+        exit: r.exit,
+        ms: r.ms,
+        command: r.command,
+        output: r.output,
+      })),
+    );
   }
 
   forget(sessionId: string): void {
@@ -194,7 +207,15 @@ export class Hooks {
       OLLIE_PROJECT_DIR: site.root,
       CLAUDE_PROJECT_DIR: site.root,
     };
-    const runs = await Promise.all(cmds.map((c) => runHook({ command: c.command, timeoutSec: c.timeoutSec, cwd: site.cwd, policyRoot: site.root, input: stdin, vars }, this.o.run, this.contained())));
+    const runs = await Promise.all(
+      cmds.map((c) =>
+        runHook(
+          { command: c.command, timeoutSec: c.timeoutSec, cwd: site.cwd, policyRoot: site.root, input: stdin, vars },
+          this.o.run,
+          this.contained(),
+        ),
+      ),
+    );
     const blocks: string[] = [];
     const asks: string[] = [];
     runs.forEach((r, i) => {
@@ -231,15 +252,36 @@ export class Hooks {
   }
 
   private record(event: HookEvent, site: HookSite, tool: string, c: HookCommand, r: HookRun): HookRecord {
-    const exit = r.notRun ? 'notrun' : r.cut ? (r.cut.startsWith('timed out') ? 'timeout' : 'killed') : String(r.code ?? 'killed');
-    const output = `${r.stdout}${r.stdout && r.stderr ? '\n' : ''}${r.stderr || r.notRun || ''}`.trim().slice(0, OUTPUT_SHOWN);
+    const exit = r.notRun
+      ? 'notrun'
+      : r.cut
+        ? r.cut.startsWith('timed out')
+          ? 'timeout'
+          : 'killed'
+        : String(r.code ?? 'killed');
+    const output = `${r.stdout}${r.stdout && r.stderr ? '\n' : ''}${r.stderr || r.notRun || ''}`
+      .trim()
+      .slice(0, OUTPUT_SHOWN);
     const why = r.notRun ?? r.cut;
-    const rec: HookRecord = { at: Date.now(), agent: site.agentId, event, tool, command: c.command, exit, ms: r.ms, output, ...(why && { why }) };
+    const rec: HookRecord = {
+      at: Date.now(),
+      agent: site.agentId,
+      event,
+      tool,
+      command: c.command,
+      exit,
+      ms: r.ms,
+      output,
+      ...(why && { why }),
+    };
     const list = this.records.get(site.sessionId) ?? [];
     list.push(rec);
     if (list.length > RECORDS_KEPT) list.splice(0, list.length - RECORDS_KEPT);
     this.records.set(site.sessionId, list);
-    this.o.bus.publish(`session.${site.sessionId}.agent.${site.agentId}.hook`, `${event}\t${tool || '-'}\t${exit}\t${r.ms}\t${oneLine(c.command)}`);
+    this.o.bus.publish(
+      `session.${site.sessionId}.agent.${site.agentId}.hook`,
+      `${event}\t${tool || '-'}\t${exit}\t${r.ms}\t${oneLine(c.command)}`,
+    );
     return rec;
   }
 }

@@ -56,20 +56,52 @@ export async function runHook(spec: HookRunSpec, o: PromptCommandOptions, launch
   try {
     const env = promptEnv(o.env, spec.vars, spec.cwd, tmp);
     if (o.yolo) {
-      const r = await run('/bin/sh', ['-c', spec.command], spec.cwd, env, spec.timeoutSec * 1000, HOOK_MAX_OUTPUT, spec.input);
+      const r = await run(
+        '/bin/sh',
+        ['-c', spec.command],
+        spec.cwd,
+        env,
+        spec.timeoutSec * 1000,
+        HOOK_MAX_OUTPUT,
+        spec.input,
+      );
       return done({ code: r.code, stdout: r.out, stderr: r.err, ...(r.cut && { cut: r.cut }) });
     }
     if (!launcher) return done({ code: null, stdout: '', stderr: '', notRun: NO_SPAWNER });
     let wrapped;
     try {
       const home = o.env.HOME ?? '/';
-      const policy = loadPolicy({ configDir: o.configDir, dataDir: o.dataDir, cwd: spec.policyRoot, home, runtimeDir: o.runtimeDir, tmpDir: tmp });
-      const cmd = sandboxCommand(policy, ['/bin/sh', '-c', withStderrTo(stderrFile(tmp), spec.command)], { env: Object.keys(env) });
-      wrapped = { file: cmd.file, args: cmd.args, env: cmd.env(env), limits: (policy as { limits?: CallLimits }).limits };
+      const policy = loadPolicy({
+        configDir: o.configDir,
+        dataDir: o.dataDir,
+        cwd: spec.policyRoot,
+        home,
+        runtimeDir: o.runtimeDir,
+        tmpDir: tmp,
+      });
+      const cmd = sandboxCommand(policy, ['/bin/sh', '-c', withStderrTo(stderrFile(tmp), spec.command)], {
+        env: Object.keys(env),
+      });
+      wrapped = {
+        file: cmd.file,
+        args: cmd.args,
+        env: cmd.env(env),
+        limits: (policy as { limits?: CallLimits }).limits,
+      };
     } catch (e) {
-      return done({ code: null, stdout: '', stderr: '', notRun: `the sandbox is unavailable: ${(e as Error).message}` });
+      return done({
+        code: null,
+        stdout: '',
+        stderr: '',
+        notRun: `the sandbox is unavailable: ${(e as Error).message}`,
+      });
     }
-    const r = await runContained(launcher, { ...wrapped, cwd: spec.cwd, input: spec.input, tmp }, spec.timeoutSec * 1000, HOOK_MAX_OUTPUT);
+    const r = await runContained(
+      launcher,
+      { ...wrapped, cwd: spec.cwd, input: spec.input, tmp },
+      spec.timeoutSec * 1000,
+      HOOK_MAX_OUTPUT,
+    );
     // The helper speaks before the command's stderr is redirected: its refusal comes on the output.
     const helper = [r.out, r.err].find((t) => t.startsWith('ollie-sandbox:'));
     if (r.code !== null && HELPER_EXITS.has(r.code) && helper !== undefined) {

@@ -61,19 +61,30 @@ export class McpMirror {
 
   private async refresh(k: Known): Promise<void> {
     const c = k.st.toolsrv!();
-    const st = JSON.parse(await c.readText('mcp/status')) as { session: string | null; servers: Array<{ name: string; state: string; resources: number }> };
+    const st = JSON.parse(await c.readText('mcp/status')) as {
+      session: string | null;
+      servers: Array<{ name: string; state: string; resources: number }>;
+    };
     // A toolsrv shared by sessions runs the servers of the first session that asked: never shown to another.
     k.foreign = st.session !== null && st.session !== k.sid;
     const running = st.session === k.sid ? st.servers.filter((s) => s.state !== 'invalid') : [];
     const resources = new Map<string, ResourceEntry[]>();
-    await Promise.all(running.map(async (s) => {
-      if (!s.resources) return;
-      const text = await c.readText(`mcp/${s.name}/resources`).catch(() => '');
-      resources.set(s.name, text.split('\n').filter(Boolean).map((l) => {
-        const [uri = '', name = '', mime = ''] = l.split('\t');
-        return { uri, name, mime };
-      }));
-    }));
+    await Promise.all(
+      running.map(async (s) => {
+        if (!s.resources) return;
+        const text = await c.readText(`mcp/${s.name}/resources`).catch(() => '');
+        resources.set(
+          s.name,
+          text
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => {
+              const [uri = '', name = '', mime = ''] = l.split('\t');
+              return { uri, name, mime };
+            }),
+        );
+      }),
+    );
     k.servers = running.map((s) => s.name);
     k.resources = resources;
   }
@@ -94,15 +105,23 @@ export class McpMirror {
   /** The session's toolsrv connection; an error naming why there is none. */
   client(sid: string): Client {
     const k = this.sessions.get(sid);
-    if (!k) throw new Error('no tool server runs for this session yet (it starts with its first agent): its MCP servers are not running');
-    if (k.foreign) throw new Error('this session shares its tool server, whose MCP servers belong to another session: it has none of its own');
+    if (!k)
+      throw new Error(
+        'no tool server runs for this session yet (it starts with its first agent): its MCP servers are not running',
+      );
+    if (k.foreign)
+      throw new Error(
+        'this session shares its tool server, whose MCP servers belong to another session: it has none of its own',
+      );
     return k.st.toolsrv!();
   }
 
   /** The owner changed config/mcp.json: every running session reads it again. */
   reloadAll(): void {
     for (const [sid, k] of this.sessions) {
-      void k.st.toolsrv!().write('mcp/ctl', 'reload').catch((e: Error) => this.log(`session ${sid}: reloading its MCP servers: ${e.message}`));
+      void k.st.toolsrv!()
+        .write('mcp/ctl', 'reload')
+        .catch((e: Error) => this.log(`session ${sid}: reloading its MCP servers: ${e.message}`));
     }
   }
 

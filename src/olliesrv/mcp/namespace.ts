@@ -33,36 +33,71 @@ export function sessionMcpDir(m: McpMirror, scope: Scope, sid: (ctx: Ctx) => str
   const c = (ctx: Ctx) => m.client(sid(ctx));
   const server = (ctx: Ctx) => ctx.params.mcpserver!;
   const fromToolsrv = (path: (ctx: Ctx) => string) => (ctx: Ctx) => ask(() => c(ctx).readText(path(ctx)));
-  return Dir('mcp', { doc: 'The session\'s MCP servers (config/mcp.json, and the project\'s .mcp.json once trusted); they run in its tool server.', access: readable },
-    Leaf('status', { doc: 'JSON: {"servers": [{name, type, file, state, error, pid, restarts, tools, resources, prompts}…], "notes": [problems of the config files…]}.', access: readable, blockOnce: fromToolsrv(() => 'mcp/status') }),
+  return Dir(
+    'mcp',
+    {
+      doc: "The session's MCP servers (config/mcp.json, and the project's .mcp.json once trusted); they run in its tool server.",
+      access: readable,
+    },
+    Leaf('status', {
+      doc: 'JSON: {"servers": [{name, type, file, state, error, pid, restarts, tools, resources, prompts}…], "notes": [problems of the config files…]}.',
+      access: readable,
+      blockOnce: fromToolsrv(() => 'mcp/status'),
+    }),
     Leaf('ctl', {
       doc: 'Write: reload (the configuration again, every server restarted), restart SERVER, stop SERVER, start SERVER.',
-      write: (ctx, data) => ask(async () => {
-        const [cmd, name, ...rest] = text(data).trim().split(/\s+/);
-        if (cmd === 'reload' && !name) return c(ctx).write('mcp/ctl', 'reload');
-        if ((cmd === 'restart' || cmd === 'stop' || cmd === 'start') && name && !rest.length) {
-          if (!m.servers(sid(ctx)).includes(name)) throw new Error(`no MCP server ${JSON.stringify(name)} in this session (servers: ${m.servers(sid(ctx)).join(', ') || 'none'})`);
-          return c(ctx).write(`mcp/${name}/ctl`, cmd);
-        }
-        throw new Error('commands: reload, restart SERVER, stop SERVER, start SERVER');
-      }),
+      write: (ctx, data) =>
+        ask(async () => {
+          const [cmd, name, ...rest] = text(data).trim().split(/\s+/);
+          if (cmd === 'reload' && !name) return c(ctx).write('mcp/ctl', 'reload');
+          if ((cmd === 'restart' || cmd === 'stop' || cmd === 'start') && name && !rest.length) {
+            if (!m.servers(sid(ctx)).includes(name))
+              throw new Error(
+                `no MCP server ${JSON.stringify(name)} in this session (servers: ${m.servers(sid(ctx)).join(', ') || 'none'})`,
+              );
+            return c(ctx).write(`mcp/${name}/ctl`, cmd);
+          }
+          throw new Error('commands: reload, restart SERVER, stop SERVER, start SERVER');
+        }),
     }),
-    Each('mcpserver', {
-      doc: 'One MCP server, by its name in the config.',
-      access: readable,
-      list: (ctx) => m.servers(sid(ctx)),
-      has: (ctx, n) => m.servers(sid(ctx)).includes(n),
-    },
-      Leaf('status', { doc: 'key=value lines: name, type, file, state, error, pid, restarts, tools, resources, prompts.', access: readable, blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/status`) }),
-      Leaf('tools', { doc: 'The names its tools are called by (mcp__SERVER__TOOL), one a line.', access: readable, blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/tools`) }),
-      Leaf('prompts', { doc: 'JSON: its prompts and their arguments; /mcp SERVER PROMPT [NAME=VALUE…] sends one as a prompt.', access: readable, blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/prompts`) }),
+    Each(
+      'mcpserver',
+      {
+        doc: 'One MCP server, by its name in the config.',
+        access: readable,
+        list: (ctx) => m.servers(sid(ctx)),
+        has: (ctx, n) => m.servers(sid(ctx)).includes(n),
+      },
+      Leaf('status', {
+        doc: 'key=value lines: name, type, file, state, error, pid, restarts, tools, resources, prompts.',
+        access: readable,
+        blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/status`),
+      }),
+      Leaf('tools', {
+        doc: 'The names its tools are called by (mcp__SERVER__TOOL), one a line.',
+        access: readable,
+        blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/tools`),
+      }),
+      Leaf('prompts', {
+        doc: 'JSON: its prompts and their arguments; /mcp SERVER PROMPT [NAME=VALUE…] sends one as a prompt.',
+        access: readable,
+        blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/prompts`),
+      }),
       // What a server writes to stderr may hold the keys its config gave it: the owner's alone.
-      Leaf('log', { doc: 'Its log: starts, stops, restarts, and what it wrote to stderr.', blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/log`) }),
+      Leaf('log', {
+        doc: 'Its log: starts, stops, restarts, and what it wrote to stderr.',
+        blockOnce: fromToolsrv((ctx) => `mcp/${server(ctx)}/log`),
+      }),
       Leaf('ctl', {
         doc: 'Write: restart, stop or start.',
         write: (ctx, data) => ask(() => c(ctx).write(`mcp/${server(ctx)}/ctl`, text(data).trim())),
       }),
-      Dir('resources', { doc: 'Its resources, one file each (the name is the URI, %-escaped); a read asks the server.', access: readable },
+      Dir(
+        'resources',
+        {
+          doc: 'Its resources, one file each (the name is the URI, %-escaped); a read asks the server.',
+          access: readable,
+        },
         Each('resource', {
           doc: 'One resource.',
           access: readable,
@@ -70,7 +105,8 @@ export function sessionMcpDir(m: McpMirror, scope: Scope, sid: (ctx: Ctx) => str
           has: (ctx, n) => m.resources(sid(ctx), server(ctx)).some((r) => resourceFile(r.uri) === n),
           file: {
             access: readable,
-            blockOnce: (ctx) => ask(() => c(ctx).rdwrText(`mcp/${server(ctx)}/resource`, decodeURIComponent(ctx.params.resource!))),
+            blockOnce: (ctx) =>
+              ask(() => c(ctx).rdwrText(`mcp/${server(ctx)}/resource`, decodeURIComponent(ctx.params.resource!))),
           },
         }),
       ),

@@ -26,24 +26,41 @@ export async function runMcpCommand(a: Agent, args: string, deps: AgentDeps): Pr
   const st = await deps.tools(a.sessionId);
   if (!st?.toolsrv) throw new Error('no tool server runs for this session: its MCP servers are not running');
   const c = st.toolsrv();
-  const status = JSON.parse(await c.readText('mcp/status')) as { session: string | null; servers: Array<{ name: string; state: string; prompts: number }> };
-  if (status.session !== a.sessionId) throw new Error('this session\'s MCP servers are not running (they start with its first agent; a shared tool server runs only the first session\'s)');
+  const status = JSON.parse(await c.readText('mcp/status')) as {
+    session: string | null;
+    servers: Array<{ name: string; state: string; prompts: number }>;
+  };
+  if (status.session !== a.sessionId)
+    throw new Error(
+      "this session's MCP servers are not running (they start with its first agent; a shared tool server runs only the first session's)",
+    );
   if (!args.trim()) {
     const out: string[] = [];
     for (const s of status.servers.filter((x) => x.prompts > 0)) {
       for (const p of JSON.parse(await c.readText(`mcp/${s.name}/prompts`)) as PromptInfo[]) {
-        out.push(`/mcp ${s.name} ${p.name}${(p.arguments ?? []).map((x) => ` ${x.name}=${x.required ? '…' : '[…]'}`).join('')}${p.description ? `\t${p.description}` : ''}\n`);
+        out.push(
+          `/mcp ${s.name} ${p.name}${(p.arguments ?? []).map((x) => ` ${x.name}=${x.required ? '…' : '[…]'}`).join('')}${p.description ? `\t${p.description}` : ''}\n`,
+        );
       }
     }
-    return out.join('') || `no MCP server of this session has prompts (servers: ${status.servers.map((s) => `${s.name} ${s.state}`).join(', ') || 'none'})\n`;
+    return (
+      out.join('') ||
+      `no MCP server of this session has prompts (servers: ${status.servers.map((s) => `${s.name} ${s.state}`).join(', ') || 'none'})\n`
+    );
   }
   const m = /^(\S+)\s+(\S+)\s*([\s\S]*)$/.exec(args.trim());
   if (!m) throw new Error(`usage: ${MCP_COMMAND_USAGE}`);
   const [, server, name, rest = ''] = m;
-  if (!status.servers.some((s) => s.name === server)) throw new Error(`no MCP server ${JSON.stringify(server)} (servers: ${status.servers.map((s) => s.name).join(', ') || 'none'})`);
+  if (!status.servers.some((s) => s.name === server))
+    throw new Error(
+      `no MCP server ${JSON.stringify(server)} (servers: ${status.servers.map((s) => s.name).join(', ') || 'none'})`,
+    );
   const prompts = JSON.parse(await c.readText(`mcp/${server}/prompts`)) as PromptInfo[];
   const p = prompts.find((x) => x.name === name);
-  if (!p) throw new Error(`MCP server ${server} has no prompt ${JSON.stringify(name)} (prompts: ${prompts.map((x) => x.name).join(', ') || 'none'})`);
+  if (!p)
+    throw new Error(
+      `MCP server ${server} has no prompt ${JSON.stringify(name)} (prompts: ${prompts.map((x) => x.name).join(', ') || 'none'})`,
+    );
   const values = parseArgs(rest, p);
   const missing = (p.arguments ?? []).filter((x) => x.required && values[x.name] === undefined).map((x) => x.name);
   if (missing.length) throw new Error(`prompt ${server} ${name} needs ${missing.map((x) => `${x}=…`).join(' ')}`);
@@ -67,7 +84,8 @@ function parseArgs(rest: string, p: PromptInfo): Record<string, string> {
     re.lastIndex = at;
     const m = re.exec(rest);
     if (!m) throw new Error(`expected NAME=VALUE at ${JSON.stringify(rest.slice(at).trim())}`);
-    if (!known.includes(m[1]!)) throw new Error(`prompt ${p.name} has no argument ${m[1]} (arguments: ${known.join(', ') || 'none'})`);
+    if (!known.includes(m[1]!))
+      throw new Error(`prompt ${p.name} has no argument ${m[1]} (arguments: ${known.join(', ') || 'none'})`);
     out[m[1]!] = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!;
     at = re.lastIndex;
   }

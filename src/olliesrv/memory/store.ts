@@ -85,7 +85,13 @@ interface Row {
 }
 
 const toMemory = (r: Row): Memory => ({
-  id: r.id, project: r.project, text: r.text, tags: r.tags ? r.tags.split(' ') : [], created: r.created, session: r.session, agent: r.agent,
+  id: r.id,
+  project: r.project,
+  text: r.text,
+  tags: r.tags ? r.tags.split(' ') : [],
+  created: r.created,
+  session: r.session,
+  agent: r.agent,
 });
 
 /**
@@ -103,7 +109,10 @@ const RRF_K = 60;
 const VECTOR_SCAN = 5000;
 
 export class MemoryStore {
-  private constructor(readonly db: Database.Database, readonly file: string) {}
+  private constructor(
+    readonly db: Database.Database,
+    readonly file: string,
+  ) {}
 
   /** Opens (creating the directory and the schema) the store at `file`. */
   static open(file = memoryDbPath(), opts: { readonly?: boolean } = {}): MemoryStore {
@@ -125,26 +134,56 @@ export class MemoryStore {
     this.db.close();
   }
 
-  remember(m: { text: string; project: string; tags?: string[]; session?: string; agent?: string; vec?: Float32Array; model?: string; now?: number }): Memory {
+  remember(m: {
+    text: string;
+    project: string;
+    tags?: string[];
+    session?: string;
+    agent?: string;
+    vec?: Float32Array;
+    model?: string;
+    now?: number;
+  }): Memory {
     const tags = (m.tags ?? []).map((t) => t.trim().toLowerCase().replace(/\s+/g, '-')).filter(Boolean);
     const r = this.db
-      .prepare('INSERT INTO memory (project, text, tags, created, session, agent, vec, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(m.project, m.text.trim(), tags.join(' '), m.now ?? Date.now(), m.session ?? '', m.agent ?? '', m.vec ? Buffer.from(m.vec.buffer, m.vec.byteOffset, m.vec.byteLength) : null, m.vec ? (m.model ?? '') : null);
+      .prepare(
+        'INSERT INTO memory (project, text, tags, created, session, agent, vec, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        m.project,
+        m.text.trim(),
+        tags.join(' '),
+        m.now ?? Date.now(),
+        m.session ?? '',
+        m.agent ?? '',
+        m.vec ? Buffer.from(m.vec.buffer, m.vec.byteOffset, m.vec.byteLength) : null,
+        m.vec ? (m.model ?? '') : null,
+      );
     return this.get(Number(r.lastInsertRowid))!;
   }
 
   get(id: number): Memory | undefined {
-    const r = this.db.prepare('SELECT id, project, text, tags, created, session, agent FROM memory WHERE id = ?').get(id) as Row | undefined;
+    const r = this.db
+      .prepare('SELECT id, project, text, tags, created, session, agent FROM memory WHERE id = ?')
+      .get(id) as Row | undefined;
     return r && toMemory(r);
   }
 
   count(project?: string): number {
-    const r = (project === undefined ? this.db.prepare('SELECT count(*) AS n FROM memory').get() : this.db.prepare('SELECT count(*) AS n FROM memory WHERE project = ?').get(project)) as { n: number };
+    const r = (
+      project === undefined
+        ? this.db.prepare('SELECT count(*) AS n FROM memory').get()
+        : this.db.prepare('SELECT count(*) AS n FROM memory WHERE project = ?').get(project)
+    ) as { n: number };
     return r.n;
   }
 
   private scopeSql(scope: RecallScope): string {
-    return scope === 'project' ? 'm.project = @project' : scope === 'global' ? "m.project = ''" : "(m.project = @project OR m.project = '')";
+    return scope === 'project'
+      ? 'm.project = @project'
+      : scope === 'global'
+        ? "m.project = ''"
+        : "(m.project = @project OR m.project = '')";
   }
 
   /**
@@ -152,7 +191,10 @@ export class MemoryStore {
    * memories stored with vectors of the same `model`, both rankings are fused (reciprocal rank fusion), so a
    * memory found by either way ranks, and one found by both ranks first.
    */
-  recall(query: string, o: { project: string; scope?: RecallScope; limit?: number; vec?: Float32Array; model?: string }): Scored[] {
+  recall(
+    query: string,
+    o: { project: string; scope?: RecallScope; limit?: number; vec?: Float32Array; model?: string },
+  ): Scored[] {
     const scope = o.scope ?? 'all';
     const limit = o.limit ?? 10;
     const where = this.scopeSql(scope);
@@ -160,16 +202,23 @@ export class MemoryStore {
     const q = ftsQuery(query);
     if (q) {
       const rows = this.db
-        .prepare(`SELECT m.id, m.project, m.text, m.tags, m.created, m.session, m.agent FROM memory_fts f JOIN memory m ON m.id = f.rowid WHERE memory_fts MATCH @q AND ${where} ORDER BY bm25(memory_fts) LIMIT 100`)
+        .prepare(
+          `SELECT m.id, m.project, m.text, m.tags, m.created, m.session, m.agent FROM memory_fts f JOIN memory m ON m.id = f.rowid WHERE memory_fts MATCH @q AND ${where} ORDER BY bm25(memory_fts) LIMIT 100`,
+        )
         .all({ q, project: o.project }) as Row[];
       rows.forEach((r, i) => fused.set(r.id, { row: r, score: 1 / (RRF_K + i + 1) }));
     }
     if (o.vec) {
       const rows = this.db
-        .prepare(`SELECT m.id, m.project, m.text, m.tags, m.created, m.session, m.agent, m.vec FROM memory m WHERE m.vec IS NOT NULL AND m.model = @model AND ${where} ORDER BY m.id DESC LIMIT ${VECTOR_SCAN}`)
+        .prepare(
+          `SELECT m.id, m.project, m.text, m.tags, m.created, m.session, m.agent, m.vec FROM memory m WHERE m.vec IS NOT NULL AND m.model = @model AND ${where} ORDER BY m.id DESC LIMIT ${VECTOR_SCAN}`,
+        )
         .all({ project: o.project, model: o.model ?? '' }) as Row[];
       const sims = rows
-        .map((r) => ({ r, s: cosine(o.vec!, new Float32Array(r.vec!.buffer, r.vec!.byteOffset, r.vec!.byteLength / 4)) }))
+        .map((r) => ({
+          r,
+          s: cosine(o.vec!, new Float32Array(r.vec!.buffer, r.vec!.byteOffset, r.vec!.byteLength / 4)),
+        }))
         // Unrelated memories still have some cosine: only those that look related take part.
         .filter((x) => x.s >= 0.3)
         .sort((a, b) => b.s - a.s)
@@ -188,7 +237,9 @@ export class MemoryStore {
   /** The newest memories of `scope`. */
   recent(o: { project: string; scope: RecallScope; limit: number }): Memory[] {
     const rows = this.db
-      .prepare(`SELECT m.id, m.project, m.text, m.tags, m.created, m.session, m.agent FROM memory m WHERE ${this.scopeSql(o.scope)} ORDER BY m.id DESC LIMIT @limit`)
+      .prepare(
+        `SELECT m.id, m.project, m.text, m.tags, m.created, m.session, m.agent FROM memory m WHERE ${this.scopeSql(o.scope)} ORDER BY m.id DESC LIMIT @limit`,
+      )
       .all({ project: o.project, limit: o.limit }) as Row[];
     return rows.map(toMemory);
   }
@@ -198,8 +249,18 @@ export class MemoryStore {
     const focus = this.get(id);
     if (!focus) return undefined;
     const cols = 'id, project, text, tags, created, session, agent';
-    const before = (this.db.prepare(`SELECT ${cols} FROM memory WHERE project = ? AND id < ? ORDER BY id DESC LIMIT ?`).all(focus.project, id, radius) as Row[]).map(toMemory).reverse();
-    const after = (this.db.prepare(`SELECT ${cols} FROM memory WHERE project = ? AND id > ? ORDER BY id ASC LIMIT ?`).all(focus.project, id, radius) as Row[]).map(toMemory);
+    const before = (
+      this.db
+        .prepare(`SELECT ${cols} FROM memory WHERE project = ? AND id < ? ORDER BY id DESC LIMIT ?`)
+        .all(focus.project, id, radius) as Row[]
+    )
+      .map(toMemory)
+      .reverse();
+    const after = (
+      this.db
+        .prepare(`SELECT ${cols} FROM memory WHERE project = ? AND id > ? ORDER BY id ASC LIMIT ?`)
+        .all(focus.project, id, radius) as Row[]
+    ).map(toMemory);
     return { focus, before, after };
   }
 }

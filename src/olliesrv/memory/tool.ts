@@ -31,7 +31,8 @@ function str(args: Record<string, unknown>, k: string, required: boolean): strin
 function int(args: Record<string, unknown>, k: string, def: number, max: number): number {
   const v = args[k];
   if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) throw new ToolInputError(`argument ${k} must be a whole number from 1 to ${max}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max)
+    throw new ToolInputError(`argument ${k} must be a whole number from 1 to ${max}`);
   return v;
 }
 
@@ -65,20 +66,35 @@ export async function memoryTool(tool: MemoryTool, args: Record<string, unknown>
     switch (tool) {
       case 'remember': {
         const text = str(args, 'text', true)!;
-        if (text.length > 8000) throw new ToolInputError('argument text is longer than 8000 characters: remember the conclusion, not the material');
+        if (text.length > 8000)
+          throw new ToolInputError(
+            'argument text is longer than 8000 characters: remember the conclusion, not the material',
+          );
         const tags = args.tags === undefined ? [] : args.tags;
-        if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) throw new ToolInputError('argument tags must be a list of strings');
-        if (args.global !== undefined && typeof args.global !== 'boolean') throw new ToolInputError('argument global must be true or false');
-        const m = store.remember({ text, tags, project: args.global ? '' : project, session: ctx.session, agent: ctx.agent, vec: await vecOf(`${text} ${tags.join(' ')}`), model });
+        if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string'))
+          throw new ToolInputError('argument tags must be a list of strings');
+        if (args.global !== undefined && typeof args.global !== 'boolean')
+          throw new ToolInputError('argument global must be true or false');
+        const m = store.remember({
+          text,
+          tags,
+          project: args.global ? '' : project,
+          session: ctx.session,
+          agent: ctx.agent,
+          vec: await vecOf(`${text} ${tags.join(' ')}`),
+          model,
+        });
         return `remembered #${m.id} (${m.project ? `project ${m.project}` : 'global'}${emb ? ', with an embedding' : ''})\n`;
       }
       case 'recall': {
         const query = str(args, 'query', true)!;
         const scope = (args.scope ?? 'all') as RecallScope;
-        if (!['project', 'global', 'all'].includes(scope)) throw new ToolInputError('argument scope must be project, global or all');
+        if (!['project', 'global', 'all'].includes(scope))
+          throw new ToolInputError('argument scope must be project, global or all');
         const limit = int(args, 'limit', 10, 50);
         const hits = store.recall(query, { project, scope, limit, vec: await vecOf(query), model });
-        if (!hits.length) return `no memories match ${JSON.stringify(query)} (${scope === 'all' ? `project ${project} and global` : scope})\n`;
+        if (!hits.length)
+          return `no memories match ${JSON.stringify(query)} (${scope === 'all' ? `project ${project} and global` : scope})\n`;
         return `${hits.length} ${hits.length === 1 ? 'memory' : 'memories'}, best first (${emb ? 'full text and embeddings' : 'full text'}):\n\n${hits.map((m) => formatMemory(m, project)).join('\n')}`;
       }
       case 'wake': {
@@ -100,17 +116,23 @@ export async function memoryTool(tool: MemoryTool, args: Record<string, unknown>
         add(store.recent({ project, scope: 'project', limit }));
         const total = store.count(project);
         const global = store.count('');
-        if (!picked.length) return `no memories yet for ${project} (nor global ones). memory_remember keeps what is worth knowing next time.\n`;
+        if (!picked.length)
+          return `no memories yet for ${project} (nor global ones). memory_remember keeps what is worth knowing next time.\n`;
         return `Memories for ${project} (${picked.length} shown; ${total} stored for this project, ${global} global; memory_recall searches them all):\n\n${picked.map((m) => formatMemory(m, project)).join('\n')}`;
       }
       case 'zoom': {
         const v = args.id;
         const id = typeof v === 'string' ? Number(v.replace(/^#/, '')) : v;
-        if (typeof id !== 'number' || !Number.isInteger(id) || id < 1) throw new ToolInputError('argument id must be a memory number (#12 or 12)');
+        if (typeof id !== 'number' || !Number.isInteger(id) || id < 1)
+          throw new ToolInputError('argument id must be a memory number (#12 or 12)');
         const radius = args.radius === undefined ? 2 : int(args, 'radius', 2, 10);
         const z = store.zoom(id, radius);
         if (!z) throw new ToolInputError(`no memory #${id}`);
-        const parts = [...z.before.map((m) => formatMemory(m, project)), formatMemory(z.focus, project, '> '), ...z.after.map((m) => formatMemory(m, project))];
+        const parts = [
+          ...z.before.map((m) => formatMemory(m, project)),
+          formatMemory(z.focus, project, '> '),
+          ...z.after.map((m) => formatMemory(m, project)),
+        ];
         const sess = z.focus.session ? `, session ${z.focus.session}` : '';
         return `#${id} with the memories stored just before and after it in ${z.focus.project || 'the global scope'}${sess} (marked >):\n\n${parts.join('\n')}`;
       }
@@ -138,7 +160,13 @@ export async function runTool(tool: MemoryTool): Promise<void> {
     process.exit(1);
   }
   try {
-    process.stdout.write(await memoryTool(tool, args as Record<string, unknown>, { cwd: process.cwd(), session: process.env.OLLIE_SESSION_ID, agent: process.env.OLLIE_AGENT_ID }));
+    process.stdout.write(
+      await memoryTool(tool, args as Record<string, unknown>, {
+        cwd: process.cwd(),
+        session: process.env.OLLIE_SESSION_ID,
+        agent: process.env.OLLIE_AGENT_ID,
+      }),
+    );
   } catch (e) {
     process.stdout.write(`memory_${tool}: ${(e as Error).message}\n`);
     process.exit(1);

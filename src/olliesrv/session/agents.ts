@@ -92,14 +92,32 @@ export class Agents {
       this.bySession.set(s.id, m);
       for (const row of this.deps.store.bySession(s.id)) {
         if (row.ended) {
-          this.keepEnded(row.id, s.id, row.shown_name || row.name, row.parent, row.depth, row.ended, row.ended_how ?? '', lastOutcome(this.deps.store.blocks(row.id)));
+          this.keepEnded(
+            row.id,
+            s.id,
+            row.shown_name || row.name,
+            row.parent,
+            row.depth,
+            row.ended,
+            row.ended_how ?? '',
+            lastOutcome(this.deps.store.blocks(row.id)),
+          );
           continue;
         }
         if ((JSON.parse(row.cfg) as { transient?: boolean }).transient) {
           // Its caller died with the daemon: nobody waits for its reply, but what it did stays readable.
           const at = Date.now();
           this.deps.store.end(row.id, 'interrupted', at);
-          this.keepEnded(row.id, s.id, row.name, row.parent, row.depth, at, 'interrupted', lastOutcome(this.deps.store.blocks(row.id)));
+          this.keepEnded(
+            row.id,
+            s.id,
+            row.name,
+            row.parent,
+            row.depth,
+            at,
+            'interrupted',
+            lastOutcome(this.deps.store.blocks(row.id)),
+          );
           continue;
         }
         m.set(row.name, new Agent(row, this.view(s.id), this.deps));
@@ -116,7 +134,16 @@ export class Agents {
     }
   }
 
-  private keepEnded(id: string, sessionId: string, name: string, parent: string, depth: number, ended: number, how: string, last: string): EndedAgent {
+  private keepEnded(
+    id: string,
+    sessionId: string,
+    name: string,
+    parent: string,
+    depth: number,
+    ended: number,
+    how: string,
+    last: string,
+  ): EndedAgent {
     let m = this.endedBySession.get(sessionId);
     if (!m) this.endedBySession.set(sessionId, (m = new Map()));
     const e: EndedAgent = { id, sessionId, name, parent, depth, ended, how, last };
@@ -137,7 +164,10 @@ export class Agents {
 
   /** An ended agent's log as JSONL, every block (a record: it does not grow). */
   endedLog(e: EndedAgent): string {
-    return this.deps.store.blocks(e.id).map((b) => `${b}\n`).join('');
+    return this.deps.store
+      .blocks(e.id)
+      .map((b) => `${b}\n`)
+      .join('');
   }
 
   endedBlock(e: EndedAgent, blockId: string): string | undefined {
@@ -155,7 +185,19 @@ export class Agents {
   /** `ended/idx`: session-id, agent-id, name, parent-id, depth, ended (ms), how, last turn's outcome. */
   endedIdx(sessionName: string): string {
     return this.endedList(sessionName)
-      .map((e) => ENDED_IDX.formatRow({ session: e.sessionId, id: e.id, name: e.name, parent: e.parent || null, depth: e.depth, ended: e.ended, how: e.how, last: none(e.last) }) + '\n')
+      .map(
+        (e) =>
+          ENDED_IDX.formatRow({
+            session: e.sessionId,
+            id: e.id,
+            name: e.name,
+            parent: e.parent || null,
+            depth: e.depth,
+            ended: e.ended,
+            how: e.how,
+            last: none(e.last),
+          }) + '\n',
+      )
       .join('');
   }
 
@@ -173,7 +215,10 @@ export class Agents {
   }
 
   private link(a: Agent, b: Agent, on: boolean): void {
-    for (const [x, y] of [[a, b], [b, a]] as const) {
+    for (const [x, y] of [
+      [a, b],
+      [b, a],
+    ] as const) {
       const set = new Set(x.cfg.peers ?? []);
       if (on) set.add(y.id);
       else set.delete(y.id);
@@ -262,14 +307,20 @@ export class Agents {
     if (named !== undefined) this.deps.backends.get(named);
     const backend = named ?? this.deps.backends.defaultName;
     // Resolved once, here: the sandbox then refuses a working directory that a symlink redirects later.
-    const cwd = this.deps.remoteSession?.(session.id) ? remoteDir(opts.cwd ?? session.cwd) : resolvedDir(opts.cwd ?? session.cwd);
+    const cwd = this.deps.remoteSession?.(session.id)
+      ? remoteDir(opts.cwd ?? session.cwd)
+      : resolvedDir(opts.cwd ?? session.cwd);
     const parent = opts.parent ? this.find(sessionName, opts.parent) : undefined;
     const depth = parent ? parent.depth + 1 : 0;
     let name = opts.name;
     if (name !== undefined) {
       checkName(name);
-      if (m.has(name)) throw new AgentError(`an agent named ${JSON.stringify(name)} already exists in session ${sessionName}`);
-      if ([...m.values()].some((x) => x.id === name)) throw new AgentError(`${JSON.stringify(name)} is the id of an agent of session ${sessionName}, not a name for another`);
+      if (m.has(name))
+        throw new AgentError(`an agent named ${JSON.stringify(name)} already exists in session ${sessionName}`);
+      if ([...m.values()].some((x) => x.id === name))
+        throw new AgentError(
+          `${JSON.stringify(name)} is the id of an agent of session ${sessionName}, not a name for another`,
+        );
     } else {
       const base = opts.transient ? `sub-${randomBytes(3).toString('hex')}` : profileName;
       name = base;
@@ -316,13 +367,20 @@ export class Agents {
   async spawn(sessionName: string, call: SubAgentCall, signal: AbortSignal): Promise<string> {
     const parent = call.parent ? this.find(sessionName, call.parent) : undefined;
     if (parent && parent.depth + 1 > MAX_DEPTH) {
-      throw new AgentError(`sub-agent depth limit: ${parent.name} is at depth ${parent.depth}, and sub-agents may nest at most ${MAX_DEPTH} deep`);
+      throw new AgentError(
+        `sub-agent depth limit: ${parent.name} is at depth ${parent.depth}, and sub-agents may nest at most ${MAX_DEPTH} deep`,
+      );
     }
     const a = this.create(sessionName, { ...call, transient: true });
     a.budget = { steps: call.steps ?? SUBAGENT_STEPS, tokens: call.tokens ?? SUBAGENT_TOKENS };
     if (parent) {
       const snapshot = [...parent.history.messages];
-      snapshot.push(...closeDanglingCalls(snapshot, 'You are the sub-agent that this call started. Your task is the next message; do it and reply with the result.'));
+      snapshot.push(
+        ...closeDanglingCalls(
+          snapshot,
+          'You are the sub-agent that this call started. Your task is the next message; do it and reply with the result.',
+        ),
+      );
       // One commit for the whole snapshot, not one per message.
       this.deps.store.batch(() => {
         for (const msg of snapshot) a.history.append(msg);
@@ -355,14 +413,19 @@ export class Agents {
     if (!m) throw new AgentError(`agent ${a.name} is gone`);
     if (newName === a.name) return;
     checkName(newName);
-    if (m.has(newName)) throw new AgentError(`an agent named ${JSON.stringify(newName)} already exists in this session`);
-    if ([...m.values()].some((x) => x.id === newName && x !== a)) throw new AgentError(`${JSON.stringify(newName)} is the id of an agent of this session, not a name for another`);
+    if (m.has(newName))
+      throw new AgentError(`an agent named ${JSON.stringify(newName)} already exists in this session`);
+    if ([...m.values()].some((x) => x.id === newName && x !== a))
+      throw new AgentError(`${JSON.stringify(newName)} is the id of an agent of this session, not a name for another`);
     this.deps.store.rename(a.id, newName);
     m.delete(a.name);
     const old = a.name;
     a.name = newName;
     m.set(newName, a);
-    this.deps.bus.publish(`session.${a.sessionId}.agent.${a.id}.rename`, EVENTS.payload(`session.${a.sessionId}.agent.${a.id}.rename`, { old, new: newName }));
+    this.deps.bus.publish(
+      `session.${a.sessionId}.agent.${a.id}.rename`,
+      EVENTS.payload(`session.${a.sessionId}.agent.${a.id}.rename`, { old, new: newName }),
+    );
   }
 
   /** Ends an agent; its row, log and search entries stay as a read-only record (`how` it ended). */
@@ -421,10 +484,14 @@ export class Agents {
   search(text: string, sessionId?: string, shown?: (a: Agent) => boolean): string {
     const inScope = (sid: string): boolean => sessionId === undefined || sid === sessionId;
     const byId = new Map<string, { sessionId: string; name: string; ended: string }>(
-      this.all().filter((a) => inScope(a.sessionId) && (!shown || shown(a))).map((a) => [a.id, { sessionId: a.sessionId, name: a.name, ended: '-' }]),
+      this.all()
+        .filter((a) => inScope(a.sessionId) && (!shown || shown(a)))
+        .map((a) => [a.id, { sessionId: a.sessionId, name: a.name, ended: '-' }]),
     );
     if (!shown) {
-      for (const [sid, m] of this.endedBySession) if (inScope(sid)) for (const e of m.values()) byId.set(e.id, { sessionId: sid, name: e.name, ended: e.how || 'ended' });
+      for (const [sid, m] of this.endedBySession)
+        if (inScope(sid))
+          for (const e of m.values()) byId.set(e.id, { sessionId: sid, name: e.name, ended: e.how || 'ended' });
     }
     const names = new Map(this.sessions.all().map((s) => [s.id, s.name]));
     return this.deps.store
@@ -432,7 +499,19 @@ export class Agents {
       .flatMap((h) => {
         const a = byId.get(h.agent);
         const s = a && names.get(a.sessionId);
-        return a && s ? [SEARCH_HITS.formatRow({ session: s, agent: a.name, block: h.id, role: h.role, snippet: h.snippet, agent_id: h.agent, ended: none(a.ended) }) + '\n'] : [];
+        return a && s
+          ? [
+              SEARCH_HITS.formatRow({
+                session: s,
+                agent: a.name,
+                block: h.id,
+                role: h.role,
+                snippet: h.snippet,
+                agent_id: h.agent,
+                ended: none(a.ended),
+              }) + '\n',
+            ]
+          : [];
       })
       .join('');
   }
@@ -442,7 +521,18 @@ export class Agents {
     const s = this.sessions.get(sessionName);
     return this.list(sessionName)
       .filter((a) => !shown || shown(a))
-      .map((a) => AGENT_IDX.formatRow({ session: s.id, id: a.id, name: a.name, parent: a.parent || null, depth: a.depth, state: a.state, last: none(a.lastTurn) }) + '\n')
+      .map(
+        (a) =>
+          AGENT_IDX.formatRow({
+            session: s.id,
+            id: a.id,
+            name: a.name,
+            parent: a.parent || null,
+            depth: a.depth,
+            state: a.state,
+            last: none(a.lastTurn),
+          }) + '\n',
+      )
       .join('');
   }
 

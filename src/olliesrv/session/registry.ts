@@ -22,7 +22,8 @@ export function checkName(name: string): void {
   if (RESERVED.has(name)) throw new SessionError(`name ${JSON.stringify(name)} is reserved`);
   if (name.length > 128) throw new SessionError('name is longer than 128 characters');
   // Names are path elements and fields of tab-separated index lines.
-  if (/[/\s\p{Cc}]/u.test(name)) throw new SessionError(`name ${JSON.stringify(name)} contains '/', whitespace or a control character`);
+  if (/[/\s\p{Cc}]/u.test(name))
+    throw new SessionError(`name ${JSON.stringify(name)} contains '/', whitespace or a control character`);
 }
 
 export function checkCwd(cwd: string): void {
@@ -62,7 +63,8 @@ export function parseEnv(text: string): string {
     if (!line || line.startsWith('#')) return;
     const eq = line.indexOf('=');
     const key = eq === -1 ? line : line.slice(0, eq);
-    if (eq === -1 || !ENV_KEY.test(key)) throw new SessionError(`env line ${i + 1}: expected KEY=value, got ${JSON.stringify(line)}`);
+    if (eq === -1 || !ENV_KEY.test(key))
+      throw new SessionError(`env line ${i + 1}: expected KEY=value, got ${JSON.stringify(line)}`);
     const why = envRefusal(key);
     if (why) throw new SessionError(envRefusalMessage(key, why, `env line ${i + 1}`));
     out.push(line);
@@ -97,15 +99,33 @@ export function goalState(status: string): string {
 
 export class Session {
   constructor(private row: SessionRow) {}
-  get id(): string { return this.row.id; }
-  get name(): string { return this.row.name; }
-  get cwd(): string { return this.row.cwd; }
-  get env(): string { return this.row.env; }
-  get plan(): string { return this.row.plan; }
-  get paused(): boolean { return this.row.paused; }
-  get goal(): string { return this.row.goal; }
-  get goalstatus(): string { return this.row.goalstatus; }
-  get workflow(): string { return this.row.workflow; }
+  get id(): string {
+    return this.row.id;
+  }
+  get name(): string {
+    return this.row.name;
+  }
+  get cwd(): string {
+    return this.row.cwd;
+  }
+  get env(): string {
+    return this.row.env;
+  }
+  get plan(): string {
+    return this.row.plan;
+  }
+  get paused(): boolean {
+    return this.row.paused;
+  }
+  get goal(): string {
+    return this.row.goal;
+  }
+  get goalstatus(): string {
+    return this.row.goalstatus;
+  }
+  get workflow(): string {
+    return this.row.workflow;
+  }
   /** @internal */
   update(patch: Partial<SessionRow>): void {
     this.row = { ...this.row, ...patch };
@@ -146,7 +166,8 @@ export class Sessions {
     for (const row of store.all()) {
       const clean = sanitizeStoredEnv(row.env);
       if (clean.dropped.length) {
-        for (const d of clean.dropped) log(`session ${row.name}: dropped ${d.name} from its stored environment: ${d.why}`);
+        for (const d of clean.dropped)
+          log(`session ${row.name}: dropped ${d.name} from its stored environment: ${d.why}`);
         store.setEnv(row.id, clean.env);
         row.env = clean.env;
       }
@@ -187,7 +208,18 @@ export class Sessions {
     const cwd = opts.cwd ?? this.defaultCwd;
     if (opts.remote) remoteDir(cwd);
     else checkCwd(cwd);
-    const row: SessionRow = { id, name, cwd, env: '', plan: '', paused: false, created: Date.now(), goal: '', goalstatus: '', workflow: 'conductor' };
+    const row: SessionRow = {
+      id,
+      name,
+      cwd,
+      env: '',
+      plan: '',
+      paused: false,
+      created: Date.now(),
+      goal: '',
+      goalstatus: '',
+      workflow: 'conductor',
+    };
     this.store.insert(row);
     const s = new Session(row);
     this.byName.set(name, s);
@@ -205,7 +237,10 @@ export class Sessions {
     s.update({ name: newName });
     this.byName.delete(oldName);
     this.byName.set(newName, s);
-    this.bus.publish(`session.${s.id}.rename`, EVENTS.payload(`session.${s.id}.rename`, { old: oldName, new: newName }));
+    this.bus.publish(
+      `session.${s.id}.rename`,
+      EVENTS.payload(`session.${s.id}.rename`, { old: oldName, new: newName }),
+    );
     return s;
   }
 
@@ -255,7 +290,8 @@ export class Sessions {
   setGoalStatus(name: string, text: string): void {
     const s = this.get(name);
     const state = goalState(text);
-    if (!GOAL_STATES.includes(state)) throw new SessionError(`goal status must start with ${GOAL_STATES.join(', ')}; got ${JSON.stringify(state)}`);
+    if (!GOAL_STATES.includes(state))
+      throw new SessionError(`goal status must start with ${GOAL_STATES.join(', ')}; got ${JSON.stringify(state)}`);
     const value = `${text.trim()}\n`;
     this.store.setGoalStatus(s.id, value);
     s.update({ goalstatus: value });

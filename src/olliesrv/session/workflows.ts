@@ -18,7 +18,14 @@ import { confinedLauncher } from '../auth/confined.js';
 import { goalState, type Session, type Sessions } from './registry.js';
 
 /** Variables a sandboxed workflow keeps beyond the policy's env list: its own, and its session token. */
-const WORKFLOW_ENV = ['OLLIE_ADDR', 'OLLIE_SESSION', 'OLLIE_SESSION_ID', 'OLLIE_GOAL_FILE', 'OLLIE_TOKEN', 'OLLIE_PANEL'];
+const WORKFLOW_ENV = [
+  'OLLIE_ADDR',
+  'OLLIE_SESSION',
+  'OLLIE_SESSION_ID',
+  'OLLIE_GOAL_FILE',
+  'OLLIE_TOKEN',
+  'OLLIE_PANEL',
+];
 
 export interface WorkflowsOptions {
   /** Searched in order; the first holding an executable NAME wins (user config before shipped data). */
@@ -50,8 +57,14 @@ export class Workflows {
 
   constructor(private readonly o: WorkflowsOptions) {
     mkdirSync(o.binDir, { recursive: true, mode: 0o700 });
-    for (const [name, js] of [['ollie', 'ollie.js'], ['ollie-9p', 'ollie-9p.js'], ['o', 'o.js']]) {
-      writeFileSync(join(o.binDir, name!), `#!/bin/sh\nexec "${process.execPath}" "${join(o.cliDir, js!)}" "$@"\n`, { mode: 0o755 });
+    for (const [name, js] of [
+      ['ollie', 'ollie.js'],
+      ['ollie-9p', 'ollie-9p.js'],
+      ['o', 'o.js'],
+    ]) {
+      writeFileSync(join(o.binDir, name!), `#!/bin/sh\nexec "${process.execPath}" "${join(o.cliDir, js!)}" "$@"\n`, {
+        mode: 0o755,
+      });
     }
   }
 
@@ -67,7 +80,9 @@ export class Workflows {
         // next directory
       }
     }
-    throw new Error(`no workflow named ${JSON.stringify(name)} (looked for an executable in ${this.o.dirs.join(', ')}); workflows: ${this.names().join(', ') || 'none'}`);
+    throw new Error(
+      `no workflow named ${JSON.stringify(name)} (looked for an executable in ${this.o.dirs.join(', ')}); workflows: ${this.names().join(', ') || 'none'}`,
+    );
   }
 
   names(): string[] {
@@ -89,7 +104,8 @@ export class Workflows {
   /** Starts the session's workflow for its goal (status already set to running by the caller). */
   start(s: Session): void {
     const fail = (why: string) => {
-      if (this.o.sessions.has(s.name) && goalState(this.o.sessions.get(s.name).goalstatus) === 'running') this.o.sessions.setGoalStatus(s.name, `error\n${why}`);
+      if (this.o.sessions.has(s.name) && goalState(this.o.sessions.get(s.name).goalstatus) === 'running')
+        this.o.sessions.setGoalStatus(s.name, `error\n${why}`);
     };
     let file: string;
     try {
@@ -117,18 +133,30 @@ export class Workflows {
       try {
         tmp = privateTmpDir('workflow-');
         const sb = this.o.sandbox;
-        const loaded = loadPolicy({ configDir: sb.configDir, dataDir: sb.dataDir, cwd: s.cwd, home: homedir(), runtimeDir: sb.runtimeDir, tmpDir: tmp });
+        const loaded = loadPolicy({
+          configDir: sb.configDir,
+          dataDir: sb.dataDir,
+          cwd: s.cwd,
+          home: homedir(),
+          runtimeDir: sb.runtimeDir,
+          tmpDir: tmp,
+        });
         // The script's own directory and the CLI wrappers, although both may lie in denied dirs (the config dir,
         // the runtime dir): a rule naming them explicitly holds. The CLIs run on Ollie's node_modules, which the
         // policy grants under the package root; a linked install (a symlinked node_modules) lies elsewhere.
-        const policy = withPaths(loaded, { rox: [dirname(file), this.o.binDir], ro: [realpathSync(join(PACKAGE_ROOT, 'node_modules'))] });
+        const policy = withPaths(loaded, {
+          rox: [dirname(file), this.o.binDir],
+          ro: [realpathSync(join(PACKAGE_ROOT, 'node_modules'))],
+        });
         const cmd = sandboxCommand(policy, [file], { allowOllieSocket: true, env: WORKFLOW_ENV });
         argv0 = cmd.file;
         args = cmd.args;
         spawnEnv = cmd.env(env);
       } catch (e) {
         if (tmp) rmSync(tmp, { recursive: true, force: true });
-        fail(`workflow ${s.workflow} was not started: the sandbox is unavailable: ${(e as Error).message}; start the daemon with --yolo to run workflows without it`);
+        fail(
+          `workflow ${s.workflow} was not started: the sandbox is unavailable: ${(e as Error).message}; start the daemon with --yolo to run workflows without it`,
+        );
         return;
       }
     }
@@ -148,7 +176,9 @@ export class Workflows {
     const cleanup = (): void => {
       if (tmp) rmSync(tmp, { recursive: true, force: true });
     };
-    const launchEnv = Object.fromEntries(Object.entries(spawnEnv).filter((e): e is [string, string] => e[1] !== undefined));
+    const launchEnv = Object.fromEntries(
+      Object.entries(spawnEnv).filter((e): e is [string, string] => e[1] !== undefined),
+    );
     confinedLauncher()
       .launch(
         { file: argv0, args, cwd: s.cwd, env: launchEnv, stdin: '' },
@@ -163,9 +193,14 @@ export class Workflows {
             this.running.delete(s.id);
             if (code === 0) {
               // A workflow that ends without a verdict leaves the goal blocked, with what it said.
-              this.settle(s, `blocked\nworkflow ${s.workflow} ended without setting the goal status${tail.trim() ? `:\n${tail.trim()}` : ''}`);
+              this.settle(
+                s,
+                `blocked\nworkflow ${s.workflow} ended without setting the goal status${tail.trim() ? `:\n${tail.trim()}` : ''}`,
+              );
             } else {
-              fail(`workflow ${s.workflow} exited with ${signal ?? `code ${code}`}${tail.trim() ? `:\n${tail.trim()}` : ''}`);
+              fail(
+                `workflow ${s.workflow} exited with ${signal ?? `code ${code}`}${tail.trim() ? `:\n${tail.trim()}` : ''}`,
+              );
             }
           },
           closed: () => undefined,
@@ -192,7 +227,8 @@ export class Workflows {
   }
 
   private settle(s: Session, status: string): void {
-    if (this.o.sessions.has(s.name) && goalState(this.o.sessions.get(s.name).goalstatus) === 'running') this.o.sessions.setGoalStatus(s.name, status);
+    if (this.o.sessions.has(s.name) && goalState(this.o.sessions.get(s.name).goalstatus) === 'running')
+      this.o.sessions.setGoalStatus(s.name, status);
   }
 
   stop(sessionId: string): void {

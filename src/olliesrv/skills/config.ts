@@ -24,7 +24,14 @@ export interface MatchConfig {
   maxTools: number;
 }
 
-export const DEFAULT_MATCH_CONFIG: MatchConfig = { skillDirs: [], model: DEFAULT_MODEL, skillThreshold: 0.35, toolThreshold: 0.3, maxSkills: 3, maxTools: 5 };
+export const DEFAULT_MATCH_CONFIG: MatchConfig = {
+  skillDirs: [],
+  model: DEFAULT_MODEL,
+  skillThreshold: 0.35,
+  toolThreshold: 0.3,
+  maxSkills: 3,
+  maxTools: 5,
+};
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -58,16 +65,22 @@ export function parseMatchConfig(file: string, text: string): MatchConfig {
     const value = line.slice(eq + 1).trim();
     const num = (lo: number, hi: number, int: boolean): number => {
       const n = Number(value);
-      if (value === '' || !Number.isFinite(n) || n < lo || n > hi || (int && !Number.isInteger(n))) fail(`${key}: expected ${int ? 'a whole number' : 'a number'} from ${lo} to ${hi}, not ${JSON.stringify(value)}`);
+      if (value === '' || !Number.isFinite(n) || n < lo || n > hi || (int && !Number.isInteger(n)))
+        fail(
+          `${key}: expected ${int ? 'a whole number' : 'a number'} from ${lo} to ${hi}, not ${JSON.stringify(value)}`,
+        );
       return n;
     };
     switch (key) {
       case 'skill_dirs':
-        c.skillDirs = value.split(':').filter(Boolean).map((d) => {
-          const p = d.replace(/^~(?=\/|$)/, homedir());
-          if (!isAbsolute(p)) fail(`skill_dirs: ${d} is not an absolute path`);
-          return p;
-        });
+        c.skillDirs = value
+          .split(':')
+          .filter(Boolean)
+          .map((d) => {
+            const p = d.replace(/^~(?=\/|$)/, homedir());
+            if (!isAbsolute(p)) fail(`skill_dirs: ${d} is not an absolute path`);
+            return p;
+          });
         break;
       case 'model':
         if (!value) fail('model: expected a model name, an absolute path or none');

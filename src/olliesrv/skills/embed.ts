@@ -69,7 +69,9 @@ export class OnnxEmbedder implements Embedder {
     process.env.ORT_DISABLE_TELEMETRY ??= '1';
     // An optional dependency (289 MB): without it, skills and memory match by words (BM25) and say why.
     const ort = (await import('onnxruntime-node').catch((e: unknown) => {
-      throw new Error(`onnxruntime-node is not installed (an optional dependency: npm install onnxruntime-node): ${(e as Error).message}`);
+      throw new Error(
+        `onnxruntime-node is not installed (an optional dependency: npm install onnxruntime-node): ${(e as Error).message}`,
+      );
     })) as typeof Ort;
     // Warnings would land in a tool's output (the model reads it): onnxruntime's telemetry cannot persist its
     // device id inside the sandbox, and says so on every start.
@@ -87,7 +89,8 @@ export class OnnxEmbedder implements Embedder {
       throw new EmbedError(`${join(dir, 'model.onnx')}: ${(e as Error).message}`);
     }
     for (const need of ['input_ids', 'attention_mask']) {
-      if (!session.inputNames.includes(need)) throw new EmbedError(`${dir}/model.onnx: no input ${need} (inputs: ${session.inputNames.join(', ')})`);
+      if (!session.inputNames.includes(need))
+        throw new EmbedError(`${dir}/model.onnx: no input ${need} (inputs: ${session.inputNames.join(', ')})`);
     }
     const output = session.outputNames.includes('last_hidden_state') ? 'last_hidden_state' : session.outputNames[0]!;
     const probe = new OnnxEmbedder(dir, ort, session, tokenizer, 0, output);
@@ -118,7 +121,8 @@ export class OnnxEmbedder implements Embedder {
       input_ids: new this.ort.Tensor('int64', ids, [n, seq]),
       attention_mask: new this.ort.Tensor('int64', mask, [n, seq]),
     };
-    if (this.session.inputNames.includes('token_type_ids')) feeds.token_type_ids = new this.ort.Tensor('int64', new BigInt64Array(n * seq), [n, seq]);
+    if (this.session.inputNames.includes('token_type_ids'))
+      feeds.token_type_ids = new this.ort.Tensor('int64', new BigInt64Array(n * seq), [n, seq]);
     const res = await this.session.run(feeds, [this.output]);
     const t = res[this.output]!;
     const data = t.data as Float32Array;
@@ -130,7 +134,10 @@ export class OnnxEmbedder implements Embedder {
       for (let b = 0; b < n; b++) vecs.push(normalize(data.slice(b * dim, (b + 1) * dim)));
       return vecs;
     }
-    if (dims.length !== 3 || dims[0] !== n || dims[1] !== seq) throw new EmbedError(`${this.path}/model.onnx: output ${this.output} has shape [${dims.join(', ')}], expected [${n}, ${seq}, dim]`);
+    if (dims.length !== 3 || dims[0] !== n || dims[1] !== seq)
+      throw new EmbedError(
+        `${this.path}/model.onnx: output ${this.output} has shape [${dims.join(', ')}], expected [${n}, ${seq}, dim]`,
+      );
     const dim = dims[2]!;
     for (let b = 0; b < n; b++) {
       // Mean pooling over the real tokens only: padding positions carry hidden states too.

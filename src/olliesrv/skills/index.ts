@@ -25,10 +25,11 @@ export interface Match<T> {
 
 /** Words too common to say anything about a match (BM25 here, the memory's full-text queries). */
 export const STOP = new Set(
-  ('a an and are as at be but by can could do does for from has have how i if in into is it its me my no not of on or our ' +
+  (
+    'a an and are as at be but by can could do does for from has have how i if in into is it its me my no not of on or our ' +
     'please should so than that the their them then there these this those to was we were what when where which who why will ' +
-    'with would you your')
-    .split(' '),
+    'with would you your'
+  ).split(' '),
 );
 
 /** Words for BM25: lowercased letters and digits (so file_read is "file read"), stop words out, a light stemmer. */
@@ -60,7 +61,11 @@ export class Bm25 {
   private readonly df = new Map<string, number>();
   private readonly avg: number;
 
-  constructor(texts: readonly string[], private readonly k1 = 1.2, private readonly b = 0.75) {
+  constructor(
+    texts: readonly string[],
+    private readonly k1 = 1.2,
+    private readonly b = 0.75,
+  ) {
     this.docs = texts.map((t) => {
       const tf = new Map<string, number>();
       for (const w of words(t)) tf.set(w, (tf.get(w) ?? 0) + 1);

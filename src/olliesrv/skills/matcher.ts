@@ -60,10 +60,16 @@ class CachedEmbedder implements Embedder {
  * The embedder for `model` (a name under `dir`, an absolute directory, or "none"), or why there is none, in
  * words for logs. Loading errors are reported, not thrown: matching then falls back to BM25.
  */
-export async function openEmbedder(model: string, dir = modelsDir()): Promise<{ embedder?: OnnxEmbedder; why: string }> {
+export async function openEmbedder(
+  model: string,
+  dir = modelsDir(),
+): Promise<{ embedder?: OnnxEmbedder; why: string }> {
   if (model === 'none') return { why: 'model = none in embedding.conf' };
   const found = findModel(model, dir);
-  if (!found) return { why: `no embedding model at ${model.startsWith('/') ? model : join(dir, model)} (model.onnx and tokenizer.json; \`ollie models install\` fetches it)` };
+  if (!found)
+    return {
+      why: `no embedding model at ${model.startsWith('/') ? model : join(dir, model)} (model.onnx and tokenizer.json; \`ollie models install\` fetches it)`,
+    };
   try {
     return { embedder: await OnnxEmbedder.load(found), why: '' };
   } catch (e) {
@@ -113,7 +119,11 @@ export class SkillMatcher {
         this.log(`${(e as Error).message}; using the defaults`);
         config = { ...loadMatchConfig('/nonexistent'), ...this.o.config };
       }
-      const dirs = [...config.skillDirs, join(this.o.configDir, 'skills'), this.o.shippedDir ?? join(shippedDataDir(), 'skills')];
+      const dirs = [
+        ...config.skillDirs,
+        join(this.o.configDir, 'skills'),
+        this.o.shippedDir ?? join(shippedDataDir(), 'skills'),
+      ];
       const set = loadSkills(dirs);
       for (const e of set.errors) this.log(`skill not loaded: ${e}`);
       const opened = await openEmbedder(config.model, this.o.modelsDir);
@@ -159,7 +169,10 @@ export class SkillMatcher {
     const name = args.trim();
     if (name) {
       const sk = s.skills.entries.find((k) => k.name === name);
-      if (!sk) throw new Error(`no skill ${JSON.stringify(name)}; skills: ${s.skills.entries.map((k) => k.name).join(', ') || 'none'}`);
+      if (!sk)
+        throw new Error(
+          `no skill ${JSON.stringify(name)}; skills: ${s.skills.entries.map((k) => k.name).join(', ') || 'none'}`,
+        );
       return `# skill ${sk.name} (${sk.file})\n\n${sk.body}\n`;
     }
     const head = s.embedder ? `matching: embeddings (${s.embedder.path})` : `matching: bm25 (${s.why})`;
@@ -172,7 +185,11 @@ export class SkillMatcher {
    * Context for one user prompt: matched skills (`skill` blocks, each saying why it matched) and tool hints
    * (one `tools` block). Skills named in `present` are already in the agent's context and are not sent again.
    */
-  async enrich(req: { prompt: string; tools: readonly ToolLike[]; present?: ReadonlySet<string> }): Promise<ContextItem[]> {
+  async enrich(req: {
+    prompt: string;
+    tools: readonly ToolLike[];
+    present?: ReadonlySet<string>;
+  }): Promise<ContextItem[]> {
     const s = await this.state();
     const c = s.config;
     const out: ContextItem[] = [];
@@ -188,8 +205,14 @@ export class SkillMatcher {
       if (out.length >= c.maxSkills) break;
       const shared = [...new Set(words(`${sk.name} ${sk.description}`))].filter((w) => asked.has(w));
       const why = `score ${m.score.toFixed(2)} by ${s.embedder ? 'embeddings' : 'BM25'}${shared.length ? `; words in common: ${shared.join(', ')}` : ''}`;
-      const body = sk.body.length > SKILL_TEXT_MAX ? `${sk.body.slice(0, SKILL_TEXT_MAX)}\n\n[the skill continues: skill_load ${sk.name} prints all of it]` : sk.body;
-      out.push({ name: 'skill', text: `Skill "${sk.name}" matches this request (${sk.description.replace(/\.$/, '')}; matched with ${why}). Follow it where it applies:\n\n${body}` });
+      const body =
+        sk.body.length > SKILL_TEXT_MAX
+          ? `${sk.body.slice(0, SKILL_TEXT_MAX)}\n\n[the skill continues: skill_load ${sk.name} prints all of it]`
+          : sk.body;
+      out.push({
+        name: 'skill',
+        text: `Skill "${sk.name}" matches this request (${sk.description.replace(/\.$/, '')}; matched with ${why}). Follow it where it applies:\n\n${body}`,
+      });
     }
     if (c.maxTools > 0 && req.tools.length) {
       const tools = await Index.build(req.tools, (t) => `${t.name.replace(/_/g, ' ')}: ${t.description}`, s.embedder);

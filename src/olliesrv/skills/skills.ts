@@ -38,7 +38,8 @@ export function parseSkill(file: string, text: string): Skill {
   const fail = (line: number, what: string): never => {
     throw new SkillError(`${file}:${line}: ${what}`);
   };
-  if (lines[0]?.trim() !== '---') fail(1, 'a skill starts with front matter: a line "---", then name: and description:, then "---"');
+  if (lines[0]?.trim() !== '---')
+    fail(1, 'a skill starts with front matter: a line "---", then name: and description:, then "---"');
   const end = lines.findIndex((l, i) => i > 0 && l.trim() === '---');
   if (end < 0) fail(1, 'the front matter opened here is never closed by a line "---"');
   const lc = new LineCounter();
@@ -54,14 +55,28 @@ export function parseSkill(file: string, text: string): Skill {
     const k = isScalar(pair.key) ? String(pair.key.value) : '';
     const line = isScalar(pair.key) && pair.key.range ? at(pair.key.range[0]) : 2;
     const v = pair.value;
-    if ((k === 'name' || k === 'description') && !(isScalar(v) && typeof v.value === 'string' && v.value.trim())) fail(line, `${k}: must be a non-empty string`);
+    if ((k === 'name' || k === 'description') && !(isScalar(v) && typeof v.value === 'string' && v.value.trim()))
+      fail(line, `${k}: must be a non-empty string`);
     if (isScalar(v)) fields[k] = { value: String(v.value ?? ''), line };
   }
   if (!fields.name) fail(end + 1, 'name: missing from the front matter');
-  if (!fields.description) fail(end + 1, 'description: missing from the front matter (matching compares prompts with it)');
+  if (!fields.description)
+    fail(end + 1, 'description: missing from the front matter (matching compares prompts with it)');
   const name = fields.name!.value.trim();
-  if (!NAME.test(name)) fail(fields.name!.line, `name: ${JSON.stringify(name)} must be letters, digits, _ . and - (starting with a letter or digit)`);
-  return { name, description: fields.description!.value.trim().replace(/\s+/g, ' '), body: lines.slice(end + 1).join('\n').trim(), file };
+  if (!NAME.test(name))
+    fail(
+      fields.name!.line,
+      `name: ${JSON.stringify(name)} must be letters, digits, _ . and - (starting with a letter or digit)`,
+    );
+  return {
+    name,
+    description: fields.description!.value.trim().replace(/\s+/g, ' '),
+    body: lines
+      .slice(end + 1)
+      .join('\n')
+      .trim(),
+    file,
+  };
 }
 
 export interface SkillSet {

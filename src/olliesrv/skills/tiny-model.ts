@@ -101,7 +101,12 @@ export interface TinyModelOptions {
 }
 
 /** The ONNX bytes and the tokenizer.json object of a tiny model. */
-export function tinyModel(o: TinyModelOptions): { onnx: Uint8Array; tokenizer: Record<string, unknown>; table: Float32Array; vocab: string[] } {
+export function tinyModel(o: TinyModelOptions): {
+  onnx: Uint8Array;
+  tokenizer: Record<string, unknown>;
+  table: Float32Array;
+  vocab: string[];
+} {
   const vocab = [...SPECIAL, ...o.vocab.filter((w) => !SPECIAL.includes(w))];
   const dim = o.dim;
   // mulberry32: a seeded generator, so a model is the same on every run.
@@ -119,7 +124,8 @@ export function tinyModel(o: TinyModelOptions): { onnx: Uint8Array; tokenizer: R
     for (let d = 0; d < dim; d++) {
       let v: number;
       if (given) v = given[d] ?? 0;
-      else if (w === '[PAD]') v = 100; // large: must never reach a pooled vector
+      else if (w === '[PAD]')
+        v = 100; // large: must never reach a pooled vector
       else if (w === '[CLS]' || w === '[SEP]') v = 0;
       else v = rnd();
       table[i * dim + d] = v;
@@ -145,12 +151,32 @@ export function tinyModel(o: TinyModelOptions): { onnx: Uint8Array; tokenizer: R
     version: '1.0',
     truncation: { direction: 'Right', max_length: o.maxLength ?? 128, strategy: 'LongestFirst', stride: 0 },
     padding: null,
-    added_tokens: SPECIAL.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
-    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: o.lowercase ?? true },
+    added_tokens: SPECIAL.map((content, id) => ({
+      id,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    })),
+    normalizer: {
+      type: 'BertNormalizer',
+      clean_text: true,
+      handle_chinese_chars: true,
+      strip_accents: null,
+      lowercase: o.lowercase ?? true,
+    },
     pre_tokenizer: { type: 'BertPreTokenizer' },
     post_processor: { type: 'TemplateProcessing' },
     decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab: Object.fromEntries(vocab.map((w, i) => [w, i])) },
+    model: {
+      type: 'WordPiece',
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+      max_input_chars_per_word: 100,
+      vocab: Object.fromEntries(vocab.map((w, i) => [w, i])),
+    },
   };
   return { onnx: model.finish(), tokenizer, table, vocab };
 }

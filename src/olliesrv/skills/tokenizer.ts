@@ -15,9 +15,21 @@ export interface Encoding {
 }
 
 interface TokenizerJson {
-  normalizer?: { type?: string; clean_text?: boolean; handle_chinese_chars?: boolean; strip_accents?: boolean | null; lowercase?: boolean } | null;
+  normalizer?: {
+    type?: string;
+    clean_text?: boolean;
+    handle_chinese_chars?: boolean;
+    strip_accents?: boolean | null;
+    lowercase?: boolean;
+  } | null;
   truncation?: { max_length?: number } | null;
-  model?: { type?: string; vocab?: Record<string, number>; unk_token?: string; continuing_subword_prefix?: string; max_input_chars_per_word?: number };
+  model?: {
+    type?: string;
+    vocab?: Record<string, number>;
+    unk_token?: string;
+    continuing_subword_prefix?: string;
+    max_input_chars_per_word?: number;
+  };
   added_tokens?: Array<{ id: number; content: string }>;
 }
 
@@ -28,14 +40,26 @@ export class TokenizerError extends Error {
 /** Longest sequence a BERT-class model accepts (position embeddings). */
 const BERT_MAX = 512;
 
-const isWhitespace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || /\p{Zs}/u.test(String.fromCodePoint(c));
-const isControl = (c: number): boolean => c !== 0x09 && c !== 0x0a && c !== 0x0d && /\p{Cc}|\p{Cf}/u.test(String.fromCodePoint(c));
+const isWhitespace = (c: number): boolean =>
+  c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || /\p{Zs}/u.test(String.fromCodePoint(c));
+const isControl = (c: number): boolean =>
+  c !== 0x09 && c !== 0x0a && c !== 0x0d && /\p{Cc}|\p{Cf}/u.test(String.fromCodePoint(c));
 // BERT counts all non-alphanumeric ASCII as punctuation ($, +, ^, `…), plus Unicode's P* categories.
 const isPunct = (c: number): boolean =>
-  (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126) || /\p{P}/u.test(String.fromCodePoint(c));
+  (c >= 33 && c <= 47) ||
+  (c >= 58 && c <= 64) ||
+  (c >= 91 && c <= 96) ||
+  (c >= 123 && c <= 126) ||
+  /\p{P}/u.test(String.fromCodePoint(c));
 const isCjk = (c: number): boolean =>
-  (c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3400 && c <= 0x4dbf) || (c >= 0x20000 && c <= 0x2a6df) || (c >= 0x2a700 && c <= 0x2b73f) ||
-  (c >= 0x2b740 && c <= 0x2b81f) || (c >= 0x2b820 && c <= 0x2ceaf) || (c >= 0xf900 && c <= 0xfaff) || (c >= 0x2f800 && c <= 0x2fa1f);
+  (c >= 0x4e00 && c <= 0x9fff) ||
+  (c >= 0x3400 && c <= 0x4dbf) ||
+  (c >= 0x20000 && c <= 0x2a6df) ||
+  (c >= 0x2a700 && c <= 0x2b73f) ||
+  (c >= 0x2b740 && c <= 0x2b81f) ||
+  (c >= 0x2b820 && c <= 0x2ceaf) ||
+  (c >= 0xf900 && c <= 0xfaff) ||
+  (c >= 0x2f800 && c <= 0x2fa1f);
 
 export class WordPieceTokenizer {
   readonly vocab: Map<string, number>;

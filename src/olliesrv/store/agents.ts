@@ -68,14 +68,22 @@ export class AgentStore {
       running: db.prepare('UPDATE agent SET running = ? WHERE id = ?'),
       epoch: db.prepare('UPDATE agent SET epoch = ? WHERE id = ?'),
       delete: db.prepare('DELETE FROM agent WHERE id = ?'),
-      end: db.prepare("UPDATE agent SET ended = @at, ended_how = @how, shown_name = name, name = id, running = 0 WHERE id = @id AND ended = 0"),
+      end: db.prepare(
+        'UPDATE agent SET ended = @at, ended_how = @how, shown_name = name, name = id, running = 0 WHERE id = @id AND ended = 0',
+      ),
       block: db.prepare<[string, string], { body: string }>('SELECT body FROM block WHERE agent = ? AND id = ?'),
-      messages: db.prepare<[string, number], { body: string }>('SELECT body FROM message WHERE agent = ? AND epoch = ? ORDER BY seq'),
+      messages: db.prepare<[string, number], { body: string }>(
+        'SELECT body FROM message WHERE agent = ? AND epoch = ? ORDER BY seq',
+      ),
       maxMessage: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM message WHERE agent = ?'),
       addMessage: db.prepare('INSERT INTO message (agent, seq, epoch, body) VALUES (?, ?, ?, ?)'),
       blocks: db.prepare<[string], { body: string }>('SELECT body FROM block WHERE agent = ? ORDER BY seq'),
-      blockRange: db.prepare<[string, number, number], { body: string }>('SELECT body FROM block WHERE agent = ? AND seq >= ? AND seq < ? ORDER BY seq'),
-      blockSeq: db.prepare<[string, string], { seq: number }>('SELECT seq FROM block WHERE agent = ? AND id = ? ORDER BY seq LIMIT 1'),
+      blockRange: db.prepare<[string, number, number], { body: string }>(
+        'SELECT body FROM block WHERE agent = ? AND seq >= ? AND seq < ? ORDER BY seq',
+      ),
+      blockSeq: db.prepare<[string, string], { seq: number }>(
+        'SELECT seq FROM block WHERE agent = ? AND id = ? ORDER BY seq LIMIT 1',
+      ),
       maxBlock: db.prepare<[string], { m: number | null }>('SELECT MAX(seq) AS m FROM block WHERE agent = ?'),
       addBlock: db.prepare('INSERT INTO block (agent, seq, id, body) VALUES (?, ?, ?, ?)'),
       // An agent's blocks past its watermark into the index, and the watermark moved past them.
@@ -85,8 +93,12 @@ export class AgentStore {
            FROM agent a JOIN block b ON b.agent = a.id AND b.seq > a.fts_seq
            WHERE a.id = @agent AND json_extract(b.body, '$.role') != 'context'`,
       ),
-      indexed: db.prepare('UPDATE agent SET fts_seq = COALESCE((SELECT MAX(seq) FROM block WHERE agent = @agent), fts_seq) WHERE id = @agent'),
-      behind: db.prepare<[], { id: string }>('SELECT id FROM agent WHERE fts_seq < (SELECT COALESCE(MAX(seq), -1) FROM block WHERE block.agent = agent.id)'),
+      indexed: db.prepare(
+        'UPDATE agent SET fts_seq = COALESCE((SELECT MAX(seq) FROM block WHERE agent = @agent), fts_seq) WHERE id = @agent',
+      ),
+      behind: db.prepare<[], { id: string }>(
+        'SELECT id FROM agent WHERE fts_seq < (SELECT COALESCE(MAX(seq), -1) FROM block WHERE block.agent = agent.id)',
+      ),
       search: db.prepare<[string, number], SearchHit>(
         "SELECT agent, id, role, snippet(block_fts, 0, '[', ']', '…', 16) AS snippet FROM block_fts WHERE block_fts MATCH ? ORDER BY rank LIMIT ?",
       ),

@@ -43,7 +43,20 @@ export interface RuleSubject {
 }
 
 /** Programs that join their arguments into code to run: a rule that let arguments be added would let code in. */
-const JOINS_ARGUMENTS = new Set(['eval', 'builtin', 'command', 'trap', 'ssh', 'watch', 'su', 'runuser', 'parallel', 'script', 'tmux', 'screen']);
+const JOINS_ARGUMENTS = new Set([
+  'eval',
+  'builtin',
+  'command',
+  'trap',
+  'ssh',
+  'watch',
+  'su',
+  'runuser',
+  'parallel',
+  'script',
+  'tmux',
+  'screen',
+]);
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 
@@ -69,11 +82,15 @@ export function ruleFor(s: RuleSubject): RuleSpec | { refused: string } {
   if (s.command !== undefined) {
     const parsed = shellWords(s.command);
     if ('words' in parsed) {
-      if (parsed.words.length > 1 && !joiner(parsed.words)) return { tool: s.tool, kind: 'prefix', rule: quoteWords(parsed.words) };
+      if (parsed.words.length > 1 && !joiner(parsed.words))
+        return { tool: s.tool, kind: 'prefix', rule: quoteWords(parsed.words) };
     }
   }
   return [...text].some(hiddenChar)
-    ? { refused: 'the command holds a newline, a control character or invisible formatting; such a command can only be approved once' }
+    ? {
+        refused:
+          'the command holds a newline, a control character or invisible formatting; such a command can only be approved once',
+      }
     : { tool: s.tool, kind: 'exact', rule: text };
 }
 
@@ -82,15 +99,25 @@ export function checkRule(r: RuleSpec): void {
   if (!TOOL_NAME.test(r.tool)) throw new Error(`bypass rule: bad tool name ${JSON.stringify(r.tool)}`);
   if (r.kind === 'exact') {
     if (!r.rule.trim()) throw new Error('bypass rule: an exact rule needs the command');
-    if ([...r.rule].some(hiddenChar)) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: control or invisible characters cannot be in a rule`);
+    if ([...r.rule].some(hiddenChar))
+      throw new Error(`bypass rule ${JSON.stringify(r.rule)}: control or invisible characters cannot be in a rule`);
     return;
   }
   if (r.kind !== 'prefix') throw new Error(`bypass rule: kind must be prefix or exact, not ${JSON.stringify(r.kind)}`);
   const parsed = shellWords(r.rule);
-  if ('refused' in parsed) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: not a plain command (${parsed.refused}); wildcards, operators and expansions are never rules`);
-  if (parsed.words.length < 2) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: too broad; a prefix rule names the program and at least one argument`);
+  if ('refused' in parsed)
+    throw new Error(
+      `bypass rule ${JSON.stringify(r.rule)}: not a plain command (${parsed.refused}); wildcards, operators and expansions are never rules`,
+    );
+  if (parsed.words.length < 2)
+    throw new Error(
+      `bypass rule ${JSON.stringify(r.rule)}: too broad; a prefix rule names the program and at least one argument`,
+    );
   const program = joiner(parsed.words);
-  if (program) throw new Error(`bypass rule ${JSON.stringify(r.rule)}: ${program} joins its arguments into code, so only an exact rule can name it`);
+  if (program)
+    throw new Error(
+      `bypass rule ${JSON.stringify(r.rule)}: ${program} joins its arguments into code, so only an exact rule can name it`,
+    );
 }
 
 /** Whether rule `r` covers the request `s`. */
@@ -132,14 +159,20 @@ export class BypassRuleStore {
     const COLS = 'id, tool, kind, rule, session, created';
     this.q = {
       list: db.prepare<[], BypassRule>(`SELECT ${COLS} FROM approval_rule ORDER BY id`),
-      add: db.prepare('INSERT OR IGNORE INTO approval_rule (tool, kind, rule, session, created) VALUES (?, ?, ?, ?, ?)'),
-      find: db.prepare<[string, string, string, string], BypassRule>(`SELECT ${COLS} FROM approval_rule WHERE tool = ? AND kind = ? AND rule = ? AND IFNULL(session, '') = ?`),
+      add: db.prepare(
+        'INSERT OR IGNORE INTO approval_rule (tool, kind, rule, session, created) VALUES (?, ?, ?, ?, ?)',
+      ),
+      find: db.prepare<[string, string, string, string], BypassRule>(
+        `SELECT ${COLS} FROM approval_rule WHERE tool = ? AND kind = ? AND rule = ? AND IFNULL(session, '') = ?`,
+      ),
       remove: db.prepare('DELETE FROM approval_rule WHERE id = ?'),
       removeSession: db.prepare('DELETE FROM approval_rule WHERE session = ?'),
     };
     // Glob rules from before: `always:*` approved every bypass everywhere. None is carried over.
     for (const old of db.prepare<[], { pattern: string }>('SELECT pattern FROM bypass_rule').all()) {
-      log(`dropped the old "always" rule ${JSON.stringify(old.pattern)}: glob rules are no longer honoured; approve the command again for a rule on its words`);
+      log(
+        `dropped the old "always" rule ${JSON.stringify(old.pattern)}: glob rules are no longer honoured; approve the command again for a rule on its words`,
+      );
     }
     db.prepare('DELETE FROM bypass_rule').run();
     // Session rules outlive neither their session's tool server nor the daemon (one killed with -9 included).

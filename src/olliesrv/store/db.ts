@@ -125,7 +125,9 @@ export function openDatabase(path: string): DB {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) {
     db.close();
-    throw new Error(`${path}: database schema version ${version} is newer than this Ollie (${MIGRATIONS.length}); upgrade Ollie`);
+    throw new Error(
+      `${path}: database schema version ${version} is newer than this Ollie (${MIGRATIONS.length}); upgrade Ollie`,
+    );
   }
   db.transaction(() => {
     for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);

@@ -21,7 +21,9 @@ export class SessionStore {
 
   constructor(private readonly db: DB) {
     this.q = {
-      all: db.prepare<[], Raw>('SELECT id, name, cwd, env, plan, paused, created, goal, goalstatus, workflow FROM session ORDER BY created, id'),
+      all: db.prepare<[], Raw>(
+        'SELECT id, name, cwd, env, plan, paused, created, goal, goalstatus, workflow FROM session ORDER BY created, id',
+      ),
       insert: db.prepare(
         'INSERT INTO session (id, name, cwd, env, plan, paused, created, goal, goalstatus, workflow) VALUES (@id, @name, @cwd, @env, @plan, @paused, @created, @goal, @goalstatus, @workflow)',
       ),

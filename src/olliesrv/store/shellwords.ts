@@ -59,7 +59,8 @@ export function shellWords(cmd: string): Words {
       let j = i + 1;
       for (; j < chars.length && chars[j] !== '"'; j++) {
         const d = chars[j]!;
-        if (d === '$' || d === '`' || d === '\\' || d === '!') return { refused: `${JSON.stringify(d)} inside double quotes ${at(j)} (expansion or escape)` };
+        if (d === '$' || d === '`' || d === '\\' || d === '!')
+          return { refused: `${JSON.stringify(d)} inside double quotes ${at(j)} (expansion or escape)` };
         if (hiddenChar(d)) return { refused: `${describe(d)} ${at(j)}` };
       }
       if (j >= chars.length) return { refused: `unterminated double quote ${at(i)}` };
@@ -85,7 +86,8 @@ export function shellWords(cmd: string): Words {
   if (!words.length) return { refused: 'an empty command' };
   // `NAME=value cmd` (or `NAME+=value cmd`, which appends) sets a variable for the command (LD_PRELOAD=… is enough
   // to change what anything runs).
-  if (/^[A-Za-z_][A-Za-z0-9_]*\+?=/.test(firstRaw)) return { refused: `a variable assignment ${JSON.stringify(words[0])} before the command` };
+  if (/^[A-Za-z_][A-Za-z0-9_]*\+?=/.test(firstRaw))
+    return { refused: `a variable assignment ${JSON.stringify(words[0])} before the command` };
   if (KEYWORDS.has(words[0]!)) return { refused: `the shell keyword ${JSON.stringify(words[0])}` };
   return { words };
 }

@@ -9,7 +9,14 @@
  */
 import { concatBytes, IOHDRSZ, lines, OREAD, ORDWR, OWRITE, Type, type Client, type Fid } from '../../ninep/index.js';
 import { dial } from '../../ninep/node.js';
-import type { CatalogEntry, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from '../../toolsrv/protocol.js';
+import type {
+  CatalogEntry,
+  ProcInterrupt,
+  ProcRequest,
+  ProcResult,
+  ToolInfo,
+  ToolsrvInfo,
+} from '../../toolsrv/protocol.js';
 import type { ToolHost } from './host.js';
 
 /** Where a toolsrv listens and how to prove we may talk to it. */
@@ -23,13 +30,13 @@ export interface ToolsrvAddress {
 /** A fixed address, or a provider that returns a live toolsrv's (starting one when needed). */
 export type ToolsrvSource = ToolsrvAddress | (() => Promise<ToolsrvAddress>);
 
-export const addressOf = (src: ToolsrvSource): Promise<ToolsrvAddress> => (typeof src === 'function' ? src() : Promise.resolve(src));
+export const addressOf = (src: ToolsrvSource): Promise<ToolsrvAddress> =>
+  typeof src === 'function' ? src() : Promise.resolve(src);
 
 /** A raw authenticated 9P connection to toolsrv in scope `aname` (every agent opens one: auth and attach together). */
 export function connectToolsrv(addr: ToolsrvAddress, aname: string, uname = 'olliesrv'): Promise<Client> {
   return dial({ kind: 'unix', path: addr.socket }, { uname, aname, authData: addr.secret });
 }
-
 
 /** The scope's setup as ctl commands have made it, to replay on a new connection. */
 class Setup {
@@ -84,7 +91,12 @@ export class ToolClient implements ToolHost {
    * @param localEnv this machine's environment (olliesrv's): a remote toolsrv does not get the variables an agent
    *   inherited from it (HOME, PATH, … name things here), only those set for the session or the agent
    */
-  static async connect(src: ToolsrvSource, agentId: string, uname?: string, localEnv: Readonly<Record<string, string | undefined>> = {}): Promise<ToolClient> {
+  static async connect(
+    src: ToolsrvSource,
+    agentId: string,
+    uname?: string,
+    localEnv: Readonly<Record<string, string | undefined>> = {},
+  ): Promise<ToolClient> {
     const tc = new ToolClient(src, agentId, uname, localEnv);
     await tc.conn();
     return tc;
@@ -134,8 +146,13 @@ export class ToolClient implements ToolHost {
     // reads go out together: toolsrv answers each of these files at once, in the order they arrive.
     for (;;) {
       const c = await this.conn();
-      const [before, list, after] = await Promise.all([this.readSmall(c, 'rev'), this.readSmall(c, 'tools'), this.readSmall(c, 'rev')]);
-      if (Number(before.trim()) === Number(after.trim())) return { rev: Number(before.trim()), tools: JSON.parse(list) as ToolInfo[] };
+      const [before, list, after] = await Promise.all([
+        this.readSmall(c, 'rev'),
+        this.readSmall(c, 'tools'),
+        this.readSmall(c, 'rev'),
+      ]);
+      if (Number(before.trim()) === Number(after.trim()))
+        return { rev: Number(before.trim()), tools: JSON.parse(list) as ToolInfo[] };
     }
   }
 
@@ -166,7 +183,9 @@ export class ToolClient implements ToolHost {
 
   /** Several ctl commands in one write (one round trip); all are applied up to the first that fails. */
   async ctlLines(commands: string[]): Promise<void> {
-    for (const c of commands) if (c.includes('\n')) throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
+    for (const c of commands)
+      if (c.includes('\n'))
+        throw new Error(`${c.split('\n')[0]}…: a ctl command is one line (values with newlines cannot be set)`);
     this.ctls++;
     const c = await this.conn();
     const sent = this.forHost(commands);
@@ -182,7 +201,9 @@ export class ToolClient implements ToolHost {
       // A remote toolsrv whose SSH connection dropped: say where, and that the outcome is unknown (it ended
       // with its toolsrv, which follows the connection).
       if (this.host && c.closed && !signal?.aborted) {
-        throw new Error(`lost the connection to the tool server on ${this.host} during the call (the tool was stopped there; whether it finished its work is unknown): ${(e as Error).message}`);
+        throw new Error(
+          `lost the connection to the tool server on ${this.host} during the call (the tool was stopped there; whether it finished its work is unknown): ${(e as Error).message}`,
+        );
       }
       throw e;
     }
@@ -214,7 +235,12 @@ export class ToolClient implements ToolHost {
     // A Rdwr request is one Twrite (the namespace library takes each write as a whole request).
     if (data.length > c.msize - IOHDRSZ) {
       return {
-        pid: 0, tool: req.tool, status: 'refused', exit: null, output: '', outputBytes: 0,
+        pid: 0,
+        tool: req.tool,
+        status: 'refused',
+        exit: null,
+        output: '',
+        outputBytes: 0,
         error: `the call is ${data.length} bytes of JSON; toolsrv takes at most ${c.msize - IOHDRSZ} (write large content in parts)`,
       };
     }
@@ -227,13 +253,21 @@ export class ToolClient implements ToolHost {
       const count = Math.min(iounit || c.msize - IOHDRSZ, c.msize - IOHDRSZ);
       // The registry's revision now that the tool has run goes out with the result's read (see rev()).
       const ctls = this.ctls;
-      const rev = this.readSmall(c, 'rev').then((r) => Number(r.trim()), () => undefined);
+      const rev = this.readSmall(c, 'rev').then(
+        (r) => Number(r.trim()),
+        () => undefined,
+      );
       const out = await this.readRest(c, fid, count, signal);
       const n = await rev;
       // Calls of one round end in any order, and a long result may hold an older read: rev only grows, so the
       // highest read is the registry's latest.
       const prev = this.revAfterCall;
-      if (n !== undefined && Number.isFinite(n) && ctls === this.ctls && !(prev && prev.client === c && prev.ctls === ctls && prev.rev > n)) {
+      if (
+        n !== undefined &&
+        Number.isFinite(n) &&
+        ctls === this.ctls &&
+        !(prev && prev.client === c && prev.ctls === ctls && prev.rev > n)
+      ) {
         this.revAfterCall = { rev: n, client: c, ctls };
       }
       return out;
@@ -266,14 +300,24 @@ export class ToolClient implements ToolHost {
   private async writeSmall(c: Client, name: string, text: string): Promise<void> {
     const data = new TextEncoder().encode(text);
     if (data.length > c.msize - IOHDRSZ) return void (await c.write(name, data));
-    await this.pipelined(c, [name], OWRITE, async (fid) => void (await c.rpc({ type: Type.Twrite, fid, offset: 0, data })));
+    await this.pipelined(
+      c,
+      [name],
+      OWRITE,
+      async (fid) => void (await c.rpc({ type: Type.Twrite, fid, offset: 0, data })),
+    );
   }
 
   /**
    * Walks a new fid from the base fid and opens it, sending the first requests of `io` in the same write (the
    * server applies fid changes in arrival order), then clunks it without waiting for the answer.
    */
-  private async pipelined<T>(c: Client, wnames: string[], mode: number, io: (fid: number, opened: Promise<{ iounit: number }>) => Promise<T>): Promise<T> {
+  private async pipelined<T>(
+    c: Client,
+    wnames: string[],
+    mode: number,
+    io: (fid: number, opened: Promise<{ iounit: number }>) => Promise<T>,
+  ): Promise<T> {
     const base = await this.baseFid(c);
     const fid = c.allocFid();
     const walk = c.rpc({ type: Type.Twalk, fid: base.fid, newfid: fid, wnames });
@@ -288,7 +332,11 @@ export class ToolClient implements ToolHost {
     } finally {
       open.catch(() => undefined);
       done.catch(() => undefined);
-      if (walked) void c.rpc({ type: Type.Tclunk, fid }).then(() => c.releaseFid(fid), () => undefined);
+      if (walked)
+        void c.rpc({ type: Type.Tclunk, fid }).then(
+          () => c.releaseFid(fid),
+          () => undefined,
+        );
       else c.releaseFid(fid);
     }
   }
@@ -300,7 +348,6 @@ export class ToolClient implements ToolHost {
   }
 
   private base?: { client: Client; fid: Promise<Fid> };
-
 
   /** Starts a background proc and returns its pid (refusals reject with the reason). */
   async start(req: ProcRequest, signal?: AbortSignal): Promise<number> {
@@ -339,7 +386,12 @@ export class ToolClient implements ToolHost {
 
   async stat(pid: number): Promise<Record<string, string>> {
     const text = await (await this.conn()).readText(`proc/${pid}/stat`);
-    return Object.fromEntries(text.split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    return Object.fromEntries(
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
   }
 
   /** `signal N`, `term`, `kill`, `resize COLS ROWS` or `dismiss`. */

@@ -36,16 +36,21 @@ export interface RemoteTarget {
 
 // Letters, digits, '.', '_', '-' (and ':' inside brackets for an IPv6 address); never a leading '-', which ssh
 // would take as an option (`-oProxyCommand=…`).
-const REMOTE_RE = /^(?:([A-Za-z0-9._][A-Za-z0-9._-]{0,63})@)?([A-Za-z0-9_][A-Za-z0-9._-]{0,252}|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/;
+const REMOTE_RE =
+  /^(?:([A-Za-z0-9._][A-Za-z0-9._-]{0,63})@)?([A-Za-z0-9_][A-Za-z0-9._-]{0,252}|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/;
 
 /** Parses `[user@]host[:port]`; throws naming the value when it is not one. */
 export function parseRemote(text: string): RemoteTarget {
   const s = text.trim();
   const m = REMOTE_RE.exec(s);
-  if (!m) throw new Error(`remote ${JSON.stringify(text)}: expected [user@]host[:port] or a Host alias of ~/.ssh/config (letters, digits, '.', '_', '-'; not starting with '-')`);
+  if (!m)
+    throw new Error(
+      `remote ${JSON.stringify(text)}: expected [user@]host[:port] or a Host alias of ~/.ssh/config (letters, digits, '.', '_', '-'; not starting with '-')`,
+    );
   const [, user, host, port] = m;
   const p = port === undefined ? undefined : Number(port);
-  if (p !== undefined && (p < 1 || p > 65535)) throw new Error(`remote ${JSON.stringify(text)}: port ${port} is not between 1 and 65535`);
+  if (p !== undefined && (p < 1 || p > 65535))
+    throw new Error(`remote ${JSON.stringify(text)}: port ${port} is not between 1 and 65535`);
   const bare = host!.startsWith('[') ? host!.slice(1, -1) : host!;
   return { label: s, dest: user ? `${user}@${bare}` : bare, ...(p !== undefined && { port: p }) };
 }
@@ -60,7 +65,10 @@ export interface SshSettings {
 
 /** The settings from the environment: $OLLIE_SSH (the binary) and $OLLIE_SSH_CONFIG (the -F file). */
 export function sshSettingsFromEnv(env: NodeJS.ProcessEnv): SshSettings {
-  return { ...(env.OLLIE_SSH && { ssh: env.OLLIE_SSH }), ...(env.OLLIE_SSH_CONFIG && { configFile: env.OLLIE_SSH_CONFIG }) };
+  return {
+    ...(env.OLLIE_SSH && { ssh: env.OLLIE_SSH }),
+    ...(env.OLLIE_SSH_CONFIG && { configFile: env.OLLIE_SSH_CONFIG }),
+  };
 }
 
 /** The Host aliases of an ssh config (patterns with wildcards or negations left out): for the GUI's host list. */
@@ -84,13 +92,30 @@ function sshArgs(t: RemoteTarget, s: SshSettings, extra: string[], command: stri
   return [
     ...(s.configFile ? ['-F', s.configFile] : []),
     ...(t.port !== undefined ? ['-p', String(t.port)] : []),
-    '-T', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15', '-o', 'ServerAliveInterval=5', '-o', 'ServerAliveCountMax=3',
-    ...extra, '--', t.dest, command,
+    '-T',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'ConnectTimeout=15',
+    '-o',
+    'ServerAliveInterval=5',
+    '-o',
+    'ServerAliveCountMax=3',
+    ...extra,
+    '--',
+    t.dest,
+    command,
   ];
 }
 
 /** Runs one ssh command to completion with `input` on its stdin; its stdout, or an error naming the host. */
-function sshRun(t: RemoteTarget, s: SshSettings, command: string, input: Buffer | string, what: string): Promise<string> {
+function sshRun(
+  t: RemoteTarget,
+  s: SshSettings,
+  command: string,
+  input: Buffer | string,
+  what: string,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(s.ssh ?? 'ssh', sshArgs(t, s, [], command), { stdio: ['pipe', 'pipe', 'pipe'] });
     confine(child);
@@ -102,7 +127,12 @@ function sshRun(t: RemoteTarget, s: SshSettings, command: string, input: Buffer 
     child.once('error', (e) => reject(new Error(`${what} on ${t.label}: cannot run ${s.ssh ?? 'ssh'}: ${e.message}`)));
     child.once('close', (code) => {
       if (code === 0) resolve(out);
-      else reject(new Error(`${what} on ${t.label} failed (ssh exit ${code}): ${(err.trim() || out.trim()).split('\n').slice(-3).join(' / ')}`));
+      else
+        reject(
+          new Error(
+            `${what} on ${t.label} failed (ssh exit ${code}): ${(err.trim() || out.trim()).split('\n').slice(-3).join(' / ')}`,
+          ),
+        );
     });
     child.stdin.end(input);
   });
@@ -187,7 +217,8 @@ export function remotePackage(): RemotePackage {
     h.update(isLink(join(root(), f)) ? `->${readlinkSync(join(root(), f))}` : readFileSync(join(root(), f)));
     h.update('\0');
   }
-  const version = (JSON.parse(readFileSync(join(root(), 'package.json'), 'utf8')) as { version?: string }).version ?? '0';
+  const version =
+    (JSON.parse(readFileSync(join(root(), 'package.json'), 'utf8')) as { version?: string }).version ?? '0';
   const pkg = { id: `${version}-${h.digest('hex').slice(0, 16)}`, files };
   pkgCache = { key, pkg };
   return pkg;
@@ -196,13 +227,19 @@ export function remotePackage(): RemotePackage {
 /** The package as a gzipped tar stream (GNU or BSD tar; symlinks kept as symlinks). */
 function tarball(files: string[]): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn('tar', ['-czf', '-', '-C', root(), '--no-recursion', '-T', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('tar', ['-czf', '-', '-C', root(), '--no-recursion', '-T', '-'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let err = '';
     child.stdout.on('data', (d: Buffer) => chunks.push(d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     child.once('error', (e) => reject(new Error(`cannot run tar to pack the remote toolsrv: ${e.message}`)));
-    child.once('close', (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new Error(`tar failed packing the remote toolsrv: ${err.trim()}`))));
+    child.once('close', (code) =>
+      code === 0
+        ? resolve(Buffer.concat(chunks))
+        : reject(new Error(`tar failed packing the remote toolsrv: ${err.trim()}`)),
+    );
     child.stdin.end(`${files.join('\n')}\n`);
   });
 }
@@ -218,7 +255,9 @@ const sameArch = (a: string, b: string): boolean => {
  * scripts/build-native.mjs, without Node (the peer-credentials module is olliesrv's, not toolsrv's).
  */
 export function buildScript(files: string[]): string {
-  const tools = files.filter((f) => /^native\/tools\/[^/]+\.c$/.test(f)).map((f) => f.slice('native/tools/'.length, -2));
+  const tools = files
+    .filter((f) => /^native\/tools\/[^/]+\.c$/.test(f))
+    .map((f) => f.slice('native/tools/'.length, -2));
   const libs = files.filter((f) => /^native\/tools\/lib\/[^/]+\.c$/.test(f));
   const table = [
     ...tools.map((t) => `int ollie_tool_${t}(int, char **);`),
@@ -266,9 +305,20 @@ async function probe(t: RemoteTarget, s: SshSettings, id: string): Promise<Probe
     'exit 0',
   ].join('\n');
   const out = await sshRun(t, s, `/bin/sh -c ${shq(script)}`, '', 'preparing the remote toolsrv');
-  const kv = Object.fromEntries(out.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  if (!kv.cache || !kv.runtime) throw new Error(`preparing the remote toolsrv on ${t.label}: unexpected answer ${JSON.stringify(out.slice(0, 200))}`);
-  if (!kv.node) throw new Error(`no node on ${t.label}: the remote toolsrv needs Node 20+ in the PATH of a non-interactive ssh session`);
+  const kv = Object.fromEntries(
+    out
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+  if (!kv.cache || !kv.runtime)
+    throw new Error(
+      `preparing the remote toolsrv on ${t.label}: unexpected answer ${JSON.stringify(out.slice(0, 200))}`,
+    );
+  if (!kv.node)
+    throw new Error(
+      `no node on ${t.label}: the remote toolsrv needs Node 20+ in the PATH of a non-interactive ssh session`,
+    );
   return { cache: kv.cache, runtime: kv.runtime, arch: kv.arch ?? '', node: kv.node, have: kv.have === '1' };
 }
 
@@ -277,8 +327,10 @@ async function install(t: RemoteTarget, s: SshSettings, p: Probe, pkg: RemotePac
   const dir = `${p.cache}/${pkg.id}`;
   const build = sameArch(p.arch, machine()) ? '' : buildScript(pkg.files);
   const script = [
-    'set -e', 'umask 077',
-    `d=${shq(dir)}`, 't="$d.tmp.$$"',
+    'set -e',
+    'umask 077',
+    `d=${shq(dir)}`,
+    't="$d.tmp.$$"',
     'rm -rf "$t"; mkdir -p "$t"',
     'tar -xzf - -C "$t"',
     ...(build ? ['cd "$t"', build, 'cd /'] : []),
@@ -333,7 +385,15 @@ export async function spawnRemoteToolsrv(o: RemoteSpawnOptions): Promise<RemoteT
   const remoteSocket = `${p.runtime}/toolsrv-${tag}.sock`;
   const dir = `${p.cache}/${pkg.id}`;
   // The cache is in the remote HOME, which a session's cwd may cover: no tool may write the helpers it runs.
-  const args = [`${dir}/dist/toolsrv/main.js`, '--socket', remoteSocket, '--tools-dir', `${dir}/data/tools`, '--seal', p.cache];
+  const args = [
+    `${dir}/dist/toolsrv/main.js`,
+    '--socket',
+    remoteSocket,
+    '--tools-dir',
+    `${dir}/data/tools`,
+    '--seal',
+    p.cache,
+  ];
   if (o.yolo) args.push('--yolo');
   if (o.sessionId) args.push('--session', o.sessionId);
   if (o.idleMs !== undefined) args.push('--idle-ms', String(o.idleMs));
@@ -342,9 +402,18 @@ export async function spawnRemoteToolsrv(o: RemoteSpawnOptions): Promise<RemoteT
   const command = `/bin/sh -c ${shq(`rm -f ${shq(remoteSocket)}; exec ${shq(p.node)} ${args.map(shq).join(' ')}`)}`;
   const secret = randomBytes(32).toString('hex');
   rmSync(socket, { force: true });
-  const child: ChildProcess = spawn(s.ssh ?? 'ssh', sshArgs(t, s, ['-o', 'ExitOnForwardFailure=yes', '-o', 'StreamLocalBindUnlink=yes', '-L', `${socket}:${remoteSocket}`], command), {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    s.ssh ?? 'ssh',
+    sshArgs(
+      t,
+      s,
+      ['-o', 'ExitOnForwardFailure=yes', '-o', 'StreamLocalBindUnlink=yes', '-L', `${socket}:${remoteSocket}`],
+      command,
+    ),
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   const timeout = o.startTimeoutMs ?? 30000;
   const started = await handshakeToolsrv(child, {
     secret,
@@ -353,10 +422,14 @@ export async function spawnRemoteToolsrv(o: RemoteSpawnOptions): Promise<RemoteT
     onExit: () => rmSync(socket, { force: true }),
     timeoutMessage: `the toolsrv on ${t.label} did not start within ${timeout} ms`,
     spawnError: (e) => new Error(`cannot run ${s.ssh ?? 'ssh'} for ${t.label}: ${e.message}`),
-    exitMessage: (code, errTail) => `the toolsrv on ${t.label} ended during start (ssh exit ${code}): ${errTail.trim().split('\n').slice(-3).join(' / ')}`,
+    exitMessage: (code, errTail) =>
+      `the toolsrv on ${t.label} ended during start (ssh exit ${code}): ${errTail.trim().split('\n').slice(-3).join(' / ')}`,
   });
   return {
-    socket, secret, child, setupMs,
+    socket,
+    secret,
+    child,
+    setupMs,
     exited: started.exited,
     host: t.label,
     pidFile: '',

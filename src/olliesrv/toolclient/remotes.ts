@@ -16,12 +16,19 @@ export class SessionRemotes {
   private readonly moved = new Set<(sessionId: string) => void>();
 
   /** @param sshConfig the ssh config whose Host aliases hosts() offers ($OLLIE_SSH_CONFIG, else ~/.ssh/config) */
-  constructor(private readonly db: DB, private readonly bus: EventBus, private readonly sshConfig?: string) {
+  constructor(
+    private readonly db: DB,
+    private readonly bus: EventBus,
+    private readonly sshConfig?: string,
+  ) {
     db.exec(`CREATE TABLE IF NOT EXISTS session_remote (
       session TEXT PRIMARY KEY REFERENCES session(id) ON DELETE CASCADE,
       remote  TEXT NOT NULL
     )`);
-    for (const r of db.prepare('SELECT session, remote FROM session_remote').all() as Array<{ session: string; remote: string }>) {
+    for (const r of db.prepare('SELECT session, remote FROM session_remote').all() as Array<{
+      session: string;
+      remote: string;
+    }>) {
       this.byId.set(r.session, r.remote);
     }
   }
@@ -36,10 +43,15 @@ export class SessionRemotes {
    * value that is not a host; returns the stored label.
    */
   set(sessionId: string, remote: string | undefined): string | undefined {
-    const label = remote === undefined || remote.trim() === '' || remote.trim() === '-' ? undefined : parseRemote(remote).label;
+    const label =
+      remote === undefined || remote.trim() === '' || remote.trim() === '-' ? undefined : parseRemote(remote).label;
     if (label === this.byId.get(sessionId)) return label;
     if (label) {
-      this.db.prepare('INSERT INTO session_remote (session, remote) VALUES (?, ?) ON CONFLICT(session) DO UPDATE SET remote = excluded.remote').run(sessionId, label);
+      this.db
+        .prepare(
+          'INSERT INTO session_remote (session, remote) VALUES (?, ?) ON CONFLICT(session) DO UPDATE SET remote = excluded.remote',
+        )
+        .run(sessionId, label);
       this.byId.set(sessionId, label);
     } else {
       this.db.prepare('DELETE FROM session_remote WHERE session = ?').run(sessionId);

@@ -48,7 +48,11 @@ export class ToolsrvSessionTools implements SessionTools {
   private following: Promise<void> = Promise.resolve();
   private closed = false;
 
-  private constructor(private readonly o: SessionToolsOptions, private control: Client, private where: string | undefined) {}
+  private constructor(
+    private readonly o: SessionToolsOptions,
+    private control: Client,
+    private where: string | undefined,
+  ) {}
 
   static async open(o: SessionToolsOptions): Promise<ToolsrvSessionTools> {
     const addr = await addressOf(o.toolsrv);
@@ -103,9 +107,11 @@ export class ToolsrvSessionTools implements SessionTools {
           else this.requested(m);
         }
       } catch (e) {
-        if (!this.life.signal.aborted) this.log(`lost toolsrv's bypass queue${this.where ? ` on ${this.where}` : ''}: ${(e as Error).message}`);
+        if (!this.life.signal.aborted)
+          this.log(`lost toolsrv's bypass queue${this.where ? ` on ${this.where}` : ''}: ${(e as Error).message}`);
       }
-      if (!this.life.signal.aborted) this.o.onState?.(false, this.where, this.where ? `lost the connection to ${this.where}` : 'toolsrv went away');
+      if (!this.life.signal.aborted)
+        this.o.onState?.(false, this.where, this.where ? `lost the connection to ${this.where}` : 'toolsrv went away');
       // The queue is gone with its toolsrv: nothing that waited can be approved any more.
       for (const r of [...this.waiting.values()]) this.resolved({ id: r.id, agent: r.agent, resolved: 'cancelled' });
       if (this.life.signal.aborted || typeof this.o.toolsrv !== 'function') return;
@@ -143,7 +149,10 @@ export class ToolsrvSessionTools implements SessionTools {
     const remembered = this.autoReason.get(r.id);
     this.autoReason.delete(r.id);
     this.emit({
-      kind: 'resolved', id: r.id, agent: r.agent, approved: r.resolved === 'approve',
+      kind: 'resolved',
+      id: r.id,
+      agent: r.agent,
+      approved: r.resolved === 'approve',
       ...(r.resolved === 'cancelled' && { cancelled: true }),
       ...(remembered && { remembered }),
     });
@@ -158,7 +167,10 @@ export class ToolsrvSessionTools implements SessionTools {
   private async send(id: string, decision: 'approve' | 'deny', auto?: string): Promise<void> {
     if (auto) this.autoReason.set(id, auto);
     try {
-      await this.control.write('bypass/resolve', `${id} ${decision}${auto ? ` ${auto.startsWith('always') ? 'always' : 'session'}` : ''}\n`);
+      await this.control.write(
+        'bypass/resolve',
+        `${id} ${decision}${auto ? ` ${auto.startsWith('always') ? 'always' : 'session'}` : ''}\n`,
+      );
     } catch (e) {
       this.autoReason.delete(id);
       // Resolved elsewhere or cancelled meanwhile: the stream tells; anything else is worth a line in the log.
@@ -168,7 +180,7 @@ export class ToolsrvSessionTools implements SessionTools {
   }
 
   async forAgent(agentId: string, cwd: string, env: Record<string, string>, root?: string): Promise<ToolHost> {
-    if (!agentId) throw new Error('an agent id is needed (the empty scope is the session\'s own)');
+    if (!agentId) throw new Error("an agent id is needed (the empty scope is the session's own)");
     // `root` always goes out: the scope outlives a connection, and one set before must not stay.
     const cmds = [`cwd ${cwd}`, root ? `root ${root}` : 'root', `env OLLIE_SESSION_ID=${this.o.sessionId}`];
     for (const [k, v] of Object.entries(env)) {
@@ -210,11 +222,17 @@ export class ToolsrvSessionTools implements SessionTools {
     const req = this.waiting.get(id);
     if (!req) throw new Error(`no pending bypass request ${id}`);
     if (remember.startsWith('always:')) {
-      throw new Error(`${JSON.stringify(remember)}: a rule is not given, it is computed from the request (the bypass file's last columns show it); write "${id} approve always"`);
+      throw new Error(
+        `${JSON.stringify(remember)}: a rule is not given, it is computed from the request (the bypass file's last columns show it); write "${id} approve always"`,
+      );
     }
-    if (!['once', 'session', 'always'].includes(remember)) throw new Error(`remember must be once, session or always, not ${JSON.stringify(remember)}`);
+    if (!['once', 'session', 'always'].includes(remember))
+      throw new Error(`remember must be once, session or always, not ${JSON.stringify(remember)}`);
     if (decision === 'approve' && remember !== 'once') {
-      if (req.ask) throw new Error(`${remember}: a hook asked for this approval; it is given once at a time (write "${id} approve")`);
+      if (req.ask)
+        throw new Error(
+          `${remember}: a hook asked for this approval; it is given once at a time (write "${id} approve")`,
+        );
       if (!this.o.rules) throw new Error(`${remember}: no rule store here (approve once)`);
       const rule = ruleFor(req);
       if ('refused' in rule) throw new Error(`${remember}: ${rule.refused}`);
@@ -229,7 +247,6 @@ export class ToolsrvSessionTools implements SessionTools {
       }
     }
   }
-
 
   onBypass(listener: Listener): () => void {
     this.listeners.add(listener);

@@ -14,7 +14,15 @@ import { handshakeToolsrv } from './handshake.js';
 import { parseRemote, spawnRemoteToolsrv, type SshSettings } from './remote.js';
 
 /** The built entry point: dist/toolsrv/main.js of this installation (whether we run from src or dist). */
-export const TOOLSRV_ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'toolsrv', 'main.js');
+export const TOOLSRV_ENTRY = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  '..',
+  'dist',
+  'toolsrv',
+  'main.js',
+);
 
 export interface SpawnOptions {
   /** Private directory for the socket and the pid file ($XDG_RUNTIME_DIR/ollie). */
@@ -95,7 +103,10 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
   const socket = join(o.runtimeDir, `toolsrv-${o.name}.sock`);
   const pidFile = join(o.runtimeDir, `toolsrv-${o.name}.pid`);
   // sun_path holds 108 bytes with its NUL; a longer path would fail later with a less helpful error.
-  if (Buffer.byteLength(socket) > 107) throw new Error(`toolsrv socket path too long for a Unix socket (${Buffer.byteLength(socket)} > 107 bytes): ${socket}`);
+  if (Buffer.byteLength(socket) > 107)
+    throw new Error(
+      `toolsrv socket path too long for a Unix socket (${Buffer.byteLength(socket)} > 107 bytes): ${socket}`,
+    );
   await killStale(pidFile, log);
   rmSync(socket, { force: true });
   const secret = randomBytes(32).toString('hex');
@@ -122,7 +133,10 @@ export async function spawnToolsrv(o: SpawnOptions): Promise<ToolsrvProcess> {
     exitMessage: (code, errTail) => `toolsrv exited during start (code ${code}): ${errTail.trim()}`,
   });
   return {
-    socket, secret, pidFile, child,
+    socket,
+    secret,
+    pidFile,
+    child,
     exited: started.exited,
     pid: child.pid!,
     get alive() {
@@ -212,10 +226,14 @@ export class ToolsrvKeeper {
     try {
       const { runtimeDir, yolo, idleMs, graceMs, procTtlMs, log } = this.opts;
       const proc = await spawnRemoteToolsrv({
-        remote: parseRemote(remote), runtimeDir,
+        remote: parseRemote(remote),
+        runtimeDir,
         ...(this.opts.ssh && { ssh: this.opts.ssh }),
-        ...(yolo !== undefined && { yolo }), ...(idleMs !== undefined && { idleMs }), ...(graceMs !== undefined && { graceMs }),
-        ...(procTtlMs !== undefined && { procTtlMs }), ...(log && { log }),
+        ...(yolo !== undefined && { yolo }),
+        ...(idleMs !== undefined && { idleMs }),
+        ...(graceMs !== undefined && { graceMs }),
+        ...(procTtlMs !== undefined && { procTtlMs }),
+        ...(log && { log }),
       });
       this.failing.delete(name);
       return proc;
@@ -243,7 +261,11 @@ export class ToolsrvKeeper {
     }
     if (!entry) {
       entry = {
-        proc: remote ? this.startRemote(name, remote) : this.opts.shared ? spawnToolsrv({ ...this.opts, name }) : this.start(name, sessionId),
+        proc: remote
+          ? this.startRemote(name, remote)
+          : this.opts.shared
+            ? spawnToolsrv({ ...this.opts, name })
+            : this.start(name, sessionId),
         users: 0,
       };
       this.running.set(name, entry);

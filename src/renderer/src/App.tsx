@@ -92,15 +92,34 @@ function Toolbar() {
     <nav className="toolbar" aria-label="Views">
       <div role="tablist" aria-label="Main view">
         {VIEWS.map((v) => (
-          <button key={v.view} type="button" role="tab" aria-selected={view === v.view} title={v.keys ? `${v.label} (${v.keys})` : v.label} onClick={() => runCommand(v.view)}>
+          <button
+            key={v.view}
+            type="button"
+            role="tab"
+            aria-selected={view === v.view}
+            title={v.keys ? `${v.label} (${v.keys})` : v.label}
+            onClick={() => runCommand(v.view)}
+          >
             {v.label}
           </button>
         ))}
       </div>
-      <button type="button" className={procsOpen ? 'on' : ''} aria-pressed={procsOpen} title="Background processes of the selected agent (Ctrl+Shift+P)" onClick={() => runCommand('toggle-procs')}>
+      <button
+        type="button"
+        className={procsOpen ? 'on' : ''}
+        aria-pressed={procsOpen}
+        title="Background processes of the selected agent (Ctrl+Shift+P)"
+        onClick={() => runCommand('toggle-procs')}
+      >
         Processes{all > 0 ? ` (${live > 0 ? `${live} running` : all})` : ''}
       </button>
-      <button type="button" className={reviewOpen ? 'on' : ''} aria-pressed={reviewOpen} title="What the selected agent's tools changed, round by round, with Rewind and Undo" onClick={() => useReview.setState({ open: !reviewOpen })}>
+      <button
+        type="button"
+        className={reviewOpen ? 'on' : ''}
+        aria-pressed={reviewOpen}
+        title="What the selected agent's tools changed, round by round, with Rewind and Undo"
+        onClick={() => useReview.setState({ open: !reviewOpen })}
+      >
         Review
       </button>
     </nav>
@@ -151,10 +170,21 @@ export function App() {
       <aside className="side">
         <header className="side-head">
           <b>Ollie</b>
-          <button type="button" title="New session (Ctrl+N)" aria-label="New session" onClick={() => runCommand('new-session')} disabled={conn !== 'open'}>
+          <button
+            type="button"
+            title="New session (Ctrl+N)"
+            aria-label="New session"
+            onClick={() => runCommand('new-session')}
+            disabled={conn !== 'open'}
+          >
             +
           </button>
-          <button type="button" title="9P console (Ctrl+`)" aria-label="Toggle 9P console" onClick={() => runCommand('toggle-console')}>
+          <button
+            type="button"
+            title="9P console (Ctrl+`)"
+            aria-label="Toggle 9P console"
+            onClick={() => runCommand('toggle-console')}
+          >
             9P
           </button>
         </header>
@@ -192,7 +222,11 @@ export function App() {
       </main>
       <StatusBar />
       {notice && (
-        <div className={`notice${notice.error ? ' error' : ''}`} role={notice.error ? 'alert' : 'status'} onClick={() => useStore.setState({ notice: undefined })}>
+        <div
+          className={`notice${notice.error ? ' error' : ''}`}
+          role={notice.error ? 'alert' : 'status'}
+          onClick={() => useStore.setState({ notice: undefined })}
+        >
           {notice.text}
         </div>
       )}

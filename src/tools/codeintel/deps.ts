@@ -67,9 +67,27 @@ const isFile = (p: string): boolean => {
   }
 };
 
-const JS_EXTS = ['', '.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs', '/index.ts', '/index.tsx', '/index.js'];
+const JS_EXTS = [
+  '',
+  '.ts',
+  '.tsx',
+  '.mts',
+  '.cts',
+  '.js',
+  '.jsx',
+  '.mjs',
+  '.cjs',
+  '/index.ts',
+  '/index.tsx',
+  '/index.js',
+];
 
-function resolveTarget(file: string, lang: LangId, kind: string, target: string): { resolved?: string; external: boolean } {
+function resolveTarget(
+  file: string,
+  lang: LangId,
+  kind: string,
+  target: string,
+): { resolved?: string; external: boolean } {
   const dir = dirname(file);
   switch (lang) {
     case 'typescript':
@@ -89,19 +107,23 @@ function resolveTarget(file: string, lang: LangId, kind: string, target: string)
       let base = dir;
       for (let i = 1; i < dots; i++) base = dirname(base);
       const roots = dots ? [base] : [dir, ...ancestors(dir)];
-      for (const r of roots) for (const c of [join(r, `${rel}.py`), join(r, rel, '__init__.py')]) if (rel && isFile(c)) return { resolved: c, external: false };
+      for (const r of roots)
+        for (const c of [join(r, `${rel}.py`), join(r, rel, '__init__.py')])
+          if (rel && isFile(c)) return { resolved: c, external: false };
       return { external: dots === 0 };
     }
     case 'c':
     case 'cpp': {
       if (kind === 'include' && target.startsWith('<')) return { external: true };
       const t = unquote(target);
-      for (const r of [dir, ...ancestors(dir).slice(0, 3)]) for (const c of [join(r, t), join(r, 'include', t)]) if (isFile(c)) return { resolved: c, external: false };
+      for (const r of [dir, ...ancestors(dir).slice(0, 3)])
+        for (const c of [join(r, t), join(r, 'include', t)]) if (isFile(c)) return { resolved: c, external: false };
       return { external: false };
     }
     case 'rust': {
       if (kind === 'mod') {
-        for (const c of [join(dir, `${target}.rs`), join(dir, target, 'mod.rs')]) if (isFile(c)) return { resolved: c, external: false };
+        for (const c of [join(dir, `${target}.rs`), join(dir, target, 'mod.rs')])
+          if (isFile(c)) return { resolved: c, external: false };
         return { external: false };
       }
       return { external: !/^(crate|self|super)::/.test(target) };
@@ -113,7 +135,8 @@ function resolveTarget(file: string, lang: LangId, kind: string, target: string)
       if (kind === 'use') return { external: true };
       // A file next to this one (require_relative, include 'x.php') is local; Ruby's other requires are gems.
       const t = unquote(target);
-      for (const c of [resolve(dir, t), resolve(dir, `${t}.rb`)]) if (isFile(c)) return { resolved: c, external: false };
+      for (const c of [resolve(dir, t), resolve(dir, `${t}.rb`)])
+        if (isFile(c)) return { resolved: c, external: false };
       return { external: lang === 'ruby' };
     }
     default:
@@ -139,7 +162,8 @@ export async function depsOf(file: string, lang: LangId, root: Node): Promise<De
   for (const c of (await q).captures(root)) {
     if (c.name.startsWith('_')) continue;
     let target = c.node.text;
-    if (c.name === 'include' && (lang === 'c' || lang === 'cpp')) target = c.node.type === 'system_lib_string' ? target : unquote(target);
+    if (c.name === 'include' && (lang === 'c' || lang === 'cpp'))
+      target = c.node.type === 'system_lib_string' ? target : unquote(target);
     else if (!['rust', 'python', 'java', 'csharp'].includes(lang)) target = unquote(target);
     target = target.replace(/\s+/g, ' ');
     const line = c.node.startPosition.row + 1;

@@ -8,7 +8,22 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ToolError } from '../hosts/runtime.js';
 
 /** Directories never walked into. */
-export const SKIP_DIRS = new Set(['.git', '.hg', '.svn', 'node_modules', '__pycache__', '.venv', 'venv', '.mypy_cache', '.pytest_cache', '.tox', '.next', '.cache', '.gradle', '.idea']);
+export const SKIP_DIRS = new Set([
+  '.git',
+  '.hg',
+  '.svn',
+  'node_modules',
+  '__pycache__',
+  '.venv',
+  'venv',
+  '.mypy_cache',
+  '.pytest_cache',
+  '.tox',
+  '.next',
+  '.cache',
+  '.gradle',
+  '.idea',
+]);
 /** Files larger than this are not parsed when met in a walk (a file named directly is). */
 export const MAX_WALK_FILE = 1 << 20;
 
@@ -30,7 +45,15 @@ export function readText(file: string): string {
     buf = readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new ToolError(code === 'ENOENT' ? `${file}: no such file` : code === 'EISDIR' ? `${file} is a directory` : code === 'EACCES' ? `${file}: permission denied (outside what the sandbox lets this tool read?)` : `${file}: ${(e as Error).message}`);
+    throw new ToolError(
+      code === 'ENOENT'
+        ? `${file}: no such file`
+        : code === 'EISDIR'
+          ? `${file} is a directory`
+          : code === 'EACCES'
+            ? `${file}: permission denied (outside what the sandbox lets this tool read?)`
+            : `${file}: ${(e as Error).message}`,
+    );
   }
   if (buf.subarray(0, 8192).includes(0)) throw new ToolError(`${file} is binary`);
   return buf.toString('utf8');
@@ -102,7 +125,9 @@ export function walk(root: string, o: WalkOptions = {}): { files: string[]; trun
     } catch {
       return;
     }
-    entries.sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    entries.sort(
+      (a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    );
     for (const e of entries) {
       const p = join(dir, e.name);
       const rel = relative(root, p).split(sep).join('/');

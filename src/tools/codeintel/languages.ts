@@ -14,7 +14,23 @@ import { Language, Parser, type Tree } from 'web-tree-sitter';
 const require = createRequire(import.meta.url);
 const pkgDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
 
-export type LangId = 'typescript' | 'tsx' | 'javascript' | 'python' | 'go' | 'rust' | 'c' | 'cpp' | 'json' | 'yaml' | 'markdown' | 'bash' | 'php' | 'java' | 'ruby' | 'csharp';
+export type LangId =
+  | 'typescript'
+  | 'tsx'
+  | 'javascript'
+  | 'python'
+  | 'go'
+  | 'rust'
+  | 'c'
+  | 'cpp'
+  | 'json'
+  | 'yaml'
+  | 'markdown'
+  | 'bash'
+  | 'php'
+  | 'java'
+  | 'ruby'
+  | 'csharp';
 
 interface LangDef {
   exts: string[];
@@ -34,7 +50,10 @@ export const LANGUAGES: Record<LangId, LangDef> = {
   c: { exts: ['.c', '.h'], wasm: () => join(pkgDir('tree-sitter-c'), 'tree-sitter-c.wasm') },
   cpp: { exts: ['.cc', '.cpp', '.cxx', '.c++', '.hpp', '.hh', '.hxx', '.h++', '.ipp'], wasm: vscode('cpp') },
   json: { exts: ['.json', '.jsonc', '.json5'], wasm: () => join(pkgDir('tree-sitter-json'), 'tree-sitter-json.wasm') },
-  yaml: { exts: ['.yaml', '.yml'], wasm: () => join(pkgDir('@tree-sitter-grammars/tree-sitter-yaml'), 'tree-sitter-yaml.wasm') },
+  yaml: {
+    exts: ['.yaml', '.yml'],
+    wasm: () => join(pkgDir('@tree-sitter-grammars/tree-sitter-yaml'), 'tree-sitter-yaml.wasm'),
+  },
   markdown: { exts: ['.md', '.markdown'] },
   bash: { exts: ['.sh', '.bash'], wasm: vscode('bash') },
   php: { exts: ['.php', '.phtml'], wasm: vscode('php') },
@@ -47,7 +66,23 @@ const BY_EXT = new Map<string, LangId>();
 for (const [id, d] of Object.entries(LANGUAGES) as Array<[LangId, LangDef]>) for (const e of d.exts) BY_EXT.set(e, id);
 
 /** Names the model may use for `language` arguments, mapped to ours. */
-const ALIASES: Record<string, LangId> = { ts: 'typescript', js: 'javascript', jsx: 'javascript', py: 'python', rs: 'rust', 'c++': 'cpp', cc: 'cpp', yml: 'yaml', md: 'markdown', sh: 'bash', golang: 'go', rb: 'ruby', 'c#': 'csharp', cs: 'csharp', 'c-sharp': 'csharp' };
+const ALIASES: Record<string, LangId> = {
+  ts: 'typescript',
+  js: 'javascript',
+  jsx: 'javascript',
+  py: 'python',
+  rs: 'rust',
+  'c++': 'cpp',
+  cc: 'cpp',
+  yml: 'yaml',
+  md: 'markdown',
+  sh: 'bash',
+  golang: 'go',
+  rb: 'ruby',
+  'c#': 'csharp',
+  cs: 'csharp',
+  'c-sharp': 'csharp',
+};
 
 export function languageByName(name: string): LangId | undefined {
   const n = name.toLowerCase();
@@ -60,7 +95,13 @@ export function languageByName(name: string): LangId | undefined {
  */
 export function languageOf(path: string, text?: string): LangId | undefined {
   const id = BY_EXT.get(extname(path).toLowerCase());
-  if (id === 'c' && path.endsWith('.h') && text !== undefined && /^\s*(class|namespace|template\s*<)|\bstd::|^\s*(public|private|protected):/m.test(text)) return 'cpp';
+  if (
+    id === 'c' &&
+    path.endsWith('.h') &&
+    text !== undefined &&
+    /^\s*(class|namespace|template\s*<)|\bstd::|^\s*(public|private|protected):/m.test(text)
+  )
+    return 'cpp';
   return id;
 }
 

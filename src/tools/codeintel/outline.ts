@@ -37,13 +37,30 @@ interface Rule {
 
 /** Kinds whose functions are methods. */
 const TYPES = new Set(['class', 'struct', 'interface', 'impl', 'trait', 'union']);
-const fnOrMethod = (fn: string) => (_n: Node, c: string | undefined): string => (c && TYPES.has(c) ? 'method' : fn);
+const fnOrMethod =
+  (fn: string) =>
+  (_n: Node, c: string | undefined): string =>
+    c && TYPES.has(c) ? 'method' : fn;
 
 /** A C/C++ declarator down to the declared name. */
 function declName(n: Node | null): string | undefined {
   for (let d = n, i = 0; d && i < 12; i++) {
-    if (['identifier', 'field_identifier', 'type_identifier', 'qualified_identifier', 'destructor_name', 'operator_name', 'primitive_type'].includes(d.type)) return d.text;
-    d = d.childForFieldName('declarator') ?? d.namedChildren.find((c) => c !== null && /declarator|identifier/.test(c.type)) ?? null;
+    if (
+      [
+        'identifier',
+        'field_identifier',
+        'type_identifier',
+        'qualified_identifier',
+        'destructor_name',
+        'operator_name',
+        'primitive_type',
+      ].includes(d.type)
+    )
+      return d.text;
+    d =
+      d.childForFieldName('declarator') ??
+      d.namedChildren.find((c) => c !== null && /declarator|identifier/.test(c.type)) ??
+      null;
   }
   return undefined;
 }
@@ -63,7 +80,8 @@ const jsDeclarators = (n: Node): Array<{ node: Node; name: string; kind: string 
     const name = d.childForFieldName('name');
     if (!name) return [];
     const value = d.childForFieldName('value');
-    const isFn = value && ['arrow_function', 'function_expression', 'function', 'generator_function'].includes(value.type);
+    const isFn =
+      value && ['arrow_function', 'function_expression', 'function', 'generator_function'].includes(value.type);
     return [{ node: d, name: name.text, kind: isFn ? 'function' : keyword }];
   });
 };
@@ -82,7 +100,10 @@ const JS: Record<string, Rule> = {
   abstract_method_signature: { kind: 'method' },
   property_signature: { kind: 'property' },
   public_field_definition: { kind: 'field' },
-  field_definition: { kind: 'field', name: (n) => (n.childForFieldName('property') ?? n.childForFieldName('name'))?.text },
+  field_definition: {
+    kind: 'field',
+    name: (n) => (n.childForFieldName('property') ?? n.childForFieldName('name'))?.text,
+  },
   lexical_declaration: { kind: 'const', many: jsDeclarators },
   variable_declaration: { kind: 'var', many: jsDeclarators },
   internal_module: { kind: 'namespace', container: true },
@@ -92,16 +113,30 @@ const JS: Record<string, Rule> = {
 const PY: Record<string, Rule> = {
   function_definition: { kind: fnOrMethod('function') },
   class_definition: { kind: 'class', container: true },
-  assignment: { kind: 'variable', name: (n) => (n.childForFieldName('left')?.type === 'identifier' ? n.childForFieldName('left')!.text : undefined) },
+  assignment: {
+    kind: 'variable',
+    name: (n) => (n.childForFieldName('left')?.type === 'identifier' ? n.childForFieldName('left')!.text : undefined),
+  },
 };
 
 const GO: Record<string, Rule> = {
   function_declaration: { kind: 'func' },
   method_declaration: { kind: 'method' },
-  type_spec: { kind: (n) => ({ struct_type: 'struct', interface_type: 'interface' } as Record<string, string>)[n.childForFieldName('type')?.type ?? ''] ?? 'type' },
+  type_spec: {
+    kind: (n) =>
+      (({ struct_type: 'struct', interface_type: 'interface' }) as Record<string, string>)[
+        n.childForFieldName('type')?.type ?? ''
+      ] ?? 'type',
+  },
   type_alias: { kind: 'type' },
-  const_spec: { kind: 'const', name: (n) => n.childForFieldName('name')?.text ?? n.namedChildren.find((c) => c?.type === 'identifier')?.text },
-  var_spec: { kind: 'var', name: (n) => n.childForFieldName('name')?.text ?? n.namedChildren.find((c) => c?.type === 'identifier')?.text },
+  const_spec: {
+    kind: 'const',
+    name: (n) => n.childForFieldName('name')?.text ?? n.namedChildren.find((c) => c?.type === 'identifier')?.text,
+  },
+  var_spec: {
+    kind: 'var',
+    name: (n) => n.childForFieldName('name')?.text ?? n.namedChildren.find((c) => c?.type === 'identifier')?.text,
+  },
 };
 
 const RUST: Record<string, Rule> = {
@@ -129,18 +164,43 @@ const RUST: Record<string, Rule> = {
 
 const C_FAMILY: Record<string, Rule> = {
   function_definition: { kind: fnOrMethod('function'), name: (n) => declName(n.childForFieldName('declarator')) },
-  declaration: { kind: 'function', name: (n) => (hasFunctionDeclarator(n.childForFieldName('declarator')) ? declName(n.childForFieldName('declarator')) : undefined) },
+  declaration: {
+    kind: 'function',
+    name: (n) =>
+      hasFunctionDeclarator(n.childForFieldName('declarator'))
+        ? declName(n.childForFieldName('declarator'))
+        : undefined,
+  },
   field_declaration: {
     kind: (n) => (hasFunctionDeclarator(n.childForFieldName('declarator')) ? 'method' : 'field'),
     name: (n) => declName(n.childForFieldName('declarator')),
   },
-  struct_specifier: { kind: 'struct', container: true, name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined) },
-  union_specifier: { kind: 'union', container: true, name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined) },
-  class_specifier: { kind: 'class', container: true, name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined) },
-  enum_specifier: { kind: 'enum', name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined) },
+  struct_specifier: {
+    kind: 'struct',
+    container: true,
+    name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined),
+  },
+  union_specifier: {
+    kind: 'union',
+    container: true,
+    name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined),
+  },
+  class_specifier: {
+    kind: 'class',
+    container: true,
+    name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined),
+  },
+  enum_specifier: {
+    kind: 'enum',
+    name: (n) => (n.childForFieldName('body') ? n.childForFieldName('name')?.text : undefined),
+  },
   type_definition: { kind: 'typedef', name: (n) => declName(n.childForFieldName('declarator')) },
   alias_declaration: { kind: 'type' },
-  namespace_definition: { kind: 'namespace', container: true, name: (n) => n.childForFieldName('name')?.text ?? '(anonymous)' },
+  namespace_definition: {
+    kind: 'namespace',
+    container: true,
+    name: (n) => n.childForFieldName('name')?.text ?? '(anonymous)',
+  },
   preproc_def: { kind: 'macro' },
   preproc_function_def: { kind: 'macro' },
 };
@@ -156,12 +216,14 @@ const YAML_RULES: Record<string, Rule> = {
 const BASH: Record<string, Rule> = { function_definition: { kind: 'function' } };
 
 /** Each named child of type `type` of a declaration, named by `name` (a field, or the first child of that type). */
-const each = (type: string, kind: string, name: string) => (n: Node): Array<{ node: Node; name: string; kind: string }> =>
-  n.namedChildren.flatMap((c) => {
-    if (!c || c.type !== type) return [];
-    const nm = c.childForFieldName(name) ?? c.namedChildren.find((x) => x?.type === name) ?? null;
-    return nm ? [{ node: c, name: nm.text, kind }] : [];
-  });
+const each =
+  (type: string, kind: string, name: string) =>
+  (n: Node): Array<{ node: Node; name: string; kind: string }> =>
+    n.namedChildren.flatMap((c) => {
+      if (!c || c.type !== type) return [];
+      const nm = c.childForFieldName(name) ?? c.namedChildren.find((x) => x?.type === name) ?? null;
+      return nm ? [{ node: c, name: nm.text, kind }] : [];
+    });
 
 const PHP: Record<string, Rule> = {
   namespace_definition: { kind: 'namespace', container: true },
@@ -207,7 +269,13 @@ const CSHARP: Record<string, Rule> = {
   method_declaration: { kind: 'method' },
   constructor_declaration: { kind: 'constructor' },
   property_declaration: { kind: 'property' },
-  field_declaration: { kind: 'field', many: (n) => n.namedChildren.flatMap((c) => (c?.type === 'variable_declaration' ? each('variable_declarator', 'field', 'name')(c) : [])) },
+  field_declaration: {
+    kind: 'field',
+    many: (n) =>
+      n.namedChildren.flatMap((c) =>
+        c?.type === 'variable_declaration' ? each('variable_declarator', 'field', 'name')(c) : [],
+      ),
+  },
 };
 
 interface Table {
@@ -219,8 +287,16 @@ interface Table {
 
 const TABLES: Partial<Record<LangId, Table>> = {
   typescript: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'class']), maxDepth: 8 },
-  tsx: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'class', 'jsx_element']), maxDepth: 8 },
-  javascript: { rules: JS, stop: new Set(['arrow_function', 'function_expression', 'function', 'class', 'jsx_element']), maxDepth: 8 },
+  tsx: {
+    rules: JS,
+    stop: new Set(['arrow_function', 'function_expression', 'function', 'class', 'jsx_element']),
+    maxDepth: 8,
+  },
+  javascript: {
+    rules: JS,
+    stop: new Set(['arrow_function', 'function_expression', 'function', 'class', 'jsx_element']),
+    maxDepth: 8,
+  },
   python: { rules: PY, stop: new Set(['lambda', 'call', 'list', 'dictionary']), maxDepth: 8 },
   go: { rules: GO, stop: new Set(['func_literal', 'block']), maxDepth: 4 },
   rust: { rules: RUST, stop: new Set(['closure_expression', 'block']), maxDepth: 8 },
@@ -237,8 +313,12 @@ const TABLES: Partial<Record<LangId, Table>> = {
 
 function signature(n: Node, text: string): string {
   const body = n.childForFieldName('body') ?? n.childForFieldName('value');
-  let head = body && body.startIndex > n.startIndex ? text.slice(n.startIndex, body.startIndex) : n.text.split('\n')[0]!;
-  head = head.replace(/\s+/g, ' ').trim().replace(/\s*[{:=]$/, '');
+  let head =
+    body && body.startIndex > n.startIndex ? text.slice(n.startIndex, body.startIndex) : n.text.split('\n')[0]!;
+  head = head
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/\s*[{:=]$/, '');
   return head.length > 160 ? `${head.slice(0, 157)}...` : head;
 }
 
@@ -271,10 +351,16 @@ function walkTree(root: Node, table: Table, text: string): Sym[] {
 
 function sym(n: Node, kind: string, name: string, depth: number, container: string | undefined, text: string): Sym {
   return {
-    kind, name: name.replace(/\s+/g, ' '), line: n.startPosition.row + 1, col: n.startPosition.column + 1,
+    kind,
+    name: name.replace(/\s+/g, ' '),
+    line: n.startPosition.row + 1,
+    col: n.startPosition.column + 1,
     // A node that ends with its line's newline (a #define) ends on that line, not at column 0 of the next.
-    endLine: n.endPosition.column === 0 && n.endPosition.row > n.startPosition.row ? n.endPosition.row : n.endPosition.row + 1, depth,
-    ...(container && { container }), signature: signature(n, text),
+    endLine:
+      n.endPosition.column === 0 && n.endPosition.row > n.startPosition.row ? n.endPosition.row : n.endPosition.row + 1,
+    depth,
+    ...(container && { container }),
+    signature: signature(n, text),
   };
 }
 
@@ -287,7 +373,16 @@ export function markdownHeadings(text: string): Sym[] {
   const add = (level: number, title: string, line: number): void => {
     stack.length = level - 1;
     const container = stack.filter(Boolean).at(-1);
-    out.push({ kind: `h${level}`, name: title, line, col: 1, endLine: line, depth: level - 1, ...(container && { container }), signature: `${'#'.repeat(level)} ${title}` });
+    out.push({
+      kind: `h${level}`,
+      name: title,
+      line,
+      col: 1,
+      endLine: line,
+      depth: level - 1,
+      ...(container && { container }),
+      signature: `${'#'.repeat(level)} ${title}`,
+    });
     stack[level - 1] = title;
   };
   for (let i = 0; i < lines.length; i++) {
@@ -345,11 +440,18 @@ export async function outlineOf(path: string, text?: string): Promise<Outline | 
   if (!lang) return undefined;
   const lines = text.length === 0 ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
   let outline: Outline;
-  if (lang === 'markdown' || !hasGrammar(lang)) outline = { path, lang, lines, symbols: markdownHeadings(text), errors: false };
+  if (lang === 'markdown' || !hasGrammar(lang))
+    outline = { path, lang, lines, symbols: markdownHeadings(text), errors: false };
   else {
     const tree = await parse(lang, text);
     try {
-      outline = { path, lang, lines, symbols: walkTree(tree.rootNode, TABLES[lang]!, text), errors: tree.rootNode.hasError };
+      outline = {
+        path,
+        lang,
+        lines,
+        symbols: walkTree(tree.rootNode, TABLES[lang]!, text),
+        errors: tree.rootNode.hasError,
+      };
     } finally {
       tree.delete();
     }

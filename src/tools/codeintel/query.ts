@@ -38,7 +38,8 @@ function targets(cwd: string, args: Record<string, unknown>, signal: AbortSignal
   if (args.language !== undefined) {
     forced = typeof args.language === 'string' ? languageByName(args.language) : undefined;
     if (!forced) throw new ToolError(`unknown language ${JSON.stringify(args.language)}`);
-    if (!hasGrammar(forced)) throw new ToolError(`no tree-sitter grammar for ${forced} is installed here: queries cannot run on it`);
+    if (!hasGrammar(forced))
+      throw new ToolError(`no tree-sitter grammar for ${forced} is installed here: queries cannot run on it`);
   }
   if (!isDir(root)) {
     readText(root); // the error for a missing or binary file
@@ -49,14 +50,23 @@ function targets(cwd: string, args: Record<string, unknown>, signal: AbortSignal
     maxFiles: num(args.max_files, 5000),
     accept: (p) => {
       const l = languageOf(p);
-      return l !== undefined && hasGrammar(l) && (!forced || l === forced || (forced === 'c' && l === 'cpp') || (forced === 'cpp' && l === 'c'));
+      return (
+        l !== undefined &&
+        hasGrammar(l) &&
+        (!forced || l === forced || (forced === 'c' && l === 'cpp') || (forced === 'cpp' && l === 'c'))
+      );
     },
   });
   return { files, truncated, ...(forced && { forced }) };
 }
 
 /** Runs `src` on each file, calling `each` with its matches; returns the query errors per language. */
-async function run(t: Target, src: string, signal: AbortSignal, each: (file: string, text: string, lang: LangId, matches: QueryMatch[]) => boolean | void): Promise<{ errors: Map<LangId, string>; searched: number }> {
+async function run(
+  t: Target,
+  src: string,
+  signal: AbortSignal,
+  each: (file: string, text: string, lang: LangId, matches: QueryMatch[]) => boolean | void,
+): Promise<{ errors: Map<LangId, string>; searched: number }> {
   const errors = new Map<LangId, string>();
   let searched = 0;
   for (const file of t.files) {
@@ -69,7 +79,8 @@ async function run(t: Target, src: string, signal: AbortSignal, each: (file: str
     }
     const lang = t.forced ?? languageOf(file, text);
     if (!lang) throw new ToolError(`${file}: not a language known here (give language)`);
-    if (!hasGrammar(lang)) throw new ToolError(`${file}: no tree-sitter grammar for ${lang} is installed here: queries cannot run on it`);
+    if (!hasGrammar(lang))
+      throw new ToolError(`${file}: no tree-sitter grammar for ${lang} is installed here: queries cannot run on it`);
     if (errors.has(lang)) continue;
     let q: Query;
     try {
@@ -102,7 +113,8 @@ const firstLine = (s: string, max = 160): string => {
 };
 
 export async function codeQuery(args: Record<string, unknown>, cwd: string, signal: AbortSignal): Promise<string> {
-  if (typeof args.query !== 'string' || !args.query.trim()) throw new ToolError('query is required (a tree-sitter S-expression with @captures)');
+  if (typeof args.query !== 'string' || !args.query.trim())
+    throw new ToolError('query is required (a tree-sitter S-expression with @captures)');
   const t = targets(cwd, args, signal);
   const max = num(args.max_results, 200);
   const out = new Bounded(num(args.max_bytes, 32 * 1024, 1024, 1 << 20));
@@ -120,29 +132,40 @@ export async function codeQuery(args: Record<string, unknown>, cwd: string, sign
         const s = c.node.startPosition;
         const e = c.node.endPosition;
         const span = e.row > s.row ? ` [lines ${s.row + 1}-${e.row + 1}]` : '';
-        out.push(`${show(cwd, file)}:${s.row + 1}:${s.column + 1}: @${c.name} ${c.node.type}${span}: ${firstLine(c.node.text)}`);
+        out.push(
+          `${show(cwd, file)}:${s.row + 1}:${s.column + 1}: @${c.name} ${c.node.type}${span}: ${firstLine(c.node.text)}`,
+        );
       }
     }
   });
   const notes = queryErrors(errors, searched);
-  if (n === 0) return `${notes}no matches in ${searched} file${searched === 1 ? '' : 's'}${t.truncated ? ' (the walk stopped at max_files)' : ''}\n`;
+  if (n === 0)
+    return `${notes}no matches in ${searched} file${searched === 1 ? '' : 's'}${t.truncated ? ' (the walk stopped at max_files)' : ''}\n`;
   return `${out.done()}${more ? `[${more} more captures not shown: raise max_results or narrow the query]\n` : ''}${t.truncated ? '[the walk stopped at max_files: narrow the path]\n' : ''}${notes}`;
 }
 
 /** Fills `template` with the texts of a match's captures: $NAME or ${NAME}; $$ is a dollar sign. */
 export function fill(template: string, captures: Map<string, string>): string {
-  return template.replace(/\$\$|\$\{([A-Za-z_][\w.-]*)\}|\$([A-Za-z_][\w-]*)/g, (m, a: string | undefined, b: string | undefined) => {
-    if (m === '$$') return '$';
-    const name = a ?? b!;
-    const v = captures.get(name);
-    if (v === undefined) throw new ToolError(`the template names $${name}, which the query does not capture (captures: ${[...captures.keys()].map((k) => `@${k}`).join(', ') || 'none'})`);
-    return v;
-  });
+  return template.replace(
+    /\$\$|\$\{([A-Za-z_][\w.-]*)\}|\$([A-Za-z_][\w-]*)/g,
+    (m, a: string | undefined, b: string | undefined) => {
+      if (m === '$$') return '$';
+      const name = a ?? b!;
+      const v = captures.get(name);
+      if (v === undefined)
+        throw new ToolError(
+          `the template names $${name}, which the query does not capture (captures: ${[...captures.keys()].map((k) => `@${k}`).join(', ') || 'none'})`,
+        );
+      return v;
+    },
+  );
 }
 
 export async function codeRewrite(args: Record<string, unknown>, cwd: string, signal: AbortSignal): Promise<string> {
-  if (typeof args.query !== 'string' || !args.query.trim()) throw new ToolError('query is required (a tree-sitter S-expression with @captures)');
-  if (typeof args.template !== 'string') throw new ToolError('template is required ($NAME for the text of capture @NAME)');
+  if (typeof args.query !== 'string' || !args.query.trim())
+    throw new ToolError('query is required (a tree-sitter S-expression with @captures)');
+  if (typeof args.template !== 'string')
+    throw new ToolError('template is required ($NAME for the text of capture @NAME)');
   const want = typeof args.capture === 'string' && args.capture ? args.capture.replace(/^@/, '') : undefined;
   const apply = args.apply === true;
   const t = targets(cwd, args, signal);
@@ -156,12 +179,19 @@ export async function codeRewrite(args: Record<string, unknown>, cwd: string, si
       // The node replaced: the capture named by `capture`, else @match, else the widest capture of the match.
       const target = want
         ? m.captures.find((c) => c.name === want)
-        : (m.captures.find((c) => c.name === 'match') ?? [...m.captures].sort((a, b) => b.node.endIndex - b.node.startIndex - (a.node.endIndex - a.node.startIndex))[0]);
+        : (m.captures.find((c) => c.name === 'match') ??
+          [...m.captures].sort(
+            (a, b) => b.node.endIndex - b.node.startIndex - (a.node.endIndex - a.node.startIndex),
+          )[0]);
       if (!target) {
         if (want) throw new ToolError(`the query has no capture @${want}`);
         continue;
       }
-      edits.push({ start: target.node.startIndex, end: target.node.endIndex, text: fill(args.template as string, caps) });
+      edits.push({
+        start: target.node.startIndex,
+        end: target.node.endIndex,
+        text: fill(args.template as string, caps),
+      });
     }
     if (!edits.length) return;
     edits.sort((a, b) => a.start - b.start || b.end - a.end);
@@ -182,9 +212,14 @@ export async function codeRewrite(args: Record<string, unknown>, cwd: string, si
     if (after !== text) results.push({ file, before: text, after, count });
   });
   const notes = queryErrors(errors, searched);
-  if (!results.length) return `${notes}no changes: the query matched nothing to rewrite in ${searched} file${searched === 1 ? '' : 's'}\n`;
+  if (!results.length)
+    return `${notes}no changes: the query matched nothing to rewrite in ${searched} file${searched === 1 ? '' : 's'}\n`;
   const out = new Bounded(num(args.max_bytes, 64 * 1024, 1024, 1 << 20));
-  for (const r of results) for (const l of unifiedDiff(r.before, r.after, `a/${show(cwd, r.file)}`, `b/${show(cwd, r.file)}`).split('\n').slice(0, -1)) out.push(l);
+  for (const r of results)
+    for (const l of unifiedDiff(r.before, r.after, `a/${show(cwd, r.file)}`, `b/${show(cwd, r.file)}`)
+      .split('\n')
+      .slice(0, -1))
+      out.push(l);
   const total = results.reduce((n, r) => n + r.count, 0);
   if (apply) for (const r of results) writeFileSync(r.file, r.after);
   const summary = `${total} replacement${total === 1 ? '' : 's'} in ${results.length} file${results.length === 1 ? '' : 's'}${overlaps ? ` (${overlaps} overlapping match${overlaps === 1 ? '' : 'es'} skipped)` : ''}: ${apply ? 'applied' : 'preview only, nothing written (call again with apply: true to write)'}`;

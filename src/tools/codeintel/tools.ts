@@ -16,7 +16,8 @@ const isSource = (p: string): boolean => languageOf(p) !== undefined;
 const plural = (n: number, w: string): string => `${n} ${w}${n === 1 ? '' : 's'}`;
 
 /** A declaration's head as written says what it is (`class X`, `def f`); others get their kind in front. */
-const SAYS_KIND = /^(export|default|declare|async|pub|def|func|fn|static|public|private|protected|abstract|const|let|var|type|interface|class|struct|enum|union|impl|trait|mod|namespace|template|typedef|function|#)\b/;
+const SAYS_KIND =
+  /^(export|default|declare|async|pub|def|func|fn|static|public|private|protected|abstract|const|let|var|type|interface|class|struct|enum|union|impl|trait|mod|namespace|template|typedef|function|#)\b/;
 
 function symLine(s: Sym, width: number): string {
   const range = s.endLine > s.line ? `${s.line}-${s.endLine}` : `${s.line}`;
@@ -24,21 +25,33 @@ function symLine(s: Sym, width: number): string {
   if (s.kind === 'key') text = s.name;
   else if (/^h\d$/.test(s.kind)) text = s.signature;
   else if (!s.signature.includes(s.name) || s.signature === `${s.name} ${s.kind}`) text = `${s.kind} ${s.name}`;
-  else text = SAYS_KIND.test(s.signature) || s.signature.startsWith(`${s.kind} `) || s.signature.startsWith(`${s.kind}(`) ? s.signature : `${s.kind} ${s.signature}`;
+  else
+    text =
+      SAYS_KIND.test(s.signature) || s.signature.startsWith(`${s.kind} `) || s.signature.startsWith(`${s.kind}(`)
+        ? s.signature
+        : `${s.kind} ${s.signature}`;
   return `${range.padEnd(width)}  ${'  '.repeat(s.depth)}${text}`;
 }
 
 export const codeOutline: Handler = async (args, ctx) => {
   const file = resolvePath(ctx.cwd, args.path);
-  if (isDir(file)) throw new ToolError(`${show(ctx.cwd, file)} is a directory: code_outline takes one file (codebase_overview shows a tree)`);
+  if (isDir(file))
+    throw new ToolError(
+      `${show(ctx.cwd, file)} is a directory: code_outline takes one file (codebase_overview shows a tree)`,
+    );
   const text = readText(file);
-  if (!languageOf(file, text)) throw new ToolError(`${show(ctx.cwd, file)}: ${extname(file) || 'this file'} is not a language known here (known: TypeScript, TSX, JavaScript, Python, Go, Rust, C, C++, PHP, Java, Ruby, C#, JSON, YAML, Markdown, shell)`);
+  if (!languageOf(file, text))
+    throw new ToolError(
+      `${show(ctx.cwd, file)}: ${extname(file) || 'this file'} is not a language known here (known: TypeScript, TSX, JavaScript, Python, Go, Rust, C, C++, PHP, Java, Ruby, C#, JSON, YAML, Markdown, shell)`,
+    );
   const o = (await outlineOf(file))!;
   const maxDepth = num(args.max_depth, 99, 0);
   const syms = o.symbols.filter((s) => s.depth <= maxDepth);
   const width = Math.max(...syms.map((s) => `${s.line}-${s.endLine}`.length), 1);
   const out = new Bounded(num(args.max_bytes, 32 * 1024, 1024, 1 << 20));
-  out.push(`${show(ctx.cwd, file)}: ${o.lang}, ${plural(o.lines, 'line')}, ${plural(syms.length, 'symbol')}${o.errors ? ' (syntax errors: the outline may be incomplete)' : ''}`);
+  out.push(
+    `${show(ctx.cwd, file)}: ${o.lang}, ${plural(o.lines, 'line')}, ${plural(syms.length, 'symbol')}${o.errors ? ' (syntax errors: the outline may be incomplete)' : ''}`,
+  );
   for (const s of syms) out.push(symLine(s, width));
   return out.done();
 };
@@ -54,8 +67,13 @@ export const codebaseOverview: Handler = async (args, ctx) => {
     counts.set(l, (counts.get(l) ?? 0) + 1);
   }
   const out = new Bounded(num(args.max_bytes, 24 * 1024, 256, 1 << 20));
-  const summary = [...counts].sort((a, b) => b[1] - a[1]).map(([l, n]) => `${l} ${n}`).join(', ');
-  out.push(`${show(ctx.cwd, root)}: ${plural(files.length, 'file')}${truncated ? '+ (walk stopped at max_files)' : ''}${summary ? ` (${summary})` : ''}`);
+  const summary = [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([l, n]) => `${l} ${n}`)
+    .join(', ');
+  out.push(
+    `${show(ctx.cwd, root)}: ${plural(files.length, 'file')}${truncated ? '+ (walk stopped at max_files)' : ''}${summary ? ` (${summary})` : ''}`,
+  );
   let lastDir: string[] = [];
   const others = new Map<string, string[]>();
   const flushOthers = (dir: string, depth: number): void => {
@@ -103,7 +121,8 @@ export const codebaseOverview: Handler = async (args, ctx) => {
 };
 
 export const codeSymbols: Handler = async (args, ctx) => {
-  if (typeof args.query !== 'string' || !args.query) throw new ToolError('query is required (a name, part of one, or /regex/)');
+  if (typeof args.query !== 'string' || !args.query)
+    throw new ToolError('query is required (a name, part of one, or /regex/)');
   const q = args.query;
   let test: (name: string) => number;
   const rx = /^\/(.+)\/([a-z]*)$/.exec(q);
@@ -118,11 +137,26 @@ export const codeSymbols: Handler = async (args, ctx) => {
   } else {
     const lq = q.toLowerCase();
     // Rank: exact, exact ignoring case, prefix, substring.
-    test = (n) => (n === q ? 4 : n.toLowerCase() === lq ? 3 : n.toLowerCase().startsWith(lq) ? 2 : n.toLowerCase().includes(lq) ? 1 : 0);
+    test = (n) =>
+      n === q
+        ? 4
+        : n.toLowerCase() === lq
+          ? 3
+          : n.toLowerCase().startsWith(lq)
+            ? 2
+            : n.toLowerCase().includes(lq)
+              ? 1
+              : 0;
   }
-  const kinds = Array.isArray(args.kind) ? (args.kind as unknown[]).map(String) : typeof args.kind === 'string' ? [args.kind] : undefined;
+  const kinds = Array.isArray(args.kind)
+    ? (args.kind as unknown[]).map(String)
+    : typeof args.kind === 'string'
+      ? [args.kind]
+      : undefined;
   const root = resolvePath(ctx.cwd, args.path);
-  const files = isDir(root) ? walk(root, { signal: ctx.signal, maxFiles: num(args.max_files, 20_000), accept: isSource }).files : [root];
+  const files = isDir(root)
+    ? walk(root, { signal: ctx.signal, maxFiles: num(args.max_files, 20_000), accept: isSource }).files
+    : [root];
   const hits: Array<{ rank: number; file: string; s: Sym }> = [];
   for (const f of files) {
     ctx.signal.throwIfAborted();
@@ -140,11 +174,16 @@ export const codeSymbols: Handler = async (args, ctx) => {
     }
   }
   if (!hits.length) return `no symbol matching ${JSON.stringify(q)} in ${plural(files.length, 'file')}\n`;
-  hits.sort((a, b) => b.rank - a.rank || a.s.depth - b.s.depth || (a.file < b.file ? -1 : a.file > b.file ? 1 : a.s.line - b.s.line));
+  hits.sort(
+    (a, b) =>
+      b.rank - a.rank || a.s.depth - b.s.depth || (a.file < b.file ? -1 : a.file > b.file ? 1 : a.s.line - b.s.line),
+  );
   const max = num(args.max_results, 100);
   const out = new Bounded(num(args.max_bytes, 32 * 1024, 1024, 1 << 20));
   for (const h of hits.slice(0, max)) {
-    out.push(`${show(ctx.cwd, h.file)}:${h.s.line}:${h.s.col}: ${h.s.kind} ${h.s.name}${h.s.container ? ` (in ${h.s.container})` : ''} — ${h.s.signature}`);
+    out.push(
+      `${show(ctx.cwd, h.file)}:${h.s.line}:${h.s.col}: ${h.s.kind} ${h.s.name}${h.s.container ? ` (in ${h.s.container})` : ''} — ${h.s.signature}`,
+    );
   }
   return `${out.done()}${hits.length > max ? `[${hits.length - max} more matches not shown: raise max_results or narrow the query]\n` : ''}`;
 };
@@ -164,7 +203,8 @@ async function fileDeps(file: string): Promise<{ lang: LangId; deps: Dep[] } | u
 export const codeDependencies: Handler = async (args, ctx) => {
   const target = resolvePath(ctx.cwd, args.path);
   const out = new Bounded(num(args.max_bytes, 32 * 1024, 1024, 1 << 20));
-  const line = (d: Dep): string => `${d.line}: ${d.kind} ${d.target}${d.resolved ? ` -> ${show(ctx.cwd, d.resolved)}` : d.external ? ' (external)' : ' (not found)'}`;
+  const line = (d: Dep): string =>
+    `${d.line}: ${d.kind} ${d.target}${d.resolved ? ` -> ${show(ctx.cwd, d.resolved)}` : d.external ? ' (external)' : ' (not found)'}`;
   if (args.importers === true) {
     // Who imports this file: every file under the search root whose resolved dependencies name it.
     if (isDir(target)) throw new ToolError('importers needs a file as path');
@@ -174,21 +214,31 @@ export const codeDependencies: Handler = async (args, ctx) => {
     for (const f of files) {
       ctx.signal.throwIfAborted();
       const r = await fileDeps(f).catch(() => undefined);
-      for (const d of r?.deps ?? []) if (d.resolved === target) {
-        n++;
-        out.push(`${show(ctx.cwd, f)}:${d.line}: ${d.kind} ${d.target}`);
-      }
+      for (const d of r?.deps ?? [])
+        if (d.resolved === target) {
+          n++;
+          out.push(`${show(ctx.cwd, f)}:${d.line}: ${d.kind} ${d.target}`);
+        }
     }
     return n ? out.done() : `no file under ${show(ctx.cwd, root)} imports ${show(ctx.cwd, target)}\n`;
   }
   if (!isDir(target)) {
     const r = await fileDeps(target);
-    if (!r) throw new ToolError(`${show(ctx.cwd, target)}: imports are known for TypeScript, JavaScript, Python, Go, Rust, C, C++, PHP, Java, Ruby and C# files`);
-    out.push(`${show(ctx.cwd, target)}: ${r.lang}, ${`${r.deps.length} ${r.deps.length === 1 ? 'dependency' : 'dependencies'}`}`);
+    if (!r)
+      throw new ToolError(
+        `${show(ctx.cwd, target)}: imports are known for TypeScript, JavaScript, Python, Go, Rust, C, C++, PHP, Java, Ruby and C# files`,
+      );
+    out.push(
+      `${show(ctx.cwd, target)}: ${r.lang}, ${`${r.deps.length} ${r.deps.length === 1 ? 'dependency' : 'dependencies'}`}`,
+    );
     for (const d of r.deps) out.push(line(d));
     return out.done();
   }
-  const { files, truncated } = walk(target, { signal: ctx.signal, maxFiles: num(args.max_files, 5000), accept: isSource });
+  const { files, truncated } = walk(target, {
+    signal: ctx.signal,
+    maxFiles: num(args.max_files, 5000),
+    accept: isSource,
+  });
   const external = new Map<string, number>();
   const body: string[] = [];
   for (const f of files) {
@@ -207,7 +257,16 @@ export const codeDependencies: Handler = async (args, ctx) => {
     }
   }
   const ext = [...external].sort((a, b) => b[1] - a[1]);
-  out.push(`${show(ctx.cwd, target)}: ${plural(files.length, 'source file')}${truncated ? '+' : ''}; external: ${ext.length ? ext.slice(0, 40).map(([p, n]) => `${p} (${n})`).join(', ') : 'none'}`);
+  out.push(
+    `${show(ctx.cwd, target)}: ${plural(files.length, 'source file')}${truncated ? '+' : ''}; external: ${
+      ext.length
+        ? ext
+            .slice(0, 40)
+            .map(([p, n]) => `${p} (${n})`)
+            .join(', ')
+        : 'none'
+    }`,
+  );
   for (const l of body) out.push(l);
   return out.done();
 };

@@ -12,6 +12,11 @@ const servers = new Servers(idleMsArg());
 await serveHost({
   name: 'lsp',
   tools: lspTools(servers),
-  stats: () => ({ servers: servers.list(), started: { ...servers.started }, stopped: { ...servers.stopped }, failed: { ...servers.failed } }),
+  stats: () => ({
+    servers: servers.list(),
+    started: { ...servers.started },
+    stopped: { ...servers.stopped },
+    failed: { ...servers.failed },
+  }),
   onExit: () => servers.stopAll(),
 });

@@ -42,9 +42,18 @@ export function idleMsArg(argv = process.argv, dflt = 10 * 60 * 1000): number {
   return Number.isFinite(n) && n > 0 ? n : dflt;
 }
 
-async function runOne(spec: HostSpec, tool: string, args: Record<string, unknown>, ctx: CallContext): Promise<{ output: string; exit: number }> {
+async function runOne(
+  spec: HostSpec,
+  tool: string,
+  args: Record<string, unknown>,
+  ctx: CallContext,
+): Promise<{ output: string; exit: number }> {
   const h = spec.tools[tool];
-  if (!h) return { output: `${spec.name}: no tool ${tool} in this host (it serves ${Object.keys(spec.tools).join(', ')})\n`, exit: 1 };
+  if (!h)
+    return {
+      output: `${spec.name}: no tool ${tool} in this host (it serves ${Object.keys(spec.tools).join(', ')})\n`,
+      exit: 1,
+    };
   try {
     const a = await h(args, ctx);
     return typeof a === 'string' ? { output: a, exit: 0 } : a;
@@ -63,8 +72,16 @@ export async function serveHost(spec: HostSpec): Promise<void> {
     let input = '';
     for await (const c of process.stdin) input += c;
     const ctl = new AbortController();
-    const env = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>;
-    const r = await runOne(spec, tool, JSON.parse(input || '{}') as Record<string, unknown>, { cwd: process.cwd(), env, signal: ctl.signal, write: (t) => process.stdout.write(t) });
+    const env = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<
+      string,
+      string
+    >;
+    const r = await runOne(spec, tool, JSON.parse(input || '{}') as Record<string, unknown>, {
+      cwd: process.cwd(),
+      env,
+      signal: ctl.signal,
+      write: (t) => process.stdout.write(t),
+    });
     process.stdout.write(r.output);
     await spec.onExit?.();
     process.exitCode = r.exit;
@@ -83,7 +100,16 @@ export async function serveHost(spec: HostSpec): Promise<void> {
 
   const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
   rl.on('line', (line) => {
-    let m: { id?: number; tool?: string; args?: Record<string, unknown>; cwd?: string; env?: Record<string, string>; cancel?: number; signal?: string; stats?: boolean };
+    let m: {
+      id?: number;
+      tool?: string;
+      args?: Record<string, unknown>;
+      cwd?: string;
+      env?: Record<string, string>;
+      cancel?: number;
+      signal?: string;
+      stats?: boolean;
+    };
     try {
       m = JSON.parse(line) as typeof m;
     } catch {
@@ -97,13 +123,28 @@ export async function serveHost(spec: HostSpec): Promise<void> {
     const id = m.id;
     if (typeof id !== 'number') return;
     if (m.stats) {
-      send({ id, stats: { name: spec.name, pid: process.pid, uptimeMs: Date.now() - started, calls, running: running.size, ...spec.stats?.() } });
+      send({
+        id,
+        stats: {
+          name: spec.name,
+          pid: process.pid,
+          uptimeMs: Date.now() - started,
+          calls,
+          running: running.size,
+          ...spec.stats?.(),
+        },
+      });
       return;
     }
     calls++;
     const ctl = new AbortController();
     running.set(id, ctl);
-    const ctx: CallContext = { cwd: m.cwd ?? process.cwd(), env: m.env ?? {}, signal: ctl.signal, write: (t) => send({ id, out: t }) };
+    const ctx: CallContext = {
+      cwd: m.cwd ?? process.cwd(),
+      env: m.env ?? {},
+      signal: ctl.signal,
+      write: (t) => send({ id, out: t }),
+    };
     void runOne(spec, m.tool ?? '', m.args ?? {}, ctx).then(
       (r) => {
         running.delete(id);

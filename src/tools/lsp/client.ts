@@ -18,7 +18,13 @@ import { Writable } from 'node:stream';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, extname, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node.js';
+import {
+  CancellationTokenSource,
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+} from 'vscode-jsonrpc/node.js';
 import type { Diagnostic, InitializeResult } from 'vscode-languageserver-protocol';
 import { ToolError } from '../hosts/runtime.js';
 
@@ -54,18 +60,40 @@ export const SERVERS: ServerSpec[] = [
     name: 'typescript-language-server',
     exts: ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'],
     command: () => {
-      if (!shippedTsserver()) throw new ToolError('no typescript package beside typescript-language-server: reinstall Ollie (a workspace\'s own TypeScript is not run)');
+      if (!shippedTsserver())
+        throw new ToolError(
+          "no typescript package beside typescript-language-server: reinstall Ollie (a workspace's own TypeScript is not run)",
+        );
       return [process.execPath, require.resolve('typescript-language-server/lib/cli.mjs'), '--stdio'];
     },
     markers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
-    languageId: (e) => (e === '.tsx' ? 'typescriptreact' : e === '.jsx' ? 'javascriptreact' : ['.js', '.mjs', '.cjs'].includes(e) ? 'javascript' : 'typescript'),
+    languageId: (e) =>
+      e === '.tsx'
+        ? 'typescriptreact'
+        : e === '.jsx'
+          ? 'javascriptreact'
+          : ['.js', '.mjs', '.cjs'].includes(e)
+            ? 'javascript'
+            : 'typescript',
     // Typings acquisition would download @types packages: no network in the sandbox, and not wanted anyway.
     // The TypeScript Ollie ships, by path: left to itself the server runs a workspace's own
     // node_modules/typescript/lib/tsserver.js, code an agent can write, in a host the spawner does not contain.
-    init: { disableAutomaticTypingAcquisition: true, tsserver: { useSyntaxServer: 'never', path: shippedTsserver() }, hostInfo: 'ollie' },
+    init: {
+      disableAutomaticTypingAcquisition: true,
+      tsserver: { useSyntaxServer: 'never', path: shippedTsserver() },
+      hostInfo: 'ollie',
+    },
     install: 'typescript-language-server ships with Ollie',
   },
-  { id: 'go', name: 'gopls', exts: ['.go'], command: () => ['gopls'], markers: ['go.work', 'go.mod'], languageId: () => 'go', install: 'install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH' },
+  {
+    id: 'go',
+    name: 'gopls',
+    exts: ['.go'],
+    command: () => ['gopls'],
+    markers: ['go.work', 'go.mod'],
+    languageId: () => 'go',
+    install: 'install gopls (go install golang.org/x/tools/gopls@latest) and put it on PATH',
+  },
   {
     id: 'clangd',
     name: 'clangd',
@@ -75,14 +103,33 @@ export const SERVERS: ServerSpec[] = [
     languageId: (e) => (e === '.c' || e === '.h' ? 'c' : 'cpp'),
     install: 'install clangd (apt install clangd) and put it on PATH',
   },
-  { id: 'pyright', name: 'pyright-langserver', exts: ['.py', '.pyi'], command: () => ['pyright-langserver', '--stdio'], markers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'], languageId: () => 'python', install: 'install pyright (npm install -g pyright) and put pyright-langserver on PATH' },
-  { id: 'rust-analyzer', name: 'rust-analyzer', exts: ['.rs'], command: () => ['rust-analyzer'], markers: ['Cargo.toml'], languageId: () => 'rust', install: 'install rust-analyzer (rustup component add rust-analyzer) and put it on PATH' },
+  {
+    id: 'pyright',
+    name: 'pyright-langserver',
+    exts: ['.py', '.pyi'],
+    command: () => ['pyright-langserver', '--stdio'],
+    markers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'],
+    languageId: () => 'python',
+    install: 'install pyright (npm install -g pyright) and put pyright-langserver on PATH',
+  },
+  {
+    id: 'rust-analyzer',
+    name: 'rust-analyzer',
+    exts: ['.rs'],
+    command: () => ['rust-analyzer'],
+    markers: ['Cargo.toml'],
+    languageId: () => 'rust',
+    install: 'install rust-analyzer (rustup component add rust-analyzer) and put it on PATH',
+  },
 ];
 
 export function specFor(file: string): ServerSpec {
   const ext = extname(file).toLowerCase();
   const s = SERVERS.find((x) => x.exts.includes(ext));
-  if (!s) throw new ToolError(`no language server for ${ext || 'files without an extension'} (known: ${SERVERS.map((x) => x.exts.join(' ')).join(', ')})`);
+  if (!s)
+    throw new ToolError(
+      `no language server for ${ext || 'files without an extension'} (known: ${SERVERS.map((x) => x.exts.join(' ')).join(', ')})`,
+    );
   return s;
 }
 
@@ -141,7 +188,8 @@ const START_TIMEOUT_MS = 60_000;
 
 /** Why a process could not be started, in words a person can act on. */
 function spawnFailure(e: NodeJS.ErrnoException, bin: string): string {
-  if (e.code === 'EACCES') return `${bin} cannot be executed (EACCES: it, or the interpreter its #! line names, is not executable, or the sandbox does not let tools run programs from ${dirname(bin)})`;
+  if (e.code === 'EACCES')
+    return `${bin} cannot be executed (EACCES: it, or the interpreter its #! line names, is not executable, or the sandbox does not let tools run programs from ${dirname(bin)})`;
   if (e.code === 'ENOENT') return `${bin} or the interpreter its #! line names does not exist (ENOENT)`;
   return `${bin}: ${e.message}`;
 }
@@ -173,7 +221,12 @@ export class Server {
   /** Requests (and starts) in progress: a busy server is never idle. */
   busy = 0;
 
-  constructor(readonly spec: ServerSpec, readonly root: string, env: Record<string, string>, startTimeoutMs = START_TIMEOUT_MS) {
+  constructor(
+    readonly spec: ServerSpec,
+    readonly root: string,
+    env: Record<string, string>,
+    startTimeoutMs = START_TIMEOUT_MS,
+  ) {
     const [cmd, ...args] = spec.command();
     const bin = which(cmd!, env.PATH ?? process.env.PATH ?? '');
     if (!bin) throw new ToolError(`no ${spec.id} language server here: ${cmd} is not on PATH (${spec.install})`);
@@ -183,7 +236,9 @@ export class Server {
     // Without these a failed spawn, or a write to a server that died (EPIPE, ERR_STREAM_DESTROYED), would be
     // an uncaught error and end the whole host. What went wrong is told by the process's 'error' or 'exit'
     // (and writes go through input(), below).
-    this.child.on('error', (e: NodeJS.ErrnoException) => this.fail(this.child.pid === undefined ? `could not start: ${spawnFailure(e, bin)}` : `failed: ${e.message}`));
+    this.child.on('error', (e: NodeJS.ErrnoException) =>
+      this.fail(this.child.pid === undefined ? `could not start: ${spawnFailure(e, bin)}` : `failed: ${e.message}`),
+    );
     for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) stream!.on('error', () => undefined);
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr = (this.stderr + d).slice(-4096)));
     this.child.once('exit', (code, sig) => {
@@ -198,26 +253,39 @@ export class Server {
       const t = setTimeout(report, 250);
       this.child.stderr!.once('close', report);
     });
-    this.conn = createMessageConnection(new StreamMessageReader(this.child.stdout!), new StreamMessageWriter(this.input()));
+    this.conn = createMessageConnection(
+      new StreamMessageReader(this.child.stdout!),
+      new StreamMessageWriter(this.input()),
+    );
     this.conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; diagnostics: Diagnostic[] }) => {
       this.diags.set(p.uri, { items: p.diagnostics, gen: ++this.diagGen });
       for (const w of [...this.diagWaiters]) w();
     });
-    this.conn.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => ({ tabSize: 2, insertSpaces: true })));
+    this.conn.onRequest('workspace/configuration', (p: { items: unknown[] }) =>
+      p.items.map(() => ({ tabSize: 2, insertSpaces: true })),
+    );
     this.conn.onRequest('client/registerCapability', () => null);
     this.conn.onRequest('client/unregisterCapability', () => null);
     this.conn.onRequest('window/workDoneProgress/create', () => null);
-    this.conn.onRequest('workspace/applyEdit', () => ({ applied: false, failureReason: 'edits are returned to the model, not applied by the server' }));
+    this.conn.onRequest('workspace/applyEdit', () => ({
+      applied: false,
+      failureReason: 'edits are returned to the model, not applied by the server',
+    }));
     this.conn.onNotification(() => undefined);
     this.conn.onError(() => undefined);
     this.conn.listen();
     // Nothing is written before the process exists: a server that cannot start gets no write to fail.
     const spawned = new Promise<void>((resolve) => this.child.once('spawn', () => resolve()));
-    const slow = setTimeout(() => this.fail(`did not answer initialize within ${seconds(startTimeoutMs)}`), startTimeoutMs);
+    const slow = setTimeout(
+      () => this.fail(`did not answer initialize within ${seconds(startTimeoutMs)}`),
+      startTimeoutMs,
+    );
     slow.unref();
-    const init = spawned.then(() => this.race(this.initialize())).then(() => {
-      this.initialized = true;
-    });
+    const init = spawned
+      .then(() => this.race(this.initialize()))
+      .then(() => {
+        this.initialized = true;
+      });
     this.ready = Promise.race([this.gone, init]).finally(() => clearTimeout(slow));
     this.ready.catch(() => undefined);
   }
@@ -235,7 +303,13 @@ export class Server {
       write: (chunk: Buffer, _enc, done) => {
         if (this.dead || this.exited || stdin.destroyed || !stdin.writable) return done();
         stdin.write(chunk, (err) => {
-          if (err) setTimeout(() => this.exited || this.fail(`stopped reading its input (${(err as NodeJS.ErrnoException).code ?? err.message})`), 1000).unref();
+          if (err)
+            setTimeout(
+              () =>
+                this.exited ||
+                this.fail(`stopped reading its input (${(err as NodeJS.ErrnoException).code ?? err.message})`),
+              1000,
+            ).unref();
           done();
         });
       },
@@ -281,7 +355,12 @@ export class Server {
       initializationOptions: this.spec.init ?? {},
       capabilities: {
         general: { positionEncodings: ['utf-16'] },
-        workspace: { workspaceEdit: { documentChanges: true }, symbol: {}, configuration: true, workspaceFolders: true },
+        workspace: {
+          workspaceEdit: { documentChanges: true },
+          symbol: {},
+          configuration: true,
+          workspaceFolders: true,
+        },
         textDocument: {
           synchronization: { didSave: true, dynamicRegistration: false },
           hover: { contentFormat: ['markdown', 'plaintext'] },
@@ -308,13 +387,22 @@ export class Server {
     const text = readFileSync(file, 'utf8');
     if (!d) {
       this.docs.set(uri, { version: 1, text, mtimeMs: st.mtimeMs, size: st.size });
-      await this.race(this.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: this.spec.languageId(extname(file).toLowerCase()), version: 1, text } }));
+      await this.race(
+        this.conn.sendNotification('textDocument/didOpen', {
+          textDocument: { uri, languageId: this.spec.languageId(extname(file).toLowerCase()), version: 1, text },
+        }),
+      );
     } else {
       d.version++;
       d.text = text;
       d.mtimeMs = st.mtimeMs;
       d.size = st.size;
-      await this.race(this.conn.sendNotification('textDocument/didChange', { textDocument: { uri, version: d.version }, contentChanges: [{ text }] }));
+      await this.race(
+        this.conn.sendNotification('textDocument/didChange', {
+          textDocument: { uri, version: d.version },
+          contentChanges: [{ text }],
+        }),
+      );
     }
     return { uri, sent: true };
   }
@@ -343,7 +431,13 @@ export class Server {
    * Diagnostics of `uri` published after generation `since`: waits for the first, then for more as long as
    * they keep coming (servers publish syntax, then semantic results), `settleMs` apart, at most `maxMs` in all.
    */
-  async diagnostics(uri: string, since: number, signal: AbortSignal, maxMs = 20_000, settleMs = 500): Promise<Diagnostic[] | undefined> {
+  async diagnostics(
+    uri: string,
+    since: number,
+    signal: AbortSignal,
+    maxMs = 20_000,
+    settleMs = 500,
+  ): Promise<Diagnostic[] | undefined> {
     const end = Date.now() + maxMs;
     const fresh = (): Diags | undefined => {
       const d = this.diags.get(uri);
@@ -424,7 +518,10 @@ export class Servers {
   readonly startTimeoutMs: number;
 
   /** `backoffMs`: the pause after a first failure, doubled after each further one, at most `maxBackoffMs`. */
-  constructor(readonly idleMs: number, o: { backoffMs?: number; maxBackoffMs?: number; startTimeoutMs?: number } = {}) {
+  constructor(
+    readonly idleMs: number,
+    o: { backoffMs?: number; maxBackoffMs?: number; startTimeoutMs?: number } = {},
+  ) {
     this.backoffMs = o.backoffMs ?? 1000;
     this.maxBackoffMs = o.maxBackoffMs ?? 60_000;
     this.startTimeoutMs = o.startTimeoutMs ?? START_TIMEOUT_MS;
@@ -442,7 +539,10 @@ export class Servers {
     if (!s) {
       const f = this.failures.get(key);
       const wait = f ? f.retryAt - Date.now() : 0;
-      if (f && wait > 0) throw new ToolError(`${f.reason}; it is started again on a call after ${seconds(wait)} (${f.count} failure${f.count === 1 ? '' : 's'} in a row)`);
+      if (f && wait > 0)
+        throw new ToolError(
+          `${f.reason}; it is started again on a call after ${seconds(wait)} (${f.count} failure${f.count === 1 ? '' : 's'} in a row)`,
+        );
       s = new Server(spec, root, env, this.startTimeoutMs);
       this.started[spec.id] = (this.started[spec.id] ?? 0) + 1;
       this.servers.set(key, s);
@@ -491,7 +591,12 @@ export class Servers {
   }
 
   list(): Array<{ id: string; root: string; pid: number; docs: number }> {
-    return [...this.servers.values()].map((s) => ({ id: s.spec.id, root: s.root, pid: s.child.pid ?? 0, docs: s.docs.size }));
+    return [...this.servers.values()].map((s) => ({
+      id: s.spec.id,
+      root: s.root,
+      pid: s.child.pid ?? 0,
+      docs: s.docs.size,
+    }));
   }
 
   async stopAll(): Promise<void> {

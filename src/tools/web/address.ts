@@ -42,7 +42,7 @@ function v6(s: string): bigint {
     const n = Number(v4(dotted[1]!));
     t = `${t.slice(0, -dotted[1]!.length)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
   }
-  const [head, tail] = t.includes('::') ? t.split('::') as [string, string] : [t, undefined];
+  const [head, tail] = t.includes('::') ? (t.split('::') as [string, string]) : [t, undefined];
   const hs = head ? head.split(':') : [];
   const ts = tail === undefined ? [] : tail ? tail.split(':') : [];
   const groups = tail === undefined ? hs : [...hs, ...Array<string>(8 - hs.length - ts.length).fill('0'), ...ts];
@@ -63,7 +63,8 @@ const range = (cidr: string, what: string): Range => {
   return { net: parseIp(a)!, bits: Number(b) + (v === 4 ? 96 : 0), what };
 };
 
-const inRange = (n: bigint, r: { net: bigint; bits: number }): boolean => r.bits === 0 || n >> BigInt(128 - r.bits) === r.net >> BigInt(128 - r.bits);
+const inRange = (n: bigint, r: { net: bigint; bits: number }): boolean =>
+  r.bits === 0 || n >> BigInt(128 - r.bits) === r.net >> BigInt(128 - r.bits);
 
 /** IPv4 ranges that are not the public internet (RFC 6890 and friends). */
 const V4: Range[] = [
@@ -142,7 +143,8 @@ function v4Why(inner: bigint): string | undefined {
 }
 
 /** One entry of `allow_private`: a host name, an address or a network, with a port for the first two if named. */
-export type AllowEntry = { name: string; port?: number } | { ip: bigint; port?: number } | { net: bigint; bits: number };
+export type AllowEntry =
+  { name: string; port?: number } | { ip: bigint; port?: number } | { net: bigint; bits: number };
 
 const NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
@@ -159,7 +161,8 @@ export function parseAllowEntry(s: string): AllowEntry {
   if (s.includes('/')) {
     const [a, b, ...rest] = s.split('/');
     const v = isIP(a!);
-    if (!v || rest.length || !/^\d+$/.test(b!) || Number(b) > (v === 4 ? 32 : 128)) return bad(`a network is ADDRESS/PREFIX, like 10.0.0.0/8 or fd00::/8`);
+    if (!v || rest.length || !/^\d+$/.test(b!) || Number(b) > (v === 4 ? 32 : 128))
+      return bad(`a network is ADDRESS/PREFIX, like 10.0.0.0/8 or fd00::/8`);
     const bits = Number(b) + (v === 4 ? 96 : 0);
     return { net: parseIp(a!)!, bits };
   }
@@ -180,7 +183,10 @@ export function parseAllowEntry(s: string): AllowEntry {
 
 /** Parses the list, naming the entry that is wrong. */
 export function parseAllowList(list: unknown, where: string): AllowEntry[] {
-  if (!Array.isArray(list)) throw new Error(`${where}: must be a list of hosts, host:port, addresses or networks like ["docs.internal", "127.0.0.1:8000", "10.0.0.0/8"]`);
+  if (!Array.isArray(list))
+    throw new Error(
+      `${where}: must be a list of hosts, host:port, addresses or networks like ["docs.internal", "127.0.0.1:8000", "10.0.0.0/8"]`,
+    );
   return list.map((s, i) => {
     try {
       return parseAllowEntry(s as string);
@@ -191,7 +197,11 @@ export function parseAllowList(list: unknown, where: string): AllowEntry[] {
 }
 
 /** The host as compared with allow-list names: lower case, no brackets, no trailing dot. */
-export const normalHost = (h: string): string => h.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+export const normalHost = (h: string): string =>
+  h
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 
 /** Does the allow-list name this host (and port)? Then whatever it resolves to may be reached. */
 export const namesHost = (allow: AllowEntry[], host: string, port: number): boolean =>
@@ -199,7 +209,9 @@ export const namesHost = (allow: AllowEntry[], host: string, port: number): bool
 
 /** Does the allow-list name this address (with this port), or a network that contains it? */
 export const coversAddress = (allow: AllowEntry[], addr: bigint, port: number): boolean =>
-  allow.some((e) => ('ip' in e ? e.ip === addr && (e.port === undefined || e.port === port) : 'net' in e ? inRange(addr, e) : false));
+  allow.some((e) =>
+    'ip' in e ? e.ip === addr && (e.port === undefined || e.port === port) : 'net' in e ? inRange(addr, e) : false,
+  );
 
 /** `localhost` and `*.localhost` are the machine itself whatever a resolver says (RFC 6761). */
 export const isLocalhostName = (host: string): boolean => {

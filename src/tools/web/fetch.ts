@@ -20,7 +20,17 @@ import type { LookupFunction } from 'node:net';
 import { pipeline } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import TurndownService from 'turndown';
-import { ALLOW_PRIVATE_ENV, coversAddress, isLocalhostName, namesHost, normalHost, parseAllowList, parseIp, whyNotPublicAddress, type AllowEntry } from './address.js';
+import {
+  ALLOW_PRIVATE_ENV,
+  coversAddress,
+  isLocalhostName,
+  namesHost,
+  normalHost,
+  parseAllowList,
+  parseIp,
+  whyNotPublicAddress,
+  type AllowEntry,
+} from './address.js';
 
 export interface FetchArgs {
   url: string;
@@ -45,7 +55,8 @@ export interface FetchOptions {
   lookup?: typeof dnsLookup;
 }
 
-const hint = (what: string): string => `add ${what} to allow_private in web_fetch's network rule (web_fetch.meta) to allow`;
+const hint = (what: string): string =>
+  `add ${what} to allow_private in web_fetch's network rule (web_fetch.meta) to allow`;
 
 /** Refuses a URL's host before any connection when it is a non-public literal address or a localhost name. */
 function checkHost(url: URL, port: number, allow: AllowEntry[]): void {
@@ -57,7 +68,8 @@ function checkHost(url: URL, port: number, allow: AllowEntry[]): void {
     if (why && !coversAddress(allow, ip, port)) throw new RefusedError(`refused: ${host} is ${why}; ${hint('it')}`);
     return;
   }
-  if (isLocalhostName(host)) throw new RefusedError(`refused: ${host} is the local machine (a loopback name); ${hint('it')}`);
+  if (isLocalhostName(host))
+    throw new RefusedError(`refused: ${host} is the local machine (a loopback name); ${hint('it')}`);
 }
 
 /**
@@ -65,8 +77,16 @@ function checkHost(url: URL, port: number, allow: AllowEntry[]): void {
  * on. When none is left the connection fails with the first refusal.
  */
 function guardedLookup(host: string, port: number, allow: AllowEntry[], resolve: typeof dnsLookup): LookupFunction {
-  return ((hostname: string, options: { family?: number; hints?: number; all?: boolean }, cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
-    const o: LookupAllOptions = { all: true, ...(options.family && { family: options.family }), ...(options.hints !== undefined && { hints: options.hints }) };
+  return ((
+    hostname: string,
+    options: { family?: number; hints?: number; all?: boolean },
+    cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
+    const o: LookupAllOptions = {
+      all: true,
+      ...(options.family && { family: options.family }),
+      ...(options.hints !== undefined && { hints: options.hints }),
+    };
     resolve(hostname, o, (err, addrs) => {
       if (err) return cb(err, '');
       const ok: LookupAddress[] = [];
@@ -84,7 +104,12 @@ function guardedLookup(host: string, port: number, allow: AllowEntry[], resolve:
   }) as LookupFunction;
 }
 
-const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = { gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress };
+const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
 
 interface Answer {
   status: number;
@@ -113,7 +138,9 @@ function get(url: URL, allow: AllowEntry[], resolve: typeof dnsLookup, signal: A
         'accept-encoding': 'gzip, deflate, br',
       },
     });
-    req.once('response', (res) => ok({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: res.headers, res }));
+    req.once('response', (res) =>
+      ok({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: res.headers, res }),
+    );
     req.once('error', fail);
     req.end();
   });
@@ -121,29 +148,64 @@ function get(url: URL, allow: AllowEntry[], resolve: typeof dnsLookup, signal: A
 
 function toMarkdown(html: string): { title?: string; markdown: string } {
   const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
-  td.remove(['script', 'style', 'noscript', 'iframe', 'svg', 'canvas', 'template', 'head', 'title', 'meta', 'link', 'form'] as TurndownService.Filter);
+  td.remove([
+    'script',
+    'style',
+    'noscript',
+    'iframe',
+    'svg',
+    'canvas',
+    'template',
+    'head',
+    'title',
+    'meta',
+    'link',
+    'form',
+  ] as TurndownService.Filter);
   const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html)?.[1]?.replace(/\s+/g, ' ').trim();
-  const markdown = td.turndown(html).replace(/\n{3,}/g, '\n\n').trim();
+  const markdown = td
+    .turndown(html)
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   return { ...(title && { title: decodeEntities(title) }), markdown };
 }
 
 function decodeEntities(s: string): string {
   const named: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
   return s.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) =>
-    e[0] === '#' ? String.fromCodePoint(e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)) : (named[e.toLowerCase()] ?? m),
+    e[0] === '#'
+      ? String.fromCodePoint(e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10))
+      : (named[e.toLowerCase()] ?? m),
   );
 }
 
 function kindOf(mime: string): 'html' | 'json' | 'text' | 'binary' {
   if (mime === 'text/html' || mime === 'application/xhtml+xml') return 'html';
   if (mime === 'application/json' || mime.endsWith('+json')) return 'json';
-  if (mime.startsWith('text/') || mime.endsWith('+xml') || ['application/xml', 'application/javascript', 'application/x-javascript', 'application/ecmascript', 'application/x-sh', 'application/toml', 'application/yaml', 'application/x-yaml', ''].includes(mime)) return 'text';
+  if (
+    mime.startsWith('text/') ||
+    mime.endsWith('+xml') ||
+    [
+      'application/xml',
+      'application/javascript',
+      'application/x-javascript',
+      'application/ecmascript',
+      'application/x-sh',
+      'application/toml',
+      'application/yaml',
+      'application/x-yaml',
+      '',
+    ].includes(mime)
+  )
+    return 'text';
   return 'binary';
 }
 
 /** Reads the (decoded) body up to `max` bytes; the rest is not read. */
 async function readCapped(a: Answer, max: number): Promise<{ bytes: Uint8Array; truncated: boolean }> {
-  const enc = String(a.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const enc = String(a.headers['content-encoding'] ?? '')
+    .trim()
+    .toLowerCase();
   const decoder = DECODERS[enc]?.();
   const body = (decoder ? pipeline(a.res, decoder, () => undefined) : a.res) as AsyncIterable<Buffer>;
   const parts: Buffer[] = [];
@@ -169,7 +231,10 @@ async function readCapped(a: Answer, max: number): Promise<{ bytes: Uint8Array; 
 function describeError(e: unknown): string {
   const err = e as Error & { code?: string };
   if (err instanceof RefusedError) return err.message;
-  const why = err.code === 'EACCES' ? ' (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)' : '';
+  const why =
+    err.code === 'EACCES'
+      ? ' (the sandbox did not let web_fetch connect there: it reaches only the ports of its network rule, 80 and 443 as shipped)'
+      : '';
   return `${err.message.replace(/ - Local \([^)]*\)$/, '')}${why}`;
 }
 
@@ -182,7 +247,8 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
   } catch {
     return { output: `web_fetch: not a URL: ${a.url}\n`, exit: 1 };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { output: `web_fetch: only http and https URLs can be fetched, not ${url.protocol}\n`, exit: 1 };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { output: `web_fetch: only http and https URLs can be fetched, not ${url.protocol}\n`, exit: 1 };
   const maxRedirects = Math.max(0, Math.min(20, a.max_redirects ?? DEFAULTS.redirects));
   const maxBytes = Math.max(1024, Math.min(16 << 20, a.max_bytes ?? DEFAULTS.bytes));
   const maxChars = Math.max(1024, Math.min(1 << 20, a.max_chars ?? DEFAULTS.chars));
@@ -196,9 +262,13 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
       if (res.status >= 300 && res.status < 400 && loc) {
         res.res.destroy();
         chain.push(`${res.status} ${url.href}`);
-        if (chain.length > maxRedirects) throw new FetchError(`too many redirects (more than ${maxRedirects}): ${chain.join(' -> ')} -> ${new URL(loc, url).href}`);
+        if (chain.length > maxRedirects)
+          throw new FetchError(
+            `too many redirects (more than ${maxRedirects}): ${chain.join(' -> ')} -> ${new URL(loc, url).href}`,
+          );
         url = new URL(loc, url);
-        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new FetchError(`redirected to a ${url.protocol} URL, which cannot be fetched: ${url.href}`);
+        if (url.protocol !== 'http:' && url.protocol !== 'https:')
+          throw new FetchError(`redirected to a ${url.protocol} URL, which cannot be fetched: ${url.href}`);
         continue;
       }
       break;
@@ -206,7 +276,10 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
   } catch (e) {
     if (e instanceof FetchError) return { output: `web_fetch: ${e.message}\n`, exit: 1 };
     const via = chain.length ? ` (redirected: ${chain.join(' -> ')})` : '';
-    return { output: `web_fetch: cannot fetch ${url.href}${via}: ${signal.aborted ? 'timed out' : describeError(e)}\n`, exit: 1 };
+    return {
+      output: `web_fetch: cannot fetch ${url.href}${via}: ${signal.aborted ? 'timed out' : describeError(e)}\n`,
+      exit: 1,
+    };
   }
   const ctype = String(res.headers['content-type'] ?? '');
   const mime = ctype.split(';')[0]!.trim().toLowerCase();
@@ -215,7 +288,10 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
   try {
     body = await readCapped(res, maxBytes);
   } catch (e) {
-    return { output: `web_fetch: reading ${url.href} failed: ${signal.aborted ? 'timed out' : describeError(e)}\n`, exit: 1 };
+    return {
+      output: `web_fetch: reading ${url.href} failed: ${signal.aborted ? 'timed out' : describeError(e)}\n`,
+      exit: 1,
+    };
   }
   const head = [
     `URL: ${url.href}`,
@@ -250,7 +326,8 @@ export async function webFetch(a: FetchArgs, o: FetchOptions = {}): Promise<{ ou
       }
     }
   }
-  if (text.length > maxChars) text = `${text.slice(0, maxChars)}\n\n[… ${text.length - maxChars} more characters not shown: raise max_chars]`;
+  if (text.length > maxChars)
+    text = `${text.slice(0, maxChars)}\n\n[… ${text.length - maxChars} more characters not shown: raise max_chars]`;
   const ok = res.status >= 200 && res.status < 300;
   return { output: `${head.join('\n')}\n\n${text}${text.endsWith('\n') ? '' : '\n'}`, exit: ok ? 0 : 1 };
 }

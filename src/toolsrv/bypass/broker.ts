@@ -55,7 +55,9 @@ export class BypassBroker {
     const w = this.waiting.get(id);
     if (!w) throw new Error(`no pending bypass request ${id} (resolved already, or its call was cancelled)`);
     this.waiting.delete(id);
-    this.log(`bypass ${id} (${w.req.agent}: ${w.req.cmd}) ${decision === 'approve' ? 'approved' : 'denied'}${remember ? ` [${remember}]` : ''}`);
+    this.log(
+      `bypass ${id} (${w.req.agent}: ${w.req.cmd}) ${decision === 'approve' ? 'approved' : 'denied'}${remember ? ` [${remember}]` : ''}`,
+    );
     this.announce({ id, agent: w.req.agent, resolved: decision });
     w.settle(decision === 'approve');
   }

@@ -42,14 +42,19 @@ export interface ConfinementOptions {
 interface SandboxModule {
   loadPolicy(o: SandboxDirs & { cwd: string }): unknown;
   landlockStatus(): LandlockStatus;
-  sandboxCommand(policy: never, argv: string[], extra?: SandboxExtra): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
+  sandboxCommand(
+    policy: never,
+    argv: string[],
+    extra?: SandboxExtra,
+  ): { file: string; args: string[]; env?(base: NodeJS.ProcessEnv): Record<string, string> };
 }
 
 /**
  * `notice`: said once, with the first call after the cwd's policy was loaded (an ignored project file). `limits`:
  * the policy's, for a sandboxed call (a bypassed or --yolo one runs outside the policy, limits included).
  */
-export type Wrapped = { file: string; args: string[]; env: Record<string, string>; notice?: string; limits?: Limits } | { refused: string };
+export type Wrapped =
+  { file: string; args: string[]; env: Record<string, string>; notice?: string; limits?: Limits } | { refused: string };
 
 export class Confinement {
   /** Policies by cwd: `{CWD}` and a project's .ollie-sandbox.yaml depend on it. Loaded once per cwd. */
@@ -67,18 +72,22 @@ export class Confinement {
 
   static async create(opts: ConfinementOptions): Promise<Confinement> {
     if (opts.yolo) {
-      opts.log('WARNING: --yolo: tools run WITHOUT the sandbox; every tool can read, write and connect anywhere this user can');
+      opts.log(
+        'WARNING: --yolo: tools run WITHOUT the sandbox; every tool can read, write and connect anywhere this user can',
+      );
       return new Confinement(true, undefined, undefined, opts.dirs, opts.toolDirs);
     }
     if (!opts.module) {
       const c = new Confinement(false, real as unknown as SandboxModule, undefined, opts.dirs, opts.toolDirs, opts.log);
       const s = c.status();
-      if (s.unavailable) opts.log(`the sandbox is unavailable (${s.unavailable}); sandboxed tool calls will be refused`);
+      if (s.unavailable)
+        opts.log(`the sandbox is unavailable (${s.unavailable}); sandboxed tool calls will be refused`);
       return c;
     }
     try {
       const mod = (await import(opts.module)) as SandboxModule;
-      if (typeof mod.sandboxCommand !== 'function' || typeof mod.loadPolicy !== 'function') throw new Error('it does not export loadPolicy and sandboxCommand');
+      if (typeof mod.sandboxCommand !== 'function' || typeof mod.loadPolicy !== 'function')
+        throw new Error('it does not export loadPolicy and sandboxCommand');
       return new Confinement(false, mod, undefined, opts.dirs, opts.toolDirs, opts.log);
     } catch (e) {
       const why = `the sandbox module ${opts.module} could not be loaded: ${(e as Error).message}`;
@@ -123,8 +132,16 @@ export class Confinement {
    * `owner` the session and agent calling, whose own spill files (long outputs saved whole) the tool may read.
    */
   wrap(
-    argv: string[], cwd: string, env: Record<string, string>,
-    o: { unconfined: boolean; ollieSocket?: boolean; sandbox?: SandboxExtra; owner?: { session?: string; agent: string }; adjust?: (policy: SandboxPolicy) => SandboxPolicy },
+    argv: string[],
+    cwd: string,
+    env: Record<string, string>,
+    o: {
+      unconfined: boolean;
+      ollieSocket?: boolean;
+      sandbox?: SandboxExtra;
+      owner?: { session?: string; agent: string };
+      adjust?: (policy: SandboxPolicy) => SandboxPolicy;
+    },
   ): Wrapped {
     if (this.yolo || o.unconfined) {
       const out = { ...env };
@@ -146,7 +163,10 @@ export class Confinement {
     } catch (e) {
       return { refused: `the working directory ${cwd} cannot be used: ${(e as Error).message}` };
     }
-    if (real !== cwd) return { refused: `the working directory ${cwd} now leads to ${real} (a symlink put in its place): refused; set the agent's cwd again if that is meant` };
+    if (real !== cwd)
+      return {
+        refused: `the working directory ${cwd} now leads to ${real} (a symlink put in its place): refused; set the agent's cwd again if that is meant`,
+      };
     try {
       // Trusting (or editing) the project's policy file takes effect on the next call, not the next toolsrv.
       const stamp = this.trustStamp(cwd);
@@ -165,11 +185,25 @@ export class Confinement {
       }
       // The spill dir lies in the data dir, which no policy grants: the agent's own directory alone is added.
       const spill = o.owner?.session ? spillDirFor(this.dirs.dataDir, o.owner.session, o.owner.agent) : undefined;
-      const extra: SandboxExtra = { ...o.sandbox, ...(o.ollieSocket && { allowOllieSocket: true }), ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }) };
+      const extra: SandboxExtra = {
+        ...o.sandbox,
+        ...(o.ollieSocket && { allowOllieSocket: true }),
+        ...(spill && { ro: [...(o.sandbox?.ro ?? []), spill] }),
+      };
       // `adjust` narrows a copy for one kind of process (an MCP server: workspace read only, no network).
-      const cmd = this.mod.sandboxCommand((o.adjust ? o.adjust(policy as SandboxPolicy) : policy) as never, argv, extra);
+      const cmd = this.mod.sandboxCommand(
+        (o.adjust ? o.adjust(policy as SandboxPolicy) : policy) as never,
+        argv,
+        extra,
+      );
       const limits = (policy as { limits?: Limits }).limits;
-      return { file: cmd.file, args: cmd.args, env: cmd.env ? cmd.env(env) : env, ...(notice && { notice }), ...(limits && { limits }) };
+      return {
+        file: cmd.file,
+        args: cmd.args,
+        env: cmd.env ? cmd.env(env) : env,
+        ...(notice && { notice }),
+        ...(limits && { limits }),
+      };
     } catch (e) {
       return { refused: `sandbox unavailable: ${(e as Error).message}` };
     }

@@ -23,8 +23,13 @@ let cached: string | undefined;
 export function cgroupV2(): string {
   if (cached !== undefined) return cached;
   try {
-    const self = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
-    const mount = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')).find((f) => f[f.indexOf('-') + 1] === 'cgroup2');
+    const self = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'));
+    const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' '))
+      .find((f) => f[f.indexOf('-') + 1] === 'cgroup2');
     if (!self || !mount) cached = 'no cgroup v2 hierarchy is mounted';
     else {
       const dir = join(mount[4]!, self.slice(3));
@@ -42,7 +47,10 @@ export function containmentStatus(withSpawner: boolean): ContainmentStatus {
   if (!withSpawner) {
     return {
       mechanism: 'process-group',
-      limits: { output: 'toolsrv', others: 'not enforced: native/build/ollie-spawner is not built (sandboxed calls are refused)' },
+      limits: {
+        output: 'toolsrv',
+        others: 'not enforced: native/build/ollie-spawner is not built (sandboxed calls are refused)',
+      },
       cgroup: cgroupV2(),
     };
   }
@@ -63,7 +71,11 @@ export function containmentStatus(withSpawner: boolean): ContainmentStatus {
 /** The status in the words of the sandbox report (the daemon's log line and Settings): what contains, what limits. */
 export function describeContainment(c: ContainmentStatus): { containment: string[]; limits: string[] } {
   return {
-    containment: [c.mechanism === 'subreaper' ? 'every process of a call ends with it (subreapers in ollie-spawner)' : 'only the call\'s process group is stopped (ollie-spawner is not built)'],
+    containment: [
+      c.mechanism === 'subreaper'
+        ? 'every process of a call ends with it (subreapers in ollie-spawner)'
+        : "only the call's process group is stopped (ollie-spawner is not built)",
+    ],
     limits: Object.entries(c.limits).map(([k, v]) => `${k}: ${v}`),
   };
 }

@@ -120,16 +120,24 @@ class Host {
     if (!this.dead) this.proc.write(`${JSON.stringify(msg)}\n`);
   }
 
-  run(proc: Proc, req: { tool: string; args: Record<string, unknown>; env: Record<string, string> }, timeoutS?: number): void {
+  run(
+    proc: Proc,
+    req: { tool: string; args: Record<string, unknown>; env: Record<string, string> },
+    timeoutS?: number,
+  ): void {
     clearTimeout(this.idle);
     const id = this.nextId++;
     this.calls++;
-    const sink = proc.startHosted(this.pid, (sig) => {
-      if (!this.pending.has(id)) return;
-      this.send({ cancel: id, signal: typeof sig === 'number' ? sig : String(sig) });
-      // SIGKILL ends the call at once (Proc.killGroup); the host's late answer is dropped.
-      if (sig === 'SIGKILL' || sig === 9) this.settle(id);
-    }, timeoutS);
+    const sink = proc.startHosted(
+      this.pid,
+      (sig) => {
+        if (!this.pending.has(id)) return;
+        this.send({ cancel: id, signal: typeof sig === 'number' ? sig : String(sig) });
+        // SIGKILL ends the call at once (Proc.killGroup); the host's late answer is dropped.
+        if (sig === 'SIGKILL' || sig === 9) this.settle(id);
+      },
+      timeoutS,
+    );
     this.pending.set(id, { sink, proc });
     this.send({ id, tool: req.tool, args: req.args, cwd: this.cwd, env: req.env });
   }
@@ -150,7 +158,14 @@ class Host {
       const line = this.buf.slice(0, nl);
       this.buf = this.buf.slice(nl + 1);
       if (!line.trim()) continue;
-      let m: { id?: number; out?: string; exit?: number | null; signal?: NodeJS.Signals; hello?: unknown; stats?: unknown };
+      let m: {
+        id?: number;
+        out?: string;
+        exit?: number | null;
+        signal?: NodeJS.Signals;
+        hello?: unknown;
+        stats?: unknown;
+      };
       try {
         m = JSON.parse(line) as typeof m;
       } catch {
@@ -200,7 +215,9 @@ class Host {
         p.sink.output(`${tail}\n`);
         p.sink.exit(code);
       } else {
-        p.sink.lost(`the ${this.name} tool host ${this.hello ? 'died during the call' : 'could not start'} (${how})${tail ? `: ${lastWords(tail)}` : ''}; it is started again on the next call`);
+        p.sink.lost(
+          `the ${this.name} tool host ${this.hello ? 'died during the call' : 'could not start'} (${how})${tail ? `: ${lastWords(tail)}` : ''}; it is started again on the next call`,
+        );
       }
     }
     for (const w of this.waiting.values()) w(undefined);
@@ -235,13 +252,23 @@ class Host {
   }
 
   info(): HostInfo {
-    return { name: this.name, cwd: this.cwd, pid: this.pid, startedAt: this.startedAt, calls: this.calls, inflight: this.pending.size };
+    return {
+      name: this.name,
+      cwd: this.cwd,
+      pid: this.pid,
+      startedAt: this.startedAt,
+      calls: this.calls,
+      inflight: this.pending.size,
+    };
   }
 }
 
 /** What a dead host's stderr says, in a line: its error messages (not the stack), else its last lines. */
 function lastWords(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const errors = lines.filter((l) => /^([A-Za-z]*Error\b|ollie-sandbox:)/.test(l));
   return (errors.length ? errors.slice(0, 2) : lines.slice(-3)).join(' | ');
 }
@@ -265,14 +292,29 @@ export class HostPool {
    * Runs one call in the host `name` started by `cmd` (the sandbox-wrapped host program) in `cwd`; `cmd.env`
    * is also the call's environment. Starts the host when none with the same command and cwd is running.
    */
-  run(name: string, cmd: HostCommand, cwd: string, proc: Proc, req: { tool: string; args: Record<string, unknown> }, timeoutS?: number): void {
+  run(
+    name: string,
+    cmd: HostCommand,
+    cwd: string,
+    proc: Proc,
+    req: { tool: string; args: Record<string, unknown> },
+    timeoutS?: number,
+  ): void {
     const key = JSON.stringify([cmd.file, cmd.args, cwd]);
     let h = this.hosts.get(key);
     if (!h || h.dead) {
-      h = new Host(name, key, cwd, cmd, this.idleMs, (gone) => {
-        if (this.hosts.get(gone.key) === gone) this.hosts.delete(gone.key);
-        if (gone.dead) this.live.delete(gone);
-      }, this.launcher);
+      h = new Host(
+        name,
+        key,
+        cwd,
+        cmd,
+        this.idleMs,
+        (gone) => {
+          if (this.hosts.get(gone.key) === gone) this.hosts.delete(gone.key);
+          if (gone.dead) this.live.delete(gone);
+        },
+        this.launcher,
+      );
       this.hosts.set(key, h);
       this.live.add(h);
       const started = h;

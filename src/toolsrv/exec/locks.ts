@@ -60,9 +60,10 @@ export class LockTable {
 
   private pump(): void {
     const ahead: LockKind[] = [];
-    for (let i = 0; i < this.queue.length; ) {
+    for (let i = 0; i < this.queue.length;) {
       const w = this.queue[i]!;
-      const blocked = ahead.some((a) => conflicts(a, w.lock)) || [...this.held.values()].some((h) => conflicts(h, w.lock));
+      const blocked =
+        ahead.some((a) => conflicts(a, w.lock)) || [...this.held.values()].some((h) => conflicts(h, w.lock));
       if (blocked) {
         ahead.push(w.lock);
         i++;

@@ -44,7 +44,8 @@ const KILL_GRACE_MS = 1000;
 type Stop = 'timeout' | 'killed';
 
 /** How programs say that an allocation failed (Python, Node/V8, C, C++, Java, Go, Rust). */
-const OUT_OF_MEMORY = /MemoryError|Cannot allocate memory|out of memory|allocation failed|ENOMEM|bad_alloc|OutOfMemoryError|memory allocation of \d+ bytes failed/i;
+const OUT_OF_MEMORY =
+  /MemoryError|Cannot allocate memory|out of memory|allocation failed|ENOMEM|bad_alloc|OutOfMemoryError|memory allocation of \d+ bytes failed/i;
 
 /** A call served by a resident tool host (exec/hosts.ts): its output and its end arrive from the host. */
 export interface HostedCall {
@@ -146,7 +147,9 @@ export class Proc {
   }
 
   private async startLaunched(launcher: Launcher, spec: SpawnSpec): Promise<void> {
-    const end = new LaunchEnd<{ code: number | null; signal: NodeJS.Signals | null }>((e) => this.exited(e.code, e.signal));
+    const end = new LaunchEnd<{ code: number | null; signal: NodeJS.Signals | null }>((e) =>
+      this.exited(e.code, e.signal),
+    );
     try {
       const spawned = await launcher.launch(spec, {
         output: (b) => this.output(b),
@@ -186,7 +189,13 @@ export class Proc {
     const pty = await import('node-pty');
     let term;
     try {
-      term = pty.spawn(spec.file, spec.args, { name: 'xterm-256color', cols: 120, rows: 40, cwd: spec.cwd, env: spec.env });
+      term = pty.spawn(spec.file, spec.args, {
+        name: 'xterm-256color',
+        cols: 120,
+        rows: 40,
+        cwd: spec.cwd,
+        env: spec.env,
+      });
     } catch (e) {
       this.failed(`cannot start ${spec.file} in a terminal: ${(e as Error).message}`);
       return;
@@ -197,7 +206,10 @@ export class Proc {
     term.onData((d) => this.output(enc.encode(d)));
     term.onExit(({ exitCode, signal }) => {
       this.killGroup('SIGKILL');
-      const name = signal ? (Object.entries(osConstants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined) ?? null : null;
+      const name = signal
+        ? ((Object.entries(osConstants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined) ??
+          null)
+        : null;
       this.exited(name ? null : exitCode, name);
     });
   }
@@ -205,7 +217,13 @@ export class Proc {
   /** Marks the call as killed for `name` (the spawner did the killing, or `output` is about to). */
   private hitLimit(name: CallLimitKind | 'output' | 'cpu' | 'fileSize'): void {
     const n = this.limits?.[name] ?? 0;
-    const words = { processes: 'process limit', memory: 'memory limit', output: 'output limit', cpu: 'CPU time limit', fileSize: 'file size limit' }[name];
+    const words = {
+      processes: 'process limit',
+      memory: 'memory limit',
+      output: 'output limit',
+      cpu: 'CPU time limit',
+      fileSize: 'file size limit',
+    }[name];
     this.overLimit ??= `killed: ${words} ${describeLimit(name, n)}${name === 'cpu' || name === 'fileSize' ? ' (per process)' : ''}`;
     this.stop ??= 'killed';
   }
@@ -262,7 +280,9 @@ export class Proc {
     clearTimeout(this.timer);
     clearTimeout(this.kill9);
     if (this.retained < this.outputBytes) {
-      const note = new TextEncoder().encode(`\n[output beyond ${RETAIN} bytes was not kept; ${this.outputBytes} bytes in all]\n`);
+      const note = new TextEncoder().encode(
+        `\n[output beyond ${RETAIN} bytes was not kept; ${this.outputBytes} bytes in all]\n`,
+      );
       this.chunks.push(note);
       this.feed.push(note);
     }
@@ -364,4 +384,3 @@ export class Proc {
     return (this.ended ?? Date.now()) - this.started;
   }
 }
-

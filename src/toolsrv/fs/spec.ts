@@ -21,9 +21,10 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
   const scope = (ctx: Ctx): Scope => core.scope(ctx.params.scope ?? '');
   const proc = (ctx: Ctx) => guard(() => core.proc(ctx.params.pid!));
   const ns = build(
-    Dir('/',
+    Dir(
+      '/',
       Leaf('ctl', {
-        doc: 'Write commands, one per line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. Read: this scope\'s cwd, env and loaded tools.',
+        doc: "Write commands, one per line: load NAME, unload NAME, env K=V (env K unsets), cwd PATH, reload. Read: this scope's cwd, env and loaded tools.",
         write: async (ctx, data) => {
           const s = scope(ctx);
           for (const line of text(data).split('\n')) if (line.trim()) await guardAsync(() => core.ctl(s, line));
@@ -41,13 +42,25 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           for (const n of text(data).split(/\s+/)) if (n) guard(() => core.ctl(s, `load ${n}`));
         },
       }),
-      Leaf('catalog', { doc: 'Every tool on disk, loaded or not, and every invalid .meta with the reason (JSON).', read: () => `${JSON.stringify(core.catalog.entries())}\n` }),
-      Leaf('rev', { doc: 'Revision of this scope\'s registry, bumped on every change.', read: (ctx) => `${scope(ctx).rev}\n` }),
-      Leaf('info', { doc: 'Platform, arch, Landlock ABI and what the sandbox enforces (JSON).', read: () => `${JSON.stringify(core.info())}\n` }),
-      Dir('proc', { doc: 'Tool processes.' },
+      Leaf('catalog', {
+        doc: 'Every tool on disk, loaded or not, and every invalid .meta with the reason (JSON).',
+        read: () => `${JSON.stringify(core.catalog.entries())}\n`,
+      }),
+      Leaf('rev', {
+        doc: "Revision of this scope's registry, bumped on every change.",
+        read: (ctx) => `${scope(ctx).rev}\n`,
+      }),
+      Leaf('info', {
+        doc: 'Platform, arch, Landlock ABI and what the sandbox enforces (JSON).',
+        read: () => `${JSON.stringify(core.info())}\n`,
+      }),
+      Dir(
+        'proc',
+        { doc: 'Tool processes.' },
         Leaf('new', {
           doc: 'Write {"tool", "args", "flags"} JSON; the reply (read on the same fid) is the result JSON once the tool exits. A flush kills it.',
-          rdwr: async (ctx, req, signal) => `${JSON.stringify(await core.call(scope(ctx), parseRequest(req), signal))}\n`,
+          rdwr: async (ctx, req, signal) =>
+            `${JSON.stringify(await core.call(scope(ctx), parseRequest(req), signal))}\n`,
         }),
         Leaf('new.bg', {
           doc: 'Write a request as for new; read back the pid of the background process at once.',
@@ -62,14 +75,19 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           doc: 'Stream: one JSON line per finished background process of this scope, each delivered once, with its <system-proc-interrupt> text.',
           stream: (ctx, signal) => core.followInterrupts(scope(ctx), signal),
         }),
-        Each('pid', {
-          doc: 'One process, by pid. Exited ones are collected 10 minutes after their last read.',
-          list: (ctx) => core.procIds(scope(ctx)),
-          has: (ctx, id) => core.procIds(scope(ctx)).includes(id),
-        },
-          Leaf('out', { doc: 'Stream: its output from the start, live until it exits.', stream: (ctx, signal) => proc(ctx).follow(signal) }),
+        Each(
+          'pid',
+          {
+            doc: 'One process, by pid. Exited ones are collected 10 minutes after their last read.',
+            list: (ctx) => core.procIds(scope(ctx)),
+            has: (ctx, id) => core.procIds(scope(ctx)).includes(id),
+          },
+          Leaf('out', {
+            doc: 'Stream: its output from the start, live until it exits.',
+            stream: (ctx, signal) => proc(ctx).follow(signal),
+          }),
           Leaf('in', {
-            doc: 'Write: keystrokes for a tty tool\'s terminal (its pty). Refused for a process without one (its stdin was its arguments).',
+            doc: "Write: keystrokes for a tty tool's terminal (its pty). Refused for a process without one (its stdin was its arguments).",
             write: (ctx, data) => guard(() => proc(ctx).input(data)),
           }),
           Leaf('wait', {
@@ -81,15 +99,20 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
               return `${p.waitCode()}\n`;
             },
           }),
-          Leaf('stat', { doc: 'key=value lines: state, status, runtime_ms, tool, exit, signal, …', read: (ctx) => core.statText(proc(ctx)) }),
+          Leaf('stat', {
+            doc: 'key=value lines: state, status, runtime_ms, tool, exit, signal, …',
+            read: (ctx) => core.statText(proc(ctx)),
+          }),
           Leaf('ctl', {
-            doc: 'Write: signal N (or a name), term, kill, resize COLS ROWS (a tty tool\'s terminal), dismiss (kill if running and remove it now).',
+            doc: "Write: signal N (or a name), term, kill, resize COLS ROWS (a tty tool's terminal), dismiss (kill if running and remove it now).",
             write: (ctx, data) => guard(() => core.procCtl(proc(ctx), text(data))),
           }),
         ),
       ),
       ...(core.mcp ? [mcpDir(core.mcp)] : []),
-      Dir('bypass', { doc: 'Requests to run outside the sandbox, waiting for a person.' },
+      Dir(
+        'bypass',
+        { doc: 'Requests to run outside the sandbox, waiting for a person.' },
         Leaf('pending', {
           doc: 'Stream: every pending request (BypassRequest JSON lines), then new ones and resolutions ({"id","resolved"}).',
           stream: (_ctx, signal) => core.bypass.follow(signal),

@@ -81,12 +81,14 @@ class ConfigError extends Error {}
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function strings(v: unknown, where: string): string[] {
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ConfigError(`${where}: must be a list of strings`);
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+    throw new ConfigError(`${where}: must be a list of strings`);
   return v as string[];
 }
 
 function stringMap(v: unknown, where: string): Record<string, string> {
-  if (!isObject(v) || !Object.values(v).every((x) => typeof x === 'string')) throw new ConfigError(`${where}: must be an object of strings`);
+  if (!isObject(v) || !Object.values(v).every((x) => typeof x === 'string'))
+    throw new ConfigError(`${where}: must be an object of strings`);
   return v as Record<string, string>;
 }
 
@@ -98,21 +100,37 @@ const OLLIE_KEYS = ['sandbox', 'workspace', 'timeout', 'disabled'];
 function parseServer(name: string, file: string, v: unknown): ServerConfig {
   // No "__" in it and no "_" at its end: the first "__" after mcp__ must end the server's name, or server "a"
   // with tool "_x" and server "a_" with tool "x" would both be mcp__a___x, the first listed answering for both.
-  if (!SERVER_NAME.test(name) || name.includes('__') || name.endsWith('_')) throw new ConfigError(`the name must be letters, digits, - and _ (no "__", not ending in "_", at most 48), as it becomes part of mcp__${name}__TOOL`);
+  if (!SERVER_NAME.test(name) || name.includes('__') || name.endsWith('_'))
+    throw new ConfigError(
+      `the name must be letters, digits, - and _ (no "__", not ending in "_", at most 48), as it becomes part of mcp__${name}__TOOL`,
+    );
   if (!isObject(v)) throw new ConfigError('must be an object like {"command": …} or {"type": "http", "url": …}');
   const type = v.type ?? (v.url !== undefined ? 'http' : 'stdio');
-  if (type !== 'stdio' && type !== 'http' && type !== 'sse' && type !== 'streamable-http') throw new ConfigError(`type: ${JSON.stringify(type)} is not one of stdio, http, sse`);
+  if (type !== 'stdio' && type !== 'http' && type !== 'sse' && type !== 'streamable-http')
+    throw new ConfigError(`type: ${JSON.stringify(type)} is not one of stdio, http, sse`);
   const known = type === 'stdio' ? STDIO_KEYS : REMOTE_KEYS;
-  for (const k of Object.keys(v)) if (!known.includes(k)) throw new ConfigError(`${k}: unknown field for a ${type} server (fields: ${known.join(', ')})`);
+  for (const k of Object.keys(v))
+    if (!known.includes(k))
+      throw new ConfigError(`${k}: unknown field for a ${type} server (fields: ${known.join(', ')})`);
   const o = v.ollie ?? {};
   if (!isObject(o)) throw new ConfigError('ollie: must be an object like {"sandbox": {…}, "workspace": "ro"}');
-  for (const k of Object.keys(o)) if (!OLLIE_KEYS.includes(k)) throw new ConfigError(`ollie.${k}: unknown (known: ${OLLIE_KEYS.join(', ')})`);
-  if (o.timeout !== undefined && !(typeof o.timeout === 'number' && o.timeout > 0)) throw new ConfigError('ollie.timeout: must be a positive number of seconds');
-  if (o.disabled !== undefined && typeof o.disabled !== 'boolean') throw new ConfigError('ollie.disabled: must be true or false');
-  const common = { name, file, disabled: o.disabled === true, ...(typeof o.timeout === 'number' && { timeout: o.timeout }) };
+  for (const k of Object.keys(o))
+    if (!OLLIE_KEYS.includes(k)) throw new ConfigError(`ollie.${k}: unknown (known: ${OLLIE_KEYS.join(', ')})`);
+  if (o.timeout !== undefined && !(typeof o.timeout === 'number' && o.timeout > 0))
+    throw new ConfigError('ollie.timeout: must be a positive number of seconds');
+  if (o.disabled !== undefined && typeof o.disabled !== 'boolean')
+    throw new ConfigError('ollie.disabled: must be true or false');
+  const common = {
+    name,
+    file,
+    disabled: o.disabled === true,
+    ...(typeof o.timeout === 'number' && { timeout: o.timeout }),
+  };
   if (type === 'stdio') {
-    if (typeof v.command !== 'string' || v.command.trim() === '') throw new ConfigError('command: missing (a stdio server is a program to run)');
-    if (o.workspace !== undefined && o.workspace !== 'ro' && o.workspace !== 'rw') throw new ConfigError('ollie.workspace: must be "ro" or "rw"');
+    if (typeof v.command !== 'string' || v.command.trim() === '')
+      throw new ConfigError('command: missing (a stdio server is a program to run)');
+    if (o.workspace !== undefined && o.workspace !== 'ro' && o.workspace !== 'rw')
+      throw new ConfigError('ollie.workspace: must be "ro" or "rw"');
     let sandbox: SandboxExtra;
     try {
       sandbox = parseToolSandbox(o.sandbox);
@@ -120,14 +138,26 @@ function parseServer(name: string, file: string, v: unknown): ServerConfig {
       throw new ConfigError(`ollie.${(e as MetaError).message}`);
     }
     // The dial-back socket is for Ollie's own tools, which carry an agent's token: no MCP server gets it.
-    if (sandbox.allowOllieSocket) throw new ConfigError('ollie.sandbox.ollieSocket: an MCP server cannot be given the Ollie socket');
+    if (sandbox.allowOllieSocket)
+      throw new ConfigError('ollie.sandbox.ollieSocket: an MCP server cannot be given the Ollie socket');
     const env = v.env === undefined ? {} : stringMap(v.env, 'env');
-    for (const k of Object.keys(env)) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new ConfigError(`env: ${JSON.stringify(k)} is not a variable name`);
+    for (const k of Object.keys(env))
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+        throw new ConfigError(`env: ${JSON.stringify(k)} is not a variable name`);
     return {
-      ...common, type: 'stdio', command: v.command, args: v.args === undefined ? [] : strings(v.args, 'args'), env, sandbox, workspaceWritable: o.workspace === 'rw',
+      ...common,
+      type: 'stdio',
+      command: v.command,
+      args: v.args === undefined ? [] : strings(v.args, 'args'),
+      env,
+      sandbox,
+      workspaceWritable: o.workspace === 'rw',
     };
   }
-  if (o.sandbox !== undefined || o.workspace !== undefined) throw new ConfigError(`ollie.${o.sandbox !== undefined ? 'sandbox' : 'workspace'}: only a stdio server runs in the sandbox; a ${type} server is reached over the network by toolsrv`);
+  if (o.sandbox !== undefined || o.workspace !== undefined)
+    throw new ConfigError(
+      `ollie.${o.sandbox !== undefined ? 'sandbox' : 'workspace'}: only a stdio server runs in the sandbox; a ${type} server is reached over the network by toolsrv`,
+    );
   if (typeof v.url !== 'string') throw new ConfigError('url: missing (a remote server is a URL)');
   let url: URL;
   try {
@@ -135,19 +165,29 @@ function parseServer(name: string, file: string, v: unknown): ServerConfig {
   } catch {
     throw new ConfigError(`url: ${JSON.stringify(v.url)} is not a URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`url: ${url.protocol} is not http: or https:`);
-  return { ...common, type: type === 'sse' ? 'sse' : 'http', url: url.href, headers: v.headers === undefined ? {} : stringMap(v.headers, 'headers') };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`url: ${url.protocol} is not http: or https:`);
+  return {
+    ...common,
+    type: type === 'sse' ? 'sse' : 'http',
+    url: url.href,
+    headers: v.headers === undefined ? {} : stringMap(v.headers, 'headers'),
+  };
 }
 
 /** The servers of one file's text. */
-export function parseMcpFile(file: string, text: string): { servers: ServerConfig[]; bad: BadServer[]; error?: string } {
+export function parseMcpFile(
+  file: string,
+  text: string,
+): { servers: ServerConfig[]; bad: BadServer[]; error?: string } {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
     return { servers: [], bad: [], error: `${file}: not valid JSON: ${(e as Error).message}` };
   }
-  if (!isObject(json) || !isObject(json.mcpServers)) return { servers: [], bad: [], error: `${file}: expected {"mcpServers": {NAME: {…}, …}}` };
+  if (!isObject(json) || !isObject(json.mcpServers))
+    return { servers: [], bad: [], error: `${file}: expected {"mcpServers": {NAME: {…}, …}}` };
   const servers: ServerConfig[] = [];
   const bad: BadServer[] = [];
   for (const [name, v] of Object.entries(json.mcpServers)) {
@@ -212,7 +252,10 @@ function projectFile(configDir: string, cwd: string): { file: string; text?: str
     return { file: p.file, error: `the trust list cannot be read (${(e as Error).message}); ${p.file} is not used` };
   }
   if (trusted.get(p.file) !== p.sha) {
-    return { file: p.file, notice: `${p.file} is not trusted${trusted.has(p.file) ? ' as it is now (it changed since it was trusted)' : ''}: its MCP servers are not started; the owner trusts it with "trust ${p.file}" in config/trust` };
+    return {
+      file: p.file,
+      notice: `${p.file} is not trusted${trusted.has(p.file) ? ' as it is now (it changed since it was trusted)' : ''}: its MCP servers are not started; the owner trusts it with "trust ${p.file}" in config/trust`,
+    };
   }
   return { file: p.file, text: p.bytes.toString('utf8') };
 }

@@ -11,15 +11,22 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema,
-  type Prompt, type Resource, type Tool as McpTool,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type Prompt,
+  type Resource,
+  type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig, StdioServer } from './config.js';
 
 export type McpState = 'starting' | 'ready' | 'restarting' | 'stopped' | 'failed' | 'disabled';
 
 /** The command that starts a stdio server (the sandbox helper's, around the server's own), or why it cannot start. */
-export type Launch = (s: StdioServer, unconfined: boolean) => { file: string; args: string[]; env: Record<string, string> } | { refused: string };
+export type Launch = (
+  s: StdioServer,
+  unconfined: boolean,
+) => { file: string; args: string[]; env: Record<string, string> } | { refused: string };
 
 export interface ConnectionOptions {
   cwd: string;
@@ -62,9 +69,16 @@ export class McpConnection {
   /** Bumped by every start and stop: a late event of an older connection changes nothing. */
   private generation = 0;
   private readyWaiters: Array<() => void> = [];
-  private listing: Record<'tools' | 'resources' | 'prompts', 'idle' | 'running' | 'again'> = { tools: 'idle', resources: 'idle', prompts: 'idle' };
+  private listing: Record<'tools' | 'resources' | 'prompts', 'idle' | 'running' | 'again'> = {
+    tools: 'idle',
+    resources: 'idle',
+    prompts: 'idle',
+  };
 
-  constructor(readonly config: ServerConfig, private readonly o: ConnectionOptions) {
+  constructor(
+    readonly config: ServerConfig,
+    private readonly o: ConnectionOptions,
+  ) {
     this.backoff = o.backoffMs ?? 1000;
     this.state = config.disabled ? 'disabled' : 'stopped';
   }
@@ -81,7 +95,8 @@ export class McpConnection {
   private note(line: string): void {
     const stamp = new Date().toISOString();
     // Lines are cut: the log is kept in memory, and a server writes to stderr what it likes.
-    for (const l of line.split('\n')) if (l.trim()) this.lines.push(`${stamp} ${l.length > LOG_LINE ? `${l.slice(0, LOG_LINE)}… (cut)` : l}`);
+    for (const l of line.split('\n'))
+      if (l.trim()) this.lines.push(`${stamp} ${l.length > LOG_LINE ? `${l.slice(0, LOG_LINE)}… (cut)` : l}`);
     if (this.lines.length > LOG_LINES) this.lines.splice(0, this.lines.length - LOG_LINES);
   }
 
@@ -122,7 +137,8 @@ export class McpConnection {
     const client = new Client(CLIENT, { capabilities: {} });
     this.client = client;
     client.onclose = () => {
-      if (gen === this.generation && (this.state === 'ready' || this.state === 'starting')) this.failed(gen, 'the connection closed', true);
+      if (gen === this.generation && (this.state === 'ready' || this.state === 'starting'))
+        this.failed(gen, 'the connection closed', true);
     };
     client.onerror = (e) => {
       if (gen === this.generation) this.note(`error: ${e.message}`);
@@ -143,7 +159,9 @@ export class McpConnection {
       if (gen !== this.generation) return;
       this.state = 'ready';
       const v = client.getServerVersion();
-      this.note(`ready${v ? ` (${v.name} ${v.version})` : ''}: ${this.tools.length} tools, ${this.resources.length} resources, ${this.prompts.length} prompts${this.pid ? `, pid ${this.pid}` : ''}`);
+      this.note(
+        `ready${v ? ` (${v.name} ${v.version})` : ''}: ${this.tools.length} tools, ${this.resources.length} resources, ${this.prompts.length} prompts${this.pid ? `, pid ${this.pid}` : ''}`,
+      );
       this.settle();
       this.o.changed();
     } catch (e) {
@@ -156,17 +174,27 @@ export class McpConnection {
     if (c.type === 'stdio') {
       const cmd = this.o.launch(c, false);
       if ('refused' in cmd) throw new Error(cmd.refused);
-      this.note(`starting ${[c.command, ...c.args].join(' ')} (sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'})`);
+      this.note(
+        `starting ${[c.command, ...c.args].join(' ')} (sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'})`,
+      );
       return this.stdio(cmd);
     }
     // Dialled by toolsrv itself, outside the sandbox (as any HTTP client of the owner's): the owner's config named it.
     this.note(`connecting to ${redactUrl(c.url)} (${c.type === 'sse' ? 'SSE' : 'Streamable HTTP'})`);
     const requestInit = { headers: c.headers };
-    return c.type === 'sse' ? new SSEClientTransport(new URL(c.url), { requestInit }) : new StreamableHTTPClientTransport(new URL(c.url), { requestInit });
+    return c.type === 'sse'
+      ? new SSEClientTransport(new URL(c.url), { requestInit })
+      : new StreamableHTTPClientTransport(new URL(c.url), { requestInit });
   }
 
   private stdio(cmd: { file: string; args: string[]; env: Record<string, string> }): StdioClientTransport {
-    const t = new StdioClientTransport({ command: cmd.file, args: cmd.args, env: cmd.env, cwd: this.o.cwd, stderr: 'pipe' });
+    const t = new StdioClientTransport({
+      command: cmd.file,
+      args: cmd.args,
+      env: cmd.env,
+      cwd: this.o.cwd,
+      stderr: 'pipe',
+    });
     let buf = '';
     t.stderr?.on('data', (d: Buffer) => {
       buf += d.toString('utf8');
@@ -183,14 +211,22 @@ export class McpConnection {
     return t;
   }
 
-  private async listAll<K extends 'tools' | 'resources' | 'prompts'>(what: K, timeout: number): Promise<K extends 'tools' ? McpTool[] : K extends 'resources' ? Resource[] : Prompt[]> {
+  private async listAll<K extends 'tools' | 'resources' | 'prompts'>(
+    what: K,
+    timeout: number,
+  ): Promise<K extends 'tools' ? McpTool[] : K extends 'resources' ? Resource[] : Prompt[]> {
     const c = this.client!;
     const out: unknown[] = [];
     let cursor: string | undefined;
     // A server that pages forever is cut off: 100 pages is more than any real server sends.
     for (let page = 0; page < 100; page++) {
       const params = cursor ? { cursor } : {};
-      const r = what === 'tools' ? await c.listTools(params, { timeout }) : what === 'resources' ? await c.listResources(params, { timeout }) : await c.listPrompts(params, { timeout });
+      const r =
+        what === 'tools'
+          ? await c.listTools(params, { timeout })
+          : what === 'resources'
+            ? await c.listResources(params, { timeout })
+            : await c.listPrompts(params, { timeout });
       out.push(...((r as Record<string, unknown[]>)[what] ?? []));
       cursor = r.nextCursor;
       if (!cursor || out.length > MAX_ITEMS) break;
@@ -296,13 +332,26 @@ export class McpConnection {
   }
 
   /** One tool call; its result's content in words, and whether the server said it failed. */
-  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; isError: boolean }> {
+  async call(
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<{ text: string; isError: boolean }> {
     return callOn(this.ready(), tool, args, signal, timeoutMs);
   }
 
   async readResource(uri: string): Promise<string> {
     const r = await this.ready().readResource({ uri });
-    return r.contents.map((c) => ('text' in c && typeof c.text === 'string' ? c.text : 'blob' in c && typeof c.blob === 'string' ? Buffer.from(c.blob, 'base64').toString('latin1') : '')).join('');
+    return r.contents
+      .map((c) =>
+        'text' in c && typeof c.text === 'string'
+          ? c.text
+          : 'blob' in c && typeof c.blob === 'string'
+            ? Buffer.from(c.blob, 'base64').toString('latin1')
+            : '',
+      )
+      .join('');
   }
 
   /** A prompt's messages in words (what a slash command sends the model). */
@@ -315,7 +364,12 @@ export class McpConnection {
    * One call in a connection of its own, started outside the sandbox and closed after: an approved bypass. The
    * resident server keeps its sandbox; only this call runs with the user's rights.
    */
-  async callUnconfined(tool: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; isError: boolean }> {
+  async callUnconfined(
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<{ text: string; isError: boolean }> {
     const c = this.config;
     if (c.type !== 'stdio') return this.call(tool, args, signal, timeoutMs);
     const cmd = this.o.launch(c, true);
@@ -331,8 +385,18 @@ export class McpConnection {
   }
 }
 
-async function callOn(client: Client, tool: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<{ text: string; isError: boolean }> {
-  const r = await client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs, maxTotalTimeout: timeoutMs });
+async function callOn(
+  client: Client,
+  tool: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<{ text: string; isError: boolean }> {
+  const r = await client.callTool({ name: tool, arguments: args }, undefined, {
+    signal,
+    timeout: timeoutMs,
+    maxTotalTimeout: timeoutMs,
+  });
   if ('toolResult' in r) return { text: JSON.stringify(r.toolResult), isError: false };
   const parts = (r.content as Array<{ type: string }>).map(contentText);
   if (!parts.length && r.structuredContent !== undefined) parts.push(JSON.stringify(r.structuredContent));
@@ -340,7 +404,14 @@ async function callOn(client: Client, tool: string, args: Record<string, unknown
 }
 
 /** A content block as text: text as is, the rest named (an image is not text for the tool log). */
-function contentText(c: { type: string; text?: string; mimeType?: string; resource?: { uri: string; text?: string }; uri?: string; name?: string }): string {
+function contentText(c: {
+  type: string;
+  text?: string;
+  mimeType?: string;
+  resource?: { uri: string; text?: string };
+  uri?: string;
+  name?: string;
+}): string {
   switch (c.type) {
     case 'text':
       return c.text ?? '';

@@ -83,7 +83,8 @@ export class McpManager {
       this.session = first.session;
       this.workspace = first.cwd;
     }
-    if (this.session === undefined) throw new Error('no session has started its MCP servers yet (they start with its first agent)');
+    if (this.session === undefined)
+      throw new Error('no session has started its MCP servers yet (they start with its first agent)');
     for (const c of this.servers.values()) c.stop('configuration reloaded');
     this.servers.clear();
     this.config = loadMcpConfig(this.o.configDir, this.workspace);
@@ -115,7 +116,9 @@ export class McpManager {
     // The server's own variables pass the policy's env filter: its config named them.
     const sandbox = { ...s.sandbox, env: [...new Set([...(s.sandbox.env ?? []), ...Object.keys(s.env)])] };
     return this.o.confinement.wrap([s.command, ...s.args], this.workspace, env, {
-      unconfined, sandbox, adjust: (p) => serverPolicy(p, this.workspace, s.workspaceWritable),
+      unconfined,
+      sandbox,
+      adjust: (p) => serverPolicy(p, this.workspace, s.workspaceWritable),
     });
   }
 
@@ -125,7 +128,8 @@ export class McpManager {
     for (const conn of this.servers.values()) {
       // A server coming back after a crash keeps its tools listed (a call meanwhile says it is restarting), so an
       // agent's tool list and system prompt do not change with every restart.
-      if (conn.state !== 'ready' && conn.state !== 'restarting' && !(conn.state === 'starting' && conn.restarts > 0)) continue;
+      if (conn.state !== 'ready' && conn.state !== 'restarting' && !(conn.state === 'starting' && conn.restarts > 0))
+        continue;
       for (const t of conn.tools) {
         const name = uniqueName(`${MCP_PREFIX}${conn.name}__${t.name.replace(/[^A-Za-z0-9_-]/g, '_')}`, tools);
         tools.set(name, this.toolFor(conn, name, t));
@@ -154,7 +158,14 @@ export class McpManager {
       timeout: cfg.timeout ?? DEFAULT_TIMEOUT_S,
       tty: false,
     };
-    const info: ToolInfo = { name, description: fields.description, prompt: '', parameters: { ...schema, properties: own }, scope: fields.scope, tier: 'cold' };
+    const info: ToolInfo = {
+      name,
+      description: fields.description,
+      prompt: '',
+      parameters: { ...schema, properties: own },
+      scope: fields.scope,
+      tier: 'cold',
+    };
     let validate: Tool['validate'];
     try {
       const checkable = withoutPatterns(schema);
@@ -165,7 +176,14 @@ export class McpManager {
       validate = Object.assign(() => true, { errors: '' });
     }
     return {
-      name, fields, variant: -1, validate, info, argv: [], ollieSocket: false, sandbox: {},
+      name,
+      fields,
+      variant: -1,
+      validate,
+      info,
+      argv: [],
+      ollieSocket: false,
+      sandbox: {},
       liftable: FLAG_NAMES.filter((f) => !(f in own)),
       def: { name, file: cfg.file, dir: this.o.configDir, base: fields, variants: [], extra: {} },
       mcp: { server: conn.name, tool: t.name },
@@ -200,14 +218,22 @@ export class McpManager {
   }
 
   /** Runs a call on its server; the proc is ended by the answer, a failure, a timeout or a kill. */
-  run(target: McpTarget, proc: Proc, args: Record<string, unknown>, bypassed: boolean, timeoutS: number | undefined): void {
+  run(
+    target: McpTarget,
+    proc: Proc,
+    args: Record<string, unknown>,
+    bypassed: boolean,
+    timeoutS: number | undefined,
+  ): void {
     const conn = this.servers.get(target.server);
     const ac = new AbortController();
     const sink = proc.startHosted(conn?.pid ?? 0, () => ac.abort(), timeoutS);
     if (!conn) return sink.lost(`MCP server ${target.server} is gone`);
     // The SDK's own timeout is a backstop; the proc's timer is the one that ends the call (and says so).
     const ms = (timeoutS ?? 24 * 3600) * 1000 + 5000;
-    const call = bypassed ? conn.callUnconfined(target.tool, args, ac.signal, ms) : conn.call(target.tool, args, ac.signal, ms);
+    const call = bypassed
+      ? conn.callUnconfined(target.tool, args, ac.signal, ms)
+      : conn.call(target.tool, args, ac.signal, ms);
     call.then(
       (r) => {
         sink.output(r.text.endsWith('\n') || !r.text ? r.text : `${r.text}\n`);
@@ -222,10 +248,30 @@ export class McpManager {
 
   status(): ServerStatus[] {
     const out: ServerStatus[] = [...this.servers.values()].map((c) => ({
-      name: c.name, type: c.config.type, file: c.config.file, state: c.state, error: c.error, pid: c.pid, restarts: c.restarts,
-      tools: c.tools.length, resources: c.resources.length, prompts: c.prompts.length,
+      name: c.name,
+      type: c.config.type,
+      file: c.config.file,
+      state: c.state,
+      error: c.error,
+      pid: c.pid,
+      restarts: c.restarts,
+      tools: c.tools.length,
+      resources: c.resources.length,
+      prompts: c.prompts.length,
     }));
-    for (const b of this.config.bad) out.push({ name: b.name, type: '', file: b.file, state: 'invalid', error: b.error, pid: 0, restarts: 0, tools: 0, resources: 0, prompts: 0 });
+    for (const b of this.config.bad)
+      out.push({
+        name: b.name,
+        type: '',
+        file: b.file,
+        state: 'invalid',
+        error: b.error,
+        pid: 0,
+        restarts: 0,
+        tools: 0,
+        resources: 0,
+        prompts: 0,
+      });
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
@@ -281,7 +327,13 @@ function withoutPatterns(s: unknown): unknown {
   for (const [k, v] of Object.entries(s)) {
     // A property called "pattern" has a schema (an object) for its value, never a string.
     if (k === 'pattern' && typeof v === 'string') continue;
-    if ((k === 'patternProperties' || k === 'propertyNames') && typeof v === 'object' && v !== null && !Array.isArray(v)) return undefined;
+    if (
+      (k === 'patternProperties' || k === 'propertyNames') &&
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v)
+    )
+      return undefined;
     // References can multiply the work: 26 definitions each referring twice to the next are 2^26 checks.
     if (REFS.includes(k) && typeof v === 'string') return undefined;
     const w = withoutPatterns(v);

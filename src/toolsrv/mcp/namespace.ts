@@ -31,13 +31,20 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
       return fail(e);
     }
   };
-  return Dir('mcp', { doc: 'The MCP servers of this workspace (config/mcp.json, and the project\'s .mcp.json once trusted).' },
-    Leaf('status', { doc: 'JSON: every server\'s state, and the problems of the config files.', read: () => `${JSON.stringify({ session: m.session ?? null, workspace: m.workspace, servers: m.status(), notes: m.notes() })}\n` }),
+  return Dir(
+    'mcp',
+    { doc: "The MCP servers of this workspace (config/mcp.json, and the project's .mcp.json once trusted)." },
+    Leaf('status', {
+      doc: "JSON: every server's state, and the problems of the config files.",
+      read: () =>
+        `${JSON.stringify({ session: m.session ?? null, workspace: m.workspace, servers: m.status(), notes: m.notes() })}\n`,
+    }),
     Leaf('changes', {
-      doc: 'Stream: the change count now, then a line at every change of a server\'s state, tools, resources or prompts.',
-      stream: (_ctx, signal) => (async function* () {
-        for await (const n of m.changes.follow(signal, () => [m.changeNumber])) yield `${n}\n`;
-      })(),
+      doc: "Stream: the change count now, then a line at every change of a server's state, tools, resources or prompts.",
+      stream: (_ctx, signal) =>
+        (async function* () {
+          for await (const n of m.changes.follow(signal, () => [m.changeNumber])) yield `${n}\n`;
+        })(),
     }),
     Leaf('ctl', {
       doc: 'Write: reload (read the configuration again and restart every server).',
@@ -51,17 +58,35 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
         }
       },
     }),
-    Each('server', { doc: 'One MCP server, by its name in the config.', list: () => [...m.servers.keys()], has: (_ctx, n) => m.servers.has(n) },
+    Each(
+      'server',
+      {
+        doc: 'One MCP server, by its name in the config.',
+        list: () => [...m.servers.keys()],
+        has: (_ctx, n) => m.servers.has(n),
+      },
       Leaf('status', {
         doc: 'key=value lines: state (starting, ready, restarting, stopped, failed, disabled), error, pid, restarts, counts.',
         read: (ctx) => {
           const st = m.status().find((s) => s.name === ctx.params.server);
           if (!st) fail(new Error(`no MCP server ${ctx.params.server}`));
-          return Object.entries(st).map(([k, v]) => `${k}=${String(v).replace(/\n/g, ' ')}\n`).join('');
+          return Object.entries(st)
+            .map(([k, v]) => `${k}=${String(v).replace(/\n/g, ' ')}\n`)
+            .join('');
         },
       }),
-      Leaf('tools', { doc: 'The names its tools are called by (mcp__SERVER__TOOL), one a line.', read: (ctx) => m.toolNames(ctx.params.server!).map((n) => `${n}\n`).join('') }),
-      Leaf('log', { doc: 'Its log: starts, stops, restarts, and what it wrote to stderr.', read: (ctx) => conn(ctx).log() }),
+      Leaf('tools', {
+        doc: 'The names its tools are called by (mcp__SERVER__TOOL), one a line.',
+        read: (ctx) =>
+          m
+            .toolNames(ctx.params.server!)
+            .map((n) => `${n}\n`)
+            .join(''),
+      }),
+      Leaf('log', {
+        doc: 'Its log: starts, stops, restarts, and what it wrote to stderr.',
+        read: (ctx) => conn(ctx).log(),
+      }),
       Leaf('ctl', {
         doc: 'Write: restart, stop or start.',
         write: (ctx, data) => {
@@ -75,13 +100,19 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
       }),
       Leaf('resources', {
         doc: 'Its resources, one a line: URI, name, MIME type (tab-separated).',
-        read: (ctx) => conn(ctx).resources.map((r) => `${r.uri}\t${r.name.replace(/[\t\n]/g, ' ')}\t${r.mimeType ?? ''}\n`).join(''),
+        read: (ctx) =>
+          conn(ctx)
+            .resources.map((r) => `${r.uri}\t${r.name.replace(/[\t\n]/g, ' ')}\t${r.mimeType ?? ''}\n`)
+            .join(''),
       }),
       Leaf('resource', {
         doc: 'Write a resource URI; read its contents on the same fid.',
         rdwr: async (ctx, uri) => conn(ctx).readResource(uri.trim()).catch(fail),
       }),
-      Leaf('prompts', { doc: 'JSON: its prompts, with their arguments.', read: (ctx) => `${JSON.stringify(conn(ctx).prompts)}\n` }),
+      Leaf('prompts', {
+        doc: 'JSON: its prompts, with their arguments.',
+        read: (ctx) => `${JSON.stringify(conn(ctx).prompts)}\n`,
+      }),
       Leaf('prompt', {
         doc: 'Write {"name": N, "arguments": {…}}; read the prompt\'s messages as text on the same fid.',
         rdwr: async (ctx, req) => {
@@ -93,8 +124,15 @@ export function mcpDir(m: McpManager): ReturnType<typeof Dir> {
           }
           if (typeof r.name !== 'string') fail(new Error('expected {"name": PROMPT, "arguments": {…}}'));
           const args = (r.arguments ?? {}) as Record<string, unknown>;
-          if (typeof args !== 'object' || Array.isArray(args) || !Object.values(args).every((v) => typeof v === 'string')) fail(new Error('arguments: must be an object of strings'));
-          return conn(ctx).getPrompt(r.name as string, args as Record<string, string>).catch(fail);
+          if (
+            typeof args !== 'object' ||
+            Array.isArray(args) ||
+            !Object.values(args).every((v) => typeof v === 'string')
+          )
+            fail(new Error('arguments: must be an object of strings'));
+          return conn(ctx)
+            .getPrompt(r.name as string, args as Record<string, string>)
+            .catch(fail);
         },
       }),
     ),

@@ -59,13 +59,17 @@ function leafErrors(units: OutputUnit[]): OutputUnit[] {
 
 /** One failure as the model should read it. */
 function say(e: OutputUnit): string | undefined {
-  const where = e.instanceLocation === '#' ? 'arguments' : `argument ${e.instanceLocation.slice(2).replace(/\//g, '.')}`;
+  const where =
+    e.instanceLocation === '#' ? 'arguments' : `argument ${e.instanceLocation.slice(2).replace(/\//g, '.')}`;
   let m: RegExpExecArray | null;
-  if ((m = /^Instance does not have required property "(.*)"\.$/.exec(e.error))) return `missing required argument "${m[1]}"`;
-  if ((m = /^Property "(.*)" does not match additional properties schema\.$/.exec(e.error))) return `unknown argument "${m[1]}"`;
+  if ((m = /^Instance does not have required property "(.*)"\.$/.exec(e.error)))
+    return `missing required argument "${m[1]}"`;
+  if ((m = /^Property "(.*)" does not match additional properties schema\.$/.exec(e.error)))
+    return `unknown argument "${m[1]}"`;
   // The boolean schema `false` under additionalProperties: already said as "unknown argument".
   if (e.keyword === 'false') return undefined;
-  if ((m = /^Instance type "(.*)" is invalid\. Expected "(.*)"\.$/.exec(e.error))) return `${where} must be ${m[2]}, not ${m[1]}`;
+  if ((m = /^Instance type "(.*)" is invalid\. Expected "(.*)"\.$/.exec(e.error)))
+    return `${where} must be ${m[2]}, not ${m[1]}`;
   return `${where}: ${e.error.replace(/\.$/, '')}`;
 }
 
@@ -112,12 +116,20 @@ export class Catalog {
         if (this.defs.has(name) || this.bad.has(name)) continue;
         const file = join(dir, f);
         try {
-          if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name)) throw new MetaError('tool names are letters, digits, _ . and - (and start with a letter, digit or _)');
+          if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name))
+            throw new MetaError('tool names are letters, digits, _ . and - (and start with a letter, digit or _)');
           const def = parseMeta(name, file, dir, readFileSync(file, 'utf8'), executableAt(join(dir, name)));
           const all = [def.base, ...def.variants.map((v) => ({ ...def.base, ...v.fields }))];
-          this.validators.set(def, all.map((fl, i) => this.compile(fl.args, i)));
+          this.validators.set(
+            def,
+            all.map((fl, i) => this.compile(fl.args, i)),
+          );
           this.sandboxes.set(def, parseToolSandbox(def.extra.sandbox));
-          for (const fl of all) if (fl.host && !this.hostProgram(fl.host, dir)) throw new MetaError(`host ${fl.host}: no hosts/${fl.host}.mjs in ${[dir, ...this.dirs.filter((d) => d !== dir)].join(', ')}`);
+          for (const fl of all)
+            if (fl.host && !this.hostProgram(fl.host, dir))
+              throw new MetaError(
+                `host ${fl.host}: no hosts/${fl.host}.mjs in ${[dir, ...this.dirs.filter((d) => d !== dir)].join(', ')}`,
+              );
           this.defs.set(name, def);
         } catch (e) {
           this.bad.set(name, { name, file, error: (e as Error).message });
@@ -125,7 +137,8 @@ export class Catalog {
       }
     }
     const changed = new Set<string>();
-    for (const [n, d] of this.defs) if (before.get(n) !== JSON.stringify([d.base, d.variants, d.executable])) changed.add(n);
+    for (const [n, d] of this.defs)
+      if (before.get(n) !== JSON.stringify([d.base, d.variants, d.executable])) changed.add(n);
     for (const n of before.keys()) if (!this.defs.has(n)) changed.add(n);
     for (const n of beforeBad) if (!this.bad.has(n)) changed.add(n);
     return changed;
@@ -134,7 +147,9 @@ export class Catalog {
   private compile(schema: Record<string, unknown>, variant: number): ArgsValidator {
     const r = metaSchema.validate(schema);
     if (!r.valid) {
-      const why = leafErrors(r.errors).map((e) => `${e.instanceLocation.slice(1) || '/'}: ${e.error}`).join('; ');
+      const why = leafErrors(r.errors)
+        .map((e) => `${e.instanceLocation.slice(1) || '/'}: ${e.error}`)
+        .join('; ');
       throw new MetaError(`${variant ? `variants[${variant - 1}].` : ''}args: not a valid JSON Schema: ${why}`);
     }
     return validatorFor(schema);
@@ -165,7 +180,12 @@ export class Catalog {
   }
 
   entries(): CatalogEntry[] {
-    const good: CatalogEntry[] = [...this.defs.values()].map((d) => ({ name: d.name, file: d.file, description: d.base.description, tier: d.base.tier }));
+    const good: CatalogEntry[] = [...this.defs.values()].map((d) => ({
+      name: d.name,
+      file: d.file,
+      description: d.base.description,
+      tier: d.base.tier,
+    }));
     return [...good, ...this.bad.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
@@ -184,17 +204,32 @@ export class Catalog {
     const liftable = FLAG_NAMES.filter((f) => !(f in own));
     const parameters = { ...fields.args, type: 'object', properties: own };
     const info: ToolInfo = {
-      name, description: fields.description, prompt: fields.prompt, parameters, scope: fields.scope, tier: fields.tier,
+      name,
+      description: fields.description,
+      prompt: fields.prompt,
+      parameters,
+      scope: fields.scope,
+      tier: fields.tier,
       ...(fields.pathArg !== undefined && { pathArg: fields.pathArg }),
       ...(fields.outputFormat !== undefined && { outputFormat: fields.outputFormat }),
     };
     // A cmd wins over an executable: a variant may swap the script for a one-liner over a CLI that is present.
     const program = fields.host ? this.hostProgram(fields.host, def.dir) : undefined;
-    if (fields.host && !program) throw new Error(`${def.file}: host ${fields.host}: no hosts/${fields.host}.mjs in the tool directories`);
+    if (fields.host && !program)
+      throw new Error(`${def.file}: host ${fields.host}: no hosts/${fields.host}.mjs in the tool directories`);
     const argv = fields.host ? [] : fields.cmd ? ['/bin/sh', '-c', fields.cmd] : [def.executable!];
     const sandbox = this.sandboxes.get(def) ?? {};
     return {
-      name, def, fields, variant, validate, info, argv, liftable, ollieSocket: sandbox.allowOllieSocket === true, sandbox,
+      name,
+      def,
+      fields,
+      variant,
+      validate,
+      info,
+      argv,
+      liftable,
+      ollieSocket: sandbox.allowOllieSocket === true,
+      sandbox,
       ...(fields.host && program && { host: { name: fields.host, program } }),
     };
   }

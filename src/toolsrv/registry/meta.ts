@@ -79,7 +79,20 @@ export class MetaError extends Error {
   override name = 'MetaError';
 }
 
-const FIELD_KEYS = ['description', 'prompt', 'args', 'tier', 'scope', 'pathArg', 'lockPath', 'outputFormat', 'cmd', 'timeout', 'tty', 'host'] as const;
+const FIELD_KEYS = [
+  'description',
+  'prompt',
+  'args',
+  'tier',
+  'scope',
+  'pathArg',
+  'lockPath',
+  'outputFormat',
+  'cmd',
+  'timeout',
+  'tty',
+  'host',
+] as const;
 const COND_KEYS = ['binary', 'file', 'os', 'arch', 'env', 'nenv'] as const;
 const TIERS: readonly string[] = ['hot', 'warm', 'cold'];
 const SCOPES: readonly string[] = ['read', 'write', 'global'];
@@ -103,9 +116,16 @@ function parseFields(o: Record<string, unknown>, where: string): Partial<ToolFie
   set('pathArg', str('pathArg'));
   const lockPath = str('lockPath');
   if (lockPath !== undefined) {
-    const vars: Record<string, string> = { XDG_DATA_HOME: dirname(dataDir()), XDG_CONFIG_HOME: dirname(configDir()), HOME: homedir() };
+    const vars: Record<string, string> = {
+      XDG_DATA_HOME: dirname(dataDir()),
+      XDG_CONFIG_HOME: dirname(configDir()),
+      HOME: homedir(),
+    };
     const p = lockPath.replace(/\{([A-Z_]+)\}/g, (m, k: string) => vars[k] ?? m);
-    if (!isAbsolute(p) || /\{[A-Z_]+\}/.test(p)) throw new MetaError(`${where}lockPath: ${JSON.stringify(lockPath)} must be an absolute path (placeholders: {XDG_DATA_HOME}, {XDG_CONFIG_HOME}, {HOME})`);
+    if (!isAbsolute(p) || /\{[A-Z_]+\}/.test(p))
+      throw new MetaError(
+        `${where}lockPath: ${JSON.stringify(lockPath)} must be an absolute path (placeholders: {XDG_DATA_HOME}, {XDG_CONFIG_HOME}, {HOME})`,
+      );
     out.lockPath = normalize(p);
   }
   set('outputFormat', str('outputFormat'));
@@ -113,16 +133,20 @@ function parseFields(o: Record<string, unknown>, where: string): Partial<ToolFie
   if (cmd !== undefined && cmd.trim() === '') throw new MetaError(`${where}cmd: must not be empty`);
   set('cmd', cmd);
   const host = str('host');
-  if (host !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(host)) throw new MetaError(`${where}host: ${JSON.stringify(host)} is not a host name (letters, digits, _ . -)`);
+  if (host !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(host))
+    throw new MetaError(`${where}host: ${JSON.stringify(host)} is not a host name (letters, digits, _ . -)`);
   set('host', host);
   const tier = str('tier');
-  if (tier !== undefined && !TIERS.includes(tier)) throw new MetaError(`${where}tier: ${JSON.stringify(tier)} is not one of ${TIERS.join(', ')}`);
+  if (tier !== undefined && !TIERS.includes(tier))
+    throw new MetaError(`${where}tier: ${JSON.stringify(tier)} is not one of ${TIERS.join(', ')}`);
   set('tier', tier as ToolTier | undefined);
   const scope = str('scope');
-  if (scope !== undefined && !SCOPES.includes(scope)) throw new MetaError(`${where}scope: ${JSON.stringify(scope)} is not one of ${SCOPES.join(', ')}`);
+  if (scope !== undefined && !SCOPES.includes(scope))
+    throw new MetaError(`${where}scope: ${JSON.stringify(scope)} is not one of ${SCOPES.join(', ')}`);
   set('scope', scope as ToolScope | undefined);
   if (o.timeout !== undefined) {
-    if (typeof o.timeout !== 'number' || !(o.timeout > 0)) throw new MetaError(`${where}timeout: must be a positive number of seconds, not ${JSON.stringify(o.timeout)}`);
+    if (typeof o.timeout !== 'number' || !(o.timeout > 0))
+      throw new MetaError(`${where}timeout: must be a positive number of seconds, not ${JSON.stringify(o.timeout)}`);
     out.timeout = o.timeout;
   }
   if (o.tty !== undefined) {
@@ -131,7 +155,10 @@ function parseFields(o: Record<string, unknown>, where: string): Partial<ToolFie
   }
   if (o.args !== undefined) {
     if (!isObject(o.args)) throw new MetaError(`${where}args: must be a JSON Schema object`);
-    if (o.args.type !== undefined && o.args.type !== 'object') throw new MetaError(`${where}args: the arguments schema must have type "object", not ${JSON.stringify(o.args.type)}`);
+    if (o.args.type !== undefined && o.args.type !== 'object')
+      throw new MetaError(
+        `${where}args: the arguments schema must have type "object", not ${JSON.stringify(o.args.type)}`,
+      );
     out.args = o.args;
   }
   return out;
@@ -152,7 +179,13 @@ function parseConditions(o: Record<string, unknown>, where: string): Conditions 
 }
 
 /** Parses the text of NAME.meta. Throws MetaError with the reason; the caller adds the file name. */
-export function parseMeta(name: string, file: string, dir: string, text: string, executable: string | undefined): MetaDef {
+export function parseMeta(
+  name: string,
+  file: string,
+  dir: string,
+  text: string,
+  executable: string | undefined,
+): MetaDef {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -161,7 +194,8 @@ export function parseMeta(name: string, file: string, dir: string, text: string,
   }
   if (!isObject(json)) throw new MetaError('must be a JSON object');
   const fields = parseFields(json, '');
-  if (fields.description === undefined) throw new MetaError('description: missing (the model needs it to choose the tool)');
+  if (fields.description === undefined)
+    throw new MetaError('description: missing (the model needs it to choose the tool)');
   const variants: Variant[] = [];
   if (json.variants !== undefined) {
     if (!Array.isArray(json.variants)) throw new MetaError('variants: must be a list');
@@ -170,14 +204,17 @@ export function parseMeta(name: string, file: string, dir: string, text: string,
       if (!isObject(v)) throw new MetaError(`variants[${i}]: must be an object`);
       for (const k of Object.keys(v)) {
         if (!(FIELD_KEYS as readonly string[]).includes(k) && !(COND_KEYS as readonly string[]).includes(k)) {
-          throw new MetaError(`${where}${k}: unknown field (fields: ${FIELD_KEYS.join(', ')}; conditions: ${COND_KEYS.join(', ')})`);
+          throw new MetaError(
+            `${where}${k}: unknown field (fields: ${FIELD_KEYS.join(', ')}; conditions: ${COND_KEYS.join(', ')})`,
+          );
         }
       }
       variants.push({ when: parseConditions(v, where), fields: parseFields(v, where) });
     });
   }
   const extra: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(json)) if (!(FIELD_KEYS as readonly string[]).includes(k) && k !== 'variants') extra[k] = v;
+  for (const [k, v] of Object.entries(json))
+    if (!(FIELD_KEYS as readonly string[]).includes(k) && k !== 'variants') extra[k] = v;
   const base: ToolFields = {
     description: fields.description,
     prompt: fields.prompt ?? '',
@@ -204,12 +241,18 @@ function checkResolved(def: MetaDef, f: ToolFields, where: string): void {
     // A hosted tool is a name the host answers to: it has nothing of its own to execute.
     if (f.cmd) throw new MetaError(`${where}host and cmd exclude each other (a hosted tool runs in its host)`);
     if (f.tty) throw new MetaError(`${where}a hosted tool cannot have tty (its host has no terminal per call)`);
-  } else if (!f.cmd && !def.executable) throw new MetaError(`${where}no cmd and no executable ${def.name} next to the .meta`);
-  if (f.scope === 'write' && !f.pathArg && !f.lockPath) throw new MetaError(`${where}scope write needs pathArg (the argument naming the path to lock) or lockPath (a fixed path)`);
-  if (f.pathArg && f.lockPath) throw new MetaError(`${where}pathArg and lockPath exclude each other (the lock is on one path)`);
+  } else if (!f.cmd && !def.executable)
+    throw new MetaError(`${where}no cmd and no executable ${def.name} next to the .meta`);
+  if (f.scope === 'write' && !f.pathArg && !f.lockPath)
+    throw new MetaError(
+      `${where}scope write needs pathArg (the argument naming the path to lock) or lockPath (a fixed path)`,
+    );
+  if (f.pathArg && f.lockPath)
+    throw new MetaError(`${where}pathArg and lockPath exclude each other (the lock is on one path)`);
   if (f.pathArg) {
     const props = (f.args.properties ?? {}) as Record<string, unknown>;
-    if (!(f.pathArg in props)) throw new MetaError(`${where}pathArg ${JSON.stringify(f.pathArg)} is not one of the arguments`);
+    if (!(f.pathArg in props))
+      throw new MetaError(`${where}pathArg ${JSON.stringify(f.pathArg)} is not one of the arguments`);
   }
 }
 
@@ -222,7 +265,12 @@ export interface HostFacts {
 }
 
 export function hostFacts(env: Readonly<Record<string, string | undefined>>, extraPath: string[] = []): HostFacts {
-  return { platform: process.platform, arch: process.arch, env, path: [...extraPath, ...(env.PATH ?? '').split(delimiter).filter(Boolean)] };
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    env,
+    path: [...extraPath, ...(env.PATH ?? '').split(delimiter).filter(Boolean)],
+  };
 }
 
 function onPath(bin: string, path: string[]): boolean {
@@ -270,5 +318,7 @@ export function conditionsHold(c: Conditions, host: HostFacts): boolean {
 /** The fields this host runs: the base with the first matching variant laid over it. */
 export function resolveVariant(def: MetaDef, host: HostFacts): { fields: ToolFields; variant: number } {
   const i = def.variants.findIndex((v) => conditionsHold(v.when, host));
-  return i < 0 ? { fields: def.base, variant: -1 } : { fields: { ...def.base, ...def.variants[i]!.fields }, variant: i };
+  return i < 0
+    ? { fields: def.base, variant: -1 }
+    : { fields: { ...def.base, ...def.variants[i]!.fields }, variant: i };
 }

@@ -37,10 +37,14 @@ const DATA_PATH = /^\{XDG_DATA_HOME\}\/ollie\/((?:[A-Za-z0-9_-][A-Za-z0-9_.-]*)(
 
 /** Directories of Ollie's data dir, expanded with toolsrv's own $XDG_DATA_HOME (the dir it and its tools share). */
 function dataPaths(v: unknown, where: string): string[] {
-  if (!Array.isArray(v) || !v.every((p) => typeof p === 'string')) throw new MetaError(`${where}: must be a list of paths like "{XDG_DATA_HOME}/ollie/memory"`);
+  if (!Array.isArray(v) || !v.every((p) => typeof p === 'string'))
+    throw new MetaError(`${where}: must be a list of paths like "{XDG_DATA_HOME}/ollie/memory"`);
   return v.map((p: string) => {
     const m = DATA_PATH.exec(p);
-    if (!m || m[1]!.split('/').includes('..')) throw new MetaError(`${where}: ${JSON.stringify(p)} is not a directory of Ollie's data dir ("{XDG_DATA_HOME}/ollie/NAME"); a tool's own rules may grant nothing else`);
+    if (!m || m[1]!.split('/').includes('..'))
+      throw new MetaError(
+        `${where}: ${JSON.stringify(p)} is not a directory of Ollie's data dir ("{XDG_DATA_HOME}/ollie/NAME"); a tool's own rules may grant nothing else`,
+      );
     return join(dataDir(), m[1]!);
   });
 }
@@ -57,10 +61,13 @@ export function parseToolSandbox(v: unknown): SandboxExtra {
   if (v.network !== undefined) {
     const n = v.network;
     if (!isObject(n)) throw new MetaError('sandbox.network: must be an object like {"connect_tcp": [443]}');
-    for (const k of Object.keys(n)) if (!(NET_KEYS as readonly string[]).includes(k)) throw new MetaError(`sandbox.network.${k}: unknown (known: ${NET_KEYS.join(', ')})`);
+    for (const k of Object.keys(n))
+      if (!(NET_KEYS as readonly string[]).includes(k))
+        throw new MetaError(`sandbox.network.${k}: unknown (known: ${NET_KEYS.join(', ')})`);
     const connectTcp = n.connect_tcp === undefined ? [] : ports(n.connect_tcp, 'sandbox.network.connect_tcp');
     const bindTcp = n.bind_tcp === undefined ? [] : ports(n.bind_tcp, 'sandbox.network.bind_tcp');
-    if (!connectTcp.length && !bindTcp.length) throw new MetaError('sandbox.network: names no port (a tool gets network access port by port)');
+    if (!connectTcp.length && !bindTcp.length)
+      throw new MetaError('sandbox.network: names no port (a tool gets network access port by port)');
     let allowPrivate: string[] = [];
     if (n.allow_private !== undefined) {
       try {
@@ -70,7 +77,11 @@ export function parseToolSandbox(v: unknown): SandboxExtra {
       }
       allowPrivate = [...new Set(n.allow_private as string[])];
     }
-    extra.network = { ...(connectTcp.length ? { connectTcp } : {}), ...(bindTcp.length ? { bindTcp } : {}), ...(allowPrivate.length ? { allowPrivate } : {}) };
+    extra.network = {
+      ...(connectTcp.length ? { connectTcp } : {}),
+      ...(bindTcp.length ? { bindTcp } : {}),
+      ...(allowPrivate.length ? { allowPrivate } : {}),
+    };
   }
   for (const level of ['ro', 'rw'] as const) {
     if (v[level] === undefined) continue;

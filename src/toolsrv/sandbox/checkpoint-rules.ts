@@ -24,7 +24,19 @@ export interface CheckpointRules {
 }
 
 /** Directories that are rebuilt rather than edited: not checkpointed unless a policy's own `skip` list says otherwise. */
-export const DEFAULT_SKIP = ['node_modules', '.venv', 'venv', '__pycache__', '.pytest_cache', '.mypy_cache', 'target', '.gradle', '.cache', '.next', '.turbo'];
+export const DEFAULT_SKIP = [
+  'node_modules',
+  '.venv',
+  'venv',
+  '__pycache__',
+  '.pytest_cache',
+  '.mypy_cache',
+  'target',
+  '.gradle',
+  '.cache',
+  '.next',
+  '.turbo',
+];
 
 export const DEFAULT_CHECKPOINT_RULES: CheckpointRules = {
   skip: DEFAULT_SKIP,
@@ -48,7 +60,10 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
   const out: CheckpointSection = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (k === 'skip') {
-      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && x !== '' && !x.startsWith('/') && !x.split('/').includes('..'))) {
+      if (
+        !Array.isArray(v) ||
+        !v.every((x) => typeof x === 'string' && x !== '' && !x.startsWith('/') && !x.split('/').includes('..'))
+      ) {
         fail('.skip: must be a list of names or relative paths (no leading /, no ..)');
       }
       out.skip = v as string[];
@@ -72,7 +87,8 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
       const keep: Partial<CheckpointRules['keep']> = {};
       for (const [kk, vv] of Object.entries(v as Record<string, unknown>)) {
         if (kk === 'count') {
-          if (!Number.isSafeInteger(vv) || (vv as number) < 1) fail('.keep.count: must be a whole number of at least 1');
+          if (!Number.isSafeInteger(vv) || (vv as number) < 1)
+            fail('.keep.count: must be a whole number of at least 1');
           keep.count = vv as number;
         } else if (kk === 'age') {
           const m = /^\s*(\d+)\s*([smhd])\s*$/.exec(String(vv));
@@ -108,10 +124,16 @@ export function baseCheckpointRules(parsed: ReturnType<typeof parseCheckpointRul
  * A project's file may add names to skip (its own build outputs) and lower max_file; it cannot change retention
  * or bring the temp dir in (both are the owner's, and the project's file is written by whoever wrote the project).
  */
-export function narrowCheckpointRules(base: CheckpointRules, project: ReturnType<typeof parseCheckpointRules> | undefined, where: string): CheckpointRules {
+export function narrowCheckpointRules(
+  base: CheckpointRules,
+  project: ReturnType<typeof parseCheckpointRules> | undefined,
+  where: string,
+): CheckpointRules {
   if (!project) return base;
-  if (project.keep) throw new Error(`${where}: checkpoint.keep: retention is the owner's setting (sandbox.yaml), not a project's`);
-  if (project.tmp && !base.tmp) throw new Error(`${where}: checkpoint.tmp: a project file cannot bring the temp dir into checkpoints`);
+  if (project.keep)
+    throw new Error(`${where}: checkpoint.keep: retention is the owner's setting (sandbox.yaml), not a project's`);
+  if (project.tmp && !base.tmp)
+    throw new Error(`${where}: checkpoint.tmp: a project file cannot bring the temp dir into checkpoints`);
   return {
     ...base,
     skip: [...new Set([...base.skip, ...(project.skip ?? [])])],

@@ -14,10 +14,28 @@ import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { canonical, PACKAGE_ROOT, sealedPackageDirs, withResolvedRules, type Access, type SandboxPolicy } from './policy.js';
+import {
+  canonical,
+  PACKAGE_ROOT,
+  sealedPackageDirs,
+  withResolvedRules,
+  type Access,
+  type SandboxPolicy,
+} from './policy.js';
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
 
-export { loadPolicy, parsePolicyFile, narrow, alwaysDenied, canonical, PolicyError, DEFAULT_POLICY_FILE, PROJECT_POLICY_NAME, PACKAGE_ROOT, USER_BIN_DIRS } from './policy.js';
+export {
+  loadPolicy,
+  parsePolicyFile,
+  narrow,
+  alwaysDenied,
+  canonical,
+  PolicyError,
+  DEFAULT_POLICY_FILE,
+  PROJECT_POLICY_NAME,
+  PACKAGE_ROOT,
+  USER_BIN_DIRS,
+} from './policy.js';
 export type { SandboxPolicy, PolicyContext, Access } from './policy.js';
 
 /** The helper, built by scripts/build-native.mjs. */
@@ -92,7 +110,9 @@ export function parseProbe(out: string): LandlockStatus {
   try {
     p = JSON.parse(out) as ProbeJson;
   } catch (e) {
-    throw new Error(`${SANDBOX_HELPER} --probe printed something that is not JSON (${(e as Error).message}): ${out.slice(0, 200)}`);
+    throw new Error(
+      `${SANDBOX_HELPER} --probe printed something that is not JSON (${(e as Error).message}): ${out.slice(0, 200)}`,
+    );
   }
   if (typeof p !== 'object' || p === null || typeof p.abi !== 'number' || !Array.isArray(p.enforces)) {
     throw new Error(`${SANDBOX_HELPER} --probe printed no "abi" and "enforces": ${out.slice(0, 200)}`);
@@ -123,9 +143,13 @@ export function sandboxSummary(s: LandlockStatus): string {
   if (why) return `sandbox unavailable: ${why}; sandboxed tool calls will be refused`;
   const landlock = `Landlock ABI ${s.abi} (${s.enforces.filter((e) => !['socket_families', 'syscall_filter', 'no_capabilities', 'no_new_privs'].includes(e)).join(', ')})`;
   const f = s.filter;
-  const filter = f?.refuses ? `system call filter for ${f.arch} (${f.refuses.length} calls refused, socket/clone/unshare/ioctl by argument, ${f.refusedAbis} calls refused)` : 'no system call filter';
+  const filter = f?.refuses
+    ? `system call filter for ${f.arch} (${f.refuses.length} calls refused, socket/clone/unshare/ioctl by argument, ${f.refusedAbis} calls refused)`
+    : 'no system call filter';
   const c = s.capabilities;
-  const caps = c ? `${c.root ? 'root: ' : ''}capabilities dropped (${c.drops.join(', ')}${c.securebits ? '; securebits locked' : ''})` : 'capabilities: unknown';
+  const caps = c
+    ? `${c.root ? 'root: ' : ''}capabilities dropped (${c.drops.join(', ')}${c.securebits ? '; securebits locked' : ''})`
+    : 'capabilities: unknown';
   const extra = [...(s.containment ?? []), ...(s.limits ?? [])];
   return `sandbox: ${landlock}; ${filter}; ${caps}; no_new_privs${extra.length ? `; ${extra.join(', ')}` : ''}`;
 }
@@ -220,10 +244,16 @@ export async function landlockStatusAsync(): Promise<LandlockStatus> {
 export function requiredAbi(policy: SandboxPolicy): { abi: number; why: string } {
   const n = policy.network;
   if (policy.isolate.signals || policy.isolate.abstractUnix) {
-    const what = policy.isolate.signals && policy.isolate.abstractUnix ? 'signals and abstract Unix sockets' : policy.isolate.signals ? 'signals' : 'abstract Unix sockets';
+    const what =
+      policy.isolate.signals && policy.isolate.abstractUnix
+        ? 'signals and abstract Unix sockets'
+        : policy.isolate.signals
+          ? 'signals'
+          : 'abstract Unix sockets';
     return { abi: 6, why: `the policy scopes ${what} (needs ABI 6, Linux 6.12)` };
   }
-  if (!n.enabled || n.bindTcp.length || n.connectTcp.length) return { abi: 4, why: 'the policy restricts the network (needs ABI 4, Linux 6.7)' };
+  if (!n.enabled || n.bindTcp.length || n.connectTcp.length)
+    return { abi: 4, why: 'the policy restricts the network (needs ABI 4, Linux 6.7)' };
   return { abi: 3, why: 'read-only files must not be truncatable (needs ABI 3, Linux 6.2)' };
 }
 
@@ -251,7 +281,12 @@ function filesystemRules(policy: SandboxPolicy, extra: SandboxExtra): Array<[Acc
   let out = RULES_CACHE.get(policy);
   // Resolving is a few dozen realpath calls: once per policy, not once per agent (whose spill rule differs).
   if (!out) RULES_CACHE.set(policy, (out = policyRules(policy)));
-  return [...out, ...(['ro', 'rw'] as const).flatMap((level) => (extra[level] ?? []).map((p): [Access, string] => [level, canonical(p)]))];
+  return [
+    ...out,
+    ...(['ro', 'rw'] as const).flatMap((level) =>
+      (extra[level] ?? []).map((p): [Access, string] => [level, canonical(p)]),
+    ),
+  ];
 }
 
 const RULES_CACHE = new WeakMap<SandboxPolicy, Array<[Access, string]>>();
@@ -259,9 +294,12 @@ const RULES_CACHE = new WeakMap<SandboxPolicy, Array<[Access, string]>>();
 function policyRules(policy: SandboxPolicy): Array<[Access, string]> {
   const fs = policy.filesystem;
   const denied = fs.deny.map(canonical);
-  const roots = (policy.resolved?.exec ?? policy.execRoots.map(canonical)).filter((r) => !denied.some((d) => within(r, d)));
+  const roots = (policy.resolved?.exec ?? policy.execRoots.map(canonical)).filter(
+    (r) => !denied.some((d) => within(r, d)),
+  );
   const rules: Array<[Access, string]> = [];
-  for (const level of ['ro', 'rox', 'rw', 'rwx'] as const) for (const p of policy.resolved?.[level] ?? fs[level].map(canonical)) rules.push([level, p]);
+  for (const level of ['ro', 'rox', 'rw', 'rwx'] as const)
+    for (const p of policy.resolved?.[level] ?? fs[level].map(canonical)) rules.push([level, p]);
   const exec = (a: Access): Access => (a === 'ro' ? 'rox' : a === 'rw' ? 'rwx' : a);
   const out: Array<[Access, string]> = rules.map(([a, p]) => [roots.some((r) => within(p, r)) ? exec(a) : a, p]);
   for (const r of roots) {
@@ -283,7 +321,14 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   // The tools themselves and what they run on: Ollie's own files (dist/ for client_9p's ollie-9p, node_modules)
   // are readable, the tool directories executable. The user's tools live inside the denied config dir: a rule
   // naming them explicitly holds (only broader rules are cut around denied paths).
-  a.push('--ro', PACKAGE_ROOT_REAL, '--rox', join(PACKAGE_ROOT_REAL, 'data', 'tools'), '--rox', join(PACKAGE_ROOT_REAL, 'native', 'build'));
+  a.push(
+    '--ro',
+    PACKAGE_ROOT_REAL,
+    '--rox',
+    join(PACKAGE_ROOT_REAL, 'data', 'tools'),
+    '--rox',
+    join(PACKAGE_ROOT_REAL, 'native', 'build'),
+  );
   // The package's runtime dirs are denied (policy.ts, sealedPackageDirs), so that no rule can make them writable;
   // a rule naming a denied path holds, so these give them back read-only.
   for (const d of sealedPackageDirs()) if (d !== join(PACKAGE_ROOT_REAL, 'native', 'build')) a.push('--ro', d);
@@ -292,18 +337,30 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   for (const d of fs.deny) a.push('--deny', d);
   for (const d of systemSecrets()) a.push('--deny', d);
   const n = policy.network;
-  const toolNet = extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0) ? extra.network : undefined;
+  const toolNet =
+    extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0)
+      ? extra.network
+      : undefined;
   if (!n.enabled && !toolNet) a.push('--no-net');
   else if (!n.enabled || n.bindTcp.length || n.connectTcp.length) {
     // Ports only: the policy's lists (when its network is on) and the tool's own rule.
     const on = n.enabled;
     for (const p of new Set([...(on ? n.bindTcp : []), ...(toolNet?.bindTcp ?? [])])) a.push('--net-bind', String(p));
-    for (const p of new Set([...(on ? n.connectTcp : []), ...(toolNet?.connectTcp ?? [])])) a.push('--net-connect', String(p));
+    for (const p of new Set([...(on ? n.connectTcp : []), ...(toolNet?.connectTcp ?? [])]))
+      a.push('--net-connect', String(p));
   }
   a.push(n.unix || extra.allowOllieSocket ? '--allow-unix' : '--deny-unix');
   if (policy.isolate.signals) a.push('--scope-signals');
   if (policy.isolate.abstractUnix) a.push('--scope-abstract-unix');
-  for (const v of [...new Set([...policy.env, ...ALWAYS_KEPT, ...(extra.allowOllieSocket ? OLLIE_SOCKET_ENV : []), ...(extra.env ?? [])])]) a.push('--env-keep', v);
+  for (const v of [
+    ...new Set([
+      ...policy.env,
+      ...ALWAYS_KEPT,
+      ...(extra.allowOllieSocket ? OLLIE_SOCKET_ENV : []),
+      ...(extra.env ?? []),
+    ]),
+  ])
+    a.push('--env-keep', v);
   a.push('--env-set', `TMPDIR=${policy.tmpDir}`);
   if (extra.network) a.push('--env-set', `${ALLOW_PRIVATE_ENV}=${JSON.stringify(extra.network.allowPrivate ?? [])}`);
   return a;
@@ -373,7 +430,10 @@ export function readOnlyPolicy(policy: SandboxPolicy, add: { ro?: string[]; rox?
 /** `policy` with paths added (read-only, read and execute), e.g. a workflow's own directory. */
 export function withPaths(policy: SandboxPolicy, add: { ro?: string[]; rox?: string[] }): SandboxPolicy {
   const fs = policy.filesystem;
-  return withResolvedRules({ ...policy, filesystem: { ...fs, ro: [...fs.ro, ...(add.ro ?? [])], rox: [...fs.rox, ...(add.rox ?? [])] } });
+  return withResolvedRules({
+    ...policy,
+    filesystem: { ...fs, ro: [...fs.ro, ...(add.ro ?? [])], rox: [...fs.rox, ...(add.rox ?? [])] },
+  });
 }
 
 const ARGS_CACHE = new WeakMap<SandboxPolicy, Map<string, string[]>>();

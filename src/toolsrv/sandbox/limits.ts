@@ -38,9 +38,31 @@ const MiB = 1024 ** 2;
  * The limits of a policy file that has no `limits:` section or leaves a setting out: the same as the shipped
  * data/sandbox.yaml (a test checks they agree), so an older copy of the file is not unlimited.
  */
-export const DEFAULT_LIMITS: Limits = { processes: 256, memory: 2 * GiB, cpu: 600, fileSize: 4 * GiB, openFiles: 4096, output: 64 * MiB };
+export const DEFAULT_LIMITS: Limits = {
+  processes: 256,
+  memory: 2 * GiB,
+  cpu: 600,
+  fileSize: 4 * GiB,
+  openFiles: 4096,
+  output: 64 * MiB,
+};
 
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: MiB, mb: MiB, mib: MiB, g: GiB, gb: GiB, gib: GiB, t: 1024 * GiB, tb: 1024 * GiB, tib: 1024 * GiB };
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: MiB,
+  mb: MiB,
+  mib: MiB,
+  g: GiB,
+  gb: GiB,
+  gib: GiB,
+  t: 1024 * GiB,
+  tb: 1024 * GiB,
+  tib: 1024 * GiB,
+};
 
 /**
  * One setting's value: a non-negative integer, `unlimited` (0 internally), or for sizes a number with a unit
@@ -53,7 +75,11 @@ export function parseLimit(key: string, value: unknown): number {
   if (value === 'unlimited') return 0;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value;
   const what =
-    spec.kind === 'bytes' ? 'a size in bytes, or with a unit (512 MiB, 2 GiB)' : spec.kind === 'seconds' ? 'a number of seconds' : 'a whole number';
+    spec.kind === 'bytes'
+      ? 'a size in bytes, or with a unit (512 MiB, 2 GiB)'
+      : spec.kind === 'seconds'
+        ? 'a number of seconds'
+        : 'a whole number';
   if (spec.kind === 'bytes' && typeof value === 'string') {
     const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(value);
     const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
@@ -81,7 +107,12 @@ export function describeLimit(name: LimitName, n: number): string {
   const spec = Object.values(LIMIT_KEYS).find((s) => s.name === name)!;
   if (spec.kind === 'seconds') return `${n} s`;
   if (spec.kind === 'count') return String(n);
-  for (const [unit, size] of [['TiB', 1024 * GiB], ['GiB', GiB], ['MiB', MiB], ['KiB', 1024]] as const) {
+  for (const [unit, size] of [
+    ['TiB', 1024 * GiB],
+    ['GiB', GiB],
+    ['MiB', MiB],
+    ['KiB', 1024],
+  ] as const) {
     if (n >= size) {
       const v = n / size;
       return `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`;

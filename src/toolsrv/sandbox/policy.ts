@@ -17,7 +17,12 @@ import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, readTrusted, sha256 } from './trust.js';
-import { baseCheckpointRules, narrowCheckpointRules, parseCheckpointRules, type CheckpointRules } from './checkpoint-rules.js';
+import {
+  baseCheckpointRules,
+  narrowCheckpointRules,
+  parseCheckpointRules,
+  type CheckpointRules,
+} from './checkpoint-rules.js';
 import { DEFAULT_LIMITS, LIMIT_KEYS, parseLimit, widenedLimit, type Limits } from './limits.js';
 
 export type Access = 'ro' | 'rox' | 'rw' | 'rwx';
@@ -115,8 +120,16 @@ export const USER_BIN_DIRS = ['.local/bin', '.cargo/bin', 'go/bin', '.npm-global
  */
 export function alwaysDenied(ctx: PolicyContext): string[] {
   const dirs = [
-    join(ctx.home, '.ssh'), join(ctx.home, '.gnupg'), ctx.runtimeDir, ctx.configDir, ctx.dataDir, defaultConfigDir(), defaultDataDir(), '/dev/shm',
-    ...sealedPackageDirs(), ...(ctx.sealed ?? []),
+    join(ctx.home, '.ssh'),
+    join(ctx.home, '.gnupg'),
+    ctx.runtimeDir,
+    ctx.configDir,
+    ctx.dataDir,
+    defaultConfigDir(),
+    defaultDataDir(),
+    '/dev/shm',
+    ...sealedPackageDirs(),
+    ...(ctx.sealed ?? []),
   ];
   return [...new Set(dirs)];
 }
@@ -159,7 +172,13 @@ export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
  * another one with other rules must come through here: the helper is given the resolved rules, not `filesystem`.
  */
 export function withResolvedRules(policy: SandboxPolicy): SandboxPolicy {
-  const resolved: Record<Access | 'exec', string[]> = { ro: [], rox: [], rw: [], rwx: [], exec: policy.execRoots.map(canonical) };
+  const resolved: Record<Access | 'exec', string[]> = {
+    ro: [],
+    rox: [],
+    rw: [],
+    rwx: [],
+    exec: policy.execRoots.map(canonical),
+  };
   for (const a of ACCESS) resolved[a] = policy.filesystem[a].map(canonical);
   return { ...policy, resolved };
 }
@@ -175,7 +194,9 @@ function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?
   // changed (or went) would hand the agent the broader base policy for one edit. So a trusted file that is no
   // longer what was trusted stops the tools until the owner trusts it again or forgets it.
   const tampered = (what: string): never => {
-    throw new PolicyError(`${file} was trusted, but ${what}: it narrows this project's policy and the agent can write it, so no tool runs here until the owner trusts it again (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust) or forgets it (\`ollie trust --untrust ${file}\`)`);
+    throw new PolicyError(
+      `${file} was trusted, but ${what}: it narrows this project's policy and the agent can write it, so no tool runs here until the owner trusts it again (\`ollie trust ${file}\`, or "trust ${file}" written to config/trust) or forgets it (\`ollie trust --untrust ${file}\`)`,
+    );
   };
   // Opened once, without following a link and without waiting on a FIFO, and read through that descriptor: a
   // name checked and then read again could be swapped in between (for a link to a FIFO, which blocks toolsrv).
@@ -203,7 +224,10 @@ function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?
   const sha = sha256(bytes);
   if (trusted === sha) return { file, text: bytes.toString('utf8') };
   if (trusted) tampered(`it has changed since (sha256 ${sha})`);
-  return { file, notice: `${file} is not trusted, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust` };
+  return {
+    file,
+    notice: `${file} is not trusted, so it was ignored (sha256 ${sha}): to apply it, run \`ollie trust ${file}\` or write "trust ${file}" to config/trust`,
+  };
 }
 
 // ---- parsing -------------------------------------------------------------------------------------------
@@ -252,10 +276,25 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
 
   const vars = placeholders(ctx);
   const pathOf = (node: YamlNode | null, key: string): string => {
-    if (!isScalar(node) || typeof node.value !== 'string' || node.value === '') return err(node, `${key}: each entry must be a path`);
+    if (!isScalar(node) || typeof node.value !== 'string' || node.value === '')
+      return err(node, `${key}: each entry must be a path`);
     let p = node.value.replace(/^~(?=\/|$)/, '{HOME}');
-    p = p.replace(PLACEHOLDER, (_m, name: string) => vars[name] ?? err(node, `${key}: unknown placeholder {${name}} (known: ${Object.keys(vars).map((v) => `{${v}}`).join(', ')})`));
-    if (!isAbsolute(p)) return err(node, `${key}: ${node.value} is not an absolute path (start it with / or a placeholder such as {CWD})`);
+    p = p.replace(
+      PLACEHOLDER,
+      (_m, name: string) =>
+        vars[name] ??
+        err(
+          node,
+          `${key}: unknown placeholder {${name}} (known: ${Object.keys(vars)
+            .map((v) => `{${v}}`)
+            .join(', ')})`,
+        ),
+    );
+    if (!isAbsolute(p))
+      return err(
+        node,
+        `${key}: ${node.value} is not an absolute path (start it with / or a placeholder such as {CWD})`,
+      );
     return normalize(p).replace(/(.)\/$/, '$1');
   };
   const list = <T>(node: YamlNode | null, key: string, item: (n: YamlNode | null) => T): T[] => {
@@ -269,13 +308,18 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
     isScalar(node) && Number.isInteger(node.value) && (node.value as number) >= 0 && (node.value as number) <= 65535
       ? (node.value as number)
       : err(node, `${key}: each entry must be a TCP port number (0-65535)`);
-  const section = (node: YamlNode | null, key: string, fields: Record<string, (v: YamlNode | null, k: string) => void>): void => {
+  const section = (
+    node: YamlNode | null,
+    key: string,
+    fields: Record<string, (v: YamlNode | null, k: string) => void>,
+  ): void => {
     if (isScalar(node) && node.value === null) return;
     if (!isMap(node)) return err(node, `${key}: must be a mapping`);
     for (const pair of node.items) {
       const k = isScalar(pair.key) ? String(pair.key.value) : '';
       const set = fields[k];
-      if (!set) return err(pair.key as YamlNode, `${key}.${k}: unknown setting (known: ${Object.keys(fields).join(', ')})`);
+      if (!set)
+        return err(pair.key as YamlNode, `${key}.${k}: unknown setting (known: ${Object.keys(fields).join(', ')})`);
       out.at.set(`${key}.${k}`, lineOf(pair.key as YamlNode));
       set(pair.value as YamlNode | null, `${key}.${k}`);
     }
@@ -331,7 +375,10 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
         throw new PolicyError((e as Error).message);
       }
     } else {
-      err(pair.key as YamlNode, `${key}: unknown section (known: filesystem, network, isolate, env, limits, checkpoint)`);
+      err(
+        pair.key as YamlNode,
+        `${key}: unknown section (known: filesystem, network, isolate, env, limits, checkpoint)`,
+      );
     }
   }
   return out;
@@ -367,7 +414,9 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
   checkDenied(f, ctx);
   if (!policy.network.enabled && (policy.network.bindTcp.length || policy.network.connectTcp.length)) {
     const line = f.at.get(policy.network.bindTcp.length ? 'network.bind_tcp' : 'network.connect_tcp') ?? 1;
-    throw new PolicyError(`${file}:${line}: network: port lists need enabled: true (with enabled: false there is no network at all)`);
+    throw new PolicyError(
+      `${file}:${line}: network: port lists need enabled: true (with enabled: false there is no network at all)`,
+    );
   }
   return policy;
 }
@@ -402,7 +451,12 @@ function checkDenied(f: PolicyFile, ctx: PolicyContext): void {
 // ---- narrowing -----------------------------------------------------------------------------------------
 
 /** Which levels of the base grant at least the rights of `a`. */
-const COVERS: Record<Access, Access[]> = { ro: ['ro', 'rox', 'rw', 'rwx'], rox: ['rox', 'rwx'], rw: ['rw', 'rwx'], rwx: ['rwx'] };
+const COVERS: Record<Access, Access[]> = {
+  ro: ['ro', 'rox', 'rw', 'rwx'],
+  rox: ['rox', 'rwx'],
+  rw: ['rw', 'rwx'],
+  rwx: ['rwx'],
+};
 
 /** Whether the base's env list passes everything `entry` (a name, or a PREFIX* pattern) would. */
 const envCovered = (entry: string, base: string[]): boolean =>
@@ -438,26 +492,43 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
       const real = canonical(p);
       if (within(real, workspace) || granted(real, a)) return;
       const via = real === p ? '' : ` (it resolves to ${real})`;
-      fail(`filesystem.${a}`, `filesystem.${a}: ${p}${via} is not granted ${a} by ${base.sources[0]} and is not inside the workspace ${workspace}; a project file can only narrow the policy or add paths inside the workspace`, f.lines[a]?.[i]);
+      fail(
+        `filesystem.${a}`,
+        `filesystem.${a}: ${p}${via} is not granted ${a} by ${base.sources[0]} and is not inside the workspace ${workspace}; a project file can only narrow the policy or add paths inside the workspace`,
+        f.lines[a]?.[i],
+      );
     });
     out.filesystem[a] = entries;
   }
   if (f.filesystem.deny) out.filesystem.deny = [...out.filesystem.deny, ...f.filesystem.deny];
 
   const n = f.network;
-  if (n.enabled === true && !base.network.enabled) fail('network.enabled', `network.enabled: the network is off in ${base.sources[0]}; a project file cannot turn it on`);
-  if (n.unix === true && !base.network.unix) fail('network.unix', `network.unix: Unix sockets are off in ${base.sources[0]}; a project file cannot turn them on`);
+  if (n.enabled === true && !base.network.enabled)
+    fail(
+      'network.enabled',
+      `network.enabled: the network is off in ${base.sources[0]}; a project file cannot turn it on`,
+    );
+  if (n.unix === true && !base.network.unix)
+    fail(
+      'network.unix',
+      `network.unix: Unix sockets are off in ${base.sources[0]}; a project file cannot turn them on`,
+    );
   if (n.enabled === false) out.network = { enabled: false, bindTcp: [], connectTcp: [], unix: out.network.unix };
   if (n.unix === false) out.network.unix = false;
-  for (const [key, k] of [['bind_tcp', 'bindTcp'], ['connect_tcp', 'connectTcp']] as const) {
+  for (const [key, k] of [
+    ['bind_tcp', 'bindTcp'],
+    ['connect_tcp', 'connectTcp'],
+  ] as const) {
     const ports = n[k];
     if (!ports) continue;
-    if (!out.network.enabled && ports.length) fail(`network.${key}`, `network.${key}: the network is off; there are no ports to narrow`);
+    if (!out.network.enabled && ports.length)
+      fail(`network.${key}`, `network.${key}: the network is off; there are no ports to narrow`);
     const allowed = base.network[k];
     // A base with the network on and no port list allows every port; otherwise only its listed ones.
     const open = base.network.enabled && base.network.bindTcp.length === 0 && base.network.connectTcp.length === 0;
     for (const port of ports) {
-      if (!open && !allowed.includes(port)) fail(`network.${key}`, `network.${key}: port ${port} is not allowed by ${base.sources[0]}`);
+      if (!open && !allowed.includes(port))
+        fail(`network.${key}`, `network.${key}: port ${port} is not allowed by ${base.sources[0]}`);
     }
     out.network[k] = ports;
   }
@@ -467,8 +538,10 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
     out.network.connectTcp = n.connectTcp ?? (base.network.connectTcp.length ? base.network.connectTcp : []);
   }
 
-  if (f.isolate.signals === false && base.isolate.signals) fail('isolate.signals', 'isolate.signals: a project file cannot turn isolation off');
-  if (f.isolate.abstractUnix === false && base.isolate.abstractUnix) fail('isolate.abstract_unix', 'isolate.abstract_unix: a project file cannot turn isolation off');
+  if (f.isolate.signals === false && base.isolate.signals)
+    fail('isolate.signals', 'isolate.signals: a project file cannot turn isolation off');
+  if (f.isolate.abstractUnix === false && base.isolate.abstractUnix)
+    fail('isolate.abstract_unix', 'isolate.abstract_unix: a project file cannot turn isolation off');
   if (f.isolate.signals) out.isolate.signals = true;
   if (f.isolate.abstractUnix) out.isolate.abstractUnix = true;
 
@@ -477,14 +550,19 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
   out.limits = { ...out.limits, ...f.limits };
 
   try {
-    out.checkpoint = narrowCheckpointRules(base.checkpoint ?? baseCheckpointRules(undefined), f.checkpoint, `${file}:${f.at.get('checkpoint') ?? 1}`);
+    out.checkpoint = narrowCheckpointRules(
+      base.checkpoint ?? baseCheckpointRules(undefined),
+      f.checkpoint,
+      `${file}:${f.at.get('checkpoint') ?? 1}`,
+    );
   } catch (e) {
     throw new PolicyError((e as Error).message);
   }
 
   if (f.env) {
     for (const name of f.env) {
-      if (!envCovered(name, base.env)) fail('env', `env: ${name} is not passed by ${base.sources[0]}; a project file can only drop variables`);
+      if (!envCovered(name, base.env))
+        fail('env', `env: ${name} is not passed by ${base.sources[0]}; a project file can only drop variables`);
     }
     out.env = f.env;
   }

@@ -56,7 +56,9 @@ export function projectPolicy(path: string): { file: string; bytes: Buffer; sha:
     const named = [PROJECT_POLICY_NAME, PROJECT_HOOKS_FILE_NAME, PROJECT_MCP_NAME].includes(basename(file));
     if (!named && lstatSync(file).isDirectory()) file = join(file, PROJECT_POLICY_NAME);
   } catch (e) {
-    throw new TrustError(`${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+    throw new TrustError(
+      `${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+    );
   }
   file = join(realpathSync(dirname(file)), file.slice(dirname(file).length + 1));
   // Opened once (no link followed, no wait on a FIFO) and read through that descriptor: the agent may swap the
@@ -70,7 +72,8 @@ export function projectPolicy(path: string): { file: string; bytes: Buffer; sha:
     throw new TrustError(`${file}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
   try {
-    if (!fstatSync(fd).isFile()) throw new TrustError(`${file} is not a regular file: only a regular file can be trusted`);
+    if (!fstatSync(fd).isFile())
+      throw new TrustError(`${file} is not a regular file: only a regular file can be trusted`);
     const bytes = readFileSync(fd);
     return { file, bytes, sha: sha256(bytes) };
   } finally {
@@ -89,7 +92,8 @@ function save(configDir: string, m: Map<string, string>): void {
 /** Trusts the policy file at `path` (or in the project directory `path`) as it is now. Returns its `sha\tpath` line. */
 export function trust(configDir: string, path: string): string {
   const { file, sha } = projectPolicy(path);
-  if (/[\t\n]/.test(file)) throw new TrustError(`${JSON.stringify(file)}: a path with a tab or newline cannot be listed`);
+  if (/[\t\n]/.test(file))
+    throw new TrustError(`${JSON.stringify(file)}: a path with a tab or newline cannot be listed`);
   const m = readTrusted(configDir);
   m.set(file, sha);
   save(configDir, m);
@@ -102,7 +106,8 @@ export function untrust(configDir: string, path: string): boolean {
   let file = resolve(path);
   // A project's hooks file (olliesrv/hooks) and MCP servers file (.mcp.json) are trusted by their own names; a
   // directory means its policy file.
-  if (![PROJECT_POLICY_NAME, PROJECT_HOOKS_FILE_NAME, PROJECT_MCP_NAME].some((n) => file.endsWith(`/${n}`))) file = join(file, PROJECT_POLICY_NAME);
+  if (![PROJECT_POLICY_NAME, PROJECT_HOOKS_FILE_NAME, PROJECT_MCP_NAME].some((n) => file.endsWith(`/${n}`)))
+    file = join(file, PROJECT_POLICY_NAME);
   // The list holds canonical paths; a path spelled through a symlink, or one that no longer exists, both count.
   let canon = file;
   try {
@@ -122,7 +127,10 @@ export function applyTrustCommands(configDir: string, text: string): string {
     const line = raw.trim();
     if (!line || line.startsWith('#')) continue;
     const m = /^(trust|untrust)\s+(\/.*)$/.exec(line);
-    if (!m) throw new TrustError(`${JSON.stringify(line)}: expected "trust /abs/path" or "untrust /abs/path" (the project directory or its ${PROJECT_POLICY_NAME})`);
+    if (!m)
+      throw new TrustError(
+        `${JSON.stringify(line)}: expected "trust /abs/path" or "untrust /abs/path" (the project directory or its ${PROJECT_POLICY_NAME})`,
+      );
     if (m[1] === 'trust') out.push(`trusted ${trust(configDir, m[2]!)}`);
     else out.push(untrust(configDir, m[2]!) ? `untrusted ${m[2]}` : `${m[2]} was not trusted`);
   }

@@ -47,7 +47,9 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
     const lastReasoning = r.events.findLastIndex((e) => e.type === 'reasoning' && e.delta !== '');
     expect(lastReasoning).toBeLessThan(firstText);
     if (type === 'anthropic') {
-      const sig = r.events.find((e): e is Extract<StreamEvent, { type: 'reasoning' }> => e.type === 'reasoning' && e.signature !== undefined);
+      const sig = r.events.find(
+        (e): e is Extract<StreamEvent, { type: 'reasoning' }> => e.type === 'reasoning' && e.signature !== undefined,
+      );
       expect(sig?.signature).toMatch(/^mock-sig-/);
     }
   });
@@ -55,7 +57,15 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
   it('delivers parallel tool calls whole, each once, with intact arguments and distinct ids', async () => {
     const args1 = { path: 'dir with spaces/a "quoted" file.txt', n: 3 };
     const args2 = { dir: '.', deep: { list: [1, 2, { x: 'ü' }], flag: true } };
-    mock.script([{ text: 'Reading both.' }, { toolCalls: [{ name: 'read', args: args1 }, { name: 'ls', args: args2 }] }]);
+    mock.script([
+      { text: 'Reading both.' },
+      {
+        toolCalls: [
+          { name: 'read', args: args1 },
+          { name: 'ls', args: args2 },
+        ],
+      },
+    ]);
     const r = await collect(backendFor(type, mock).stream(request()));
     expect(r.error).toBeUndefined();
     const calls = r.events.flatMap((e) => (e.type === 'tool-call' ? [e.call] : []));
@@ -107,7 +117,8 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
     mock.script([{ status: 401, message: 'invalid x-api-key' }]);
     const r = await collect(backendFor(type, mock).stream(request()));
     expect(r.error).toBeInstanceOf(BackendError);
-    for (const cls of [RateLimitError, TransientError, StreamDropError, ContextOverflowError, ToolUnsupportedError]) expect(r.error).not.toBeInstanceOf(cls);
+    for (const cls of [RateLimitError, TransientError, StreamDropError, ContextOverflowError, ToolUnsupportedError])
+      expect(r.error).not.toBeInstanceOf(cls);
     expect((r.error as Error).message).toContain('invalid x-api-key');
     expect((r.error as Error).message).not.toContain(SECRET);
   });
@@ -129,7 +140,16 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
   });
 
   it('a stream cut after the tool calls but before the end → StreamDropError, no finish', async () => {
-    mock.script([{ toolCalls: [{ name: 'read', args: { path: 'a' } }, { name: 'read', args: { path: 'b' } }] }, { text: 'and more text after it' }, { cutAfterChunks: type === 'ollama' || type === 'gemini' ? 2 : 12 }]);
+    mock.script([
+      {
+        toolCalls: [
+          { name: 'read', args: { path: 'a' } },
+          { name: 'read', args: { path: 'b' } },
+        ],
+      },
+      { text: 'and more text after it' },
+      { cutAfterChunks: type === 'ollama' || type === 'gemini' ? 2 : 12 },
+    ]);
     const r = await collect(backendFor(type, mock).stream(request()));
     expect(r.error).toBeInstanceOf(StreamDropError);
     expect(r.events.some((e) => e.type === 'finish')).toBe(false);
@@ -196,7 +216,8 @@ describe.each(TYPES)('%s backend against the mock', (type) => {
     const models = await b.models();
     expect(models.map((m) => m.id)).toEqual(['mock-model', 'mock-model-large']);
     await b.models();
-    const listCalls = (): number => mock.requests.filter((r) => r.method === 'GET' && /models|tags/.test(r.path)).length;
+    const listCalls = (): number =>
+      mock.requests.filter((r) => r.method === 'GET' && /models|tags/.test(r.path)).length;
     expect(listCalls()).toBe(1);
     await b.models(true);
     expect(listCalls()).toBe(2);
@@ -240,7 +261,10 @@ describe('OpenAI-compatible specifics', () => {
 
   it('429 with retry-after-ms and with an HTTP-date Retry-After', async () => {
     mock = await startMockLlm();
-    mock.script([{ status: 429, retryAfterMs: 1500 }], [{ status: 429, retryAfter: new Date(Date.now() + 20_000).toUTCString() }]);
+    mock.script(
+      [{ status: 429, retryAfterMs: 1500 }],
+      [{ status: 429, retryAfter: new Date(Date.now() + 20_000).toUTCString() }],
+    );
     const b = backendFor('openai', mock);
     const r1 = await collect(b.stream(request()));
     expect((r1.error as RateLimitError).retryAfterMs).toBe(1500);
@@ -263,7 +287,14 @@ describe('tool call ids', () => {
   it('a repeated provider id is replaced, so that every call of a response has its own', async () => {
     const mock = await startMockLlm();
     try {
-      mock.script([{ toolCalls: [{ name: 'read', args: { path: 'a' }, id: 'dup' }, { name: 'read', args: { path: 'b' }, id: 'dup' }] }]);
+      mock.script([
+        {
+          toolCalls: [
+            { name: 'read', args: { path: 'a' }, id: 'dup' },
+            { name: 'read', args: { path: 'b' }, id: 'dup' },
+          ],
+        },
+      ]);
       const r = await collect(backendFor('ollama', mock).stream(request()));
       const calls = r.events.flatMap((e) => (e.type === 'tool-call' ? [e.call] : []));
       expect(calls).toHaveLength(2);

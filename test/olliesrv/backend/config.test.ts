@@ -55,7 +55,14 @@ type = copilot
     expect(cfg.path).toBe(P);
     const by = Object.fromEntries(cfg.backends.map((b) => [b.name, b]));
     expect(Object.keys(by)).toEqual(['local', 'router', 'lmstudio', 'claude', 'gem', 'cp']);
-    expect(by.local).toMatchObject({ type: 'ollama', url: 'http://gpu-box:11434', model: 'qwen3:8b', compactionModel: 'qwen3:8b', context: 65536, source: `${P}:6` });
+    expect(by.local).toMatchObject({
+      type: 'ollama',
+      url: 'http://gpu-box:11434',
+      model: 'qwen3:8b',
+      compactionModel: 'qwen3:8b',
+      context: 65536,
+      source: `${P}:6`,
+    });
     expect(by.local!.key).toBeUndefined();
     expect(by.router).toMatchObject({
       type: 'openai',
@@ -63,9 +70,23 @@ type = copilot
       compactionModel: 'openai/gpt-4.1-mini',
       headers: { 'HTTP-Referer': 'https://ollie.dev', 'X-Title': 'Ollie', 'X-Extra': '1' },
     });
-    expect(by.lmstudio).toMatchObject({ type: 'openai', url: 'http://localhost:1234/v1', context: 32768, key: 'sk-from-env' });
-    expect(by.claude).toMatchObject({ type: 'anthropic', url: 'https://api.anthropic.com/v1', key: 'sk-ant-literal', model: 'claude-sonnet-4-5' });
-    expect(by.gem).toMatchObject({ type: 'gemini', url: 'https://generativelanguage.googleapis.com/v1beta', model: 'gemini-2.5-flash' });
+    expect(by.lmstudio).toMatchObject({
+      type: 'openai',
+      url: 'http://localhost:1234/v1',
+      context: 32768,
+      key: 'sk-from-env',
+    });
+    expect(by.claude).toMatchObject({
+      type: 'anthropic',
+      url: 'https://api.anthropic.com/v1',
+      key: 'sk-ant-literal',
+      model: 'claude-sonnet-4-5',
+    });
+    expect(by.gem).toMatchObject({
+      type: 'gemini',
+      url: 'https://generativelanguage.googleapis.com/v1beta',
+      model: 'gemini-2.5-flash',
+    });
     expect(by.gem!.key).toBeUndefined();
     expect(by.cp).toMatchObject({ type: 'copilot', url: 'https://api.github.com', key: 'gho_abc' });
   });
@@ -78,17 +99,37 @@ type = copilot
     ['a bad line', '[a]\ntype = ollama\nthis is not a pair\n', 3, /expected "key = value"/],
     ['an unknown key', '[a]\ntype = ollama\ntemprature = 1\n', 3, /unknown key "temprature" in \[a\]/],
     ['an unknown type', '[a]\n\ntype = chatgpt\n', 3, /unknown type "chatgpt"/],
-    ['a duplicate section', '[a]\ntype = ollama\n[b]\ntype = ollama\n[a]\ntype = openai\n', 5, /duplicate section \[a\] \(first at line 1\)/],
+    [
+      'a duplicate section',
+      '[a]\ntype = ollama\n[b]\ntype = ollama\n[a]\ntype = openai\n',
+      5,
+      /duplicate section \[a\] \(first at line 1\)/,
+    ],
     ['a duplicate key', '[a]\ntype = ollama\nmodel = x\nmodel = y\n', 4, /duplicate key "model"/],
     ['a bad number', '[a]\ntype = ollama\ncontext = lots\n', 3, /bad context "lots"/],
     ['a negative number', '[a]\ntype = ollama\ncontext = -5\n', 3, /bad context/],
-    ['a missing env var', '[a]\ntype = openai\nkey = env:NOPE_NOT_SET\n', 3, /environment variable NOPE_NOT_SET .* is not set/],
-    ['a default naming nothing', '[default]\nbackend = ghost\n\n[a]\ntype = ollama\n', 2, /default backend "ghost" is not defined \(defined: a\)/],
+    [
+      'a missing env var',
+      '[a]\ntype = openai\nkey = env:NOPE_NOT_SET\n',
+      3,
+      /environment variable NOPE_NOT_SET .* is not set/,
+    ],
+    [
+      'a default naming nothing',
+      '[default]\nbackend = ghost\n\n[a]\ntype = ollama\n',
+      2,
+      /default backend "ghost" is not defined \(defined: a\)/,
+    ],
     ['a key outside a section', 'type = ollama\n', 1, /outside any section/],
     ['a section without type', '[a]\nmodel = x\n', 1, /has no "type"/],
     ['a bad url', '[a]\ntype = openai\nurl = ftp://x\n', 3, /bad url/],
     ['a bad header', '[a]\ntype = openai\nheaders = no colon here\n', 3, /bad header/],
-    ['an unknown key in [default]', '[default]\nmodel = x\n[a]\ntype = ollama\n', 2, /unknown key "model" in \[default\]/],
+    [
+      'an unknown key in [default]',
+      '[default]\nmodel = x\n[a]\ntype = ollama\n',
+      2,
+      /unknown key "model" in \[default\]/,
+    ],
     ['a bad section header', '[a\ntype = ollama\n', 1, /bad section header/],
     ['an empty value', '[a]\ntype = ollama\nmodel =\n', 3, /empty value/],
   ];
@@ -105,8 +146,12 @@ type = copilot
   });
 
   it('never puts a key in an error message', () => {
-    const texts = ['[a]\ntype = openai\nkey = sk-literal-secret\nkey = sk-literal-secret\n', '[a]\ntype = openai\nkey = sk-literal-secret\ncontext = x\n'];
-    for (const t of texts) expect(() => parseBackendsConfig(t, P, env)).toThrow(/^\/cfg\/backends\.conf:\d+: (?!.*sk-literal-secret)/);
+    const texts = [
+      '[a]\ntype = openai\nkey = sk-literal-secret\nkey = sk-literal-secret\n',
+      '[a]\ntype = openai\nkey = sk-literal-secret\ncontext = x\n',
+    ];
+    for (const t of texts)
+      expect(() => parseBackendsConfig(t, P, env)).toThrow(/^\/cfg\/backends\.conf:\d+: (?!.*sk-literal-secret)/);
   });
 
   it('no file: no backend at all (no implicit local Ollama)', () => {
@@ -141,7 +186,9 @@ describe('Backends pool', () => {
   });
 
   it('gets backends by name; an unknown name lists the known ones', () => {
-    write('[default]\nbackend = two\n[one]\ntype = ollama\n[two]\ntype = openai\nurl = http://127.0.0.1:9/v1\nmodel = m\n');
+    write(
+      '[default]\nbackend = two\n[one]\ntype = ollama\n[two]\ntype = openai\nurl = http://127.0.0.1:9/v1\nmodel = m\n',
+    );
     const b = new Backends({ configDir: dir, env: {} });
     expect(b.names()).toEqual(['one', 'two']);
     expect(b.default.name).toBe('two');
@@ -153,7 +200,9 @@ describe('Backends pool', () => {
 
   it('throws PATH:LINE from the constructor when the file is malformed', () => {
     write('[a]\ntype = nope\n');
-    expect(() => new Backends({ configDir: dir, env: {} })).toThrow(`${join(dir, 'backends.conf')}:2: unknown type "nope"`);
+    expect(() => new Backends({ configDir: dir, env: {} })).toThrow(
+      `${join(dir, 'backends.conf')}:2: unknown type "nope"`,
+    );
   });
 
   it('reload keeps the old config on error, applies a good one, and keeps unchanged backends (and their caches)', () => {
@@ -163,7 +212,9 @@ describe('Backends pool', () => {
     const two = b.get('two');
     write('[one]\ntype = ollama\n[two]\ntype = bogus\n');
     const err = b.reload();
-    expect(err?.message).toBe(`${join(dir, 'backends.conf')}:4: unknown type "bogus" (one of openai, anthropic, ollama, gemini, copilot)`);
+    expect(err?.message).toBe(
+      `${join(dir, 'backends.conf')}:4: unknown type "bogus" (one of openai, anthropic, ollama, gemini, copilot)`,
+    );
     expect(b.names()).toEqual(['one', 'two']);
     expect(b.get('two')).toBe(two);
     write('# moved down a line\n[one]\ntype = ollama\n[two]\ntype = ollama\nmodel = b\n[three]\ntype = gemini\n');

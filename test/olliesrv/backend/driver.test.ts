@@ -31,11 +31,15 @@ function model(parts: LanguageModelV3StreamPart[], opts: { error?: unknown } = {
   };
 }
 
-const run = (parts: LanguageModelV3StreamPart[], opts: { error?: unknown } = {}) => collect(drive(model(parts, opts), { prompt: [] }, { backend: 'fake' }));
+const run = (parts: LanguageModelV3StreamPart[], opts: { error?: unknown } = {}) =>
+  collect(drive(model(parts, opts), { prompt: [] }, { backend: 'fake' }));
 
 describe('stream driver', () => {
   it('a finish without the provider’s finish reason is a drop; no finish at all too', async () => {
-    const r1 = await run([{ type: 'text-delta', id: '0', delta: 'hi' }, { type: 'finish', usage: usage(), finishReason: { unified: 'other', raw: undefined } }]);
+    const r1 = await run([
+      { type: 'text-delta', id: '0', delta: 'hi' },
+      { type: 'finish', usage: usage(), finishReason: { unified: 'other', raw: undefined } },
+    ]);
     expect(r1.error).toBeInstanceOf(StreamDropError);
     const r2 = await run([{ type: 'text-delta', id: '0', delta: 'hi' }]);
     expect(r2.error).toBeInstanceOf(StreamDropError);
@@ -45,7 +49,9 @@ describe('stream driver', () => {
   it('emits no usage event when the provider reported none, and maps finish reasons', async () => {
     const r = await run([{ type: 'finish', usage: usage(), finishReason: { unified: 'length', raw: 'length' } }]);
     expect(r.events).toEqual([{ type: 'finish', reason: 'length' }]);
-    const r2 = await run([{ type: 'finish', usage: usage(5, 1), finishReason: { unified: 'content-filter', raw: 'content_filter' } }]);
+    const r2 = await run([
+      { type: 'finish', usage: usage(5, 1), finishReason: { unified: 'content-filter', raw: 'content_filter' } },
+    ]);
     expect(r2.events).toEqual([
       { type: 'usage', usage: { inputTokens: 5, outputTokens: 1, cachedInputTokens: 0, cacheCreationTokens: 0 } },
       { type: 'finish', reason: 'content-filter' },
@@ -65,7 +71,9 @@ describe('stream driver', () => {
   });
 
   it('a failure before the stream is classified (a timeout is transient)', async () => {
-    const r = await run([], { error: Object.assign(new Error('The operation was aborted due to timeout'), { name: 'TimeoutError' }) });
+    const r = await run([], {
+      error: Object.assign(new Error('The operation was aborted due to timeout'), { name: 'TimeoutError' }),
+    });
     expect(r.error).toBeInstanceOf(TransientError);
   });
 
@@ -94,15 +102,34 @@ describe('stream driver', () => {
 describe('prompt conversion', () => {
   it('groups consecutive tool results, keeps broken tool JSON as text, and leaves out an empty assistant turn', () => {
     const p = toPrompt([
-      { role: 'assistant', content: '', toolCalls: [{ id: '1', name: 'f', args: '{not json' }, { id: '2', name: 'g', args: '[1]' }] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [
+          { id: '1', name: 'f', args: '{not json' },
+          { id: '2', name: 'g', args: '[1]' },
+        ],
+      },
       { role: 'tool', toolCallId: '1', name: 'f', content: 'r1' },
       { role: 'tool', toolCallId: '2', name: 'g', content: 'r2', isError: true },
       { role: 'assistant', content: '' },
       { role: 'user', content: 'go on' },
     ]);
     expect(p).toHaveLength(3);
-    expect(p[0]).toMatchObject({ role: 'assistant', content: [{ type: 'tool-call', input: { invalid_json: '{not json' } }, { type: 'tool-call', input: { value: [1] } }] });
-    expect(p[1]).toMatchObject({ role: 'tool', content: [{ toolCallId: '1', output: { type: 'text', value: 'r1' } }, { toolCallId: '2', output: { type: 'error-text', value: 'r2' } }] });
+    expect(p[0]).toMatchObject({
+      role: 'assistant',
+      content: [
+        { type: 'tool-call', input: { invalid_json: '{not json' } },
+        { type: 'tool-call', input: { value: [1] } },
+      ],
+    });
+    expect(p[1]).toMatchObject({
+      role: 'tool',
+      content: [
+        { toolCallId: '1', output: { type: 'text', value: 'r1' } },
+        { toolCallId: '2', output: { type: 'error-text', value: 'r2' } },
+      ],
+    });
     expect(p[2]).toEqual({ role: 'user', content: [{ type: 'text', text: 'go on' }] });
   });
 });

@@ -1,7 +1,14 @@
 import { createServer } from 'node:net';
 import type { BackendConfig } from '../../../src/olliesrv/backend/config.js';
 import { createBackend } from '../../../src/olliesrv/backend/pool.js';
-import type { Backend, BackendType, Message, StreamEvent, StreamRequest, ToolSpec } from '../../../src/olliesrv/backend/types.js';
+import type {
+  Backend,
+  BackendType,
+  Message,
+  StreamEvent,
+  StreamRequest,
+  ToolSpec,
+} from '../../../src/olliesrv/backend/types.js';
 import type { MockLlm } from '../../../src/devtools/mock-llm/server.js';
 
 export const TYPES: BackendType[] = ['openai', 'anthropic', 'ollama', 'gemini', 'copilot'];
@@ -63,12 +70,21 @@ export const TOOLS: ToolSpec[] = [
   {
     name: 'read',
     description: 'Read a file',
-    parameters: { type: 'object', properties: { path: { type: 'string' }, n: { type: 'integer' } }, required: ['path'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string' }, n: { type: 'integer' } },
+      required: ['path'],
+      additionalProperties: false,
+    },
   },
   {
     name: 'ls',
     description: 'List a directory',
-    parameters: { type: 'object', properties: { dir: { type: 'string' }, deep: { type: 'object' } }, required: ['dir'] },
+    parameters: {
+      type: 'object',
+      properties: { dir: { type: 'string' }, deep: { type: 'object' } },
+      required: ['dir'],
+    },
   },
 ];
 

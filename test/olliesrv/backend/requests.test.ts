@@ -37,7 +37,11 @@ afterEach(async () => {
   await mock.close();
 });
 
-async function send(type: Parameters<typeof backendFor>[0], req = request({ params: PARAMS }), over = {}): Promise<any> {
+async function send(
+  type: Parameters<typeof backendFor>[0],
+  req = request({ params: PARAMS }),
+  over = {},
+): Promise<any> {
   const r = await collect(backendFor(type, mock, over).stream(req));
   expect(r.error).toBeUndefined();
   const reqs = chatRequests(mock);
@@ -65,7 +69,12 @@ describe('OpenAI-compatible request', () => {
     });
     expect(b.messages[0]).toEqual({ role: 'system', content: SYSTEM });
     expect(b.messages[1]).toMatchObject({ role: 'user' });
-    expect(b.tools).toEqual(TOOLS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })));
+    expect(b.tools).toEqual(
+      TOOLS.map((t) => ({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      })),
+    );
   });
 
   it('replays tool calls and results; a request-scoped model overrides the default', async () => {
@@ -106,9 +115,19 @@ describe('Anthropic request', () => {
     expect(rec.headers['x-api-key']).toBe('[redacted]');
     expect(rec.headers['anthropic-version']).toBe('2023-06-01');
     const b = rec.body;
-    expect(b).toMatchObject({ model: 'mock-model', stream: true, max_tokens: 500, temperature: 0.3, top_p: 0.9, top_k: 40, stop_sequences: ['END'] });
+    expect(b).toMatchObject({
+      model: 'mock-model',
+      stream: true,
+      max_tokens: 500,
+      temperature: 0.3,
+      top_p: 0.9,
+      top_k: 40,
+      stop_sequences: ['END'],
+    });
     expect(b.system).toEqual([{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }]);
-    expect(b.tools).toEqual(TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })));
+    expect(b.tools).toEqual(
+      TOOLS.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })),
+    );
     expect(b.messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'first' }] },
       { role: 'assistant', content: [{ type: 'text', text: 'ok', cache_control: { type: 'ephemeral' } }] },
@@ -127,7 +146,11 @@ describe('Anthropic request', () => {
     const rec = await send('anthropic', request({ params: { thinkingBudget: 2048 } }, HISTORY));
     const [, assistant, results] = rec.body.messages;
     expect(assistant.role).toBe('assistant');
-    expect(assistant.content[0]).toEqual({ type: 'thinking', thinking: 'I should read it.', signature: 'sig-reasoning-1' });
+    expect(assistant.content[0]).toEqual({
+      type: 'thinking',
+      thinking: 'I should read it.',
+      signature: 'sig-reasoning-1',
+    });
     expect(assistant.content[1]).toMatchObject({ type: 'text', text: 'Reading.' });
     expect(assistant.content.slice(2)).toMatchObject([
       { type: 'tool_use', id: 'call_1', name: 'read', input: { path: 'a.txt' } },
@@ -149,9 +172,22 @@ describe('Ollama request', () => {
     expect(rec.path).toBe('/api/chat');
     const b = rec.body;
     expect(b).toMatchObject({ model: 'mock-model', stream: true, think: false });
-    expect(b.options).toEqual({ num_ctx: 32768, temperature: 0.3, top_p: 0.9, top_k: 40, seed: 7, stop: ['END'], num_predict: 500 });
+    expect(b.options).toEqual({
+      num_ctx: 32768,
+      temperature: 0.3,
+      top_p: 0.9,
+      top_k: 40,
+      seed: 7,
+      stop: ['END'],
+      num_predict: 500,
+    });
     expect(b.messages[0]).toEqual({ role: 'system', content: SYSTEM });
-    expect(b.tools).toEqual(TOOLS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })));
+    expect(b.tools).toEqual(
+      TOOLS.map((t) => ({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      })),
+    );
     // The context comes from /api/show, asked once per backend.
     const backend = backendFor('ollama', mock);
     await collect(backend.stream(request()));
@@ -169,23 +205,41 @@ describe('Ollama request', () => {
   it('raises num_ctx for a request that would not fit, within the trained length, and warns once; past it, warns that the start will be cut', async () => {
     const backend = backendFor('ollama', mock, { context: 8192 });
     // ~15k tokens of varied words: over the configured 8192, under the 32768 the model was trained for.
-    const big = (n: number): Message[] => [{ role: 'user', content: Array.from({ length: n }, (_, i) => `word${i % 997} thing${i}`).join(' ') }];
+    const big = (n: number): Message[] => [
+      { role: 'user', content: Array.from({ length: n }, (_, i) => `word${i % 997} thing${i}`).join(' ') },
+    ];
     const first = await collect(backend.stream(request({}, big(5000))));
-    const warnings = (c: Awaited<ReturnType<typeof collect>>): string[] => c.events.flatMap((e) => (e.type === 'warning' ? [e.message] : []));
-    expect(warnings(first)).toEqual([expect.stringMatching(/a request of ~\d+ tokens \(with room for the reply\) does not fit num_ctx 8192; sending num_ctx \d+ \(mock-model supports 32768\)/)]);
+    const warnings = (c: Awaited<ReturnType<typeof collect>>): string[] =>
+      c.events.flatMap((e) => (e.type === 'warning' ? [e.message] : []));
+    expect(warnings(first)).toEqual([
+      expect.stringMatching(
+        /a request of ~\d+ tokens \(with room for the reply\) does not fit num_ctx 8192; sending num_ctx \d+ \(mock-model supports 32768\)/,
+      ),
+    ]);
     const sent = chatRequests(mock).at(-1)!.body as { options: { num_ctx: number } };
     expect(sent.options.num_ctx % 4096).toBe(0);
     expect(sent.options.num_ctx).toBeGreaterThan(8192);
     expect(sent.options.num_ctx).toBeLessThanOrEqual(32768);
     expect(warnings(await collect(backend.stream(request({}, big(5000)))))).toEqual([]);
     const over = await collect(backend.stream(request({}, big(14000))));
-    expect(warnings(over)).toEqual([expect.stringMatching(/does not fit mock-model's window of 32768 tokens: Ollama will drop the start of the prompt/)]);
+    expect(warnings(over)).toEqual([
+      expect.stringMatching(
+        /does not fit mock-model's window of 32768 tokens: Ollama will drop the start of the prompt/,
+      ),
+    ]);
   });
 
   it('replays tool calls with object arguments and tool results', async () => {
     const rec = await send('ollama', request({}, HISTORY));
     const m = rec.body.messages;
-    expect(m[2]).toMatchObject({ role: 'assistant', content: 'Reading.', tool_calls: [{ function: { name: 'read', arguments: { path: 'a.txt' } } }, { function: { name: 'ls', arguments: { dir: '.' } } }] });
+    expect(m[2]).toMatchObject({
+      role: 'assistant',
+      content: 'Reading.',
+      tool_calls: [
+        { function: { name: 'read', arguments: { path: 'a.txt' } } },
+        { function: { name: 'ls', arguments: { dir: '.' } } },
+      ],
+    });
     expect(m.slice(3).map((x: any) => [x.role, x.content])).toEqual([
       ['tool', 'hello'],
       ['tool', 'no such dir'],
@@ -200,8 +254,14 @@ describe('Gemini request', () => {
     expect(rec.headers['x-goog-api-key']).toBe('[redacted]');
     const b = rec.body;
     expect(b.systemInstruction).toEqual({ parts: [{ text: SYSTEM }] });
-    expect(b.tools[0].functionDeclarations.map((f: any) => [f.name, f.description])).toEqual(TOOLS.map((t) => [t.name, t.description]));
-    expect(b.tools[0].functionDeclarations[0].parameters).toMatchObject({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] });
+    expect(b.tools[0].functionDeclarations.map((f: any) => [f.name, f.description])).toEqual(
+      TOOLS.map((t) => [t.name, t.description]),
+    );
+    expect(b.tools[0].functionDeclarations[0].parameters).toMatchObject({
+      type: 'object',
+      properties: { path: { type: 'string' } },
+      required: ['path'],
+    });
     expect(b.generationConfig).toMatchObject({
       temperature: 0.3,
       topP: 0.9,
@@ -218,7 +278,10 @@ describe('Gemini request', () => {
     const contents = rec.body.contents;
     const model = contents.find((c: any) => c.role === 'model');
     const calls = model.parts.filter((p: any) => p.functionCall);
-    expect(calls[0]).toMatchObject({ functionCall: { name: 'read', args: { path: 'a.txt' } }, thoughtSignature: 'sig-call-1' });
+    expect(calls[0]).toMatchObject({
+      functionCall: { name: 'read', args: { path: 'a.txt' } },
+      thoughtSignature: 'sig-call-1',
+    });
     expect(calls[1]).toMatchObject({ functionCall: { name: 'ls', args: { dir: '.' } } });
     const responses = contents.at(-1).parts.map((p: any) => p.functionResponse?.name);
     expect(responses).toEqual(['read', 'ls']);
@@ -277,7 +340,11 @@ describe('Copilot request', () => {
 
   it('shares one exchange between concurrent requests; a refused GitHub token is a BackendError', async () => {
     const b = backendFor('copilot', mock);
-    const rs = await Promise.all([collect(b.stream(request())), collect(b.stream(request())), collect(b.stream(request()))]);
+    const rs = await Promise.all([
+      collect(b.stream(request())),
+      collect(b.stream(request())),
+      collect(b.stream(request())),
+    ]);
     for (const r of rs) expect(r.error).toBeUndefined();
     expect(mock.copilotTokens).toHaveLength(1);
     const noKey = backendFor('copilot', mock, { key: undefined });

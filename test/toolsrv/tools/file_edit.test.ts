@@ -25,7 +25,10 @@ test('replaces the one occurrence and returns a unified diff with 3 lines of con
 test('more than one occurrence is refused (with their lines) unless replace_all', async () => {
   writeFileSync(join(w.cwd, 'f.txt'), 'x = 1\nfoo\nx = 2\n');
   const r = await edit({ old_string: 'x =', new_string: 'y =' });
-  expect(r).toMatchObject({ code: 1, out: 'file_edit: old_string occurs 2 times in f.txt, at lines 1 3; include more context to make it unique, or set replace_all\n' });
+  expect(r).toMatchObject({
+    code: 1,
+    out: 'file_edit: old_string occurs 2 times in f.txt, at lines 1 3; include more context to make it unique, or set replace_all\n',
+  });
   expect(readFileSync(join(w.cwd, 'f.txt'), 'utf8')).toBe('x = 1\nfoo\nx = 2\n');
   const all = await edit({ old_string: 'x =', new_string: 'y =', replace_all: true });
   expect(all.out).toBe('--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n-x = 1\n+y = 1\n foo\n-x = 2\n+y = 2\n');
@@ -33,9 +36,18 @@ test('more than one occurrence is refused (with their lines) unless replace_all'
 
 test('not found, identical strings, and a missing file are errors', async () => {
   writeFileSync(join(w.cwd, 'f.txt'), 'abc\n');
-  expect(await edit({ old_string: 'zzz', new_string: 'y' })).toMatchObject({ code: 1, out: 'file_edit: old_string was not found in f.txt (it must match exactly, whitespace included; read the file again to copy the text as it is now)\n' });
-  expect(await edit({ old_string: 'abc', new_string: 'abc' })).toMatchObject({ code: 1, out: 'file_edit: old_string and new_string are the same: nothing to do\n' });
-  expect(await edit({ path: 'nope.txt', old_string: 'a', new_string: 'b' })).toMatchObject({ code: 1, out: 'file_edit: nope.txt: No such file or directory\n' });
+  expect(await edit({ old_string: 'zzz', new_string: 'y' })).toMatchObject({
+    code: 1,
+    out: 'file_edit: old_string was not found in f.txt (it must match exactly, whitespace included; read the file again to copy the text as it is now)\n',
+  });
+  expect(await edit({ old_string: 'abc', new_string: 'abc' })).toMatchObject({
+    code: 1,
+    out: 'file_edit: old_string and new_string are the same: nothing to do\n',
+  });
+  expect(await edit({ path: 'nope.txt', old_string: 'a', new_string: 'b' })).toMatchObject({
+    code: 1,
+    out: 'file_edit: nope.txt: No such file or directory\n',
+  });
 });
 
 test('on a CRLF file, multi-line text given with LF (as file_read shows it) is matched and written with CRLF', async () => {
@@ -74,8 +86,13 @@ test('an empty old_string creates a new file', async () => {
 
 test('a file outside the project cannot be edited in the sandbox', async () => {
   const f = join(w.home, 'other', 'notes.txt');
-  expect(await runTool(w, 'file_edit', { path: f, old_string: 'notes', new_string: 'x' })).toMatchObject({ code: 1, out: `file_edit: ${f}: Permission denied\n` });
-  expect((await runTool(w, 'file_edit', { path: f, old_string: 'notes', new_string: 'x' }, { unsandboxed: true })).code).toBe(0);
+  expect(await runTool(w, 'file_edit', { path: f, old_string: 'notes', new_string: 'x' })).toMatchObject({
+    code: 1,
+    out: `file_edit: ${f}: Permission denied\n`,
+  });
+  expect(
+    (await runTool(w, 'file_edit', { path: f, old_string: 'notes', new_string: 'x' }, { unsandboxed: true })).code,
+  ).toBe(0);
   expect(readFileSync(f, 'utf8')).toBe('x\n');
 });
 
@@ -83,8 +100,16 @@ describe('the diff applies with patch(1) and gives the edited file', () => {
   const cases: Array<[string, string, Record<string, unknown>]> = [
     ['deletes a line', numbered(13), { old_string: 'l3\n', new_string: '' }],
     ['splits a line', numbered(13), { old_string: 'l2', new_string: 'B1\nB2' }],
-    ['far-apart edits make two hunks', `x1\n${numbered(12)}x2`, { old_string: 'x', new_string: 'yy', replace_all: true }],
-    ['near edits share a hunk', 'x1\nb\nc\nd\nx\nf\ng\nh\ni\nj\nk\nl\nx2', { old_string: 'x', new_string: 'yy', replace_all: true }],
+    [
+      'far-apart edits make two hunks',
+      `x1\n${numbered(12)}x2`,
+      { old_string: 'x', new_string: 'yy', replace_all: true },
+    ],
+    [
+      'near edits share a hunk',
+      'x1\nb\nc\nd\nx\nf\ng\nh\ni\nj\nk\nl\nx2',
+      { old_string: 'x', new_string: 'yy', replace_all: true },
+    ],
     ['adds a newline at the end', 'hello world', { old_string: 'world', new_string: 'there\n' }],
     ['removes everything', 'one\ntwo\n', { old_string: 'one\ntwo\n', new_string: '' }],
     ['several on one line', 'one two one\n', { old_string: 'one', new_string: '1', replace_all: true }],

@@ -7,7 +7,16 @@ let w: World;
 beforeAll(() => buildNative());
 beforeEach(() => {
   w = makeWorld();
-  const files = ['src/a.ts', 'src/b.test.ts', 'src/lib/c.ts', 'src/lib/d.js', 'docs/x.md', '.hidden/h.ts', 'node_modules/m/i.ts', 'top.ts'];
+  const files = [
+    'src/a.ts',
+    'src/b.test.ts',
+    'src/lib/c.ts',
+    'src/lib/d.js',
+    'docs/x.md',
+    '.hidden/h.ts',
+    'node_modules/m/i.ts',
+    'top.ts',
+  ];
   files.forEach((f, i) => {
     const p = join(w.cwd, f);
     mkdirSync(dirname(p), { recursive: true });
@@ -36,8 +45,13 @@ test('braces, classes, ? and a search directory', async () => {
 
 test('no match, limits and errors', async () => {
   expect(await glob({ pattern: '**/*.rs' })).toBe('no files match **/*.rs\n');
-  expect(await glob({ pattern: '**/*.ts', max_results: 2 })).toBe('top.ts\nsrc/lib/c.ts\n[2 more: the newest 2 shown; narrow the pattern or raise max_results]\n');
-  expect(await runTool(w, 'file_glob', { pattern: '*', path: 'nowhere' })).toMatchObject({ code: 1, out: 'file_glob: nowhere is not a directory\n' });
+  expect(await glob({ pattern: '**/*.ts', max_results: 2 })).toBe(
+    'top.ts\nsrc/lib/c.ts\n[2 more: the newest 2 shown; narrow the pattern or raise max_results]\n',
+  );
+  expect(await runTool(w, 'file_glob', { pattern: '*', path: 'nowhere' })).toMatchObject({
+    code: 1,
+    out: 'file_glob: nowhere is not a directory\n',
+  });
 });
 
 test('when cut off, the newest matches are listed, whatever order the walk met them in', async () => {

@@ -28,7 +28,9 @@ const sorted = (s: string) => s.split('\n').filter(Boolean).sort().join('\n');
 
 describe('built in', () => {
   test('path:line:text for each match; binary, hidden and node_modules skipped', async () => {
-    expect(sorted(await grep({ pattern: 'answer' }))).toBe(['src/a.ts:2:const answer = 42;', 'src/a.ts:3:export default answer;'].join('\n'));
+    expect(sorted(await grep({ pattern: 'answer' }))).toBe(
+      ['src/a.ts:2:const answer = 42;', 'src/a.ts:3:export default answer;'].join('\n'),
+    );
     expect(sorted(await grep({ pattern: 'answer', ignore_case: true }))).toBe(
       ['src/a.ts:2:const answer = 42;', 'src/a.ts:3:export default answer;', 'src/deep/c.ts:8:Answer'].join('\n'),
     );
@@ -38,7 +40,9 @@ describe('built in', () => {
     expect(sorted(await grep({ pattern: 'return\\s+\\d+;' }))).toBe('src/b.c:2:  return 42;');
     expect(sorted(await grep({ pattern: '42', glob: ['*.ts'] }))).toBe('src/a.ts:2:const answer = 42;');
     expect(sorted(await grep({ pattern: '42', glob: '**/*.c' }))).toBe('src/b.c:2:  return 42;');
-    expect(sorted(await grep({ pattern: '(one|six)', glob: ['src/deep/*.{ts,js}'] }))).toBe('src/deep/c.ts:1:one\nsrc/deep/c.ts:6:six');
+    expect(sorted(await grep({ pattern: '(one|six)', glob: ['src/deep/*.{ts,js}'] }))).toBe(
+      'src/deep/c.ts:1:one\nsrc/deep/c.ts:6:six',
+    );
   });
 
   test('context lines, separators, files_only, a search path and max_results', async () => {
@@ -89,13 +93,24 @@ describe('built in', () => {
 
   test('no match and a bad expression', async () => {
     expect(await grep({ pattern: 'nothing-like-this' })).toBe('no matches for nothing-like-this\n');
-    expect(await runTool(w, 'file_grep', { pattern: 'a(' })).toMatchObject({ code: 1, out: expect.stringMatching(/^file_grep: bad regular expression a\(: /) });
+    expect(await runTool(w, 'file_grep', { pattern: 'a(' })).toMatchObject({
+      code: 1,
+      out: expect.stringMatching(/^file_grep: bad regular expression a\(: /),
+    });
   });
 
   test('cannot search ~/.ssh inside the sandbox', async () => {
     const key = join(w.home, '.ssh', 'id_ed25519');
-    expect(await runTool(w, 'file_grep', { pattern: 'PRIVATE', path: key })).toMatchObject({ code: 1, out: `file_grep: ${key}: Permission denied\n` });
-    const free = await runTool(w, 'file_grep', { pattern: 'PRIVATE', path: join(w.home, '.ssh', 'id_ed25519') }, { unsandboxed: true });
+    expect(await runTool(w, 'file_grep', { pattern: 'PRIVATE', path: key })).toMatchObject({
+      code: 1,
+      out: `file_grep: ${key}: Permission denied\n`,
+    });
+    const free = await runTool(
+      w,
+      'file_grep',
+      { pattern: 'PRIVATE', path: join(w.home, '.ssh', 'id_ed25519') },
+      { unsandboxed: true },
+    );
     expect(free.out).toContain('PRIVATE KEY');
   });
 });
@@ -108,14 +123,37 @@ test('with ripgrep: the .meta variant hands the same arguments to rg', async () 
   mkdirSync(bin);
   writeFileSync(join(bin, 'rg'), '#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\necho "f:1:x"\necho "f:2:y"\n');
   chmodSync(join(bin, 'rg'), 0o755);
-  const r = await runTool(w, 'file_grep', { pattern: 'a|b', glob: ['*.ts'], ignore_case: true, context: 2, max_results: 100 }, {
-    unsandboxed: true,
-    argv: ['/bin/sh', '-c', 'file_grep --rg'],
-    env: { PATH: `${bin}:${TOOLS_DIR}:${process.env.PATH}` },
-  });
+  const r = await runTool(
+    w,
+    'file_grep',
+    { pattern: 'a|b', glob: ['*.ts'], ignore_case: true, context: 2, max_results: 100 },
+    {
+      unsandboxed: true,
+      argv: ['/bin/sh', '-c', 'file_grep --rg'],
+      env: { PATH: `${bin}:${TOOLS_DIR}:${process.env.PATH}` },
+    },
+  );
   expect(r.out).toBe(
-    ['--line-number', '--no-heading', '--color=never', '--with-filename', '--ignore-case', '--context=2', '--no-require-git', '--null', '--glob', '!node_modules', '--glob', '*.ts', '--regexp', 'a|b', '--', '.']
-      .map((a) => `arg:${a}\n`).join('') + 'f:1:x\nf:2:y\n',
+    [
+      '--line-number',
+      '--no-heading',
+      '--color=never',
+      '--with-filename',
+      '--ignore-case',
+      '--context=2',
+      '--no-require-git',
+      '--null',
+      '--glob',
+      '!node_modules',
+      '--glob',
+      '*.ts',
+      '--regexp',
+      'a|b',
+      '--',
+      '.',
+    ]
+      .map((a) => `arg:${a}\n`)
+      .join('') + 'f:1:x\nf:2:y\n',
   );
 });
 
@@ -124,14 +162,23 @@ test('with ripgrep: node_modules only when asked; PATH NUL LINE output reprinted
   mkdirSync(bin);
   // A stand-in rg printing its arguments, then what rg --null prints: a match on a 100 kB line, a context line.
   writeFileSync(join(w.root, 'long.txt'), `f:1\x003:${'a'.repeat(50_000)}HERE${'b'.repeat(50_000)}\nf:1\x004-after\n`);
-  writeFileSync(join(bin, 'rg'), `#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\ncat '${join(w.root, 'long.txt')}'\n`);
+  writeFileSync(
+    join(bin, 'rg'),
+    `#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\ncat '${join(w.root, 'long.txt')}'\n`,
+  );
   chmodSync(join(bin, 'rg'), 0o755);
   const rg = (args: Record<string, unknown>) =>
-    runTool(w, 'file_grep', args, { unsandboxed: true, argv: ['/bin/sh', '-c', 'file_grep --rg'], env: { PATH: `${bin}:${TOOLS_DIR}:${process.env.PATH}` } });
+    runTool(w, 'file_grep', args, {
+      unsandboxed: true,
+      argv: ['/bin/sh', '-c', 'file_grep --rg'],
+      env: { PATH: `${bin}:${TOOLS_DIR}:${process.env.PATH}` },
+    });
   const plain = (await rg({ pattern: 'HERE' })).out;
   expect(plain).toContain('arg:--glob\narg:!node_modules\n');
   const lines = plain.split('\n').filter((l) => !l.startsWith('arg:'));
-  expect(lines[0]).toBe(`f:1:3:…${'a'.repeat(500)}HERE${'b'.repeat(1496)}… [line of 100004 bytes cut to bytes 49501-51500]`);
+  expect(lines[0]).toBe(
+    `f:1:3:…${'a'.repeat(500)}HERE${'b'.repeat(1496)}… [line of 100004 bytes cut to bytes 49501-51500]`,
+  );
   expect(lines[1]).toBe('f:1:4-after');
   expect((await rg({ pattern: 'HERE', glob: 'node_modules/**' })).out).not.toContain('!node_modules');
   expect((await rg({ pattern: 'HERE', path: 'node_modules/m' })).out).not.toContain('!node_modules');

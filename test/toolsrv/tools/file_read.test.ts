@@ -22,7 +22,9 @@ test('offset and limit pick a window and say how to continue', async () => {
   const r = await read({ path: 'lines.txt', offset: 3, limit: 2 });
   expect(r.out).toBe('     3\tline 3\n     4\tline 4\n[more lines follow: continue with offset=5]\n');
   expect((await read({ path: 'lines.txt', offset: 9 })).out).toBe('     9\tline 9\n    10\tline 10\n');
-  expect((await read({ path: 'lines.txt', offset: 50 })).out).toBe('lines.txt has 10 lines; offset 50 is past the end\n');
+  expect((await read({ path: 'lines.txt', offset: 50 })).out).toBe(
+    'lines.txt has 10 lines; offset 50 is past the end\n',
+  );
 });
 
 test('binary files are detected, not printed; empty files and CRLF lines are handled', async () => {
@@ -43,9 +45,18 @@ test('very long lines are cut', async () => {
 });
 
 test('errors name the path; the sandbox keeps ~/.ssh closed, unsandboxed it opens', async () => {
-  expect(await read({ path: 'missing.txt' })).toMatchObject({ code: 1, out: 'file_read: missing.txt: No such file or directory\n' });
-  expect(await read({ path: '.' })).toMatchObject({ code: 1, out: 'file_read: . is a directory (use file_glob to list it)\n' });
+  expect(await read({ path: 'missing.txt' })).toMatchObject({
+    code: 1,
+    out: 'file_read: missing.txt: No such file or directory\n',
+  });
+  expect(await read({ path: '.' })).toMatchObject({
+    code: 1,
+    out: 'file_read: . is a directory (use file_glob to list it)\n',
+  });
   const key = join(w.home, '.ssh', 'id_ed25519');
   expect(await read({ path: key })).toMatchObject({ code: 1, out: `file_read: ${key}: Permission denied\n` });
-  expect(await runTool(w, 'file_read', { path: key }, { unsandboxed: true })).toMatchObject({ code: 0, out: '     1\tPRIVATE KEY\n' });
+  expect(await runTool(w, 'file_read', { path: key }, { unsandboxed: true })).toMatchObject({
+    code: 0,
+    out: '     1\tPRIVATE KEY\n',
+  });
 });

@@ -29,13 +29,22 @@ test('replaces an existing file, keeping its mode', async () => {
 
 test('outside the project the sandbox refuses; unsandboxed it writes', async () => {
   const target = join(w.home, 'other', 'out.txt');
-  expect(await runTool(w, 'file_write', { path: target, content: 'x' })).toMatchObject({ code: 1, out: `file_write: ${target}: Permission denied\n` });
+  expect(await runTool(w, 'file_write', { path: target, content: 'x' })).toMatchObject({
+    code: 1,
+    out: `file_write: ${target}: Permission denied\n`,
+  });
   expect(existsSync(target)).toBe(false);
   expect((await runTool(w, 'file_write', { path: target, content: 'x' }, { unsandboxed: true })).code).toBe(0);
   expect(readFileSync(target, 'utf8')).toBe('x');
 });
 
 test('missing content and directories are errors', async () => {
-  expect(await runTool(w, 'file_write', { path: 'x' })).toMatchObject({ code: 1, out: 'file_write: argument content is required\n' });
-  expect(await runTool(w, 'file_write', { path: '.', content: '' })).toMatchObject({ code: 1, out: 'file_write: . is a directory\n' });
+  expect(await runTool(w, 'file_write', { path: 'x' })).toMatchObject({
+    code: 1,
+    out: 'file_write: argument content is required\n',
+  });
+  expect(await runTool(w, 'file_write', { path: '.', content: '' })).toMatchObject({
+    code: 1,
+    out: 'file_write: . is a directory\n',
+  });
 });

@@ -5,12 +5,25 @@ import { beforeAll, expect, test } from 'vitest';
 import { parseMeta } from '../../../src/toolsrv/registry/meta.js';
 import { buildNative, TOOLS_DIR } from '../sandbox-helpers.js';
 
-const CORE = ['shell', 'file_read', 'file_write', 'file_edit', 'file_grep', 'file_glob', 'reasoning_think', 'client_9p', 'subagent_spawn'];
+const CORE = [
+  'shell',
+  'file_read',
+  'file_write',
+  'file_edit',
+  'file_grep',
+  'file_glob',
+  'reasoning_think',
+  'client_9p',
+  'subagent_spawn',
+];
 
 beforeAll(() => buildNative());
 
 test('the core tools are all there', () => {
-  const names = readdirSync(TOOLS_DIR).filter((f) => f.endsWith('.meta')).map((f) => f.slice(0, -5)).sort();
+  const names = readdirSync(TOOLS_DIR)
+    .filter((f) => f.endsWith('.meta'))
+    .map((f) => f.slice(0, -5))
+    .sort();
   // Other tools (code intelligence, memory, web_fetch…) are tested with their features.
   expect(names).toEqual(expect.arrayContaining(CORE));
 });
@@ -32,6 +45,10 @@ test.each(CORE)('%s.meta: description, object schema, scope, and an executable o
 });
 
 test('only the tools that talk to Ollie get the Ollie socket', () => {
-  const withSocket = CORE.filter((n) => (JSON.parse(readFileSync(join(TOOLS_DIR, `${n}.meta`), 'utf8')) as { sandbox?: { ollieSocket?: boolean } }).sandbox?.ollieSocket);
+  const withSocket = CORE.filter(
+    (n) =>
+      (JSON.parse(readFileSync(join(TOOLS_DIR, `${n}.meta`), 'utf8')) as { sandbox?: { ollieSocket?: boolean } })
+        .sandbox?.ollieSocket,
+  );
   expect(withSocket).toEqual(['client_9p', 'subagent_spawn']);
 });

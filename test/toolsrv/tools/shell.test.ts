@@ -10,9 +10,10 @@ beforeEach(() => {
 });
 afterEach(() => w.cleanup());
 
-const shell = (command: string, opts: { unsandboxed?: boolean } = {}) => runTool(w, 'shell', { command }, { ...opts, env: { HOME: w.home } });
+const shell = (command: string, opts: { unsandboxed?: boolean } = {}) =>
+  runTool(w, 'shell', { command }, { ...opts, env: { HOME: w.home } });
 
-test('runs bash -c in the agent cwd: stdout and stderr merged in order, the exit code is the command\'s', async () => {
+test("runs bash -c in the agent cwd: stdout and stderr merged in order, the exit code is the command's", async () => {
   const r = await shell('pwd; echo out; echo err >&2; echo "$0"; exit 7');
   expect(r.out).toBe(`${w.cwd}\nout\nerr\nbash\n`);
   expect(r.code).toBe(7);
@@ -38,12 +39,20 @@ test('the same command succeeds unsandboxed (after an approved bypass)', async (
   expect(readFileSync(join(w.home, 'other', 'yes.txt'), 'utf8')).toBe('x\n');
 });
 
-test('the command sees only the policy\'s environment', async () => {
-  const r = await runTool(w, 'shell', { command: 'echo "[$API_TOKEN] [$LANG] [$TMPDIR]"' }, { env: { HOME: w.home, API_TOKEN: 'secret', LANG: 'C.UTF-8' } });
+test("the command sees only the policy's environment", async () => {
+  const r = await runTool(
+    w,
+    'shell',
+    { command: 'echo "[$API_TOKEN] [$LANG] [$TMPDIR]"' },
+    { env: { HOME: w.home, API_TOKEN: 'secret', LANG: 'C.UTF-8' } },
+  );
   expect(r.out).toBe(`[] [C.UTF-8] [${w.tmpDir}]\n`);
 });
 
 test('bad arguments are reported to the model', async () => {
   expect(await runTool(w, 'shell', {})).toMatchObject({ code: 1, out: 'shell: argument command is required\n' });
-  expect(await runTool(w, 'shell', { command: 42 })).toMatchObject({ code: 1, out: 'shell: argument command must be a string\n' });
+  expect(await runTool(w, 'shell', { command: 42 })).toMatchObject({
+    code: 1,
+    out: 'shell: argument command must be a string\n',
+  });
 });

@@ -75,9 +75,20 @@ function ApprovalPanel({ p }: { p: Pending }) {
   const hookAsked = p.reason?.includes('a hook asks for your approval') === true;
 
   return (
-    <div ref={panel} className="approval-panel approval" role="dialog" aria-modal="false" aria-labelledby="approval-title" onKeyDown={onKey}>
+    <div
+      ref={panel}
+      className="approval-panel approval"
+      role="dialog"
+      aria-modal="false"
+      aria-labelledby="approval-title"
+      onKeyDown={onKey}
+    >
       <h2 id="approval-title">Approval needed{count > 1 ? ` (1 of ${count})` : ''}</h2>
-      <p className="hint">{hookAsk ? 'A hook asks you to approve this call before it runs (inside the sandbox).' : 'An agent wants to run a command outside the sandbox.'}</p>
+      <p className="hint">
+        {hookAsk
+          ? 'A hook asks you to approve this call before it runs (inside the sandbox).'
+          : 'An agent wants to run a command outside the sandbox.'}
+      </p>
       <dl>
         {p.tool && (
           <>
@@ -110,8 +121,8 @@ function ApprovalPanel({ p }: { p: Pending }) {
         <dd data-testid="approval-rule">
           {p.remember === 'prefix' && (
             <>
-              <code className="rule">{p.rule}</code> and the same command with more arguments (options only after <code>--</code>), for{' '}
-              {p.tool ?? 'this tool'}; never with other commands, pipes or redirections added
+              <code className="rule">{p.rule}</code> and the same command with more arguments (options only after{' '}
+              <code>--</code>), for {p.tool ?? 'this tool'}; never with other commands, pipes or redirections added
             </>
           )}
           {p.remember === 'exact' && (
@@ -119,7 +130,10 @@ function ApprovalPanel({ p }: { p: Pending }) {
               exactly <code className="rule">{p.rule}</code>, for {p.tool ?? 'this tool'}, nothing added
             </>
           )}
-          {p.remember === 'once' && (hookAsked ? 'none: what a hook asks is approved once at a time' : 'none: this command holds a newline, a control or an invisible character, so it can only be approved once')}
+          {p.remember === 'once' &&
+            (hookAsked
+              ? 'none: what a hook asks is approved once at a time'
+              : 'none: this command holds a newline, a control or an invisible character, so it can only be approved once')}
         </dd>
       </dl>
       <div className="buttons">
@@ -129,10 +143,21 @@ function ApprovalPanel({ p }: { p: Pending }) {
         <button type="button" disabled={busy || !armed} onClick={() => void decide('approve')}>
           Approve once
         </button>
-        <button type="button" disabled={busy || !armed || !canRemember} onClick={() => void decide('approve', 'session')} title="Store the rule above for this session">
+        <button
+          type="button"
+          disabled={busy || !armed || !canRemember}
+          onClick={() => void decide('approve', 'session')}
+          title="Store the rule above for this session"
+        >
           Allow for this session
         </button>
-        <button type="button" className="danger" disabled={busy || !armed || !canRemember} onClick={() => void decide('approve', 'always')} title="Store the rule above for every session, until revoked in Settings">
+        <button
+          type="button"
+          className="danger"
+          disabled={busy || !armed || !canRemember}
+          onClick={() => void decide('approve', 'always')}
+          title="Store the rule above for every session, until revoked in Settings"
+        >
           Always allow
         </button>
       </div>

@@ -14,7 +14,16 @@ function Diff({ text }: { text: string }) {
       <CopyButton text={text} />
       <pre>
         {text.split('\n').map((l, i) => {
-          const cls = l.startsWith('+++') || l.startsWith('---') ? 'file' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
+          const cls =
+            l.startsWith('+++') || l.startsWith('---')
+              ? 'file'
+              : l.startsWith('+')
+                ? 'add'
+                : l.startsWith('-')
+                  ? 'del'
+                  : l.startsWith('@@')
+                    ? 'hunk'
+                    : '';
           return (
             <span key={i} className={cls}>
               {l}
@@ -50,7 +59,9 @@ function Call({ block }: { block: Block }) {
       return (
         <div className="call-view" data-view="shell">
           <pre className="cmd">
-            <span className="prompt-sign" aria-hidden="true">$ </span>
+            <span className="prompt-sign" aria-hidden="true">
+              ${' '}
+            </span>
             {v.command}
           </pre>
           <Rest rest={v.rest} />
@@ -96,9 +107,13 @@ function Compact({ block, label }: { block: Block; label: string }) {
     <div className={`block compact role-${block.role}`} data-role={block.role} data-id={block.id}>
       <button type="button" className="compact-line" aria-expanded={open} onClick={() => setOpen(!open)}>
         <span className="who">{label}</span>
-        {block.name && block.name !== block.role && block.name !== label.toLowerCase() && <span className="tool-name">{block.name}</span>}
+        {block.name && block.name !== block.role && block.name !== label.toLowerCase() && (
+          <span className="tool-name">{block.name}</span>
+        )}
         <span className="first">{first}</span>
-        <span className="twist" aria-hidden="true">{open ? '▾' : '▸'}</span>
+        <span className="twist" aria-hidden="true">
+          {open ? '▾' : '▸'}
+        </span>
       </button>
       {open && (
         <div className="compact-body">
@@ -125,7 +140,11 @@ function ToolResult({ block }: { block: Block }) {
         </button>
       )}
       {open ? (
-        diff ? <Diff text={block.content} /> : <Code code={block.content} format={block.format} streaming={block.partial} />
+        diff ? (
+          <Diff text={block.content} />
+        ) : (
+          <Code code={block.content} format={block.format} streaming={block.partial} />
+        )
       ) : (
         <pre className="preview">{block.content.split('\n').slice(0, 4).join('\n')}…</pre>
       )}
@@ -146,7 +165,11 @@ function ProcEnded({ p }: { p: ProcInterrupt }) {
         <code>
           #{p.pid} {p.cmd}
         </code>{' '}
-        <button type="button" className="link" onClick={() => useStore.setState({ procsOpen: true, procPid: p.pid, view: 'chat' })}>
+        <button
+          type="button"
+          className="link"
+          onClick={() => useStore.setState({ procsOpen: true, procPid: p.pid, view: 'chat' })}
+        >
           show in Processes
         </button>
       </div>
@@ -160,8 +183,15 @@ function ProcEnded({ p }: { p: ProcInterrupt }) {
 }
 
 const LABEL: Record<string, string> = {
-  user: 'You', assistant: 'Assistant', reasoning: 'Reasoning', call: 'Tool call', tool: 'Result',
-  error: 'Error', info: 'Info', retry: 'Retry', stalled: 'Stalled',
+  user: 'You',
+  assistant: 'Assistant',
+  reasoning: 'Reasoning',
+  call: 'Tool call',
+  tool: 'Result',
+  error: 'Error',
+  info: 'Info',
+  retry: 'Retry',
+  stalled: 'Stalled',
 };
 
 export const BlockView = memo(function BlockView({ block }: { block: Block }) {
@@ -178,7 +208,12 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
     case 'reasoning':
       body = (
         <>
-          <button type="button" className="toggle" aria-expanded={reasoningOpen} onClick={() => setReasoningOpen(!reasoningOpen)}>
+          <button
+            type="button"
+            className="toggle"
+            aria-expanded={reasoningOpen}
+            onClick={() => setReasoningOpen(!reasoningOpen)}
+          >
             {reasoningOpen ? '▾ hide reasoning' : '▸ show reasoning'}
           </button>
           {reasoningOpen && <pre className="text">{block.content}</pre>}
@@ -199,9 +234,17 @@ export const BlockView = memo(function BlockView({ block }: { block: Block }) {
   return (
     <div className={`block role-${role}${block.partial ? ' partial' : ''}`} data-role={role} data-id={block.id}>
       <div className="block-head">
-        <span className="who">{role === 'user' && block.content.startsWith('<system-proc-interrupt') ? 'Process ended' : (LABEL[role] ?? role)}</span>
+        <span className="who">
+          {role === 'user' && block.content.startsWith('<system-proc-interrupt')
+            ? 'Process ended'
+            : (LABEL[role] ?? role)}
+        </span>
         {block.name && <span className="tool-name">{block.name}</span>}
-        {block.partial && <span className="streaming" aria-label="streaming">●</span>}
+        {block.partial && (
+          <span className="streaming" aria-label="streaming">
+            ●
+          </span>
+        )}
         {role !== 'tool' && role !== 'call' && <CopyButton text={block.content} />}
         {role === 'call' && <CopyButton text={block.content} label="Copy args" />}
       </div>

@@ -14,7 +14,11 @@ export function Chat() {
   const version = useStore((s) => s.chatVersion);
   const ended = useStore((s) => s.chatEnded);
   const highlight = useStore((s) => s.highlight);
-  const endedHow = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.ended : undefined));
+  const endedHow = useStore((s) =>
+    s.selected.session && s.selected.agent
+      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.ended
+      : undefined,
+  );
   const scroller = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);
@@ -127,7 +131,13 @@ export function Chat() {
           {items.map((it) => {
             const b = chat.blocks[chat.visible[it.index]!]!;
             return (
-              <div key={it.key} data-index={it.index} ref={virt.measureElement} className={b.id === highlight ? 'row highlight' : 'row'} style={{ position: 'absolute', top: 0, left: 0, right: 0, transform: `translateY(${it.start}px)` }}>
+              <div
+                key={it.key}
+                data-index={it.index}
+                ref={virt.measureElement}
+                className={b.id === highlight ? 'row highlight' : 'row'}
+                style={{ position: 'absolute', top: 0, left: 0, right: 0, transform: `translateY(${it.start}px)` }}
+              >
                 <BlockView block={b} />
               </div>
             );
@@ -136,7 +146,13 @@ export function Chat() {
         <div className="sr-only" aria-live="polite" aria-atomic="true" data-testid="announce">
           {announce}
         </div>
-        {ended && <div className="ended">{endedHow ? `This agent ${endedHow === 'interrupted' ? 'was interrupted' : endedHow === 'killed' ? 'was killed' : 'finished'}; its history is read-only.` : 'The agent is gone; this is its final log.'}</div>}
+        {ended && (
+          <div className="ended">
+            {endedHow
+              ? `This agent ${endedHow === 'interrupted' ? 'was interrupted' : endedHow === 'killed' ? 'was killed' : 'finished'}; its history is read-only.`
+              : 'The agent is gone; this is its final log.'}
+          </div>
+        )}
       </div>
       {showJump && (
         <button

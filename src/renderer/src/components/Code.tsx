@@ -4,7 +4,15 @@ import type { ThemedToken } from 'shiki/core';
 import { highlight, languageOf } from '../lib/highlight.js';
 import { CopyButton } from './CopyButton.js';
 
-export const Code = memo(function Code({ code, format, streaming }: { code: string; format?: string; streaming?: boolean }) {
+export const Code = memo(function Code({
+  code,
+  format,
+  streaming,
+}: {
+  code: string;
+  format?: string;
+  streaming?: boolean;
+}) {
   const [tokens, setTokens] = useState<ThemedToken[][] | undefined>();
   const lang = languageOf(format);
   useEffect(() => {

@@ -9,7 +9,8 @@ import { act, ollie, useStore } from '../lib/store.js';
  */
 let focusAfter: (() => HTMLElement | null | undefined) | undefined;
 
-const FOCUSABLE = 'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+const FOCUSABLE =
+  'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
 /**
  * A modal's keyboard: Tab and Shift+Tab cycle inside it (focus cannot leave for the page behind), Esc closes it
@@ -52,14 +53,28 @@ function useModal(box: RefObject<HTMLElement | null>, close: () => void): void {
       focusAfter = undefined;
       // After React has rendered what the dialog's action changed (a new agent's prompt box).
       setTimeout(() => {
-        const target = next?.() ?? (opener?.isConnected ? opener : null) ?? document.querySelector<HTMLElement>('.tree [aria-selected="true"]') ?? document.getElementById('prompt-input');
+        const target =
+          next?.() ??
+          (opener?.isConnected ? opener : null) ??
+          document.querySelector<HTMLElement>('.tree [aria-selected="true"]') ??
+          document.getElementById('prompt-input');
         target?.focus();
       }, 0);
     };
   }, [box]);
 }
 
-function Modal({ title, children, onSubmit, submitLabel = 'Create' }: { title: string; children: ReactNode; onSubmit: () => Promise<void>; submitLabel?: string }) {
+function Modal({
+  title,
+  children,
+  onSubmit,
+  submitLabel = 'Create',
+}: {
+  title: string;
+  children: ReactNode;
+  onSubmit: () => Promise<void>;
+  submitLabel?: string;
+}) {
   const [busy, setBusy] = useState(false);
   const close = (): void => useStore.setState({ dialog: null });
   const box = useRef<HTMLFormElement>(null);
@@ -72,7 +87,14 @@ function Modal({ title, children, onSubmit, submitLabel = 'Create' }: { title: s
   };
   return (
     <div className="modal-back">
-      <form ref={box} className="modal" role="dialog" aria-modal="true" aria-label={title} onSubmit={(e) => void submit(e)}>
+      <form
+        ref={box}
+        className="modal"
+        role="dialog"
+        aria-modal="true"
+        aria-label={title}
+        onSubmit={(e) => void submit(e)}
+      >
         <h2>{title}</h2>
         {children}
         <div className="buttons">
@@ -105,7 +127,9 @@ function NewSession() {
     <Modal
       title="New session"
       onSubmit={async () => {
-        const r = await act('new session', () => ollie.createSession({ name: name.trim(), cwd: cwd.trim(), remote: remote.trim() }));
+        const r = await act('new session', () =>
+          ollie.createSession({ name: name.trim(), cwd: cwd.trim(), remote: remote.trim() }),
+        );
         if (r === undefined) return;
         focusAfter = () => document.querySelector<HTMLElement>(`.tree [data-session="${CSS.escape(r)}"] > .node`);
         useStore.setState({ dialog: null });
@@ -115,10 +139,22 @@ function NewSession() {
         Name <input autoFocus value={name} onChange={(e) => setName(e.target.value)} placeholder="(generated)" />
       </label>
       <label>
-        Working directory <input value={cwd} onChange={(e) => setCwd(e.target.value)} placeholder={remote.trim() ? '(required: a path on that host)' : '(home)'} />
+        Working directory{' '}
+        <input
+          value={cwd}
+          onChange={(e) => setCwd(e.target.value)}
+          placeholder={remote.trim() ? '(required: a path on that host)' : '(home)'}
+        />
       </label>
       <label>
-        Run tools on <input value={remote} onChange={(e) => setRemote(e.target.value)} list="ssh-hosts" placeholder="(this machine)" aria-label="Run tools on (an ssh host)" />
+        Run tools on{' '}
+        <input
+          value={remote}
+          onChange={(e) => setRemote(e.target.value)}
+          list="ssh-hosts"
+          placeholder="(this machine)"
+          aria-label="Run tools on (an ssh host)"
+        />
         <datalist id="ssh-hosts">
           {hosts.map((h) => (
             <option key={h} value={h} />
@@ -144,7 +180,10 @@ function NewAgent({ session }: { session: string }) {
     };
   }, []);
   const backend = f.backend || backends.find((b) => b.isDefault)?.name || '';
-  const field = (k: keyof typeof f) => ({ value: f[k], onChange: (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value }) });
+  const field = (k: keyof typeof f) => ({
+    value: f[k],
+    onChange: (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value }),
+  });
   return (
     <Modal
       title={`New agent in ${sname}`}
@@ -168,17 +207,25 @@ function NewAgent({ session }: { session: string }) {
           <option value="">(default)</option>
           {backends.map((b) => (
             <option key={b.name} value={b.name}>
-              {b.name} ({b.type}{b.model ? `, ${b.model}` : ''})
+              {b.name} ({b.type}
+              {b.model ? `, ${b.model}` : ''})
             </option>
           ))}
         </select>
       </label>
       <label>
-        Model <input {...field('model')} list="models" placeholder={backends.find((b) => b.name === backend)?.model || "(the backend's default)"} />
+        Model{' '}
+        <input
+          {...field('model')}
+          list="models"
+          placeholder={backends.find((b) => b.name === backend)?.model || "(the backend's default)"}
+        />
         <datalist id="models">
-          {models.filter((m) => m.backend === backend).map((m) => (
-            <option key={m.model} value={m.model} />
-          ))}
+          {models
+            .filter((m) => m.backend === backend)
+            .map((m) => (
+              <option key={m.model} value={m.model} />
+            ))}
         </datalist>
       </label>
       <label>
@@ -190,7 +237,12 @@ function NewAgent({ session }: { session: string }) {
           ))}
         </select>
       </label>
-      {backends.length === 0 && <p className="hint">No LLM backend is configured: the agent is made, but cannot answer until one is set up (Settings → Set up a backend…, or `ollie setup`); it then uses the default.</p>}
+      {backends.length === 0 && (
+        <p className="hint">
+          No LLM backend is configured: the agent is made, but cannot answer until one is set up (Settings → Set up a
+          backend…, or `ollie setup`); it then uses the default.
+        </p>
+      )}
     </Modal>
   );
 }
@@ -213,7 +265,13 @@ function AgentCfg({ session, agent }: { session: string; agent: string }) {
     >
       <label>
         key=value, one per line (backend, model, profile, cwd, temperature, maxTokens, maxSteps, compactAt, …)
-        <textarea aria-label="cfg" rows={10} value={text ?? ''} onChange={(e) => setText(e.target.value)} disabled={text === undefined} />
+        <textarea
+          aria-label="cfg"
+          rows={10}
+          value={text ?? ''}
+          onChange={(e) => setText(e.target.value)}
+          disabled={text === undefined}
+        />
       </label>
       <p className="hint">Changes apply when the agent is idle; while it works olliesrv refuses them and says why.</p>
     </Modal>
@@ -229,9 +287,15 @@ function ConfirmKill({ session, agent }: { session: string; agent?: string }) {
   useModal(box, close);
   const kill = async (): Promise<void> => {
     // What it was opened on goes away: the session's row (or, for a session, the tree's first) takes the focus.
-    focusAfter = () => (agent ? document.querySelector<HTMLElement>(`.tree [data-session="${CSS.escape(sname)}"] > .node`) : document.querySelector<HTMLElement>('.tree .node'));
+    focusAfter = () =>
+      agent
+        ? document.querySelector<HTMLElement>(`.tree [data-session="${CSS.escape(sname)}"] > .node`)
+        : document.querySelector<HTMLElement>('.tree .node');
     close();
-    await act('kill', async () => void (agent ? await ollie.killAgent(session, agent) : await ollie.sessionCtl(session, 'kill')));
+    await act(
+      'kill',
+      async () => void (agent ? await ollie.killAgent(session, agent) : await ollie.sessionCtl(session, 'kill')),
+    );
   };
   const title = agent ? `Kill agent ${aname}?` : `Kill session ${sname}?`;
   return (
@@ -275,7 +339,15 @@ function ConnectTo() {
         Connected to <strong data-testid="connected-daemon">{daemon ? daemon.slice(4) : 'this machine'}</strong>.
       </p>
       <label>
-        Host <input autoFocus value={host} onChange={(e) => setHost(e.target.value)} list="connect-hosts" placeholder="(this machine)" aria-label="Host (ssh: [user@]host[:port][!/path/to.sock])" />
+        Host{' '}
+        <input
+          autoFocus
+          value={host}
+          onChange={(e) => setHost(e.target.value)}
+          list="connect-hosts"
+          placeholder="(this machine)"
+          aria-label="Host (ssh: [user@]host[:port][!/path/to.sock])"
+        />
         <datalist id="connect-hosts">
           {hosts.map((h) => (
             <option key={h} value={h} />

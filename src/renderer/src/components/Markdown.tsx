@@ -21,7 +21,12 @@ export function safeHref(target: string): string | undefined {
 
 function Link({ href, children }: { href: string; children: ReactNode }) {
   const safe = safeHref(href);
-  if (!safe) return <span className="link-text" title={href}>{children}</span>;
+  if (!safe)
+    return (
+      <span className="link-text" title={href}>
+        {children}
+      </span>
+    );
   return (
     <a href={safe} target="_blank" rel="noopener noreferrer" title={safe}>
       {children}
@@ -31,16 +36,28 @@ function Link({ href, children }: { href: string; children: ReactNode }) {
 
 function inline(text: string, key = 0): ReactNode[] {
   const out: ReactNode[] = [];
-  const re = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|\[([^\]]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])/g;
+  const re =
+    /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|\[([^\]]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])/g;
   let last = 0;
   let k = key;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     if (m.index > last) out.push(text.slice(last, m.index));
     if (m[2] !== undefined) out.push(<code key={k++}>{m[2]}</code>);
-    else if (m[3] !== undefined || m[4] !== undefined) out.push(<strong key={k++}>{inline(m[3] ?? m[4]!, k * 100)}</strong>);
+    else if (m[3] !== undefined || m[4] !== undefined)
+      out.push(<strong key={k++}>{inline(m[3] ?? m[4]!, k * 100)}</strong>);
     else if (m[5] !== undefined || m[6] !== undefined) out.push(<em key={k++}>{inline(m[5] ?? m[6]!, k * 100)}</em>);
-    else if (m[7] !== undefined) out.push(<Link key={k++} href={m[8]!}>{inline(m[7], k * 100)}</Link>);
-    else if (m[9] !== undefined) out.push(<Link key={k++} href={m[9]}>{m[9]}</Link>);
+    else if (m[7] !== undefined)
+      out.push(
+        <Link key={k++} href={m[8]!}>
+          {inline(m[7], k * 100)}
+        </Link>,
+      );
+    else if (m[9] !== undefined)
+      out.push(
+        <Link key={k++} href={m[9]}>
+          {m[9]}
+        </Link>,
+      );
     last = m.index + m[0].length;
   }
   if (last < text.length) out.push(text.slice(last));
@@ -49,7 +66,10 @@ function inline(text: string, key = 0): ReactNode[] {
 
 /** The cells of a `| a | b |` row (a backslash-escaped pipe stays in its cell). */
 function cells(row: string): string[] {
-  const body = row.trim().replace(/^\|/, '').replace(/(?<!\\)\|$/, '');
+  const body = row
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/(?<!\\)\|$/, '');
   return body.split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, '|'));
 }
 
@@ -60,7 +80,15 @@ function Table({ rows }: { rows: string[] }) {
   const ruled = rows.length >= 2 && isRule(rows[1]!);
   const head = ruled ? cells(rows[0]!) : undefined;
   const align = ruled
-    ? cells(rows[1]!).map((c) => (c.startsWith(':') && c.endsWith(':') ? 'center' : c.endsWith(':') ? 'right' : c.startsWith(':') ? 'left' : undefined))
+    ? cells(rows[1]!).map((c) =>
+        c.startsWith(':') && c.endsWith(':')
+          ? 'center'
+          : c.endsWith(':')
+            ? 'right'
+            : c.startsWith(':')
+              ? 'left'
+              : undefined,
+      )
     : [];
   const body = (ruled ? rows.slice(2) : rows).map(cells);
   return (
@@ -130,11 +158,18 @@ export const Markdown = memo(function Markdown({ text, streaming }: { text: stri
       while (i < lines.length && /^\s*([-*+]|\d+[.)])\s+/.test(lines[i]!)) {
         let item = lines[i]!.replace(/^\s*([-*+]|\d+[.)])\s+/, '');
         i++;
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]!) && !/^\s*([-*+]|\d+[.)])\s+/.test(lines[i]!)) item += ` ${lines[i++]!.trim()}`;
+        while (i < lines.length && /^\s{2,}\S/.test(lines[i]!) && !/^\s*([-*+]|\d+[.)])\s+/.test(lines[i]!))
+          item += ` ${lines[i++]!.trim()}`;
         items.push(item);
       }
       const L = ordered ? 'ol' : 'ul';
-      out.push(<L key={k++}>{items.map((it, j) => <li key={j}>{inline(it.replace(/^\[( |x)\]\s*/i, (_m, x: string) => (x === ' ' ? '☐ ' : '☑ ')))}</li>)}</L>);
+      out.push(
+        <L key={k++}>
+          {items.map((it, j) => (
+            <li key={j}>{inline(it.replace(/^\[( |x)\]\s*/i, (_m, x: string) => (x === ' ' ? '☐ ' : '☑ ')))}</li>
+          ))}
+        </L>,
+      );
       continue;
     }
     if (/^\s*>/.test(line)) {
@@ -154,7 +189,12 @@ export const Markdown = memo(function Markdown({ text, streaming }: { text: stri
       continue;
     }
     const para: string[] = [];
-    while (i < lines.length && lines[i]!.trim() !== '' && !/^\s*(```|~~~|#{1,6}\s|>|[-*+]\s|\d+[.)]\s|\|)/.test(lines[i]!)) para.push(lines[i++]!);
+    while (
+      i < lines.length &&
+      lines[i]!.trim() !== '' &&
+      !/^\s*(```|~~~|#{1,6}\s|>|[-*+]\s|\d+[.)]\s|\|)/.test(lines[i]!)
+    )
+      para.push(lines[i++]!);
     if (para.length === 0) para.push(lines[i++]!);
     out.push(<p key={k++}>{inline(para.join('\n'))}</p>);
   }

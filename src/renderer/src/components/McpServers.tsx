@@ -7,7 +7,6 @@ import { useCallback, useEffect, useState } from 'react';
 import type { McpServerStatus as ServerStatus } from '../../../formats/mcp-status.js';
 import { act, ollie, useStore } from '../lib/store.js';
 
-
 export function McpServers() {
   const conn = useStore((s) => s.conn);
   const sid = useStore((s) => s.selected.session);

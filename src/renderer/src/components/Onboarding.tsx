@@ -42,12 +42,14 @@ export function Onboarding() {
 
   const provider = providers.find((p) => p.id === id);
   /** Any change to what was checked makes the check stale: the models listed belonged to the old answers. */
-  const changed = <T,>(set: (v: T) => void) => (v: T) => {
-    set(v);
-    setModels(undefined);
-    setError(undefined);
-    setSaved(undefined);
-  };
+  const changed =
+    <T,>(set: (v: T) => void) =>
+    (v: T) => {
+      set(v);
+      setModels(undefined);
+      setError(undefined);
+      setSaved(undefined);
+    };
   const pick = (p: ProviderInfo): void => {
     changed(setId)(p.id);
     setUrl(p.url ?? '');
@@ -101,8 +103,9 @@ export function Onboarding() {
       <h2 id={`${uid}-h`}>Set up an LLM backend</h2>
       <p className="hint">
         {first ? 'No backend is configured yet: agents need one to answer. ' : ''}
-        Pick a provider, check it (its models are listed live; nothing is stored), then save: olliesrv adds it to backends.conf (readable by you only) and
-        uses it at once. <code>ollie setup</code> does the same from a terminal.
+        Pick a provider, check it (its models are listed live; nothing is stored), then save: olliesrv adds it to
+        backends.conf (readable by you only) and uses it at once. <code>ollie setup</code> does the same from a
+        terminal.
       </p>
       {loadError && (
         <p className="errmsg" role="alert">
@@ -128,36 +131,70 @@ export function Onboarding() {
         >
           <label>
             URL
-            <input value={url} onChange={(e) => changed(setUrl)(e.target.value)} placeholder={provider.url ?? 'http://localhost:1234/v1'} required={!provider.url} spellCheck={false} />
+            <input
+              value={url}
+              onChange={(e) => changed(setUrl)(e.target.value)}
+              placeholder={provider.url ?? 'http://localhost:1234/v1'}
+              required={!provider.url}
+              spellCheck={false}
+            />
           </label>
           <div className="key-mode" role="radiogroup" aria-label="Where the key is kept">
             <label>
-              <input type="radio" name={`${uid}-keymode`} checked={keyMode === 'key'} onChange={() => changed(setKeyMode)('key')} />
+              <input
+                type="radio"
+                name={`${uid}-keymode`}
+                checked={keyMode === 'key'}
+                onChange={() => changed(setKeyMode)('key')}
+              />
               API key{provider.needsKey ? '' : ' (optional)'}
             </label>
             <label>
-              <input type="radio" name={`${uid}-keymode`} checked={keyMode === 'env'} onChange={() => changed(setKeyMode)('env')} />
+              <input
+                type="radio"
+                name={`${uid}-keymode`}
+                checked={keyMode === 'env'}
+                onChange={() => changed(setKeyMode)('env')}
+              />
               From an environment variable of the daemon
             </label>
           </div>
           {keyMode === 'key' ? (
             <label>
               API key
-              <input type="password" autoComplete="off" value={key} onChange={(e) => changed(setKey)(e.target.value)} placeholder={provider.needsKey ? '' : '(none)'} spellCheck={false} />
+              <input
+                type="password"
+                autoComplete="off"
+                value={key}
+                onChange={(e) => changed(setKey)(e.target.value)}
+                placeholder={provider.needsKey ? '' : '(none)'}
+                spellCheck={false}
+              />
             </label>
           ) : (
             <label>
               Variable name
-              <input value={keyEnv} onChange={(e) => changed(setKeyEnv)(e.target.value)} placeholder="OPENAI_API_KEY" spellCheck={false} />
+              <input
+                value={keyEnv}
+                onChange={(e) => changed(setKeyEnv)(e.target.value)}
+                placeholder="OPENAI_API_KEY"
+                spellCheck={false}
+              />
             </label>
           )}
           <label>
             Name in backends.conf
-            <input value={name} onChange={(e) => changed(setName)(e.target.value)} placeholder={provider.id === 'compatible' ? 'local' : provider.id} spellCheck={false} />
+            <input
+              value={name}
+              onChange={(e) => changed(setName)(e.target.value)}
+              placeholder={provider.id === 'compatible' ? 'local' : provider.id}
+              spellCheck={false}
+            />
           </label>
           {!first && (
             <label className="inline">
-              <input type="checkbox" checked={makeDefault} onChange={(e) => setMakeDefault(e.target.checked)} /> Make it the default backend
+              <input type="checkbox" checked={makeDefault} onChange={(e) => setMakeDefault(e.target.checked)} /> Make it
+              the default backend
             </label>
           )}
           {error && (
@@ -189,10 +226,21 @@ export function Onboarding() {
             </p>
           )}
           <div className="buttons">
-            <button type="button" className={models ? undefined : 'primary'} onClick={() => void check()} disabled={!!busy || conn !== 'open'}>
+            <button
+              type="button"
+              className={models ? undefined : 'primary'}
+              onClick={() => void check()}
+              disabled={!!busy || conn !== 'open'}
+            >
               {busy === 'check' ? 'Checking…' : 'Check'}
             </button>
-            <button type="button" className={models ? 'primary' : undefined} onClick={() => void save()} disabled={!models || !!busy || !!saved || conn !== 'open'} title={models ? undefined : 'Check it first'}>
+            <button
+              type="button"
+              className={models ? 'primary' : undefined}
+              onClick={() => void save()}
+              disabled={!models || !!busy || !!saved || conn !== 'open'}
+              title={models ? undefined : 'Check it first'}
+            >
               {busy === 'save' ? 'Saving…' : 'Save'}
             </button>
             {saved && (

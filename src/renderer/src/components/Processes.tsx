@@ -19,11 +19,13 @@ const running = (p: ProcInfo): boolean => p.status === 'running';
 
 /** How a process ended, from its stat when read (else proc/idx): `killed, signal SIGKILL · ran 1.2 s · 14 bytes`. */
 function ending(p: ProcInfo, stat?: Record<string, string>): string {
-  const status = stat?.status && stat.status !== 'running' ? stat.status : p.status === 'running' ? 'output ended' : p.status;
+  const status =
+    stat?.status && stat.status !== 'running' ? stat.status : p.status === 'running' ? 'output ended' : p.status;
   const exit = stat?.exit || p.exit;
   const parts = [status + (exit ? `, exit code ${exit}` : '') + (stat?.signal ? `, signal ${stat.signal}` : '')];
   const ms = Number(stat?.runtime_ms);
-  if (stat?.runtime_ms && Number.isFinite(ms)) parts.push(`ran ${ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`}`);
+  if (stat?.runtime_ms && Number.isFinite(ms))
+    parts.push(`ran ${ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`}`);
   if (stat?.output_bytes) parts.push(`${Number(stat.output_bytes).toLocaleString()} bytes of output`);
   return parts.join(' · ');
 }
@@ -117,7 +119,8 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
     };
     const resize = (): void =>
       enqueue('resize', async () => {
-        if (isTty && !ended && !abort.signal.aborted) await ollie.procResize(session, agent, proc.pid, term.cols, term.rows);
+        if (isTty && !ended && !abort.signal.aborted)
+          await ollie.procResize(session, agent, proc.pid, term.cols, term.rows);
       });
     let resizeTimer: ReturnType<typeof setTimeout> | undefined;
     const sendSize = (): void => {
@@ -173,13 +176,29 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
           {procCommand(proc.args)}
         </code>
         <div className="proc-buttons">
-          <button type="button" title="Ask it to stop (SIGTERM, then SIGKILL after a grace period)" onClick={() => ctl('term', 'stop')} disabled={!isRunning}>
+          <button
+            type="button"
+            title="Ask it to stop (SIGTERM, then SIGKILL after a grace period)"
+            onClick={() => ctl('term', 'stop')}
+            disabled={!isRunning}
+          >
             Stop
           </button>
-          <button type="button" className="danger" title="SIGKILL" onClick={() => ctl('kill', 'kill')} disabled={!isRunning}>
+          <button
+            type="button"
+            className="danger"
+            title="SIGKILL"
+            onClick={() => ctl('kill', 'kill')}
+            disabled={!isRunning}
+          >
             Kill
           </button>
-          <button type="button" title="Remove it from the list" onClick={() => ctl('dismiss', 'dismiss')} disabled={isRunning}>
+          <button
+            type="button"
+            title="Remove it from the list"
+            onClick={() => ctl('dismiss', 'dismiss')}
+            disabled={isRunning}
+          >
             Dismiss
           </button>
           <CopyButton text={() => (termRef.current ? bufferText(termRef.current) : '')} label="Copy output" />
@@ -202,7 +221,9 @@ function ProcOutput({ session, agent, proc }: { session: string; agent: string; 
         )}
         {state === 'streaming' && isRunning && tty !== undefined && (
           <span className="proc-input" data-testid="proc-input">
-            {tty ? 'runs in a terminal: click it and type to send keystrokes' : 'read-only: not a terminal (no input once started)'}
+            {tty
+              ? 'runs in a terminal: click it and type to send keystrokes'
+              : 'read-only: not a terminal (no input once started)'}
           </span>
         )}
       </div>
@@ -215,7 +236,11 @@ export function Processes() {
   const procs = useStore((s) => s.procs);
   const pid = useStore((s) => s.procPid);
   const { session, agent } = useStore((s) => s.selected);
-  const agentName = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.name : undefined));
+  const agentName = useStore((s) =>
+    s.selected.session && s.selected.agent
+      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.name
+      : undefined,
+  );
   if (!open) return null;
   const current = procs.find((p) => p.pid === pid);
   return (
@@ -223,7 +248,12 @@ export function Processes() {
       <header>
         <b>Processes</b>
         {agentName && <span className="dim">of {agentName}</span>}
-        <button type="button" aria-label="Close processes" title="Close (Ctrl+Shift+P)" onClick={() => useStore.setState({ procsOpen: false })}>
+        <button
+          type="button"
+          aria-label="Close processes"
+          title="Close (Ctrl+Shift+P)"
+          onClick={() => useStore.setState({ procsOpen: false })}
+        >
           ✕
         </button>
       </header>
@@ -231,8 +261,8 @@ export function Processes() {
         <p className="empty">Select an agent to see its background processes.</p>
       ) : procs.length === 0 ? (
         <p className="empty">
-          No background processes. An agent starts one with a tool call that has <code>&quot;background&quot;: true</code>; it shows here with its live
-          output.
+          No background processes. An agent starts one with a tool call that has{' '}
+          <code>&quot;background&quot;: true</code>; it shows here with its live output.
         </p>
       ) : (
         <>
@@ -253,7 +283,9 @@ export function Processes() {
                     const i = procs.indexOf(p) + (e.key === 'ArrowDown' ? 1 : -1);
                     const next = procs[Math.max(0, Math.min(procs.length - 1, i))]!;
                     useStore.setState({ procPid: next.pid });
-                    (e.currentTarget.parentElement?.querySelector(`[data-pid="${next.pid}"]`) as HTMLElement | null)?.focus();
+                    (
+                      e.currentTarget.parentElement?.querySelector(`[data-pid="${next.pid}"]`) as HTMLElement | null
+                    )?.focus();
                     e.preventDefault();
                   }
                 }}
@@ -269,7 +301,11 @@ export function Processes() {
               </li>
             ))}
           </ul>
-          {current ? <ProcOutput key={`${session}/${agent}/${current.pid}`} session={session} agent={agent} proc={current} /> : <p className="empty">Pick a process to see its output.</p>}
+          {current ? (
+            <ProcOutput key={`${session}/${agent}/${current.pid}`} session={session} agent={agent} proc={current} />
+          ) : (
+            <p className="empty">Pick a process to see its output.</p>
+          )}
         </>
       )}
     </aside>

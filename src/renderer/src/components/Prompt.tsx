@@ -13,7 +13,11 @@ const EMPTY: string[] = [];
 
 export function Prompt() {
   const { session, agent } = useStore((s) => s.selected);
-  const info = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent) : undefined));
+  const info = useStore((s) =>
+    s.selected.session && s.selected.agent
+      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)
+      : undefined,
+  );
   const queue = useStore((s) => (session && agent ? s.queue[agentKey(session, agent)] : undefined) ?? EMPTY);
   const [text, setText] = useState('');
   const [pick, setPick] = useState(0);
@@ -81,7 +85,11 @@ export function Prompt() {
   return (
     <div className="prompt">
       {reply && (
-        <section className="cmd-reply" aria-label={`Reply to ${reply.command}`} onKeyDown={(e) => e.key === 'Escape' && closeReply()}>
+        <section
+          className="cmd-reply"
+          aria-label={`Reply to ${reply.command}`}
+          onKeyDown={(e) => e.key === 'Escape' && closeReply()}
+        >
           <div className="cmd-reply-head">
             <code>{reply.command}</code>
             <CopyButton text={reply.text} />
@@ -122,7 +130,13 @@ export function Prompt() {
       {completions.length > 0 && (
         <ul className="completions" role="listbox" aria-label="Commands">
           {completions.map((c, i) => (
-            <li key={c.name} role="option" aria-selected={i === pick} className={i === pick ? 'picked' : ''} onMouseDown={(e) => (e.preventDefault(), setText(`/${c.name} `), box.current?.focus())}>
+            <li
+              key={c.name}
+              role="option"
+              aria-selected={i === pick}
+              className={i === pick ? 'picked' : ''}
+              onMouseDown={(e) => (e.preventDefault(), setText(`/${c.name} `), box.current?.focus())}
+            >
               <b>/{c.usage}</b> <span>{c.help}</span>
             </li>
           ))}
@@ -133,7 +147,11 @@ export function Prompt() {
           ref={box}
           id="prompt-input"
           aria-label="Prompt"
-          placeholder={busy ? 'The agent is working: Enter queues, Inject adds to the running turn' : 'Prompt — Enter sends, Shift+Enter newline, / commands, !cmd runs a shell command'}
+          placeholder={
+            busy
+              ? 'The agent is working: Enter queues, Inject adds to the running turn'
+              : 'Prompt — Enter sends, Shift+Enter newline, / commands, !cmd runs a shell command'
+          }
           value={text}
           rows={Math.min(8, Math.max(2, text.split('\n').length))}
           onChange={(e) => (setText(e.target.value), setPick(0))}
@@ -143,10 +161,25 @@ export function Prompt() {
           <button type="button" className="primary" onClick={() => void send()} disabled={!text.trim()}>
             {busy ? 'Queue' : 'Send'}
           </button>
-          <button type="button" onClick={() => void act('inject', () => ollie.agentCtl(session, agent, 'inject', text.trim())).then((r) => r !== undefined && setText(''))} disabled={!busy || !text.trim()} title="Add this text to the running turn">
+          <button
+            type="button"
+            onClick={() =>
+              void act('inject', () => ollie.agentCtl(session, agent, 'inject', text.trim())).then(
+                (r) => r !== undefined && setText(''),
+              )
+            }
+            disabled={!busy || !text.trim()}
+            title="Add this text to the running turn"
+          >
             Inject
           </button>
-          <button type="button" className="danger" onClick={() => void act('stop', () => ollie.agentCtl(session, agent, 'stop'))} disabled={!busy} title="Stop the turn (Ctrl+.)">
+          <button
+            type="button"
+            className="danger"
+            onClick={() => void act('stop', () => ollie.agentCtl(session, agent, 'stop'))}
+            disabled={!busy}
+            title="Stop the turn (Ctrl+.)"
+          >
             Stop
           </button>
         </div>

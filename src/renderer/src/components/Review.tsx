@@ -25,8 +25,17 @@ interface Row {
 
 const parseIdx = (text: string): Row[] => parseCheckpointIdx(text);
 
-
-function Round({ base, row, onRewind, version }: { base: string; row: Row; onRewind: (id: string, extra?: string) => void; version: number }) {
+function Round({
+  base,
+  row,
+  onRewind,
+  version,
+}: {
+  base: string;
+  row: Row;
+  onRewind: (id: string, extra?: string) => void;
+  version: number;
+}) {
   const [files, setFiles] = useState<FileDiff[]>();
   const [reviewed, setReviewed] = useState<Set<string>>(new Set());
   const [info, setInfo] = useState<Record<string, string>>({});
@@ -82,7 +91,11 @@ function Round({ base, row, onRewind, version }: { base: string; row: Row; onRew
         <span className="dim">
           {row.changed} file{row.changed === 1 ? '' : 's'} · {new Date(row.time).toLocaleTimeString()}
         </span>
-        <button type="button" title={`Put the files back as they were before ${rewind ? 'this rewind' : 'this round'} (ctl rewind ${row.id})`} onClick={() => onRewind(row.id)}>
+        <button
+          type="button"
+          title={`Put the files back as they were before ${rewind ? 'this rewind' : 'this round'} (ctl rewind ${row.id})`}
+          onClick={() => onRewind(row.id)}
+        >
           {rewind ? 'Undo' : 'Rewind'}
         </button>
       </div>
@@ -92,12 +105,23 @@ function Round({ base, row, onRewind, version }: { base: string; row: Row; onRew
           {files.map((f) => (
             <li key={f.path} className={`review-file${reviewed.has(f.path) ? ' reviewed' : ''}`} data-path={f.path}>
               <label>
-                <input type="checkbox" checked={reviewed.has(f.path)} onChange={(e) => void mark(f.path, e.target.checked)} aria-label={`Reviewed ${f.path}`} /> <code>{f.path}</code>
+                <input
+                  type="checkbox"
+                  checked={reviewed.has(f.path)}
+                  onChange={(e) => void mark(f.path, e.target.checked)}
+                  aria-label={`Reviewed ${f.path}`}
+                />{' '}
+                <code>{f.path}</code>
               </label>
               {!reviewed.has(f.path) && (
                 <pre className="review-hunks">
                   {f.lines.map((l, i) => (
-                    <div key={i} className={l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : ''}>
+                    <div
+                      key={i}
+                      className={
+                        l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : ''
+                      }
+                    >
                       {l}
                     </div>
                   ))}
@@ -114,7 +138,11 @@ function Round({ base, row, onRewind, version }: { base: string; row: Row; onRew
 export function Review() {
   const open = useReview((s) => s.open);
   const { session, agent } = useStore((s) => s.selected);
-  const state = useStore((s) => (s.selected.session && s.selected.agent ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.state : undefined));
+  const state = useStore((s) =>
+    s.selected.session && s.selected.agent
+      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.state
+      : undefined,
+  );
   const [rows, setRows] = useState<Row[]>([]);
   const [version, setVersion] = useState(0);
   const [conflict, setConflict] = useState<{ id: string; text: string }>();
@@ -158,7 +186,12 @@ export function Review() {
     <aside className="review" aria-label="Review">
       <header>
         <b>Review</b>
-        <button type="button" aria-label="Close review" title="Close" onClick={() => useReview.setState({ open: false })}>
+        <button
+          type="button"
+          aria-label="Close review"
+          title="Close"
+          onClick={() => useReview.setState({ open: false })}
+        >
           ✕
         </button>
       </header>
@@ -189,7 +222,13 @@ export function Review() {
               <h4>Turn {turn}</h4>
               <ul>
                 {list.map((r) => (
-                  <Round key={r.id} base={base} row={r} onRewind={(id, extra) => void rewind(id, extra)} version={version} />
+                  <Round
+                    key={r.id}
+                    base={base}
+                    row={r}
+                    onRewind={(id, extra) => void rewind(id, extra)}
+                    version={version}
+                  />
                 ))}
               </ul>
             </section>

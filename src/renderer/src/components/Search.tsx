@@ -9,9 +9,7 @@ import { notify, ollie, useStore } from '../lib/store.js';
 
 function Snippet({ text }: { text: string }) {
   return (
-    <>
-      {snippetParts(text).map((p, i) => (p.hit ? <mark key={i}>{p.text}</mark> : <span key={i}>{p.text}</span>))}
-    </>
+    <>{snippetParts(text).map((p, i) => (p.hit ? <mark key={i}>{p.text}</mark> : <span key={i}>{p.text}</span>))}</>
   );
 }
 
@@ -70,7 +68,10 @@ export function Search() {
             Search failed: {search.error}
           </p>
         ) : search.done === undefined ? (
-          <p className="empty">Search finds messages, replies, tool calls and results of every agent, including ones that ended. Enter opens a result.</p>
+          <p className="empty">
+            Search finds messages, replies, tool calls and results of every agent, including ones that ended. Enter
+            opens a result.
+          </p>
         ) : search.hits.length === 0 ? (
           <p className="empty">Nothing matches “{search.done}”.</p>
         ) : (
@@ -102,7 +103,10 @@ export function Search() {
                               if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
                                 e.preventDefault();
                                 if (e.key === 'ArrowUp' && i === 0) input.current?.focus();
-                                else all[Math.max(0, Math.min(all.length - 1, i + (e.key === 'ArrowDown' ? 1 : -1)))]?.focus();
+                                else
+                                  all[
+                                    Math.max(0, Math.min(all.length - 1, i + (e.key === 'ArrowDown' ? 1 : -1)))
+                                  ]?.focus();
                               }
                             }}
                           >

@@ -26,13 +26,24 @@ function Rename({ value, onDone }: { value: string; onDone: (v?: string) => void
     if (e.key === 'Escape') onDone();
     e.stopPropagation();
   };
-  return <input ref={ref} className="rename" aria-label="New name" value={v} onChange={(e) => setV(e.target.value)} onKeyDown={key} onBlur={() => onDone()} />;
+  return (
+    <input
+      ref={ref}
+      className="rename"
+      aria-label="New name"
+      value={v}
+      onChange={(e) => setV(e.target.value)}
+      onKeyDown={key}
+      onBlur={() => onDone()}
+    />
+  );
 }
 
 /** An idle agent whose last turn failed shows red, not green: idle says it can take a prompt, not that all went well. */
 const failed = (a: AgentInfo): boolean => (a.state === 'idle' || !!a.ended) && a.last === 'error';
 const dotOf = (a: AgentInfo): string => (failed(a) ? 'error' : a.state);
-const dotTitle = (a: AgentInfo): string => (failed(a) ? `${a.ended ?? 'idle'}, last turn failed` : a.ended ?? a.state);
+const dotTitle = (a: AgentInfo): string =>
+  failed(a) ? `${a.ended ?? 'idle'}, last turn failed` : (a.ended ?? a.state);
 
 function pendingOf(agent: AgentInfo, pending: ReturnType<typeof useStore.getState>['pending']): number {
   return Object.values(pending).filter((p) => p.session === agent.session && p.agent === agent.id).length;
@@ -81,7 +92,8 @@ export function SessionTree() {
   };
   /** Is this row's subtree folded? An ended agent's is, until opened: its own sub-agents are history. */
   const isCollapsed = (id: string, ended?: string): boolean => collapsed[id] ?? !!ended;
-  const toggle = (id: string, ended?: string): void => useStore.setState((s) => ({ collapsed: { ...s.collapsed, [id]: !(s.collapsed[id] ?? !!ended) } }));
+  const toggle = (id: string, ended?: string): void =>
+    useStore.setState((s) => ({ collapsed: { ...s.collapsed, [id]: !(s.collapsed[id] ?? !!ended) } }));
 
   /** Sub-agents hide with a collapsed parent. */
   const hiddenBy = (list: AgentInfo[], a: AgentInfo): boolean => {
@@ -108,8 +120,15 @@ export function SessionTree() {
   };
 
   if (order.length === 0) return <div className="tree empty">No sessions yet. Create one with + (Ctrl+N).</div>;
-  const selectedKey = selected.session ? (selected.agent ? `${selected.session}/${selected.agent}` : selected.session) : undefined;
-  const rowKeys = order.flatMap((sid) => [sid, ...(collapsed[sid] ? [] : shownAgents(agents[sid] ?? []).map((a) => `${sid}/${a.id}`))]);
+  const selectedKey = selected.session
+    ? selected.agent
+      ? `${selected.session}/${selected.agent}`
+      : selected.session
+    : undefined;
+  const rowKeys = order.flatMap((sid) => [
+    sid,
+    ...(collapsed[sid] ? [] : shownAgents(agents[sid] ?? []).map((a) => `${sid}/${a.id}`)),
+  ]);
   const tabStop = [current, selectedKey].find((k) => k && rowKeys.includes(k)) ?? rowKeys[0];
   return (
     <nav
@@ -173,73 +192,131 @@ export function SessionTree() {
                   if (e.key === 'Enter') ollie.select({ session: sid });
                 }}
               >
-                <button type="button" className="twisty" tabIndex={-1} aria-label={collapsed[sid] ? 'Expand' : 'Collapse'} onClick={(e) => (e.stopPropagation(), toggle(sid))}>
+                <button
+                  type="button"
+                  className="twisty"
+                  tabIndex={-1}
+                  aria-label={collapsed[sid] ? 'Expand' : 'Collapse'}
+                  onClick={(e) => (e.stopPropagation(), toggle(sid))}
+                >
                   {list.length ? (collapsed[sid] ? '▸' : '▾') : '·'}
                 </button>
-                {sPending > 0 && <span className="warn" title={`${sPending} approval(s) pending`}>⚠</span>}
+                {sPending > 0 && (
+                  <span className="warn" title={`${sPending} approval(s) pending`}>
+                    ⚠
+                  </span>
+                )}
                 {renaming === sid ? (
-                  <Rename value={s.name} onDone={(v) => (setRenaming(undefined), v && void act('rename', () => ollie.renameSession(sid, v)))} />
+                  <Rename
+                    value={s.name}
+                    onDone={(v) => (setRenaming(undefined), v && void act('rename', () => ollie.renameSession(sid, v)))}
+                  />
                 ) : (
                   <span className="label">{s.name}</span>
                 )}
                 {s.remote && (
-                  <span className={`conn-dot${s.connected ? ' up' : ''}`} data-testid="conn-dot" title={`tools on ${s.remote}: ${s.connected ? 'connected' : 'not connected'}`}>
+                  <span
+                    className={`conn-dot${s.connected ? ' up' : ''}`}
+                    data-testid="conn-dot"
+                    title={`tools on ${s.remote}: ${s.connected ? 'connected' : 'not connected'}`}
+                  >
                     ●
                   </span>
                 )}
                 {s.paused && <span className="tag">paused</span>}
-                <button type="button" className="add" tabIndex={-1} title="New agent (Ctrl+Shift+N)" aria-label={`New agent in ${s.name}`} onClick={(e) => (e.stopPropagation(), useStore.setState({ dialog: { kind: 'new-agent', session: sid } }))}>+</button>
+                <button
+                  type="button"
+                  className="add"
+                  tabIndex={-1}
+                  title="New agent (Ctrl+Shift+N)"
+                  aria-label={`New agent in ${s.name}`}
+                  onClick={(e) => (
+                    e.stopPropagation(),
+                    useStore.setState({ dialog: { kind: 'new-agent', session: sid } })
+                  )}
+                >
+                  +
+                </button>
               </div>
               {!collapsed[sid] && list.length > 0 && (
                 <ul role="group">
-                  {list.filter((a) => !hiddenBy(list, a)).map((a) => {
-                    const key = `${sid}/${a.id}`;
-                    const hasKids = list.some((x) => x.parent === a.id);
-                    const n = pendingOf(a, pending);
-                    return (
-                      <li key={a.id} role="none" data-agent={a.name} data-state={a.state} data-last={a.last} data-ended={a.ended}>
-                        <div
-                          className={`node agent${a.ended ? ' is-ended' : ''}${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
-                          style={{ paddingLeft: `${1.2 + a.depth * 1}rem` }}
-                          role="treeitem"
-                          aria-level={2 + a.depth}
-                          aria-expanded={hasKids ? !isCollapsed(a.id, a.ended) : undefined}
-                          aria-selected={selected.session === sid && selected.agent === a.id}
-                          aria-label={`${a.name}, ${dotTitle(a)}${n ? `, ${n} approval(s) pending` : ''}`}
-                          tabIndex={tabStop === key ? 0 : -1}
-                          onFocus={(e) => e.target === e.currentTarget && setCurrent(key)}
-                          onClick={() => ollie.select({ session: sid, agent: a.id })}
-                          onDoubleClick={() => setRenaming(key)}
-                          onContextMenu={(e) => openMenu(e, sid, a.id)}
-                          onKeyDown={(e) => {
-                            if (e.target !== e.currentTarget || menuKey(e, sid, a.id)) return;
-                            if (e.key === 'F2') setRenaming(key);
-                            if (e.key === 'Enter') ollie.select({ session: sid, agent: a.id });
-                          }}
+                  {list
+                    .filter((a) => !hiddenBy(list, a))
+                    .map((a) => {
+                      const key = `${sid}/${a.id}`;
+                      const hasKids = list.some((x) => x.parent === a.id);
+                      const n = pendingOf(a, pending);
+                      return (
+                        <li
+                          key={a.id}
+                          role="none"
+                          data-agent={a.name}
+                          data-state={a.state}
+                          data-last={a.last}
+                          data-ended={a.ended}
                         >
-                          {hasKids ? (
-                            <button type="button" className="twisty" tabIndex={-1} aria-label="Toggle sub-agents" onClick={(e) => (e.stopPropagation(), toggle(a.id, a.ended))}>
-                              {isCollapsed(a.id, a.ended) ? '▸' : '▾'}
-                            </button>
-                          ) : (
-                            <span className="twisty" />
-                          )}
-                          {n > 0 && <span className="warn" title={`${n} approval(s) pending`}>⚠</span>}
-                          {renaming === key ? (
-                            <Rename value={a.name} onDone={(v) => (setRenaming(undefined), v && void act('rename', () => ollie.renameAgent(sid, a.id, v)))} />
-                          ) : (
-                            <span className="label">{a.name}</span>
-                          )}
-                          {a.ended ? (
-                            <span className="tag ended-tag" title={`${a.ended}; its history is read-only`}>
-                              {a.ended}
-                            </span>
-                          ) : null}
-                          <span className={`dot state-${dotOf(a)}`} title={dotTitle(a)} aria-label={`state ${dotTitle(a)}`} />
-                        </div>
-                      </li>
-                    );
-                  })}
+                          <div
+                            className={`node agent${a.ended ? ' is-ended' : ''}${selected.session === sid && selected.agent === a.id ? ' selected' : ''}`}
+                            style={{ paddingLeft: `${1.2 + a.depth * 1}rem` }}
+                            role="treeitem"
+                            aria-level={2 + a.depth}
+                            aria-expanded={hasKids ? !isCollapsed(a.id, a.ended) : undefined}
+                            aria-selected={selected.session === sid && selected.agent === a.id}
+                            aria-label={`${a.name}, ${dotTitle(a)}${n ? `, ${n} approval(s) pending` : ''}`}
+                            tabIndex={tabStop === key ? 0 : -1}
+                            onFocus={(e) => e.target === e.currentTarget && setCurrent(key)}
+                            onClick={() => ollie.select({ session: sid, agent: a.id })}
+                            onDoubleClick={() => setRenaming(key)}
+                            onContextMenu={(e) => openMenu(e, sid, a.id)}
+                            onKeyDown={(e) => {
+                              if (e.target !== e.currentTarget || menuKey(e, sid, a.id)) return;
+                              if (e.key === 'F2') setRenaming(key);
+                              if (e.key === 'Enter') ollie.select({ session: sid, agent: a.id });
+                            }}
+                          >
+                            {hasKids ? (
+                              <button
+                                type="button"
+                                className="twisty"
+                                tabIndex={-1}
+                                aria-label="Toggle sub-agents"
+                                onClick={(e) => (e.stopPropagation(), toggle(a.id, a.ended))}
+                              >
+                                {isCollapsed(a.id, a.ended) ? '▸' : '▾'}
+                              </button>
+                            ) : (
+                              <span className="twisty" />
+                            )}
+                            {n > 0 && (
+                              <span className="warn" title={`${n} approval(s) pending`}>
+                                ⚠
+                              </span>
+                            )}
+                            {renaming === key ? (
+                              <Rename
+                                value={a.name}
+                                onDone={(v) => (
+                                  setRenaming(undefined),
+                                  v && void act('rename', () => ollie.renameAgent(sid, a.id, v))
+                                )}
+                              />
+                            ) : (
+                              <span className="label">{a.name}</span>
+                            )}
+                            {a.ended ? (
+                              <span className="tag ended-tag" title={`${a.ended}; its history is read-only`}>
+                                {a.ended}
+                              </span>
+                            ) : null}
+                            <span
+                              className={`dot state-${dotOf(a)}`}
+                              title={dotTitle(a)}
+                              aria-label={`state ${dotTitle(a)}`}
+                            />
+                          </div>
+                        </li>
+                      );
+                    })}
                 </ul>
               )}
             </li>
@@ -255,7 +332,15 @@ export function SessionTree() {
  * The row's menu. Its first item takes the focus (so it works from the keyboard as from the mouse): ↑/↓, Home/End
  * move, Enter or Space runs an item, Esc or Tab closes it and gives the focus back to the row.
  */
-function ContextMenu({ menu, onRename, onClose }: { menu: Menu; onRename: (key: string) => void; onClose: () => void }) {
+function ContextMenu({
+  menu,
+  onRename,
+  onClose,
+}: {
+  menu: Menu;
+  onRename: (key: string) => void;
+  onClose: () => void;
+}) {
   const s = useStore((st) => st.sessions[menu.session]);
   const list = useRef<HTMLUListElement>(null);
   useEffect(() => {
@@ -264,28 +349,42 @@ function ContextMenu({ menu, onRename, onClose }: { menu: Menu; onRename: (key: 
   if (!s) return null;
   const path = menu.agent ? agentPath(menu.session, menu.agent) : sessionPath(menu.session);
   // An ended agent is a record: it can be read, not run, renamed or configured.
-  const ended = menu.agent ? useStore.getState().agents[menu.session]?.find((a) => a.id === menu.agent)?.ended : undefined;
+  const ended = menu.agent
+    ? useStore.getState().agents[menu.session]?.find((a) => a.id === menu.agent)?.ended
+    : undefined;
   const items: [string, () => void][] = ended
     ? [
         ['Open', () => ollie.select({ session: menu.session, agent: menu.agent })],
         ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
       ]
     : menu.agent
-    ? [
-        ['Open', () => ollie.select({ session: menu.session, agent: menu.agent })],
-        ['Rename', () => onRename(`${menu.session}/${menu.agent}`)],
-        ['Settings…', () => useStore.setState({ dialog: { kind: 'agent-cfg', session: menu.session, agent: menu.agent! } })],
-        ['Stop turn', () => void act('stop', () => ollie.agentCtl(menu.session, menu.agent!, 'stop'))],
-        ['Kill agent…', () => useStore.setState({ dialog: { kind: 'confirm-kill', session: menu.session, agent: menu.agent! } })],
-        ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
-      ]
-    : [
-        ['New agent…', () => useStore.setState({ dialog: { kind: 'new-agent', session: menu.session } })],
-        ['Rename', () => onRename(menu.session)],
-        [s.paused ? 'Resume' : 'Pause', () => void act(s.paused ? 'resume' : 'pause', () => ollie.sessionCtl(menu.session, s.paused ? 'resume' : 'pause'))],
-        ['Kill session…', () => useStore.setState({ dialog: { kind: 'confirm-kill', session: menu.session } })],
-        ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
-      ];
+      ? [
+          ['Open', () => ollie.select({ session: menu.session, agent: menu.agent })],
+          ['Rename', () => onRename(`${menu.session}/${menu.agent}`)],
+          [
+            'Settings…',
+            () => useStore.setState({ dialog: { kind: 'agent-cfg', session: menu.session, agent: menu.agent! } }),
+          ],
+          ['Stop turn', () => void act('stop', () => ollie.agentCtl(menu.session, menu.agent!, 'stop'))],
+          [
+            'Kill agent…',
+            () => useStore.setState({ dialog: { kind: 'confirm-kill', session: menu.session, agent: menu.agent! } }),
+          ],
+          ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
+        ]
+      : [
+          ['New agent…', () => useStore.setState({ dialog: { kind: 'new-agent', session: menu.session } })],
+          ['Rename', () => onRename(menu.session)],
+          [
+            s.paused ? 'Resume' : 'Pause',
+            () =>
+              void act(s.paused ? 'resume' : 'pause', () =>
+                ollie.sessionCtl(menu.session, s.paused ? 'resume' : 'pause'),
+              ),
+          ],
+          ['Kill session…', () => useStore.setState({ dialog: { kind: 'confirm-kill', session: menu.session } })],
+          ['Copy 9P path', () => void navigator.clipboard?.writeText(`/${path}`)],
+        ];
   const close = (refocus: boolean): void => {
     onClose();
     if (refocus) menu.row?.focus();
@@ -313,7 +412,14 @@ function ContextMenu({ menu, onRename, onClose }: { menu: Menu; onRename: (key: 
     }
   };
   return (
-    <ul ref={list} className="menu" role="menu" aria-label={menu.agent ? 'Agent' : 'Session'} style={{ left: menu.x, top: menu.y }} onKeyDown={onKey}>
+    <ul
+      ref={list}
+      className="menu"
+      role="menu"
+      aria-label={menu.agent ? 'Agent' : 'Session'}
+      style={{ left: menu.x, top: menu.y }}
+      onKeyDown={onKey}
+    >
       {items.map(([label, run]) => (
         <li key={label} role="menuitem" tabIndex={-1} onClick={run}>
           {label}

@@ -17,7 +17,17 @@ import { act, ollie, useStore } from '../lib/store.js';
  */
 const drafts = new Map<string, string>();
 
-function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: string; hint: string; emptyHint: string }) {
+function ConfigEditor({
+  file,
+  title,
+  hint,
+  emptyHint,
+}: {
+  file: string;
+  title: string;
+  hint: string;
+  emptyHint: string;
+}) {
   const conn = useStore((s) => s.conn);
   const [saved, setSaved] = useState<string>();
   const [text, setText] = useState('');
@@ -29,22 +39,25 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
   /** The file as read, keys in clear: what masked key lines stand for. Never rendered. */
   const raw = useRef('');
 
-  const load = useCallback(async (revert = false) => {
-    setError(undefined);
-    setOk(false);
-    if (revert) drafts.delete(file);
-    try {
-      const t = await ollie.readConfig(file);
-      // API keys are never shown: a masked line keeps the key it had when saved (unmaskKeys).
-      const shown = file === 'backends.conf' ? maskKeys(t) : file === 'mcp.json' ? maskMcp(t) : t;
-      raw.current = t;
-      setSaved(shown);
-      setText(drafts.get(file) ?? shown);
-      setLoadError(undefined);
-    } catch (e) {
-      setLoadError((e as Error).message);
-    }
-  }, [file]);
+  const load = useCallback(
+    async (revert = false) => {
+      setError(undefined);
+      setOk(false);
+      if (revert) drafts.delete(file);
+      try {
+        const t = await ollie.readConfig(file);
+        // API keys are never shown: a masked line keeps the key it had when saved (unmaskKeys).
+        const shown = file === 'backends.conf' ? maskKeys(t) : file === 'mcp.json' ? maskMcp(t) : t;
+        raw.current = t;
+        setSaved(shown);
+        setText(drafts.get(file) ?? shown);
+        setLoadError(undefined);
+      } catch (e) {
+        setLoadError((e as Error).message);
+      }
+    },
+    [file],
+  );
   useEffect(() => {
     if (conn === 'open') void load();
   }, [conn, load]);
@@ -143,10 +156,21 @@ function ConfigEditor({ file, title, hint, emptyHint }: { file: string; title: s
             </p>
           )}
           <div className="buttons">
-            <button type="button" className="primary" onClick={() => void save()} disabled={busy || !dirty || conn !== 'open'} title="Save (Ctrl+S in the text)">
+            <button
+              type="button"
+              className="primary"
+              onClick={() => void save()}
+              disabled={busy || !dirty || conn !== 'open'}
+              title="Save (Ctrl+S in the text)"
+            >
               {busy ? 'Saving…' : 'Save'}
             </button>
-            <button type="button" onClick={() => void load(true)} disabled={busy || conn !== 'open'} title="Discard the changes and read the file again">
+            <button
+              type="button"
+              onClick={() => void load(true)}
+              disabled={busy || conn !== 'open'}
+              title="Discard the changes and read the file again"
+            >
               Revert
             </button>
           </div>
@@ -163,7 +187,9 @@ function DefaultProfile() {
   const [error, setError] = useState<string>();
   useEffect(() => {
     if (conn !== 'open') return;
-    void act('read default profile', () => ollie.readConfig('profile')).then((t) => t !== undefined && setCurrent(t.trim()));
+    void act('read default profile', () => ollie.readConfig('profile')).then(
+      (t) => t !== undefined && setCurrent(t.trim()),
+    );
   }, [conn]);
   const pick = async (name: string): Promise<void> => {
     try {
@@ -179,10 +205,18 @@ function DefaultProfile() {
       <h3 id="cfg-profile-h">
         Default profile <code className="dim">config/profile</code>
       </h3>
-      <p className="hint">The profile a new agent gets when none is chosen (the new-agent dialog&apos;s “(default)”). Agents that exist keep theirs.</p>
+      <p className="hint">
+        The profile a new agent gets when none is chosen (the new-agent dialog&apos;s “(default)”). Agents that exist
+        keep theirs.
+      </p>
       <label className="inline">
         Profile
-        <select aria-label="Default profile" value={current ?? ''} disabled={current === undefined || conn !== 'open'} onChange={(e) => void pick(e.target.value)}>
+        <select
+          aria-label="Default profile"
+          value={current ?? ''}
+          disabled={current === undefined || conn !== 'open'}
+          onChange={(e) => void pick(e.target.value)}
+        >
           {current !== undefined && !profiles.includes(current) && <option value={current}>{current}</option>}
           {profiles.map((p) => (
             <option key={p} value={p}>
@@ -231,8 +265,9 @@ function BypassRules() {
         Remembered approvals <code className="dim">bypassrules</code>
       </h3>
       <p className="hint">
-        Commands allowed to run outside the sandbox without asking: “prefix” rules cover the same words with more arguments (never with other
-        commands, pipes or redirections added), “exact” ones only that command. Revoked, the next such request asks again.
+        Commands allowed to run outside the sandbox without asking: “prefix” rules cover the same words with more
+        arguments (never with other commands, pipes or redirections added), “exact” ones only that command. Revoked, the
+        next such request asks again.
       </p>
       {error && (
         <div className="field-error" role="alert">
@@ -261,7 +296,13 @@ function BypassRules() {
                 <td>{r.scope}</td>
                 <td>{r.created ? new Date(r.created).toLocaleString() : ''}</td>
                 <td>
-                  <button type="button" className="danger" disabled={conn !== 'open'} onClick={() => void revoke(r.id)} aria-label={`Revoke ${r.rule}`}>
+                  <button
+                    type="button"
+                    className="danger"
+                    disabled={conn !== 'open'}
+                    onClick={() => void revoke(r.id)}
+                    aria-label={`Revoke ${r.rule}`}
+                  >
                     Revoke
                   </button>
                 </td>
@@ -302,7 +343,8 @@ function SandboxStatus() {
       (e: unknown) => setError((e as Error).message),
     );
   }, [conn]);
-  const unavailable = report && (report.yolo || report.abi === 0 || report.filter?.unavailable || report.capabilities?.unavailable);
+  const unavailable =
+    report && (report.yolo || report.abi === 0 || report.filter?.unavailable || report.capabilities?.unavailable);
   const row = (name: string, value: string | undefined) =>
     value ? (
       <>
@@ -332,7 +374,13 @@ function SandboxStatus() {
               {row('System calls refused', report.filter?.refuses?.join(', ') ?? report.filter?.unavailable)}
               {row('Checked by argument', report.filter?.byArgument?.join(', '))}
               {row('Other ABIs refused', report.filter?.refusedAbis)}
-              {row('Capabilities dropped', report.capabilities && [...report.capabilities.drops, ...(report.capabilities.securebits ? ['securebits locked'] : [])].join(', '))}
+              {row(
+                'Capabilities dropped',
+                report.capabilities &&
+                  [...report.capabilities.drops, ...(report.capabilities.securebits ? ['securebits locked'] : [])].join(
+                    ', ',
+                  ),
+              )}
               {row('Containment', report.containment?.join(', ') || undefined)}
               {row('Limits', report.limits?.join(', ') || undefined)}
             </dl>
@@ -347,7 +395,10 @@ export function Settings() {
   return (
     <section className="settings-view" aria-label="Settings">
       <h2>Settings</h2>
-      <p className="hint">These are olliesrv&apos;s configuration files; any 9P client edits the same ones. A save is checked by the parser that reads the file and lands only when it parses.</p>
+      <p className="hint">
+        These are olliesrv&apos;s configuration files; any 9P client edits the same ones. A save is checked by the
+        parser that reads the file and lands only when it parses.
+      </p>
       <Appearance />
       <DefaultProfile />
       <p>

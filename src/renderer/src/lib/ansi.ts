@@ -23,8 +23,22 @@ export interface Segment {
 
 /** The 16 basic colours (xterm's defaults, a little softened for a dark background). */
 const BASIC = [
-  '#2e3436', '#ef2929', '#4e9a06', '#c4a000', '#3465a4', '#a569bd', '#06989a', '#d3d7cf',
-  '#7f8784', '#ff6b6b', '#8ae234', '#fce94f', '#729fcf', '#d7a3e8', '#34e2e2', '#eeeeec',
+  '#2e3436',
+  '#ef2929',
+  '#4e9a06',
+  '#c4a000',
+  '#3465a4',
+  '#a569bd',
+  '#06989a',
+  '#d3d7cf',
+  '#7f8784',
+  '#ff6b6b',
+  '#8ae234',
+  '#fce94f',
+  '#729fcf',
+  '#d7a3e8',
+  '#34e2e2',
+  '#eeeeec',
 ];
 
 /** xterm's 256-colour palette: 16 basic, a 6×6×6 cube, 24 greys. */
@@ -41,13 +55,22 @@ export function color256(n: number): string | undefined {
 }
 
 function rgb(r: number, g: number, b: number): string {
-  const h = (v: number): string => Math.max(0, Math.min(255, v | 0)).toString(16).padStart(2, '0');
+  const h = (v: number): string =>
+    Math.max(0, Math.min(255, v | 0))
+      .toString(16)
+      .padStart(2, '0');
   return `#${h(r)}${h(g)}${h(b)}`;
 }
 
 const sameStyle = (a: AnsiStyle, b: AnsiStyle): boolean =>
-  a.fg === b.fg && a.bg === b.bg && !a.bold === !b.bold && !a.dim === !b.dim && !a.italic === !b.italic &&
-  !a.underline === !b.underline && !a.inverse === !b.inverse && !a.strike === !b.strike;
+  a.fg === b.fg &&
+  a.bg === b.bg &&
+  !a.bold === !b.bold &&
+  !a.dim === !b.dim &&
+  !a.italic === !b.italic &&
+  !a.underline === !b.underline &&
+  !a.inverse === !b.inverse &&
+  !a.strike === !b.strike;
 
 /** Applies one SGR parameter list (`ESC [ … m`) to a style; returns the new style (styles are never mutated). */
 export function applySgr(style: AnsiStyle, params: number[]): AnsiStyle {
@@ -128,7 +151,11 @@ export class AnsiText {
         if (seq.startsWith('\x1b[') && seq.endsWith('m')) {
           const body = seq.slice(2, -1);
           // Private or intermediate forms (`ESC [ ? … m`) are not SGR.
-          if (/^[\d;:]*$/.test(body)) this.style = applySgr(this.style, body === '' ? [] : body.split(/[;:]/).map((x) => (x === '' ? 0 : Number(x))));
+          if (/^[\d;:]*$/.test(body))
+            this.style = applySgr(
+              this.style,
+              body === '' ? [] : body.split(/[;:]/).map((x) => (x === '' ? 0 : Number(x))),
+            );
         }
         i = end;
         continue;

@@ -7,7 +7,8 @@
  * line waits for the rest.
  */
 
-export type Role = 'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
+export type Role =
+  'user' | 'assistant' | 'context' | 'reasoning' | 'call' | 'tool' | 'error' | 'info' | 'retry' | 'stalled';
 
 export interface Block {
   role: Role | string;
@@ -163,13 +164,32 @@ export function callView(tool: string | undefined, content: string): CallView | 
   }
   if (!args || typeof args !== 'object' || Array.isArray(args)) return undefined;
   const a = args as Record<string, unknown>;
-  const rest = (...skip: string[]): [string, string][] => Object.entries(a).filter(([k]) => !skip.includes(k)).map(([k, v]) => [k, scalar(v)]);
-  if ((tool === 'shell' || tool === 'bash') && typeof a.command === 'string') return { kind: 'shell', command: a.command, rest: rest('command') };
-  if (tool === 'file_edit' && typeof a.path === 'string' && typeof a.old_string === 'string' && typeof a.new_string === 'string') {
-    return { kind: 'edit', path: a.path, diff: editDiff(a.old_string, a.new_string), rest: rest('path', 'old_string', 'new_string') };
+  const rest = (...skip: string[]): [string, string][] =>
+    Object.entries(a)
+      .filter(([k]) => !skip.includes(k))
+      .map(([k, v]) => [k, scalar(v)]);
+  if ((tool === 'shell' || tool === 'bash') && typeof a.command === 'string')
+    return { kind: 'shell', command: a.command, rest: rest('command') };
+  if (
+    tool === 'file_edit' &&
+    typeof a.path === 'string' &&
+    typeof a.old_string === 'string' &&
+    typeof a.new_string === 'string'
+  ) {
+    return {
+      kind: 'edit',
+      path: a.path,
+      diff: editDiff(a.old_string, a.new_string),
+      rest: rest('path', 'old_string', 'new_string'),
+    };
   }
   if (tool?.startsWith('file_') && typeof a.path === 'string') {
-    return { kind: 'path', path: a.path, rest: rest('path', 'content'), content: typeof a.content === 'string' ? a.content : undefined };
+    return {
+      kind: 'path',
+      path: a.path,
+      rest: rest('path', 'content'),
+      content: typeof a.content === 'string' ? a.content : undefined,
+    };
   }
   return { kind: 'args', rest: rest() };
 }

@@ -27,9 +27,22 @@ const LANGS: Record<string, Loader> = {
   sql: () => import('shiki/langs/sql.mjs'),
 };
 const ALIASES: Record<string, string> = {
-  ts: 'typescript', js: 'javascript', mjs: 'javascript', jsx: 'tsx', sh: 'shellscript', bash: 'shellscript',
-  shell: 'shellscript', zsh: 'shellscript', py: 'python', rs: 'rust', h: 'c', hpp: 'cpp', 'c++': 'cpp',
-  md: 'markdown', yml: 'yaml', patch: 'diff',
+  ts: 'typescript',
+  js: 'javascript',
+  mjs: 'javascript',
+  jsx: 'tsx',
+  sh: 'shellscript',
+  bash: 'shellscript',
+  shell: 'shellscript',
+  zsh: 'shellscript',
+  py: 'python',
+  rs: 'rust',
+  h: 'c',
+  hpp: 'cpp',
+  'c++': 'cpp',
+  md: 'markdown',
+  yml: 'yaml',
+  patch: 'diff',
 };
 
 export function languageOf(format: string | undefined): string | undefined {
@@ -59,7 +72,9 @@ function core(): Promise<HighlighterCore> {
 const MAX_CHARS = 200_000;
 
 const idle = (): Promise<void> =>
-  new Promise((r) => (typeof requestIdleCallback === 'function' ? requestIdleCallback(() => r(), { timeout: 500 }) : setTimeout(r, 0)));
+  new Promise((r) =>
+    typeof requestIdleCallback === 'function' ? requestIdleCallback(() => r(), { timeout: 500 }) : setTimeout(r, 0),
+  );
 
 /** One highlight at a time, each after the browser is idle. */
 let chain: Promise<unknown> = Promise.resolve();

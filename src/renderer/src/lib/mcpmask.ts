@@ -25,7 +25,8 @@ function secrets(text: string): Secrets | undefined {
     for (const field of ['env', 'headers'] as const) {
       const m = s[field];
       if (!isObject(m)) continue;
-      for (const [name, value] of Object.entries(m)) if (typeof value === 'string') out.push({ server, field, name, value });
+      for (const [name, value] of Object.entries(m))
+        if (typeof value === 'string') out.push({ server, field, name, value });
     }
   }
   return out;
@@ -76,7 +77,10 @@ export function unmaskMcp(edited: string, original: string): string {
       continue;
     }
     const value = known.get(`${s.server}\0${s.field}\0${s.name}`);
-    if (value === undefined) throw new Error(`mcp.json: mcpServers.${s.server}.${s.field}.${s.name} is hidden (${KEY_MASK}) but had no value to keep: type the value`);
+    if (value === undefined)
+      throw new Error(
+        `mcp.json: mcpServers.${s.server}.${s.field}.${s.name} is hidden (${KEY_MASK}) but had no value to keep: type the value`,
+      );
     const pair = `${JSON.stringify(s.name)}: ${JSON.stringify(value)}`;
     out = out.slice(0, p.at) + pair + out.slice(p.at + p.len);
     from = p.at + pair.length;

@@ -3,7 +3,24 @@
  * (src/formats/olliesrv.ts): columns are taken by name, never by position, so a declaration that changes is followed
  * here without an edit.
  */
-import { AGENT_CTL, AGENT_IDX, BACKENDS, BACKEND_SETUP, BYPASS, BYPASS_RULES, CHECKED_MODELS, CHECKPOINT_IDX, CHECKPOINT_INFO, ENDED_IDX, EVENTS, MODELS, PROC_IDX, PROVIDERS, SEARCH_HITS, SESSION_IDX } from '../../../formats/olliesrv.js';
+import {
+  AGENT_CTL,
+  AGENT_IDX,
+  BACKENDS,
+  BACKEND_SETUP,
+  BYPASS,
+  BYPASS_RULES,
+  CHECKED_MODELS,
+  CHECKPOINT_IDX,
+  CHECKPOINT_INFO,
+  ENDED_IDX,
+  EVENTS,
+  MODELS,
+  PROC_IDX,
+  PROVIDERS,
+  SEARCH_HITS,
+  SESSION_IDX,
+} from '../../../formats/olliesrv.js';
 import { unescapeField, type KeyValues, type Records, type Row } from '../../../formats/index.js';
 
 export { unescapeField };
@@ -11,7 +28,6 @@ export { unescapeField };
 const rowsOf = (decl: Records, text: string): Row[] => decl.parseValid(text);
 
 const str = (r: Row, k: string): string => r[k] ?? '';
-
 
 export interface SessionInfo {
   id: string;
@@ -72,7 +88,14 @@ const lines = (text: string): string[] => text.split('\n').filter((l) => l.trim(
 
 /** session/idx (SESSION_IDX). */
 export function parseSessionIdx(text: string): SessionInfo[] {
-  return rowsOf(SESSION_IDX, text).map((r) => ({ id: str(r, 'id'), name: str(r, 'name'), paused: r.paused === '1', connected: r.connected === '1', remote: str(r, 'remote'), cwd: str(r, 'cwd') }));
+  return rowsOf(SESSION_IDX, text).map((r) => ({
+    id: str(r, 'id'),
+    name: str(r, 'name'),
+    paused: r.paused === '1',
+    connected: r.connected === '1',
+    remote: str(r, 'remote'),
+    cwd: str(r, 'cwd'),
+  }));
 }
 
 /** The fields an agent row of agent/idx and ended/idx share. */
@@ -159,7 +182,13 @@ export function visibleCommand(cmd: string): Array<string | { mark: string; titl
     }
     if (plain) out.push(plain);
     const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-    out.push(c === '\n' ? { mark: '↵', title: 'newline: a second command' } : c === '\t' ? { mark: '⇥', title: 'tab' } : { mark: `⟨${code}⟩`, title: `invisible character ${code}` });
+    out.push(
+      c === '\n'
+        ? { mark: '↵', title: 'newline: a second command' }
+        : c === '\t'
+          ? { mark: '⇥', title: 'tab' }
+          : { mark: `⟨${code}⟩`, title: `invisible character ${code}` },
+    );
     // The line break itself stays, after its mark.
     plain = c === '\n' ? '\n' : '';
   }
@@ -169,7 +198,14 @@ export function visibleCommand(cmd: string): Array<string | { mark: string; titl
 
 /** The root `bypassrules` (BYPASS_RULES). */
 export function parseBypassRules(text: string): BypassRule[] {
-  return rowsOf(BYPASS_RULES, text).map((r) => ({ id: str(r, 'id'), tool: str(r, 'tool'), kind: str(r, 'kind'), rule: str(r, 'rule'), scope: str(r, 'scope'), created: str(r, 'created') }));
+  return rowsOf(BYPASS_RULES, text).map((r) => ({
+    id: str(r, 'id'),
+    tool: str(r, 'tool'),
+    kind: str(r, 'kind'),
+    rule: str(r, 'rule'),
+    scope: str(r, 'scope'),
+    created: str(r, 'created'),
+  }));
 }
 
 /**
@@ -183,7 +219,16 @@ export function parsePending(text: string, session: string): Pending[] {
       try {
         const j = JSON.parse(l) as Record<string, unknown>;
         const s = (k: string): string => (typeof j[k] === 'string' ? (j[k] as string) : '');
-        if (s('id')) out.push({ id: s('id'), session, agent: s('agent'), tool: s('tool') || undefined, cmd: s('cmd'), cwd: s('cwd'), reason: s('reason') || undefined });
+        if (s('id'))
+          out.push({
+            id: s('id'),
+            session,
+            agent: s('agent'),
+            tool: s('tool') || undefined,
+            cmd: s('cmd'),
+            cwd: s('cwd'),
+            reason: s('reason') || undefined,
+          });
         continue;
       } catch {
         // Not JSON: the records.
@@ -191,8 +236,18 @@ export function parsePending(text: string, session: string): Pending[] {
     }
     const [r] = rowsOf(BYPASS, l);
     if (!r?.id) continue;
-    const remember = r.remember === 'prefix' || r.remember === 'exact' || r.remember === 'once' ? r.remember : undefined;
-    out.push({ id: r.id, session, agent: str(r, 'agent'), tool: r.tool || undefined, cwd: str(r, 'cwd'), cmd: str(r, 'cmd'), reason: r.reason || undefined, ...(remember && { remember, rule: str(r, 'rule') }) });
+    const remember =
+      r.remember === 'prefix' || r.remember === 'exact' || r.remember === 'once' ? r.remember : undefined;
+    out.push({
+      id: r.id,
+      session,
+      agent: str(r, 'agent'),
+      tool: r.tool || undefined,
+      cwd: str(r, 'cwd'),
+      cmd: str(r, 'cmd'),
+      reason: r.reason || undefined,
+      ...(remember && { remember, rule: str(r, 'rule') }),
+    });
   }
   return out;
 }
@@ -208,7 +263,9 @@ export function parseKv(decl: KeyValues, text: string): Record<string, string> {
 
 /** The agent commands starting with `prefix`, for `/` completion: the daemon's own table (AGENT_CTL), so none is missing. */
 export function ctlCompletions(prefix: string): { name: string; help: string; usage: string }[] {
-  return AGENT_CTL.commands.filter((c) => c.name.startsWith(prefix)).map((c) => ({ name: c.name, help: c.help, usage: AGENT_CTL.usage(c) }));
+  return AGENT_CTL.commands
+    .filter((c) => c.name.startsWith(prefix))
+    .map((c) => ({ name: c.name, help: c.help, usage: AGENT_CTL.usage(c) }));
 }
 
 /**
@@ -233,7 +290,13 @@ export function parseBackends(text: string): BackendInfo[] {
   return rowsOf(BACKENDS, text).map((r) => {
     const raw = str(r, 'name');
     const isDefault = raw.endsWith('*');
-    return { name: isDefault ? raw.slice(0, -1) : raw, type: str(r, 'type'), url: str(r, 'url'), model: str(r, 'model'), isDefault };
+    return {
+      name: isDefault ? raw.slice(0, -1) : raw,
+      type: str(r, 'type'),
+      url: str(r, 'url'),
+      model: str(r, 'model'),
+      isDefault,
+    };
   });
 }
 
@@ -257,7 +320,13 @@ export interface ProcInfo {
 /** `…/agent/{a}/proc/idx` (PROC_IDX). */
 export function parseProcIdx(text: string): ProcInfo[] {
   return rowsOf(PROC_IDX, text)
-    .map((r) => ({ pid: Number(r.pid), tool: str(r, 'tool'), status: r.status || 'running', exit: r.exit ?? undefined, args: str(r, 'args') }))
+    .map((r) => ({
+      pid: Number(r.pid),
+      tool: str(r, 'tool'),
+      status: r.status || 'running',
+      exit: r.exit ?? undefined,
+      args: str(r, 'args'),
+    }))
     .filter((p) => Number.isInteger(p.pid));
 }
 
@@ -286,7 +355,13 @@ export interface SearchHit {
 /** Root `search`'s reply (SEARCH_HITS). */
 export function parseSearch(text: string): SearchHit[] {
   return rowsOf(SEARCH_HITS, text).map((r) => ({
-    session: str(r, 'session'), agent: str(r, 'agent'), block: str(r, 'block'), role: str(r, 'role'), snippet: str(r, 'snippet'), agentId: str(r, 'agent_id'), ended: r.ended ?? '',
+    session: str(r, 'session'),
+    agent: str(r, 'agent'),
+    block: str(r, 'block'),
+    role: str(r, 'role'),
+    snippet: str(r, 'snippet'),
+    agentId: str(r, 'agent_id'),
+    ended: r.ended ?? '',
   }));
 }
 
@@ -306,7 +381,9 @@ export function snippetParts(snippet: string): { text: string; hit: boolean }[] 
 
 /** Search hits grouped by session, then agent, in the order olliesrv ranked them (best group first). */
 /** Hits by session, then by agent (by id: a killed agent and a new one may share a name). */
-export function groupHits(hits: SearchHit[]): { session: string; agents: { agent: string; ended: string; key: string; hits: SearchHit[] }[] }[] {
+export function groupHits(
+  hits: SearchHit[],
+): { session: string; agents: { agent: string; ended: string; key: string; hits: SearchHit[] }[] }[] {
   const sessions = new Map<string, Map<string, SearchHit[]>>();
   for (const h of hits) {
     let agents = sessions.get(h.session);
@@ -343,7 +420,11 @@ export function parseProcInterrupt(content: string): ProcInterrupt | undefined {
   const m = /^<system-proc-interrupt ([^>]*)>\n?([\s\S]*?)<\/system-proc-interrupt>\s*$/.exec(content);
   if (!m) return undefined;
   const attrs: Record<string, string> = {};
-  for (const a of m[1]!.matchAll(/(\w+)="([^"]*)"/g)) attrs[a[1]!] = a[2]!.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&amp;/g, '&');
+  for (const a of m[1]!.matchAll(/(\w+)="([^"]*)"/g))
+    attrs[a[1]!] = a[2]!
+      .replace(/&quot;/g, '"')
+      .replace(/&lt;/g, '<')
+      .replace(/&amp;/g, '&');
   const pid = Number(attrs.id);
   if (!Number.isInteger(pid)) return undefined;
   return { pid, cmd: attrs.cmd ?? '', status: attrs.status ?? '', exit: attrs.exit, output: m[2]! };
@@ -362,13 +443,21 @@ export interface ProviderInfo {
 
 export function parseProviders(text: string): ProviderInfo[] {
   return rowsOf(PROVIDERS, text).map((r) => ({
-    id: str(r, 'id'), label: str(r, 'label'), type: str(r, 'type'), ...(r.url ? { url: r.url } : {}), ...(r.key_env ? { keyEnv: r.key_env } : {}), needsKey: r.key === 'needed',
+    id: str(r, 'id'),
+    label: str(r, 'label'),
+    type: str(r, 'type'),
+    ...(r.url ? { url: r.url } : {}),
+    ...(r.key_env ? { keyEnv: r.key_env } : {}),
+    needsKey: r.key === 'needed',
   }));
 }
 
 /** `config/check`'s reply (CHECKED_MODELS). */
 export function parseCheckedModels(text: string): { id: string; context?: number }[] {
-  return rowsOf(CHECKED_MODELS, text).map((r) => ({ id: str(r, 'model'), ...(r.context ? { context: Number(r.context) } : {}) }));
+  return rowsOf(CHECKED_MODELS, text).map((r) => ({
+    id: str(r, 'model'),
+    ...(r.context ? { context: Number(r.context) } : {}),
+  }));
 }
 
 /** What the GUI shows in place of an API key written literally in backends.conf. */
@@ -416,7 +505,10 @@ export function unmaskKeys(edited: string, original: string): string {
       const k = KEY_LINE.exec(l);
       if (!k || k[2] !== KEY_MASK) return l;
       const key = keys.get(section);
-      if (key === undefined) throw new Error(`backends.conf:${i + 1}: the key of [${section}] is hidden (${KEY_MASK}) but [${section}] had no key to keep: type the key, or key = env:VARNAME`);
+      if (key === undefined)
+        throw new Error(
+          `backends.conf:${i + 1}: the key of [${section}] is hidden (${KEY_MASK}) but [${section}] had no key to keep: type the key, or key = env:VARNAME`,
+        );
       return `${k[1]}${key}`;
     })
     .join('\n');
@@ -426,7 +518,8 @@ export function unmaskKeys(edited: string, original: string): string {
 export function setupRequest(fields: Record<string, string | undefined>): { data: string; shown: string } {
   const entries = Object.entries(fields).filter((e): e is [string, string] => !!e[1]);
   // Each pair through the declaration (quoted when not plain); the mask is shown as is, never sent.
-  const text = (mask: boolean) => entries.map(([k, v]) => (mask && k === 'key' ? `key=${KEY_MASK}\n` : BACKEND_SETUP.format({ [k]: v }))).join('');
+  const text = (mask: boolean) =>
+    entries.map(([k, v]) => (mask && k === 'key' ? `key=${KEY_MASK}\n` : BACKEND_SETUP.format({ [k]: v }))).join('');
   return { data: text(false), shown: text(true) };
 }
 
@@ -440,7 +533,13 @@ export interface CheckpointRow {
 }
 
 export function parseCheckpointIdx(text: string): CheckpointRow[] {
-  return rowsOf(CHECKPOINT_IDX, text).map((r) => ({ id: str(r, 'id'), turn: str(r, 'turn'), time: str(r, 'time'), changed: Number(r.changed ?? 0), bytes: Number(r.bytes ?? 0) }));
+  return rowsOf(CHECKPOINT_IDX, text).map((r) => ({
+    id: str(r, 'id'),
+    turn: str(r, 'turn'),
+    time: str(r, 'time'),
+    changed: Number(r.changed ?? 0),
+    bytes: Number(r.bytes ?? 0),
+  }));
 }
 
 /** `checkpoint/ID/info`. */

@@ -127,7 +127,8 @@ const saveNow = (): void => {
   saveConsole(get().console, get().consoleOpen);
 };
 useStore.subscribe((s, prev) => {
-  if ((s.console !== prev.console || s.consoleOpen !== prev.consoleOpen) && !saveTimer) saveTimer = setTimeout(saveNow, 250);
+  if ((s.console !== prev.console || s.consoleOpen !== prev.consoleOpen) && !saveTimer)
+    saveTimer = setTimeout(saveNow, 250);
 });
 if (typeof window !== 'undefined') window.addEventListener('pagehide', saveNow);
 
@@ -144,7 +145,8 @@ export const findAgent = (sid?: string, aid?: string): AgentInfo | undefined =>
 
 /** Runs `fn` on the next animation frame, or soon when the page is hidden (where frames do not come). */
 export function nextFrame(fn: () => void): void {
-  if (typeof requestAnimationFrame === 'function' && document.visibilityState === 'visible') requestAnimationFrame(() => fn());
+  if (typeof requestAnimationFrame === 'function' && document.visibilityState === 'visible')
+    requestAnimationFrame(() => fn());
   else setTimeout(fn, 16);
 }
 

@@ -3,12 +3,30 @@
  * user's actions, each one file operation (or a few), visible in the 9P console.
  */
 import {
-  agentCommandLine, maskKeys, parseBackends, parseBypassRules, parseCheckedModels, parseProviders, parseSearch, setupRequest, unmaskKeys,
-  type BypassRule, type ProviderInfo, type SearchHit,
+  agentCommandLine,
+  maskKeys,
+  parseBackends,
+  parseBypassRules,
+  parseCheckedModels,
+  parseProviders,
+  parseSearch,
+  setupRequest,
+  unmaskKeys,
+  type BypassRule,
+  type ProviderInfo,
+  type SearchHit,
 } from './parse.js';
 import { agentKey, agentPath, findAgent, get, notify, sessionPath, set } from './state.js';
 import { Sync } from './sync.js';
-import { AGENT_CTL, AGENT_NEW, BYPASS_RULES_WRITE, bypassDecisionLine, PROC_CTL, SESSION_CTL, SESSION_NEW } from '../../../formats/olliesrv.js';
+import {
+  AGENT_CTL,
+  AGENT_NEW,
+  BYPASS_RULES_WRITE,
+  bypassDecisionLine,
+  PROC_CTL,
+  SESSION_CTL,
+  SESSION_NEW,
+} from '../../../formats/olliesrv.js';
 import { maskMcp, unmaskMcp } from './mcpmask.js';
 
 export { agentKey, agentPath, findAgent, nextFrame, notify, sessionPath, useStore } from './state.js';
@@ -123,7 +141,10 @@ class Controller extends Sync {
 
   /** Sizes a tty process's terminal to the view (`resize COLS ROWS` to its ctl; the list is not re-read). */
   async procResize(sid: string, aid: string, pid: number, cols: number, rows: number): Promise<void> {
-    await this.need().write(`${this.procPath(sid, aid, pid)}/ctl`, `${PROC_CTL.format('resize', [String(cols), String(rows)])}\n`);
+    await this.need().write(
+      `${this.procPath(sid, aid, pid)}/ctl`,
+      `${PROC_CTL.format('resize', [String(cols), String(rows)])}\n`,
+    );
   }
 
   /** `term`, `kill`, `signal N` or `dismiss`, written to the process's ctl. */
@@ -152,9 +173,12 @@ class Controller extends Sync {
     const s = Object.values(get().sessions).find((x) => x.name === hit.session);
     if (s && hit.agentId && !findAgent(s.id, hit.agentId)) await this.reloadAgents(s.id);
     // By id when the daemon gives it (a killed agent's name may belong to a new agent), else by name.
-    const a = s && get().agents[s.id]?.find((x) => (hit.agentId ? x.id === hit.agentId : x.name === hit.agent && !x.ended));
+    const a =
+      s && get().agents[s.id]?.find((x) => (hit.agentId ? x.id === hit.agentId : x.name === hit.agent && !x.ended));
     if (!s || !a) throw new Error(`${hit.session}/${hit.agent} is gone`);
-    const block = JSON.parse(await this.need().rdwr(`${agentPath(s.id, a.id)}/block`, `${hit.block}\n`)) as { role?: string };
+    const block = JSON.parse(await this.need().rdwr(`${agentPath(s.id, a.id)}/block`, `${hit.block}\n`)) as {
+      role?: string;
+    };
     this.select({ session: s.id, agent: a.id });
     set({ view: 'chat', highlight: hit.block });
     void this.reveal(hit.block);

@@ -7,8 +7,31 @@ import { CFG, LOG_FROM, STATS } from '../../../formats/olliesrv.js';
 import { Client } from '../../../ninep/index.js';
 import { Api, type ConsoleEntry } from './api.js';
 import { ChatLog } from './chatlog.js';
-import { parseAgentIdx, parseBackends, parseEndedIdx, parseEvent, parseKv, parsePending, parseProcIdx, parseSessionIdx, treeOrder, type Event } from './parse.js';
-import { agentKey, agentPath, findAgent, get, isEnded, logConsole, nextFrame, notify, sessionPath, set, type Selection } from './state.js';
+import {
+  parseAgentIdx,
+  parseBackends,
+  parseEndedIdx,
+  parseEvent,
+  parseKv,
+  parsePending,
+  parseProcIdx,
+  parseSessionIdx,
+  treeOrder,
+  type Event,
+} from './parse.js';
+import {
+  agentKey,
+  agentPath,
+  findAgent,
+  get,
+  isEnded,
+  logConsole,
+  nextFrame,
+  notify,
+  sessionPath,
+  set,
+  type Selection,
+} from './state.js';
 import { openChannel } from './transport.js';
 
 /**
@@ -85,7 +108,10 @@ export class Sync {
       // so the GUI attaches as that user, like ollie-9p does: the namespace's owner, read from its root. Over ssh
       // it is the remote daemon's owner (the remote user, when the daemon there is theirs).
       const probe = await Client.connect(await openChannel(daemon), { uname: 'none' });
-      const owner = await probe.stat('/').then((st) => st.uid, () => 'none');
+      const owner = await probe.stat('/').then(
+        (st) => st.uid,
+        () => 'none',
+      );
       probe.close();
       client = await Client.connect(await openChannel(daemon), { uname: owner });
     } catch (e) {
@@ -137,8 +163,23 @@ export class Sync {
     this.backoff = 500;
     this.showDaemon(daemon);
     set({
-      conn: 'connecting', connError: undefined, sessions: {}, sessionOrder: [], agents: {}, pending: {}, approving: undefined,
-      selected: {}, chat: undefined, chatEnded: false, stats: {}, cfg: {}, queue: {}, procs: [], procPid: undefined, loaded: false, view: 'chat',
+      conn: 'connecting',
+      connError: undefined,
+      sessions: {},
+      sessionOrder: [],
+      agents: {},
+      pending: {},
+      approving: undefined,
+      selected: {},
+      chat: undefined,
+      chatEnded: false,
+      stats: {},
+      cfg: {},
+      queue: {},
+      procs: [],
+      procPid: undefined,
+      loaded: false,
+      view: 'chat',
     });
     void this.connect();
   }
@@ -153,7 +194,8 @@ export class Sync {
     for await (const text of api.stream('event', { request: '*\n', signal })) {
       const parts = (rest + text).split('\n');
       rest = parts.pop() ?? '';
-      for (const line of parts) if (line) await this.onEvent(parseEvent(line)).catch((e: unknown) => notify((e as Error).message, true));
+      for (const line of parts)
+        if (line) await this.onEvent(parseEvent(line)).catch((e: unknown) => notify((e as Error).message, true));
     }
   }
 
@@ -205,13 +247,20 @@ export class Sync {
       case 'turn': {
         // Sent just before the state goes idle: the tree's dot then says whether the turn failed.
         const last = e.fields.how || '-';
-        set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, last } : a)) } }));
+        set((s) => ({
+          agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, last } : a)) },
+        }));
         return;
       }
       case 'bypass.request': {
         const { id, cmd = '', cwd = '', tool } = e.fields;
         if (!id) return;
-        set((s) => ({ pending: { ...s.pending, [id]: { id, session: sid, agent: aid, cmd: cmd ?? '', cwd: cwd ?? '', ...(tool && { tool }) } } }));
+        set((s) => ({
+          pending: {
+            ...s.pending,
+            [id]: { id, session: sid, agent: aid, cmd: cmd ?? '', cwd: cwd ?? '', ...(tool && { tool }) },
+          },
+        }));
         if (!get().approving) set({ approving: id });
         // The event carries id, command, cwd and tool; the pending file adds the sandbox's reason and the rule.
         await this.reloadPending(sid);
@@ -227,7 +276,9 @@ export class Sync {
   }
 
   private onState(sid: string, aid: string, state: string): void {
-    set((s) => ({ agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, state } : a)) } }));
+    set((s) => ({
+      agents: { ...s.agents, [sid]: (s.agents[sid] ?? []).map((a) => (a.id === aid ? { ...a, state } : a)) },
+    }));
     const sel = get().selected;
     if (sel.session === sid && sel.agent === aid) {
       // Stats (with the queue: a turn starting or ending is when olliesrv takes a prompt off it) after each step.
@@ -285,7 +336,10 @@ export class Sync {
     if (!api || !get().sessions[sid]) return;
     // Sessions from before the agent namespace have no agent/idx: they simply have no agents. Agents that ended
     // (finished sub-agents, killed agents) come from ended/idx: the tree keeps sub-agents, Search opens any.
-    const [text, ended] = await Promise.all([api.readOr(`${sessionPath(sid)}/agent/idx`, ''), api.readOr(`${sessionPath(sid)}/ended/idx`, '')]);
+    const [text, ended] = await Promise.all([
+      api.readOr(`${sessionPath(sid)}/agent/idx`, ''),
+      api.readOr(`${sessionPath(sid)}/ended/idx`, ''),
+    ]);
     set((s) => ({ agents: { ...s.agents, [sid]: treeOrder([...parseAgentIdx(text), ...parseEndedIdx(ended)]) } }));
   }
 
@@ -297,7 +351,13 @@ export class Sync {
       const pending = Object.fromEntries(Object.entries(s.pending).filter(([, p]) => p.session !== sid));
       for (const p of list) {
         const known = s.pending[p.id];
-        pending[p.id] = { ...known, ...p, agent: p.agent || known?.agent || '', cmd: p.cmd || known?.cmd || '', cwd: p.cwd || known?.cwd || '' };
+        pending[p.id] = {
+          ...known,
+          ...p,
+          agent: p.agent || known?.agent || '',
+          cmd: p.cmd || known?.cmd || '',
+          cwd: p.cwd || known?.cwd || '',
+        };
       }
       const approving = s.approving && pending[s.approving] ? s.approving : Object.keys(pending)[0];
       return { pending, approving };
@@ -336,7 +396,12 @@ export class Sync {
     void (async () => {
       try {
         let seen = 0;
-        const source = ended ? api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal }) : api.stream(`${agentPath(sid, aid)}/log.from`, { request: `${LOG_FROM.format('tail', [String(TAIL)])}\n`, signal: abort.signal });
+        const source = ended
+          ? api.stream(`${agentPath(sid, aid)}/log.raw`, { signal: abort.signal })
+          : api.stream(`${agentPath(sid, aid)}/log.from`, {
+              request: `${LOG_FROM.format('tail', [String(TAIL)])}\n`,
+              signal: abort.signal,
+            });
         for await (const text of source) {
           if (!log.push(text)) continue;
           bumpChat();
@@ -372,7 +437,11 @@ export class Sync {
     const done = (async () => {
       try {
         let text = '';
-        for await (const chunk of api.stream(`${agentPath(session, agent)}/log.from`, { request: `${LOG_FROM.format('before', [first.id, String(pageSize)])}\n`, signal })) text += chunk;
+        for await (const chunk of api.stream(`${agentPath(session, agent)}/log.from`, {
+          request: `${LOG_FROM.format('before', [first.id, String(pageSize)])}\n`,
+          signal,
+        }))
+          text += chunk;
         if (signal?.aborted || get().chat !== log) return false;
         if (log.prepend(text, pageSize) || !log.hasOlder) set((s) => ({ chatVersion: s.chatVersion + 1 }));
         return log.hasOlder;
@@ -390,13 +459,12 @@ export class Sync {
   /** Loads older pages until block `id` is in the chat (a search hit further back than the tail). */
   protected async reveal(id: string): Promise<void> {
     const log = get().chat;
-    for (let waits = 0; log && get().chat === log && !log.get(id) && log.hasOlder; ) {
+    for (let waits = 0; log && get().chat === log && !log.get(id) && log.hasOlder;) {
       // Until the tail has arrived there is nothing to page back from; it comes in one read, so 5 s is plenty.
       if (!log.oldestFinal()) {
         if (++waits > 100) break;
         await new Promise((r) => setTimeout(r, 50));
-      }
-      else if (!(await this.loadOlder(REVEAL_PAGE))) break;
+      } else if (!(await this.loadOlder(REVEAL_PAGE))) break;
     }
   }
 
@@ -405,7 +473,11 @@ export class Sync {
     const api = this.api;
     if (!api || !session || !agent || isEnded(session, agent)) return;
     const base = agentPath(session, agent);
-    const [stats, cfg] = await Promise.all([api.readOr(`${base}/stats`, ''), api.readOr(`${base}/cfg`, ''), this.reloadQueue(session, agent)]);
+    const [stats, cfg] = await Promise.all([
+      api.readOr(`${base}/stats`, ''),
+      api.readOr(`${base}/cfg`, ''),
+      this.reloadQueue(session, agent),
+    ]);
     if (get().selected.agent === agent) set({ stats: parseKv(STATS, stats), cfg: parseKv(CFG, cfg) });
   }
 

@@ -4,7 +4,13 @@
  * own origin, carrying the token the page was opened with. Either way the owner's side may instead bridge it to
  * another machine's daemon over ssh ("Connect to…"): the page only names it.
  */
-import { messagePortChannel, webSocketChannel, type ByteChannel, type MessagePortLike, type WebSocketLike } from '../../../ninep/index.js';
+import {
+  messagePortChannel,
+  webSocketChannel,
+  type ByteChannel,
+  type MessagePortLike,
+  type WebSocketLike,
+} from '../../../ninep/index.js';
 
 /** The port message the preload posts to the page (a MessagePort cannot cross contextBridge). */
 export const PORT_MESSAGE = 'ollie:9p-port';
@@ -66,14 +72,16 @@ function viaPreload(bridge: OllieBridge, to: string): Promise<ByteChannel> {
         close: () => raw.close(),
         start: () => raw.start(),
       };
-      resolve(withReason(messagePortChannel(port), (end) => {
-        const onError = (m: MessageEvent): void => {
-          const why = m.source === window && (m.data as { ollie9pError?: unknown } | null)?.ollie9pError;
-          if (typeof why === 'string') end(why);
-        };
-        window.addEventListener('message', onError);
-        return () => window.removeEventListener('message', onError);
-      }));
+      resolve(
+        withReason(messagePortChannel(port), (end) => {
+          const onError = (m: MessageEvent): void => {
+            const why = m.source === window && (m.data as { ollie9pError?: unknown } | null)?.ollie9pError;
+            if (typeof why === 'string') end(why);
+          };
+          window.addEventListener('message', onError);
+          return () => window.removeEventListener('message', onError);
+        }),
+      );
     };
     window.addEventListener('message', onMessage);
     bridge.connect(to);
@@ -89,14 +97,16 @@ function viaWebSocket(to: string): Promise<ByteChannel> {
     ws.onopen = () => {
       ws.onerror = null;
       ws.onclose = null;
-      resolve(withReason(webSocketChannel(ws as unknown as WebSocketLike), (end) => {
-        // The server's close codes 4400 (a bad daemon address) and 4502 (that daemon unreachable) carry why.
-        const onClose = (ev: CloseEvent): void => {
-          if (ev.code >= 4000 && ev.reason) end(ev.reason);
-        };
-        ws.addEventListener('close', onClose);
-        return () => ws.removeEventListener('close', onClose);
-      }));
+      resolve(
+        withReason(webSocketChannel(ws as unknown as WebSocketLike), (end) => {
+          // The server's close codes 4400 (a bad daemon address) and 4502 (that daemon unreachable) carry why.
+          const onClose = (ev: CloseEvent): void => {
+            if (ev.code >= 4000 && ev.reason) end(ev.reason);
+          };
+          ws.addEventListener('close', onClose);
+          return () => ws.removeEventListener('close', onClose);
+        }),
+      );
     };
     ws.onerror = () => reject(new Error(`cannot reach olliesrv at ${location.host}`));
     ws.onclose = () => reject(new Error(`cannot reach olliesrv at ${location.host}`));
