@@ -118,6 +118,16 @@ describe('checkpoints of shell side effects', () => {
     expect(new Set(modes)).toEqual(new Set(['d 700', 'f 600']));
   });
 
+  it("checkpoints the user's own !cmd like a model's round, and rewinds it", async () => {
+    const { path, ctl } = await setup();
+    const before = tree(ws!);
+    await h!.turn(path, "!sed -i 's/alpha/ALPHA/' a.txt && echo made > mine.txt");
+    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\n');
+    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\nA\tmine.txt\n');
+    await ctl('rewind 1');
+    expect(tree(ws!)).toEqual(before);
+  });
+
   it('lists a file the user edited after the checkpoint as a conflict and does not overwrite it; force and keep decide', async () => {
     const { path, ctl } = await setup();
     h!.mock.script(...rounds(sh("sed -i 's/alpha/ALPHA/' a.txt && echo new > b.txt")));

@@ -99,7 +99,10 @@ export async function runShell(agent: Agent, cmd: string, signal: AbortSignal): 
     agent.log.add('tool', blocked.full, { name: 'shell' });
     return { reply: blocked.full, error: blocked.content };
   }
-  const res = await rt.host.call({ tool: 'shell', args: p.args!, flags: p.flags }, signal);
+  // Checkpointed like the model's rounds: what the user's own command changes can be rewound too.
+  const host = rt.host;
+  const call = () => host.call({ tool: 'shell', args: p.args!, flags: p.flags }, signal);
+  const res = await (agent.deps.checkpoints?.round(agent, [p.call], rt.tools, call) ?? call());
   const r = await postToolUseHooks(
     agent.deps.hooks,
     agent,
