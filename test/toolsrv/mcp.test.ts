@@ -237,7 +237,9 @@ describe('MCP servers in toolsrv', () => {
     });
     if (!free) {
       // Loud, not silent: the example's port is taken on this machine, so the SDK's own server is not tried.
-      console.error("\n*** test/toolsrv/mcp.test.ts: the SDK's simpleSseServer test SKIPPED: port 3000 is in use ***\n");
+      console.error(
+        "\n*** test/toolsrv/mcp.test.ts: the SDK's simpleSseServer test SKIPPED: port 3000 is in use ***\n",
+      );
       return ctx.skip();
     }
     const example = spawn(
