@@ -262,6 +262,24 @@ describe.skipIf(!sshdAvailable())('remote sessions over SSH (real sshd on loopba
     expect(remoteToolsrvs(sshd.remoteHome)).toHaveLength(1);
   }, 60_000);
 
+  it('a long result is saved on the host the tools run on, where the next tool call reads it', async () => {
+    await c.rdwrText('session/new', `name=spill cwd=${work} remote=${sshd.host}`);
+    await c.rdwrText('session/spill/agent/new', 'name=coder agent=e2e backend=mock');
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'seq 1 20000' } }] }], [{ text: 'done' }]);
+    await turn('session/spill/agent/coder', 'go');
+    // What the model was given: the head and tail, and where the whole is.
+    const agent = await agentOf('session/spill/agent/coder')();
+    const content = agent.history.messages.findLast((m) => m.role === 'tool')?.content ?? '';
+    const path = /The whole output is in (\S+) —/.exec(content)?.[1];
+    // On the remote side (the remote user's data dir), not in this daemon's.
+    expect(path?.startsWith(`${sshd.remoteHome}/`), content.slice(-400)).toBe(true);
+    expect(readFileSync(path!, 'utf8').split('\n').length).toBe(20001);
+    // The agent's tools there may read it, as they read a local spill file.
+    mock.script([{ toolCalls: [{ name: 'shell', args: { command: `wc -l < ${path}` } }] }], [{ text: 'done' }]);
+    const second = await turn('session/spill/agent/coder', 'count');
+    expect(second.at(-1)).toContain('20000');
+  });
+
   it("ctl remote moves a session's tools to the host and back", async () => {
     const work3 = join(sshd.remoteHome, 'work3');
     mkdirSync(work3);

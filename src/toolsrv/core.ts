@@ -8,7 +8,8 @@
  * cwd and revision. Procs, locks and the bypass queue are shared by all scopes.
  */
 import { statSync } from 'node:fs';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { privateDir, writePrivateFile } from '../platform/private.js';
 import { BypassBroker } from './bypass/broker.js';
 import { Confinement, SANDBOX_EXIT_CODES, SANDBOX_MESSAGE } from './exec/confine.js';
 import { containmentStatus } from './exec/containment.js';
@@ -177,6 +178,32 @@ export class Core {
       if (only || t.variant !== old.variant) bumped = true;
     }
     if (bumped) s.rev++;
+  }
+
+  /** The scope's agent's spill dir here (what its tools may read; see Confinement.spillDir). */
+  spillDir(s: Scope): string | undefined {
+    return this.opts.confinement.spillDir({
+      session: this.opts.sessionId ?? s.env.get('OLLIE_SESSION_ID'),
+      agent: s.name,
+    });
+  }
+
+  /**
+   * Saves a long tool result whole where the agent's tools can read it (`proc/spill`): on the host the tools run
+   * on, which for a remote session is this one, not olliesrv's. `message` is the file's name (letters, digits,
+   * `.`, `_`, `-`), a newline, then the content. Every level owner-only, the file 0600 (written new: a link
+   * planted under that name is replaced, never followed).
+   */
+  saveSpill(s: Scope, message: Uint8Array): void {
+    const nl = message.indexOf(10);
+    const name = new TextDecoder().decode(message.subarray(0, nl < 0 ? 0 : nl));
+    if (nl < 0 || !/^[\w.-]{1,128}$/.test(name) || name === '.' || name === '..')
+      throw new Error('proc/spill: write NAME (letters, digits, . _ -), a newline, then the content');
+    const dir = this.spillDir(s);
+    if (!dir) throw new Error('proc/spill: this scope has no session, so no spill directory');
+    let d = privateDir(dirname(dirname(dir)), 'the spill directory');
+    for (const part of [basename(dirname(dir)), basename(dir)]) d = privateDir(join(d, part), 'the spill directory');
+    writePrivateFile(join(d, `${name}.txt`), message.subarray(nl + 1));
   }
 
   toolInfos(s: Scope): ToolInfo[] {

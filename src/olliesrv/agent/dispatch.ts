@@ -105,6 +105,9 @@ export interface SpillTarget {
   name: string;
 }
 
+/** Where a long result went: saved here (SpillTarget), or already saved on the tools' host (its path there). */
+export type SpillTo = SpillTarget | { saved: string } | { failed: string };
+
 /**
  * Saves `body` whole in the agent's spill directory: every level owner-only and vetted (no planted symlink, no
  * other user's directory), the file created new, 0600, without following a link. Returns its path.
@@ -122,7 +125,7 @@ function spill(body: string, to: SpillTarget): string {
  * Turns a toolsrv result into what the model reads. Output over MODEL_OUTPUT_CAP keeps its head and tail, and
  * the whole output is saved to a file the model can page through with file_read.
  */
-export function forModel(r: ProcResult, to: SpillTarget): ModelResult {
+export function forModel(r: ProcResult, to: SpillTo): ModelResult {
   const isError = r.status !== 'exited' && r.status !== 'background' ? true : (r.exit ?? 0) !== 0;
   let body = r.output;
   if (r.status === 'refused') body = `error: ${r.error ?? 'the tool did not run'}`;
@@ -141,7 +144,9 @@ export function forModel(r: ProcResult, to: SpillTarget): ModelResult {
   if (Buffer.byteLength(body) <= MODEL_OUTPUT_CAP) return { content: body, isError, format: r.format, full };
   let where: string;
   try {
-    where = `The whole output is in ${spill(body, to)} — read the part you need with file_read (offset, limit) or search it with file_grep.`;
+    if ('failed' in to) throw new Error(to.failed);
+    const path = 'saved' in to ? to.saved : spill(body, to);
+    where = `The whole output is in ${path} — read the part you need with file_read (offset, limit) or search it with file_grep.`;
   } catch (e) {
     where = `The whole output could not be saved: ${(e as Error).message}.`;
   }

@@ -1,9 +1,17 @@
 /** Running tool calls: the model's rounds (batched, through toolsrv), tool_search, and the user's `!cmd`. */
 import { join } from 'node:path';
 import type { ToolCall } from '../backend/types.js';
-import type { ToolInfo } from '../../toolsrv/protocol.js';
+import type { ProcResult, ToolInfo } from '../../toolsrv/protocol.js';
 import type { Agent } from './agent.js';
-import { batches, forModel, prepare, type ModelResult, type PreparedCall } from './dispatch.js';
+import {
+  batches,
+  forModel,
+  MODEL_OUTPUT_CAP,
+  prepare,
+  type ModelResult,
+  type PreparedCall,
+  type SpillTo,
+} from './dispatch.js';
 import { AgentError, errText } from './errors.js';
 import type { Runtime } from './runtime.js';
 import { setState } from './state.js';
@@ -25,7 +33,6 @@ export async function runTools(
   const prepared = calls.map((c) => prepare(c, rt.tools));
   const deferred = new Set(deferredTools(agent, rt).map((t) => t.name));
   const results: ModelResult[] = new Array<ModelResult>(prepared.length);
-  const spillDir = join(agent.deps.outputDir, agent.sessionId, agent.id);
   for (const batch of batches(prepared)) {
     if (signal.aborted) break;
     await Promise.all(
@@ -52,7 +59,7 @@ export async function runTools(
               agent,
               p,
               res,
-              forModel(res, { root: agent.deps.outputDir, dir: spillDir, name: p.call.id.replace(/[^\w.-]/g, '_') }),
+              forModel(res, await spillTo(agent, rt, res, p.call.id.replace(/[^\w.-]/g, '_'))),
             );
             // A listed tool called by name: toolsrv validated and ran it; its schema goes out from now on.
             if (deferred.has(p.call.name)) activate(agent, rt, [p.call.name]);
@@ -103,13 +110,7 @@ export async function runShell(agent: Agent, cmd: string, signal: AbortSignal): 
   const host = rt.host;
   const call = () => host.call({ tool: 'shell', args: p.args!, flags: p.flags }, signal);
   const res = await (agent.deps.checkpoints?.round(agent, [p.call], rt.tools, call) ?? call());
-  const r = await postToolUseHooks(
-    agent.deps.hooks,
-    agent,
-    p,
-    res,
-    forModel(res, { root: agent.deps.outputDir, dir: join(agent.deps.outputDir, agent.sessionId, agent.id), name: id }),
-  );
+  const r = await postToolUseHooks(agent.deps.hooks, agent, p, res, forModel(res, await spillTo(agent, rt, res, id)));
   agent.log.add('tool', r.full, { name: 'shell', ...(r.format ? { format: r.format } : {}) });
   agent.history.append({
     role: 'user',
@@ -154,4 +155,20 @@ export async function toolSearch(agent: Agent, rt: Runtime, call: ToolCall): Pro
   );
   const text = describeLoaded(found, query, deferred);
   return { content: text, full: text, isError: false };
+}
+
+/**
+ * Where a long result of a call goes: the agent's spill dir here, or, when the session's tools run on another host,
+ * its spill dir there (saved through toolsrv first), since the tools that read it run there.
+ */
+async function spillTo(agent: Agent, rt: Runtime, res: ProcResult, name: string): Promise<SpillTo> {
+  const here = { root: agent.deps.outputDir, dir: join(agent.deps.outputDir, agent.sessionId, agent.id), name };
+  if (!agent.deps.remoteSession?.(agent.sessionId) || !rt.host?.spill) return here;
+  const full = forModel(res, { failed: '' }).full;
+  if (Buffer.byteLength(full) <= MODEL_OUTPUT_CAP) return here;
+  try {
+    return { saved: await rt.host.spill(name, full) };
+  } catch (e) {
+    return { failed: `on the tools' host: ${errText(e)}` };
+  }
 }

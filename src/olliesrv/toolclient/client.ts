@@ -172,6 +172,14 @@ export class ToolClient implements ToolHost {
   /** ctl writes started on this client: a rev read before one may be out of date. */
   private ctls = 0;
 
+  async spill(name: string, body: string): Promise<string> {
+    const c = await this.conn();
+    await c.write('proc/spill', `${name}\n${body}`);
+    const dir = (await c.readText('proc/spilldir')).trim();
+    if (!dir) throw new Error('the tool server has no spill directory for this agent');
+    return `${dir}/${name}.txt`;
+  }
+
   async ctl(command: string): Promise<void> {
     if (command.includes('\n')) throw new Error('a ctl command is one line (values with newlines cannot be set)');
     this.ctls++;

@@ -30,6 +30,11 @@ export interface ToolHost {
   procCtl?(pid: number, command: string): Promise<void>;
   /** Keystrokes for a tty tool's terminal (toolsrv's proc/{pid}/in); rejected for a process without a pty. */
   input?(pid: number, data: Uint8Array): Promise<void>;
+  /**
+   * Saves a long result whole on the host the tools run on (toolsrv's proc/spill), where the agent's tools can read
+   * it; its path there. For tools on another host: a file olliesrv wrote here would not be there.
+   */
+  spill?(name: string, body: string): Promise<string>;
   close(): Promise<void>;
 }
 

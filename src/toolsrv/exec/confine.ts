@@ -102,6 +102,11 @@ export class Confinement {
   }
 
   /** Reloads policies on their next use (after `ctl reload`). */
+  /** Where an agent's spill files live on this machine (the data dir's output/SESSION/AGENT); undefined for bad ids. */
+  spillDir(owner: { session?: string; agent: string }): string | undefined {
+    return owner.session ? spillDirFor(this.dirs.dataDir, owner.session, owner.agent) : undefined;
+  }
+
   forget(): void {
     this.policies.clear();
   }

@@ -62,6 +62,15 @@ export function toolsrvNamespace(core: Core, owner: string): FileServer<Node> {
           rdwr: async (ctx, req, signal) =>
             `${JSON.stringify(await core.call(scope(ctx), parseRequest(req), signal))}\n`,
         }),
+        Leaf('spill', {
+          doc: "Write NAME, a newline, then a long tool result: saved whole as NAME.txt in this agent's spill dir here (spilldir), where its tools may read it. Olliesrv's, for tools that run on another host.",
+          whole: true,
+          write: (ctx, data) => guard(() => core.saveSpill(scope(ctx), data)),
+        }),
+        Leaf('spilldir', {
+          doc: "This agent's spill directory on this host (empty without a session).",
+          read: (ctx) => `${core.spillDir(scope(ctx)) ?? ''}\n`,
+        }),
         Leaf('new.bg', {
           doc: 'Write a request as for new; read back the pid of the background process at once.',
           rdwr: async (ctx, req, signal) => {
