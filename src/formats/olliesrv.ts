@@ -124,6 +124,16 @@ export const SESSION_NEW = new KeyValues(
   undefined,
   "Read back the new session's name.",
 );
+/** The generation parameters an agent takes at creation (agent/new) and shows and changes in `cfg`. */
+const generation = (): Field[] => [
+  f('temperature', '', { type: 'number' }),
+  f('topP', '', { type: 'number' }),
+  int('topK'),
+  int('maxTokens'),
+  int('seed'),
+  int('thinkingBudget'),
+  f('reasoningEffort'),
+];
 export const AGENT_NEW = new KeyValues('agent/new', [
   f('name'),
   f('cwd'),
@@ -134,26 +144,14 @@ export const AGENT_NEW = new KeyValues('agent/new', [
   f('prompt', 'last, may be unquoted: the rest of the request'),
   int('steps'),
   int('tokens'),
-  f('temperature', '', { type: 'number' }),
-  f('topP', '', { type: 'number' }),
-  int('topK'),
-  int('maxTokens'),
-  int('seed'),
-  int('thinkingBudget'),
-  f('reasoningEffort'),
+  ...generation(),
 ]);
 export const CFG = new KeyValues('cfg', [
   f('backend'),
   f('model'),
   f('profile'),
   f('cwd'),
-  f('temperature', '', { type: 'number' }),
-  f('topP', '', { type: 'number' }),
-  int('topK'),
-  int('maxTokens'),
-  int('seed'),
-  int('thinkingBudget'),
-  f('reasoningEffort'),
+  ...generation(),
   f('stop', 'stop sequences, comma-separated'),
   int('maxSteps'),
   f('compactAt', 'a fraction of the window', { type: 'number' }),
