@@ -7,6 +7,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline/promises';
 import { dirname, join, resolve } from 'node:path';
 import { formatAddress, type Address } from '../ninep/index.js';
 import { run, type RunOptions } from './run.js';
@@ -177,24 +178,52 @@ program
 program
   .command('trust')
   .description(
-    "trust a project's .ollie-sandbox.yaml (or, named by its path, its .ollie-hooks.json or .mcp.json) as it is now (it applies only while unchanged); --untrust forgets it, --list lists",
+    "trust a project's .ollie-sandbox.yaml (or, named by its path, its .ollie-hooks.json or .mcp.json) as it is now (it applies only while unchanged); on a terminal it shows the file and asks first; --untrust forgets it, --list lists",
   )
   .argument('[path]', 'the project directory, its .ollie-sandbox.yaml, its .ollie-hooks.json or its .mcp.json', '.')
   .option('--config <dir>', 'configuration directory (where trusted-projects is kept)', configDir())
+  .option('--sha <sha256>', 'trust the file only if its SHA-256 is this (the bytes you read), without asking')
+  .option('--yes', 'do not show the file and ask, even on a terminal')
   .option('--untrust', 'forget the file instead')
   .option('--list', 'list the trusted files: sha256, path')
-  .action(async (path: string, o: { config: string; untrust?: boolean; list?: boolean }) => {
-    const { applyTrustCommands, listTrusted } = await import('../toolsrv/public.js');
-    try {
-      const dir = resolve(o.config);
-      process.stdout.write(
-        o.list ? listTrusted(dir) : applyTrustCommands(dir, `${o.untrust ? 'untrust' : 'trust'} ${resolve(path)}`),
-      );
-    } catch (e) {
-      process.stderr.write(`ollie trust: ${(e as Error).message}\n`);
-      process.exitCode = 1;
-    }
-  });
+  .action(
+    async (path: string, o: { config: string; sha?: string; yes?: boolean; untrust?: boolean; list?: boolean }) => {
+      const { applyTrustCommands, listTrusted, projectPolicy, trust } = await import('../toolsrv/public.js');
+      try {
+        const dir = resolve(o.config);
+        if (o.list) process.stdout.write(listTrusted(dir));
+        else if (o.untrust) process.stdout.write(applyTrustCommands(dir, `untrust ${resolve(path)}`));
+        else {
+          let sha = o.sha;
+          if (sha === undefined && !o.yes && process.stdin.isTTY) {
+            // What the owner is shown is what gets trusted: the hash of these bytes pins the trust, so an agent
+            // that rewrites the file while the owner reads it gets a refusal, not its version trusted.
+            const shown = projectPolicy(path);
+            process.stdout.write(`${shown.file} (SHA-256 ${shown.sha}):\n\n${shown.bytes.toString('utf8')}\n`);
+            if (!(await confirm('Trust this file as shown? [y/N] '))) {
+              process.stderr.write('ollie trust: nothing trusted\n');
+              process.exitCode = 1;
+              return;
+            }
+            sha = shown.sha;
+          }
+          process.stdout.write(`trusted ${trust(dir, resolve(path), sha)}\n`);
+        }
+      } catch (e) {
+        process.stderr.write(`ollie trust: ${(e as Error).message}\n`);
+        process.exitCode = 1;
+      }
+    },
+  );
+
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
 
 registerModels(program);
 registerSetup(program);

@@ -54,7 +54,11 @@ export const CHECKED_MODELS = new Records('check', [
   f('model'),
   opt('context', 'the context length', { type: 'integer' }),
 ]);
-export const TRUST = new Records('trust', [f('sha256'), f('path')], 'Write "trust PATH" or "untrust PATH" lines.');
+export const TRUST = new Records(
+  'trust',
+  [f('sha256'), f('path')],
+  'Write "trust PATH [SHA256]" or "untrust PATH" lines (a SHA-256 trusts the file only if it still has those bytes).',
+);
 export const SEARCH_HITS = new Records(
   'search',
   [

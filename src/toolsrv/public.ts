@@ -20,8 +20,10 @@ export {
   applyTrustCommands,
   listTrusted,
   PROJECT_HOOKS_FILE_NAME,
+  projectPolicy,
   readTrusted,
   sha256,
+  trust,
   TrustError,
 } from './sandbox/trust.js';
 export { containmentStatus, describeContainment } from './exec/containment.js';

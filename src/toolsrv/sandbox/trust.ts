@@ -89,9 +89,17 @@ function save(configDir: string, m: Map<string, string>): void {
   renameSync(tmp, file);
 }
 
-/** Trusts the policy file at `path` (or in the project directory `path`) as it is now. Returns its `sha\tpath` line. */
-export function trust(configDir: string, path: string): string {
+/**
+ * Trusts the policy file at `path` (or in the project directory `path`) as it is now. Returns its `sha\tpath` line.
+ * With `expected` (the SHA-256 of the bytes the owner read), a file that differs is refused: an agent that rewrites
+ * the file between the owner's reading and this call does not get its version trusted.
+ */
+export function trust(configDir: string, path: string, expected?: string): string {
   const { file, sha } = projectPolicy(path);
+  if (expected !== undefined && expected.toLowerCase() !== sha)
+    throw new TrustError(
+      `${file} has changed since you read it: its SHA-256 is ${sha}, not ${expected.toLowerCase()}; read it again, nothing was trusted`,
+    );
   if (/[\t\n]/.test(file))
     throw new TrustError(`${JSON.stringify(file)}: a path with a tab or newline cannot be listed`);
   const m = readTrusted(configDir);
@@ -120,19 +128,23 @@ export function untrust(configDir: string, path: string): boolean {
   return had;
 }
 
-/** `config/trust` and `ollie trust`: applies `trust PATH` / `untrust PATH` lines; returns one result line each. */
+/**
+ * `config/trust` and `ollie trust`: applies `trust PATH [SHA256]` / `untrust PATH` lines; returns one result line
+ * each. A trailing SHA-256 pins the bytes to trust (see `trust`); a path that itself ends in a space and 64 hex
+ * digits cannot be named without one.
+ */
 export function applyTrustCommands(configDir: string, text: string): string {
   const out: string[] = [];
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (!line || line.startsWith('#')) continue;
-    const m = /^(trust|untrust)\s+(\/.*)$/.exec(line);
+    const m = /^(?:trust\s+(\/.*?)(?:\s+([0-9a-fA-F]{64}))?|untrust\s+(\/.*))$/.exec(line);
     if (!m)
       throw new TrustError(
-        `${JSON.stringify(line)}: expected "trust /abs/path" or "untrust /abs/path" (the project directory or its ${PROJECT_POLICY_NAME})`,
+        `${JSON.stringify(line)}: expected "trust /abs/path [sha256]" or "untrust /abs/path" (the project directory or its ${PROJECT_POLICY_NAME})`,
       );
-    if (m[1] === 'trust') out.push(`trusted ${trust(configDir, m[2]!)}`);
-    else out.push(untrust(configDir, m[2]!) ? `untrusted ${m[2]}` : `${m[2]} was not trusted`);
+    if (m[1] !== undefined) out.push(`trusted ${trust(configDir, m[1], m[2])}`);
+    else out.push(untrust(configDir, m[3]!) ? `untrusted ${m[3]}` : `${m[3]} was not trusted`);
   }
   return out.map((l) => `${l}\n`).join('');
 }
