@@ -42,6 +42,11 @@ const MAX_FILE = 1 << 20;
 export interface HookCommand {
   command: string;
   timeoutSec: number;
+  /**
+   * A hook that fails (exits with anything but 0 or 2, times out, is killed at its output cap, cannot run) blocks
+   * what it guards instead of letting it through: a guard the agent can make fail is otherwise no guard.
+   */
+  failClosed: boolean;
   /** The matcher it was listed under ('' matches everything). */
   matcher: string;
   /** The file it came from. */
@@ -110,7 +115,7 @@ export function parseHooks(file: string, text: string): HookTable {
         const hw = `${where}.hooks[${j}]`;
         if (!isObject(h)) throw new HookConfigError(`${hw}: expected an object {"type": "command", "command": "…"}`);
         for (const k of Object.keys(h))
-          if (!['type', 'command', 'timeout'].includes(k))
+          if (!['type', 'command', 'timeout', 'failClosed'].includes(k))
             throw new HookConfigError(`${hw}: unknown key ${JSON.stringify(k)}`);
         if (h.type !== 'command')
           throw new HookConfigError(`${hw}.type: must be "command" (the only kind of hook Ollie runs)`);
@@ -122,7 +127,9 @@ export function parseHooks(file: string, text: string): HookTable {
           throw new HookConfigError(
             `${hw}.timeout: must be a number of seconds above 0 and at most ${MAX_HOOK_TIMEOUT}`,
           );
-        return { command: h.command, timeoutSec: t, matcher: m, source: file };
+        if (h.failClosed !== undefined && typeof h.failClosed !== 'boolean')
+          throw new HookConfigError(`${hw}.failClosed: must be true or false`);
+        return { command: h.command, timeoutSec: t, failClosed: h.failClosed === true, matcher: m, source: file };
       });
       matchers.push({ re, hooks });
     });

@@ -6,7 +6,8 @@
  *   JSON object is read as Claude Code's hook output (decision, reason, continue/stopReason, systemMessage,
  *   hookSpecificOutput: permissionDecision, permissionDecisionReason, updatedInput, additionalContext).
  * - exit 2: block; stderr (else stdout) is the reason, told to the model and to the user.
- * - any other exit, a timeout, a hook that could not run: an error shown to the user; the agent goes on.
+ * - any other exit, a timeout, a hook that could not run: an error shown to the user; the agent goes on, unless
+ *   the entry says `"failClosed": true` (then it blocks like exit 2).
  *
  * Every run is recorded: a line in the session's `hooks` file (the last RECORDS_KEPT, in memory), an event
  * `session.S.agent.A.hook` on the bus, and (by the caller, agent.ts's call sites) a block in the chat. Hooks
@@ -223,10 +224,13 @@ export class Hooks {
       const rec = this.record(event, site, tool ?? '', c, r);
       out.records.push(rec);
       const what = `${event} hook ${JSON.stringify(c.command)}`;
-      // A hook that did not run, was killed or failed is told to the user by its record (the caller shows it).
-      if (r.notRun || r.cut) return;
+      // A hook that did not run, was killed or failed is told to the user by its record (the caller shows it),
+      // and blocks only when its entry says it fails closed.
+      if (r.notRun || r.cut || (r.code !== 0 && r.code !== 2)) {
+        if (c.failClosed) blocks.push(`${what} failed (${rec.why ?? `exit ${rec.exit}`}) and fails closed`);
+        return;
+      }
       if (r.code === 2) return void blocks.push(r.stderr.trim() || r.stdout.trim() || `blocked by ${what}`);
-      if (r.code !== 0) return;
       const json = parseOutput(r.stdout);
       if (!json) {
         if ((event === 'SessionStart' || event === 'UserPrompt') && r.stdout.trim()) out.context.push(r.stdout.trim());
