@@ -203,10 +203,17 @@ describe('MCP servers in toolsrv', () => {
   });
 
   test('resources and prompts are read through mcp/SERVER', async () => {
-    const { c, cwd } = await mcpEnv({ fx: fixtureServer() });
+    const { c, cwd } = await mcpEnv({
+      fx: fixtureServer(),
+      inws: fixtureServer({ ollie: { cwd: 'workspace' } }),
+      there: fixtureServer({ ollie: { cwd: '/tmp' } }),
+    });
     expect(await c.readText('mcp/fx/resources')).toContain('fixture://greeting\tgreeting\ttext/plain\n');
     expect(await c.rdwrText('mcp/fx/resource', 'fixture://greeting')).toBe('hello from an MCP resource\n');
-    expect(await c.rdwrText('mcp/fx/resource', 'fixture://cwd')).toBe(`${cwd}\n`);
+    // A server starts outside the workspace unless its declaration asks for it (or for another directory).
+    expect(await c.rdwrText('mcp/fx/resource', 'fixture://cwd')).toBe('/\n');
+    expect(await c.rdwrText('mcp/inws/resource', 'fixture://cwd')).toBe(`${cwd}\n`);
+    expect(await c.rdwrText('mcp/there/resource', 'fixture://cwd')).toBe('/tmp\n');
     expect(JSON.parse(await c.readText('mcp/fx/prompts'))[0]).toMatchObject({ name: 'review' });
     expect(await c.rdwrText('mcp/fx/prompt', JSON.stringify({ name: 'review', arguments: { file: 'a.ts' } }))).toBe(
       'Please review a.ts for bugs.',

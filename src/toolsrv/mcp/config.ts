@@ -9,10 +9,11 @@
  *     "NAME": {"type": "sse", "url": "https://…/sse"},                                       the older SSE transport
  *   }}
  *
- * plus Ollie's own key per server, `"ollie": {"sandbox": {…}, "workspace": "ro"|"rw", "timeout": S, "disabled": B}`:
- * the sandbox rules of a stdio server beyond the policy (the .meta `sandbox` rules: network ports, env names,
- * data dirs; registry/sandbox-rules.ts), whether it may write the workspace (default: read only), the default
- * timeout of its calls in seconds. A project's file applies only once the owner trusted that exact file
+ * plus Ollie's own key per server, `"ollie": {"sandbox": {…}, "workspace": "ro"|"rw", "cwd": "workspace"|"/abs",
+ * "timeout": S, "disabled": B}`: the sandbox rules of a stdio server beyond the policy (the .meta `sandbox` rules:
+ * network ports, env names, data dirs; registry/sandbox-rules.ts), whether it may write the workspace (default:
+ * read only), the directory it starts in (default `/`, see STDIO_DEFAULT_CWD), the default timeout of its calls
+ * in seconds. A project's file applies only once the owner trusted that exact file
  * (sandbox/trust.ts, `config/trust`: `trust /path/to/project/.mcp.json`); a project server of the same name as a
  * global one replaces it, like Claude Code's project scope.
  *
@@ -50,6 +51,8 @@ export interface StdioServer extends Common {
   sandbox: SandboxExtra;
   /** The workspace (the session's cwd) writable to it; read only by default. */
   workspaceWritable: boolean;
+  /** The directory it starts in: an absolute path, or 'workspace' for the session's workspace. */
+  cwd: string;
 }
 
 export interface RemoteServer extends Common {
@@ -94,7 +97,16 @@ function stringMap(v: unknown, where: string): Record<string, string> {
 
 const STDIO_KEYS = ['type', 'command', 'args', 'env', 'ollie'];
 const REMOTE_KEYS = ['type', 'url', 'headers', 'ollie'];
-const OLLIE_KEYS = ['sandbox', 'workspace', 'timeout', 'disabled'];
+const OLLIE_KEYS = ['sandbox', 'workspace', 'cwd', 'timeout', 'disabled'];
+
+/**
+ * Where a stdio server starts unless its declaration says otherwise: not the workspace, which agents write. A
+ * command finds programs relative to its directory — `npx -y PKG` runs `./node_modules/PKG` when there is one,
+ * `python -m MOD` a `./MOD.py` — so a server started in the workspace runs whatever an agent planted there, with
+ * the server's keys; `/` holds nothing an agent can write. A server that needs the project as its directory says
+ * `"cwd": "workspace"`, and with it trusts the workspace's files.
+ */
+export const STDIO_DEFAULT_CWD = '/';
 
 /** One server's declaration, checked; throws ConfigError naming the field. */
 function parseServer(name: string, file: string, v: unknown): ServerConfig {
@@ -131,6 +143,12 @@ function parseServer(name: string, file: string, v: unknown): ServerConfig {
       throw new ConfigError('command: missing (a stdio server is a program to run)');
     if (o.workspace !== undefined && o.workspace !== 'ro' && o.workspace !== 'rw')
       throw new ConfigError('ollie.workspace: must be "ro" or "rw"');
+    if (
+      o.cwd !== undefined &&
+      o.cwd !== 'workspace' &&
+      !(typeof o.cwd === 'string' && o.cwd.startsWith('/') && !o.cwd.includes('\0'))
+    )
+      throw new ConfigError('ollie.cwd: must be "workspace" or an absolute path');
     let sandbox: SandboxExtra;
     try {
       sandbox = parseToolSandbox(o.sandbox);
@@ -152,11 +170,13 @@ function parseServer(name: string, file: string, v: unknown): ServerConfig {
       env,
       sandbox,
       workspaceWritable: o.workspace === 'rw',
+      cwd: typeof o.cwd === 'string' ? o.cwd : STDIO_DEFAULT_CWD,
     };
   }
-  if (o.sandbox !== undefined || o.workspace !== undefined)
+  const local = (['sandbox', 'workspace', 'cwd'] as const).find((k) => o[k] !== undefined);
+  if (local)
     throw new ConfigError(
-      `ollie.${o.sandbox !== undefined ? 'sandbox' : 'workspace'}: only a stdio server runs in the sandbox; a ${type} server is reached over the network by toolsrv`,
+      `ollie.${local}: only a stdio server runs in the sandbox; a ${type} server is reached over the network by toolsrv`,
     );
   if (typeof v.url !== 'string') throw new ConfigError('url: missing (a remote server is a URL)');
   let url: URL;

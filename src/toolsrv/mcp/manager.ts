@@ -92,7 +92,7 @@ export class McpManager {
     for (const n of this.config.notices) this.o.log(`MCP: ${n}`);
     for (const s of this.config.servers) {
       const conn = new McpConnection(s, {
-        cwd: this.workspace,
+        cwd: s.type === 'stdio' && s.cwd !== 'workspace' ? s.cwd : this.workspace,
         launch: (srv, unconfined) => this.launch(srv, unconfined),
         changed: () => this.rebuild(),
         log: this.o.log,
