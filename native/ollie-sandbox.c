@@ -33,10 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EXIT_POLICY 120      /* bad command line / policy */
@@ -150,6 +153,10 @@ static struct rule rules[MAX_ITEMS];
 static int nrules;
 static char *denies[MAX_ITEMS]; /* canonical paths no rule may cover */
 static int ndenies;
+static const char *protects[MAX_ITEMS]; /* kept read-only even beneath a write rule (a bind mount) */
+static int nprotects;
+static const char *pins[MAX_ITEMS]; /* made mount points, so that they cannot be renamed or removed */
+static int npins;
 static uint64_t bind_ports[MAX_ITEMS], connect_ports[MAX_ITEMS];
 static int nbind, nconnect;
 static const char *env_keep[MAX_ITEMS];
@@ -808,10 +815,105 @@ static void drop_privileges(void) {
       die(EXIT_SETUP, "capabilities are still held after dropping them all");
 }
 
+/* ---- protected paths: read-only beneath a write rule -------------------------------------------------- */
+
+/*
+ * Landlock only adds rights, so a file beneath a writable directory cannot be kept read-only by it. Some such files
+ * are run later by the user, outside any sandbox: a repository's .git/hooks and .git/config (a hook, or a
+ * core.fsmonitor, the agent planted runs at the user's next `git commit` or `git status`). The tool gets a mount
+ * namespace of its own in which each --protect path is bind-mounted read-only onto itself, and each --pin path
+ * (their parent, .git) onto itself, read-write: a mount point cannot be renamed or removed (EBUSY), so the
+ * repository cannot be swapped for a copy with other hooks. Landlock's rules hold on the inodes, so the mounts
+ * change nothing else, and once restricted (and under the system call filter) the tool can neither mount nor
+ * unmount. As root the mount namespace is enough; another user first enters a user namespace of its own, mapping
+ * only its own ids, whose capabilities drop_privileges() then drops.
+ */
+static void write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+    die(EXIT_UNAVAILABLE, "unavailable: cannot keep .git/hooks and .git/config read-only: writing %s: %s", path,
+        strerror(errno));
+  close(fd);
+}
+
+/* Binds `path` onto itself (read-only with `ro`), through a descriptor: what is mounted on is what was opened. */
+static void bind_self(const char *path, int ro) {
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return; /* nothing there to protect */
+    die(EXIT_SETUP, "protect %s: %s", path, strerror(errno));
+  }
+  char at[64];
+  snprintf(at, sizeof at, "/proc/self/fd/%d", fd);
+  if (mount(at, at, NULL, MS_BIND | MS_REC, NULL) < 0) die(EXIT_SETUP, "bind mount %s: %s", path, strerror(errno));
+  if (ro) {
+    /* A remount in a user namespace must keep the flags the kernel locked on the original mount. */
+    struct statvfs st;
+    unsigned long keep = 0;
+    if (statvfs(path, &st) == 0)
+      keep = (st.f_flag & ST_NOSUID ? MS_NOSUID : 0) | (st.f_flag & ST_NODEV ? MS_NODEV : 0) |
+             (st.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) | (st.f_flag & ST_NOATIME ? MS_NOATIME : 0) |
+             (st.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) | (st.f_flag & ST_RELATIME ? MS_RELATIME : 0);
+    /* The new mount is the one the descriptor's path now names: open it again to reach it, not the one below. */
+    int top = open(path, O_PATH | O_CLOEXEC);
+    if (top < 0) die(EXIT_SETUP, "protect %s: %s", path, strerror(errno));
+    snprintf(at, sizeof at, "/proc/self/fd/%d", top);
+    if (mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0)
+      die(EXIT_SETUP, "read-only remount of %s: %s", path, strerror(errno));
+    close(top);
+  }
+  close(fd);
+}
+
+static void protect_paths(void) {
+  if (!nprotects && !npins) return;
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  struct __user_cap_data_struct d[2];
+  int admin = capget2(d) == 0 && (d[0].effective & (1U << CAP_SYS_ADMIN));
+  if (unshare(admin ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) < 0)
+    die(EXIT_UNAVAILABLE,
+        "unavailable: cannot keep .git/hooks and .git/config read-only: this kernel refuses a %s namespace (%s); "
+        "allow unprivileged user namespaces, or set `isolate: {git_hooks: false, startup_files: false}` in "
+        "sandbox.yaml to run without",
+        admin ? "mount" : "user", strerror(errno));
+  if (!admin) {
+    char map[64];
+    write_file("/proc/self/setgroups", "deny");
+    snprintf(map, sizeof map, "%u %u 1", (unsigned)uid, (unsigned)uid);
+    write_file("/proc/self/uid_map", map);
+    snprintf(map, sizeof map, "%u %u 1", (unsigned)gid, (unsigned)gid);
+    write_file("/proc/self/gid_map", map);
+  }
+  /* Nothing done here may reach the namespace the daemon and the user's programs live in. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    die(EXIT_SETUP, "making the mounts private: %s", strerror(errno));
+  for (int p = 0; p < npins; p++) bind_self(pins[p], 0);
+  for (int p = 0; p < nprotects; p++) bind_self(protects[p], 1);
+}
+
 /* ---- probe ----------------------------------------------------------------------------------------- */
 
 /* One item of a JSON list of names (system calls, capability sets: never a quote or a backslash in them). */
 #define JSON_LIST_ITEM(sep, s) printf("%s\"%s\"", (sep), (s))
+
+/* Whether --protect can work here: a child tries the namespaces it would enter. */
+static void probe_protect(void) {
+  struct __user_cap_data_struct d[2];
+  int admin = capget2(d) == 0 && (d[0].effective & (1U << CAP_SYS_ADMIN));
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(unshare(admin ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : errno & 0x7f);
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) {
+    printf("{\"unavailable\":\"could not try the namespaces\"}");
+    return;
+  }
+  if (WEXITSTATUS(status) == 0) printf("{\"how\":\"%s\"}", admin ? "mount namespace" : "user and mount namespace");
+  else
+    printf("{\"unavailable\":\"this kernel refuses a %s namespace (%s)\"}", admin ? "mount" : "user",
+           strerror(WEXITSTATUS(status)));
+}
 
 /*
  * What the helper would apply here, as one line of JSON (docs/sandbox.md): Landlock's ABI and the rights it
@@ -874,7 +976,9 @@ static void probe(void) {
   if (!setpcap && is_root() && !bounding_set_empty())
     printf(",\"unavailable\":\"running as root without CAP_SETPCAP: the bounding set cannot be emptied nor "
            "SECBIT_NOROOT set\"");
-  printf("},\"containment\":[],\"limits\":[]}\n");
+  printf("},\"protect\":");
+  probe_protect();
+  printf(",\"containment\":[],\"limits\":[]}\n");
   exit(0);
 }
 
@@ -963,7 +1067,7 @@ static const struct builtin_tool *builtin_program(const char *file) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: %s [--ro P] [--rox P] [--rw P] [--rwx P] [--deny P] [--no-net] [--net-bind PORT]\n"
+          "usage: %s [--ro P] [--rox P] [--rw P] [--rwx P] [--deny P] [--protect P] [--pin P] [--no-net] [--net-bind PORT]\n"
           "       [--net-connect PORT] [--scope-signals] [--scope-abstract-unix] [--allow-unix | --deny-unix]\n"
           "       [--env-keep VAR|PREFIX*] [--env-set VAR=VALUE] [--audit] [--abi-max N] -- PROGRAM [ARGS...]\n"
           "       %s --probe [--abi-max N]\n",
@@ -999,6 +1103,16 @@ int main(int argc, char **argv) {
       char real[PATH_MAX];
       canonical_denied(v, real);
       denies[ndenies++] = strdup(real);
+      i++;
+    } else if (!strcmp(a, "--protect") || !strcmp(a, "--pin")) {
+      if (!v || v[0] != '/') die(EXIT_POLICY, "%s needs an absolute path", a);
+      if (a[2] == 'p' && a[3] == 'r') {
+        check_room("--protect", &nprotects);
+        protects[nprotects++] = v;
+      } else {
+        check_room("--pin", &npins);
+        pins[npins++] = v;
+      }
       i++;
     } else if (!strcmp(a, "--net-bind") || !strcmp(a, "--net-connect")) {
       if (!v) die(EXIT_POLICY, "%s needs a port", a);
@@ -1067,6 +1181,8 @@ int main(int argc, char **argv) {
         : scope_signals                      ? "signals"
                                              : "abstract Unix sockets",
         abi);
+
+  protect_paths();
 
   handled_fs = fs_rights_for_abi(abi);
   struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs};

@@ -100,7 +100,9 @@ describe('an agent attacking checkpoints', () => {
     h!.mock.script(
       ...script(
         sh('mkdir d && echo mine > d/f && ln -s /etc etc-link'),
-        sh(`rm -rf d && ln -s ${outside} d && mkdir -p .git/hooks && echo evil > .git/hooks/post-checkout`),
+        sh(
+          `rm -rf d && ln -s ${outside} d && echo evil > .git/description; echo evil > .git/hooks/post-checkout; true`,
+        ),
         sh(`rm a.txt && ln -s ${join(outside, 'f')} a.txt`),
       ),
     );
@@ -117,8 +119,10 @@ describe('an agent attacking checkpoints', () => {
     expect(lstatSync(join(ws!, 'a.txt')).isFile()).toBe(true);
     expect(readFileSync(join(outside, 'f'), 'utf8')).toBe('outside\n');
     expect(existsSync(join(outside, 'd'))).toBe(false);
-    // .git is neither checkpointed nor rewound: the hook the agent wrote is still there for the owner to see.
-    expect(readFileSync(join(ws!, '.git', 'hooks', 'post-checkout'), 'utf8')).toBe('evil\n');
+    // .git is neither checkpointed nor rewound: what the agent wrote there is still there for the owner to see
+    // (its hooks it could not write: they stay read-only to tools, test/security/git-hooks.test.ts).
+    expect(readFileSync(join(ws!, '.git', 'description'), 'utf8')).toBe('evil\n');
+    expect(existsSync(join(ws!, '.git', 'hooks', 'post-checkout'))).toBe(false);
     // Rewinding to before everything removes the agent's link to /etc and leaves /etc alone.
     await h!.c.rdwrText(`${path}/ctl`, 'rewind 1');
     expect(existsSync(join(ws!, 'etc-link'))).toBe(false);

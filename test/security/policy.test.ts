@@ -594,7 +594,7 @@ describe.skipIf(!ready)('trusting a project file: config/trust and `ollie trust`
       expect(await h.c.readText('config/trust')).toBe(`${sha}\t${file}\n`);
       expect(statSync(join(h.configDir, 'trusted-projects')).mode & 0o777).toBe(0o600);
       await expect(h.c.write('config/trust', 'trust relative/path\n')).rejects.toThrow(
-        /expected "trust \/abs\/path" or "untrust \/abs\/path"/,
+        /expected "trust \/abs\/path \[sha256\]" or "untrust \/abs\/path"/,
       );
       await expect(h.c.write('config/trust', `trust ${join(h.dir, 'nope')}\n`)).rejects.toThrow(/nope: no such file/);
       await h.c.write('config/trust', `untrust ${file}\n`);

@@ -12,6 +12,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -23,6 +24,7 @@ import {
   type SandboxPolicy,
 } from './policy.js';
 import { ALLOW_PRIVATE_ENV } from '../../tools/web/address.js';
+import { protectedPaths } from './protected.js';
 
 export {
   loadPolicy,
@@ -91,6 +93,8 @@ export interface LandlockStatus {
    * `containment` and `limits`; empty when it applies none). */
   containment?: string[];
   limits?: string[];
+  /** How the helper keeps .git/hooks and startup files read-only (protected.ts), or why it cannot here. */
+  protect?: { how?: string; unavailable?: string };
 }
 
 /** The probe's JSON as the helper prints it (snake_case). */
@@ -102,6 +106,7 @@ interface ProbeJson {
   capabilities?: SandboxPrivileges;
   containment?: string[];
   limits?: string[];
+  protect?: { how?: string; unavailable?: string };
 }
 
 /** Parses `ollie-sandbox --probe`'s output; throws naming what is wrong with it. */
@@ -134,6 +139,7 @@ export function parseProbe(out: string): LandlockStatus {
     ...(p.capabilities && { capabilities: p.capabilities }),
     ...(p.containment && { containment: p.containment }),
     ...(p.limits && { limits: p.limits }),
+    ...(p.protect && { protect: p.protect }),
   };
 }
 
@@ -151,7 +157,12 @@ export function sandboxSummary(s: LandlockStatus): string {
     ? `${c.root ? 'root: ' : ''}capabilities dropped (${c.drops.join(', ')}${c.securebits ? '; securebits locked' : ''})`
     : 'capabilities: unknown';
   const extra = [...(s.containment ?? []), ...(s.limits ?? [])];
-  return `sandbox: ${landlock}; ${filter}; ${caps}; no_new_privs${extra.length ? `; ${extra.join(', ')}` : ''}`;
+  const kept = s.protect?.how
+    ? `; .git/hooks and startup files read-only (${s.protect.how})`
+    : s.protect?.unavailable
+      ? `; .git/hooks and startup files cannot be kept read-only: ${s.protect.unavailable}`
+      : '';
+  return `sandbox: ${landlock}; ${filter}; ${caps}; no_new_privs${kept}${extra.length ? `; ${extra.join(', ')}` : ''}`;
 }
 
 export interface SandboxCommand {
@@ -317,7 +328,8 @@ function policyRules(policy: SandboxPolicy): Array<[Access, string]> {
 export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): string[] {
   const a: string[] = [];
   const fs = policy.filesystem;
-  for (const [level, p] of filesystemRules(policy, extra)) a.push(`--${level}`, p);
+  const rules = filesystemRules(policy, extra);
+  for (const [level, p] of rules) a.push(`--${level}`, p);
   // The tools themselves and what they run on: Ollie's own files (dist/ for client_9p's ollie-9p, node_modules)
   // are readable, the tool directories executable. The user's tools live inside the denied config dir: a rule
   // naming them explicitly holds (only broader rules are cut around denied paths).
@@ -336,6 +348,10 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   a.push('--rox', NODE_DIR);
   for (const d of fs.deny) a.push('--deny', d);
   for (const d of systemSecrets()) a.push('--deny', d);
+  const writable = rules.filter(([level]) => level === 'rw' || level === 'rwx').map(([, p]) => p);
+  const kept = protectedPaths(writable, canonical(policy.home ?? homedir()), policy.isolate);
+  for (const p of kept.pin) a.push('--pin', p);
+  for (const p of kept.protect) a.push('--protect', p);
   const n = policy.network;
   const toolNet =
     extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0)

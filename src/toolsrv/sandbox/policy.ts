@@ -39,8 +39,13 @@ export interface SandboxPolicy {
     /** May tools create Unix sockets (connect to local daemons)? */
     unix: boolean;
   };
-  /** Keep processes inside from signalling processes outside / reaching abstract Unix sockets outside. */
-  isolate: { signals: boolean; abstractUnix: boolean };
+  /**
+   * Keep processes inside from signalling processes outside / reaching abstract Unix sockets outside, and from
+   * planting what the user runs later outside the sandbox: a writable repository's .git/hooks and .git/config
+   * (`gitHooks`), the shell and session startup files of a writable home (`startupFiles`) stay read-only
+   * (protected.ts).
+   */
+  isolate: { signals: boolean; abstractUnix: boolean; gitHooks: boolean; startupFiles: boolean };
   /** Environment variables passed to tools (NAME, or PREFIX* ); everything else is dropped. */
   env: string[];
   /** What one call may use (sandbox/limits.ts); 0 is no limit. */
@@ -49,6 +54,8 @@ export interface SandboxPolicy {
   checkpoint?: CheckpointRules;
   /** The private tmp dir ({TMPDIR}), which tools also get as $TMPDIR. */
   tmpDir: string;
+  /** The user's home ({HOME}): its startup files are protected where a rule makes it writable. */
+  home?: string;
   /** The user's tool dir ($XDG_CONFIG_HOME/ollie/tools): readable and executable although the config dir is denied. */
   toolDirs: string[];
   /**
@@ -239,7 +246,7 @@ interface PolicyFile {
   /** The line of each filesystem entry, in the same order. */
   lines: Partial<Record<Access | 'deny', number[]>>;
   network: { enabled?: boolean; bindTcp?: number[]; connectTcp?: number[]; unix?: boolean };
-  isolate: { signals?: boolean; abstractUnix?: boolean };
+  isolate: { signals?: boolean; abstractUnix?: boolean; gitHooks?: boolean; startupFiles?: boolean };
   env?: string[];
   limits: Partial<Limits>;
   checkpoint?: ReturnType<typeof parseCheckpointRules>;
@@ -349,6 +356,8 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
       section(value, key, {
         signals: (v, k) => (out.isolate.signals = bool(v, k)),
         abstract_unix: (v, k) => (out.isolate.abstractUnix = bool(v, k)),
+        git_hooks: (v, k) => (out.isolate.gitHooks = bool(v, k)),
+        startup_files: (v, k) => (out.isolate.startupFiles = bool(v, k)),
       });
     } else if (key === 'env') {
       out.env = list(value, key, (n) =>
@@ -401,11 +410,17 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
       connectTcp: f.network.connectTcp ?? [],
       unix: f.network.unix ?? false,
     },
-    isolate: { signals: f.isolate.signals ?? true, abstractUnix: f.isolate.abstractUnix ?? true },
+    isolate: {
+      signals: f.isolate.signals ?? true,
+      abstractUnix: f.isolate.abstractUnix ?? true,
+      gitHooks: f.isolate.gitHooks ?? true,
+      startupFiles: f.isolate.startupFiles ?? true,
+    },
     env: f.env ?? [],
     limits: { ...DEFAULT_LIMITS, ...f.limits },
     checkpoint: baseCheckpointRules(f.checkpoint),
     tmpDir: ctx.tmpDir,
+    home: ctx.home,
     toolDirs: [join(ctx.configDir, 'tools')],
     execRoots: [ctx.cwd, ctx.tmpDir, ...USER_BIN_DIRS.map((d) => join(ctx.home, d))],
     sources: [file],
@@ -538,12 +553,16 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
     out.network.connectTcp = n.connectTcp ?? (base.network.connectTcp.length ? base.network.connectTcp : []);
   }
 
-  if (f.isolate.signals === false && base.isolate.signals)
-    fail('isolate.signals', 'isolate.signals: a project file cannot turn isolation off');
-  if (f.isolate.abstractUnix === false && base.isolate.abstractUnix)
-    fail('isolate.abstract_unix', 'isolate.abstract_unix: a project file cannot turn isolation off');
-  if (f.isolate.signals) out.isolate.signals = true;
-  if (f.isolate.abstractUnix) out.isolate.abstractUnix = true;
+  for (const [k, key] of [
+    ['signals', 'signals'],
+    ['abstractUnix', 'abstract_unix'],
+    ['gitHooks', 'git_hooks'],
+    ['startupFiles', 'startup_files'],
+  ] as const) {
+    if (f.isolate[k] === false && base.isolate[k])
+      fail(`isolate.${key}`, `isolate.${key}: a project file cannot turn isolation off`);
+    if (f.isolate[k]) out.isolate[k] = true;
+  }
 
   const wider = widenedLimit(base.limits, f.limits);
   if (wider) fail(`limits.${wider}`, `limits.${wider}: a project file can only lower a limit of ${base.sources[0]}`);
