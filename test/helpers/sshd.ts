@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
 import { startSshd, type Sshd } from '../../src/devtools/sshd.js';
 import type { Client } from '../../src/ninep/index.js';
@@ -36,6 +36,35 @@ export function startBareDaemon(base: string, socket: string, opts: Partial<Daem
     log: () => undefined,
     ...opts,
   });
+}
+
+/** Another machine to attach to: a loopback sshd, and a bare daemon "there" on the remote user's default socket. */
+export interface SshHost {
+  sshd: Sshd;
+  daemon: Daemon;
+  /** The daemon's socket: the default for sshd's sessions (their XDG_RUNTIME_DIR is remoteHome/run). */
+  socket: string;
+}
+
+/**
+ * The other machine for a describe block (or a file): started in its beforeAll, closed in its afterAll. With `env`,
+ * $OLLIE_SSH_CONFIG names the sshd's client config in this process meanwhile, for what runs ssh from the test's own
+ * process (the web UI's server, bridgeToDaemon).
+ */
+export function useSshHost(o: { host?: string; env?: boolean } = {}): SshHost {
+  const h = {} as SshHost;
+  beforeAll(async () => {
+    h.sshd = await startSshd({ host: o.host });
+    if (o.env) vi.stubEnv('OLLIE_SSH_CONFIG', h.sshd.sshConfig);
+    h.socket = join(h.sshd.remoteHome, 'run', 'ollie', 'ollie.sock');
+    h.daemon = await startBareDaemon(join(h.sshd.dir, 'there'), h.socket);
+  }, 30_000);
+  afterAll(async () => {
+    await h.daemon?.close();
+    await h.sshd?.stop();
+    if (o.env) vi.unstubAllEnvs();
+  });
+  return h;
 }
 
 /**
