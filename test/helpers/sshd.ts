@@ -11,16 +11,16 @@ import { startSshd, type Sshd } from '../../src/devtools/sshd.js';
 import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import type { Agent } from '../../src/olliesrv/agent/agent.js';
-import { startDaemon, type Daemon, type DaemonOptions } from '../../src/olliesrv/daemon.js';
+import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { mockBackends, rmrf, socketPath, tempDir } from '../../e2e/helpers.js';
 
-export { SSHD, startSshd, sshdAvailable, type Sshd } from '../../src/devtools/sshd.js';
+export { startSshd, sshdAvailable, type Sshd } from '../../src/devtools/sshd.js';
 
 /**
  * A daemon to attach to, and nothing more: no model (its one backend answers nothing), no toolsrv, no skills. Its
- * config and data go under `base`; `opts` adds to (or overrides) the daemon's options.
+ * config and data go under `base`.
  */
-export function startBareDaemon(base: string, socket: string, opts: Partial<DaemonOptions> = {}): Promise<Daemon> {
+export function startBareDaemon(base: string, socket: string): Promise<Daemon> {
   mkdirSync(join(base, 'config'), { recursive: true });
   writeFileSync(
     join(base, 'config', 'backends.conf'),
@@ -34,7 +34,6 @@ export function startBareDaemon(base: string, socket: string, opts: Partial<Daem
     skills: false,
     toolCacheFile: false,
     log: () => undefined,
-    ...opts,
   });
 }
 
