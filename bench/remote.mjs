@@ -9,10 +9,8 @@
 // Without --host it starts a throwaway OpenSSH server on a loopback port (as root: /usr/sbin/sshd, keys made with
 // ssh-keygen, its own client config; ~/.ssh is neither read nor written), whose sessions get their own HOME, so
 // the first use really copies the package. Goal (issue 19): at most 1 ms added per call on loopback.
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir, userInfo } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,74 +35,12 @@ const WARMUP = Number(values.warmup);
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-remote-'));
 
-/** A throwaway sshd on loopback (the same setup as test/helpers/sshd.ts). */
-async function loopbackSshd() {
-  const port = await new Promise((resolve, reject) => {
-    const s = createServer()
-      .once('error', reject)
-      .listen(0, '127.0.0.1', () => {
-        const p = s.address().port;
-        s.close(() => resolve(p));
-      });
-  });
-  for (const k of ['host_key', 'user_key'])
-    spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, k)], { stdio: 'ignore' });
-  const home = join(dir, 'home');
-  mkdirSync(join(home, 'run'), { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'user_key.pub')));
-  mkdirSync('/run/sshd', { recursive: true });
-  writeFileSync(
-    join(dir, 'sshd_config'),
-    [
-      'ListenAddress 127.0.0.1',
-      `HostKey ${join(dir, 'host_key')}`,
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-      'StrictModes no',
-      'PasswordAuthentication no',
-      'UsePAM no',
-      'PermitRootLogin prohibit-password',
-      'AllowStreamLocalForwarding yes',
-      `SetEnv HOME=${home} XDG_RUNTIME_DIR=${join(home, 'run')} XDG_CACHE_HOME=${join(home, '.cache')}`,
-      '',
-    ].join('\n'),
-  );
-  writeFileSync(
-    join(dir, 'known_hosts'),
-    `[127.0.0.1]:${port} ${readFileSync(join(dir, 'host_key.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}\n`,
-  );
-  writeFileSync(
-    join(dir, 'ssh_config'),
-    [
-      'Host bench-remote',
-      '  HostName 127.0.0.1',
-      `  Port ${port}`,
-      `  User ${userInfo().username}`,
-      `  IdentityFile ${join(dir, 'user_key')}`,
-      '  IdentitiesOnly yes',
-      '  IdentityAgent none',
-      `  UserKnownHostsFile ${join(dir, 'known_hosts')}`,
-      '  GlobalKnownHostsFile /dev/null',
-      '  StrictHostKeyChecking yes',
-      '  ControlMaster no',
-      '  LogLevel ERROR',
-      '',
-    ].join('\n'),
-  );
-  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config'), '-p', String(port)], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise((resolve, reject) => {
-    let log = '';
-    child.stderr.setEncoding('utf8').on('data', (d) => ((log += d), log.includes('Server listening') && resolve()));
-    child.once('exit', (c) => reject(new Error(`sshd exited (${c}): ${log}`)));
-  });
-  return { host: 'bench-remote', config: join(dir, 'ssh_config'), home, stop: () => child.kill('SIGTERM') };
-}
+const { startSshd } = await import(join(root, 'dist/devtools/sshd.js'));
 
-const sshd = values.host ? undefined : await loopbackSshd();
+const sshd = values.host ? undefined : await startSshd({ host: 'bench-remote' });
 const host = values.host ?? sshd.host;
-const ssh = { ...((values['ssh-config'] ?? sshd?.config) && { configFile: values['ssh-config'] ?? sshd.config }) };
+const configFile = values['ssh-config'] ?? sshd?.sshConfig;
+const ssh = { ...(configFile && { configFile }) };
 const results = {};
 const servers = [];
 try {
@@ -160,7 +96,7 @@ try {
   rmSync(work, { recursive: true, force: true });
 } finally {
   for (const p of servers) await p.stop();
-  sshd?.stop();
+  await sshd?.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -1,87 +1,55 @@
 /**
  * "Connect to…" in the app (web mode, Debian's Chromium, real daemons, a real sshd on loopback from
- * test/helpers/sshd.ts): the GUI, served by this machine's daemon, switches its 9P channel to a second daemon
+ * src/devtools/sshd.ts): the GUI, served by this machine's daemon, switches its 9P channel to a second daemon
  * reached over ssh at the remote user's default socket — its sessions are shown, a session made in the GUI lands
  * there — says which daemon it is on (status bar, title), says why an unreachable or malformed address fails, and
  * switches back to this machine.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { startDaemon, type Daemon } from '../src/olliesrv/daemon.js';
-import { startWebUi, type WebUi } from '../src/webui/server.js';
-import { startSshd, sshdAvailable, type Sshd } from '../test/helpers/sshd.js';
-import { buildRenderer, launch, rmrf, screenshot, socketPath, tempDir } from './helpers.js';
-
-const BACKENDS =
-  '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n';
+import { existsSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sshdAvailable, useSshHost } from '../test/helpers/sshd.js';
+import { useGui } from './gui-harness.js';
+import { screenshot } from './helpers.js';
 
 describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, real sshd)', () => {
-  let rendererDir: string;
-  let browser: Browser;
-  let sshd: Sshd;
-  let dir: string;
-  let here: Daemon;
-  let there: Daemon;
-  let ui: WebUi;
-  let page: Page;
-  const savedConfig = process.env.OLLIE_SSH_CONFIG;
-
-  async function daemon(base: string, socket: string): Promise<Daemon> {
-    mkdirSync(join(base, 'config'), { recursive: true });
-    writeFileSync(join(base, 'config', 'backends.conf'), BACKENDS);
-    return startDaemon({
-      socket,
-      dataDir: join(base, 'data'),
-      configDir: join(base, 'config'),
-      toolsrv: false,
-      skills: false,
-      toolCacheFile: false,
-      env: { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig },
-      log: () => undefined,
-    });
-  }
-
-  beforeAll(async () => {
-    [rendererDir, browser, sshd] = await Promise.all([buildRenderer(), launch(), startSshd({ host: 'otherbox' })]);
-    // The web UI's server runs in this process: its ssh uses the test's config, never ~/.ssh.
-    process.env.OLLIE_SSH_CONFIG = sshd.sshConfig;
-    dir = tempDir('ollie-e2e-connect-to-');
-    here = await daemon(join(dir, 'here'), socketPath(dir));
-    // "Another machine": the remote user's default socket (sshd gives its sessions XDG_RUNTIME_DIR=remoteHome/run).
-    there = await daemon(join(sshd.dir, 'there'), join(sshd.remoteHome, 'run', 'ollie', 'ollie.sock'));
-    here.sessions.create({ name: 'near' });
-    there.sessions.create({ name: 'far-away' });
-    ui = await startWebUi({ server: here.server, rendererDir, port: 0 });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  }, 120_000);
-  afterAll(async () => {
-    await page?.close();
-    await browser?.close();
-    await ui?.close();
-    await here?.close();
-    await there?.close();
-    await sshd?.stop();
-    if (savedConfig === undefined) delete process.env.OLLIE_SSH_CONFIG;
-    else process.env.OLLIE_SSH_CONFIG = savedConfig;
-    rmrf(rendererDir, dir);
+  // The web UI's server runs in this process: its ssh uses the test's config, never ~/.ssh.
+  const there = useSshHost({ host: 'otherbox', env: true });
+  /** This machine's daemon (no agent profile, no tools), the web UI it serves, and the page. */
+  const g = useGui({
+    prefix: 'ollie-e2e-connect-to-',
+    viewport: { width: 1280, height: 800 },
+    autoLoad: null,
+    daemon: { toolsrv: false, skills: false, toolCacheFile: false },
+    port: 0,
   });
 
-  const session = (name: string) => page.locator(`[data-session="${name}"] > .node`);
-  const connected = () => page.getByTestId('conn').filter({ hasText: 'connected' });
+  beforeAll(() => {
+    g.daemon.sessions.create({ name: 'near' });
+    there.daemon.sessions.create({ name: 'far-away' });
+  });
+
+  const session = (name: string) => g.page.locator(`[data-session="${name}"] > .node`);
+  const connected = () => g.page.getByTestId('conn').filter({ hasText: 'connected' });
   const openDialog = async () => {
-    await page.getByTestId('daemon').click();
-    const d = page.getByRole('dialog', { name: 'Connect to' });
+    await g.page.getByTestId('daemon').click();
+    const d = g.page.getByRole('dialog', { name: 'Connect to' });
     await d.waitFor();
     return d;
   };
+  /** After a switch: the page lists `shown` and not the other daemon's `hidden`, and names the daemon it is on. */
+  const showsDaemon = async (name: string, title: string, s: { shown: string; hidden: string }) => {
+    await session(s.shown).waitFor({ timeout: 30_000 });
+    await connected().waitFor();
+    expect(await session(s.hidden).count()).toBe(0);
+    expect(await g.page.getByTestId('daemon').textContent()).toBe(`on ${name}`);
+    expect(await g.page.title()).toBe(title);
+  };
 
   it('attaches to the second daemon over ssh, shows its sessions, works there, and switches back', async () => {
-    await page.goto(ui.url);
+    await g.page.goto(g.ui.url);
     await connected().waitFor();
     await session('near').waitFor();
-    expect(await page.getByTestId('daemon').textContent()).toBe('on this machine');
+    expect(await g.page.getByTestId('daemon').textContent()).toBe('on this machine');
 
     let dialog = await openDialog();
     expect(await dialog.getByTestId('connected-daemon').textContent()).toBe('this machine');
@@ -94,41 +62,33 @@ describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, re
     await dialog.getByLabel(/^Host/).fill('otherbox');
     await dialog.getByRole('button', { name: 'Connect' }).click();
 
-    await session('far-away').waitFor({ timeout: 30_000 });
-    await connected().waitFor();
-    expect(await session('near').count()).toBe(0);
-    expect(await page.getByTestId('daemon').textContent()).toBe('on otherbox');
-    expect(await page.title()).toBe('Ollie — ssh!otherbox');
-    await screenshot(page, 'connect-to-remote');
+    await showsDaemon('otherbox', 'Ollie — ssh!otherbox', { shown: 'far-away', hidden: 'near' });
+    await screenshot(g.page, 'connect-to-remote');
     // A reload stays there.
-    await page.reload();
+    await g.page.reload();
     await session('far-away').waitFor({ timeout: 30_000 });
-    expect(await page.getByTestId('daemon').textContent()).toBe('on otherbox');
+    expect(await g.page.getByTestId('daemon').textContent()).toBe('on otherbox');
 
     // What the GUI does now happens there.
-    await page.keyboard.press('Control+n');
-    const create = page.getByRole('dialog', { name: 'New session' });
+    await g.page.keyboard.press('Control+n');
+    const create = g.page.getByRole('dialog', { name: 'New session' });
     await create.getByLabel('Name').fill('made-there');
     await create.getByRole('button', { name: 'Create' }).click();
     await session('made-there').waitFor();
-    expect(there.sessions.has('made-there')).toBe(true);
-    expect(here.sessions.has('made-there')).toBe(false);
+    expect(there.daemon.sessions.has('made-there')).toBe(true);
+    expect(g.daemon.sessions.has('made-there')).toBe(false);
 
     dialog = await openDialog();
     expect(await dialog.getByTestId('connected-daemon').textContent()).toBe('otherbox');
     await dialog.getByRole('button', { name: 'This machine' }).click();
-    await session('near').waitFor({ timeout: 30_000 });
-    await connected().waitFor();
-    expect(await session('far-away').count()).toBe(0);
-    expect(await page.getByTestId('daemon').textContent()).toBe('on this machine');
-    expect(await page.title()).toBe('Ollie');
+    await showsDaemon('this machine', 'Ollie', { shown: 'near', hidden: 'far-away' });
   }, 120_000);
 
   it('says why a daemon cannot be reached, or an address is refused, and can still go back', async () => {
     let dialog = await openDialog();
     await dialog.getByLabel(/^Host/).fill('otherbox!/nonexistent/ollie.sock');
     await dialog.getByRole('button', { name: 'Connect' }).click();
-    await page
+    await g.page
       .getByTestId('conn')
       .filter({
         hasText:
@@ -140,7 +100,7 @@ describe.skipIf(!sshdAvailable())('Connect to… (web mode, two real daemons, re
     dialog = await openDialog();
     await dialog.getByLabel(/^Host/).fill('-oProxyCommand=touch /tmp/ollie-pwned');
     await dialog.getByRole('button', { name: 'Connect' }).click();
-    await page
+    await g.page
       .getByTestId('conn')
       .filter({ hasText: /daemon unreachable \(bad ssh address/ })
       .waitFor({ timeout: 15_000 });

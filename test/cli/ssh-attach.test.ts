@@ -5,54 +5,30 @@
  * the remote user's default one, or the path given — and the daemon there takes the sshd session as its peer.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir, userInfo } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
-import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
+import type { Daemon } from '../../src/olliesrv/daemon.js';
 import { parseSshAddress } from '../../src/platform/dial.js';
-import { startSshd, type Sshd } from '../helpers/sshd.js';
+import { startBareDaemon, useSshHost } from '../helpers/sshd.js';
 
 const NINEP = new URL('../../dist/cli/ollie-9p.js', import.meta.url).pathname;
 const O = new URL('../../dist/cli/o.js', import.meta.url).pathname;
 
-let sshd: Sshd;
-/** The daemon on the remote user's default socket, and a second one on a socket of its own. */
-let remote: Daemon;
+/** The daemon on the remote user's default socket. */
+const there = useSshHost();
+/** A second daemon there, on a socket of its own. */
 let other: Daemon;
 let otherSocket: string;
 
-async function daemonAt(socket: string, name: string): Promise<Daemon> {
-  const base = join(sshd.dir, name);
-  mkdirSync(join(base, 'config'), { recursive: true });
-  writeFileSync(
-    join(base, 'config', 'backends.conf'),
-    '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n',
-  );
-  return startDaemon({
-    socket,
-    dataDir: join(base, 'data'),
-    configDir: join(base, 'config'),
-    toolsrv: false,
-    skills: false,
-    toolCacheFile: false,
-    log: () => undefined,
-  });
-}
-
 beforeAll(async () => {
-  sshd = await startSshd();
-  // The remote sessions get XDG_RUNTIME_DIR=remoteHome/run (sshd's SetEnv): the remote user's default socket.
-  remote = await daemonAt(join(sshd.remoteHome, 'run', 'ollie', 'ollie.sock'), 'remote');
-  otherSocket = join(sshd.dir, 'other-run', 'ollie.sock');
-  other = await daemonAt(otherSocket, 'other');
+  otherSocket = join(there.sshd.dir, 'other-run', 'ollie.sock');
+  other = await startBareDaemon(join(there.sshd.dir, 'other'), otherSocket);
 }, 30_000);
-
 afterAll(async () => {
-  await remote?.close();
   await other?.close();
-  await sshd?.stop();
 });
 
 interface Run {
@@ -62,7 +38,7 @@ interface Run {
 }
 
 function run(cli: string, args: string[], input = ''): Promise<Run> {
-  const env: Record<string, string | undefined> = { ...process.env, OLLIE_SSH_CONFIG: sshd.sshConfig };
+  const env: Record<string, string | undefined> = { ...process.env, OLLIE_SSH_CONFIG: there.sshd.sshConfig };
   for (const k of ['OLLIE_ADDR', 'OLLIE_TOKEN', 'OLLIE_SESSION', 'OLLIE_AGENT', 'OLLIE_SESSION_ID', 'OLLIE_UNAME'])
     delete env[k];
   const p = spawn(process.execPath, [cli, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -76,31 +52,30 @@ function run(cli: string, args: string[], input = ''): Promise<Run> {
 
 describe('attach over ssh', () => {
   it("ollie-9p -a ssh!HOST reaches the daemon on the remote user's default socket, as its owner", async () => {
-    remote.sessions.create({ name: 'over-there' });
-    const idx = await run(NINEP, ['-a', `ssh!${sshd.host}`, 'read', 'session/idx']);
+    there.daemon.sessions.create({ name: 'over-there' });
+    const idx = await run(NINEP, ['-a', `ssh!${there.sshd.host}`, 'read', 'session/idx']);
     expect(idx).toMatchObject({ code: 0, err: '' });
     expect(idx.out).toMatch(/\tover-there\t/);
     // The owner's files: config is the owner's alone, and a write lands there, not here.
-    expect((await run(NINEP, ['-a', `ssh!${sshd.host}`, 'read', 'config/profile'])).code).toBe(0);
-    expect(await run(NINEP, ['-a', `ssh!${sshd.host}`, 'rdwr', 'session/new'], 'name=made-over-ssh')).toMatchObject({
-      code: 0,
-      out: 'made-over-ssh\n',
-    });
-    expect(remote.sessions.has('made-over-ssh')).toBe(true);
+    expect((await run(NINEP, ['-a', `ssh!${there.sshd.host}`, 'read', 'config/profile'])).code).toBe(0);
+    expect(
+      await run(NINEP, ['-a', `ssh!${there.sshd.host}`, 'rdwr', 'session/new'], 'name=made-over-ssh'),
+    ).toMatchObject({ code: 0, out: 'made-over-ssh\n' });
+    expect(there.daemon.sessions.has('made-over-ssh')).toBe(true);
     expect(other.sessions.has('made-over-ssh')).toBe(false);
   });
 
   it('o -a ssh!HOST!/path reaches another daemon on that socket; user@host:port works like the alias', async () => {
-    expect(await run(O, ['-a', `ssh!${sshd.host}!${otherSocket}`, 'sess', 'new', 'second'])).toMatchObject({
+    expect(await run(O, ['-a', `ssh!${there.sshd.host}!${otherSocket}`, 'sess', 'new', 'second'])).toMatchObject({
       code: 0,
       out: 'second\n',
     });
     expect(other.sessions.has('second')).toBe(true);
-    expect(remote.sessions.has('second')).toBe(false);
+    expect(there.daemon.sessions.has('second')).toBe(false);
     // The alias's user and port spelled out (HostName stays the alias's: the config maps ssh's destination).
     const explicit = await run(O, [
       '-a',
-      `ssh!${userInfo().username}@${sshd.host}:${sshd.port}!${otherSocket}`,
+      `ssh!${userInfo().username}@${there.sshd.host}:${there.sshd.port}!${otherSocket}`,
       'sess',
       'ls',
     ]);
@@ -109,9 +84,9 @@ describe('attach over ssh', () => {
   });
 
   it('says what failed: no daemon on that socket, an unknown host, an address that would be an ssh option', async () => {
-    const missing = await run(NINEP, ['-a', `ssh!${sshd.host}!/nonexistent/ollie.sock`, 'read', 'session/idx']);
+    const missing = await run(NINEP, ['-a', `ssh!${there.sshd.host}!/nonexistent/ollie.sock`, 'read', 'session/idx']);
     expect(missing.code).not.toBe(0);
-    expect(missing.err).toContain(`ssh!${sshd.host}!/nonexistent/ollie.sock`);
+    expect(missing.err).toContain(`ssh!${there.sshd.host}!/nonexistent/ollie.sock`);
     expect(missing.err).toMatch(/open failed|connect failed|No such file/i);
     const unknown = await run(NINEP, ['-a', 'ssh!no-such-host.invalid', 'read', 'session/idx']);
     expect(unknown.code).not.toBe(0);
@@ -132,10 +107,10 @@ describe('attach over ssh', () => {
   it('leaves no forwarding behind: its private local socket and the ssh process go with the client', async () => {
     const forwardings = (): string[] => readdirSync(tmpdir()).filter((d) => d.startsWith('ollie-ssh-'));
     const before = forwardings();
-    const c = await dial(`unix!${join(sshd.remoteHome, 'run', 'ollie', 'ollie.sock')}`, { uname: userInfo().username });
+    const c = await dial(`unix!${there.socket}`, { uname: userInfo().username });
     try {
       const idx = await c.readText('session/idx');
-      expect((await run(NINEP, ['-a', `ssh!${sshd.host}`, 'ls', 'session'])).out).toMatch(/over-there/);
+      expect((await run(NINEP, ['-a', `ssh!${there.sshd.host}`, 'ls', 'session'])).out).toMatch(/over-there/);
       // The daemon's other clients are undisturbed.
       expect(await c.readText('session/idx')).toBe(idx);
     } finally {
@@ -146,7 +121,7 @@ describe('attach over ssh', () => {
       .filter((p) => /^\d+$/.test(p))
       .filter((p) => {
         try {
-          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(sshd.sshConfig);
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(there.sshd.sshConfig);
         } catch {
           return false;
         }

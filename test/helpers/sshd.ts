@@ -1,199 +1,147 @@
 /**
- * A real OpenSSH server for tests, on a loopback port, with everything throwaway: a host key and a user key made
- * with ssh-keygen, an authorized_keys file, and an ssh client config (`-F`, e.g. $OLLIE_SSH_CONFIG) that uses
- * only those. Nothing reads or writes ~/.ssh. The remote user is the user running the test, with its own HOME
- * (and XDG dirs) set by the server (sshd's SetEnv), so a test can tell what happened "there" from "here".
- *
- * Needs /usr/sbin/sshd (Debian openssh-server) and root (sshd changes user; its privilege-separation directory
- * /run/sshd is made when missing).
+ * The remote tests' fixtures: the loopback sshd (src/devtools/sshd.ts, which bench/remote.mjs uses too) and the
+ * daemons the tests reach through it or run tools through it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll, vi } from 'vitest';
+import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
+import { startSshd, type Sshd } from '../../src/devtools/sshd.js';
+import type { Client } from '../../src/ninep/index.js';
+import { dial } from '../../src/ninep/node.js';
+import type { Agent } from '../../src/olliesrv/agent/agent.js';
+import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
+import { mockBackends, rmrf, socketPath, tempDir } from '../../e2e/helpers.js';
 
-export const SSHD = process.env.OLLIE_SSHD ?? '/usr/sbin/sshd';
+export { startSshd, sshdAvailable, type Sshd } from '../../src/devtools/sshd.js';
 
-export interface Sshd {
-  /** The Host alias of the client config (`ssh -F sshConfig HOST`). */
-  readonly host: string;
-  readonly port: number;
-  /** The ssh client config file: give it as $OLLIE_SSH_CONFIG or `ssh -F`. */
-  readonly sshConfig: string;
-  /** HOME of the remote sessions (made by the helper). */
-  readonly remoteHome: string;
-  readonly dir: string;
-  /** Kills every connection's sshd process (the listener stays): clients see the connection drop. */
-  cutConnections(): number;
-  /** Stops the listener (SIGSTOP): new connections hang until resume(), like a host that went away. */
-  pause(): void;
-  resume(): void;
-  stop(): Promise<void>;
-}
-
-/** Whether the tests can run a real sshd here (the binary, and root to run it). */
-export function sshdAvailable(): boolean {
-  return process.getuid?.() === 0 && spawnSync(SSHD, ['-V'], { stdio: 'ignore' }).error === undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function keygen(file: string): void {
-  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'ollie-test', '-f', file], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr?.toString() ?? r.error?.message}`);
-}
-
-/** Children of `pid` (from /proc). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'latin1');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(e));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
-export async function startSshd(opts: { host?: string; env?: Record<string, string> } = {}): Promise<Sshd> {
-  const dir = mkdtempSync(join(tmpdir(), 'ollie-sshd-'));
-  const host = opts.host ?? 'ollie-test-remote';
-  const remoteHome = join(dir, 'home');
-  mkdirSync(join(remoteHome, 'run'), { recursive: true, mode: 0o700 });
-  keygen(join(dir, 'host_key'));
-  keygen(join(dir, 'user_key'));
-  writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'user_key.pub')));
-  mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
-  const port = await freePort();
-  const env = {
-    HOME: remoteHome,
-    XDG_RUNTIME_DIR: join(remoteHome, 'run'),
-    XDG_CACHE_HOME: join(remoteHome, '.cache'),
-    ...opts.env,
-  };
-  const config = join(dir, 'sshd_config');
+/**
+ * A daemon to attach to, and nothing more: no model (its one backend answers nothing), no toolsrv, no skills. Its
+ * config and data go under `base`.
+ */
+export function startBareDaemon(base: string, socket: string): Promise<Daemon> {
+  mkdirSync(join(base, 'config'), { recursive: true });
   writeFileSync(
-    config,
-    [
-      `ListenAddress 127.0.0.1`,
-      `HostKey ${join(dir, 'host_key')}`,
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-      'StrictModes no',
-      'PubkeyAuthentication yes',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'PermitRootLogin prohibit-password',
-      'UsePAM no',
-      'AllowStreamLocalForwarding yes',
-      'X11Forwarding no',
-      'PrintMotd no',
-      'LogLevel INFO',
-      `SetEnv ${Object.entries(env)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(' ')}`,
-      '',
-    ].join('\n'),
+    join(base, 'config', 'backends.conf'),
+    '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n',
   );
-  const sshConfig = join(dir, 'ssh_config');
-  const hostKey = readFileSync(join(dir, 'host_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
-  writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${port} ${hostKey}\n`);
-  writeFileSync(
-    sshConfig,
-    [
-      `Host ${host}`,
-      '  HostName 127.0.0.1',
-      `  Port ${port}`,
-      `  User ${userInfo().username}`,
-      `  IdentityFile ${join(dir, 'user_key')}`,
-      '  IdentitiesOnly yes',
-      '  IdentityAgent none',
-      `  UserKnownHostsFile ${join(dir, 'known_hosts')}`,
-      '  GlobalKnownHostsFile /dev/null',
-      '  StrictHostKeyChecking yes',
-      '  UpdateHostKeys no',
-      '  ControlMaster no',
-      '  ControlPath none',
-      '  LogLevel ERROR',
-      '',
-    ].join('\n'),
-  );
-  const child: ChildProcess = spawn(SSHD, ['-D', '-e', '-f', config, '-p', String(port)], {
-    stdio: ['ignore', 'ignore', 'pipe'],
+  return startDaemon({
+    socket,
+    dataDir: join(base, 'data'),
+    configDir: join(base, 'config'),
+    toolsrv: false,
+    skills: false,
+    toolCacheFile: false,
+    log: () => undefined,
   });
-  let log = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sshd did not start within 10 s: ${log}`)), 10000);
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-      log = (log + d).slice(-4000);
-      if (process.env.OLLIE_TEST_LOG) process.stderr.write(`sshd: ${d}`);
-      if (log.includes('Server listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`sshd exited (${code}): ${log}`));
-    });
+}
+
+/** Another machine to attach to: a loopback sshd, and a bare daemon "there" on the remote user's default socket. */
+export interface SshHost {
+  sshd: Sshd;
+  daemon: Daemon;
+  /** The daemon's socket: the default for sshd's sessions (their XDG_RUNTIME_DIR is remoteHome/run). */
+  socket: string;
+}
+
+/**
+ * The other machine for a describe block (or a file): started in its beforeAll, closed in its afterAll. With `env`,
+ * $OLLIE_SSH_CONFIG names the sshd's client config in this process meanwhile, for what runs ssh from the test's own
+ * process (the web UI's server, bridgeToDaemon).
+ */
+export function useSshHost(o: { host?: string; env?: boolean } = {}): SshHost {
+  const h = {} as SshHost;
+  beforeAll(async () => {
+    h.sshd = await startSshd({ host: o.host });
+    if (o.env) vi.stubEnv('OLLIE_SSH_CONFIG', h.sshd.sshConfig);
+    h.socket = join(h.sshd.remoteHome, 'run', 'ollie', 'ollie.sock');
+    h.daemon = await startBareDaemon(join(h.sshd.dir, 'there'), h.socket);
+  }, 30_000);
+  afterAll(async () => {
+    await h.daemon?.close();
+    await h.sshd?.stop();
+    if (o.env) vi.unstubAllEnvs();
   });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return {
-    host,
-    port,
-    sshConfig,
-    remoteHome,
-    dir,
-    cutConnections: () => {
-      // Every sshd process below the listener (the per-connection monitor and the session process): the
-      // network side of each connection goes; what runs in the sessions loses its stdin and ends.
-      const kids: number[] = [];
-      const walk = (pid: number): void => {
-        for (const k of childrenOf(pid)) {
-          let comm = '';
-          try {
-            comm = readFileSync(`/proc/${k}/comm`, 'latin1');
-          } catch {
-            continue;
-          }
-          if (comm.startsWith('sshd')) kids.push(k);
-          walk(k);
-        }
-      };
-      walk(child.pid!);
-      for (const k of kids) {
-        try {
-          process.kill(k, 'SIGKILL');
-        } catch {
-          // ended by itself meanwhile
-        }
-      }
-      return kids.length;
-    },
-    pause: () => void child.kill('SIGSTOP'),
-    resume: () => void child.kill('SIGCONT'),
-    async stop() {
-      child.kill('SIGCONT');
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await exited;
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
+  return h;
+}
+
+/**
+ * A daemon here whose sessions may run their tools on the sshd's host (a session made with `remote=${sshd.host}`):
+ * the mock LLM as its model, an `e2e` agent profile with shell loaded, the test's ssh config as $OLLIE_SSH_CONFIG,
+ * and a HOME of its own (`local`) apart from the remote user's, so that what happened there is told apart from here.
+ */
+export interface RemoteRig {
+  sshd: Sshd;
+  mock: MockLlm;
+  /** The temp dir: config, data, the daemon's socket and HOME. */
+  dir: string;
+  /** The daemon's HOME (dir/local). */
+  local: string;
+  sock: string;
+  /** The daemon, and a 9P client of its owner's (new ones after restart()). */
+  daemon: Daemon;
+  c: Client;
+  /** The agent behind a 9P agent path (session/S/agent/A). */
+  agent(path: string): Promise<Agent>;
+  /** Makes session `name` on the sshd's host, working in `cwd` there, with agent `coder` (profile e2e). */
+  remoteSession(name: string, cwd: string): Promise<void>;
+  /** Closes the client and the daemon and starts both again, on the same config and data. */
+  restart(): Promise<void>;
+}
+
+/**
+ * The rig for a describe block: started in its beforeAll (its fields are there from then), closed in its afterAll.
+ * `log` gets the daemon's log (default: stderr with $OLLIE_TEST_LOG, else nowhere).
+ */
+export function useRemoteRig(o: { prefix: string; log?: (m: string) => void }): RemoteRig {
+  const r = {} as RemoteRig;
+  const start = async (): Promise<void> => {
+    r.daemon = await startDaemon({
+      socket: r.sock,
+      dataDir: join(r.dir, 'data'),
+      configDir: join(r.dir, 'config'),
+      skills: false,
+      toolCacheFile: false,
+      env: { ...process.env, HOME: r.local, OLLIE_SSH_CONFIG: r.sshd.sshConfig },
+      log: o.log ?? ((m) => void (process.env.OLLIE_TEST_LOG && process.stderr.write(`olliesrv: ${m}\n`))),
+      retryDelay: () => 10,
+    });
+    r.c = await dial(`unix!${r.sock}`, { uname: userInfo().username });
   };
+  beforeAll(async () => {
+    [r.sshd, r.mock] = await Promise.all([startSshd(), startMockLlm()]);
+    r.dir = tempDir(o.prefix);
+    r.local = join(r.dir, 'local');
+    mkdirSync(r.local);
+    mkdirSync(join(r.dir, 'config', 'agents'), { recursive: true });
+    writeFileSync(join(r.dir, 'config', 'backends.conf'), mockBackends(r.mock.url));
+    writeFileSync(
+      join(r.dir, 'config', 'agents', 'e2e.json'),
+      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
+    );
+    r.sock = socketPath(r.dir);
+    await start();
+  }, 60_000);
+  afterAll(async () => {
+    r.c?.close();
+    await r.daemon?.close();
+    await r.mock?.close();
+    await r.sshd?.stop();
+    rmrf(r.dir);
+  });
+  r.agent = async (path) => {
+    const aid = (await r.c.readText(`${path}/id`)).trim();
+    return r.daemon.agents.all().find((a) => a.id === aid)!;
+  };
+  r.remoteSession = async (name, cwd) => {
+    await r.c.rdwrText('session/new', `name=${name} cwd=${cwd} remote=${r.sshd.host}`);
+    await r.c.rdwrText(`session/${name}/agent/new`, 'name=coder agent=e2e backend=mock');
+  };
+  r.restart = async () => {
+    r.c.close();
+    await r.daemon.close();
+    await start();
+  };
+  return r;
 }

@@ -4,15 +4,12 @@
  * client, speaking 9P on its end, sees that daemon's namespace. Failures come back in ssh's words; addresses other
  * than ssh's are refused before anything runs.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Client, messagePortChannel, type MessagePortLike } from '../../src/ninep/index.js';
-import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { bridgeToDaemon, closeReason, parseDaemonChoice } from '../../src/platform/daemon-choice.js';
-import { startSshd, sshdAvailable, type Sshd } from '../helpers/sshd.js';
+import { sshdAvailable, useSshHost } from '../helpers/sshd.js';
 
 describe('parseDaemonChoice', () => {
   it('takes this machine (nothing) or an ssh address, and refuses the rest naming it', () => {
@@ -36,37 +33,10 @@ describe('parseDaemonChoice', () => {
 });
 
 describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
-  let sshd: Sshd;
-  let there: Daemon;
-  let socket: string;
-  const saved = process.env.OLLIE_SSH_CONFIG;
+  const there = useSshHost({ env: true });
 
-  beforeAll(async () => {
-    sshd = await startSshd();
-    process.env.OLLIE_SSH_CONFIG = sshd.sshConfig;
-    const base = join(sshd.dir, 'there');
-    mkdirSync(join(base, 'config'), { recursive: true });
-    writeFileSync(
-      join(base, 'config', 'backends.conf'),
-      '[default]\nbackend = none\n\n[none]\ntype = openai\nurl = http://127.0.0.1:9/v1\nkey = x\nmodel = m\n',
-    );
-    socket = join(sshd.dir, 'there-run', 'ollie.sock');
-    there = await startDaemon({
-      socket,
-      dataDir: join(base, 'data'),
-      configDir: join(base, 'config'),
-      toolsrv: false,
-      skills: false,
-      toolCacheFile: false,
-      log: () => undefined,
-    });
-    there.sessions.create({ name: 'over-there' });
-  }, 30_000);
-  afterAll(async () => {
-    await there?.close();
-    await sshd?.stop();
-    if (saved === undefined) delete process.env.OLLIE_SSH_CONFIG;
-    else process.env.OLLIE_SSH_CONFIG = saved;
+  beforeAll(() => {
+    there.daemon.sessions.create({ name: 'over-there' });
   });
 
   const bridged = (addr: string, fail: (why: string) => void): MessagePortLike => {
@@ -77,13 +47,14 @@ describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
 
   it("carries the window's 9P to the daemon there, as its owner", async () => {
     const failures: string[] = [];
-    const c = await Client.connect(messagePortChannel(bridged(`ssh!${sshd.host}!${socket}`, (w) => failures.push(w))), {
-      uname: userInfo().username,
-    });
+    const c = await Client.connect(
+      messagePortChannel(bridged(`ssh!${there.sshd.host}!${there.socket}`, (w) => failures.push(w))),
+      { uname: userInfo().username },
+    );
     try {
       expect(await c.readText('session/idx')).toMatch(/\tover-there\t/);
       expect((await c.rdwrText('session/new', 'name=from-the-window')).trim()).toBe('from-the-window');
-      expect(there.sessions.has('from-the-window')).toBe(true);
+      expect(there.daemon.sessions.has('from-the-window')).toBe(true);
     } finally {
       c.close();
     }
@@ -92,7 +63,7 @@ describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
 
   it("says in ssh's words why a daemon cannot be reached", async () => {
     const why = await new Promise<string>((resolve) => {
-      const port = bridged(`ssh!${sshd.host}!/nonexistent/ollie.sock`, resolve);
+      const port = bridged(`ssh!${there.sshd.host}!/nonexistent/ollie.sock`, resolve);
       // The client's first message (Tversion) goes out while ssh connects, as the window's does.
       void Client.connect(messagePortChannel(port), { uname: userInfo().username }).then(
         (c) => c.close(),
@@ -100,7 +71,7 @@ describe.skipIf(!sshdAvailable())('bridgeToDaemon over a real sshd', () => {
       );
     });
     expect(why).toMatch(
-      new RegExp(`^ssh!${sshd.host}!/nonexistent/ollie\\.sock: .*(open failed|connect failed|No such file)`, 'i'),
+      new RegExp(`^ssh!${there.sshd.host}!/nonexistent/ollie\\.sock: .*(open failed|connect failed|No such file)`, 'i'),
     );
   }, 30_000);
 });

@@ -8,72 +8,31 @@
  *   that waits forever (a timeout flag of its choosing): session B's calls must not wait behind it.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
-import type { Client } from '../../src/ninep/index.js';
-import { dial } from '../../src/ninep/node.js';
-import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { remotePackage } from '../../src/olliesrv/toolclient/remote.js';
-import { startSshd, sshdAvailable, type Sshd } from '../helpers/sshd.js';
-import { mockBackends, rmrf, socketPath, tempDir, until } from '../../e2e/helpers.js';
+import { sshdAvailable, useRemoteRig } from '../helpers/sshd.js';
+import { until } from '../../e2e/helpers.js';
 
 describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
-  let sshd: Sshd;
-  let mock: MockLlm;
-  let dir: string;
-  let sock: string;
-  let daemon: Daemon;
-  let c: Client;
+  const r = useRemoteRig({ prefix: 'ollie-sec-remote-review-' });
 
   beforeAll(async () => {
-    [sshd, mock] = await Promise.all([startSshd(), startMockLlm()]);
-    dir = tempDir('ollie-sec-remote-review-');
-    mkdirSync(join(dir, 'local'));
-    mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
-    writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
-    writeFileSync(
-      join(dir, 'config', 'agents', 'e2e.json'),
-      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
-    );
-    sock = socketPath(dir);
-    daemon = await startDaemon({
-      socket: sock,
-      dataDir: join(dir, 'data'),
-      configDir: join(dir, 'config'),
-      skills: false,
-      toolCacheFile: false,
-      env: { ...process.env, HOME: join(dir, 'local'), OLLIE_SSH_CONFIG: sshd.sshConfig },
-      log: () => undefined,
-      retryDelay: () => 10,
-    });
-    c = await dial(`unix!${sock}`, { uname: userInfo().username });
     // The session works in the remote user's HOME: the cache of toolsrv's package is inside it.
-    await c.rdwrText('session/new', `name=home cwd=${sshd.remoteHome} remote=${sshd.host}`);
-    await c.rdwrText('session/home/agent/new', 'name=coder agent=e2e backend=mock');
+    await r.remoteSession('home', r.sshd.remoteHome);
     for (const w of ['a', 'b']) {
-      mkdirSync(join(sshd.remoteHome, w));
-      await c.rdwrText('session/new', `name=${w} cwd=${join(sshd.remoteHome, w)} remote=${sshd.host}`);
-      await c.rdwrText(`session/${w}/agent/new`, 'name=coder agent=e2e backend=mock');
+      mkdirSync(join(r.sshd.remoteHome, w));
+      await r.remoteSession(w, join(r.sshd.remoteHome, w));
     }
-  }, 60_000);
-  afterAll(async () => {
-    c?.close();
-    await daemon?.close();
-    await mock?.close();
-    await sshd?.stop();
-    rmrf(dir);
   });
 
   /** Starts a turn of session s's agent; `done` resolves with the tool results of that turn. */
   const startTurn = async (s = 'home'): Promise<{ done: Promise<string[]> }> => {
-    const aid = (await c.readText(`session/${s}/agent/coder/id`)).trim();
-    const a = daemon.agents.all().find((x) => x.id === aid)!;
+    const a = await r.agent(`session/${s}/agent/coder`);
     const before = a.log.blocks().length;
     const done = a.nextTurn();
     // The write returns once the turn has taken the prompt, which may be after a running call: not awaited.
-    const wrote = c.write(`session/${s}/agent/coder/prompt`, 'go');
+    const wrote = r.c.write(`session/${s}/agent/coder/prompt`, 'go');
     return {
       done: Promise.all([done, wrote]).then(() =>
         a.log
@@ -87,9 +46,9 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
   const turn = async (s = 'home'): Promise<string[]> => await (await startTurn(s)).done;
 
   it('an agent working in the remote HOME cannot replace the sandbox helper toolsrv runs there', async () => {
-    const marker = join(dir, 'escaped');
+    const marker = join(r.dir, 'escaped');
     // The package's path there is known to anyone who knows the Ollie build (its version and hash).
-    const pkg = join(sshd.remoteHome, '.cache', 'ollie', 'remote', remotePackage().id);
+    const pkg = join(r.sshd.remoteHome, '.cache', 'ollie', 'remote', remotePackage().id);
     const swap = [
       `cd ${pkg}/native/build; pwd`,
       'mv ollie-sandbox .real && echo MOVED',
@@ -99,7 +58,7 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
       `ls ${pkg}/.. && echo LISTED`,
       'echo end',
     ].join('; ');
-    mock.script(
+    r.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: swap } }] }],
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo next-call' } }] }],
       [{ text: 'done' }],
@@ -113,8 +72,8 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
   }, 90_000);
 
   it('session A holding the global lock of the shared toolsrv forever does not stall session B', async () => {
-    const go = join(sshd.remoteHome, 'a', 'go');
-    mock.script([
+    const go = join(r.sshd.remoteHome, 'a', 'go');
+    r.mock.script([
       {
         toolCalls: [
           {
@@ -125,8 +84,8 @@ describe.skipIf(!sshdAvailable())('remote sessions: review attacks', () => {
       },
     ]);
     const aDone = (await startTurn('a')).done;
-    await until(() => existsSync(join(sshd.remoteHome, 'a', 'holding')) || undefined, 'A holds the lock', 30_000);
-    mock.script(
+    await until(() => existsSync(join(r.sshd.remoteHome, 'a', 'holding')) || undefined, 'A holds the lock', 30_000);
+    r.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo b-ran' } }] }],
       [{ text: 'b done' }],
       [{ text: 'a done' }],

@@ -11,17 +11,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockLlm, type MockLlm } from '../../src/devtools/mock-llm/server.js';
-import type { Client } from '../../src/ninep/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
-import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { parseRemote, spawnRemoteToolsrv } from '../../src/olliesrv/toolclient/remote.js';
 import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
-import { startSshd, sshdAvailable, type Sshd } from '../helpers/sshd.js';
-import { mockBackends, rmrf, socketPath, tempDir, until } from '../../e2e/helpers.js';
+import { sshdAvailable, useRemoteRig } from '../helpers/sshd.js';
+import { until } from '../../e2e/helpers.js';
 
 /** A 9P attach to `sock` as `uname`, without a token, written inline for a tool to run with node. */
 const attachScript = (sock: string): string =>
@@ -39,60 +35,23 @@ s.on("close",()=>{console.log("ATTACH-FAILED closed");process.exit(0);});
 '`;
 
 describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
-  let sshd: Sshd;
-  let mock: MockLlm;
-  let dir: string;
-  let sock: string;
-  let daemon: Daemon;
-  let c: Client;
   const logs: string[] = [];
+  const r = useRemoteRig({ prefix: 'ollie-sec-remote-', log: (m) => void logs.push(m) });
 
   beforeAll(async () => {
-    [sshd, mock] = await Promise.all([startSshd(), startMockLlm()]);
-    dir = tempDir('ollie-sec-remote-');
-    mkdirSync(join(dir, 'local'));
-    for (const w of ['a', 'b']) mkdirSync(join(sshd.remoteHome, w));
-    mkdirSync(join(dir, 'config', 'agents'), { recursive: true });
-    writeFileSync(join(dir, 'config', 'backends.conf'), mockBackends(mock.url));
-    writeFileSync(
-      join(dir, 'config', 'agents', 'e2e.json'),
-      JSON.stringify({ description: 'e2e agent', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 }),
-    );
-    sock = socketPath(dir);
-    daemon = await startDaemon({
-      socket: sock,
-      dataDir: join(dir, 'data'),
-      configDir: join(dir, 'config'),
-      skills: false,
-      toolCacheFile: false,
-      env: { ...process.env, HOME: join(dir, 'local'), OLLIE_SSH_CONFIG: sshd.sshConfig },
-      log: (m) => void logs.push(m),
-      retryDelay: () => 10,
-    });
-    c = await dial(`unix!${sock}`, { uname: userInfo().username });
     for (const s of ['a', 'b']) {
-      await c.rdwrText('session/new', `name=${s} cwd=${join(sshd.remoteHome, s)} remote=${sshd.host}`);
-      await c.rdwrText(`session/${s}/agent/new`, 'name=coder agent=e2e backend=mock');
+      mkdirSync(join(r.sshd.remoteHome, s));
+      await r.remoteSession(s, join(r.sshd.remoteHome, s));
     }
-  }, 60_000);
-  afterAll(async () => {
-    c?.close();
-    await daemon?.close();
-    await mock?.close();
-    await sshd?.stop();
-    rmrf(dir);
   });
 
-  const agent = async (s: string) => {
-    const aid = (await c.readText(`session/${s}/agent/coder/id`)).trim();
-    return daemon.agents.all().find((a) => a.id === aid)!;
-  };
+  const agent = (s: string) => r.agent(`session/${s}/agent/coder`);
   /** A turn of session s's agent; the tool results of this turn. */
   const turn = async (s: string): Promise<string[]> => {
     const a = await agent(s);
     const before = a.log.blocks().length;
     const done = a.nextTurn();
-    await c.write(`session/${s}/agent/coder/prompt`, 'go');
+    await r.c.write(`session/${s}/agent/coder/prompt`, 'go');
     await done;
     return a.log
       .blocks()
@@ -102,9 +61,9 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
   };
 
   it('an agent cannot move its session to another host, nor create a remote session', async () => {
-    const sid = (await c.readText('session/a/id')).trim();
+    const sid = (await r.c.readText('session/a/id')).trim();
     const aid = (await agent('a')).id;
-    const view = await dial(`unix!${sock}`, { uname: 'x', authData: daemon.principals.agentToken(sid, aid) });
+    const view = await dial(`unix!${r.sock}`, { uname: 'x', authData: r.daemon.principals.agentToken(sid, aid) });
     try {
       await expect(view.write('session/a/ctl', 'remote attacker.example')).rejects.toThrow();
       await expect(view.write('session/a/ctl', 'remote -')).rejects.toThrow();
@@ -112,13 +71,13 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     } finally {
       view.close();
     }
-    expect((await c.readText('session/a/ctl').catch(() => '')) || '').not.toContain('attacker');
-    expect(await c.rdwrText('session/a/ctl', 'remote')).toBe(`${sshd.host}\n`);
-    expect(daemon.sessions.has('evil')).toBe(false);
+    expect((await r.c.readText('session/a/ctl').catch(() => '')) || '').not.toContain('attacker');
+    expect(await r.c.rdwrText('session/a/ctl', 'remote')).toBe(`${r.sshd.host}\n`);
+    expect(r.daemon.sessions.has('evil')).toBe(false);
   });
 
   it('a host that is an ssh option is refused before ssh runs', async () => {
-    const marker = join(dir, 'pwned');
+    const marker = join(r.dir, 'pwned');
     for (const bad of [
       `-oProxyCommand=touch ${marker}`,
       '-oProxyCommand=sh',
@@ -128,19 +87,19 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
       '-Fconfig',
     ]) {
       expect(() => parseRemote(bad)).toThrow(/expected \[user@\]host/);
-      await expect(c.rdwrText('session/new', `name=x cwd=/tmp remote="${bad}"`)).rejects.toThrow();
-      await expect(c.rdwrText('session/a/ctl', `remote ${bad}`)).rejects.toThrow();
+      await expect(r.c.rdwrText('session/new', `name=x cwd=/tmp remote="${bad}"`)).rejects.toThrow();
+      await expect(r.c.rdwrText('session/a/ctl', `remote ${bad}`)).rejects.toThrow();
     }
     expect(existsSync(marker)).toBe(false);
-    expect(await c.rdwrText('session/a/ctl', 'remote')).toBe(`${sshd.host}\n`);
+    expect(await r.c.rdwrText('session/a/ctl', 'remote')).toBe(`${r.sshd.host}\n`);
   });
 
   it('the secret is on no command line, in no environment and in no log; the remote dirs are 0700', async () => {
     const own: string[] = [];
     const p = await spawnRemoteToolsrv({
-      remote: parseRemote(sshd.host),
-      ssh: { configFile: sshd.sshConfig },
-      runtimeDir: join(dir, 'rt'),
+      remote: parseRemote(r.sshd.host),
+      ssh: { configFile: r.sshd.sshConfig },
+      runtimeDir: join(r.dir, 'rt'),
       log: (m) => void own.push(m),
     });
     try {
@@ -156,12 +115,12 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
       }
       expect(hits).toEqual([]);
       expect([...own, ...logs].some((l) => l.includes(p.secret))).toBe(false);
-      const cache = join(sshd.remoteHome, '.cache', 'ollie', 'remote');
+      const cache = join(r.sshd.remoteHome, '.cache', 'ollie', 'remote');
       expect(statSync(cache).mode & 0o777).toBe(0o700);
-      expect(statSync(join(sshd.remoteHome, 'run', `ollie-remote-${process.getuid!()}`)).mode & 0o777).toBe(0o700);
+      expect(statSync(join(r.sshd.remoteHome, 'run', `ollie-remote-${process.getuid!()}`)).mode & 0o777).toBe(0o700);
       for (const d of readdirSync(cache)) expect(statSync(join(cache, d)).mode & 0o077).toBe(0);
       // The forwarded socket here is in the private runtime directory.
-      expect(statSync(join(dir, 'rt')).mode & 0o777).toBe(0o700);
+      expect(statSync(join(r.dir, 'rt')).mode & 0o777).toBe(0o700);
       // The toolsrv there reports its own sandbox (the remote kernel's Landlock ABI), and only the secret opens it.
       const tc = await ToolClient.connect(p, 'probe');
       const info = await tc.info();
@@ -177,7 +136,7 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
   }, 60_000);
 
   it("a remote session's tool has no way into the local daemon", async () => {
-    mock.script(
+    r.mock.script(
       [
         {
           toolCalls: [
@@ -185,7 +144,7 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
           ],
         },
       ],
-      [{ toolCalls: [{ name: 'shell', args: { command: attachScript(sock) } }] }],
+      [{ toolCalls: [{ name: 'shell', args: { command: attachScript(r.sock) } }] }],
       [{ text: 'done' }],
     );
     const [env, attach] = await turn('a');
@@ -196,12 +155,12 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
   }, 60_000);
 
   it("on the shared toolsrv, session A cannot kill session B's process nor approve its bypass", async () => {
-    const bWork = join(sshd.remoteHome, 'b');
+    const bWork = join(r.sshd.remoteHome, 'b');
     const bAgent = await agent('b');
     // B: a background process that runs until the test lets it go (a foreground shell call would hold the
     // toolsrv's global lock, which A's call then waits for: locks hold across the sessions of a host). Its end
     // comes back to B as a prompt, and B then asks to leave the sandbox (the mock answers requests in order).
-    mock.script(
+    r.mock.script(
       [
         {
           toolCalls: [
@@ -233,7 +192,7 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
       "B's process",
       30_000,
     );
-    mock.script(
+    r.mock.script(
       [
         {
           toolCalls: [
@@ -259,15 +218,15 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     const bDone = bAgent.nextTurn();
     writeFileSync(join(bWork, 'go'), '');
     const line = await until(
-      async () => (await c.readText('session/b/bypass')).trim() || undefined,
+      async () => (await r.c.readText('session/b/bypass')).trim() || undefined,
       "B's bypass request",
       30_000,
     );
     const id = line!.split('\t')[0]!;
-    expect(await c.readText('session/a/bypass')).toBe('');
-    await expect(c.write('session/a/bypass', `${id} approve`)).rejects.toThrow(/no pending bypass request/);
-    expect((await c.readText('session/b/bypass')).split('\t')[0]).toBe(id);
-    await c.write('session/b/bypass', `${id} deny`);
+    expect(await r.c.readText('session/a/bypass')).toBe('');
+    await expect(r.c.write('session/a/bypass', `${id} approve`)).rejects.toThrow(/no pending bypass request/);
+    expect((await r.c.readText('session/b/bypass')).split('\t')[0]).toBe(id);
+    await r.c.write('session/b/bypass', `${id} deny`);
     await bDone;
     const bTools = bAgent.log
       .blocks()
@@ -278,7 +237,7 @@ describe.skipIf(!sshdAvailable())('remote sessions: attacks', () => {
     // Both sessions were served by the one toolsrv there.
     const toolsrvs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
       .split('\n')
-      .filter((l) => l.includes(sshd.remoteHome) && l.includes('toolsrv/main.js') && !l.includes('ssh '));
+      .filter((l) => l.includes(r.sshd.remoteHome) && l.includes('toolsrv/main.js') && !l.includes('ssh '));
     expect(toolsrvs).toHaveLength(1);
   }, 90_000);
 });
