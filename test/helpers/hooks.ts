@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Harness } from '../olliesrv/agent-harness.js';
+import { testHarness, type Harness } from '../olliesrv/agent-harness.js';
 
 export type Hooks = Record<string, unknown>;
 
@@ -52,4 +52,17 @@ export async function agentInWork(
   mkdirSync(work, { recursive: true });
   const session = (await hh.c.rdwrText('session/new', `cwd=${work}`)).trim();
   return { ...(await hh.agent({ profile, session })), work };
+}
+
+/**
+ * The running test's harness with an agent of `profile` (named `attacker`) working in `work/`; the owner's `hooks`,
+ * when given, are in place before the agent is made.
+ */
+export async function attackerInWork(
+  profile: Record<string, unknown>,
+  hooks?: Hooks,
+): Promise<{ h: Harness; a: Awaited<ReturnType<typeof agentInWork>> }> {
+  const h = await testHarness({ profiles: { attacker: profile } });
+  if (hooks) writeHooks(h.configDir, hooks);
+  return { h, a: await agentInWork(h, 'attacker') };
 }

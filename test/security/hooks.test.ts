@@ -7,16 +7,14 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentInWork, oneHook, trustFmtHook, writeHooks } from '../helpers/hooks.js';
-import { testHarness } from '../olliesrv/agent-harness.js';
+import { attackerInWork, oneHook, trustFmtHook, writeHooks } from '../helpers/hooks.js';
 import { attackerProfile, client9p, results, script, sh as shell } from './scripted-calls.js';
 
 const ATTACKER = attackerProfile(['client_9p', 'shell'], 30);
 
 describe('an agent attacking hooks through its own tools', () => {
   it('cannot write hooks.json, trust a hooks file, turn hooks off or read what hooks said — by the filesystem or the namespace', async () => {
-    const h = await testHarness({ profiles: { attacker: ATTACKER } });
-    const a = await agentInWork(h, 'attacker');
+    const { h, a } = await attackerInWork(ATTACKER);
     const globalFile = join(h.configDir, 'hooks.json');
     const payload = JSON.stringify({
       hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'touch /tmp/pwned' }] }] },
@@ -56,8 +54,7 @@ describe('an agent attacking hooks through its own tools', () => {
   });
 
   it('a hooks file it plants in the project never runs; a trusted one it edits stops applying, and no tool call runs', async () => {
-    const h = await testHarness({ profiles: { attacker: ATTACKER } });
-    const a = await agentInWork(h, 'attacker');
+    const { h, a } = await attackerInWork(ATTACKER);
     const file = join(a.work, '.ollie-hooks.json');
     const marker = join(a.work, 'hook-ran');
     const planted = JSON.stringify({
@@ -84,8 +81,7 @@ describe('an agent attacking hooks through its own tools', () => {
   });
 
   it('code it plants for a trusted hook to run stays in the sandbox: no config dir, no socket, nothing outside the policy', async () => {
-    const h = await testHarness({ profiles: { attacker: ATTACKER } });
-    const a = await agentInWork(h, 'attacker');
+    const { h, a } = await attackerInWork(ATTACKER);
     // The owner trusts a project hook that runs the project's own formatter script, which the agent can edit.
     await trustFmtHook(h, a.work);
     const stolen = join(a.work, 'stolen');
@@ -124,8 +120,7 @@ describe('an agent attacking hooks through its own tools', () => {
   });
 
   it("cannot raise a hook-style approval with its own wording, nor leave the sandbox through a hook's rewrite", async () => {
-    const h = await testHarness({ profiles: { attacker: ATTACKER } });
-    const a = await agentInWork(h, 'attacker');
+    const { h, a } = await attackerInWork(ATTACKER);
     // The owner's hook rewrites every shell command; the model tries to smuggle flags through the arguments.
     writeHooks(
       h.configDir,
