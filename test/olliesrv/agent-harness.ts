@@ -5,12 +5,12 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { startMockLlm, type MockLlm, type MockLlmOptions, type Turn } from '../../src/devtools/mock-llm/server.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { retryDelay } from '../../src/olliesrv/backend/retry.js';
-import { onTestFinished } from 'vitest';
 
 import type { Block } from '../../src/olliesrv/agent/chatlog.js';
 import { until } from '../wait.js';
