@@ -18,7 +18,6 @@ describe('approvals in the app (web mode, real daemon)', () => {
   const g = useGui({
     prefix: 'ollie-e2e-approvals-',
     viewport: { width: 1280, height: 800 },
-    port: 0,
     outside: true,
     daemon: { retryDelay: () => 10 },
   });

@@ -46,7 +46,6 @@ describe('the chat as it reads (web mode, real daemon)', () => {
   const g = useGui({
     prefix: 'ollie-e2e-render-',
     viewport: { width: 1100, height: 800 },
-    port: 0,
     autoLoad: ['shell', 'file_read', 'file_edit'],
     prepare: (d) => writeFileSync(join(d, 'work', 'notes.txt'), 'alpha\nbeta\ngamma\n'),
     // The real policy (a 500 is retried, an auth error is not), without its waits.

@@ -2,9 +2,10 @@
  * Hooks in the chat (web mode, real daemon, real toolsrv and sandbox, mock LLM over HTTP): a hook that ran is one
  * compact line (event, command, tool, exit, duration) that opens to its output.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oneHook, writeHooks } from '../test/helpers/hooks.js';
 import { createInGui, useGui } from './gui-harness.js';
 import { screenshot } from './helpers.js';
 
@@ -12,25 +13,14 @@ describe('hooks in the chat (web mode, real daemon)', () => {
   const g = useGui({
     prefix: 'ollie-e2e-hooks-',
     viewport: { width: 1100, height: 800 },
-    port: 0,
     prepare: (d) =>
-      writeFileSync(
-        join(d, 'config', 'hooks.json'),
-        JSON.stringify({
-          hooks: {
-            PreToolUse: [
-              {
-                matcher: 'shell',
-                hooks: [
-                  {
-                    type: 'command',
-                    command: 'grep -q "rm -rf" && { echo "rm -rf is not allowed here" >&2; exit 2; }; exit 0',
-                  },
-                ],
-              },
-            ],
-          },
-        }),
+      writeHooks(
+        join(d, 'config'),
+        oneHook(
+          'PreToolUse',
+          'grep -q "rm -rf" && { echo "rm -rf is not allowed here" >&2; exit 2; }; exit 0',
+          'shell',
+        ),
       ),
   });
 
@@ -63,23 +53,13 @@ describe('hooks in the chat (web mode, real daemon)', () => {
   });
 
   it('shows a hook\'s "ask" as an approval of a sandboxed call, approved once', async () => {
-    writeFileSync(
-      join(g.dir, 'config', 'hooks.json'),
-      JSON.stringify({
-        hooks: {
-          PreToolUse: [
-            {
-              matcher: 'shell',
-              hooks: [
-                {
-                  type: 'command',
-                  command: `printf '%s' '{"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "this deploys to staging"}}'`,
-                },
-              ],
-            },
-          ],
-        },
-      }),
+    writeHooks(
+      join(g.dir, 'config'),
+      oneHook(
+        'PreToolUse',
+        `printf '%s' '{"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "this deploys to staging"}}'`,
+        'shell',
+      ),
     );
     g.mock.script(
       [{ toolCalls: [{ name: 'shell', args: { command: 'echo deployed > deployed.txt' } }] }],

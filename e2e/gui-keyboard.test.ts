@@ -22,7 +22,6 @@ describe('keyboard and screen readers (web mode, real daemon)', () => {
   const g = useGui({
     prefix: 'ollie-e2e-keys-',
     viewport: { width: 1100, height: 760 },
-    port: 0,
     autoLoad: null,
     daemon: { retryDelay: () => 10 },
   });

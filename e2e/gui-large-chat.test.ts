@@ -5,32 +5,25 @@
  * into SQLite and out through log.from, as an agent's turns write them. Nothing here is timed — timings on a loaded CI machine are noise; the figures (first
  * paint, heap, p95 frame time for 1k/10k/100k blocks against the targets) are `node bench/gui.mjs`.
  */
-import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebUi, type WebUi } from '../src/webui/server.js';
 import { harness, type Harness } from '../test/olliesrv/agent-harness.js';
 import { syntheticBlock } from './synthetic.js';
-import { buildRenderer, CHROMIUM, requireChromium, rmrf } from './helpers.js';
+import { useBrowser } from './gui-harness.js';
 
 describe('a large chat', () => {
-  let rendererDir: string;
-  let browser: Browser;
+  const b = useBrowser();
   let h: Harness;
   let ui: WebUi;
 
   beforeAll(async () => {
-    requireChromium();
-    rendererDir = await buildRenderer();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
     h = await harness({ tools: false });
     await h.c.rdwrText('session/new', `name=perf cwd=${h.dir}`);
-    ui = await startWebUi({ server: h.daemon.server, rendererDir });
+    ui = await startWebUi({ server: h.daemon.server, rendererDir: b.rendererDir });
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
     await ui?.close();
     await h?.close();
-    rmrf(rendererDir);
   });
 
   it('loads 10,000 blocks virtualized, in little memory, and streams a reply over them in one block', async () => {
@@ -48,7 +41,7 @@ describe('a large chat', () => {
       lastId = added.id;
     }
     expect(bytes).toBeGreaterThan(4e6);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const page = await b.browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
       await page.goto(ui.url);
       await page.getByTestId('conn').filter({ hasText: 'connected' }).waitFor();

@@ -12,7 +12,6 @@ describe('MCP servers in Settings', () => {
   const g = useGui({
     prefix: 'ollie-e2e-mcp-',
     viewport: { width: 1280, height: 900 },
-    port: 0,
     outside: true,
     prepare: (d) => writeMcpConfig(join(d, 'config'), { fx: fixtureServer({ env: { FX_TOKEN: 'secret-xyz-123' } }) }),
   });

@@ -62,6 +62,9 @@ afterAll(async () => {
 
 type Result = Awaited<ReturnType<Client['callTool']>>;
 const textOf = (r: Result): string => (r.content as Array<{ type: string; text: string }>).map((c) => c.text).join('');
+/** Calls a tool and returns the text of its result. */
+const callText = async (name: string, args: Record<string, unknown>): Promise<string> =>
+  textOf(await client.callTool({ name, arguments: args }));
 
 describe('ollie mcp', () => {
   it('lists its tools, each with a description and an input schema', async () => {
@@ -83,26 +86,18 @@ describe('ollie mcp', () => {
   });
 
   it('creates a session and an agent, prompts it and returns its reply once the turn is over, reads its log', async () => {
-    expect(textOf(await client.callTool({ name: 'create_session', arguments: { name: 'work', cwd: dir } }))).toBe(
-      'work',
-    );
-    const sessions = JSON.parse(textOf(await client.callTool({ name: 'list_sessions', arguments: {} }))) as Array<{
+    expect(await callText('create_session', { name: 'work', cwd: dir })).toBe('work');
+    const sessions = JSON.parse(await callText('list_sessions', {})) as Array<{
       name: string;
       cwd: string;
     }>;
     expect(sessions).toEqual([expect.objectContaining({ name: 'work', cwd: dir })]);
 
-    expect(
-      textOf(
-        await client.callTool({
-          name: 'create_agent',
-          arguments: { session: 'work', name: 'helper', profile: 'test' },
-        }),
-      ),
-    ).toBe('helper');
-    const agents = JSON.parse(
-      textOf(await client.callTool({ name: 'list_agents', arguments: { session: 'work' } })),
-    ) as Array<{ name: string; state: string }>;
+    expect(await callText('create_agent', { session: 'work', name: 'helper', profile: 'test' })).toBe('helper');
+    const agents = JSON.parse(await callText('list_agents', { session: 'work' })) as Array<{
+      name: string;
+      state: string;
+    }>;
     expect(agents).toEqual([expect.objectContaining({ name: 'helper', state: 'idle', parent: null, depth: 0 })]);
 
     mock.script([{ text: 'The answer is 42.' }]);
@@ -113,25 +108,14 @@ describe('ollie mcp', () => {
     expect(r.isError).toBeFalsy();
     expect(textOf(r)).toBe('The answer is 42.');
 
-    const log = textOf(
-      await client.callTool({ name: 'read_agent_log', arguments: { session: 'work', agent: 'helper' } }),
-    );
+    const log = await callText('read_agent_log', { session: 'work', agent: 'helper' });
     expect(log).toContain('What is the answer?');
     expect(log).toContain('The answer is 42.');
-    expect(
-      JSON.parse(textOf(await client.callTool({ name: 'list_approvals', arguments: { session: 'work' } }))),
-    ).toEqual([]);
+    expect(JSON.parse(await callText('list_approvals', { session: 'work' }))).toEqual([]);
 
     // A second turn: the reply is that turn's, not the first's.
     mock.script([{ text: 'Still 42.' }]);
-    expect(
-      textOf(
-        await client.callTool({
-          name: 'prompt_agent',
-          arguments: { session: 'work', agent: 'helper', prompt: 'Sure?' },
-        }),
-      ),
-    ).toBe('Still 42.');
+    expect(await callText('prompt_agent', { session: 'work', agent: 'helper', prompt: 'Sure?' })).toBe('Still 42.');
   });
 
   it('a turn that ends in an error is an error result; unknown names and bad arguments say what is wrong', async () => {

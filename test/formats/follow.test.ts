@@ -86,31 +86,19 @@ describe('a format changed in the spec alone', () => {
     // A pending request as the daemon would list it (formatted by the declaration, as spec.ts does), reordered.
     const bypass = specFormat('/session/{session}/bypass');
     change(bypass, [...bypass.columns].reverse());
-    const pending = bypass.format([
-      {
-        id: '7',
-        agent: a.aid,
-        tool: 'shell',
-        cwd: '/w d',
-        cmd: 'npm test\nrm -rf ~',
-        reason: 'net',
-        remember: 'once',
-        rule: '',
-      },
-    ]);
-    expect(parsePending(pending, a.sid)).toEqual([
-      {
-        id: '7',
-        session: a.sid,
-        agent: a.aid,
-        tool: 'shell',
-        cwd: '/w d',
-        cmd: 'npm test\nrm -rf ~',
-        reason: 'net',
-        remember: 'once',
-        rule: '',
-      },
-    ]);
+    const request = {
+      id: '7',
+      agent: a.aid,
+      tool: 'shell',
+      cwd: '/w d',
+      cmd: 'npm test\nrm -rf ~',
+      reason: 'net',
+      remember: 'once',
+      rule: '',
+    };
+    const pending = bypass.format([request]);
+    // Parsed back, it is the same request, of the session whose file it was read from.
+    expect(parsePending(pending, a.sid)).toEqual([{ ...request, session: a.sid }]);
     expect(pendingRequests(pending, text)).toEqual([
       { id: '7', agent: a.name, tool: 'shell', cwd: '/w d', cmd: 'npm test\nrm -rf ~' },
     ]);

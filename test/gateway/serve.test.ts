@@ -2,44 +2,12 @@
  * `ollie serve --http` from the built CLI: it prints the gateway's URL (/api on the loopback front door) and a token,
  * the gateway answers with it and refuses without it, and SIGTERM still ends the daemon cleanly.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-
-const OLLIE = new URL('../../dist/cli/ollie.js', import.meta.url).pathname;
-const started: Array<{ p: ChildProcess; dir: string }> = [];
-
-afterEach(async () => {
-  for (const { p, dir } of started.splice(0)) {
-    if (p.exitCode === null) {
-      p.kill('SIGKILL');
-      await new Promise((r) => p.once('exit', r));
-    }
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+import type { ChildProcess } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { spawnServe } from '../helpers/serve.js';
 
 async function serve(extra: string[]): Promise<{ p: ChildProcess; url: string; token: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
-  const p = spawn(
-    process.execPath,
-    [
-      OLLIE,
-      'serve',
-      '--no-tools',
-      '--socket',
-      join(dir, 'run', 'ollie.sock'),
-      '--config',
-      join(dir, 'config'),
-      '--data',
-      join(dir, 'data'),
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  started.push({ p, dir });
+  const { p } = spawnServe('ollie-http-', extra);
   let out = '';
   const m = await new Promise<RegExpExecArray>((resolve, reject) => {
     p.stdout!.on('data', (d: Buffer) => {
@@ -72,27 +40,7 @@ describe('ollie serve --http', () => {
   });
 
   it('refuses two ports for the web UI and the gateway, which share one server', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ollie-http-'));
-    const p = spawn(
-      process.execPath,
-      [
-        OLLIE,
-        'serve',
-        '--no-tools',
-        '--ui-port',
-        '0',
-        '--http',
-        '1',
-        '--socket',
-        join(dir, 'run', 'ollie.sock'),
-        '--config',
-        join(dir, 'config'),
-        '--data',
-        join(dir, 'data'),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    started.push({ p, dir });
+    const { p } = spawnServe('ollie-http-', ['--ui-port', '0', '--http', '1']);
     let err = '';
     p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     expect(await new Promise((r) => p.once('exit', r))).toBe(1);

@@ -7,7 +7,7 @@
  * Each open's writes are assembled and committed once, at clunk.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { build, Dir, Leaf, ORDWR, OTRUNC, OWRITE } from '../../src/ninep/index.js';
+import { build, Dir, Leaf, ORDWR, OTRUNC, OWRITE, type Client } from '../../src/ninep/index.js';
 import { serve, type TestServer } from './helpers.js';
 
 let t: TestServer<unknown> | undefined;
@@ -18,7 +18,13 @@ afterEach(async () => {
 
 const enc = new TextEncoder();
 
-async function textServer(initial: string): Promise<{ value: () => string; commits: string[] }> {
+/** A server whose one text file, `plan`, holds `initial`; its value and commits, and a client's open and stat of it. */
+async function textServer(initial: string): Promise<{
+  value: () => string;
+  commits: string[];
+  open: (mode: number) => ReturnType<Client['open']>;
+  stat: () => ReturnType<Client['stat']>;
+}> {
   let value = initial;
   const commits: string[] = [];
   const ns = build(
@@ -26,31 +32,30 @@ async function textServer(initial: string): Promise<{ value: () => string; commi
     { uid: 'alice' },
   );
   t = await serve({ fs: ns as never });
-  return { value: () => value, commits };
+  const c = await t.client();
+  return { value: () => value, commits, open: (mode) => c.open('plan', mode), stat: () => c.stat('plan') };
 }
 
 describe('text files take appends and chunked writes', () => {
   it('an append at the length stat gave (as 9pfuse and v9fs send echo >>) extends the value, committed once', async () => {
     const s = await textServer('- [ ] first\n');
-    const c = await t!.client();
-    const len = (await c.stat('plan')).length;
+    const len = (await s.stat()).length;
     expect(len).toBe(12);
-    const f = await c.open('plan', OWRITE);
+    const f = await s.open(OWRITE);
     await f.write(len, enc.encode('- [ ] second\n'));
     expect(s.commits).toEqual([]);
     await f.clunk();
     expect(s.value()).toBe('- [ ] first\n- [ ] second\n');
     expect(s.commits).toHaveLength(1);
-    expect((await c.stat('plan')).length).toBe(Buffer.byteLength(s.value()));
+    expect((await s.stat()).length).toBe(Buffer.byteLength(s.value()));
   });
 
   it('a chunked append (4 KiB writes, each at the end of the last) is one commit of the whole', async () => {
     const s = await textServer('head\n');
-    const c = await t!.client();
     const tail = 'line of an appended plan\n'.repeat(12_000);
     const bytes = enc.encode(tail);
-    const f = await c.open('plan', OWRITE);
-    const start = Number((await c.stat('plan')).length);
+    const f = await s.open(OWRITE);
+    const start = Number((await s.stat()).length);
     const pending: Promise<number>[] = [];
     for (let off = 0; off < bytes.length; off += 4096)
       pending.push(f.write(start + off, bytes.subarray(off, off + 4096)));
@@ -62,9 +67,8 @@ describe('text files take appends and chunked writes', () => {
 
   it("plan9port's 9p write (OTRUNC, 4 KiB writes from 0) replaces a longer value with a shorter one", async () => {
     const s = await textServer('x'.repeat(50_000));
-    const c = await t!.client();
     const next = enc.encode('y'.repeat(10_000));
-    const f = await c.open('plan', OWRITE | OTRUNC);
+    const f = await s.open(OWRITE | OTRUNC);
     for (let off = 0; off < next.length; off += 4096) await f.write(off, next.subarray(off, off + 4096));
     await f.clunk();
     expect(s.value()).toBe('y'.repeat(10_000));
@@ -73,8 +77,7 @@ describe('text files take appends and chunked writes', () => {
 
   it('a first write at 0 without OTRUNC replaces the value (a text file takes a new value whole)', async () => {
     const s = await textServer('a long old value\n');
-    const c = await t!.client();
-    const f = await c.open('plan', OWRITE);
+    const f = await s.open(OWRITE);
     await f.write(0, enc.encode('new\n'));
     await f.clunk();
     expect(s.value()).toBe('new\n');
@@ -82,8 +85,7 @@ describe('text files take appends and chunked writes', () => {
 
   it('a first write inside the value without OTRUNC edits it in place; a read on the fid sees the edit', async () => {
     const s = await textServer('- [ ] step one\n');
-    const c = await t!.client();
-    const f = await c.open('plan', ORDWR);
+    const f = await s.open(ORDWR);
     await f.write(3, enc.encode('x'));
     expect(new TextDecoder().decode(await f.read(0, 100))).toBe('- [x] step one\n');
     await f.clunk();
@@ -92,12 +94,11 @@ describe('text files take appends and chunked writes', () => {
 
   it('a write past the end is refused (a hole) and the value stays; so is a first write past 0 after OTRUNC', async () => {
     const s = await textServer('first line\n');
-    const c = await t!.client();
-    const f = await c.open('plan', OWRITE);
+    const f = await s.open(OWRITE);
     await expect(f.write(100, enc.encode('far\n'))).rejects.toThrow(/would leave a hole \(value is 11 bytes\)/);
     await f.clunk();
     expect(s.value()).toBe('first line\n');
-    const g = await c.open('plan', OWRITE | OTRUNC);
+    const g = await s.open(OWRITE | OTRUNC);
     await expect(g.write(11, enc.encode('appended\n'))).rejects.toThrow(/would leave a hole \(value is 0 bytes\)/);
     await g.clunk();
     expect(s.value()).toBe('');

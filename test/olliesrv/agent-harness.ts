@@ -5,6 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { startMockLlm, type MockLlm, type MockLlmOptions, type Turn } from '../../src/devtools/mock-llm/server.js';
@@ -63,15 +64,25 @@ export function parseBlocks(text: string): Block[] {
     .map((l) => JSON.parse(l) as Block);
 }
 
-export async function harness(
-  opts: {
-    turns?: Turn[];
-    profiles?: Record<string, unknown>;
-    tools?: boolean;
-    toolDirs?: string[];
-    mock?: MockLlmOptions;
-  } = {},
-): Promise<Harness> {
+export interface HarnessOptions {
+  turns?: Turn[];
+  profiles?: Record<string, unknown>;
+  tools?: boolean;
+  toolDirs?: string[];
+  mock?: MockLlmOptions;
+}
+
+/**
+ * A harness for the running test, closed when the test ends (passed or failed), after its afterEach hooks. Call it
+ * inside a test: each test gets its own daemon and no test file keeps one in a variable to close.
+ */
+export async function testHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const h = await harness(opts);
+  onTestFinished(() => h.close());
+  return h;
+}
+
+export async function harness(opts: HarnessOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-agents-'));
   const mock = await startMockLlm(opts.mock);
   if (opts.turns) mock.script(...opts.turns);

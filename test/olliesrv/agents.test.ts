@@ -7,25 +7,19 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { parseProfile } from '../../src/olliesrv/agent/profiles.js';
 import { shippedDataDir } from '../../src/platform/paths.js';
 import { until } from '../wait.js';
-import { harness, parseBlocks, type Harness } from './agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { testHarness, parseBlocks } from './agent-harness.js';
 
 const roles = (bs: { role: string }[]) => bs.map((b) => b.role);
 
 describe('a turn', () => {
   it('a prompt is everything one open writes, however the client splits it: 20,000 bytes in 4 KiB writes are one user block', async () => {
-    h = await harness({ turns: [[{ text: 'got it' }]] });
+    const h = await testHarness({ turns: [[{ text: 'got it' }]] });
     const a = await h.agent();
     const c = await dial(`unix!${h.socket}`, { uname: userInfo().username, msize: 4096 + 24 });
     try {
@@ -47,7 +41,7 @@ describe('a turn', () => {
   });
 
   it('streams the reply as partial blocks closed by a final block, and accounts usage and cost', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [[{ text: 'Hello there, friend.' }, { usage: { input: 1000, output: 20, cached: 400 } }]],
     });
     const a = await h.agent();
@@ -55,7 +49,7 @@ describe('a turn', () => {
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` });
     const it0 = events[Symbol.asyncIterator]();
     const firstEvent = it0.next();
-    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
+    await until(() => h.daemon.bus.subscribers > subs, 'the event subscription');
     const log = h.c.stream(`${a.path}/log.raw`);
     const blocks = await h.turn(a.path, 'hi');
     expect(roles(blocks)).toEqual(['user', 'assistant']);
@@ -89,16 +83,16 @@ describe('a turn', () => {
   });
 
   it('sends partial blocks to a reader while the reply streams', async () => {
-    h = await harness({ turns: [[{ delayMs: 30 }, { text: 'one two three four' }]] });
+    const h = await testHarness({ turns: [[{ delayMs: 30 }, { text: 'one two three four' }]] });
     const a = await h.agent();
     const got: string[] = [];
     const reader = (async () => {
-      for await (const chunk of h!.c.stream(`${a.path}/log.raw`)) {
+      for await (const chunk of h.c.stream(`${a.path}/log.raw`)) {
         got.push(...new TextDecoder().decode(chunk).split('\n').filter(Boolean));
         if (got.some((l) => l.includes('"content":"one two three four"'))) return;
       }
     })();
-    await until(() => h!.daemon.agents.all().find((x) => x.id === a.aid)!.log.readerCount > 0, 'the log.raw reader');
+    await until(() => h.daemon.agents.all().find((x) => x.id === a.aid)!.log.readerCount > 0, 'the log.raw reader');
     await h.turn(a.path, 'count');
     await reader;
     const bs = got.map((l) => JSON.parse(l) as { role: string; id: string; content: string; partial?: boolean });
@@ -110,7 +104,7 @@ describe('a turn', () => {
   });
 
   it('runs tool calls through toolsrv (parallel calls in one round) and sends the results back', async () => {
-    h = await harness();
+    const h = await testHarness();
     writeFileSync(join(h.dir, 'a.txt'), 'alpha\n');
     writeFileSync(join(h.dir, 'b.txt'), 'beta\n');
     h.mock.script(
@@ -150,7 +144,7 @@ describe('a turn', () => {
   });
 
   it('answers a call of an unknown tool or with broken JSON arguments with an error the model can act on', async () => {
-    h = await harness({ turns: [[{ toolCalls: [{ name: 'no_such_tool', args: {} }] }], [{ text: 'ok' }]] });
+    const h = await testHarness({ turns: [[{ toolCalls: [{ name: 'no_such_tool', args: {} }] }], [{ text: 'ok' }]] });
     const a = await h.agent();
     const blocks = await h.turn(a.path, 'x');
     const tool = blocks.find((b) => b.role === 'tool')!;
@@ -158,7 +152,7 @@ describe('a turn', () => {
   });
 
   it('runs /cmd prompts as ctl commands and !cmd through the shell tool', async () => {
-    h = await harness();
+    const h = await testHarness();
     const a = await h.agent();
     await h.c.write(`${a.path}/prompt`, '/model gpt-4.1');
     expect(await h.c.readText(`${a.path}/cfg`)).toContain('model=gpt-4.1');
@@ -178,7 +172,9 @@ describe('a turn', () => {
 
 describe('retries and errors', () => {
   it('retries a 429 (honouring Retry-After) and a 500, logging retry blocks, then succeeds', async () => {
-    h = await harness({ turns: [[{ status: 429, retryAfter: 1 }], [{ status: 500 }], [{ text: 'finally' }]] });
+    const h = await testHarness({
+      turns: [[{ status: 429, retryAfter: 1 }], [{ status: 500 }], [{ text: 'finally' }]],
+    });
     const a = await h.agent();
     const t0 = Date.now();
     const blocks = await h.turn(a.path, 'x');
@@ -191,7 +187,9 @@ describe('retries and errors', () => {
   });
 
   it('retries a stream cut mid-response', async () => {
-    h = await harness({ turns: [[{ text: 'a b c d e f g h' }, { cutAfterChunks: 2 }], [{ text: 'whole answer' }]] });
+    const h = await testHarness({
+      turns: [[{ text: 'a b c d e f g h' }, { cutAfterChunks: 2 }], [{ text: 'whole answer' }]],
+    });
     const a = await h.agent();
     const blocks = await h.turn(a.path, 'x');
     expect(roles(blocks)).toContain('retry');
@@ -199,7 +197,7 @@ describe('retries and errors', () => {
   });
 
   it('gives up after the retry bound with an error block, and the agent stays usable', async () => {
-    h = await harness({ turns: Array.from({ length: 12 }, () => [{ status: 503 }]) });
+    const h = await testHarness({ turns: Array.from({ length: 12 }, () => [{ status: 503 }]) });
     const a = await h.agent();
     const blocks = await h.turn(a.path, 'x');
     expect(blocks.at(-1)!.role).toBe('error');
@@ -208,7 +206,7 @@ describe('retries and errors', () => {
   });
 
   it('does not retry a 401 and says why', async () => {
-    h = await harness({ turns: [[{ status: 401, message: 'invalid api key' }]] });
+    const h = await testHarness({ turns: [[{ status: 401, message: 'invalid api key' }]] });
     const a = await h.agent();
     const blocks = await h.turn(a.path, 'x');
     expect(roles(blocks)).toEqual(['user', 'error']);
@@ -216,9 +214,9 @@ describe('retries and errors', () => {
   });
 
   it("says how the last turn ended: agent/idx's last column and a turn event before the state goes idle", async () => {
-    h = await harness({ turns: [[{ status: 401, message: 'invalid api key' }], [{ text: 'fine now' }]] });
+    const h = await testHarness({ turns: [[{ status: 401, message: 'invalid api key' }], [{ text: 'fine now' }]] });
     const a = await h.agent();
-    const idx = async () => (await h!.c.readText(`session/${a.session}/agent/idx`)).trim().split('\t');
+    const idx = async () => (await h.c.readText(`session/${a.session}/agent/idx`)).trim().split('\t');
     expect((await idx())[6]).toBe('-');
     const subs = h.daemon.bus.subscribers;
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.>` });
@@ -229,7 +227,7 @@ describe('retries and errors', () => {
         if (seen.includes('.turn ok\t-')) break;
       }
     })();
-    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
+    await until(() => h.daemon.bus.subscribers > subs, 'the event subscription');
     await h.turn(a.path, 'x');
     expect(await idx()).toEqual([a.sid, a.aid, a.name, '-', '0', 'idle', 'error']);
     await h.turn(a.path, 'y');
@@ -245,7 +243,7 @@ describe('retries and errors', () => {
   });
 
   it('compacts and retries once when the context overflows', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         ...['one', 'two', 'three', 'four', 'five'].map((n) => [{ text: `answer ${n}` }]),
         [{ contextOverflow: true }],
@@ -265,7 +263,7 @@ describe('retries and errors', () => {
 
 describe('control', () => {
   it('queues prompts while a turn runs and drains them in order; the queue file shows and edits them', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [[{ delayMs: 40 }, { text: 'slow one two three' }], [{ text: 'second' }], [{ text: 'third' }]],
     });
     const a = await h.agent();
@@ -284,12 +282,12 @@ describe('control', () => {
   });
 
   it('ctl stop cancels the stream; the turn ends stopped and the agent is idle', async () => {
-    h = await harness({ turns: [[{ delayMs: 200 }, { text: 'a b c d e f g h i j k l m n o p' }]] });
+    const h = await testHarness({ turns: [[{ delayMs: 200 }, { text: 'a b c d e f g h i j k l m n o p' }]] });
     const a = await h.agent();
     await h.c.write(`${a.path}/prompt`, 'go');
     await h.waitState(a.path, 'thinking');
     // The request is out: the model (200 ms before its first chunk) is streaming when the stop comes.
-    await until(() => h!.mock.requests.length === 1, 'the request to reach the model');
+    await until(() => h.mock.requests.length === 1, 'the request to reach the model');
     expect(await h.c.rdwrText(`${a.path}/ctl`, 'stop')).toBe('stopping\n');
     await h.waitState(a.path, 'idle');
     const blocks = await h.blocks(a.path);
@@ -297,7 +295,7 @@ describe('control', () => {
   });
 
   it('cfg applies when idle and refuses while a turn runs', async () => {
-    h = await harness({ turns: [[{ delayMs: 100 }, { text: 'a b c d' }]] });
+    const h = await testHarness({ turns: [[{ delayMs: 100 }, { text: 'a b c d' }]] });
     const a = await h.agent();
     await h.c.write(`${a.path}/cfg`, 'temperature=0.3\nmodel=gpt-4.1-mini');
     const cfg = await h.c.readText(`${a.path}/cfg`);
@@ -313,7 +311,7 @@ describe('control', () => {
   });
 
   it('ctl compact replaces the history with a summary and keeps the old one for ctl restore', async () => {
-    h = await harness();
+    const h = await testHarness();
     const a = await h.agent();
     for (let i = 0; i < 6; i++) {
       h.mock.script([{ text: `answer ${i}` }]);
@@ -331,7 +329,9 @@ describe('control', () => {
   });
 
   it('the safety net: five failing rounds bring a nudge, five identical rounds a stall block, ten failing rounds end the turn', async () => {
-    h = await harness({ turns: Array.from({ length: 12 }, () => [{ toolCalls: [{ name: 'nope', args: { x: 1 } }] }]) });
+    const h = await testHarness({
+      turns: Array.from({ length: 12 }, () => [{ toolCalls: [{ name: 'nope', args: { x: 1 } }] }]),
+    });
     const a = await h.agent();
     const blocks = await h.turn(a.path, 'x');
     expect(blocks.filter((b) => b.role === 'context' && b.name === 'nudge')).toHaveLength(1);
@@ -341,7 +341,7 @@ describe('control', () => {
   });
 
   it('max steps: after the last step the model is asked for a final answer without tools', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         ...Array.from({ length: 2 }, () => [{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }]),
         [{ text: 'summary of work' }],
@@ -359,7 +359,7 @@ describe('control', () => {
 
 describe('sub-agents', () => {
   it('run in parallel, return their replies, show in agent/idx with parent and depth, and are removed', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [{ delayMs: 60 }, { text: 'reply one' }],
         [{ delayMs: 60 }, { text: 'reply two' }],
@@ -367,10 +367,10 @@ describe('sub-agents', () => {
     });
     const parent = await h.agent();
     const spawn = (p: string) =>
-      h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=${p}`);
+      h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=${p}`);
     const both = Promise.all([spawn('task one'), spawn('task two')]);
     const idx = await until(async () => {
-      const rows = (await h!.c.readText(`session/${parent.session}/agent/idx`))
+      const rows = (await h.c.readText(`session/${parent.session}/agent/idx`))
         .trim()
         .split('\n')
         .map((l) => l.split('\t'));
@@ -411,7 +411,7 @@ describe('sub-agents', () => {
   });
 
   it('leave records that outlive a restart; one whose caller died with the daemon is kept as interrupted', async () => {
-    h = await harness({ tools: false, turns: [[{ text: 'finished work' }]] });
+    const h = await testHarness({ tools: false, turns: [[{ text: 'finished work' }]] });
     const parent = await h.agent();
     expect(
       (await h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test parent=${parent.name} prompt=go`)).trim(),
@@ -447,7 +447,7 @@ describe('sub-agents', () => {
   });
 
   it("roll their tokens and cost up into the caller's stats, one line per sub-agent, after they are removed", async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [{ text: 'parent reply' }, { usage: { input: 1000, output: 10, cost: 0.5 } }],
         [{ text: 'sub one' }, { usage: { input: 200, output: 20, cached: 50, cost: 0.25 } }],
@@ -457,7 +457,7 @@ describe('sub-agents', () => {
     const parent = await h.agent();
     await h.turn(parent.path, 'hello');
     const spawn = (name: string, p: string) =>
-      h!.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test name=${name} parent=${parent.name} prompt=${p}`);
+      h.c.rdwrText(`session/${parent.session}/agent/new`, `agent=test name=${name} parent=${parent.name} prompt=${p}`);
     expect((await spawn('first', 'task one')).trim()).toBe('sub one');
     expect((await spawn('second', 'task two')).trim()).toBe('sub two');
     // Both are gone from the tree, and their usage is in the caller's stats.
@@ -485,7 +485,7 @@ describe('sub-agents', () => {
   });
 
   it("inherit a snapshot of the caller's history", async () => {
-    h = await harness({ turns: [[{ text: 'the secret is 42' }], [{ text: 'it is 42' }]] });
+    const h = await testHarness({ turns: [[{ text: 'the secret is 42' }], [{ text: 'it is 42' }]] });
     const parent = await h.agent();
     await h.turn(parent.path, 'remember the secret');
     const reply = await h.c.rdwrText(
@@ -497,7 +497,7 @@ describe('sub-agents', () => {
   });
 
   it('refuse to nest deeper than the limit, and stop at their step budget', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [[{ toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'budget summary' }]],
     });
     const top = await h.agent();
@@ -522,7 +522,7 @@ describe('sub-agents', () => {
 
 describe('root files', () => {
   it('generate and complete make one request with no history', async () => {
-    h = await harness({ turns: [[{ text: 'generated text' }], [{ text: 'x + 1' }]] });
+    const h = await testHarness({ turns: [[{ text: 'generated text' }], [{ text: 'x + 1' }]] });
     expect(await h.c.rdwrText('generate', 'temperature=0.1\n\nwrite something')).toBe('generated text\n');
     const g = h.mock.requests.at(-1)!.body as { messages: Array<{ content: string }>; temperature: number };
     expect(g.temperature).toBe(0.1);
@@ -533,7 +533,7 @@ describe('root files', () => {
   });
 
   it('lists backends, models and profiles', async () => {
-    h = await harness();
+    const h = await testHarness();
     expect(await h.c.readText('backends')).toMatch(/^mock\*\topenai\t.*\tgpt-4o\nclaude\tanthropic/);
     expect(await h.c.readText('models')).toContain('mock\tmock-model');
     const agents = (await h.c.readText('agents')).split('\n');
@@ -556,7 +556,7 @@ describe('root files', () => {
   });
 
   it('an agent on the Anthropic backend runs a tool round through the same loop', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [{ reasoning: 'thinking hard' }, { toolCalls: [{ name: 'shell', args: { command: 'echo via-claude' } }] }],
         [{ text: 'done' }],
@@ -581,7 +581,7 @@ describe('root files', () => {
 
 describe('events', () => {
   it('a subscriber that never reads does not stall the agents or the other subscribers; it gets an overflow marker', async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     const a = await h.agent();
     // Opened and filtered, then never read while thousands of events go by.
     const slow = await h.c.open('event', 2 /* ORDWR */);
@@ -589,12 +589,12 @@ describe('events', () => {
     const seen: string[] = [];
     const subs = h.daemon.bus.subscribers;
     const fast = (async () => {
-      for await (const chunk of h!.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` })) {
+      for await (const chunk of h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.state` })) {
         seen.push(...new TextDecoder().decode(chunk).split('\n').filter(Boolean));
         if (seen.filter((l) => l.endsWith(' idle')).length >= 3) return;
       }
     })();
-    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
+    await until(() => h.daemon.bus.subscribers > subs, 'the event subscription');
     for (let i = 0; i < 6000; i++) h.daemon.bus.publish(`session.${a.sid}.noise`, String(i));
     for (let i = 0; i < 3; i++) {
       h.mock.script([{ text: `reply ${i}` }]);
@@ -610,7 +610,7 @@ describe('events', () => {
 
 describe('lifecycle', () => {
   it('compacts on its own before a request that would pass compactAt of the window', async () => {
-    h = await harness({
+    const h = await testHarness({
       mock: {
         respond: (b) =>
           JSON.stringify(b).includes('You are compacting') ? [{ text: '## Goal\nsummary of it all' }] : undefined,
@@ -635,7 +635,7 @@ describe('lifecycle', () => {
   });
 
   it('inject adds text to the running turn before its next request', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [[{ delayMs: 60 }, { toolCalls: [{ name: 'shell', args: { command: 'true' } }] }], [{ text: 'noted' }]],
     });
     const a = await h.agent();
@@ -650,7 +650,7 @@ describe('lifecycle', () => {
   });
 
   it('a paused session holds prompts (agents show paused) and runs them on resume', async () => {
-    h = await harness({ turns: [[{ text: 'ran after resume' }]] });
+    const h = await testHarness({ turns: [[{ text: 'ran after resume' }]] });
     const a = await h.agent();
     await h.c.rdwrText(`session/${a.session}/ctl`, 'pause');
     expect((await h.c.readText(`${a.path}/state`)).trim()).toBe('paused');
@@ -666,7 +666,7 @@ describe('lifecycle', () => {
   });
 
   it('ctl agent switches profile with a fresh history; rename and rm announce themselves; log.raw ends when the agent dies', async () => {
-    h = await harness({ turns: [[{ text: 'one' }], [{ text: 'two' }]] });
+    const h = await testHarness({ turns: [[{ text: 'one' }], [{ text: 'two' }]] });
     const a = await h.agent();
     await h.turn(a.path, 'zanzibar');
     expect(await h.c.rdwrText(`${a.path}/ctl`, 'agent reviewer')).toBe('profile reviewer\n');
@@ -699,15 +699,15 @@ describe('lifecycle', () => {
       while (!t.includes('.kill')) t += new TextDecoder().decode((await ev.next()).value as Uint8Array);
       return t;
     })();
-    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
+    await until(() => h.daemon.bus.subscribers > subs, 'the event subscription');
     await h.c.rename(a.path, 'renamed');
     const path = `session/${a.session}/agent/renamed`;
     const reader = (async () => {
       let n = 0;
-      for await (const chunk of h!.c.stream(`${path}/log.raw`)) n += chunk.length;
+      for await (const chunk of h.c.stream(`${path}/log.raw`)) n += chunk.length;
       return n;
     })();
-    await until(() => h!.daemon.agents.all().find((x) => x.id === a.aid)!.log.readerCount > 0, 'the log.raw reader');
+    await until(() => h.daemon.agents.all().find((x) => x.id === a.aid)!.log.readerCount > 0, 'the log.raw reader');
     await h.c.remove(path);
     expect(await reader).toBeGreaterThan(0);
     const text = await evs;
@@ -730,7 +730,7 @@ describe('lifecycle', () => {
 
 describe('bypass', () => {
   it('a call asking to leave the sandbox waits for a person: the request shows as an event and in session/bypass; approve runs it, deny refuses it', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [{ toolCalls: [{ name: 'shell', args: { command: 'echo outside-the-box', bypass: true } }] }],
         [{ text: 'ran it' }],
@@ -743,7 +743,7 @@ describe('bypass', () => {
     const events = h.c.stream('event', { request: `session.${a.sid}.agent.${a.aid}.bypass.>` })[Symbol.asyncIterator]();
     const next = async (): Promise<string> => new TextDecoder().decode((await events.next()).value as Uint8Array);
     const first = next();
-    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
+    await until(() => h.daemon.bus.subscribers > subs, 'the event subscription');
 
     await h.c.write(`${a.path}/prompt`, 'do it');
     const req = await first;
@@ -774,7 +774,7 @@ describe('bypass', () => {
 
 describe('background processes', () => {
   it("show under the agent's proc/ (idx, live out, wait, stat), and their exit comes back as the next prompt", async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [
           {
@@ -813,7 +813,7 @@ describe('background processes', () => {
 
 describe('search', () => {
   it("finds past messages of every session by their words, a killed agent's too, and forgets an agent whose record is removed", async () => {
-    h = await harness({
+    const h = await testHarness({
       tools: false,
       turns: [[{ text: 'The flux capacitor needs 1.21 gigawatts.' }], [{ text: 'Nothing about that here.' }]],
     });
@@ -851,7 +851,7 @@ describe('search', () => {
 
 describe('config files', () => {
   it("a write is checked by the file's own parser: a bad one is refused with file:line and changes nothing, a good one applies", async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     const before = await h.c.readText('config/backends.conf');
     expect(before).toContain('[mock]');
     await expect(h.c.write('config/backends.conf', '[x]\ntype = nonsense\n')).rejects.toThrow(
@@ -881,7 +881,7 @@ describe('config files', () => {
 
 describe('plan', () => {
   it('the session plan is re-injected every 10 tool rounds', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         ...Array.from({ length: 10 }, (_, i) => [{ toolCalls: [{ name: 'shell', args: { command: `echo ${i}` } }] }]),
         [{ text: 'done' }],
@@ -901,7 +901,7 @@ describe('plan', () => {
 
 describe('subagent_spawn', () => {
   it('an agent runs a sub-agent through the tool (sandboxed, over the Ollie socket) and gets its reply as the result', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [{ toolCalls: [{ name: 'subagent_spawn', args: { prompt: 'count the files', profile: 'test' } }] }],
         [{ text: 'there are 3 files' }],
@@ -924,7 +924,9 @@ describe('subagent_spawn', () => {
 
 describe('tool_load', () => {
   it("finds a tool added to the config's tools directory while the session runs, and the model can call it", async () => {
-    h = await harness({ turns: [[{ toolCalls: [{ name: 'added_later', args: {} }] }], [{ text: 'ran it' }]] });
+    const h = await testHarness({
+      turns: [[{ toolCalls: [{ name: 'added_later', args: {} }] }], [{ text: 'ran it' }]],
+    });
     const a = await h.agent();
     // The session's toolsrv is up and has scanned its directories before the tool exists.
     await h.c.rdwrText(`${a.path}/ctl`, 'tool_load reasoning_think');
@@ -955,7 +957,7 @@ describe('extra tool directories', () => {
         join(extra, 'extra_tool.meta'),
         JSON.stringify({ description: 'From the extra directory.', cmd: 'echo extra', scope: 'read' }),
       );
-      h = await harness({
+      const h = await testHarness({
         toolDirs: [extra],
         turns: [[{ toolCalls: [{ name: 'config_tool', args: {} }] }], [{ text: 'ok' }]],
       });
@@ -994,7 +996,7 @@ describe('shipped profiles', () => {
 
 describe('tool schema cache', () => {
   it("a new session's first request uses the schemas toolsrv gave before, and its calls still run through toolsrv", async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         [{ toolCalls: [{ name: 'shell', args: { command: 'echo first' } }] }],
         [{ text: 'one' }],

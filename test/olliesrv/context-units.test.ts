@@ -1,20 +1,13 @@
 /** The pure parts of the context economy: the token estimate, the view that is sent, overflow figures, windows. */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { overflowFigures } from '../../src/olliesrv/agent/agent.js';
 import { flattenWithin } from '../../src/olliesrv/agent/compaction.js';
 import { Correction, measure, view } from '../../src/olliesrv/agent/context.js';
 import { countTokens, MESSAGE_OVERHEAD, messageTokens, preciseCounting } from '../../src/olliesrv/backend/tokens.js';
 import type { Message } from '../../src/olliesrv/backend/types.js';
 import { knownWindow } from '../../src/olliesrv/backend/windows.js';
-
-let dir: string | undefined;
-afterEach(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+import { testDir } from '../helpers/temp-dir.js';
 
 describe('countTokens', () => {
   it('counts prose near 4 characters a token and code and JSON denser, as o200k does', () => {
@@ -48,7 +41,7 @@ const round = (i: number, size: number): Message[] => [
 
 describe('view', () => {
   it('cuts the output of rounds older than the recent ones to an excerpt naming a file with all of it, and leaves the history alone', () => {
-    dir = mkdtempSync(join(tmpdir(), 'ollie-view-'));
+    const dir = testDir('ollie-view-');
     const msgs: Message[] = [{ role: 'user', content: 'go' }, ...[1, 2, 3, 4, 5].flatMap((i) => round(i, 400))];
     const v = view(msgs, { spillDir: dir, recentRounds: 3 });
     expect(v).toHaveLength(msgs.length);
@@ -70,7 +63,7 @@ describe('view', () => {
   });
 
   it('cuts large string arguments inside valid JSON, and with maxTokens anything large whatever its age; drops hints when asked', () => {
-    dir = mkdtempSync(join(tmpdir(), 'ollie-view-'));
+    const dir = testDir('ollie-view-');
     const content = 'x = 1\n'.repeat(3000);
     const msgs: Message[] = [
       { role: 'user', kind: 'skill', content: '<context>\nSkill "s" matches</context>' },

@@ -3,15 +3,9 @@
  * served model does (a prompt over it is refused with the provider's real context-length error).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { promptTokens, type RecordedRequest } from '../../src/devtools/mock-llm/server.js';
-import { harness, type Harness } from './agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { testHarness, type Harness } from './agent-harness.js';
 
 const chats = (hh: Harness): RecordedRequest[] =>
   hh.mock.requests.filter((r) => r.protocol === 'openai' && r.method === 'POST');
@@ -23,7 +17,7 @@ const bigOutput = (kib: number, tag = 'line'): string =>
 
 describe('the first request', () => {
   it('a default agent sends at most 3,000 tokens: hot tools with schemas, the others in an index, flags described once', async () => {
-    h = await harness({ turns: [[{ text: 'hi' }]] });
+    const h = await testHarness({ turns: [[{ text: 'hi' }]] });
     const a = await h.agent({ profile: 'default' });
     await h.turn(a.path, 'hello');
     const first = chats(h)[0]!;
@@ -54,7 +48,7 @@ describe('the first request', () => {
   });
 
   it('a listed tool called by name runs and is sent from then on; tool_search loads by words', async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: {
         lean: { prompt: 'You are lean.', autoLoad: ['shell', 'reasoning_think', 'subagent_spawn'], maxSteps: 10 },
       },
@@ -79,7 +73,7 @@ describe('the first request', () => {
   });
 
   it('larger than the window: the turn ends with an error naming what takes the room, and nothing is sent', async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { wordy: { prompt: 'Be careful. '.repeat(800), autoLoad: ['shell'], maxSteps: 5 } },
     });
     const a = await h.agent({ profile: 'wordy', backend: 'tiny' });
@@ -95,7 +89,7 @@ describe('the first request', () => {
 
 describe('compaction by budget', () => {
   it('one tool result larger than the window is cut to an excerpt that names the file holding all of it', async () => {
-    h = await harness({
+    const h = await testHarness({
       mock: { window: 4000 },
       turns: [[{ toolCalls: [{ name: 'shell', args: { command: bigOutput(30) } }] }], [{ text: 'done' }]],
     });
@@ -113,7 +107,7 @@ describe('compaction by budget', () => {
   });
 
   it('a tail made of huge results: the oldest turns are summarized, then the results cut, within the window', async () => {
-    h = await harness({
+    const h = await testHarness({
       mock: {
         window: 4000,
         respond: (b) =>
@@ -140,7 +134,7 @@ describe('compaction by budget', () => {
   });
 
   it('repeated overflows: each retry is smaller than the one refused, and too many end in a clear error', async () => {
-    h = await harness({
+    const h = await testHarness({
       mock: {
         respond: (b) => (JSON.stringify(b).includes('You are compacting') ? [{ text: '## Goal\nsummary' }] : undefined),
       },
@@ -176,7 +170,7 @@ describe('compaction by budget', () => {
   });
 
   it('ctl compact shrinks a history of one huge result instead of saying there is nothing to compact', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [[{ toolCalls: [{ name: 'shell', args: { command: bigOutput(20) } }] }], [{ text: 'ok' }]],
     });
     const a = await h.agent();
@@ -191,7 +185,7 @@ describe('compaction by budget', () => {
 
 describe('the account', () => {
   it('stats splits the next request by part, corrected by the usage the provider reports', async () => {
-    h = await harness({ turns: [[{ text: 'hi' }, { usage: { input: 2000, output: 5 } }]] });
+    const h = await testHarness({ turns: [[{ text: 'hi' }, { usage: { input: 2000, output: 5 } }]] });
     const a = await h.agent();
     await h.turn(a.path, 'hello');
     const kv = Object.fromEntries(

@@ -5,20 +5,14 @@
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from './agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { describe, expect, it } from 'vitest';
+import { testHarness, type Harness } from './agent-harness.js';
 
 const conf = (x: Harness): string => join(x.configDir, 'backends.conf');
 
 describe('no backend configured', () => {
   it('makes the agent, and fails its prompt at once with a pointer to Settings / ollie setup, without asking any provider', async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     rmSync(conf(h));
     expect(await h.c.rdwrText('ctl', 'reload')).toMatch(/no backend configured/);
     expect(await h.c.readText('backends')).toBe('');
@@ -37,7 +31,7 @@ describe('no backend configured', () => {
 
 describe('config/check and config/backend', () => {
   it("lists a candidate's models live, or says why not; the key is never in a reply", async () => {
-    h = await harness({ tools: false, mock: { models: ['mock-a', 'mock-b'] } });
+    const h = await testHarness({ tools: false, mock: { models: ['mock-a', 'mock-b'] } });
     const models = await h.c.rdwrText(
       'config/check',
       `provider=compatible\nurl=${h.mock.url}/v1\nkey=sk-secret-123456\n`,
@@ -80,7 +74,7 @@ describe('config/check and config/backend', () => {
   });
 
   it('stores a commented, 0600 backends.conf from nothing, reloads it, and an agent made before follows it', async () => {
-    h = await harness({ tools: false, turns: [[{ text: 'Set up and answering.' }]] });
+    const h = await testHarness({ tools: false, turns: [[{ text: 'Set up and answering.' }]] });
     rmSync(conf(h));
     await h.c.rdwrText('ctl', 'reload');
     const a = await h.agent();
@@ -113,7 +107,7 @@ describe('config/check and config/backend', () => {
   });
 
   it('replaces a section of the same name and keeps the rest of the file as written', async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     const before = readFileSync(conf(h), 'utf8');
     await h.c.rdwrText(
       'config/backend',
@@ -131,7 +125,7 @@ describe('config/check and config/backend', () => {
 
 describe('an agent whose backend is gone', () => {
   it('follows the default backend (and its model) instead of failing with unknown backend', async () => {
-    h = await harness({ tools: false, turns: [[{ text: 'From the default.' }]] });
+    const h = await testHarness({ tools: false, turns: [[{ text: 'From the default.' }]] });
     const a = await h.agent({ backend: 'claude' });
     await h.c.write(`${a.path}/cfg`, 'model=claude-opus-4');
     const text = readFileSync(conf(h), 'utf8');

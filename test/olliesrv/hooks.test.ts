@@ -5,14 +5,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from './agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { describe, expect, it } from 'vitest';
+import { agentInWork, cmd, writeHooks } from '../helpers/hooks.js';
+import { testHarness, type Block, type Harness } from './agent-harness.js';
 
 const PROFILE = {
   description: 'hooks',
@@ -26,27 +21,6 @@ type Call = { name: string; args: Record<string, unknown> };
 const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
 const shell = (command: string): Call => ({ name: 'shell', args: { command } });
 
-/**
- * An agent working in `work/` under the test's dir: the dir itself holds the config and data dirs, which the
- * sandbox denies, so the tools may not write there.
- */
-async function agent(hh: Harness): Promise<Awaited<ReturnType<Harness['agent']>> & { work: string }> {
-  const work = join(hh.dir, 'work');
-  mkdirSync(work, { recursive: true });
-  const session = (await hh.c.rdwrText('session/new', `cwd=${work}`)).trim();
-  return { ...(await hh.agent({ profile: 'hooks', session })), work };
-}
-
-function writeHooks(hh: Harness, hooks: Record<string, unknown>): void {
-  writeFileSync(join(hh.configDir, 'hooks.json'), JSON.stringify({ hooks }));
-}
-
-const cmd = (command: string, timeout?: number) => ({
-  type: 'command',
-  command,
-  ...(timeout !== undefined && { timeout }),
-});
-
 const toolResults = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 const hookBlocks = (blocks: Block[]): string[] =>
   blocks.filter((b) => b.role === 'info' && b.name === 'hook').map((b) => b.content);
@@ -56,11 +30,11 @@ const lastRequest = (hh: Harness): string =>
 
 describe('hooks', () => {
   it('a PreToolUse hook blocks rm -rf with exit 2: the command never runs and the model gets the reason', async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { hooks: PROFILE },
       turns: script(shell('rm -rf victim'), shell('echo still-works')) as never,
     });
-    writeHooks(h, {
+    writeHooks(h.configDir, {
       PreToolUse: [
         {
           matcher: 'shell',
@@ -72,7 +46,7 @@ describe('hooks', () => {
         },
       ],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     mkdirSync(join(a.work, 'victim'));
     writeFileSync(join(a.work, 'victim', 'keep'), 'x');
     const blocks = await h.turn(a.path, 'clean up');
@@ -104,12 +78,12 @@ describe('hooks', () => {
   });
 
   it('a PostToolUse formatter rewrites the file the tool wrote (proven on disk)', async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { hooks: PROFILE },
       turns: script({ name: 'file_write', args: { path: 'a.txt', content: 'one   \ntwo\t\t\n' } }) as never,
     });
     // A formatter: strips trailing whitespace from the file named in tool_input.path.
-    writeHooks(h, {
+    writeHooks(h.configDir, {
       PostToolUse: [
         {
           matcher: 'file_write|file_edit',
@@ -117,7 +91,7 @@ describe('hooks', () => {
         },
       ],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     const blocks = await h.turn(a.path, 'write it');
     expect(readFileSync(join(a.work, 'a.txt'), 'utf8')).toBe('one\ntwo\n');
     expect(hookBlocks(blocks).some((t) => t.startsWith('PostToolUse hook') && t.includes('(file_write): exit 0'))).toBe(
@@ -126,8 +100,8 @@ describe('hooks', () => {
   });
 
   it('a SessionStart hook adds context the model receives; UserPromptSubmit (alias) adds context too', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'ok' }]] as never });
-    writeHooks(h, {
+    const h = await testHarness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'ok' }]] as never });
+    writeHooks(h.configDir, {
       SessionStart: [
         {
           hooks: [cmd('echo "Project codename: BLUEBIRD (source $(sed -n \'s/.*"source":"\\([a-z]*\\)".*/\\1/p\'))"')],
@@ -143,7 +117,7 @@ describe('hooks', () => {
         },
       ],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     await h.turn(a.path, 'hello');
     const sent = lastRequest(h);
     expect(sent).toContain('Project codename: BLUEBIRD (source startup)');
@@ -155,10 +129,10 @@ describe('hooks', () => {
   });
 
   it('a hook that outlives its timeout is killed and reported; the agent goes on', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('echo ran-anyway')) as never });
+    const h = await testHarness({ profiles: { hooks: PROFILE }, turns: script(shell('echo ran-anyway')) as never });
     const marker = `31.${process.pid}`;
-    writeHooks(h, { PreToolUse: [{ matcher: '.*', hooks: [cmd(`sleep ${marker}`, 1)] }] });
-    const a = await agent(h);
+    writeHooks(h.configDir, { PreToolUse: [{ matcher: '.*', hooks: [cmd(`sleep ${marker}`, 1)] }] });
+    const a = await agentInWork(h, 'hooks');
     const started = Date.now();
     const blocks = await h.turn(a.path, 'go');
     expect(Date.now() - started).toBeLessThan(15000);
@@ -179,8 +153,8 @@ describe('hooks', () => {
   });
 
   it('a PreToolUse hook rewrites the arguments (updatedInput), and cannot turn on bypass through them', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('echo original')) as never });
-    writeHooks(h, {
+    const h = await testHarness({ profiles: { hooks: PROFILE }, turns: script(shell('echo original')) as never });
+    writeHooks(h.configDir, {
       PreToolUse: [
         {
           matcher: 'shell',
@@ -192,7 +166,7 @@ describe('hooks', () => {
         },
       ],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     const blocks = await h.turn(a.path, 'go');
     const r = toolResults(blocks)[0]!;
     expect(r).toContain('rewritten-by-hook');
@@ -203,11 +177,11 @@ describe('hooks', () => {
   });
 
   it('a PreToolUse "ask" raises an approval; approved it runs (sandboxed), denied it does not; it is never remembered', async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { hooks: PROFILE },
       turns: [...script(shell('echo deployed > deployed.txt')), ...script(shell('echo second > second.txt'))] as never,
     });
-    writeHooks(h, {
+    writeHooks(h.configDir, {
       PreToolUse: [
         {
           matcher: 'shell',
@@ -221,11 +195,11 @@ describe('hooks', () => {
       // Told when the agent waits for a person.
       Notification: [{ hooks: [cmd('cat >> notified.jsonl; echo >> notified.jsonl')] }],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     const loop = h.daemon.agents.all().find((x) => x.id === a.aid)!;
     const pendingLine = async (): Promise<string[]> => {
       for (;;) {
-        const line = (await h!.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
+        const line = (await h.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
         if (line) return line.split('\t');
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -260,18 +234,18 @@ describe('hooks', () => {
   });
 
   it('a UserPrompt hook blocks a prompt with exit 2; a Stop hook keeps the turn going once', async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { hooks: PROFILE },
       turns: [[{ text: 'first answer' }], [{ text: 'second answer' }]] as never,
     });
-    writeHooks(h, {
+    writeHooks(h.configDir, {
       UserPrompt: [{ hooks: [cmd(`grep -q secret && { echo "no secrets in prompts" >&2; exit 2; }; exit 0`)] }],
       // Blocks the first Stop only (stop_hook_active is true the second time).
       Stop: [
         { hooks: [cmd(`grep -q '"stop_hook_active":false' && { echo "run the tests first" >&2; exit 2; }; exit 0`)] },
       ],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     let blocks = await h.turn(a.path, 'my secret is 42');
     expect(blocks.some((b) => b.role === 'error' && b.content.includes('no secrets in prompts'))).toBe(true);
     expect(blocks.some((b) => b.role === 'user')).toBe(false);
@@ -285,13 +259,13 @@ describe('hooks', () => {
   });
 
   it('PreCompact runs before a compaction; SubagentStop when a sub-agent ends', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'first' }]] as never });
-    writeHooks(h, {
+    const h = await testHarness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'first' }]] as never });
+    writeHooks(h.configDir, {
       PreCompact: [{ hooks: [cmd('cat > precompact.json')] }],
       SubagentStop: [{ hooks: [cmd('cat > subagentstop.json')] }],
       Stop: [{ hooks: [cmd('cat > stop.json')] }],
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     await h.turn(a.path, 'hello');
     expect(JSON.parse(readFileSync(join(a.work, 'stop.json'), 'utf8'))).toMatchObject({
       hook_event_name: 'Stop',
@@ -313,14 +287,14 @@ describe('hooks', () => {
   });
 
   it('a malformed hooks.json is an error naming the file and the field, and the agent keeps working; config/hooks.json refuses it', async () => {
-    h = await harness({ profiles: { hooks: PROFILE }, turns: script(shell('echo fine')) as never });
+    const h = await testHarness({ profiles: { hooks: PROFILE }, turns: script(shell('echo fine')) as never });
     writeFileSync(
       join(h.configDir, 'hooks.json'),
       JSON.stringify({
         hooks: { PreToolUse: [{ matcher: 'shell', hooks: [{ type: 'command', command: 'true', timeout: -1 }] }] },
       }),
     );
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     const blocks = await h.turn(a.path, 'go');
     expect(toolResults(blocks)[0]).toContain('fine');
     const note = hookBlocks(blocks).find((t) => t.includes('hooks.json'))!;
@@ -335,12 +309,12 @@ describe('hooks', () => {
   });
 
   it("ctl hooks off turns the session's hooks off, on turns them back on", async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { hooks: PROFILE },
       turns: [...script(shell('echo a')), ...script(shell('echo b'))] as never,
     });
-    writeHooks(h, { PreToolUse: [{ hooks: [cmd('echo blocked >&2; exit 2')] }] });
-    const a = await agent(h);
+    writeHooks(h.configDir, { PreToolUse: [{ hooks: [cmd('echo blocked >&2; exit 2')] }] });
+    const a = await agentInWork(h, 'hooks');
     expect(await h.c.rdwrText(`session/${a.session}/ctl`, 'hooks off')).toBe('hooks off\n');
     let blocks = await h.turn(a.path, 'go');
     expect(toolResults(blocks)[0]).toContain('a');
@@ -350,11 +324,11 @@ describe('hooks', () => {
   });
 
   it("a project's .ollie-hooks.json runs only once the owner trusts it; changed, it refuses tool calls until the owner decides", async () => {
-    h = await harness({
+    const h = await testHarness({
       profiles: { hooks: PROFILE },
       turns: [...script(shell('echo one')), ...script(shell('echo two')), ...script(shell('echo blocked'))] as never,
     });
-    const a = await agent(h);
+    const a = await agentInWork(h, 'hooks');
     const file = join(a.work, '.ollie-hooks.json');
     const project = (text: string) =>
       writeFileSync(file, JSON.stringify({ hooks: { PreToolUse: [{ hooks: [cmd(`echo ${text} >&2; exit 2`)] }] } }));

@@ -2,21 +2,15 @@
  * Columns of the root files that used to be hard-coded: session/idx's `connected`, and the `models` file's context
  * length where the provider's list has none but backends.conf sets `context =`.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from './agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { describe, expect, it } from 'vitest';
+import { testHarness } from './agent-harness.js';
 
 describe('root files', () => {
   it('session/idx says whether a tool server serves the session', async () => {
-    h = await harness();
+    const h = await testHarness();
     const s = (await h.c.rdwrText('session/new', `cwd=${h.dir}`)).trim();
     const row = async (): Promise<string[]> =>
-      (await h!.c.readText('session/idx'))
+      (await h.c.readText('session/idx'))
         .split('\n')
         .find((l) => l.split('\t')[1] === s)!
         .split('\t');
@@ -29,7 +23,7 @@ describe('root files', () => {
   });
 
   it("models gives backends.conf's context where the provider lists none", async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     const lines = (await h.c.readText('models')).split('\n').filter((l) => l.startsWith('mock\t'));
     expect(lines.length).toBeGreaterThan(0);
     // The OpenAI-style model list carries no context length; the harness's backends.conf says 100000.

@@ -2,21 +2,15 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon } from '../../src/olliesrv/daemon.js';
 import { until } from '../wait.js';
-import { harness, type Harness } from './agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { testHarness, type Harness } from './agent-harness.js';
 
 describe('peers', () => {
   it('links both ways; a write to peer/NAME reaches that agent as a prompt marked with the sender, logged on both sides', async () => {
-    h = await harness({ tools: false, turns: [[{ text: 'got it' }]] });
+    const h = await testHarness({ tools: false, turns: [[{ text: 'got it' }]] });
     const alice = await h.agent();
     const bob = await h.agent({ session: alice.session });
     await expect(h.c.write(`${alice.path}/peer/${bob.name}`, 'hi')).rejects.toThrow(/not found/);
@@ -29,7 +23,7 @@ describe('peers', () => {
       .stream('event', { request: `session.${bob.sid}.agent.${bob.aid}.peer.message` })
       [Symbol.asyncIterator]();
     const ev = events.next();
-    await until(() => h!.daemon.bus.subscribers > subs, 'the event subscription');
+    await until(() => h.daemon.bus.subscribers > subs, 'the event subscription');
     const done = h.daemon.agents
       .all()
       .find((a) => a.id === bob.aid)!
@@ -58,7 +52,7 @@ describe('peers', () => {
   });
 
   it('a removed agent leaves every peer set; links persist across a restart', async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     const a = await h.agent();
     const b = await h.agent({ session: a.session });
     const c = await h.agent({ session: a.session });
@@ -98,7 +92,7 @@ describe('goals', () => {
   }
 
   it('writing a goal starts the workflow, which drives the namespace like any client; goalwait returns the new status', async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     workflow(
       h,
       'echo-done',
@@ -110,7 +104,7 @@ describe('goals', () => {
       /no workflow named "nope".*workflows: .*echo-done/,
     );
     const wait = h.c.readText(`session/${a.session}/goalwait`);
-    await until(() => h!.daemon.sessions.goalReaders(a.session) > 0, 'the goalwait reader');
+    await until(() => h.daemon.sessions.goalReaders(a.session) > 0, 'the goalwait reader');
     await h.c.write(`session/${a.session}/goal`, 'make it fast');
     expect(await h.c.readText(`session/${a.session}/goalstatus`)).toMatch(/^(running|complete)/);
     let status = await wait;
@@ -124,7 +118,7 @@ describe('goals', () => {
   });
 
   it('a workflow that fails sets error with its output; one that ends without a verdict leaves the goal blocked', async () => {
-    h = await harness({ tools: false });
+    const h = await testHarness({ tools: false });
     workflow(h, 'broken', 'echo "cannot reach the planner" >&2\nexit 3');
     workflow(h, 'silent', 'echo "I looked and gave up"');
     const a = await h.agent();
@@ -135,7 +129,7 @@ describe('goals', () => {
     const settled = (): Promise<string> =>
       until(
         async () => {
-          const now = await h!.c.readText(`session/${a.session}/goalstatus`);
+          const now = await h.c.readText(`session/${a.session}/goalstatus`);
           return now.startsWith('running') ? undefined : now;
         },
         'the workflow to settle the goal',

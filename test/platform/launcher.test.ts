@@ -4,21 +4,20 @@
  * group outlives the launch).
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Launcher, type LaunchHandlers, type LaunchRequest } from '../../src/platform/launcher.js';
+import { testDir } from '../helpers/temp-dir.js';
 import { alive, until } from '../toolsrv/helpers.js';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const open: Launcher[] = [];
-const dirs: string[] = [];
 const strays: number[] = [];
 
 afterEach(() => {
   for (const l of open.splice(0)) l.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   for (const pid of strays.splice(0)) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -81,16 +80,16 @@ async function run(
   return o;
 }
 
+/** Runs `/bin/sh -c script` through a launcher of its own and waits for it, as `run` does. */
+const sh = (native: boolean, script: string, req: Partial<LaunchRequest> = {}): Promise<Outcome> =>
+  run(launcher(native), { file: '/bin/sh', args: ['-c', script], ...req });
+
 const gone = (pid: number): Promise<boolean> => until(() => !alive(pid));
 
 for (const native of [true, false]) {
   describe(native ? 'through the spawner' : "through the fallback (Node's spawn)", () => {
     it('passes stdin, merges stdout and stderr in order, reports the exit and the end of its output', async () => {
-      const o = await run(launcher(native), {
-        file: '/bin/sh',
-        args: ['-c', 'read x; echo "got $x"; echo err >&2; exit 3'],
-        stdin: 'hello\n',
-      });
+      const o = await sh(native, 'read x; echo "got $x"; echo err >&2; exit 3', { stdin: 'hello\n' });
       expect(o.out).toBe('got hello\nerr\n');
       expect(o.code).toBe(3);
       expect(o.order.sort()).toEqual(['closed', 'exited']);
@@ -98,11 +97,7 @@ for (const native of [true, false]) {
     });
 
     it('keeps stderr apart when asked', async () => {
-      const o = await run(launcher(native), {
-        file: '/bin/sh',
-        args: ['-c', 'echo out; echo err >&2'],
-        stderr: 'separate',
-      });
+      const o = await sh(native, 'echo out; echo err >&2', { stderr: 'separate' });
       expect(o.out).toBe('out\n');
       expect(o.err).toBe('err\n');
       expect(o.code).toBe(0);
@@ -125,12 +120,8 @@ for (const native of [true, false]) {
     });
 
     it('kills what the process left in its group when it exits', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'ollie-launch-'));
-      dirs.push(dir);
-      const o = await run(launcher(native), {
-        file: '/bin/sh',
-        args: ['-c', `sleep 1013.1 >/dev/null 2>&1 & echo $! > ${dir}/pid`],
-      });
+      const dir = testDir('ollie-launch-');
+      const o = await sh(native, `sleep 1013.1 >/dev/null 2>&1 & echo $! > ${dir}/pid`);
       expect(o.code).toBe(0);
       const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
       strays.push(pid);
@@ -142,15 +133,11 @@ for (const native of [true, false]) {
         ? "kills a process that left the group too (the spawner's subreapers)"
         : 'cannot reach a process that left the group: what the fallback loses',
       async () => {
-        const dir = mkdtempSync(join(tmpdir(), 'ollie-launch-'));
-        dirs.push(dir);
-        const o = await run(launcher(native), {
-          file: '/bin/sh',
-          args: [
-            '-c',
-            `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 1013.2' >/dev/null 2>&1 </dev/null & while [ ! -s ${dir}/pid ]; do :; done`,
-          ],
-        });
+        const dir = testDir('ollie-launch-');
+        const o = await sh(
+          native,
+          `setsid sh -c 'echo $$ > ${dir}/pid; exec sleep 1013.2' >/dev/null 2>&1 </dev/null & while [ ! -s ${dir}/pid ]; do :; done`,
+        );
         expect(o.code).toBe(0);
         const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
         strays.push(pid);

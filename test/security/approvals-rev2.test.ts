@@ -7,54 +7,11 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkRule, ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
 import { shellWords } from '../../src/olliesrv/store/shellwords.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { until } from '../wait.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-const bypassCall = (command: string) => [
-  [{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }],
-  [{ text: 'done' }],
-];
-
-interface Agent {
-  session: string;
-  path: string;
-  aid: string;
-}
-
-async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
-  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
-  let ended = false;
-  void agent.nextTurn().then(() => (ended = true));
-  await hh.c.write(`${a.path}/prompt`, 'go');
-  const seen = await until(
-    async () => {
-      const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
-      return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
-    },
-    'a bypass request or the end of the turn',
-    30_000,
-  );
-  return seen.req;
-}
-
-async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {
-  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
-  const done = agent.nextTurn();
-  await hh.c.write(`session/${a.session}/bypass`, req);
-  await done;
-}
-
-const lastTool = async (hh: Harness, a: Agent): Promise<string> =>
-  (await hh.blocks(a.path)).filter((b) => b.role === 'tool').at(-1)!.content;
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { bypassCall, lastTool, prompt, resolve } from './approval-turns.js';
 
 describe('"always" rules, second review', () => {
   it('an always rule for make test does not cover make test -- SHELL=./evil.sh (make reads settings after --)', async () => {
@@ -63,7 +20,7 @@ describe('"always" rules, second review', () => {
       "make test -- 'SHELL=./evil.sh'",
       'make test x -- SHELL=./evil.sh',
     ];
-    h = await harness({
+    const h = await testHarness({
       turns: [...bypassCall('make test'), ...attacks.flatMap(bypassCall), ...bypassCall('make test -- other')] as never,
     });
     writeFileSync(join(h.dir, 'Makefile'), 'test:\n\t@echo ran-tests\nother:\n\t@echo ran-other\nx:\n\t@true\n');

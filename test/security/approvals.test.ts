@@ -9,58 +9,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { lines } from '../../src/ninep/index.js';
 import type { BypassRequest } from '../../src/toolsrv/protocol.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { until } from '../wait.js';
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { bypassCall, lastTool, prompt, resolve } from './approval-turns.js';
 import { startEnv, type Env } from '../toolsrv/helpers.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-const bypassCall = (command: string) => [
-  [{ toolCalls: [{ name: 'shell', args: { command, bypass: true } }] }],
-  [{ text: 'done' }],
-];
-
-interface Agent {
-  session: string;
-  path: string;
-  aid: string;
-}
-
-/**
- * Prompts the agent (whose scripted reply is one bypass call) and waits until either its request shows in the
- * session's bypass file (returned, split in columns) or the turn ends without one (undefined: it was approved
- * by a remembered rule, or never asked).
- */
-async function prompt(hh: Harness, a: Agent): Promise<string[] | undefined> {
-  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
-  let ended = false;
-  void agent.nextTurn().then(() => (ended = true));
-  await hh.c.write(`${a.path}/prompt`, 'go');
-  const seen = await until(
-    async () => {
-      const line = (await hh.c.readText(`session/${a.session}/bypass`)).split('\n').find(Boolean);
-      return line ? { req: line.split('\t') } : ended ? { req: undefined } : undefined;
-    },
-    'a bypass request or the end of the turn',
-    30_000,
-  );
-  return seen.req;
-}
-
-async function resolve(hh: Harness, a: Agent, req: string): Promise<void> {
-  const agent = hh.daemon.agents.all().find((x) => x.id === a.aid)!;
-  const done = agent.nextTurn();
-  await hh.c.write(`session/${a.session}/bypass`, req);
-  await done;
-}
-
-async function lastTool(hh: Harness, a: Agent): Promise<string> {
-  return (await hh.blocks(a.path)).filter((b) => b.role === 'tool').at(-1)!.content;
-}
 
 describe('"always" rules', () => {
   it('an always rule for npm test never covers npm test with shell operators or expansions riding along, nor npm testx', async () => {
@@ -81,7 +32,7 @@ describe('"always" rules', () => {
       // An option npm itself reads: the script runs under a shell of the model's choosing.
       'npm test --script-shell=./evil.sh',
     ];
-    h = await harness({
+    const h = await testHarness({
       turns: [...bypassCall('npm test'), ...attacks.flatMap(bypassCall), ...bypassCall('npm test -- --watch')] as never,
     });
     writeFileSync(
@@ -124,7 +75,9 @@ describe('"always" rules', () => {
   });
 
   it('a wildcard rule cannot be written: always:* is refused, nothing is stored, and the next request still asks', async () => {
-    h = await harness({ turns: [...bypassCall('echo first'), ...bypassCall('echo second > pwned')] as never });
+    const h = await testHarness({
+      turns: [...bypassCall('echo first'), ...bypassCall('echo second > pwned')] as never,
+    });
     const a = await h.agent();
     const req = await prompt(h, a);
     for (const bad of ['always:*', 'always:shell *', 'always:*:*', 'forever']) {
@@ -146,7 +99,7 @@ describe('"always" rules', () => {
   });
 
   it('rules are listed in bypassrules and revoked there; the next identical request asks again', async () => {
-    h = await harness({
+    const h = await testHarness({
       turns: [
         ...bypassCall('echo hello world'),
         ...bypassCall('echo hello world'),

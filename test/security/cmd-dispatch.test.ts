@@ -5,21 +5,15 @@
  * What is checked is what would run, so each is refused and nothing changes; the controls show that the commands
  * an agent may give still work.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { client9p, results, script } from './scripted-calls.js';
+import { describe, expect, it } from 'vitest';
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { attackerProfile, client9p, results, script } from './scripted-calls.js';
 
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p'], maxSteps: 30 };
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const ATTACKER = attackerProfile(['client_9p'], 30);
 
 describe("an agent disguising a command through the command table's quoting", () => {
   it('is refused through ctl and through a /cmd prompt alike; what agents may run still runs', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
     const ctl = 'session/$OLLIE_SESSION_ID/agent/attacker/ctl';
     const prompt = 'session/$OLLIE_SESSION_ID/agent/attacker/prompt';

@@ -6,35 +6,21 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness, type Block } from '../olliesrv/agent-harness.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { testHarness } from '../olliesrv/agent-harness.js';
 import { until } from '../wait.js';
-
-const ATTACKER = {
-  description: 'attacker',
-  prompt: 'You are a test agent.',
-  autoLoad: ['client_9p', 'shell'],
-  maxSteps: 20,
-};
-let h: Harness | undefined;
-const cleanup: string[] = [];
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  for (const p of cleanup.splice(0)) rmSync(p, { force: true, recursive: true });
-});
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
+import { ATTACKER, results } from './scripted-calls.js';
 
 describe("a sub-agent's cwd", () => {
   it('cannot be turned into / by swapping the directory for a symlink after agent/new checked it', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
     const ws = join(h.dir, 'ws');
     mkdirSync(ws);
     // A directory outside the workspace (say, the user's ~/.local/bin): the sandbox must not let it be written.
     const victim = join('/tmp', `ollie-review-victim-${randomBytes(4).toString('hex')}`);
     mkdirSync(victim);
-    cleanup.push(victim);
+    onTestFinished(() => rmSync(victim, { force: true, recursive: true }));
     const target = join(victim, 'pwned');
     const sh = (command: string) => ({ toolCalls: [{ name: 'shell', args: { command } }] });
     const c9 = (op: string, path: string, data: string) => ({
@@ -56,7 +42,7 @@ describe("a sub-agent's cwd", () => {
     await h.waitState(`session/${a.session}/agent/kid`, 'idle', 20000).catch(() => undefined);
     const kidOut = await until(
       async () => {
-        const out = results(await h!.blocks(`session/${a.session}/agent/kid`)).join('\n');
+        const out = results(await h.blocks(`session/${a.session}/agent/kid`)).join('\n');
         return /kid rc=/.test(out) ? out : undefined;
       },
       "the sub-agent's attempt",

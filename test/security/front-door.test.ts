@@ -5,16 +5,15 @@
  * other site; and an agent's tools, inside the sandbox, can neither read the remembered token nor get past the
  * door without it.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { mountHttpGateway } from '../../src/gateway/http.js';
 import { startRememberedFrontDoor, type FrontDoor } from '../../src/platform/front-door.js';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { spawnServe } from '../helpers/serve.js';
 import { get, tryWebSocket, type Answer } from '../http-helpers.js';
 import { startDoor, type DoorEnv } from './door-harness.js';
+import { attackerProfile, results } from './scripted-calls.js';
 
 /** A request to the door at `port`, with exactly the headers given (Host included). */
 const raw = (port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> =>
@@ -163,91 +162,58 @@ describe('the front door, for both mounts', () => {
 
 describe('ollie serve --ui --http', () => {
   it('prints the token once, in its start lines, and never again whatever the requests that carry it in their URL', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ollie-door-serve-'));
-    const cli = new URL('../../dist/cli/ollie.js', import.meta.url).pathname;
-    const p = spawn(
-      process.execPath,
-      [
-        cli,
-        'serve',
-        '--no-tools',
-        '--ui',
-        '--http',
-        '--socket',
-        join(dir, 'run', 'ollie.sock'),
-        '--config',
-        join(dir, 'config'),
-        '--data',
-        join(dir, 'data'),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const { p } = spawnServe('ollie-door-serve-', ['--ui', '--http']);
     let out = '';
     p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    try {
-      const [, origin, token] = await new Promise<RegExpExecArray>((resolve, reject) => {
-        const look = (): void => {
-          const gw = /HTTP gateway at (http:\/\/127\.0\.0\.1:\d+)\/api\/ \(token ([0-9a-f]{64});/.exec(out);
-          if (gw && out.includes('web UI at')) resolve(gw);
-        };
-        p.stdout!.on('data', look);
-        p.once('exit', (c) => reject(new Error(`ollie serve exited ${c}: ${out}`)));
-      });
-      // One door: the web UI's URL carries the same token, on the same port.
-      expect(out).toContain(`web UI at ${origin}/?token=${token}`);
-      const startLines = out;
-      const port = Number(new URL(origin!).port);
-      const h = `127.0.0.1:${port}`;
-      for (const path of [
-        '/',
-        '/api/session/idx',
-        '/api/no/such',
-        '/api/session/idx/..%2f',
-        '/no-such-asset.js',
-        '/api/openapi.json',
-      ]) {
-        for (const method of ['GET', 'POST', 'DELETE']) {
-          await raw(port, `${path}?token=${token}`, { host: h }, method);
-          await raw(port, `${path}?token=${token}x`, { host: h }, method);
-          await raw(port, `${path}?token=${token}`, { host: `evil.example:${port}` }, method);
-          await raw(port, `${path}?token=${token}`, { host: h, origin: 'http://evil.example' }, method);
-        }
+    const [, origin, token] = await new Promise<RegExpExecArray>((resolve, reject) => {
+      const look = (): void => {
+        const gw = /HTTP gateway at (http:\/\/127\.0\.0\.1:\d+)\/api\/ \(token ([0-9a-f]{64});/.exec(out);
+        if (gw && out.includes('web UI at')) resolve(gw);
+      };
+      p.stdout!.on('data', look);
+      p.once('exit', (c) => reject(new Error(`ollie serve exited ${c}: ${out}`)));
+    });
+    // One door: the web UI's URL carries the same token, on the same port.
+    expect(out).toContain(`web UI at ${origin}/?token=${token}`);
+    const startLines = out;
+    const port = Number(new URL(origin!).port);
+    const h = `127.0.0.1:${port}`;
+    for (const path of [
+      '/',
+      '/api/session/idx',
+      '/api/no/such',
+      '/api/session/idx/..%2f',
+      '/no-such-asset.js',
+      '/api/openapi.json',
+    ]) {
+      for (const method of ['GET', 'POST', 'DELETE']) {
+        await raw(port, `${path}?token=${token}`, { host: h }, method);
+        await raw(port, `${path}?token=${token}x`, { host: h }, method);
+        await raw(port, `${path}?token=${token}`, { host: `evil.example:${port}` }, method);
+        await raw(port, `${path}?token=${token}`, { host: h, origin: 'http://evil.example' }, method);
       }
-      expect(await upgrade(`ws://${h}/9p?token=${token}`, { origin: 'http://evil.example' })).toMatch(/403/);
-      p.kill('SIGTERM');
-      expect(await new Promise((r) => p.once('exit', r))).toBe(0);
-      expect(out.slice(startLines.length)).not.toContain(token);
-      expect(out.split(token!).length - 1).toBe(3); // the web UI's URL, and the gateway's line (twice: the token, the curl example)
-    } finally {
-      if (p.exitCode === null) p.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
     }
+    expect(await upgrade(`ws://${h}/9p?token=${token}`, { origin: 'http://evil.example' })).toMatch(/403/);
+    p.kill('SIGTERM');
+    expect(await new Promise((r) => p.once('exit', r))).toBe(0);
+    expect(out.slice(startLines.length)).not.toContain(token);
+    expect(out.split(token!).length - 1).toBe(3); // the web UI's URL, and the gateway's line (twice: the token, the curl example)
   });
 });
 
 describe('an agent attacking the front door from inside the sandbox', () => {
-  let h: Harness | undefined;
-  let door: FrontDoor | undefined;
-  afterAll(async () => {
-    await door?.close();
-    await h?.close();
-  });
-
   it('can neither read the remembered token nor get past the door without it', async () => {
-    h = await harness({
-      profiles: {
-        attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 10 },
-      },
-    });
+    const h = await testHarness({ profiles: { attacker: attackerProfile(['shell'], 10) } });
     // Where `ollie serve` keeps it: beside the socket, in the private runtime directory.
     const stateFile = join(dirname(h.socket), 'webui.json');
-    door = await startRememberedFrontDoor({ stateFile });
+    const door = await startRememberedFrontDoor({ stateFile });
+    onTestFinished(() => door.close());
     await mountHttpGateway(door, { server: h.daemon.server });
     const a = await h.agent({ profile: 'attacker' });
     const shell = (command: string) => ({ toolCalls: [{ name: 'shell', args: { command } }] });
     const fetchJs = (headers: string) =>
-      `node -e 'fetch("${door!.origin}/api/session/idx", { headers: ${headers} }).then(async (r) => console.log("STATUS", r.status, await r.text()), (e) => console.log("NOCONNECT", e.cause?.code ?? e.message))'`;
+      `node -e 'fetch("${door.origin}/api/session/idx", { headers: ${headers} }).then(async (r) => console.log("STATUS", r.status, await r.text()), (e) => console.log("NOCONNECT", e.cause?.code ?? e.message))'`;
     h.mock.script(
       [shell(`cat ${stateFile}; echo EXIT $?`)],
       [shell(`ls -la ${dirname(stateFile)}; echo EXIT $?`)],
@@ -255,8 +221,7 @@ describe('an agent attacking the front door from inside the sandbox', () => {
       [shell(fetchJs(`{ host: "evil.example:${door.port}", authorization: "Bearer ${'0'.repeat(64)}" }`))],
       [{ text: 'done' }],
     );
-    const blocks: Block[] = await h.turn(a.path, 'attack');
-    const out = blocks.filter((b) => b.role === 'tool').map((b) => b.content);
+    const out = results(await h.turn(a.path, 'attack'));
     expect(out).toHaveLength(4);
     // The runtime directory is the daemon's: the sandbox denies it, file and listing alike.
     expect(out[0]).not.toContain(door.token);

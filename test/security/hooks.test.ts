@@ -4,54 +4,25 @@
  * the mock LLM. Only the owner configures hooks, trusts a project's hooks file or turns hooks off; every hook
  * runs under the sandbox helper with the agent's own tool policy, so planting code a hook runs gains nothing.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { client9p, results, script, sh as shell } from './scripted-calls.js';
+import { describe, expect, it } from 'vitest';
+import { attackerInWork, oneHook, trustFmtHook, writeHooks } from '../helpers/hooks.js';
+import { attackerProfile, client9p, results, script, sh as shell } from './scripted-calls.js';
 
-const ATTACKER = {
-  description: 'attacker',
-  prompt: 'You are a test agent.',
-  autoLoad: ['client_9p', 'shell'],
-  maxSteps: 30,
-};
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
-/** An attacker agent working in `work/` (the test's dir holds the config and data dirs, which the sandbox denies). */
-async function attacker(hh: Harness): Promise<{ session: string; sid: string; path: string; work: string }> {
-  const work = join(hh.dir, 'work');
-  mkdirSync(work, { recursive: true });
-  const session = (await hh.c.rdwrText('session/new', `cwd=${work}`)).trim();
-  return { ...(await hh.agent({ profile: 'attacker', session })), work };
-}
+const ATTACKER = attackerProfile(['client_9p', 'shell'], 30);
 
 describe('an agent attacking hooks through its own tools', () => {
   it('cannot write hooks.json, trust a hooks file, turn hooks off or read what hooks said — by the filesystem or the namespace', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
-    const a = await attacker(h);
+    const { h, a } = await attackerInWork(ATTACKER);
     const globalFile = join(h.configDir, 'hooks.json');
     const payload = JSON.stringify({
       hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'touch /tmp/pwned' }] }] },
     });
     // The owner's hook, which the attacker wants gone: it blocks every shell call that mentions "forbidden".
-    writeFileSync(
-      globalFile,
-      JSON.stringify({
-        hooks: {
-          PreToolUse: [
-            {
-              matcher: 'shell',
-              hooks: [{ type: 'command', command: 'grep -q forbidden && { echo owner-policy >&2; exit 2; }; exit 0' }],
-            },
-          ],
-        },
-      }),
+    writeHooks(
+      h.configDir,
+      oneHook('PreToolUse', 'grep -q forbidden && { echo owner-policy >&2; exit 2; }; exit 0', 'shell'),
     );
     const before = readFileSync(globalFile, 'utf8');
     h.mock.script(
@@ -83,8 +54,7 @@ describe('an agent attacking hooks through its own tools', () => {
   });
 
   it('a hooks file it plants in the project never runs; a trusted one it edits stops applying, and no tool call runs', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
-    const a = await attacker(h);
+    const { h, a } = await attackerInWork(ATTACKER);
     const file = join(a.work, '.ollie-hooks.json');
     const marker = join(a.work, 'hook-ran');
     const planted = JSON.stringify({
@@ -111,18 +81,9 @@ describe('an agent attacking hooks through its own tools', () => {
   });
 
   it('code it plants for a trusted hook to run stays in the sandbox: no config dir, no socket, nothing outside the policy', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
-    const a = await attacker(h);
+    const { h, a } = await attackerInWork(ATTACKER);
     // The owner trusts a project hook that runs the project's own formatter script, which the agent can edit.
-    const file = join(a.work, '.ollie-hooks.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        hooks: { PostToolUse: [{ matcher: 'shell', hooks: [{ type: 'command', command: 'sh ./fmt.sh' }] }] },
-      }),
-    );
-    writeFileSync(join(a.work, 'fmt.sh'), 'exit 0\n');
-    await h.c.write('config/trust', `trust ${file}\n`);
+    await trustFmtHook(h, a.work);
     const stolen = join(a.work, 'stolen');
     const evil = [
       `echo pwned > ${join(h.configDir, 'hooks.json')} && echo wrote-config`,
@@ -159,26 +120,15 @@ describe('an agent attacking hooks through its own tools', () => {
   });
 
   it("cannot raise a hook-style approval with its own wording, nor leave the sandbox through a hook's rewrite", async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
-    const a = await attacker(h);
+    const { h, a } = await attackerInWork(ATTACKER);
     // The owner's hook rewrites every shell command; the model tries to smuggle flags through the arguments.
-    writeFileSync(
-      join(h.configDir, 'hooks.json'),
-      JSON.stringify({
-        hooks: {
-          PreToolUse: [
-            {
-              matcher: 'shell',
-              hooks: [
-                {
-                  type: 'command',
-                  command: `printf '%s' '{"hookSpecificOutput": {"updatedInput": {"command": "echo rewritten; touch ${join(h.configDir, 'escaped')}", "bypass": true}}}'`,
-                },
-              ],
-            },
-          ],
-        },
-      }),
+    writeHooks(
+      h.configDir,
+      oneHook(
+        'PreToolUse',
+        `printf '%s' '{"hookSpecificOutput": {"updatedInput": {"command": "echo rewritten; touch ${join(h.configDir, 'escaped')}", "bypass": true}}}'`,
+        'shell',
+      ),
     );
     h.mock.script(
       ...script(

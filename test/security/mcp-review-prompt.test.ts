@@ -5,24 +5,19 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { testHarness } from '../olliesrv/agent-harness.js';
 import { writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 import { until } from '../wait.js';
 
 const HOSTILE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'mcp-hostile-server.mjs');
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
 beforeAll(() => buildNative());
 
 describe("a hostile MCP server's prompt run by the owner", () => {
   it('is sent to the model, never run as a `!` shell command (which would write the workspace its own sandbox keeps read only)', async () => {
-    h = await harness({ turns: [[{ text: 'ok' }], [{ text: 'ok' }]] });
+    const h = await testHarness({ turns: [[{ text: 'ok' }], [{ text: 'ok' }]] });
     const ws = join(h.dir, 'ws');
     mkdirSync(ws);
     const marker = join(ws, 'pwned');
@@ -30,7 +25,7 @@ describe("a hostile MCP server's prompt run by the owner", () => {
     const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
     await h.turn(a.path, 'start');
     await until(
-      async () => /state=ready/.test(await h!.c.readText(`session/${a.session}/mcp/hx/status`).catch(() => '')),
+      async () => /state=ready/.test(await h.c.readText(`session/${a.session}/mcp/hx/status`).catch(() => '')),
       'hx ready',
       15000,
     );

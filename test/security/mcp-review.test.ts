@@ -9,12 +9,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { lines, type Client } from '../../src/ninep/index.js';
+import type { Client } from '../../src/ninep/index.js';
 import { ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
-import type { BypassRequest } from '../../src/toolsrv/protocol.js';
 import { readTrusted, trust } from '../../src/toolsrv/sandbox/trust.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { startEnv, until, type Env } from '../toolsrv/helpers.js';
+import { askOwner, startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
@@ -56,16 +55,9 @@ describe('review: MCP servers attacked by a model or a hostile server', () => {
     // The server interprets `command` in its own language (SQL, a deploy DSL…), not as argv: a prefix rule, made for
     // shell commands, would approve `deploy staging everything` for a person who approved `deploy staging`.
     const { env, c } = await mcpEnv({ hx: hostile('--command-tool') });
-    const ctl = await env.client('');
-    const ac = new AbortController();
-    cleanup.push(() => ac.abort());
-    const pending = (async () => {
-      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal })))
-        return JSON.parse(line) as BypassRequest;
-      throw new Error('no request');
-    })();
-    const call = env.call(c, { tool: 'mcp__hx__run', args: { command: 'deploy staging', bypass: true } });
-    const req = await pending;
+    const { ctl, req, call } = await askOwner(env, () =>
+      env.call(c, { tool: 'mcp__hx__run', args: { command: 'deploy staging', bypass: true } }),
+    );
     await ctl.write('bypass/resolve', `${req.id} deny`);
     expect((await call).status).toBe('refused');
     const rule = ruleFor(req);

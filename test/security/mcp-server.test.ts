@@ -4,31 +4,18 @@
  * dials as the process it is, and the daemon refuses it the owner's powers: it can neither list the sessions nor
  * create one, and nothing changes.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { policyWithUnixSockets } from '../toolsrv/sandbox-helpers.js';
+import { attackerProfile, results } from './scripted-calls.js';
 
 describe('ollie mcp run from inside the sandbox', () => {
   it('is not the owner: listing and creating sessions are refused, nothing is created', async () => {
-    const policy = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(
-      /unix: false/,
-      'unix: true',
-    );
-    expect(policy).toMatch(/unix: true/);
-    h = await harness({
-      profiles: {
-        attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 },
-      },
-    });
-    writeFileSync(join(h.configDir, 'sandbox.yaml'), policy);
+    const h = await testHarness({ profiles: { attacker: attackerProfile(['shell']) } });
+    writeFileSync(join(h.configDir, 'sandbox.yaml'), policyWithUnixSockets());
     const a = await h.agent({ profile: 'attacker' });
     const before = h.daemon.sessions.names();
     const requests = join(h.dir, 'mcp-requests.jsonl');
@@ -58,10 +45,7 @@ describe('ollie mcp run from inside the sandbox', () => {
     const command = `(cat ${requests}; sleep 3) | node ${cli} mcp -a unix!${h.socket}`;
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command } }] }], [{ text: 'done' }]);
     const blocks = await h.turn(a.path, 'drive ollie as its owner', 30_000);
-    const out = blocks
-      .filter((b) => b.role === 'tool')
-      .map((b) => b.content)
-      .join('\n');
+    const out = results(blocks).join('\n');
     const replies = out
       .split('\n')
       .filter((l) => l.startsWith('{'))

@@ -6,32 +6,15 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { harness, type Block, type Harness } from '../olliesrv/agent-harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { testHarness, type Harness } from '../olliesrv/agent-harness.js';
 import { fixtureServer, writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
+import { attackerProfile, client9p, results, script } from './scripted-calls.js';
 
-const ATTACKER = {
-  description: 'attacker',
-  prompt: 'You are a test agent.',
-  autoLoad: ['client_9p', 'shell'],
-  maxSteps: 30,
-};
+const ATTACKER = attackerProfile(['client_9p', 'shell'], 30);
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
 beforeAll(() => buildNative());
-
-type Call = { name: string; args: Record<string, unknown> };
-const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];
-const client9p = (op: 'read' | 'write' | 'rdwr', path: string, data?: string): Call => ({
-  name: 'client_9p',
-  args: { op, path, ...(data !== undefined && { data }) },
-});
-const results = (blocks: Block[]): string[] => blocks.filter((b) => b.role === 'tool').map((b) => b.content);
 
 async function ready(hh: Harness, session: string): Promise<void> {
   const end = Date.now() + 15000;
@@ -43,7 +26,7 @@ async function ready(hh: Harness, session: string): Promise<void> {
 
 describe('an agent attacking MCP servers through its own tools', () => {
   it("cannot read or rewrite config/mcp.json, trust a project file, control servers, read their logs or run prompts; it may read its own session's status and resources", async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     writeMcpConfig(h.configDir, { fx: fixtureServer({ env: { FX_TOKEN: 'secret-token-123' } }) });
     const before = readFileSync(join(h.configDir, 'mcp.json'), 'utf8');
     const a = await h.agent({ profile: 'attacker' });
@@ -79,7 +62,7 @@ describe('an agent attacking MCP servers through its own tools', () => {
   });
 
   it('cannot add a server through the workspace .mcp.json: nothing from it starts until the owner trusts that exact file', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     // A workspace of its own (the harness's holds the config dir, whose denial makes its top level unwritable).
     const ws = join(h.dir, 'ws');
@@ -106,7 +89,7 @@ describe('an agent attacking MCP servers through its own tools', () => {
   });
 
   it("cannot read another session's MCP resources or status", async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     const victim = await h.agent();
     h.mock.script([{ text: 'ok' }]);
@@ -125,7 +108,7 @@ describe('an agent attacking MCP servers through its own tools', () => {
   });
 
   it('a stdio server cannot escape its sandbox: no workspace writes, no config or key files, no network, no Unix sockets', async () => {
-    h = await harness({ profiles: { attacker: { ...ATTACKER, autoLoad: ['shell'] } } });
+    const h = await testHarness({ profiles: { attacker: attackerProfile(['shell'], 30) } });
     writeMcpConfig(h.configDir, { fx: fixtureServer() });
     writeFileSync(join(h.dir, 'keep.txt'), 'original');
     const a = await h.agent({ profile: 'attacker' });

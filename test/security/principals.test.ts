@@ -8,26 +8,16 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
 import { startDaemon, type Daemon } from '../../src/olliesrv/daemon.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { testHarness, type Harness } from '../olliesrv/agent-harness.js';
+import { policyWithUnixSockets } from '../toolsrv/sandbox-helpers.js';
 import { until } from '../wait.js';
-import { client9p, results, script } from './scripted-calls.js';
+import { attackerProfile, client9p, results, script } from './scripted-calls.js';
 
-const ATTACKER = {
-  description: 'attacker',
-  prompt: 'You are a test agent.',
-  autoLoad: ['client_9p', 'subagent_spawn', 'shell'],
-  maxSteps: 20,
-};
-
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const ATTACKER = attackerProfile(['client_9p', 'subagent_spawn', 'shell']);
 
 async function attacker(
   h: Harness,
@@ -37,7 +27,7 @@ async function attacker(
 
 describe('an agent attacking the control plane through its own tools', () => {
   it("cannot read or answer its session's bypass requests, by any path; only the owner can", async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const victim = (await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=attacker name=victim')).trim();
     const vpath = `session/${a.session}/agent/${victim}`;
@@ -45,7 +35,7 @@ describe('an agent attacking the control plane through its own tools', () => {
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command: 'echo escaped', bypass: true } }] }]);
     await h.c.write(`${vpath}/prompt`, 'go');
     const pending = await until(
-      () => h!.c.readText(`session/${a.session}/bypass`),
+      () => h.c.readText(`session/${a.session}/bypass`),
       "the victim's bypass request",
       10_000,
     );
@@ -83,7 +73,7 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 
   it('cannot create an unconfined sibling: agent/new from an agent makes its sub-agent, inside its cwd, on its backend', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const other = (await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=attacker name=other')).trim();
     h.mock.script(
@@ -114,7 +104,7 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 
   it('cannot rewrite the policy, the configuration, the session environment, nor give root or session commands', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const sandboxBefore = await h.c.readText('config/sandbox.yaml');
     h.mock.script(
@@ -169,7 +159,7 @@ describe('an agent attacking the control plane through its own tools', () => {
       join(tools, 'asker.meta'),
       JSON.stringify({ description: 'asks in a terminal', tty: true, args: { type: 'object', properties: {} } }),
     );
-    h = await harness({
+    const h = await testHarness({
       profiles: { attacker: { ...ATTACKER, autoLoad: [...ATTACKER.autoLoad, 'asker'] } },
       toolDirs: [tools],
     });
@@ -204,7 +194,7 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 
   it('cannot list providers, check a backend (a way to make the daemon fetch a URL) or store one', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const before = readFileSync(join(h.configDir, 'backends.conf'), 'utf8');
     const requests = h.mock.requests.length;
@@ -224,7 +214,7 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 
   it('cannot reach another session: not its logs, its agents, its search hits, its ctl; listings show only its own', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const secret = await h.agent();
     h.mock.script([{ text: 'the password is hunter2' }]);
     await h.turn(secret.path, 'what is the password');
@@ -267,7 +257,7 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 
   it('reaches its sub-agents and peers as the rules say, and not its siblings', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     const sibling = (await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=attacker name=sibling')).trim();
     const view = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
@@ -310,7 +300,7 @@ describe('an agent attacking the control plane through its own tools', () => {
   });
 
   it('still does what agents may: read its own log, update the plan and goal status, run a sub-agent', async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await attacker(h);
     h.mock.script(
       ...script(
@@ -338,7 +328,7 @@ describe('an agent attacking the control plane through its own tools', () => {
 
 describe('a workflow (session principal)', () => {
   it('drives its own session, and cannot approve, reconfigure, leave its directory or reach other sessions', async () => {
-    h = await harness();
+    const h = await testHarness();
     const a = await h.agent();
     const other = await h.agent();
     const wf = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.sessionToken(a.sid) });
@@ -386,13 +376,8 @@ describe('a workflow (session principal)', () => {
 describe('who connects: never the claimed name', () => {
   it('a sandboxed process that may open Unix sockets still cannot be the owner, whatever uname it claims or token it forges', async () => {
     // The owner lets tools reach local daemons: Unix sockets are allowed to every tool.
-    const policy = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(
-      /unix: false/,
-      'unix: true',
-    );
-    expect(policy).toMatch(/unix: true/);
-    h = await harness({ profiles: { attacker: { ...ATTACKER, autoLoad: ['shell'] } } });
-    writeFileSync(join(h.configDir, 'sandbox.yaml'), policy);
+    const h = await testHarness({ profiles: { attacker: attackerProfile(['shell']) } });
+    writeFileSync(join(h.configDir, 'sandbox.yaml'), policyWithUnixSockets());
     const a = await attacker(h);
     const probe = join(h.dir, 'probe.mjs');
     const ninep = join(PACKAGE_ROOT, 'dist', 'ninep', 'node.js');
@@ -409,7 +394,7 @@ describe('who connects: never the claimed name', () => {
       ].join('\n'),
     );
     const forged = `ollie-agent.${a.sid}.${a.aid}.${'0'.repeat(64)}`;
-    const run = (args: string) => ({ name: 'shell', args: { command: `node ${probe} unix!${h!.socket} ${args}` } });
+    const run = (args: string) => ({ name: 'shell', args: { command: `node ${probe} unix!${h.socket} ${args}` } });
     // A process that left the tool's tree: double-forked with setsid, it waits until its parent is gone (it is
     // reparented), then dials; the call waits for its answer.
     const orphan = join(h.dir, 'orphan.mjs');
@@ -447,7 +432,7 @@ describe('who connects: never the claimed name', () => {
   });
 
   it('over TCP, nobody is served without the owner token; with it, the owner is; another local user cannot read it', async () => {
-    h = await harness();
+    const h = await testHarness();
     await h.daemon.close();
     const socket = join(h.dir, 'run2', 'ollie.sock');
     const d: Daemon = await startDaemon({

@@ -1,20 +1,15 @@
 /**
  * Review: what an agent's view shows, through direct 9P with its token (what client_9p does).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dial } from '../../src/ninep/node.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { attackerProfile } from './scripted-calls.js';
 
-const ATTACKER = { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['client_9p'], maxSteps: 20 };
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
-
+const ATTACKER = attackerProfile(['client_9p']);
 describe("review: an agent's view of its session", () => {
   it("search does not show a sibling's log, which the agent may not read", async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
     const sibling = (await h.c.rdwrText(`session/${a.session}/agent/new`, 'agent=test name=sibling')).trim();
     h.mock.script([{ text: 'the sibling secret is swordfish' }]);
@@ -36,7 +31,7 @@ describe("review: an agent's view of its session", () => {
   });
 
   it("a sub-agent cannot take its parent's id as a name: the parent keeps its token and its address", async () => {
-    h = await harness({ profiles: { attacker: ATTACKER } });
+    const h = await testHarness({ profiles: { attacker: ATTACKER } });
     const a = await h.agent({ profile: 'attacker' });
     const parentView = await dial(`unix!${h.socket}`, {
       uname: 'x',
@@ -71,7 +66,7 @@ describe("review: an agent's view of its session", () => {
 
   it('an agent cannot load tools its profile does not list (a read-only profile giving itself shell or web_fetch)', async () => {
     const READER = { description: 'reader', prompt: 'read only', autoLoad: ['client_9p', 'file_read'], maxSteps: 20 };
-    h = await harness({ profiles: { reader: READER } });
+    const h = await testHarness({ profiles: { reader: READER } });
     const a = await h.agent({ profile: 'reader' });
     const view = await dial(`unix!${h.socket}`, { uname: 'x', authData: h.daemon.principals.agentToken(a.sid, a.aid) });
     try {

@@ -4,13 +4,16 @@ import type { Block, Harness } from '../olliesrv/agent-harness.js';
 
 export type Call = { name: string; args: Record<string, unknown> };
 
-/** The profile of an agent that attacks through the namespace (client_9p) and the shell. */
-export const ATTACKER = {
+/** The profile of an agent that attacks with the tools it loads; `maxSteps` bounds the rounds of one turn. */
+export const attackerProfile = (autoLoad: string[], maxSteps = 20) => ({
   description: 'attacker',
   prompt: 'You are a test agent.',
-  autoLoad: ['client_9p', 'shell'],
-  maxSteps: 20,
-};
+  autoLoad,
+  maxSteps,
+});
+
+/** The profile of an agent that attacks through the namespace (client_9p) and the shell. */
+export const ATTACKER = attackerProfile(['client_9p', 'shell']);
 
 /** One model turn per call, then a closing text: the calls run one after another, as a model would make them. */
 export const script = (...calls: Call[]) => [...calls.map((c) => [{ toolCalls: [c] }]), [{ text: 'done' }]];

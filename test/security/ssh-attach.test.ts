@@ -9,25 +9,19 @@ import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { testHarness } from '../olliesrv/agent-harness.js';
 import { startSshd, type Sshd } from '../helpers/sshd.js';
+import { attackerProfile, results } from './scripted-calls.js';
 
-let h: Harness | undefined;
 let sshd: Sshd | undefined;
 afterEach(async () => {
-  await h?.close();
   await sshd?.stop();
-  h = undefined;
   sshd = undefined;
 });
 
 describe('ollie-9p -a ssh! from inside the sandbox', () => {
   it('cannot reach the local daemon through a loopback sshd; the same command outside can', async () => {
-    h = await harness({
-      profiles: {
-        attacker: { description: 'attacker', prompt: 'You are a test agent.', autoLoad: ['shell'], maxSteps: 20 },
-      },
-    });
+    const h = await testHarness({ profiles: { attacker: attackerProfile(['shell']) } });
     sshd = await startSshd();
     const a = await h.agent({ profile: 'attacker' });
     const cli = join(PACKAGE_ROOT, 'dist', 'cli', 'ollie-9p.js');
@@ -67,10 +61,7 @@ describe('ollie-9p -a ssh! from inside the sandbox', () => {
     const command = `OLLIE_SSH_CONFIG=${join(mine, 'config')} node ${probe} 'ssh!${sshd.host}!${h.socket}'`;
     h.mock.script([{ toolCalls: [{ name: 'shell', args: { command } }] }], [{ text: 'done' }]);
     const blocks = await h.turn(a.path, 'become the owner over ssh', 60_000);
-    const result = blocks
-      .filter((b) => b.role === 'tool')
-      .map((b) => b.content)
-      .join('\n');
+    const result = results(blocks).join('\n');
     expect(result).toMatch(/REFUSED ssh!ollie-test-remote!.*connect to host 127\.0\.0\.1 port \d+: Permission denied/);
     expect(result).not.toMatch(/ATTACHED/);
     expect(h.daemon.sessions.has('pwned')).toBe(false);

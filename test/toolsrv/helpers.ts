@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sharedSecretResponder, type Client } from '../../src/ninep/index.js';
+import { lines, sharedSecretResponder, type Client } from '../../src/ninep/index.js';
 import { dial } from '../../src/ninep/node.js';
 import { startToolsrv, type Toolsrv, type ToolsrvOptions } from '../../src/toolsrv/server.js';
-import type { ProcResult } from '../../src/toolsrv/protocol.js';
+import type { BypassRequest, ProcResult } from '../../src/toolsrv/protocol.js';
 
 export interface ToolFile {
   meta: Record<string, unknown> | string;
@@ -119,6 +119,38 @@ export async function startEnv(
     },
   };
 }
+
+/**
+ * Makes a call that asks to leave the sandbox (`ask`) and returns the request the owner is shown for it in
+ * bypass/pending, the owner's client to answer it with, and the call, still waiting for that answer.
+ */
+export async function askOwner<T>(
+  env: Env,
+  ask: () => Promise<T>,
+): Promise<{ ctl: Client; req: BypassRequest; call: Promise<T> }> {
+  const ctl = await env.client('');
+  const ac = new AbortController();
+  try {
+    const pending = (async () => {
+      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal })))
+        return JSON.parse(line) as BypassRequest;
+      throw new Error('bypass/pending ended without a request');
+    })();
+    const call = ask();
+    return { ctl, req: await pending, call };
+  } finally {
+    ac.abort();
+  }
+}
+
+/** A status file's `key=value` lines as an object (a value may hold `=`). */
+export const keyValues = (text: string): Record<string, string> =>
+  Object.fromEntries(
+    text
+      .trim()
+      .split('\n')
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 
 /** Whether `pid` runs (a zombie, dead but not yet reaped, does not). */
 export const alive = (pid: number): boolean => {

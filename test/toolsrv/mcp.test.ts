@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { lines, type Client } from '../../src/ninep/index.js';
-import type { BypassRequest, ToolInfo } from '../../src/toolsrv/protocol.js';
+import type { ToolInfo } from '../../src/toolsrv/protocol.js';
 import { trust, untrust } from '../../src/toolsrv/sandbox/trust.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { startEnv, until, type Env } from './helpers.js';
+import { askOwner, keyValues, startEnv, until, type Env } from './helpers.js';
 import { fixtureServer, ROOT, startHttpFixture, writeMcpConfig } from './mcp-helpers.js';
 import { buildNative } from './sandbox-helpers.js';
 
@@ -46,12 +46,7 @@ async function mcpEnv(
 }
 
 const status = async (c: Client, server: string): Promise<Record<string, string>> =>
-  Object.fromEntries(
-    (await c.readText(`mcp/${server}/status`))
-      .trim()
-      .split('\n')
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
+  keyValues(await c.readText(`mcp/${server}/status`));
 
 describe('MCP servers in toolsrv', () => {
   test("a stdio server's tools are in every scope as mcp__SERVER__TOOL (cold), validated and run", async () => {
@@ -96,16 +91,9 @@ describe('MCP servers in toolsrv', () => {
     expect(n.output).toMatch(/cannot connect to port \d+: EACCES/);
 
     // The same call with the bypass flag asks a person; approved, it runs in an unsandboxed instance.
-    const ctl = await env.client('');
-    const ac = new AbortController();
-    cleanup.push(() => ac.abort());
-    const pending = (async () => {
-      for await (const line of lines(ctl.stream('bypass/pending', { signal: ac.signal })))
-        return JSON.parse(line) as BypassRequest;
-      throw new Error('no request');
-    })();
-    const call = env.call(c, { tool: 'mcp__fx__connect_port', args: { port, bypass: true } });
-    const req = await pending;
+    const { ctl, req, call } = await askOwner(env, () =>
+      env.call(c, { tool: 'mcp__fx__connect_port', args: { port, bypass: true } }),
+    );
     expect(req).toMatchObject({
       agent: 'agent1',
       tool: 'mcp__fx__connect_port',

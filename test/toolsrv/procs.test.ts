@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import { OUTPUT_CAP, type ProcInterrupt } from '../../src/toolsrv/protocol.js';
-import { BASIC, sleep, startEnv, until, type Env } from './helpers.js';
+import { BASIC, keyValues, sleep, startEnv, until, type Env } from './helpers.js';
 
 let env: Env | undefined;
 afterEach(async () => {
@@ -34,12 +34,7 @@ async function bg(c: Client, command: string): Promise<number> {
 }
 
 const stat = async (c: Client, pid: number): Promise<Record<string, string>> =>
-  Object.fromEntries(
-    (await c.readText(`proc/${pid}/stat`))
-      .trim()
-      .split('\n')
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
+  keyValues(await c.readText(`proc/${pid}/stat`));
 
 describe('procs', () => {
   it('runs a foreground call and returns combined output and the exit code', async () => {

@@ -85,6 +85,13 @@ export function shippedPolicyText(): string {
   return readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8');
 }
 
+/** The shipped policy with Unix sockets allowed to every tool: an owner letting tools reach local daemons. */
+export function policyWithUnixSockets(): string {
+  const text = shippedPolicyText().replace(/unix: false/, 'unix: true');
+  if (!/unix: true/.test(text)) throw new Error('data/sandbox.yaml has no `unix: false` to turn on');
+  return text;
+}
+
 export interface RunResult {
   code: number | null;
   signal: NodeJS.Signals | null;
