@@ -14,6 +14,7 @@ import { parseKv, procCommand, type ProcInfo } from '../lib/parse.js';
 import { PROC_STAT } from '../../../formats/olliesrv.js';
 import { act, notify, ollie, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
+import { SidePanel } from './SidePanel.js';
 
 const running = (p: ProcInfo): boolean => p.status === 'running';
 
@@ -244,19 +245,13 @@ export function Processes() {
   if (!open) return null;
   const current = procs.find((p) => p.pid === pid);
   return (
-    <aside className="procs" aria-label="Processes">
-      <header>
-        <b>Processes</b>
-        {agentName && <span className="dim">of {agentName}</span>}
-        <button
-          type="button"
-          aria-label="Close processes"
-          title="Close (Ctrl+Shift+P)"
-          onClick={() => useStore.setState({ procsOpen: false })}
-        >
-          ✕
-        </button>
-      </header>
+    <SidePanel
+      className="procs"
+      title="Processes"
+      detail={agentName && <span className="dim">of {agentName}</span>}
+      closeTitle="Close (Ctrl+Shift+P)"
+      onClose={() => useStore.setState({ procsOpen: false })}
+    >
       {!session || !agent ? (
         <p className="empty">Select an agent to see its background processes.</p>
       ) : procs.length === 0 ? (
@@ -308,6 +303,6 @@ export function Processes() {
           )}
         </>
       )}
-    </aside>
+    </SidePanel>
   );
 }
