@@ -12,7 +12,7 @@ import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { parseKv, procCommand, type ProcInfo } from '../lib/parse.js';
 import { PROC_STAT } from '../../../formats/olliesrv.js';
-import { act, notify, ollie, useStore } from '../lib/store.js';
+import { act, notify, ollie, selectedAgent, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
 import { SidePanel } from './SidePanel.js';
 
@@ -237,11 +237,7 @@ export function Processes() {
   const procs = useStore((s) => s.procs);
   const pid = useStore((s) => s.procPid);
   const { session, agent } = useStore((s) => s.selected);
-  const agentName = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.name
-      : undefined,
-  );
+  const agentName = useStore((s) => selectedAgent(s)?.name);
   if (!open) return null;
   const current = procs.find((p) => p.pid === pid);
   return (

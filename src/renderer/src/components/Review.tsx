@@ -8,7 +8,7 @@
  */
 import { useCallback, useEffect, useState } from 'react';
 import { create } from 'zustand';
-import { agentPath, notify, ollie, useStore } from '../lib/store.js';
+import { agentPath, notify, ollie, selectedAgent, useStore } from '../lib/store.js';
 import { parseCheckpointIdx, parseCheckpointInfo } from '../lib/parse.js';
 import { parseDiff, type FileDiff } from '../lib/review-diff.js';
 import { SidePanel } from './SidePanel.js';
@@ -139,11 +139,7 @@ function Round({
 export function Review() {
   const open = useReview((s) => s.open);
   const { session, agent } = useStore((s) => s.selected);
-  const state = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.state
-      : undefined,
-  );
+  const state = useStore((s) => selectedAgent(s)?.state);
   const [rows, setRows] = useState<Row[]>([]);
   const [version, setVersion] = useState(0);
   const [conflict, setConflict] = useState<{ id: string; text: string }>();
