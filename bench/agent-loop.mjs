@@ -16,6 +16,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { startMockLlm } from '../dist/devtools/mock-llm/server.js';
 import { dial } from '../dist/ninep/node.js';
+import { writeMockBackend } from './lib/backend.mjs';
 
 const ROUNDS = Number(process.argv[2] ?? 200);
 const STARTS = Number(process.argv[3] ?? 7);
@@ -31,10 +32,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ollie-bench-loop-'));
 const mock = await startMockLlm();
 const config = join(dir, 'config');
 mkdirSync(join(config, 'agents'), { recursive: true });
-writeFileSync(
-  join(config, 'backends.conf'),
-  `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 1000000\n`,
-);
+writeMockBackend(config, mock.url, 1000000);
 writeFileSync(
   join(config, 'agents', 'bench.json'),
   JSON.stringify({ prompt: 'You are a benchmark.', autoLoad: ['file_read', 'shell'], maxSteps: ROUNDS + 10 }),

@@ -13,25 +13,15 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { benchArgs } from './lib/args.mjs';
+import { fromDist } from './lib/dist.mjs';
+import { callOk, connectTools, startToolsrv } from './lib/toolsrv.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { Checkpoints } = await import(join(root, 'dist/olliesrv/checkpoint/service.js'));
-const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
-const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
+const { Checkpoints } = await fromDist('olliesrv/checkpoint/service.js');
 
-const { values } = parseArgs({
-  options: {
-    files: { type: 'string', default: '10000' },
-    mb: { type: 'string', default: '200' },
-    n: { type: 'string', default: '7' },
-  },
-});
-const FILES = Number(values.files);
-const BYTES = Number(values.mb) * 1024 * 1024;
-const N = Number(values.n);
+const { files: FILES, mb, n: N } = benchArgs({ files: 10000, mb: 200, n: 7 });
+const BYTES = mb * 1024 * 1024;
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-checkpoint-'));
 const ws = join(dir, 'ws');
@@ -61,13 +51,17 @@ const changeCmd = (k) =>
         .join('; ')
     : 'true';
 
-const cps = new Checkpoints({
-  configDir: join(dir, 'config'),
-  dataDir: join(dir, 'data'),
-  runtimeDir: join(dir, 'run'),
-  store: {},
-  log: () => undefined,
-});
+/** The daemon's Checkpoints service with the default policy, its files under `dir`. */
+const checkpoints = (opts) =>
+  new Checkpoints({
+    configDir: join(dir, 'config'),
+    dataDir: join(dir, 'data'),
+    runtimeDir: join(dir, 'run'),
+    store: {},
+    log: () => undefined,
+    ...opts,
+  });
+const cps = checkpoints();
 const agent = {
   id: 'bench',
   sessionId: 'bench',
@@ -79,19 +73,9 @@ const agent = {
 const tools = new Map([['shell', { name: 'shell', scope: 'global' }]]);
 const calls = [{ id: 'c', name: 'shell', args: '{}' }];
 
-const toolsrv = await spawnToolsrv({
-  runtimeDir: join(dir, 'run'),
-  name: 'bench',
-  cwd: ws,
-  toolDirs: [join(root, 'data', 'tools')],
-  log: () => undefined,
-});
-const host = await ToolClient.connect(toolsrv, 'bench');
-await host.ctl('load shell');
-const shell = async (command) => {
-  const r = await host.call({ tool: 'shell', args: { command } });
-  if (r.status !== 'exited' || r.exit !== 0) throw new Error(`shell: ${JSON.stringify(r)}`);
-};
+const toolsrv = await startToolsrv(dir, { cwd: ws });
+const host = await connectTools(toolsrv, ['load shell']);
+const shell = (command) => callOk(host, { tool: 'shell', args: { command } }, 'shell');
 
 /** One checkpointed round: the time added (whole round less the change), the bytes its checkpoint added. */
 async function round(k, svc = cps, who = agent) {
@@ -124,14 +108,7 @@ try {
   }
   // The fallback when the directories are not watched (too many, inotify limits, after a restart): every
   // checkpoint walks the whole tree.
-  const walker = new Checkpoints({
-    configDir: join(dir, 'config'),
-    dataDir: join(dir, 'data'),
-    runtimeDir: join(dir, 'run'),
-    store: {},
-    log: () => undefined,
-    watch: false,
-  });
+  const walker = checkpoints({ watch: false });
   const other = { ...agent, id: 'bench-walk' };
   await round(0, walker, other);
   for (const k of [0, 10]) {

@@ -13,23 +13,13 @@
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { benchArgs } from './lib/args.mjs';
+import { root } from './lib/dist.mjs';
+import { connectTools, startToolsrv } from './lib/toolsrv.mjs';
+import { medianP95, stats } from './timing.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
-const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
-
-const { values } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '5' },
-    n: { type: 'string', default: '50' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const ROUNDS = Number(values.rounds);
-const N = Number(values.n);
+const { rounds: ROUNDS, n: N, json } = benchArgs({ rounds: 5, n: 50, json: false });
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-codeintel-'));
 cpSync(join(root, 'test', 'lsp', 'fixture'), dir, { recursive: true });
@@ -45,12 +35,6 @@ const cases = {
   code_outline: { tool: 'code_outline', args: { path: 'src/big.ts' } },
   lsp_hover: { tool: 'lsp_hover', args: { path: 'src/main.ts', line: 4, column: 27 } },
 };
-
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { median: q(0.5), p95: q(0.95), min: s[0], n: s.length };
-}
 
 async function timed(fn) {
   const t = process.hrtime.bigint();
@@ -77,17 +61,9 @@ function perProcess() {
 }
 
 const results = {};
-const p = await spawnToolsrv({
-  runtimeDir: join(dir, 'run'),
-  name: 'bench',
-  cwd: dir,
-  toolDirs: [join(root, 'data', 'tools')],
-  log: () => undefined,
-});
+const p = await startToolsrv(dir);
 try {
-  const host = await ToolClient.connect(p, 'bench');
-  await host.ctl('load code_outline');
-  await host.ctl('load lsp_hover');
+  const host = await connectTools(p, ['load code_outline', 'load lsp_hover']);
   const first = { code_outline: [], lsp_hover: [] };
   const per = [];
   const warm = { code_outline: [], lsp_hover: [] };
@@ -108,9 +84,9 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-if (values.json) console.log(JSON.stringify(results, null, 2));
+if (json) console.log(JSON.stringify(results, null, 2));
 else {
-  const f = (s) => `${s.median.toFixed(1).padStart(8)} / ${s.p95.toFixed(1).padStart(8)}`;
+  const f = (s) => medianP95(s, 1, 8);
   console.log(
     `resident tool hosts, end to end through toolsrv, sandboxed (ms, median / p95), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`,
   );

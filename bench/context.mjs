@@ -15,12 +15,12 @@
  * NAME beside this run's (e.g. the branch point's, saved there with --save before).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { promptTokens, startMockLlm } from '../dist/devtools/mock-llm/server.js';
-import { startDaemon } from '../dist/olliesrv/daemon.js';
-import { dial } from '../dist/ninep/node.js';
+import { writeMockBackend } from './lib/backend.mjs';
+import { newAgent, startBenchDaemon } from './lib/daemon.mjs';
 
 const { values: opt } = parseArgs({ options: { save: { type: 'string' }, compare: { type: 'string' } } });
 const WINDOWS = [8192, 16384, 32768, 131072];
@@ -115,28 +115,10 @@ async function run(window) {
     },
   });
   const config = join(dir, 'config');
-  mkdirSync(config, { recursive: true });
-  writeFileSync(
-    join(config, 'backends.conf'),
-    `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = ${window}\n`,
-  );
-  const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({
-    socket,
-    dataDir: join(dir, 'data'),
-    configDir: config,
-    toolsrv: {},
-    toolCacheFile: false,
-    skills: false,
-    log: () => undefined,
-  });
-  const c = await dial(`unix!${socket}`, { uname: userInfo().username });
+  writeMockBackend(config, mock.url, window);
+  const { daemon, client: c } = await startBenchDaemon(dir, { configDir: config, toolsrv: {}, toolCacheFile: false });
   try {
-    const session = (await c.rdwrText('session/new', `cwd=${work}`)).trim();
-    const name = (await c.rdwrText(`session/${session}/agent/new`, 'agent=default')).trim();
-    const path = `session/${session}/agent/${name}`;
-    const aid = (await c.readText(`${path}/id`)).trim();
-    const agent = daemon.agents.all().find((a) => a.id === aid);
+    const { path, agent } = await newAgent(c, daemon, work);
     let prompt = `Read each of the ${ROUNDS} files under src/ one by one and write the refactored modules to out/.`;
     for (let attempt = 0; attempt <= RETRIES && served <= ROUNDS; attempt++) {
       const done = agent.nextTurn();

@@ -10,26 +10,15 @@
 // Target: matching ≤ 10 ms per prompt (it runs before every prompt goes to the model).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { benchArgs } from './lib/args.mjs';
+import { fromDist } from './lib/dist.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { writeTinyModel } = await import(join(root, 'dist/olliesrv/skills/tiny-model.js'));
-const { OnnxEmbedder } = await import(join(root, 'dist/olliesrv/skills/embed.js'));
-const { SkillMatcher } = await import(join(root, 'dist/olliesrv/skills/matcher.js'));
+const { writeTinyModel } = await fromDist('olliesrv/skills/tiny-model.js');
+const { OnnxEmbedder } = await fromDist('olliesrv/skills/embed.js');
+const { SkillMatcher } = await fromDist('olliesrv/skills/matcher.js');
 
-const { values } = parseArgs({
-  options: {
-    n: { type: 'string', default: '200' },
-    skills: { type: 'string', default: '200' },
-    dim: { type: 'string', default: '384' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const N = Number(values.n);
-const SKILLS = Number(values.skills);
-const DIM = Number(values.dim);
+const { n: N, skills: SKILLS, dim: DIM, json } = benchArgs({ n: 200, skills: 200, dim: 384, json: false });
 
 // A vocabulary of made-up words (and the usual English ones) so descriptions and prompts tokenize into real pieces.
 let seed = 42;
@@ -113,7 +102,7 @@ async function run(kind) {
 
 const results = [await run('onnx'), await run('bm25')];
 rmSync(dir, { recursive: true, force: true });
-if (values.json) {
+if (json) {
   process.stdout.write(`${JSON.stringify({ n: N, skills: SKILLS, dim: DIM, load: loadavg()[0], results })}\n`);
 } else {
   process.stdout.write(

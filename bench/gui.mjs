@@ -24,15 +24,14 @@
  * Exit status 1 when a target is missed.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { chromium } from 'playwright-core';
 import { runnerImport } from 'vite';
 import { startWebUi } from '../dist/webui/server.js';
-import { dial } from '../dist/ninep/node.js';
-import { startDaemon } from '../dist/olliesrv/daemon.js';
+import { startBenchDaemon } from './lib/daemon.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const CHROMIUM = process.env.OLLIE_CHROMIUM ?? '/usr/bin/chromium';
@@ -53,16 +52,7 @@ const heapNow = () => {
 async function realDaemon(syntheticBlock) {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-bench-gui-'));
   mkdirSync(join(dir, 'run'), { mode: 0o700 });
-  const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({
-    socket,
-    dataDir: join(dir, 'data'),
-    configDir: join(dir, 'config'),
-    toolsrv: false,
-    skills: false,
-    log: () => undefined,
-  });
-  const c = await dial(`unix!${socket}`, { uname: userInfo().username });
+  const { daemon, client: c } = await startBenchDaemon(dir, { configDir: join(dir, 'config'), toolsrv: false });
   await c.rdwrText('session/new', `name=perf cwd=${dir}\n`);
   return {
     server: daemon.server,

@@ -6,26 +6,13 @@
 //
 //   node bench/launcher.mjs [--n 300] [--warmup 30] [--json]
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.mjs';
+import { fromDist } from './lib/dist.mjs';
+import { stats } from './timing.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { Launcher } = await import(join(root, 'dist/platform/launcher.js'));
-const { values } = parseArgs({
-  options: {
-    n: { type: 'string', default: '300' },
-    warmup: { type: 'string', default: '30' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const N = Number(values.n);
-const WARMUP = Number(values.warmup);
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
+const { Launcher } = await fromDist('platform/launcher.js');
+const { n: N, warmup: WARMUP, json } = benchArgs({ n: 300, warmup: 30, json: false });
+const median = (xs) => stats(xs).median;
 
 async function once(l) {
   let sync = 0;
@@ -64,7 +51,7 @@ for (const native of [true, false]) {
     n: N,
   };
 }
-if (values.json) console.log(JSON.stringify(out));
+if (json) console.log(JSON.stringify(out));
 else
   for (const [k, v] of Object.entries(out))
     console.log(

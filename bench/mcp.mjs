@@ -10,12 +10,12 @@
  *   node bench/mcp.mjs      (after npm run build:node)
  */
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countTokens } from '../dist/olliesrv/backend/tokens.js';
 import { promptTokens, startMockLlm } from '../dist/devtools/mock-llm/server.js';
-import { startDaemon } from '../dist/olliesrv/daemon.js';
-import { dial } from '../dist/ninep/node.js';
+import { writeMockBackend } from './lib/backend.mjs';
+import { newAgent, startBenchDaemon } from './lib/daemon.mjs';
 
 const ROOT = realpathSync(join(new URL('.', import.meta.url).pathname, '..'));
 const FIXTURE = join(ROOT, 'e2e', 'fixtures', 'mcp-server.mjs');
@@ -29,10 +29,7 @@ async function run(servers) {
   mkdirSync(join(config, 'agents'), { recursive: true });
   mkdirSync(work);
   const mock = await startMockLlm();
-  writeFileSync(
-    join(config, 'backends.conf'),
-    `[default]\nbackend = mock\n\n[mock]\ntype = openai\nurl = ${mock.url}/v1\nkey = k\nmodel = gpt-4o\ncontext = 128000\n`,
-  );
+  writeMockBackend(config, mock.url, 128000);
   const mcpServers = {};
   // The fixture's own tools are 9; TOOLS - 9 generated ones make each server TOOLS.
   for (let i = 0; i < servers; i++)
@@ -45,26 +42,16 @@ async function run(servers) {
       join(config, 'sandbox.yaml'),
       readFileSync(join(ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`),
     );
-  const socket = join(dir, 'run', 'ollie.sock');
-  const daemon = await startDaemon({
-    socket,
-    dataDir: join(dir, 'data'),
+  const { daemon, client: c } = await startBenchDaemon(dir, {
     configDir: config,
     toolsrv: {},
     toolCacheFile: join(dir, 'tools.json'),
-    skills: false,
-    log: () => undefined,
   });
-  const c = await dial(`unix!${socket}`, { uname: userInfo().username });
   try {
     // A first session fills the tool cache (as any earlier run would have); the one measured is the second.
     const uncached = await firstRequest(c, mock, daemon, work);
     mock.requests.length = 0;
-    const session = (await c.rdwrText('session/new', `cwd=${work}`)).trim();
-    const name = (await c.rdwrText(`session/${session}/agent/new`, 'agent=default')).trim();
-    const path = `session/${session}/agent/${name}`;
-    const aid = (await c.readText(`${path}/id`)).trim();
-    const agent = daemon.agents.all().find((a) => a.id === aid);
+    const { session, path, agent } = await newAgent(c, daemon, work);
     mock.script(
       [{ toolCalls: [{ name: 'tool_search', args: { query: 'mcp__svc3__svc3_operation_7' } }] }],
       [{ text: 'done' }],
@@ -108,14 +95,11 @@ async function run(servers) {
 
 /** A session's agent up to its first answered prompt. */
 async function firstRequest(c, mock, daemon, work) {
-  const session = (await c.rdwrText('session/new', `cwd=${work}`)).trim();
-  const name = (await c.rdwrText(`session/${session}/agent/new`, 'agent=default')).trim();
-  const aid = (await c.readText(`session/${session}/agent/${name}/id`)).trim();
-  const agent = daemon.agents.all().find((a) => a.id === aid);
+  const { path, agent } = await newAgent(c, daemon, work);
   mock.script([{ text: 'ok' }]);
   const done = agent.nextTurn();
   const t0 = performance.now();
-  await c.write(`session/${session}/agent/${name}/prompt`, 'hello');
+  await c.write(`${path}/prompt`, 'hello');
   await done;
   return Math.round(
     mock.requests.find((r) => r.path.includes('/chat/completions')).time - (performance.timeOrigin + t0),

@@ -11,31 +11,21 @@
 // the first use really copies the package. Goal (issue 19): at most 1 ms added per call on loopback.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { timeTogether } from './timing.mjs';
+import { join } from 'node:path';
+import { benchArgs } from './lib/args.mjs';
+import { fromDist } from './lib/dist.mjs';
+import { callOk, connectTools, startToolsrv } from './lib/toolsrv.mjs';
+import { medianP95, timeTogether } from './timing.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
-const { spawnRemoteToolsrv, parseRemote } = await import(join(root, 'dist/olliesrv/toolclient/remote.js'));
-const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
+const { spawnRemoteToolsrv, parseRemote } = await fromDist('olliesrv/toolclient/remote.js');
 
-const { values } = parseArgs({
-  options: {
-    n: { type: 'string', default: '200' },
-    warmup: { type: 'string', default: '20' },
-    host: { type: 'string' },
-    'ssh-config': { type: 'string' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const N = Number(values.n);
-const WARMUP = Number(values.warmup);
+const values = benchArgs({ n: 200, warmup: 20, host: undefined, 'ssh-config': undefined, json: false });
+const N = values.n;
+const WARMUP = values.warmup;
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-remote-'));
 
-const { startSshd } = await import(join(root, 'dist/devtools/sshd.js'));
+const { startSshd } = await fromDist('devtools/sshd.js');
 
 const sshd = values.host ? undefined : await startSshd({ host: 'bench-remote' });
 const host = values.host ?? sshd.host;
@@ -55,13 +45,7 @@ try {
   await again.stop();
   results.setup = { firstUseMs: firstMs, copyMs: first.setupMs, startWithPackageMs: againMs };
 
-  const local = await spawnToolsrv({
-    runtimeDir: join(dir, 'run'),
-    name: 'local',
-    cwd: dir,
-    toolDirs: [join(root, 'data', 'tools')],
-    log: () => undefined,
-  });
+  const local = await startToolsrv(dir, { name: 'local' });
   servers.push(local);
   // The remote side's workspace: on loopback it is this machine's directory too.
   const work = mkdtempSync(join(tmpdir(), 'bench-remote-work-'));
@@ -73,20 +57,14 @@ try {
   for (const [name, p] of [
     ['ssh', first],
     ['local', local],
-  ]) {
-    const h = await ToolClient.connect(p, 'bench');
-    await h.ctlLines([`cwd ${work}`, 'load file_read', 'load shell']);
-    hosts[name] = h;
-  }
+  ])
+    hosts[name] = await connectTools(p, [`cwd ${work}`, 'load file_read', 'load shell']);
   for (const c of [
     { name: 'file_read', tool: 'file_read', args: { path: join(work, 'small.txt') } },
     { name: 'shell true', tool: 'shell', args: { command: 'true' } },
   ]) {
     const req = { tool: c.tool, args: c.args };
-    for (const [n, h] of Object.entries(hosts)) {
-      const r = await h.call(req);
-      if (r.status !== 'exited' || r.exit !== 0) throw new Error(`${n} ${c.name}: ${JSON.stringify(r)}`);
-    }
+    for (const [n, h] of Object.entries(hosts)) await callOk(h, req, `${n} ${c.name}`);
     results[c.name] = await timeTogether(
       { ssh: () => hosts.ssh.call(req), local: () => hosts.local.call(req) },
       { warmup: WARMUP, n: N },
@@ -103,7 +81,7 @@ try {
 if (values.json) {
   console.log(JSON.stringify(results, null, 2));
 } else {
-  const f = (s) => `${s.median.toFixed(2).padStart(6)} / ${s.p95.toFixed(2).padStart(6)}`;
+  const f = (s) => medianP95(s, 2, 6);
   console.log(
     `toolsrv proc/new over SSH (${values.host ? host : 'loopback sshd'}) vs local (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`,
   );

@@ -7,24 +7,16 @@
 //   node bench/toolsrv-ab.mjs --base DIR [--n 800] [--warmup 30]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { join, resolve } from 'node:path';
+import { benchArgs } from './lib/args.mjs';
+import { root } from './lib/dist.mjs';
 
-const { values } = parseArgs({
-  options: {
-    base: { type: 'string' },
-    n: { type: 'string', default: '800' },
-    warmup: { type: 'string', default: '30' },
-  },
-});
-if (!values.base) {
+const { base, n: N, warmup: WARMUP } = benchArgs({ base: undefined, n: 800, warmup: 30 });
+if (!base) {
   console.error('usage: node bench/toolsrv-ab.mjs --base DIR (a built checkout to compare with)');
   process.exit(2);
 }
-const builds = { base: resolve(values.base), this: join(dirname(fileURLToPath(import.meta.url)), '..') };
-const N = Number(values.n);
-const WARMUP = Number(values.warmup);
+const builds = { base: resolve(base), this: root };
 const dir = mkdtempSync(join(tmpdir(), 'bench-ab-'));
 const file = join(dir, 'small.txt');
 writeFileSync(file, Array.from({ length: 20 }, (_, i) => `line ${i + 1} of a small file`).join('\n') + '\n');

@@ -11,24 +11,13 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { timeTogether } from './timing.mjs';
+import { join } from 'node:path';
+import { benchArgs } from './lib/args.mjs';
+import { root } from './lib/dist.mjs';
+import { callOk, connectTools, startToolsrv } from './lib/toolsrv.mjs';
+import { medianP95, timeTogether } from './timing.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { spawnToolsrv } = await import(join(root, 'dist/olliesrv/toolclient/spawn.js'));
-const { ToolClient } = await import(join(root, 'dist/olliesrv/toolclient/client.js'));
-
-const { values } = parseArgs({
-  options: {
-    n: { type: 'string', default: '300' },
-    warmup: { type: 'string', default: '30' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const N = Number(values.n);
-const WARMUP = Number(values.warmup);
+const { n: N, warmup: WARMUP, json } = benchArgs({ n: 300, warmup: 30, json: false });
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-toolsrv-'));
 const file = join(dir, 'small.txt');
@@ -57,26 +46,13 @@ const servers = [];
 try {
   const hosts = {};
   for (const mode of ['sandboxed', 'unsandboxed']) {
-    const p = await spawnToolsrv({
-      runtimeDir: join(dir, 'run'),
-      name: mode,
-      yolo: mode === 'unsandboxed',
-      cwd: dir,
-      toolDirs: [tools],
-      log: () => undefined,
-    });
+    const p = await startToolsrv(dir, { name: mode, yolo: mode === 'unsandboxed' });
     servers.push(p);
-    const host = await ToolClient.connect(p, 'bench');
-    await host.ctl('load file_read');
-    await host.ctl('load shell');
-    hosts[mode] = host;
+    hosts[mode] = await connectTools(p, ['load file_read', 'load shell']);
   }
   for (const c of cases) {
     const req = { tool: c.tool ?? c.name, args: c.args };
-    for (const [mode, host] of Object.entries(hosts)) {
-      const check = await host.call(req);
-      if (check.status !== 'exited' || check.exit !== 0) throw new Error(`${mode} ${c.name}: ${JSON.stringify(check)}`);
-    }
+    for (const [mode, host] of Object.entries(hosts)) await callOk(host, req, `${mode} ${c.name}`);
     results[c.name] = await timeTogether(
       {
         sandboxed: () => hosts.sandboxed.call(req),
@@ -92,10 +68,10 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-if (values.json) {
+if (json) {
   console.log(JSON.stringify(results, null, 2));
 } else {
-  const f = (s) => `${s.median.toFixed(2).padStart(6)} / ${s.p95.toFixed(2).padStart(6)}`;
+  const f = (s) => medianP95(s, 2, 6);
   console.log(
     `toolsrv proc/new, end to end (ms, median / p95, n=${N} each, round-robin, after ${WARMUP} warm-up rounds), Node ${process.version}, load ${loadavg()[0].toFixed(2)}`,
   );

@@ -157,29 +157,33 @@ export async function serveMcp(o: McpOptions): Promise<void> {
       ),
   );
 
-  server.registerTool(
+  /** A read-only tool that lists a session's file of rows (tab-separated lines), each made into an object. */
+  const registerSessionList = (
+    name: string,
+    description: string,
+    file: string,
+    toObject: (row: string[]) => unknown,
+  ): void => {
+    server.registerTool(
+      name,
+      { description, inputSchema: { session }, annotations: { readOnlyHint: true } },
+      ({ session: s }) =>
+        on(async (c) => json(rows(await c.readText(`session/${element('session', s)}/${file}`)).map(toObject))),
+    );
+  };
+
+  registerSessionList(
     'list_agents',
-    {
-      description:
-        'List the agents of a session: name, id, state (idle, thinking, calling, paused, compacting), how the last turn ended, parent and depth.',
-      inputSchema: { session },
-      annotations: { readOnlyHint: true },
-    },
-    ({ session: s }) =>
-      on(async (c) =>
-        json(
-          rows(await c.readText(`session/${element('session', s)}/agent/idx`)).map(
-            ([, id, name, parent, depth, state, last]) => ({
-              name,
-              id,
-              state,
-              last,
-              parent: parent === '-' ? null : parent,
-              depth: Number(depth),
-            }),
-          ),
-        ),
-      ),
+    'List the agents of a session: name, id, state (idle, thinking, calling, paused, compacting), how the last turn ended, parent and depth.',
+    'agent/idx',
+    ([, id, name, parent, depth, state, last]) => ({
+      name,
+      id,
+      state,
+      last,
+      parent: parent === '-' ? null : parent,
+      depth: Number(depth),
+    }),
   );
 
   server.registerTool(
@@ -276,22 +280,11 @@ export async function serveMcp(o: McpOptions): Promise<void> {
       }),
   );
 
-  server.registerTool(
+  registerSessionList(
     'list_approvals',
-    {
-      description:
-        "Requests of a session's agents to run a command outside the sandbox, waiting for a person (approve or deny them in Ollie: the app, `o sess approve`).",
-      inputSchema: { session },
-      annotations: { readOnlyHint: true },
-    },
-    ({ session: s }) =>
-      on(async (c) =>
-        json(
-          rows(await c.readText(`session/${element('session', s)}/bypass`)).map(
-            ([id, agentId, tool, cwd, command, reason]) => ({ id, agent: agentId, tool, cwd, command, reason }),
-          ),
-        ),
-      ),
+    "Requests of a session's agents to run a command outside the sandbox, waiting for a person (approve or deny them in Ollie: the app, `o sess approve`).",
+    'bypass',
+    ([id, agentId, tool, cwd, command, reason]) => ({ id, agent: agentId, tool, cwd, command, reason }),
   );
 
   const transport = new StdioServerTransport();

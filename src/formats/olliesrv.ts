@@ -17,6 +17,9 @@ const f = (name: string, doc?: string, more: Partial<Field> = {}): Field => ({ n
 const opt = (name: string, doc?: string, more: Partial<Field> = {}): Field => f(name, doc, { optional: true, ...more });
 const int = (name: string, doc?: string): Field => f(name, doc, { type: 'integer' });
 
+/** A model's context length, where the backend tells it. */
+const contextLength = opt('context', 'the context length', { type: 'integer' });
+
 export const BACKENDS = new Records('backends', [
   f('name', "the default backend's ends in *"),
   f('type'),
@@ -26,7 +29,7 @@ export const BACKENDS = new Records('backends', [
 export const MODELS = new Records('models', [
   f('backend'),
   opt('model'),
-  opt('context', 'the context length', { type: 'integer' }),
+  contextLength,
   opt('error', 'why the backend could not be asked'),
 ]);
 export const PROFILES = new Lines('agent profile names');
@@ -50,10 +53,7 @@ export const PROVIDERS = new Records('providers', [
   opt('key_env', 'the variable its key usually is in'),
   f('key', 'needed or optional'),
 ]);
-export const CHECKED_MODELS = new Records('check', [
-  f('model'),
-  opt('context', 'the context length', { type: 'integer' }),
-]);
+export const CHECKED_MODELS = new Records('check', [f('model'), contextLength]);
 export const TRUST = new Records(
   'trust',
   [f('sha256'), f('path')],
@@ -270,10 +270,7 @@ export const TOOL_LIST = new Records('tools', [
   f('scope', 'read, write or global'),
   f('description', 'its first line'),
 ]);
-export const MODEL_LIST = new Records('models', [
-  f('model'),
-  opt('context', 'the context length', { type: 'integer' }),
-]);
+export const MODEL_LIST = new Records('models', [f('model'), contextLength]);
 export const QUEUE_LIST = new Records('queue', [int('n', 'its place, from 1'), f('prompt')]);
 export const COMMAND_LIST = new Records('help', [f('usage'), f('help')]);
 export const CONTEXT = new KeyValues('context', [
@@ -443,17 +440,15 @@ export const HOOK_RUNS = new Records('hooks', [
   f('command'),
   f('output'),
 ]);
+/** What names a checkpoint, in its index line and its info file alike. */
+const checkpointHead = [f('id'), int('turn'), f('time', 'ISO 8601', { type: 'time' })];
 export const CHECKPOINT_IDX = new Records('checkpoint/idx', [
-  f('id'),
-  int('turn'),
-  f('time', 'ISO 8601', { type: 'time' }),
+  ...checkpointHead,
   int('changed', 'files its round changed'),
   int('bytes', 'bytes it added to the store'),
 ]);
 export const CHECKPOINT_INFO = new KeyValues('checkpoint info', [
-  f('id'),
-  int('turn'),
-  f('time', 'ISO 8601', { type: 'time' }),
+  ...checkpointHead,
   f('kind', 'round or rewind'),
   int('changed'),
   int('bytes'),

@@ -185,7 +185,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
                 () =>
                   st.pending().some((r) => r.id === e.req.id) &&
                   void notificationHooks(
-                    hooks,
                     agents.all().find((a) => a.id === e.req.agent),
                     `Ollie needs your approval to run ${e.req.cmd}: ${e.req.reason}`,
                   ),

@@ -98,12 +98,7 @@ export class Launcher {
   launchInteractive(req: Omit<LaunchRequest, 'stdin' | 'stderr' | 'limits'>, handlers: LaunchHandlers): Interactive {
     let child: ChildProcess;
     try {
-      child = spawn(req.file, req.args, {
-        cwd: req.cwd,
-        env: req.env,
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      child = spawnInGroup(req);
     } catch (e) {
       queueMicrotask(() => handlers.lost(`could not start: ${(e as Error).message}`));
       return { pid: 0, write: () => undefined, endInput: () => undefined };
@@ -237,6 +232,11 @@ async function spawnWithStderrFile(spawner: Spawner, req: LaunchRequest, h: Laun
   }
 }
 
+/** Node's spawn of `req` as the leader of a process group of its own (a kill of the group ends all of it). */
+function spawnInGroup(req: Pick<LaunchRequest, 'file' | 'args' | 'cwd' | 'env'>): ChildProcess {
+  return spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
 function launchWithNode(
   req: LaunchRequest,
   h: LaunchHandlers,
@@ -246,12 +246,7 @@ function launchWithNode(
     const cannot = (e: Error): Error => new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${e.message}`);
     let child: ChildProcess;
     try {
-      child = spawn(req.file, req.args, {
-        cwd: req.cwd,
-        env: req.env,
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      child = spawnInGroup(req);
     } catch (e) {
       return reject(cannot(e as Error));
     }

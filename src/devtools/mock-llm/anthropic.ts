@@ -3,7 +3,7 @@
  * input_tokens excludes the cache: it is input - cached - cacheWrite.
  */
 import { splitArgs, splitText, tools, type Plan } from './script.js';
-import { modelOf, signatureOf, type Dialect, type Frame, type Ids } from './wire.js';
+import { modelOf, signatureOf, type Dialect, type ErrorDialect, type Frame, type Ids } from './wire.js';
 
 const sseEvent = (event: string, data: Record<string, unknown>): Frame =>
   `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
@@ -121,34 +121,28 @@ function anthropicError(status: number, message?: string): unknown {
   return { type: 'error', error: { type, message: text } };
 }
 
-const anthropicOverflow = (limit: number, actual = limit + 1000): unknown => ({
-  type: 'error',
-  error: { type: 'invalid_request_error', message: `prompt is too long: ${actual} tokens > ${limit} maximum` },
-});
-
-const anthropicStreamError = (message: string): Frame =>
-  sseEvent('error', { error: { type: 'overloaded_error', message } });
-
-/**
- * Every Claude model supports tools, so the real API has no such error; this is the shape Anthropic-compatible
- * servers use (an invalid_request_error naming tools), so that the backend's classification is exercised.
- */
-const anthropicToolUnsupported = (model: string): { status: number; body: unknown } => ({
-  status: 400,
-  body: {
+const anthropicErrors: ErrorDialect = {
+  error: anthropicError,
+  overflow: (limit, actual = limit + 1000) => ({
+    type: 'error',
+    error: { type: 'invalid_request_error', message: `prompt is too long: ${actual} tokens > ${limit} maximum` },
+  }),
+  /**
+   * Every Claude model supports tools, so the real API has no such error; this is the shape Anthropic-compatible
+   * servers use (an invalid_request_error naming tools), so that the backend's classification is exercised.
+   */
+  toolUnsupported: (model) => ({
     type: 'error',
     error: { type: 'invalid_request_error', message: `tools: model ${model} does not support tools` },
-  },
-});
+  }),
+  streamError: (message) => sseEvent('error', { error: { type: 'overloaded_error', message } }),
+  contentType: 'text/event-stream; charset=utf-8',
+};
 
 export const anthropicDialect = (body: Record<string, unknown>, ids: Ids): Dialect => ({
-  error: (s, m) => anthropicError(s, m),
-  overflow: anthropicOverflow,
-  toolUnsupported: anthropicToolUnsupported,
-  streamError: anthropicStreamError,
+  ...anthropicErrors,
   stream: (p) => anthropicStream(p, body, ids),
   json: (p) => anthropicJson(p, body, ids),
-  contentType: 'text/event-stream; charset=utf-8',
 });
 
 /** GET /v1/models in Anthropic's shape (the request carries `anthropic-version`). */

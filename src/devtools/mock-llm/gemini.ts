@@ -1,6 +1,6 @@
 /** Gemini on the wire: POST /v1beta/models/{model}:streamGenerateContent?alt=sse (SSE), :generateContent, GET /v1beta/models. */
 import { reasoningTokens, splitText, type Plan } from './script.js';
-import { signatureOf, type Dialect, type Frame, type Ids } from './wire.js';
+import { signatureOf, type Dialect, type ErrorDialect, type Frame, type Ids } from './wire.js';
 
 const sseDataCrlf = (v: unknown): Frame => `data: ${JSON.stringify(v)}\r\n\r\n`;
 
@@ -88,32 +88,27 @@ function geminiError(status: number, message?: string, retryAfter?: number): unk
   return { error: { code: status, message: text, status: s, ...(details ? { details } : {}) } };
 }
 
-const geminiOverflow = (limit: number, actual = limit + 1000): unknown => ({
-  error: {
-    code: 400,
-    message: `The input token count (${actual}) exceeds the maximum number of tokens allowed (${limit}).`,
-    status: 'INVALID_ARGUMENT',
-  },
-});
-
-const geminiStreamError = (message: string): Frame =>
-  sseDataCrlf({ error: { code: 500, message, status: 'INTERNAL' } });
-
-const geminiToolUnsupported = (model: string): { status: number; body: unknown } => ({
-  status: 400,
-  body: {
+const geminiErrors: ErrorDialect = {
+  error: (status, message, retryAfter) =>
+    geminiError(status, message, typeof retryAfter === 'number' ? retryAfter : undefined),
+  overflow: (limit, actual = limit + 1000) => ({
+    error: {
+      code: 400,
+      message: `The input token count (${actual}) exceeds the maximum number of tokens allowed (${limit}).`,
+      status: 'INVALID_ARGUMENT',
+    },
+  }),
+  toolUnsupported: (model) => ({
     error: { code: 400, message: `Function calling is not enabled for models/${model}`, status: 'INVALID_ARGUMENT' },
-  },
-});
+  }),
+  streamError: (message) => sseDataCrlf({ error: { code: 500, message, status: 'INTERNAL' } }),
+  contentType: 'text/event-stream',
+};
 
 export const geminiDialect = (model: string, ids: Ids): Dialect => ({
-  error: (s, m, ra) => geminiError(s, m, typeof ra === 'number' ? ra : undefined),
-  overflow: geminiOverflow,
-  toolUnsupported: geminiToolUnsupported,
-  streamError: geminiStreamError,
+  ...geminiErrors,
   stream: (p) => geminiStream(p, model, ids),
   json: (p) => geminiJson(p, model, ids),
-  contentType: 'text/event-stream',
 });
 
 /** GET /v1beta/models. */

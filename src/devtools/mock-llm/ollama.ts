@@ -1,6 +1,6 @@
 /** Ollama on the wire: POST /api/chat (NDJSON; or one JSON), POST /api/show, GET /api/tags. */
 import { splitText, textOf, tools, type Plan, type ToolCallSpec } from './script.js';
-import { modelOf, type Dialect, type Frame, type Ids } from './wire.js';
+import { modelOf, type Dialect, type ErrorDialect, type Frame, type Ids } from './wire.js';
 
 const ndjson = (v: unknown): Frame => `${JSON.stringify(v)}\n`;
 
@@ -57,32 +57,35 @@ function ollamaJson(p: Plan, body: Record<string, unknown>, ids: Ids): unknown {
   };
 }
 
-const ollamaError = (status: number, message?: string): unknown => ({
-  error:
-    message ??
-    (status === 429 ? 'too many requests' : status >= 500 ? 'an internal error occurred' : `mock error ${status}`),
-});
-
-const ollamaOverflow = (limit: number, actual = limit + 1000): unknown => ({
-  error: `the input length exceeds the context length (${actual} > ${limit})`,
-});
-
-const ollamaStreamError = (message: string): Frame => ndjson({ error: message });
-
-const ollamaToolUnsupported = (model: string): { status: number; body: unknown } => ({
-  status: 400,
-  body: { error: `registry.ollama.ai/library/${model}:latest does not support tools` },
-});
+const ollamaErrors: ErrorDialect = {
+  error: (status, message) => ({
+    error:
+      message ??
+      (status === 429 ? 'too many requests' : status >= 500 ? 'an internal error occurred' : `mock error ${status}`),
+  }),
+  overflow: (limit, actual = limit + 1000) => ({
+    error: `the input length exceeds the context length (${actual} > ${limit})`,
+  }),
+  toolUnsupported: (model) => ({ error: `registry.ollama.ai/library/${model}:latest does not support tools` }),
+  streamError: (message) => ndjson({ error: message }),
+  contentType: 'application/x-ndjson',
+};
 
 export const ollamaDialect = (body: Record<string, unknown>, ids: Ids): Dialect => ({
-  error: (s, m) => ollamaError(s, m),
-  overflow: ollamaOverflow,
-  toolUnsupported: ollamaToolUnsupported,
-  streamError: ollamaStreamError,
+  ...ollamaErrors,
   stream: (p) => ollamaStream(p, body, ids),
   json: (p) => ollamaJson(p, body, ids),
-  contentType: 'application/x-ndjson',
 });
+
+/** What Ollama says of every served model: an 8B llama in GGUF, Q4_K_M. */
+const modelDetails = {
+  parent_model: '',
+  format: 'gguf',
+  family: 'llama',
+  families: ['llama'],
+  parameter_size: '8.0B',
+  quantization_level: 'Q4_K_M',
+};
 
 /** POST /api/show for a served model. */
 export const ollamaShow = (name: string, contextLength: number): unknown => ({
@@ -90,14 +93,7 @@ export const ollamaShow = (name: string, contextLength: number): unknown => ({
   modelfile: `FROM ${name}\n`,
   parameters: '',
   template: '{{ .Prompt }}',
-  details: {
-    parent_model: '',
-    format: 'gguf',
-    family: 'llama',
-    families: ['llama'],
-    parameter_size: '8.0B',
-    quantization_level: 'Q4_K_M',
-  },
+  details: modelDetails,
   model_info: {
     'general.architecture': 'llama',
     'general.parameter_count': 8_000_000_000,
@@ -116,13 +112,6 @@ export const ollamaTags = (models: string[]): unknown => ({
     modified_at: '2025-01-01T00:00:00Z',
     size: 4_920_000_000,
     digest: 'sha256:' + '0'.repeat(64),
-    details: {
-      parent_model: '',
-      format: 'gguf',
-      family: 'llama',
-      families: ['llama'],
-      parameter_size: '8.0B',
-      quantization_level: 'Q4_K_M',
-    },
+    details: modelDetails,
   })),
 });

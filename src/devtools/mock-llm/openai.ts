@@ -1,6 +1,6 @@
 /** OpenAI chat completions on the wire: POST /v1/chat/completions (SSE `data:` chunks, `data: [DONE]`; or one JSON), GET /v1/models. */
 import { reasoningTokens, splitArgs, splitText, textOf, tools, type Plan } from './script.js';
-import { modelOf, nowSec, sseData, type Dialect, type Frame, type Ids } from './wire.js';
+import { modelOf, nowSec, sseData, type Dialect, type ErrorDialect, type Frame, type Ids } from './wire.js';
 
 function openaiUsage(p: Plan): Record<string, unknown> {
   return {
@@ -103,39 +103,33 @@ function openaiError(status: number, message?: string): unknown {
   };
 }
 
-const openaiOverflow = (limit: number, actual = limit + 1000): unknown => ({
-  error: {
-    message: `This model's maximum context length is ${limit} tokens. However, your messages resulted in ${actual} tokens. Please reduce the length of the messages.`,
-    type: 'invalid_request_error',
-    param: 'messages',
-    code: 'context_length_exceeded',
-  },
-});
-
-const openaiStreamError = (message: string): Frame =>
-  sseData({ error: { message, type: 'server_error', param: null, code: null } });
-
-/** What Ollama's OpenAI-compatible endpoint answers for a model without tool support. */
-const openaiToolUnsupported = (model: string): { status: number; body: unknown } => ({
-  status: 400,
-  body: {
+const openaiErrors: ErrorDialect = {
+  error: openaiError,
+  overflow: (limit, actual = limit + 1000) => ({
+    error: {
+      message: `This model's maximum context length is ${limit} tokens. However, your messages resulted in ${actual} tokens. Please reduce the length of the messages.`,
+      type: 'invalid_request_error',
+      param: 'messages',
+      code: 'context_length_exceeded',
+    },
+  }),
+  /** What Ollama's OpenAI-compatible endpoint answers for a model without tool support. */
+  toolUnsupported: (model) => ({
     error: {
       message: `registry.ollama.ai/library/${model}:latest does not support tools`,
       type: 'api_error',
       param: null,
       code: null,
     },
-  },
-});
+  }),
+  streamError: (message) => sseData({ error: { message, type: 'server_error', param: null, code: null } }),
+  contentType: 'text/event-stream; charset=utf-8',
+};
 
 export const openaiDialect = (body: Record<string, unknown>, ids: Ids, reasoningField: string): Dialect => ({
-  error: (s, m) => openaiError(s, m),
-  overflow: openaiOverflow,
-  toolUnsupported: openaiToolUnsupported,
-  streamError: openaiStreamError,
+  ...openaiErrors,
   stream: (p) => openaiStream(p, body, ids, reasoningField),
   json: (p) => openaiJson(p, body, ids, reasoningField),
-  contentType: 'text/event-stream; charset=utf-8',
 });
 
 export const openaiModels = (models: string[]): unknown => ({

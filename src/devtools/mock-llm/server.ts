@@ -172,10 +172,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
       return sendJson(res, p.error.status, d.error(p.error.status, p.error.message, p.error.retryAfter), headers);
     }
     if (p.overflow) return sendJson(res, 400, d.overflow(contextLength));
-    if (p.toolUnsupported) {
-      const e = d.toolUnsupported(modelOf(body));
-      return sendJson(res, e.status, e.body);
-    }
+    if (p.toolUnsupported) return sendJson(res, 400, d.toolUnsupported(modelOf(body)));
     if (!streaming) {
       if (p.cutAfter !== undefined) {
         res.socket?.destroy();

@@ -22,12 +22,18 @@ export const sseData = (v: unknown): Frame => `data: ${typeof v === 'string' ? v
 export const signatureOf = (thinking: string): string =>
   `mock-sig-${Buffer.from(thinking).toString('base64').slice(0, 16)}`;
 
-export interface Dialect {
+/** How a provider words its errors, and what its streams are: the same for every request. */
+export interface ErrorDialect {
   error(status: number, message: string | undefined, retryAfter: number | string | undefined): unknown;
   overflow(limit: number, actual?: number): unknown;
-  toolUnsupported(model: string): { status: number; body: unknown };
+  /** The body of the 400 for a model without tool support. */
+  toolUnsupported(model: string): unknown;
   streamError(message: string): Frame;
+  contentType: string;
+}
+
+/** The provider's answer to one chat request. */
+export interface Dialect extends ErrorDialect {
   stream(p: Plan): Frame[];
   json(p: Plan): unknown;
-  contentType: string;
 }

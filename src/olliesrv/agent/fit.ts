@@ -205,7 +205,7 @@ export async function compactNow(
       ? `nothing to compact: the history is ${msgs.length} message(s), ~${headTokens} tokens, already as small as compaction makes it\n`
       : '';
   }
-  await preCompactHooks(agent.deps.hooks, agent, requested);
+  await preCompactHooks(agent, requested);
   const prev = agent.st;
   setState(agent, 'compacting');
   const rt = req?.rt ?? agent.runtime;

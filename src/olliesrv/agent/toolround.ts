@@ -48,14 +48,13 @@ export async function runTools(
             full: 'tools are unavailable',
             isError: true,
           };
-        else if ((blocked = await preToolUseHooks(agent.deps.hooks, agent, p))) r = blocked;
+        else if ((blocked = await preToolUseHooks(agent, p))) r = blocked;
         else {
           try {
             const res = await rt.host.call({ tool: p.call.name, args: p.args!, flags: p.flags }, signal);
             if (res.status === 'background')
               agent.procs.set(res.pid, { pid: res.pid, tool: p.call.name, args: p.call.args, started: Date.now() });
             r = await postToolUseHooks(
-              agent.deps.hooks,
               agent,
               p,
               res,
@@ -101,7 +100,7 @@ export async function runShell(agent: Agent, cmd: string, signal: AbortSignal): 
     args: { command: cmd },
     flags: {},
   };
-  const blocked = await preToolUseHooks(agent.deps.hooks, agent, p);
+  const blocked = await preToolUseHooks(agent, p);
   if (blocked) {
     agent.log.add('tool', blocked.full, { name: 'shell' });
     return { reply: blocked.full, error: blocked.content };
@@ -110,7 +109,7 @@ export async function runShell(agent: Agent, cmd: string, signal: AbortSignal): 
   const host = rt.host;
   const call = () => host.call({ tool: 'shell', args: p.args!, flags: p.flags }, signal);
   const res = await (agent.deps.checkpoints?.round(agent, [p.call], rt.tools, call) ?? call());
-  const r = await postToolUseHooks(agent.deps.hooks, agent, p, res, forModel(res, await spillTo(agent, rt, res, id)));
+  const r = await postToolUseHooks(agent, p, res, forModel(res, await spillTo(agent, rt, res, id)));
   agent.log.add('tool', r.full, { name: 'shell', ...(r.format ? { format: r.format } : {}) });
   agent.history.append({
     role: 'user',

@@ -80,9 +80,8 @@ export async function runTurn(agent: Agent, text: string): Promise<void> {
 export async function turn(agent: Agent, text: string, signal: AbortSignal): Promise<TurnResult> {
   setState(agent, 'thinking');
   const rt = await agent.ensureRuntime();
-  for (const c of await sessionStartHooks(agent.deps.hooks, agent, rt, agent.history.messages.length > 0))
-    addContext(agent, c, 'hook');
-  const hooked = takeInterrupt(agent, text) ? { context: [] } : await userPromptHooks(agent.deps.hooks, agent, text);
+  for (const c of await sessionStartHooks(agent, rt, agent.history.messages.length > 0)) addContext(agent, c, 'hook');
+  const hooked = takeInterrupt(agent, text) ? { context: [] } : await userPromptHooks(agent, text);
   if (hooked.block) return { reply: '', error: hooked.block };
   if (agent.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
     try {
@@ -132,7 +131,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
       const inj = agent.injection;
       agent.injection = undefined;
       // An injection is a prompt too, and an agent may write one (its own ctl, a sub-agent's): the same hooks.
-      const checked = await userPromptHooks(agent.deps.hooks, agent, inj);
+      const checked = await userPromptHooks(agent, inj);
       if (!checked.block) {
         for (const c of checked.context) addContext(agent, c, 'hook');
         agent.log.add('user', inj, { name: 'inject' });
@@ -154,7 +153,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
         ...(r.calls.length ? { toolCalls: r.calls } : {}),
       });
     });
-    const goOn = !r.calls.length && !finalRound ? await stopHooks(agent.deps.hooks, agent) : undefined;
+    const goOn = !r.calls.length && !finalRound ? await stopHooks(agent) : undefined;
     if (goOn) addContext(agent, goOn, 'hook');
     else if (!r.calls.length || finalRound) break;
     steps++;

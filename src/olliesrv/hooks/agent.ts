@@ -19,6 +19,8 @@ export interface HookedAgent {
   transient: boolean;
   cfg: { cwd: string; sandboxRoot?: string };
   readonly log: Pick<ChatLog, 'add'>;
+  /** The daemon's hooks; absent, none run. */
+  readonly deps: { readonly hooks?: Hooks };
 }
 
 function site(a: HookedAgent): HookSite {
@@ -47,14 +49,13 @@ export function describeRecord(r: HookRecord): string {
 }
 
 async function fire(
-  hooks: Hooks | undefined,
   a: HookedAgent,
   event: HookEvent,
   input: Record<string, unknown>,
   tool?: string,
 ): Promise<HookOutcome | undefined> {
-  if (!hooks) return undefined;
-  const out = await hooks.fire(event, site(a), input, tool);
+  if (!a.deps.hooks) return undefined;
+  const out = await a.deps.hooks.fire(event, site(a), input, tool);
   for (const r of out.records) a.log.add('info', describeRecord(r), { name: 'hook' });
   for (const n of out.notes) a.log.add('info', n, { name: 'hook' });
   return out;
@@ -64,15 +65,10 @@ async function fire(
 const started = new WeakSet<object>();
 
 /** SessionStart: context for the model from the hooks' stdout. */
-export async function sessionStartHooks(
-  hooks: Hooks | undefined,
-  a: HookedAgent,
-  runtime: object,
-  resumed: boolean,
-): Promise<string[]> {
-  if (!hooks || started.has(runtime)) return [];
+export async function sessionStartHooks(a: HookedAgent, runtime: object, resumed: boolean): Promise<string[]> {
+  if (!a.deps.hooks || started.has(runtime)) return [];
   started.add(runtime);
-  return (await fire(hooks, a, 'SessionStart', { source: resumed ? 'resume' : 'startup' }))?.context ?? [];
+  return (await fire(a, 'SessionStart', { source: resumed ? 'resume' : 'startup' }))?.context ?? [];
 }
 
 /**
@@ -101,13 +97,9 @@ export function takeInterrupt(a: object, text: string): boolean {
 const stopBlocked = new WeakSet<object>();
 
 /** UserPrompt: the prompt may be blocked (the reason is the turn's error), or get context. */
-export async function userPromptHooks(
-  hooks: Hooks | undefined,
-  a: HookedAgent,
-  prompt: string,
-): Promise<{ block?: string; context: string[] }> {
+export async function userPromptHooks(a: HookedAgent, prompt: string): Promise<{ block?: string; context: string[] }> {
   stopBlocked.delete(a);
-  const out = await fire(hooks, a, 'UserPrompt', { prompt });
+  const out = await fire(a, 'UserPrompt', { prompt });
   if (!out) return { context: [] };
   if (out.block) {
     a.log.add('error', `The prompt was blocked by a UserPrompt hook: ${out.block}`, { name: 'hook' });
@@ -121,13 +113,8 @@ export async function userPromptHooks(
  * arguments rewritten (updatedInput, merged into them) and, for "ask", marked for a person's approval (toolsrv
  * raises it through the bypass queue and runs the call sandboxed once approved).
  */
-export async function preToolUseHooks(
-  hooks: Hooks | undefined,
-  a: HookedAgent,
-  p: PreparedCall,
-): Promise<ModelResult | undefined> {
+export async function preToolUseHooks(a: HookedAgent, p: PreparedCall): Promise<ModelResult | undefined> {
   const out = await fire(
-    hooks,
     a,
     'PreToolUse',
     { tool_name: p.call.name, tool_input: p.args ?? {}, tool_use_id: p.call.id },
@@ -151,7 +138,6 @@ export async function preToolUseHooks(
     // may be the agent's own, from a workspace script a hook runs). They judge the call as it will run, once more;
     // a second rewrite is not taken, so that what runs is what they passed.
     const again = await fire(
-      hooks,
       a,
       'PreToolUse',
       { tool_name: p.call.name, tool_input: rewritten, tool_use_id: p.call.id },
@@ -184,7 +170,6 @@ export function visibleReason(text: string): string {
 
 /** PostToolUse: what a blocking hook (or its additionalContext) says joins the tool's result for the model. */
 export async function postToolUseHooks(
-  hooks: Hooks | undefined,
   a: HookedAgent,
   p: PreparedCall,
   res: ProcResult,
@@ -193,7 +178,6 @@ export async function postToolUseHooks(
   if (res.status === 'refused' || res.status === 'background') return r;
   const response = { output: r.full, status: res.status, exit: res.exit, is_error: r.isError };
   const out = await fire(
-    hooks,
     a,
     'PostToolUse',
     { tool_name: p.call.name, tool_input: p.args ?? {}, tool_response: response, tool_use_id: p.call.id },
@@ -209,9 +193,9 @@ export async function postToolUseHooks(
  * Stop (SubagentStop for a sub-agent): when a hook blocks, the text to send the model so that it goes on;
  * undefined to let the turn end.
  */
-export async function stopHooks(hooks: Hooks | undefined, a: HookedAgent): Promise<string | undefined> {
+export async function stopHooks(a: HookedAgent): Promise<string | undefined> {
   const event: HookEvent = a.depth > 0 || a.transient ? 'SubagentStop' : 'Stop';
-  const out = await fire(hooks, a, event, { stop_hook_active: stopBlocked.has(a) });
+  const out = await fire(a, event, { stop_hook_active: stopBlocked.has(a) });
   if (!out?.block) {
     stopBlocked.delete(a);
     return undefined;
@@ -221,15 +205,11 @@ export async function stopHooks(hooks: Hooks | undefined, a: HookedAgent): Promi
 }
 
 /** PreCompact: told before the history is summarized (its hooks cannot stop it). */
-export async function preCompactHooks(hooks: Hooks | undefined, a: HookedAgent, requested: boolean): Promise<void> {
-  await fire(hooks, a, 'PreCompact', { trigger: requested ? 'manual' : 'auto', custom_instructions: '' });
+export async function preCompactHooks(a: HookedAgent, requested: boolean): Promise<void> {
+  await fire(a, 'PreCompact', { trigger: requested ? 'manual' : 'auto', custom_instructions: '' });
 }
 
 /** Notification: the agent waits for a person (an approval). */
-export async function notificationHooks(
-  hooks: Hooks | undefined,
-  a: HookedAgent | undefined,
-  message: string,
-): Promise<void> {
-  if (a) await fire(hooks, a, 'Notification', { message });
+export async function notificationHooks(a: HookedAgent | undefined, message: string): Promise<void> {
+  if (a) await fire(a, 'Notification', { message });
 }

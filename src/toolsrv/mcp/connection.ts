@@ -331,14 +331,30 @@ export class McpConnection {
     return this.client;
   }
 
-  /** One tool call; its result's content in words, and whether the server said it failed. */
+  /**
+   * One tool call; its result's content in words, and whether the server said it failed. An `unconfined` call (an
+   * approved bypass) of a stdio server runs in a connection of its own, started outside the sandbox and closed
+   * after: the resident server keeps its sandbox; only this call runs with the user's rights.
+   */
   async call(
     tool: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
     timeoutMs: number,
+    unconfined = false,
   ): Promise<{ text: string; isError: boolean }> {
-    return callOn(this.ready(), tool, args, signal, timeoutMs);
+    const c = this.config;
+    if (!unconfined || c.type !== 'stdio') return callOn(this.ready(), tool, args, signal, timeoutMs);
+    const cmd = this.o.launch(c, true);
+    if ('refused' in cmd) throw new Error(cmd.refused);
+    this.note(`bypass: starting an unsandboxed instance for one call of ${tool}`);
+    const client = new Client(CLIENT, { capabilities: {} });
+    await client.connect(this.stdio(cmd), { timeout: this.o.startTimeoutMs ?? START_TIMEOUT_MS, signal });
+    try {
+      return await callOn(client, tool, args, signal, timeoutMs);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
   }
 
   async readResource(uri: string): Promise<string> {
@@ -358,30 +374,6 @@ export class McpConnection {
   async getPrompt(name: string, args: Record<string, string>): Promise<string> {
     const r = await this.ready().getPrompt({ name, arguments: args });
     return r.messages.map((m) => contentText(m.content as { type: string })).join('\n\n');
-  }
-
-  /**
-   * One call in a connection of its own, started outside the sandbox and closed after: an approved bypass. The
-   * resident server keeps its sandbox; only this call runs with the user's rights.
-   */
-  async callUnconfined(
-    tool: string,
-    args: Record<string, unknown>,
-    signal: AbortSignal,
-    timeoutMs: number,
-  ): Promise<{ text: string; isError: boolean }> {
-    const c = this.config;
-    if (c.type !== 'stdio') return this.call(tool, args, signal, timeoutMs);
-    const cmd = this.o.launch(c, true);
-    if ('refused' in cmd) throw new Error(cmd.refused);
-    this.note(`bypass: starting an unsandboxed instance for one call of ${tool}`);
-    const client = new Client(CLIENT, { capabilities: {} });
-    await client.connect(this.stdio(cmd), { timeout: this.o.startTimeoutMs ?? START_TIMEOUT_MS, signal });
-    try {
-      return await callOn(client, tool, args, signal, timeoutMs);
-    } finally {
-      await client.close().catch(() => undefined);
-    }
   }
 }
 

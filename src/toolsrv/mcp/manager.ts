@@ -15,7 +15,7 @@
  * Sandbox: a stdio server runs under the sandbox helper with the cwd's policy narrowed for it: the workspace read
  * only, no network (TCP or Unix sockets) but the ports its config names (`ollie.sandbox.network`), its own env
  * names kept. A call with the bypass flag, once approved, runs in a separate unsandboxed instance started for
- * that call alone (connection.ts callUnconfined).
+ * that call alone (connection.ts, call with `unconfined`).
  */
 import { isAbsolute, relative } from 'node:path';
 import type { Confinement } from '../exec/confine.js';
@@ -231,9 +231,7 @@ export class McpManager {
     if (!conn) return sink.lost(`MCP server ${target.server} is gone`);
     // The SDK's own timeout is a backstop; the proc's timer is the one that ends the call (and says so).
     const ms = (timeoutS ?? 24 * 3600) * 1000 + 5000;
-    const call = bypassed
-      ? conn.callUnconfined(target.tool, args, ac.signal, ms)
-      : conn.call(target.tool, args, ac.signal, ms);
+    const call = conn.call(target.tool, args, ac.signal, ms, bypassed);
     call.then(
       (r) => {
         sink.output(r.text.endsWith('\n') || !r.text ? r.text : `${r.text}\n`);

@@ -6,7 +6,7 @@
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { ollie, useStore } from '../lib/store.js';
+import { ollie, selectedAgent, useStore } from '../lib/store.js';
 import { BlockView } from './BlockView.js';
 
 export function Chat() {
@@ -14,11 +14,7 @@ export function Chat() {
   const version = useStore((s) => s.chatVersion);
   const ended = useStore((s) => s.chatEnded);
   const highlight = useStore((s) => s.highlight);
-  const endedHow = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.ended
-      : undefined,
-  );
+  const endedHow = useStore((s) => selectedAgent(s)?.ended);
   const scroller = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
   const [showJump, setShowJump] = useState(false);

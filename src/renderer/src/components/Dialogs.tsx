@@ -146,22 +146,45 @@ function NewSession() {
           placeholder={remote.trim() ? '(required: a path on that host)' : '(home)'}
         />
       </label>
-      <label>
-        Run tools on{' '}
-        <input
-          value={remote}
-          onChange={(e) => setRemote(e.target.value)}
-          list="ssh-hosts"
-          placeholder="(this machine)"
-          aria-label="Run tools on (an ssh host)"
-        />
-        <datalist id="ssh-hosts">
-          {hosts.map((h) => (
-            <option key={h} value={h} />
-          ))}
-        </datalist>
-      </label>
+      <HostInput
+        label="Run tools on"
+        aria-label="Run tools on (an ssh host)"
+        value={remote}
+        onChange={setRemote}
+        hosts={hosts}
+        listId="ssh-hosts"
+      />
     </Modal>
+  );
+}
+
+/** A field for an ssh host (empty: this machine), suggesting `hosts` from a datalist with the id `listId`. */
+function HostInput(p: {
+  label: string;
+  'aria-label': string;
+  value: string;
+  onChange: (value: string) => void;
+  hosts: string[];
+  listId: string;
+  autoFocus?: boolean;
+}): ReactNode {
+  return (
+    <label>
+      {p.label}{' '}
+      <input
+        autoFocus={p.autoFocus}
+        value={p.value}
+        onChange={(e) => p.onChange(e.target.value)}
+        list={p.listId}
+        placeholder="(this machine)"
+        aria-label={p['aria-label']}
+      />
+      <datalist id={p.listId}>
+        {p.hosts.map((h) => (
+          <option key={h} value={h} />
+        ))}
+      </datalist>
+    </label>
   );
 }
 
@@ -338,22 +361,15 @@ function ConnectTo() {
       <p>
         Connected to <strong data-testid="connected-daemon">{daemon ? daemon.slice(4) : 'this machine'}</strong>.
       </p>
-      <label>
-        Host{' '}
-        <input
-          autoFocus
-          value={host}
-          onChange={(e) => setHost(e.target.value)}
-          list="connect-hosts"
-          placeholder="(this machine)"
-          aria-label="Host (ssh: [user@]host[:port][!/path/to.sock])"
-        />
-        <datalist id="connect-hosts">
-          {hosts.map((h) => (
-            <option key={h} value={h} />
-          ))}
-        </datalist>
-      </label>
+      <HostInput
+        label="Host"
+        aria-label="Host (ssh: [user@]host[:port][!/path/to.sock])"
+        value={host}
+        onChange={setHost}
+        hosts={hosts}
+        listId="connect-hosts"
+        autoFocus
+      />
       <button type="button" onClick={() => go('')} disabled={!daemon}>
         This machine
       </button>

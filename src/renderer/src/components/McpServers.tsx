@@ -6,6 +6,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import type { McpServerStatus as ServerStatus } from '../../../formats/mcp-status.js';
 import { act, ollie, useStore } from '../lib/store.js';
+import { ListTable } from './ListTable.js';
 
 export function McpServers() {
   const conn = useStore((s) => s.conn);
@@ -49,51 +50,41 @@ export function McpServers() {
               {n}
             </p>
           ))}
-          {status.servers.length === 0 && <p className="hint">No MCP servers in this session.</p>}
-          {status.servers.length > 0 && (
-            <table className="mcp-servers">
-              <thead>
-                <tr>
-                  <th>Server</th>
-                  <th>State</th>
-                  <th>Tools</th>
-                  <th>Restarts</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {status.servers.map((s) => (
-                  <tr key={s.name} data-server={s.name} data-state={s.state}>
-                    <td>
-                      {s.name} <span className="dim">{s.type}</span>
-                      {s.error && <div className="errmsg">{s.error}</div>}
-                    </td>
-                    <td>{s.state}</td>
-                    <td>{s.tools}</td>
-                    <td>{s.restarts}</td>
-                    <td>
-                      {s.state !== 'invalid' && (
-                        <>
-                          <button type="button" onClick={ctl(`restart ${s.name}`)}>
-                            Restart
-                          </button>{' '}
-                          {s.state === 'stopped' || s.state === 'failed' ? (
-                            <button type="button" onClick={ctl(`start ${s.name}`)}>
-                              Start
-                            </button>
-                          ) : (
-                            <button type="button" onClick={ctl(`stop ${s.name}`)}>
-                              Stop
-                            </button>
-                          )}
-                        </>
+          <ListTable
+            className="mcp-servers"
+            columns={['Server', 'State', 'Tools', 'Restarts', '']}
+            items={status.servers}
+            empty="No MCP servers in this session."
+            row={(s) => (
+              <tr key={s.name} data-server={s.name} data-state={s.state}>
+                <td>
+                  {s.name} <span className="dim">{s.type}</span>
+                  {s.error && <div className="errmsg">{s.error}</div>}
+                </td>
+                <td>{s.state}</td>
+                <td>{s.tools}</td>
+                <td>{s.restarts}</td>
+                <td>
+                  {s.state !== 'invalid' && (
+                    <>
+                      <button type="button" onClick={ctl(`restart ${s.name}`)}>
+                        Restart
+                      </button>{' '}
+                      {s.state === 'stopped' || s.state === 'failed' ? (
+                        <button type="button" onClick={ctl(`start ${s.name}`)}>
+                          Start
+                        </button>
+                      ) : (
+                        <button type="button" onClick={ctl(`stop ${s.name}`)}>
+                          Stop
+                        </button>
                       )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+                    </>
+                  )}
+                </td>
+              </tr>
+            )}
+          />
           <p>
             <button type="button" onClick={() => void load()}>
               Refresh

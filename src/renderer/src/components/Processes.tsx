@@ -12,8 +12,9 @@ import { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { parseKv, procCommand, type ProcInfo } from '../lib/parse.js';
 import { PROC_STAT } from '../../../formats/olliesrv.js';
-import { act, notify, ollie, useStore } from '../lib/store.js';
+import { act, notify, ollie, selectedAgent, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
+import { SidePanel } from './SidePanel.js';
 
 const running = (p: ProcInfo): boolean => p.status === 'running';
 
@@ -236,27 +237,17 @@ export function Processes() {
   const procs = useStore((s) => s.procs);
   const pid = useStore((s) => s.procPid);
   const { session, agent } = useStore((s) => s.selected);
-  const agentName = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.name
-      : undefined,
-  );
+  const agentName = useStore((s) => selectedAgent(s)?.name);
   if (!open) return null;
   const current = procs.find((p) => p.pid === pid);
   return (
-    <aside className="procs" aria-label="Processes">
-      <header>
-        <b>Processes</b>
-        {agentName && <span className="dim">of {agentName}</span>}
-        <button
-          type="button"
-          aria-label="Close processes"
-          title="Close (Ctrl+Shift+P)"
-          onClick={() => useStore.setState({ procsOpen: false })}
-        >
-          ✕
-        </button>
-      </header>
+    <SidePanel
+      className="procs"
+      title="Processes"
+      detail={agentName && <span className="dim">of {agentName}</span>}
+      closeTitle="Close (Ctrl+Shift+P)"
+      onClose={() => useStore.setState({ procsOpen: false })}
+    >
       {!session || !agent ? (
         <p className="empty">Select an agent to see its background processes.</p>
       ) : procs.length === 0 ? (
@@ -308,6 +299,6 @@ export function Processes() {
           )}
         </>
       )}
-    </aside>
+    </SidePanel>
   );
 }

@@ -6,18 +6,14 @@
  */
 import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { ctlCompletions } from '../lib/parse.js';
-import { act, agentKey, ollie, useStore } from '../lib/store.js';
+import { act, agentKey, ollie, selectedAgent, useStore } from '../lib/store.js';
 import { CopyButton } from './CopyButton.js';
 
 const EMPTY: string[] = [];
 
 export function Prompt() {
   const { session, agent } = useStore((s) => s.selected);
-  const info = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)
-      : undefined,
-  );
+  const info = useStore(selectedAgent);
   const queue = useStore((s) => (session && agent ? s.queue[agentKey(session, agent)] : undefined) ?? EMPTY);
   const [text, setText] = useState('');
   const [pick, setPick] = useState(0);

@@ -8,9 +8,10 @@
  */
 import { useCallback, useEffect, useState } from 'react';
 import { create } from 'zustand';
-import { agentPath, notify, ollie, useStore } from '../lib/store.js';
+import { agentPath, notify, ollie, selectedAgent, useStore } from '../lib/store.js';
 import { parseCheckpointIdx, parseCheckpointInfo } from '../lib/parse.js';
 import { parseDiff, type FileDiff } from '../lib/review-diff.js';
+import { SidePanel } from './SidePanel.js';
 
 /** Whether the panel is open (its toolbar button toggles it). */
 export const useReview = create<{ open: boolean }>(() => ({ open: false }));
@@ -138,11 +139,7 @@ function Round({
 export function Review() {
   const open = useReview((s) => s.open);
   const { session, agent } = useStore((s) => s.selected);
-  const state = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)?.state
-      : undefined,
-  );
+  const state = useStore((s) => selectedAgent(s)?.state);
   const [rows, setRows] = useState<Row[]>([]);
   const [version, setVersion] = useState(0);
   const [conflict, setConflict] = useState<{ id: string; text: string }>();
@@ -183,18 +180,7 @@ export function Review() {
   const turns = new Map<string, Row[]>();
   for (const r of rows) turns.set(r.turn, [...(turns.get(r.turn) ?? []), r]);
   return (
-    <aside className="review" aria-label="Review">
-      <header>
-        <b>Review</b>
-        <button
-          type="button"
-          aria-label="Close review"
-          title="Close"
-          onClick={() => useReview.setState({ open: false })}
-        >
-          ✕
-        </button>
-      </header>
+    <SidePanel className="review" title="Review" closeTitle="Close" onClose={() => useReview.setState({ open: false })}>
       {!base ? (
         <p className="empty">Select an agent to review what its tools changed.</p>
       ) : rows.length === 0 ? (
@@ -235,6 +221,6 @@ export function Review() {
           ))}
         </div>
       )}
-    </aside>
+    </SidePanel>
   );
 }

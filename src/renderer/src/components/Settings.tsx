@@ -6,6 +6,7 @@
  */
 import { Appearance } from './Appearance.js';
 import { McpServers } from './McpServers.js';
+import { ListTable } from './ListTable.js';
 import { maskMcp, unmaskMcp } from '../lib/mcpmask.js';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorLine, maskKeys, unmaskKeys, type BypassRule } from '../lib/parse.js';
@@ -274,42 +275,34 @@ function BypassRules() {
           {error}
         </div>
       )}
-      {rules && rules.length === 0 && <p className="hint">None.</p>}
-      {rules && rules.length > 0 && (
-        <table className="bypass-rules" aria-label="Remembered approvals">
-          <thead>
-            <tr>
-              <th>Tool</th>
-              <th>Match</th>
-              <th>Rule</th>
-              <th>Scope</th>
-              <th>Created</th>
-              <th />
+      {rules && (
+        <ListTable
+          className="bypass-rules"
+          aria-label="Remembered approvals"
+          columns={['Tool', 'Match', 'Rule', 'Scope', 'Created', '']}
+          items={rules}
+          empty="None."
+          row={(r) => (
+            <tr key={r.id} data-rule={r.id}>
+              <td>{r.tool}</td>
+              <td>{r.kind}</td>
+              <td className="rule">{r.rule}</td>
+              <td>{r.scope}</td>
+              <td>{r.created ? new Date(r.created).toLocaleString() : ''}</td>
+              <td>
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={conn !== 'open'}
+                  onClick={() => void revoke(r.id)}
+                  aria-label={`Revoke ${r.rule}`}
+                >
+                  Revoke
+                </button>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rules.map((r) => (
-              <tr key={r.id} data-rule={r.id}>
-                <td>{r.tool}</td>
-                <td>{r.kind}</td>
-                <td className="rule">{r.rule}</td>
-                <td>{r.scope}</td>
-                <td>{r.created ? new Date(r.created).toLocaleString() : ''}</td>
-                <td>
-                  <button
-                    type="button"
-                    className="danger"
-                    disabled={conn !== 'open'}
-                    onClick={() => void revoke(r.id)}
-                    aria-label={`Revoke ${r.rule}`}
-                  >
-                    Revoke
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       )}
     </section>
   );

@@ -1,5 +1,5 @@
 /** Backend/model, tokens, context % (split by part on hover), last-turn and session cost, compaction, connection. From `stats` and `cfg`. */
-import { ollie, useStore } from '../lib/store.js';
+import { ollie, selectedAgent, useStore } from '../lib/store.js';
 
 const num = (v: string | undefined): string =>
   v === undefined || v === '' ? '–' : Number.isFinite(Number(v)) ? Number(v).toLocaleString() : v;
@@ -26,11 +26,7 @@ export function StatusBar() {
   const daemon = useStore((s) => s.daemon);
   const stats = useStore((s) => s.stats);
   const cfg = useStore((s) => s.cfg);
-  const agent = useStore((s) =>
-    s.selected.session && s.selected.agent
-      ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)
-      : undefined,
-  );
+  const agent = useStore(selectedAgent);
   const pending = useStore((s) => Object.keys(s.pending).length);
   const backends = useStore((s) => s.backends);
   const pct = stats.percent ?? stats.context_percent;

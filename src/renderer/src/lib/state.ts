@@ -142,6 +142,11 @@ export const isEnded = (sid: string, aid: string): boolean => !!get().agents[sid
 export const agentKey = (sid: string, aid: string): string => `${sid}/${aid}`;
 export const findAgent = (sid?: string, aid?: string): AgentInfo | undefined =>
   sid && aid ? get().agents[sid]?.find((a) => a.id === aid) : undefined;
+/** The selected agent, as a selector for useStore (a component re-renders when what it picks of it changes). */
+export const selectedAgent = (s: State): AgentInfo | undefined =>
+  s.selected.session && s.selected.agent
+    ? s.agents[s.selected.session]?.find((a) => a.id === s.selected.agent)
+    : undefined;
 
 /** Runs `fn` on the next animation frame, or soon when the page is hidden (where frames do not come). */
 export function nextFrame(fn: () => void): void {

@@ -29,7 +29,7 @@ import {
 } from '../../../formats/olliesrv.js';
 import { maskMcp, unmaskMcp } from './mcpmask.js';
 
-export { agentKey, agentPath, findAgent, nextFrame, notify, sessionPath, useStore } from './state.js';
+export { agentKey, agentPath, findAgent, nextFrame, notify, selectedAgent, sessionPath, useStore } from './state.js';
 export type { Dialog, SearchState, Selection, State, View } from './state.js';
 
 class Controller extends Sync {
