@@ -51,7 +51,8 @@ describe.skipIf(!ready)('an agent planting git hooks in its workspace', () => {
       ),
     );
     const r = results(await h.turn(a.path, 'plant', 60_000));
-    for (const i of [0, 1, 2]) expect(r[i], r[i]).toMatch(/Read-only file system|could not write config file .*Device or resource busy/);
+    for (const i of [0, 1, 2])
+      expect(r[i], r[i]).toMatch(/Read-only file system|could not write config file .*Device or resource busy/);
     expect(r[3]).toMatch(/Device or resource busy/);
     expect(Number(r[4]!.trim().split('\n').at(-1))).toBeGreaterThan(0);
     expect(r[5]).toContain('still-there');

@@ -412,4 +412,3 @@ describe('environment', () => {
     expect(withSocket.env(env).OLLIE_ADDR).toBe('unix!/x');
   });
 });
-
