@@ -11,29 +11,29 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TOOLSRV_ENTRY } from '../../src/olliesrv/toolclient/spawn.js';
 import { landlockStatus, loadPolicy, sandboxCommand } from '../../src/toolsrv/sandbox/index.js';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
+import { testHarness } from '../olliesrv/agent-harness.js';
 import { results, script, sh } from './scripted-calls.js';
 
 const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
 const git = (cwd: string, ...args: string[]): string =>
   execFileSync('git', ['-c', 'user.name=o', '-c', 'user.email=o@x', ...args], { cwd, encoding: 'utf8' });
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+/** A repository with one commit at `dir/name`. */
+function repo(dir: string, name: string): string {
+  const at = join(dir, name);
+  mkdirSync(at);
+  git(at, 'init', '-q');
+  git(at, 'commit', '-q', '--allow-empty', '-m', 'init');
+  return at;
+}
 
 describe.skipIf(!ready)('an agent planting git hooks in its workspace', () => {
   it('cannot write .git/hooks or .git/config, nor swap .git for a copy; it can still commit', async () => {
-    h = await harness();
-    const ws = join(h.dir, 'ws');
-    mkdirSync(ws);
-    git(ws, 'init', '-q');
-    git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
+    const h = await testHarness();
+    const ws = repo(h.dir, 'ws');
     const config = readFileSync(join(ws, '.git', 'config'), 'utf8');
     const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
     h.mock.script(
@@ -65,11 +65,8 @@ describe.skipIf(!ready)('an agent planting git hooks in its workspace', () => {
   }, 90_000);
 
   it("cannot rewrite a worktree's .git file to name a repository of its own", async () => {
-    h = await harness();
-    const main = join(h.dir, 'main');
-    mkdirSync(main);
-    git(main, 'init', '-q');
-    git(main, 'commit', '-q', '--allow-empty', '-m', 'init');
+    const h = await testHarness();
+    const main = repo(h.dir, 'main');
     const ws = join(h.dir, 'wt');
     git(main, 'worktree', 'add', '-q', ws);
     const pointer = readFileSync(join(ws, '.git'), 'utf8');

@@ -6,116 +6,92 @@
  * toolsrv and helper; the mock LLM scripts the agent's rewrite.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { TOOLSRV_ENTRY } from '../../src/olliesrv/toolclient/spawn.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { readTrusted, sha256 } from '../../src/toolsrv/sandbox/trust.js';
-import { harness } from '../olliesrv/agent-harness.js';
+import { testHarness } from '../olliesrv/agent-harness.js';
+import { testDir } from '../helpers/temp-dir.js';
+import { results, script, sh } from './scripted-calls.js';
 
 const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
 const OLLIE = join(import.meta.dirname, '../../dist/cli/ollie.js');
 
 describe.skipIf(!ready)('the owner trusts the bytes read, not what the agent wrote meanwhile', () => {
   test('config/trust with the SHA of the read file: refused after the agent rewrites it, accepted when unchanged', async () => {
-    const h = await harness();
-    try {
-      const file = join(h.dir, '.ollie-sandbox.yaml');
-      writeFileSync(file, 'filesystem:\n  deny: ["{CWD}/secrets"]\n');
-      const read = sha256(readFileSync(file));
-      const a = await h.agent();
-      // While the owner reads, the agent (whose workspace holds the file) widens it.
-      h.mock.script(
-        [
-          {
-            toolCalls: [
-              {
-                id: 'w1',
-                name: 'shell',
-                args: { command: `printf 'filesystem:\\n  rw: ["/"]\\n' > .ollie-sandbox.yaml && echo rewritten` },
-              },
-            ],
-          },
-        ],
-        [{ text: 'ok' }],
-      );
-      expect((await h.turn(a.path, 'go')).filter((b) => b.role === 'tool').at(-1)!.content).toContain('rewritten');
-      await expect(h.c.write('config/trust', `trust ${h.dir} ${read}\n`)).rejects.toThrow(
-        /has changed since you read it: its SHA-256 is [0-9a-f]{64}, not [0-9a-f]{64}; read it again, nothing was trusted/,
-      );
-      expect(readTrusted(h.configDir).has(file)).toBe(false);
-      expect(await h.c.readText('config/trust')).not.toContain(file);
+    const h = await testHarness();
+    const file = join(h.dir, '.ollie-sandbox.yaml');
+    writeFileSync(file, 'filesystem:\n  deny: ["{CWD}/secrets"]\n');
+    const read = sha256(readFileSync(file));
+    const a = await h.agent();
+    // While the owner reads, the agent (whose workspace holds the file) widens it.
+    h.mock.script(...script(sh(`printf 'filesystem:\\n  rw: ["/"]\\n' > .ollie-sandbox.yaml && echo rewritten`)));
+    expect(results(await h.turn(a.path, 'go'))[0]).toContain('rewritten');
+    await expect(h.c.write('config/trust', `trust ${h.dir} ${read}\n`)).rejects.toThrow(
+      /has changed since you read it: its SHA-256 is [0-9a-f]{64}, not [0-9a-f]{64}; read it again, nothing was trusted/,
+    );
+    expect(readTrusted(h.configDir).has(file)).toBe(false);
+    expect(await h.c.readText('config/trust')).not.toContain(file);
 
-      // The same line for the bytes now on disk, once the owner has read them, trusts them.
-      const now = sha256(readFileSync(file));
-      await h.c.write('config/trust', `trust ${h.dir} ${now}\n`);
-      expect(readTrusted(h.configDir).get(file)).toBe(now);
-    } finally {
-      await h.close();
-    }
+    // The same line for the bytes now on disk, once the owner has read them, trusts them.
+    const now = sha256(readFileSync(file));
+    await h.c.write('config/trust', `trust ${h.dir} ${now}\n`);
+    expect(readTrusted(h.configDir).get(file)).toBe(now);
   }, 60_000);
 });
 
 describe('ollie trust --sha', () => {
   test('trusts only a file with those bytes, and says why it refuses', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-trust-pin-'));
-    try {
-      const cfg = join(dir, 'config');
-      const file = join(dir, '.ollie-sandbox.yaml');
-      writeFileSync(file, 'network:\n  enabled: false\n');
-      const read = sha256(readFileSync(file));
-      writeFileSync(file, 'network:\n  enabled: true\n');
-      const refused = spawnSync(process.execPath, [OLLIE, 'trust', dir, '--config', cfg, '--sha', read], {
-        encoding: 'utf8',
-      });
-      expect(refused.status).toBe(1);
-      expect(refused.stderr).toContain('has changed since you read it');
-      expect(existsSync(join(cfg, 'trusted-projects'))).toBe(false);
+    const dir = testDir('ollie-sec-trust-pin-');
+    const cfg = join(dir, 'config');
+    const file = join(dir, '.ollie-sandbox.yaml');
+    writeFileSync(file, 'network:\n  enabled: false\n');
+    const read = sha256(readFileSync(file));
+    writeFileSync(file, 'network:\n  enabled: true\n');
+    const refused = spawnSync(process.execPath, [OLLIE, 'trust', dir, '--config', cfg, '--sha', read], {
+      encoding: 'utf8',
+    });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('has changed since you read it');
+    expect(existsSync(join(cfg, 'trusted-projects'))).toBe(false);
 
-      const now = sha256(readFileSync(file));
-      const ok = spawnSync(process.execPath, [OLLIE, 'trust', dir, '--config', cfg, '--sha', now], {
-        encoding: 'utf8',
-      });
-      expect(ok.stderr).toBe('');
-      expect(ok.stdout).toBe(`trusted ${now}\t${file}\n`);
-      expect(readTrusted(cfg).get(file)).toBe(now);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const now = sha256(readFileSync(file));
+    const ok = spawnSync(process.execPath, [OLLIE, 'trust', dir, '--config', cfg, '--sha', now], {
+      encoding: 'utf8',
+    });
+    expect(ok.stderr).toBe('');
+    expect(ok.stdout).toBe(`trusted ${now}\t${file}\n`);
+    expect(readTrusted(cfg).get(file)).toBe(now);
   });
 
   test('on a terminal, the bytes shown are the bytes trusted: a rewrite before the answer is refused', async () => {
     const pty = await import('node-pty');
-    const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-trust-tty-'));
-    try {
-      const cfg = join(dir, 'config');
-      const file = join(dir, '.ollie-sandbox.yaml');
-      writeFileSync(file, 'filesystem:\n  deny: ["{CWD}/secrets"]\n');
-      const ask = (): Promise<{ out: string; code: number }> =>
-        new Promise((resolve) => {
-          const t = pty.spawn(process.execPath, [OLLIE, 'trust', dir, '--config', cfg], { cols: 200, rows: 40 });
-          let out = '';
-          let answered = false;
-          t.onData((d) => {
-            out += d;
-            if (!answered && out.includes('Trust this file as shown? [y/N]')) {
-              answered = true;
-              // What the owner saw is the deny rule; an agent widens the file before the owner says yes.
-              writeFileSync(file, 'filesystem:\n  rw: ["/"]\n');
-              t.write('y\r');
-            }
-          });
-          t.onExit(({ exitCode }) => resolve({ out, code: exitCode }));
+    const dir = testDir('ollie-sec-trust-tty-');
+    const cfg = join(dir, 'config');
+    const file = join(dir, '.ollie-sandbox.yaml');
+    writeFileSync(file, 'filesystem:\n  deny: ["{CWD}/secrets"]\n');
+    const ask = (): Promise<{ out: string; code: number }> =>
+      new Promise((resolve) => {
+        const t = pty.spawn(process.execPath, [OLLIE, 'trust', dir, '--config', cfg], { cols: 200, rows: 40 });
+        let out = '';
+        let answered = false;
+        t.onData((d) => {
+          out += d;
+          if (!answered && out.includes('Trust this file as shown? [y/N]')) {
+            answered = true;
+            // What the owner saw is the deny rule; an agent widens the file before the owner says yes.
+            writeFileSync(file, 'filesystem:\n  rw: ["/"]\n');
+            t.write('y\r');
+          }
         });
-      const r = await ask();
-      expect(r.out).toContain('deny: ["{CWD}/secrets"]');
-      expect(r.out).toContain('has changed since you read it');
-      expect(r.code).toBe(1);
-      expect(existsSync(join(cfg, 'trusted-projects'))).toBe(false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+        t.onExit(({ exitCode }) => resolve({ out, code: exitCode }));
+      });
+    const r = await ask();
+    expect(r.out).toContain('deny: ["{CWD}/secrets"]');
+    expect(r.out).toContain('has changed since you read it');
+    expect(r.code).toBe(1);
+    expect(existsSync(join(cfg, 'trusted-projects'))).toBe(false);
   }, 30_000);
 });

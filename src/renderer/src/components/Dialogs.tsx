@@ -114,15 +114,6 @@ function NewSession() {
   const [name, setName] = useState('');
   const [cwd, setCwd] = useState('');
   const [remote, setRemote] = useState('');
-  const [hosts, setHosts] = useState<string[]>([]);
-  useEffect(() => {
-    // The Host aliases of the ssh config, offered for "Run tools on".
-    let live = true;
-    void ollie.api?.readOr('sshhosts', '').then((t) => live && setHosts(t.split('\n').filter(Boolean)));
-    return () => {
-      live = false;
-    };
-  }, []);
   return (
     <Modal
       title="New session"
@@ -146,41 +137,51 @@ function NewSession() {
           placeholder={remote.trim() ? '(required: a path on that host)' : '(home)'}
         />
       </label>
-      <HostInput
-        label="Run tools on"
-        aria-label="Run tools on (an ssh host)"
-        value={remote}
-        onChange={setRemote}
-        hosts={hosts}
-        listId="ssh-hosts"
-      />
+      <HostInput for="tools" value={remote} onChange={setRemote} />
     </Modal>
   );
 }
 
-/** A field for an ssh host (empty: this machine), suggesting `hosts` from a datalist with the id `listId`. */
+/**
+ * A field for an ssh host (empty: this machine). For a session's tools (`tools`) it offers the Host aliases of the
+ * daemon's ssh config, where the ssh runs; for "Connect to" (`daemon`), those of this machine's.
+ */
+const HOST_FIELDS = {
+  tools: { label: 'Run tools on', aria: 'Run tools on (an ssh host)', list: 'ssh-hosts' },
+  daemon: { label: 'Host', aria: 'Host (ssh: [user@]host[:port][!/path/to.sock])', list: 'connect-hosts' },
+} as const;
+
 function HostInput(p: {
-  label: string;
-  'aria-label': string;
+  for: keyof typeof HOST_FIELDS;
   value: string;
   onChange: (value: string) => void;
-  hosts: string[];
-  listId: string;
   autoFocus?: boolean;
 }): ReactNode {
+  const f = HOST_FIELDS[p.for];
+  const localHosts = useStore((s) => s.localHosts);
+  const [daemonHosts, setDaemonHosts] = useState<string[]>([]);
+  const forTools = p.for === 'tools';
+  useEffect(() => {
+    if (!forTools) return;
+    let live = true;
+    void ollie.api?.readOr('sshhosts', '').then((t) => live && setDaemonHosts(t.split('\n').filter(Boolean)));
+    return () => {
+      live = false;
+    };
+  }, [forTools]);
   return (
     <label>
-      {p.label}{' '}
+      {f.label}{' '}
       <input
         autoFocus={p.autoFocus}
         value={p.value}
         onChange={(e) => p.onChange(e.target.value)}
-        list={p.listId}
+        list={f.list}
         placeholder="(this machine)"
-        aria-label={p['aria-label']}
+        aria-label={f.aria}
       />
-      <datalist id={p.listId}>
-        {p.hosts.map((h) => (
+      <datalist id={f.list}>
+        {(forTools ? daemonHosts : localHosts).map((h) => (
           <option key={h} value={h} />
         ))}
       </datalist>
@@ -350,7 +351,6 @@ function ConfirmKill({ session, agent }: { session: string; agent?: string }) {
  */
 function ConnectTo() {
   const daemon = useStore((s) => s.daemon);
-  const hosts = useStore((s) => s.localHosts);
   const [host, setHost] = useState(daemon.slice(4));
   const go = (to: string): void => {
     useStore.setState({ dialog: null });
@@ -361,15 +361,7 @@ function ConnectTo() {
       <p>
         Connected to <strong data-testid="connected-daemon">{daemon ? daemon.slice(4) : 'this machine'}</strong>.
       </p>
-      <HostInput
-        label="Host"
-        aria-label="Host (ssh: [user@]host[:port][!/path/to.sock])"
-        value={host}
-        onChange={setHost}
-        hosts={hosts}
-        listId="connect-hosts"
-        autoFocus
-      />
+      <HostInput for="daemon" value={host} onChange={setHost} autoFocus />
       <button type="button" onClick={() => go('')} disabled={!daemon}>
         This machine
       </button>
