@@ -47,8 +47,9 @@ function withArg(marker: string): number[] {
 }
 
 /** Waits until `pid` runs the sleep of `m` (the shell that started it may answer before it has exec'd). */
-const running = (m: string, pid: number): Promise<void> =>
-  until(() => withArg(m).join() === String(pid), `${pid} to run the sleep of ${m}`, 5000);
+const running = async (m: string, pid: number): Promise<void> => {
+  await until(() => withArg(m).join() === String(pid), `${pid} to run the sleep of ${m}`, 5000);
+};
 
 let seq = 0;
 /** A sleep's seconds that no other process uses: how its processes are found (an argument of each). */
@@ -121,7 +122,9 @@ describe('a stdio MCP server cannot outlive its server or take more memory than 
     expect(pid, r.output).toBeGreaterThan(0);
     await running(m, pid);
     // It left the server's process group and session: killing the group alone would miss it.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     expect(Number(stat[3])).toBe(pid); // its own session
     await c.write('mcp/esc/ctl', 'stop');
     expect((await status(c, 'esc')).state).toBe('stopped');
