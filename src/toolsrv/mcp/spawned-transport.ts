@@ -93,8 +93,11 @@ export class SpawnedTransport implements Transport {
             }
             this.end(why);
           },
-          inputDropped: () =>
-            this.onerror?.(new Error('the server read none of 16 MiB of requests; its stdin was closed')),
+          // Requests written from now on would be dropped unanswered: it is stopped, and restarted as after a crash.
+          inputDropped: () => {
+            this.onerror?.(new Error('the server left 16 MiB of requests unread; its stdin was closed'));
+            void this.close();
+          },
         },
       );
     });
