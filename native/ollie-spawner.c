@@ -52,7 +52,7 @@
  *                 spawner killed the call for (0 none, 1 processes, 2 memory); sent once every process of
  *                 the call is gone
  *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer); for a 'T'
- *                 child, once both its stdout and its stderr pipes have
+ *                 child, once its stdout and its stderr pipes both have
  *     'R' stderr  bytes a 'T' child wrote to stderr
  *     'Q' dropped the stdin of a 'T' child was closed because more than IN_MAX bytes waited for it to read
  * A 'T' child's stdin is closed when it is reaped: nothing could read what comes after.

@@ -5,7 +5,7 @@
  * the spawner stays small and serving), the order of output, exit and end of output, containment and limits —
  * and the one-shot 'S' spawns unchanged beside them.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { Launcher, longLivedLimits } from '../../src/platform/launcher.js';
 import { SPAWNER, Spawner, type InteractiveHandlers } from '../../src/platform/spawner.js';
@@ -69,6 +69,13 @@ afterEach(() => {
   launcher?.close();
   launcher = undefined;
 });
+
+/** The fork server itself: the process Node started is its guardian, whose one child it is. */
+function forkServer(s: Spawner): number {
+  const kids = readFileSync(`/proc/${s.pid}/task/${s.pid}/children`, 'utf8').trim().split(' ');
+  expect(kids).toHaveLength(1);
+  return Number(kids[0]);
+}
 
 function start(): Spawner {
   spawner = Spawner.find(SPAWNER);
@@ -137,6 +144,24 @@ describe('spawnInteractive', () => {
     p.endInput();
   });
 
+  test('a child that exits with its stdin open leaves no descriptor behind in the spawner', async () => {
+    const s = start();
+    const warm = recorder();
+    await s.spawnInteractive({ file: '/bin/true', args: [], cwd: '/', env: ENV, stdin: '' }, warm.handlers);
+    await warm.ended;
+    const fds = (): number => readdirSync(`/proc/${forkServer(s)}/fd`).length;
+    const before = fds();
+    const runs = Array.from({ length: 20 }, () => recorder());
+    await Promise.all(
+      runs.map((r) =>
+        s.spawnInteractive({ file: '/bin/sh', args: ['-c', 'exit 0'], cwd: '/', env: ENV, stdin: '' }, r.handlers),
+      ),
+    );
+    await Promise.all(runs.map((r) => r.ended));
+    // Their stdin pipes were closed when they were reaped, though nobody sent 'D'.
+    await until(() => fds() === before, `the spawner's descriptors back to ${before}`, 5000);
+  });
+
   test('a child that never reads: past 16 MiB waiting its stdin is closed and it is told; the spawner stays small and serves others', async () => {
     const s = start();
     // /bin/sleep never reads: 40 MiB for it, in 1 MiB writes.
@@ -148,7 +173,8 @@ describe('spawnInteractive', () => {
     const chunk = new Uint8Array(MiB).fill(97);
     for (let i = 0; i < 40; i++) q.write(chunk);
     await until(() => never.r.dropped === 1, 'the spawner to drop the unread input', 10_000);
-    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]) * 1024;
+    const status = readFileSync(`/proc/${forkServer(s)}/status`, 'utf8');
+    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
     expect(rss).toBeLessThan(48 * MiB);
     // Still serving: a one-shot spawn beside it.
     let out = '';
