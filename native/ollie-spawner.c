@@ -32,8 +32,9 @@
  *                 0 for none: processes, memory bytes, CPU seconds, file size bytes, open files; the rest is
  *                 written to the child's stdin, which is then closed.
  *     'T' start   a long-lived process (a resident tool host, a stdio MCP server): the payload of 'S', but the
- *                 child's stdin stays open once the trailing bytes are written, and its stderr is a pipe of its
- *                 own, relayed as 'R' (JSON-RPC on stdout must never be mixed with its logs).
+ *                 child's stdin stays open once the trailing bytes are written (they count as an 'I' would),
+ *                 and its stderr is a pipe of its own, relayed as 'R' (JSON-RPC on stdout must never be mixed
+ *                 with its logs).
  *     'I' input   more bytes for the stdin of a 'T' child, written as it reads them. What waits unwritten is
  *                 bounded by IN_MAX: an 'I' that would take it past that closes the child's stdin and drops
  *                 what waited, and 'Q' says so. A child that has not read 16 MiB is stuck or hostile, and
@@ -595,7 +596,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   struct child *c = add_child();
   *c = (struct child){.id = id, .pid = pid, .out = out[0], .err = eout[0], .in = in[1], .lim = lim, .interactive = interactive};
   size_t stdin_len = (size_t)(end - p);
-  if (stdin_len) {
+  if (stdin_len && !interactive) {
     c->in_buf = malloc(stdin_len);
     if (!c->in_buf) die("out of memory");
     memcpy(c->in_buf, p, stdin_len);
@@ -604,7 +605,9 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   char pidb[4];
   put_u32(pidb, (uint32_t)pid);
   send_frame('P', id, pidb, 4);
-  pump_stdin(c);
+  /* A 'T' child's first bytes are bounded as any 'I' is. */
+  if (interactive && stdin_len) add_input(c, p, stdin_len);
+  else pump_stdin(c);
   free(argv), free(envp);
 }
 

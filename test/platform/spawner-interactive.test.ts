@@ -197,6 +197,18 @@ describe('spawnInteractive', () => {
     expect(never.r.events).toContain('exit null SIGKILL');
   });
 
+  test('the first bytes, in the start frame, are bounded the same way', async () => {
+    const s = start();
+    const never = recorder();
+    const q = await s.spawnInteractive(
+      { file: '/bin/sleep', args: ['1000'], cwd: '/', env: ENV, stdin: 'x'.repeat(17 * MiB) },
+      never.handlers,
+    );
+    await until(() => never.r.dropped === 1, 'the spawner to drop the unread first bytes', 10_000);
+    process.kill(-q.pid, 'SIGKILL');
+    await never.ended;
+  });
+
   test('whatever it starts in a session of its own dies with it; its memory limit holds', async () => {
     const s = start();
     const { r, handlers, ended } = recorder();
