@@ -3,11 +3,12 @@
  * a .meta), so that what is costly to load — grammars, language servers — loads once per host, not per call.
  *
  * A host is `node hosts/NAME.mjs --idle-ms N`, started on first use by the project's launcher (its interactive
- * launch: src/platform/launcher.ts) through the same sandbox wrapping as any tool (Confinement.wrap with the calling scope's cwd, policy and the tool's own rules). Through the
- * spawner it is contained as a call is (what it starts, however detached, dies with it) and has the policy's
- * limits but the CPU seconds (a host lives for many calls: launcher.ts says why). Hosts are keyed by
- * that wrapped command and the cwd, so a host only ever serves calls whose Landlock rules are exactly its own:
- * another cwd, another policy, a bypass, or other per-tool rules get another host.
+ * launch: src/platform/launcher.ts) through the same sandbox wrapping as any tool (Confinement.wrap with the
+ * calling scope's cwd, policy and the tool's own rules). Through the spawner it is contained as a call is (what
+ * it starts, however detached, dies with it) and has the policy's limits but the CPU seconds (a host lives for
+ * many calls: launcher.ts says why). Hosts are keyed by that wrapped command and the cwd, so a host only ever
+ * serves calls whose Landlock rules are exactly its own: another cwd, another policy, a bypass, or other
+ * per-tool rules get another host.
  *
  * Wire (JSON lines; stdin toolsrv → host, stdout host → toolsrv; stderr is kept for error messages):
  *   → {"id": N, "tool": T, "args": {…}, "cwd": C, "env": {…}}     a call
