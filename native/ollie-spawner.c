@@ -22,6 +22,8 @@
  * which bound each process, and the spawner bounds the call as a whole: every POLL_MS it counts the processes
  * below each tool and sums their resident memory, and kills them all when either is over its limit
  * (RLIMIT_NPROC cannot do this: it counts every process of the user, and does not apply to root).
+ * Long-lived processes ('T': resident tool hosts, stdio MCP servers) are contained and limited the same way;
+ * toolsrv sends them no CPU-seconds limit, which would kill a server once it had served for long enough.
  *
  * Every frame is: u32 length of what follows, u8 type, u32 id, payload (little-endian integers).
  *   toolsrv -> spawner
@@ -29,8 +31,20 @@
  *                 the child's PATH); u32 envc, envc "K=V" strings; the cwd, NUL-terminated; five u64 limits,
  *                 0 for none: processes, memory bytes, CPU seconds, file size bytes, open files; the rest is
  *                 written to the child's stdin, which is then closed.
+ *     'T' start   a long-lived process (a resident tool host, a stdio MCP server): the payload of 'S', but the
+ *                 child's stdin stays open once the trailing bytes are written (they count as an 'I' would),
+ *                 and its stderr is a pipe of its own, relayed as 'R' (JSON-RPC on stdout must never be mixed
+ *                 with its logs).
+ *     'I' input   more bytes for the stdin of a 'T' child, written as it reads them. What waits unwritten is
+ *                 bounded by IN_MAX: an 'I' that would take it past that closes the child's stdin and drops
+ *                 what waited, and 'Q' says so. A child that has not read 16 MiB is stuck or hostile, and
+ *                 buffering for it without end would let it grow the spawner's memory at toolsrv's pace.
+ *                 Ignored for an id that is not running, or whose stdin is closed (a child that closed its end
+ *                 of the pipe; a race with its exit is normal).
+ *     'D' done    close the stdin of a 'T' child once what waits is written (the child sees end of file).
  *     'C' close   stop reading the child's output: toolsrv gave up waiting for a pipe that a process which
  *                 left the group still holds, and the descriptor must not stay open here for as long as it runs.
+ *                 Also closes the child's stdin.
  *   spawner -> toolsrv
  *     'P' started u32 pid (the child leads a new session, so its process group is -pid)
  *     'F' failed  a message saying what could not be done (chdir, exec) and why; nothing runs
@@ -38,7 +52,11 @@
  *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited), u32 the limit the
  *                 spawner killed the call for (0 none, 1 processes, 2 memory); sent once every process of
  *                 the call is gone
- *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer)
+ *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer); for a 'T'
+ *                 child, once its stdout and its stderr pipes both have
+ *     'R' stderr  bytes a 'T' child wrote to stderr
+ *     'Q' dropped the stdin of a 'T' child was closed because more than IN_MAX bytes waited for it to read
+ * A 'T' child's stdin is closed when it is reaped: nothing could read what comes after.
  * A protocol error (a frame that does not parse) is reported on stderr and ends the spawner: toolsrv is its
  * only client, so a bad frame is a bug there, and the in-flight calls fail with that message.
  */
@@ -68,6 +86,8 @@
 #define POLL_MS 50
 /* Seconds between SIGXCPU (the soft CPU limit) and SIGKILL (the hard one), for a tool that catches SIGXCPU. */
 #define CPU_GRACE 5
+/* The most stdin bytes that may wait for a 'T' child to read them (see 'I' above). */
+#define IN_MAX (16u << 20)
 
 enum { LIMIT_NONE = 0, LIMIT_PROCESSES = 1, LIMIT_MEMORY = 2 };
 
@@ -79,10 +99,13 @@ struct limits {
 struct child {
   uint32_t id;
   pid_t pid;        /* the tool, leader of its own session and subreaper of its processes; 0 once reaped */
-  int out;          /* read end of stdout+stderr, -1 once closed */
-  int in;           /* write end of stdin, -1 once all of it is written */
-  char *in_buf;     /* stdin still to write */
-  size_t in_len, in_off;
+  int out;          /* read end of stdout+stderr (stdout alone for a 'T' child), -1 once closed */
+  int err;          /* read end of a 'T' child's stderr; -1 once closed, and always for an 'S' child */
+  int in;           /* write end of stdin, -1 once closed */
+  char *in_buf;     /* stdin still to write: in_buf[in_off..in_len) */
+  size_t in_len, in_off, in_cap;
+  int interactive;  /* a 'T' child: its stdin stays open when drained */
+  int in_end;       /* 'D' came: close stdin once drained */
   struct limits lim;
   uint32_t over;    /* the limit it was killed for */
   int ended;        /* reaped; its exit (x) waits for the strays to be gone */
@@ -190,7 +213,7 @@ static struct child *add_child(void) {
 static void sweep(void) {
   size_t j = 0;
   for (size_t i = 0; i < nkids; i++) {
-    if (kids[i].pid || kids[i].ended || kids[i].out >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
+    if (kids[i].pid || kids[i].ended || kids[i].out >= 0 || kids[i].err >= 0 || kids[i].in >= 0) kids[j++] = kids[i];
   }
   nkids = j;
 }
@@ -200,6 +223,7 @@ static void close_stdin(struct child *c) {
   c->in = -1;
   free(c->in_buf);
   c->in_buf = NULL;
+  c->in_len = c->in_off = c->in_cap = 0;
 }
 
 static void pump_stdin(struct child *c) {
@@ -212,28 +236,62 @@ static void pump_stdin(struct child *c) {
     }
     c->in_off += (size_t)w;
   }
+  if (c->in >= 0 && c->in_off == c->in_len && c->interactive && !c->in_end) {
+    c->in_off = c->in_len = 0; /* all written; the pipe stays open for the next 'I' */
+    return;
+  }
   close_stdin(c);
 }
 
-/* Relays what the child wrote, two chunks at most: a tool writing without pause must not hold up the spawns,
- * exits and output of the others (poll brings it back for the rest). */
-static void drain_output(struct child *c) {
+/* An 'I' frame: queues the bytes behind what waits (bounded by IN_MAX) and writes what the pipe takes now. */
+static void add_input(struct child *c, const char *p, size_t n) {
+  if (c->in < 0) return;
+  if (c->in_len - c->in_off + n > IN_MAX) {
+    close_stdin(c);
+    send_frame('Q', c->id, NULL, 0);
+    return;
+  }
+  if (c->in_off) {
+    memmove(c->in_buf, c->in_buf + c->in_off, c->in_len - c->in_off);
+    c->in_len -= c->in_off, c->in_off = 0;
+  }
+  if (c->in_len + n > c->in_cap) {
+    size_t cap = c->in_cap ? c->in_cap : READ_CHUNK;
+    while (cap < c->in_len + n) cap *= 2;
+    char *b = realloc(c->in_buf, cap);
+    if (!b) die("out of memory");
+    c->in_buf = b, c->in_cap = cap;
+  }
+  memcpy(c->in_buf + c->in_len, p, n);
+  c->in_len += n;
+  pump_stdin(c);
+}
+
+/* Relays what the child wrote to one of its pipes (`*fd`, as frame `type`), two chunks at most: a tool writing
+ * without pause must not hold up the spawns, exits and output of the others (poll brings it back for the rest).
+ * 'E' goes once every output pipe of the child is at end of file. */
+static void drain_pipe(struct child *c, int *fd, char type) {
   static char buf[READ_CHUNK];
   for (int chunks = 0; chunks < 2;) {
-    ssize_t r = read(c->out, buf, sizeof buf);
+    ssize_t r = read(*fd, buf, sizeof buf);
     if (r > 0) {
-      send_frame('O', c->id, buf, (size_t)r);
+      send_frame(type, c->id, buf, (size_t)r);
       if ((size_t)r < sizeof buf) return; /* likely drained; poll says when there is more */
       chunks++;
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && errno == EAGAIN) return;
-    close(c->out);
-    c->out = -1;
-    send_frame('E', c->id, NULL, 0);
+    close(*fd);
+    *fd = -1;
+    if (c->out < 0 && c->err < 0) send_frame('E', c->id, NULL, 0);
     return;
   }
+}
+
+static void drain_output(struct child *c) {
+  if (c->out >= 0) drain_pipe(c, &c->out, 'O');
+  if (c->err >= 0) drain_pipe(c, &c->err, 'R');
 }
 
 /* The symbolic name of an errno (strerrorname_np is glibc 2.32 and later only). */
@@ -414,7 +472,7 @@ static int set_limit(int res, uint64_t v, uint64_t hard) {
  * close-on-exec pipe (as libuv does): a successful exec closes it empty, so the parent learns the outcome
  * before it answers.
  */
-static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmask) {
+static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmask, int interactive) {
   char *end = p + len;
 #define NEED(n) \
   if ((size_t)(end - p) < (size_t)(n)) die("spawn frame %u is truncated", id)
@@ -452,13 +510,16 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   for (int i = 0; i < 5; i++, p += 8) *fields[i] = get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
 #undef NEED
 
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+  /* `err` carries a failed start's reason; `eout` is a 'T' child's stderr (an 'S' child's shares `out`). */
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, eout[2] = {-1, -1};
+  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+      (interactive && pipe2(eout, O_CLOEXEC) < 0)) {
     int e = errno;
     for (int i = 0; i < 2; i++) {
       if (in[i] >= 0) close(in[i]);
       if (out[i] >= 0) close(out[i]);
       if (err[i] >= 0) close(err[i]);
+      if (eout[i] >= 0) close(eout[i]);
     }
     send_failed(id, "cannot start %s: pipe: %s (%s)", argv[0], errno_name(e), strerror(e));
     free(argv), free(envp);
@@ -468,7 +529,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   if (pid == 0) {
     /* The child: a session of its own (its group is signalled as one), the subreaper of whatever it starts,
      * the default signal handling toolsrv's children had, stdin from the pipe, stdout and stderr into one
-     * pipe, the call's rlimits. */
+     * pipe (two for a 'T' child), the call's rlimits. */
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigaction(SIGPIPE, &dfl, NULL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
@@ -484,7 +545,8 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
             (!lim.fsize || set_limit(RLIMIT_FSIZE, lim.fsize, lim.fsize) == 0) &&
             (!lim.nofile || set_limit(RLIMIT_NOFILE, lim.nofile, lim.nofile) == 0)) {
           stage = "dup2";
-          if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(out[1], 2) >= 0 && (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
+          if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(interactive ? eout[1] : out[1], 2) >= 0 &&
+              (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
             report = 3;
             /* Nothing else crosses into the tool: Landlock does not govern descriptors that are already open,
              * so one inherited from toolsrv's own parent would be a way around the sandbox. */
@@ -505,8 +567,10 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   }
   int fork_errno = errno;
   close(in[0]), close(out[1]), close(err[1]);
+  if (interactive) close(eout[1]);
   if (pid < 0) {
     close(in[1]), close(out[0]), close(err[0]);
+    if (interactive) close(eout[0]);
     send_failed(id, "cannot start %s: fork: %s", argv[0], strerror(fork_errno));
     free(argv), free(envp);
     return;
@@ -519,6 +583,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   if (n > 0) {
     why[n] = 0;
     close(in[1]), close(out[0]);
+    if (interactive) close(eout[0]);
     /* The child has _exit'ed or is about to; its reaping in reap() finds no entry and is dropped. */
     waitpid(pid, NULL, 0);
     send_failed(id, "cannot start %s: %s", argv[0], why);
@@ -527,19 +592,22 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   }
   fcntl(in[1], F_SETFL, O_NONBLOCK);
   fcntl(out[0], F_SETFL, O_NONBLOCK);
+  if (interactive) fcntl(eout[0], F_SETFL, O_NONBLOCK);
   struct child *c = add_child();
-  *c = (struct child){.id = id, .pid = pid, .out = out[0], .in = in[1], .lim = lim};
+  *c = (struct child){.id = id, .pid = pid, .out = out[0], .err = eout[0], .in = in[1], .lim = lim, .interactive = interactive};
   size_t stdin_len = (size_t)(end - p);
-  if (stdin_len) {
+  if (stdin_len && !interactive) {
     c->in_buf = malloc(stdin_len);
     if (!c->in_buf) die("out of memory");
     memcpy(c->in_buf, p, stdin_len);
-    c->in_len = stdin_len;
+    c->in_len = c->in_cap = stdin_len;
   }
   char pidb[4];
   put_u32(pidb, (uint32_t)pid);
   send_frame('P', id, pidb, 4);
-  pump_stdin(c);
+  /* A 'T' child's first bytes are bounded as any 'I' is. */
+  if (interactive && stdin_len) add_input(c, p, stdin_len);
+  else pump_stdin(c);
   free(argv), free(envp);
 }
 
@@ -558,6 +626,7 @@ static void reap(void) {
       put_u32(kids[i].x + 8, kids[i].over);
       kids[i].pid = 0;
       kids[i].ended = 1;
+      if (kids[i].interactive) close_stdin(&kids[i]);
       /* What it left in its group is among the strays now; the group goes at once. */
       kill(-pid, SIGKILL);
       break;
@@ -567,7 +636,7 @@ static void reap(void) {
   for (size_t i = 0; i < nkids; i++) {
     if (!kids[i].ended) continue;
     /* Output written before the exit goes out before it. */
-    if (kids[i].out >= 0) drain_output(&kids[i]);
+    drain_output(&kids[i]);
     send_frame('X', kids[i].id, kids[i].x, sizeof kids[i].x);
     kids[i].ended = 0;
   }
@@ -598,9 +667,17 @@ static void stop_output(uint32_t id) {
   for (size_t i = 0; i < nkids; i++) {
     if (kids[i].id != id) continue;
     if (kids[i].out >= 0) close(kids[i].out);
-    kids[i].out = -1;
+    if (kids[i].err >= 0) close(kids[i].err);
+    kids[i].out = kids[i].err = -1;
     close_stdin(&kids[i]); /* and the arguments it may never read */
   }
+}
+
+/* The running 'T' child of `id`, or NULL. */
+static struct child *interactive_child(uint32_t id) {
+  for (size_t i = 0; i < nkids; i++)
+    if (kids[i].id == id && kids[i].interactive && kids[i].pid) return &kids[i];
+  return NULL;
 }
 
 static char *req;
@@ -634,8 +711,12 @@ static int read_requests(const sigset_t *oldmask) {
     }
     char type = req[off + 4];
     uint32_t id = get_u32(req + off + 5);
-    if (type == 'S') spawn_child(id, req + off + 9, flen - 5, oldmask);
-    else if (type == 'C') stop_output(id);
+    if (type == 'S' || type == 'T') spawn_child(id, req + off + 9, flen - 5, oldmask, type == 'T');
+    else if (type == 'I' || type == 'D') {
+      struct child *c = interactive_child(id);
+      if (c && type == 'I') add_input(c, req + off + 9, flen - 5);
+      else if (c) c->in_end = 1, pump_stdin(c);
+    } else if (type == 'C') stop_output(id);
     else die("unknown frame type 0x%02x", (unsigned char)type);
     off += 4 + flen;
   }
@@ -701,7 +782,7 @@ int main(int argc, char **argv) {
   struct timespec last = {0, 0};
   for (;;) {
     sweep();
-    size_t n = 2 + 2 * nkids;
+    size_t n = 2 + 3 * nkids;
     if (n > pcap) {
       pcap = n * 2;
       pfds = realloc(pfds, pcap * sizeof *pfds);
@@ -710,8 +791,9 @@ int main(int argc, char **argv) {
     pfds[0] = (struct pollfd){0, POLLIN, 0};
     pfds[1] = (struct pollfd){sfd, POLLIN, 0};
     for (size_t i = 0; i < nkids; i++) {
-      pfds[2 + 2 * i] = (struct pollfd){kids[i].out, POLLIN, 0};
-      pfds[3 + 2 * i] = (struct pollfd){kids[i].in_off < kids[i].in_len ? kids[i].in : -1, POLLOUT, 0};
+      pfds[2 + 3 * i] = (struct pollfd){kids[i].out, POLLIN, 0};
+      pfds[3 + 3 * i] = (struct pollfd){kids[i].in_off < kids[i].in_len ? kids[i].in : -1, POLLOUT, 0};
+      pfds[4 + 3 * i] = (struct pollfd){kids[i].err, POLLIN, 0};
     }
     int limits = watching();
     if (poll(pfds, n, limits ? POLL_MS : -1) < 0) {
@@ -721,8 +803,9 @@ int main(int argc, char **argv) {
     /* Children's pipes first, then exits, so that output precedes the exit it came before. */
     size_t before = nkids;
     for (size_t i = 0; i < before; i++) {
-      if (pfds[2 + 2 * i].revents && kids[i].out >= 0) drain_output(&kids[i]);
-      if (pfds[3 + 2 * i].revents && kids[i].in >= 0) pump_stdin(&kids[i]);
+      if (pfds[2 + 3 * i].revents && kids[i].out >= 0) drain_pipe(&kids[i], &kids[i].out, 'O');
+      if (pfds[4 + 3 * i].revents && kids[i].err >= 0) drain_pipe(&kids[i], &kids[i].err, 'R');
+      if (pfds[3 + 3 * i].revents && kids[i].in >= 0) pump_stdin(&kids[i]);
     }
     if (pfds[1].revents) {
       struct signalfd_siginfo si;

@@ -5,10 +5,16 @@
  * policy; the launcher then starts what it was given, in a session and process group of its own.
  *
  * It starts processes through the native spawner (native/ollie-spawner.c, client in spawner.ts) whenever it is
- * built. Node's child_process.spawn is the fallback, used
- *   - where native/build/ollie-spawner is not built (a checkout without a C compiler), or `native: false`;
- *   - for an interactive launch (launchInteractive: resident tool hosts, which read calls on a stdin that stays
- *     open), since the spawner writes a process's stdin once and closes it.
+ * built. Node's child_process.spawn is the fallback, used where native/build/ollie-spawner is not built (a
+ * checkout without a C compiler), or with `native: false`.
+ *
+ * An interactive launch (launchInteractive: resident tool hosts, stdio MCP servers, which read requests on a
+ * stdin that stays open and answer on stdout) goes through the spawner's 'T' frame: contained like a tool call
+ * (what it double-forks or setsid's dies with it), with the processes, memory, file size and open files limits
+ * of `limits`. Not the CPU-seconds limit: it is an rlimit on each process's total CPU time, so it would kill a
+ * server that has simply served long enough, however idle it is between requests; its memory and process
+ * count are what stop a runaway one.
+ *
  * What the fallback loses: containment beyond the process group (a process that calls setsid, or double-forks
  * out of the group, outlives the launch; the spawner's subreapers catch those), the per-launch process and
  * memory limits and the per-process rlimits (`limits` is ignored), and Node's event loop is blocked for each
@@ -28,7 +34,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { SPAWNER, Spawner, type SpawnedHandlers, type SpawnRequest, type Spawned } from './spawner.js';
+import {
+  SPAWNER,
+  Spawner,
+  type CallLimits,
+  type SpawnedHandlers,
+  type SpawnedInteractive,
+  type SpawnRequest,
+  type Spawned,
+} from './spawner.js';
 
 export type { CallLimitKind, CallLimits } from './spawner.js';
 
@@ -45,12 +59,25 @@ export interface LaunchHandlers extends SpawnedHandlers {
 /** A started process: its pid (also its process group's id), and how to stop reading its output. */
 export type Launched = Spawned;
 
-/** A process started with its stdin open: `pid` is 0 when it could not start (then `lost` says why). */
+/** What an interactive launch starts: the command, cwd, environment and (spawner only) limits. */
+export type InteractiveRequest = Omit<LaunchRequest, 'stdin' | 'stderr'>;
+
+export interface InteractiveLaunchHandlers extends LaunchHandlers {
+  /** It runs, with this pid (also its process group's id); heard before its output and exit. */
+  running?(pid: number): void;
+  /** Its stdin was closed because it left 16 MiB unread (spawner only: see native/ollie-spawner.c, 'I'). */
+  inputDropped?(): void;
+}
+
+/**
+ * A process started with its stdin open: `pid` is 0 until it runs, and stays 0 when it could not start (then
+ * `lost` says why).
+ */
 export interface Interactive {
   readonly pid: number;
-  /** Writes to its stdin (nothing once it is gone). */
-  write(text: string): void;
-  /** Closes its stdin. */
+  /** Writes to its stdin (nothing once it is gone); what is written before it runs is sent when it does. */
+  write(data: string | Uint8Array): void;
+  /** Closes its stdin once what was written has been. */
   endInput(): void;
 }
 
@@ -93,9 +120,11 @@ export class Launcher {
 
   /**
    * Starts `req` with its stdin left open for write(); its stdout comes to `output`, its stderr to `errorOutput`.
-   * Always through the fallback (see above). A start failure is reported through `lost`.
+   * Through the spawner when there is one (contained, with `limits` less the CPU seconds: see above), else Node's
+   * spawn (no containment beyond the process group, no limits). A start failure is reported through `lost`.
    */
-  launchInteractive(req: Omit<LaunchRequest, 'stdin' | 'stderr' | 'limits'>, handlers: LaunchHandlers): Interactive {
+  launchInteractive(req: InteractiveRequest, handlers: InteractiveLaunchHandlers): Interactive {
+    if (this.spawner) return spawnInteractive(this.spawner, req, handlers);
     let child: ChildProcess;
     try {
       child = spawnInGroup(req);
@@ -108,15 +137,17 @@ export class Launcher {
     });
     if (child.pid !== undefined) {
       this.adopt?.(child);
-      wire(child, child.pid, 'separate', handlers);
+      const pid = child.pid;
+      queueMicrotask(() => handlers.running?.(pid));
+      wire(child, pid, 'separate', handlers);
     }
     let gone = child.pid === undefined;
     child.once('exit', () => (gone = true));
     child.stdin!.on('error', () => undefined);
     return {
       pid: child.pid ?? 0,
-      write: (text) => {
-        if (!gone) child.stdin!.write(text);
+      write: (data) => {
+        if (!gone) child.stdin!.write(data);
       },
       endInput: () => child.stdin!.end(),
     };
@@ -126,6 +157,71 @@ export class Launcher {
   close(): void {
     this.spawner?.close();
   }
+}
+
+/**
+ * The limits a long-lived process is started with: a call's, less the CPU seconds (see the header) and the
+ * output, which toolsrv bounds per call and a server's stream has no end of.
+ */
+export function longLivedLimits(l: CallLimits | undefined): CallLimits | undefined {
+  if (!l) return undefined;
+  return {
+    ...(l.processes && { processes: l.processes }),
+    ...(l.memory && { memory: l.memory }),
+    ...(l.fileSize && { fileSize: l.fileSize }),
+    ...(l.openFiles && { openFiles: l.openFiles }),
+  };
+}
+
+/** An interactive launch through the spawner; what is written before it runs waits here. */
+function spawnInteractive(spawner: Spawner, req: InteractiveRequest, h: InteractiveLaunchHandlers): Interactive {
+  let pid = 0;
+  let started: SpawnedInteractive | undefined;
+  let failed = false;
+  let ended = false;
+  const queued: (string | Uint8Array)[] = [];
+  const limits = longLivedLimits(req.limits);
+  spawner
+    .spawnInteractive(
+      { file: req.file, args: req.args, cwd: req.cwd, env: req.env, stdin: '', ...(limits && { limits }) },
+      {
+        running: (p) => {
+          pid = p;
+          h.running?.(p);
+        },
+        output: (b) => h.output(b),
+        errorOutput: (b) => (h.errorOutput ?? h.output)(b),
+        exited: (code, signal, limit) => h.exited(code, signal, limit),
+        closed: () => h.closed(),
+        lost: (why) => h.lost(why),
+        inputDropped: () => h.inputDropped?.(),
+      },
+    )
+    .then(
+      (s) => {
+        started = s;
+        for (const d of queued.splice(0)) s.write(d);
+        if (ended) s.endInput();
+      },
+      (e: Error) => {
+        failed = true;
+        queued.length = 0;
+        h.lost(e.message);
+      },
+    );
+  return {
+    get pid() {
+      return pid;
+    },
+    write: (data) => {
+      if (started) started.write(data);
+      else if (!failed && !ended) queued.push(data);
+    },
+    endInput: () => {
+      ended = true;
+      started?.endInput();
+    },
+  };
 }
 
 /** How long to wait for a launch's output once its process is dead (a process that left the group may hold the pipe). */

@@ -62,8 +62,31 @@ export interface Spawned {
   abandonOutput(): void;
 }
 
+/** What a process started with spawnInteractive reports besides: its stderr, apart from its stdout. */
+export interface InteractiveHandlers extends SpawnedHandlers {
+  /** It has exec'd: heard before any output or exit of it (the promise settles a microtask later). */
+  running?(pid: number): void;
+  errorOutput(bytes: Uint8Array): void;
+  /** The spawner closed its stdin: more than it buffers (16 MiB) waited for the process to read. */
+  inputDropped?(): void;
+}
+
+/** A process whose stdin stays open (a resident tool host, a stdio MCP server). */
+export interface SpawnedInteractive extends Spawned {
+  /** Writes to its stdin (dropped once its stdin is closed, or it is gone). */
+  write(bytes: Uint8Array | string): void;
+  /** Closes its stdin once what was written has been. */
+  endInput(): void;
+}
+
+/** The largest 'I' frame sent: a big write goes in pieces, each well below the spawner's frame limit. */
+const INPUT_FRAME = 1 << 20;
+
 interface Pending extends SpawnedHandlers {
   started?: { resolve(s: Spawned): void; reject(e: Error): void };
+  running?(pid: number): void;
+  errorOutput?(bytes: Uint8Array): void;
+  inputDropped?(): void;
   /** Its exit and the end of its output come in either order; it is forgotten after both. */
   exitSeen?: boolean;
   closeSeen?: boolean;
@@ -100,12 +123,53 @@ export class Spawner {
    * program or cwd). The handlers then hear its output, then its exit and the end of its output (in either order).
    */
   spawn(req: SpawnRequest, handlers: SpawnedHandlers): Promise<Spawned> {
+    return this.start('S', req, handlers).started;
+  }
+
+  /**
+   * Starts a process whose stdin stays open for write() (frame 'T'), its stderr apart from its stdout (to
+   * `errorOutput`). It is contained and limited as spawn's are (a long-lived one is given no CPU-seconds limit by
+   * its caller: see launcher.ts). Resolves once it has exec'd, or rejects with what stopped it.
+   */
+  async spawnInteractive(req: SpawnRequest, handlers: InteractiveHandlers): Promise<SpawnedInteractive> {
+    // Frames go only to the spawner this process was started by: a new one (after a crash) reuses no id of it.
+    const { id, started } = this.start('T', req, handlers);
+    const child = this.child;
+    const s = await started;
+    let ended = false;
+    const send = (f: Uint8Array): void => {
+      if (child && this.child === child && this.pending.has(id)) child.stdin!.write(f);
+    };
+    return {
+      ...s,
+      write: (data) => {
+        if (ended) return;
+        const b = typeof data === 'string' ? enc.encode(data) : data;
+        for (let off = 0; off < b.length; off += INPUT_FRAME)
+          send(frame('I', id, [b.subarray(off, off + INPUT_FRAME)]));
+      },
+      endInput: () => {
+        if (ended) return;
+        ended = true;
+        send(frame('D', id, []));
+      },
+    };
+  }
+
+  private start(
+    type: 'S' | 'T',
+    req: SpawnRequest,
+    handlers: SpawnedHandlers,
+  ): { id: number; started: Promise<Spawned> } {
     // Strings travel NUL-terminated: one with a NUL inside would shift every field after it (as execve would cut it).
     const bad = [req.file, ...req.args, req.cwd, ...Object.entries(req.env).flat()].find((x) => x.includes('\0'));
     if (bad !== undefined)
-      return Promise.reject(
-        new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${JSON.stringify(bad)} contains a NUL byte`),
-      );
+      return {
+        id: 0,
+        started: Promise.reject(
+          new Error(`cannot start ${req.file.replace(/\0/g, '\\0')}: ${JSON.stringify(bad)} contains a NUL byte`),
+        ),
+      };
     const child = this.ensure();
     const id = this.nextId++;
     const started = new Promise<Spawned>((resolve, reject) =>
@@ -126,8 +190,8 @@ export class Spawner {
       limits,
       enc.encode(req.stdin),
     ];
-    child.stdin!.write(frame('S', id, parts));
-    return started;
+    child.stdin!.write(frame(type, id, parts));
+    return { id, started };
   }
 
   /** The spawner's own pid while it runs. */
@@ -213,7 +277,9 @@ export class Spawner {
           this.child?.stdin!.write(frame('C', id, []));
           this.holdOpen();
         };
-        p.started?.resolve({ pid: view.getUint32(0, true), abandonOutput });
+        const pid = view.getUint32(0, true);
+        p.running?.(pid);
+        p.started?.resolve({ pid, abandonOutput });
         delete p.started;
         return;
       }
@@ -224,6 +290,12 @@ export class Spawner {
       case 'O':
         // Copied: the payload is a view of a buffer that the next read reuses.
         p.output(payload.slice());
+        return;
+      case 'R':
+        p.errorOutput?.(payload.slice());
+        return;
+      case 'Q':
+        p.inputDropped?.();
         return;
       case 'X': {
         const code = view.getInt32(0, true);

@@ -109,6 +109,7 @@ export class Core {
       this.mcp = new McpManager({
         ...opts.mcp,
         confinement: opts.confinement,
+        ...(opts.launcher && { launcher: opts.launcher }),
         baseEnv: opts.baseEnv,
         log: this.log,
         changed: () => {

@@ -3,9 +3,12 @@
  * a .meta), so that what is costly to load — grammars, language servers — loads once per host, not per call.
  *
  * A host is `node hosts/NAME.mjs --idle-ms N`, started on first use by the project's launcher (its interactive
- * launch: src/platform/launcher.ts) through the same sandbox wrapping as any tool (Confinement.wrap with the calling scope's cwd, policy and the tool's own rules). Hosts are keyed by
- * that wrapped command and the cwd, so a host only ever serves calls whose Landlock rules are exactly its own:
- * another cwd, another policy, a bypass, or other per-tool rules get another host.
+ * launch: src/platform/launcher.ts) through the same sandbox wrapping as any tool (Confinement.wrap with the
+ * calling scope's cwd, policy and the tool's own rules). Through the spawner it is contained as a call is (what
+ * it starts, however detached, dies with it) and has the policy's limits but the CPU seconds (a host lives for
+ * many calls: launcher.ts says why). Hosts are keyed by that wrapped command and the cwd, so a host only ever
+ * serves calls whose Landlock rules are exactly its own: another cwd, another policy, a bypass, or other
+ * per-tool rules get another host.
  *
  * Wire (JSON lines; stdin toolsrv → host, stdout host → toolsrv; stderr is kept for error messages):
  *   → {"id": N, "tool": T, "args": {…}, "cwd": C, "env": {…}}     a call
@@ -22,7 +25,7 @@
  * hosts when toolsrv closes. `retireAll()` (ctl reload) lets running calls finish and starts new hosts for
  * new calls, so edited host code and policies take effect.
  */
-import { Launcher, type Interactive } from '../../platform/launcher.js';
+import { Launcher, type CallLimits, type Interactive } from '../../platform/launcher.js';
 import type { HostedCall, Proc } from './proc.js';
 
 export const DEFAULT_HOST_IDLE_MS = 10 * 60 * 1000;
@@ -36,6 +39,8 @@ export interface HostCommand {
   file: string;
   args: string[];
   env: Record<string, string>;
+  /** The policy's limits (the launcher leaves out the CPU seconds); none for a bypassed or --yolo host. */
+  limits?: CallLimits;
 }
 
 export interface HostInfo {
@@ -87,14 +92,18 @@ class Host {
     };
     // Its own process group, so that stopping it also stops what it started (language servers).
     this.proc = launcher.launchInteractive(
-      { file: cmd.file, args: cmd.args, cwd, env: cmd.env },
+      { file: cmd.file, args: cmd.args, cwd, env: cmd.env, ...(cmd.limits && { limits: cmd.limits }) },
       {
+        // A call sent before the host ran was recorded with pid 0.
+        running: (pid) => {
+          for (const p of this.pending.values()) if (!p.proc.osPid) p.proc.osPid = pid;
+        },
         output: (b) => this.read(out.decode(b, { stream: true })),
         errorOutput: (b) => {
           this.stderr = (this.stderr + err.decode(b, { stream: true })).slice(-STDERR_TAIL);
         },
-        exited: (code, signal) => {
-          this.died(code, signal);
+        exited: (code, signal, limit) => {
+          this.died(code, signal, limit && `killed for going over its ${limit} limit`);
           exited();
         },
         closed: () => undefined,

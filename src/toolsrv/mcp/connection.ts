@@ -7,7 +7,6 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -18,19 +17,20 @@ import {
   type Resource,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { Launcher } from '../../platform/launcher.js';
 import type { ServerConfig, StdioServer } from './config.js';
+import { SpawnedTransport, type ServerCommand } from './spawned-transport.js';
 
 export type McpState = 'starting' | 'ready' | 'restarting' | 'stopped' | 'failed' | 'disabled';
 
 /** The command that starts a stdio server (the sandbox helper's, around the server's own), or why it cannot start. */
-export type Launch = (
-  s: StdioServer,
-  unconfined: boolean,
-) => { file: string; args: string[]; env: Record<string, string> } | { refused: string };
+export type Launch = (s: StdioServer, unconfined: boolean) => ServerCommand | { refused: string };
 
 export interface ConnectionOptions {
   cwd: string;
   launch: Launch;
+  /** Starts stdio servers (through the spawner where it is built: contained, limited); toolsrv's own. */
+  launcher?: Launcher;
   /** First restart delay; doubles up to 60 s (tests shorten it). */
   backoffMs?: number;
   /** How long a start may take (spawn, initialize, first listings). */
@@ -52,6 +52,7 @@ const MAX_BACKOFF_MS = 60_000;
 const HEALTHY_MS = 60_000;
 const START_TIMEOUT_MS = 30_000;
 const CLIENT = { name: 'ollie', version: '1' };
+let defaultLauncher: Launcher | undefined;
 
 export class McpConnection {
   state: McpState;
@@ -138,7 +139,11 @@ export class McpConnection {
     this.client = client;
     client.onclose = () => {
       if (gen === this.generation && (this.state === 'ready' || this.state === 'starting'))
-        this.failed(gen, 'the connection closed', true);
+        this.failed(
+          gen,
+          transport instanceof SpawnedTransport && transport.ended ? transport.ended : 'the connection closed',
+          true,
+        );
     };
     client.onerror = (e) => {
       if (gen === this.generation) this.note(`error: ${e.message}`);
@@ -147,7 +152,7 @@ export class McpConnection {
     try {
       await client.connect(transport, { timeout });
       if (gen !== this.generation) return void client.close().catch(() => undefined);
-      this.pid = transport instanceof StdioClientTransport ? (transport.pid ?? 0) : 0;
+      this.pid = transport instanceof SpawnedTransport ? transport.pid : 0;
       this.startedAt = Date.now();
       const caps = client.getServerCapabilities() ?? {};
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(gen, 'tools'));
@@ -187,17 +192,12 @@ export class McpConnection {
       : new StreamableHTTPClientTransport(new URL(c.url), { requestInit });
   }
 
-  private stdio(cmd: { file: string; args: string[]; env: Record<string, string> }): StdioClientTransport {
-    const t = new StdioClientTransport({
-      command: cmd.file,
-      args: cmd.args,
-      env: cmd.env,
-      cwd: this.o.cwd,
-      stderr: 'pipe',
-    });
+  private stdio(cmd: ServerCommand): SpawnedTransport {
     let buf = '';
-    t.stderr?.on('data', (d: Buffer) => {
-      buf += d.toString('utf8');
+    // One launcher for every connection that was given none (tests): its spawner starts on first use.
+    defaultLauncher ??= Launcher.create();
+    return new SpawnedTransport(this.o.launcher ?? defaultLauncher, cmd, this.o.cwd, (text) => {
+      buf += text;
       const nl = buf.lastIndexOf('\n');
       if (nl >= 0) {
         this.note(buf.slice(0, nl));
@@ -208,7 +208,6 @@ export class McpConnection {
         buf = '';
       }
     });
-    return t;
   }
 
   private async listAll<K extends 'tools' | 'resources' | 'prompts'>(

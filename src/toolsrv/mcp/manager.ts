@@ -14,8 +14,10 @@
  *
  * Sandbox: a stdio server runs under the sandbox helper with the cwd's policy narrowed for it: the workspace read
  * only, no network (TCP or Unix sockets) but the ports its config names (`ollie.sandbox.network`), its own env
- * names kept. A call with the bypass flag, once approved, runs in a separate unsandboxed instance started for
- * that call alone (connection.ts, call with `unconfined`).
+ * names kept. It is started through the spawner (spawned-transport.ts): contained as a tool call is, with the
+ * policy's process, memory, file size and open files limits (not CPU seconds: a server is long-lived). A call
+ * with the bypass flag, once approved, runs in a separate unsandboxed instance started for that call alone
+ * (connection.ts, call with `unconfined`).
  */
 import { isAbsolute, relative } from 'node:path';
 import type { Confinement } from '../exec/confine.js';
@@ -24,6 +26,7 @@ import type { ToolInfo } from '../protocol.js';
 import { validatorFor, type Tool } from '../registry/catalog.js';
 import { DEFAULT_TIMEOUT_S, type ToolFields } from '../registry/meta.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import type { Launcher } from '../../platform/launcher.js';
 import { Feed } from '../../platform/queue.js';
 import { loadMcpConfig, type McpConfig, type StdioServer } from './config.js';
 import { McpConnection, type McpState } from './connection.js';
@@ -38,6 +41,8 @@ const MAX_DESCRIPTION = 2048;
 export interface McpManagerOptions {
   configDir: string;
   confinement: Confinement;
+  /** toolsrv's launcher, which starts stdio servers (spawned-transport.ts). */
+  launcher?: Launcher;
   /** The environment servers start from (toolsrv's base env; the sandbox filters it). */
   baseEnv: Record<string, string>;
   backoffMs?: number;
@@ -94,6 +99,7 @@ export class McpManager {
       const conn = new McpConnection(s, {
         cwd: s.type === 'stdio' && s.cwd !== 'workspace' ? s.cwd : this.workspace,
         launch: (srv, unconfined) => this.launch(srv, unconfined),
+        ...(this.o.launcher && { launcher: this.o.launcher }),
         changed: () => this.rebuild(),
         log: this.o.log,
         ...(this.o.backoffMs !== undefined && { backoffMs: this.o.backoffMs }),
