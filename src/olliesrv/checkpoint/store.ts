@@ -33,7 +33,37 @@ export type FileEntry = {
   h?: string;
   big?: true;
 };
-export type Entry = FileEntry | { t: 'l'; target: string } | { t: 'd'; mode: number };
+/** An entry of a directory tracked as a whole (its tree) is one of these: never a whole directory itself. */
+export type TreeEntry = FileEntry | { t: 'l'; target: string } | { t: 'd'; mode: number };
+/**
+ * A directory tracked as a whole (checkpoint.whole): one entry of the manifest. `fp` fingerprints the metadata of
+ * everything under it (path, type, size, mtime, ctime, inode, mode, link target: no contents read); `tree` is the
+ * stored tree object (its entries, with content hashes of the files, pointing at blobs of the store); `sum` hashes
+ * its contents alone (what a rewind and a diff compare: a touch changes `fp` and `tree`, not `sum`). `ino` is the
+ * directory's own inode (another directory renamed into its place is read again); `at` is when its tree was read
+ * (the racily-clean limit of the next reading).
+ */
+export type WholeEntry = {
+  t: 'w';
+  mode: number;
+  ino: number;
+  fp: string;
+  tree: string;
+  sum: string;
+  files: number;
+  size: number;
+  at: number;
+};
+export type Entry = TreeEntry | WholeEntry;
+
+/**
+ * A whole directory's tree object: its entries by path relative to it, and the paths under it a checkpoint does
+ * not hold (`.git`, skipped names, denied paths) that a rewind moves over into the restored directory as they are.
+ */
+export interface Tree {
+  entries: Record<string, TreeEntry>;
+  kept?: string[];
+}
 
 /** Every root's entries by path relative to it ('/'-separated); `at`: when the walk started (for racy stat entries). */
 export interface Manifest {
@@ -79,6 +109,10 @@ const sameKeys = (a: object, b: object): boolean =>
 /** Every field equal (stat fields included: they are the next walk's cache). */
 export function identical(a: Entry, b: Entry): boolean {
   if (a.t !== b.t) return false;
+  if (a.t === 'w') {
+    const w = b as WholeEntry;
+    return a.mode === w.mode && a.ino === w.ino && a.fp === w.fp && a.tree === w.tree && a.at === w.at;
+  }
   if (a.t === 'l') return a.target === (b as typeof a).target;
   if (a.t === 'd') return a.mode === (b as typeof a).mode;
   const f = b as FileEntry;
@@ -204,6 +238,29 @@ export class CheckpointStore {
     this.remember(hash, m, (this.depths.get(stored.base) ?? 0) + 1);
     return m;
   }
+
+  /** Stores a whole directory's tree object; its hash and the bytes written (0 when it was there). */
+  putTree(tree: Tree): { hash: string; bytes: number } {
+    const text = JSON.stringify(tree);
+    const hash = sha256(text);
+    this.trees.set(hash, tree);
+    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
+    return { hash, bytes: this.put(hash, Buffer.from(text)) };
+  }
+
+  /** A whole directory's tree object. */
+  tree(hash: string): Tree {
+    const hit = this.trees.get(hash);
+    if (hit) return hit;
+    const t = JSON.parse(this.get(hash).toString('utf8')) as Tree;
+    if (typeof t !== 'object' || t === null || typeof t.entries !== 'object')
+      throw new Error(`checkpoint object ${hash} is not a tree`);
+    this.trees.set(hash, t);
+    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
+    return t;
+  }
+
+  private readonly trees = new Map<string, Tree>();
 
   /** The stored manifests `hash` needs: itself and its bases. */
   chain(hash: string): string[] {

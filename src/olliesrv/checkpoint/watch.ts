@@ -17,6 +17,11 @@ export class DirWatch {
   private readonly watchers = new Map<string, FSWatcher>();
   private dirty = new Set<string>();
   broken = false;
+  /**
+   * Directories tracked as a whole (absolute) whose subtree is not all watched (it passed its share of the cap):
+   * read again at every checkpoint, while the rest of the roots stays watched.
+   */
+  readonly partial = new Set<string>();
 
   constructor(private readonly max = MAX_WATCHED_DIRS) {}
 
@@ -30,6 +35,25 @@ export class DirWatch {
       this.watchers.set(dir, w);
     } catch {
       this.break();
+    }
+  }
+
+  /**
+   * Watches `dir`, a directory inside one tracked as a whole, within half the cap (a node_modules must not take
+   * the watches the walked directories need, nor break the watch for them): false when over it, or when inotify
+   * refuses. The caller then stops watching that whole directory and lists it in `partial`.
+   */
+  addInWhole(dir: string): boolean {
+    if (this.broken) return false;
+    if (this.watchers.has(dir)) return true;
+    if (this.watchers.size >= this.max / 2) return false;
+    try {
+      const w = watch(dir, { persistent: false }, () => this.dirty.add(dir));
+      w.on('error', () => this.break());
+      this.watchers.set(dir, w);
+      return true;
+    } catch {
+      return false;
     }
   }
 
@@ -62,5 +86,6 @@ export class DirWatch {
   close(): void {
     for (const w of this.watchers.values()) w.close();
     this.watchers.clear();
+    this.partial.clear();
   }
 }
