@@ -60,9 +60,14 @@ const AGE_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d:
 /** Parses the section's JSON form; `where` (file:line) prefixes every error. */
 export type CheckpointSection = Partial<Omit<CheckpointRules, 'keep'>> & { keep?: Partial<CheckpointRules['keep']> };
 
-export function parseCheckpointRules(value: unknown, where: string): CheckpointSection {
-  const fail = (what: string): never => {
-    throw new Error(`${where}: checkpoint${what}`);
+export function parseCheckpointRules(
+  value: unknown,
+  where: string,
+  /** file:line of a setting's value (or of item `index` of its list), when the parser knows it. */
+  whereOf?: (key: string, index?: number) => string,
+): CheckpointSection {
+  const fail = (what: string, key?: string, index?: number): never => {
+    throw new Error(`${(key !== undefined && whereOf?.(key, index)) || where}: checkpoint${what}`);
   };
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value))
@@ -70,13 +75,14 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
   const out: CheckpointSection = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (k === 'skip') {
-      out.skip = pathRules(v, '.skip', fail);
+      out.skip = pathRules(v, 'skip', fail);
     } else if (k === 'whole') {
-      out.whole = pathRules(v, '.whole', fail);
+      out.whole = pathRules(v, 'whole', fail);
       // .git is never checkpointed nor written: a rule naming it (or a name a rewind uses for its own temporary
       // files) would have a rewind replace it whole.
       const bad = out.whole.find((r) => r.split('/').some((p) => p === '.git' || p.startsWith('.ollie-rewind-')));
-      if (bad !== undefined) fail(`.whole: ${JSON.stringify(bad)}: .git is never checkpointed nor rewound`);
+      if (bad !== undefined)
+        fail(`.whole: ${JSON.stringify(bad)}: .git is never checkpointed nor rewound`, 'whole', out.whole.indexOf(bad));
     } else if (k === 'tmp') {
       if (typeof v !== 'boolean') fail('.tmp: must be true or false');
       out.tmp = v as boolean;
@@ -119,12 +125,16 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
 }
 
 /** A list of names, relative paths and globs (skip, whole); `fail` names the setting and the file:line. */
-function pathRules(v: unknown, what: string, fail: (what: string) => never): string[] {
-  if (!Array.isArray(v)) return fail(`${what}: must be a list of names or relative paths (no leading /, no ..)`);
-  for (const x of v as unknown[]) {
+function pathRules(v: unknown, key: string, fail: (what: string, key?: string, index?: number) => never): string[] {
+  if (!Array.isArray(v)) return fail(`.${key}: must be a list of names or relative paths (no leading /, no ..)`, key);
+  (v as unknown[]).forEach((x, i) => {
     if (typeof x !== 'string' || x === '' || x.startsWith('/') || x.split('/').includes('..'))
-      fail(`${what}: ${JSON.stringify(x)} is not a name or relative path (a non-empty string, no leading /, no ..)`);
-  }
+      fail(
+        `.${key}: ${JSON.stringify(x)} is not a name or relative path (a non-empty string, no leading /, no ..)`,
+        key,
+        i,
+      );
+  });
   return v as string[];
 }
 
