@@ -1,0 +1,287 @@
+/**
+ * Directories tracked as a whole (checkpoint.whole) against a real daemon, toolsrv, sandbox and mock LLM: a build
+ * step that rewrites files in node_modules is one entry of the checkpoint (one line of `files`, a summary in
+ * `diff`), rewound and undone byte for byte; an unchanged whole directory costs no new tree; a directory the user
+ * changed since is a conflict as a whole. Then the engine on its own (real files, real inotify): a whole directory
+ * nothing under it changed is not walked again, and the watched result equals a full walk; and the rule's parsing.
+ */
+import { createHash } from 'node:crypto';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { harness, type Harness } from './agent-harness.js';
+import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
+import { rescan, sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
+import { CheckpointStore, type Manifest, type Tree } from '../../src/olliesrv/checkpoint/store.js';
+import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
+import { parsePolicyFile } from '../../src/toolsrv/sandbox/policy.js';
+import { narrowCheckpointRules, baseCheckpointRules } from '../../src/toolsrv/sandbox/checkpoint-rules.js';
+
+let h: Harness | undefined;
+let ws: string | undefined;
+afterEach(async () => {
+  await closeRun(h, ws);
+  [h, ws] = [undefined, undefined];
+});
+
+/** Every file, link and directory under `dir` with its mode and content hash or target: "byte for byte". */
+function tree(dir: string, rel = ''): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(join(dir, rel)).sort()) {
+    const r = rel ? `${rel}/${name}` : name;
+    const st = lstatSync(join(dir, r));
+    if (st.isSymbolicLink()) out[r] = `link ${readlinkSync(join(dir, r))}`;
+    else if (st.isDirectory()) {
+      out[`${r}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
+      Object.assign(out, tree(dir, r));
+    } else
+      out[r] = `${(st.mode & 0o777).toString(8)} ${createHash('sha256')
+        .update(readFileSync(join(dir, r)))
+        .digest('hex')}`;
+  }
+  return out;
+}
+
+const idx = (text: string): string[][] =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t'));
+
+async function setup(whole = 'node_modules'): Promise<{ path: string; ctl: (cmd: string) => Promise<string> }> {
+  ws = mkdtempSync(join(tmpdir(), 'ollie-cp-whole-'));
+  writeFileSync(join(ws, 'a.txt'), 'alpha\n');
+  mkdirSync(join(ws, 'node_modules', 'dep', 'lib'), { recursive: true });
+  mkdirSync(join(ws, 'node_modules', '.bin'));
+  mkdirSync(join(ws, 'node_modules', '.cache'));
+  writeFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'module.exports = 1;\n');
+  writeFileSync(join(ws, 'node_modules', 'dep', 'package.json'), '{"name":"dep"}\n');
+  writeFileSync(join(ws, 'node_modules', 'dep', 'lib', 'util.js'), 'exports.u = 1;\n', { mode: 0o755 });
+  symlinkSync('../dep/index.js', join(ws, 'node_modules', '.bin', 'dep'));
+  // Skipped inside the whole directory (.cache is in the default skip list): kept as it is by a rewind.
+  writeFileSync(join(ws, 'node_modules', '.cache', 'c'), 'cache\n');
+  h = await harness();
+  writeFileSync(
+    join(h.configDir, 'sandbox.yaml'),
+    `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  whole: [${whole}]\n`,
+  );
+  const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
+  const a = await h.agent({ session });
+  return { path: a.path, ctl: (cmd) => h!.c.rdwrText(`${a.path}/ctl`, cmd) };
+}
+
+describe('a directory tracked as a whole', () => {
+  it('is one line of files, a summary in diff, and a build step in it is rewound and undone byte for byte', async () => {
+    const { path, ctl } = await setup();
+    const before = tree(ws!);
+    h!.mock.script(
+      ...rounds(
+        sh(
+          "sed -i 's/1/2/' node_modules/dep/index.js && echo new > node_modules/dep/new.js && rm node_modules/dep/package.json && " +
+            'chmod 600 node_modules/dep/lib/util.js && ln -sfn ../dep/new.js node_modules/.bin/dep && echo beta > a.txt',
+        ),
+        sh('true'),
+      ),
+    );
+    await h!.turn(path, 'build');
+    const after = tree(ws!);
+    const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    // a.txt and the five changes under node_modules (its directories are not counted).
+    expect(list.map((l) => l[3])).toEqual(['6', '0']);
+    // The unchanged round stored nothing: no new tree, no new manifest.
+    expect(list[1]![4]).toBe('0');
+    const files = await h!.c.readText(`${path}/checkpoint/1/files`);
+    const bytes = 'module.exports = 2;\n'.length + 'new\n'.length + '{"name":"dep"}\n'.length + 15 + 0;
+    expect(files).toBe(`M\ta.txt\nM\tnode_modules/ (whole: 5 files changed, ${bytes} bytes)\n`);
+    const diff = await h!.c.readText(`${path}/checkpoint/1/diff`);
+    expect(diff).toContain(
+      `--- a/node_modules/\n+++ b/node_modules/\nWhole directory node_modules/: 5 files changed (1 added, 3 modified, 1 deleted, 0 type changed), ${bytes} bytes\n`,
+    );
+    for (const l of [
+      '  M .bin/dep',
+      '  M dep/index.js',
+      '  M dep/lib/util.js',
+      '  A dep/new.js',
+      '  D dep/package.json',
+    ])
+      expect(diff).toContain(`${l}\n`);
+    // No hunk of any file under it.
+    expect(diff).not.toContain('module.exports');
+    expect(diff).toContain('+beta');
+
+    // Rewind: the whole directory comes back as it was, by a swap (no temporary name left behind).
+    const reply = await ctl('rewind 1');
+    expect(reply).toContain('restored\tnode_modules/\n');
+    expect(tree(ws!)).toEqual(before);
+    expect(readdirSync(ws!).filter((n) => n.startsWith('.ollie-rewind-'))).toEqual([]);
+    const rid = /as checkpoint (\d+)/.exec(reply)![1]!;
+    // The rewind is itself checkpointed: undoing it brings the build's state back byte for byte.
+    await ctl(`rewind ${rid}`);
+    expect(tree(ws!)).toEqual(after);
+    // A kept tree's blobs survive gc: rewinding again after a collection still restores every file.
+    await ctl('checkpoint gc');
+    await ctl('rewind 1');
+    expect(tree(ws!)).toEqual(before);
+  });
+
+  it('an unchanged whole directory costs no new tree, while files beside it still checkpoint', async () => {
+    const { path } = await setup();
+    h!.mock.script(...rounds(sh('echo beta > a.txt'), sh('echo gamma > a.txt')));
+    const trees = (): number =>
+      [...new CheckpointStore(h!.dataDir).allObjects()].filter((o) => {
+        try {
+          const t = JSON.parse(readFileSync(new CheckpointStore(h!.dataDir).objectPath(o.hash), 'utf8')) as Tree;
+          return typeof t.entries === 'object' && !('roots' in t);
+        } catch {
+          return false;
+        }
+      }).length;
+    await h!.turn(path, 'edit');
+    expect(trees()).toBe(1);
+    const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    expect(list.map((l) => l[3])).toEqual(['1', '1']);
+    expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe('M\ta.txt\n');
+  });
+
+  it('a whole directory the user changed since is one conflict, never overwritten; keep and force decide', async () => {
+    const { path, ctl } = await setup();
+    h!.mock.script(...rounds(sh('echo agent > node_modules/dep/index.js && echo beta > a.txt')));
+    await h!.turn(path, 'build');
+    // The user reinstalls a package after the round.
+    writeFileSync(join(ws!, 'node_modules', 'dep', 'package.json'), '{"name":"dep","version":"2"}\n');
+    await expect(ctl('rewind 1')).rejects.toThrow(/conflict\tnode_modules\/\n/);
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
+    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('beta\n');
+    const kept = await ctl('rewind 1 keep');
+    expect(kept).toContain('conflict\tnode_modules/\tkept\n');
+    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\n');
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'package.json'), 'utf8')).toBe(
+      '{"name":"dep","version":"2"}\n',
+    );
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
+    const forced = await ctl('rewind 1 force');
+    expect(forced).toContain('conflict\tnode_modules/\toverwritten\n');
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('module.exports = 1;\n');
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'package.json'), 'utf8')).toBe('{"name":"dep"}\n');
+  });
+
+  it('a rewind to before the directory existed removes it; one to before its removal brings it back whole', async () => {
+    const { path, ctl } = await setup('vendor');
+    h!.mock.script(
+      ...rounds(
+        sh('mkdir -p vendor/x && echo v > vendor/x/v.txt && ln -s ../../a.txt vendor/x/l'),
+        sh('rm -rf vendor'),
+      ),
+    );
+    await h!.turn(path, 'vendor');
+    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('A\tvendor/ (whole: 2 files changed, 2 bytes)\n');
+    expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe('D\tvendor/ (whole: 2 files changed, 2 bytes)\n');
+    await ctl('rewind 2');
+    expect(readFileSync(join(ws!, 'vendor', 'x', 'v.txt'), 'utf8')).toBe('v\n');
+    expect(readlinkSync(join(ws!, 'vendor', 'x', 'l'))).toBe('../../a.txt');
+    expect(await ctl('rewind 1')).toContain('removed\tvendor/\n');
+    expect(() => lstatSync(join(ws!, 'vendor'))).toThrow();
+  });
+});
+
+describe('the whole-directory walk', () => {
+  it('does not walk a whole directory nothing under it changed, and the watched result equals a full walk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-whole-scan-'));
+    try {
+      const root = join(dir, 'ws');
+      mkdirSync(join(root, 'node_modules', 'p', 'q'), { recursive: true });
+      for (let i = 0; i < 50; i++) writeFileSync(join(root, 'node_modules', 'p', `f${i}`), `f${i}\n`);
+      writeFileSync(join(root, 'node_modules', 'p', 'q', 'deep'), 'deep\n');
+      writeFileSync(join(root, 'top'), 'top\n');
+      let treesRead = 0;
+      class Counting extends CheckpointStore {
+        override tree(hash: string): Tree {
+          treesRead++;
+          return super.tree(hash);
+        }
+      }
+      const store = new Counting(join(dir, 'data'));
+      const rules = { skip: [], whole: ['node_modules'], maxFile: 1 << 20 };
+      const watch = new DirWatch();
+      const first = await scan([root], rules, store, undefined, watch);
+      const nm = first.manifest.roots[root]!['node_modules']!;
+      expect(nm.t).toBe('w');
+      expect(Object.keys(first.manifest.roots[root]!).sort()).toEqual(['node_modules', 'top']);
+      // A change beside it: the root is read again, the whole directory is not (its tree is not even loaded).
+      writeFileSync(join(root, 'top'), 'top 2\n');
+      writeFileSync(join(root, 'new'), 'new\n');
+      const r1 = await rescan(first.manifest, rules, store, await watch.take(), watch);
+      expect(r1.manifest.roots[root]!['node_modules']).toBe(nm);
+      expect(treesRead).toBe(0);
+      // A change deep under it: read again, one new tree, equal to what a full walk finds.
+      writeFileSync(join(root, 'node_modules', 'p', 'q', 'deep'), 'deeper\n');
+      const r2 = await rescan(r1.manifest, rules, store, await watch.take(), watch);
+      const full = await scan([root], rules, new CheckpointStore(join(dir, 'data2')), undefined);
+      const w2 = r2.manifest.roots[root]!['node_modules']!;
+      expect(w2).not.toBe(nm);
+      expect(sameEntry(w2, full.manifest.roots[root]!['node_modules'])).toBe(true);
+      expect(sameEntry(w2, nm)).toBe(false);
+      expect(r2.bytes).toBeGreaterThan(0);
+      // Nothing changed: nothing read, nothing stored.
+      const r3 = await rescan(r2.manifest, rules, store, await watch.take(), watch);
+      expect(r3.dirty).toBe(false);
+      expect(r3.bytes).toBe(0);
+      // Without a watch, every checkpoint re-reads its metadata, but an unchanged one stores nothing again and
+      // keeps the same entry.
+      const unwatched: Manifest = r2.manifest;
+      const r4 = await scan([root], rules, store, unwatched);
+      expect(r4.bytes).toBe(0);
+      expect(r4.manifest.roots[root]!['node_modules']).toEqual(w2);
+      watch.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('checkpoint.whole in the policy', () => {
+  const ctx = { configDir: '/c', dataDir: '/d', cwd: '/w', home: '/h', runtimeDir: '/r', tmpDir: '/t' };
+  const parse = (yaml: string) => parsePolicyFile('/c/sandbox.yaml', yaml, ctx);
+
+  it('takes names, relative paths and globs, and names the file and line of a bad value', () => {
+    expect(parse('checkpoint:\n  whole: [node_modules, vendor/lib, "out/**"]\n').checkpoint?.whole).toEqual([
+      'node_modules',
+      'vendor/lib',
+      'out/**',
+    ]);
+    expect(() => parse('checkpoint:\n  whole:\n    - node_modules\n    - /abs\n')).toThrow(
+      /^\/c\/sandbox\.yaml:4: checkpoint\.whole: "\/abs" is not a name or relative path/,
+    );
+    expect(() => parse('checkpoint:\n  whole:\n    - a/../b\n')).toThrow(
+      /sandbox\.yaml:3: checkpoint\.whole: "a\/\.\.\/b"/,
+    );
+    expect(() => parse('checkpoint:\n  whole: node_modules\n')).toThrow(
+      /sandbox\.yaml:2: checkpoint\.whole: must be a list/,
+    );
+    expect(() => parse('checkpoint:\n  whole: [ok, .git]\n')).toThrow(
+      /sandbox\.yaml:2: checkpoint\.whole: "\.git": \.git is never checkpointed nor rewound/,
+    );
+    expect(() => parse('checkpoint:\n  whole: [""]\n')).toThrow(/checkpoint\.whole: "" is not a name/);
+    expect(() => parse('checkpoint:\n  hole: [x]\n')).toThrow(/unknown setting \(known: skip, whole,/);
+  });
+
+  it('a project file adds whole names to the base list, as it adds skip names', () => {
+    const base = baseCheckpointRules({ whole: ['vendor'] });
+    expect(baseCheckpointRules(undefined).whole).toEqual([]);
+    expect(narrowCheckpointRules(base, { whole: ['node_modules', 'vendor'] }, 'p').whole).toEqual([
+      'vendor',
+      'node_modules',
+    ]);
+  });
+});
