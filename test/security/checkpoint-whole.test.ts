@@ -89,18 +89,24 @@ describe('an agent attacking the rewind of a whole directory', () => {
     expect(tree(outside)).toEqual(outsideBefore);
   });
 
-  it('swaps the directory for a link to .git: the rewind never writes into .git', async () => {
+  it('swaps the directory, or a directory in it, for a link to .git: the rewind never writes into .git', async () => {
     const { path, ctl } = await setup();
     const gitBefore = tree(join(ws!, '.git'));
     h!.mock.script(
-      ...script(sh('echo agent > node_modules/dep/index.js'), sh('rm -rf node_modules && ln -s .git node_modules')),
+      ...script(
+        sh('echo agent > node_modules/dep/index.js'),
+        sh('rm -rf node_modules/dep && ln -s ../.git node_modules/dep'),
+        sh('rm -rf node_modules && ln -s .git node_modules'),
+      ),
     );
     await h!.turn(path, 'plant');
     await ctl('rewind 2');
-    expect(lstatSync(join(ws!, 'node_modules')).isDirectory()).toBe(true);
+    expect(lstatSync(join(ws!, 'node_modules', 'dep')).isDirectory()).toBe(true);
     expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
     expect(tree(join(ws!, '.git'))).toEqual(gitBefore);
-    // Back to before everything: the link to .git goes (as a link), .git stays as it was.
+    await ctl('rewind 3');
+    expect(tree(join(ws!, '.git'))).toEqual(gitBefore);
+    // Back to before everything: the links to .git go (as links), .git stays as it was.
     await ctl('rewind 1');
     expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('original\n');
     expect(tree(join(ws!, '.git'))).toEqual(gitBefore);
