@@ -135,6 +135,42 @@ describe('a directory tracked as a whole', () => {
     expect(tree(ws!)).toEqual(before);
   });
 
+  it('stores a changed tree as a delta of the one before; gc keeps the trees and blobs kept checkpoints need', async () => {
+    const { path, ctl } = await setup();
+    writeFileSync(
+      join(h!.configDir, 'sandbox.yaml'),
+      `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  whole: [node_modules]\n  keep:\n    count: 2\n`,
+    );
+    h!.mock.script(
+      ...rounds(
+        sh('echo v1 > node_modules/dep/index.js'),
+        sh('echo v2 > node_modules/dep/index.js'),
+        sh('echo v3 > node_modules/dep/index.js'),
+        sh('echo v4 > node_modules/dep/index.js'),
+      ),
+    );
+    await h!.turn(path, 'four rounds');
+    const ids = idx(await h!.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
+    expect(ids).toEqual(['3', '4']);
+    // Later trees are deltas (a base and the entries that differ), not the whole tree again.
+    const store = new CheckpointStore(h!.dataDir);
+    const deltas = [...store.allObjects()].filter((o) => {
+      try {
+        const t = JSON.parse(readFileSync(store.objectPath(o.hash), 'utf8')) as Record<string, unknown>;
+        return 'base' in t && 'set' in t && Array.isArray(t.del);
+      } catch {
+        return false; // a file's contents
+      }
+    });
+    expect(deltas.length).toBeGreaterThan(0);
+    const gc = await ctl('checkpoint gc');
+    expect(Number(/objects removed (\d+)/.exec(gc)?.[1])).toBeGreaterThan(0);
+    // The oldest kept checkpoint's tree is a delta whose bases belonged to dropped checkpoints: still whole.
+    await ctl('rewind 3');
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('v2\n');
+    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'lib', 'util.js'), 'utf8')).toBe('exports.u = 1;\n');
+  });
+
   it('an unchanged whole directory costs no new tree, while files beside it still checkpoint', async () => {
     const { path } = await setup();
     h!.mock.script(...rounds(sh('echo beta > a.txt'), sh('echo gamma > a.txt')));

@@ -338,11 +338,25 @@ class Walker {
         size += e.size;
       }
     }
-    const tree: Tree = kept.length ? { entries: sorted, kept: kept.sort() } : { entries: sorted };
-    const text = JSON.stringify(tree);
-    const treeHash = sha256(text);
-    if (old && old.fp === fp && old.tree === treeHash && old.mode === mode && old.ino === st.ino) return old;
-    const put = this.store.putTree(tree);
+    kept.sort();
+    // The same metadata and the same contents (a racily clean file read again gave its old hash): the entry
+    // stands, and nothing is stored.
+    if (
+      old &&
+      prevTree &&
+      old.fp === fp &&
+      old.mode === mode &&
+      old.ino === st.ino &&
+      keys.every((k) => {
+        const e = entries[k]!;
+        const p = prevTree.entries[k];
+        return e.t !== 'f' || (p?.t === 'f' && p.h === e.h);
+      }) &&
+      (prevTree.kept ?? []).join('\0') === kept.join('\0')
+    )
+      return old;
+    const tree: Tree = kept.length ? { entries: sorted, kept } : { entries: sorted };
+    const put = this.store.putTree(tree, old && prevTree ? old.tree : undefined);
     this.bytes += put.bytes;
     const sum = sha256(
       keys

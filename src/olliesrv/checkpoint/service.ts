@@ -771,8 +771,8 @@ export class Checkpoints {
               for (const e of Object.values(entries)) {
                 if (e.t === 'f' && e.h) set.add(e.h);
                 else if (e.t === 'w' && !set.has(e.tree)) {
-                  // A whole directory's tree is a root for its blobs.
-                  set.add(e.tree);
+                  // A whole directory's tree (and the trees it is a delta of) is a root for its blobs.
+                  for (const link of this.store.treeChain(e.tree)) set.add(link);
                   const t = loadTree(e.tree);
                   for (const x of Object.values(t?.entries ?? {})) if (x.t === 'f' && x.h) set.add(x.h);
                 }

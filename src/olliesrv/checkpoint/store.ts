@@ -100,6 +100,9 @@ export interface Checkpoint {
 type StoredManifest =
   Manifest | { base: string; at: number; set: Record<string, Record<string, Entry>>; del: Record<string, string[]> };
 
+/** A tree as stored: whole, or the entries that differ from its base tree. */
+type StoredTree = Tree | { base: string; set: Record<string, TreeEntry>; del: string[]; kept?: string[] };
+
 /** Deltas on deltas: at most this many before a manifest is stored whole again. */
 const MAX_CHAIN = 32;
 
@@ -239,27 +242,88 @@ export class CheckpointStore {
     return m;
   }
 
-  /** Stores a whole directory's tree object; its hash and the bytes written (0 when it was there). */
-  putTree(tree: Tree): { hash: string; bytes: number } {
-    const text = JSON.stringify(tree);
+  /**
+   * Stores a whole directory's tree object; its hash and the bytes written (0 when it was there). Given the tree
+   * it follows (`base`, a stored tree's hash), it is stored as the entries that differ from it, as manifests are:
+   * a build that rewrites a hundred files of a node_modules of thousands writes a hundred entries, not the tree.
+   */
+  putTree(tree: Tree, base?: string): { hash: string; bytes: number } {
+    let stored: StoredTree = tree;
+    let depth = 0;
+    if (base !== undefined) {
+      try {
+        const b = this.tree(base);
+        const d = (this.treeDepths.get(base) ?? MAX_CHAIN) + 1;
+        if (d < MAX_CHAIN) {
+          const set: Record<string, TreeEntry> = {};
+          const del: string[] = [];
+          for (const [k, e] of Object.entries(tree.entries)) {
+            const o = b.entries[k];
+            if (!o || !identical(o, e)) set[k] = e;
+          }
+          for (const k of Object.keys(b.entries)) if (!(k in tree.entries)) del.push(k);
+          if ((Object.keys(set).length + del.length) * 4 < Object.keys(b.entries).length) {
+            stored = { base, set, del, ...(tree.kept && { kept: tree.kept }) };
+            depth = d;
+          }
+        }
+      } catch {
+        // the base is gone: stored whole
+      }
+    }
+    const text = JSON.stringify(stored);
     const hash = sha256(text);
-    this.trees.set(hash, tree);
-    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
+    this.rememberTree(hash, tree, depth);
     return { hash, bytes: this.put(hash, Buffer.from(text)) };
   }
 
-  /** A whole directory's tree object. */
+  /** A whole directory's tree object, whole (a delta applied to its base, and so on down the chain). */
   tree(hash: string): Tree {
     const hit = this.trees.get(hash);
     if (hit) return hit;
-    const t = JSON.parse(this.get(hash).toString('utf8')) as Tree;
-    if (typeof t !== 'object' || t === null || typeof t.entries !== 'object')
+    const stored = JSON.parse(this.get(hash).toString('utf8')) as StoredTree;
+    if (typeof stored !== 'object' || stored === null) throw new Error(`checkpoint object ${hash} is not a tree`);
+    if ('base' in stored) {
+      if (typeof stored.set !== 'object' || !Array.isArray(stored.del))
+        throw new Error(`checkpoint object ${hash} is not a tree`);
+      const base = this.tree(stored.base);
+      const entries = { ...base.entries, ...stored.set };
+      for (const k of stored.del) delete entries[k];
+      const t: Tree = stored.kept ? { entries, kept: stored.kept } : { entries };
+      this.rememberTree(hash, t, (this.treeDepths.get(stored.base) ?? 0) + 1);
+      return t;
+    }
+    if (typeof stored.entries !== 'object' || stored.entries === null)
       throw new Error(`checkpoint object ${hash} is not a tree`);
-    this.trees.set(hash, t);
-    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
-    return t;
+    this.rememberTree(hash, stored, 0);
+    return stored;
   }
 
+  /** The stored tree objects `hash` needs: itself and its bases. */
+  treeChain(hash: string): string[] {
+    const out: string[] = [];
+    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1;) {
+      out.push(h);
+      let stored: StoredTree;
+      try {
+        stored = JSON.parse(this.get(h).toString('utf8')) as StoredTree;
+      } catch {
+        break;
+      }
+      h = 'base' in stored ? stored.base : undefined;
+    }
+    return out;
+  }
+
+  private rememberTree(hash: string, t: Tree, depth: number): void {
+    this.trees.delete(hash);
+    this.trees.set(hash, t);
+    this.treeDepths.set(hash, depth);
+    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
+    while (this.treeDepths.size > 4096) this.treeDepths.delete(this.treeDepths.keys().next().value!);
+  }
+
+  private readonly treeDepths = new Map<string, number>();
   private readonly trees = new Map<string, Tree>();
 
   /** The stored manifests `hash` needs: itself and its bases. */
