@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from './agent-harness.js';
 import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
+import { applyChanges } from '../../src/olliesrv/checkpoint/restore.js';
 import { rescan, sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
 import { CheckpointStore, type Manifest, type Tree } from '../../src/olliesrv/checkpoint/store.js';
 import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
@@ -280,6 +281,46 @@ describe('the whole-directory walk', () => {
       expect(r4.bytes).toBe(0);
       expect(r4.manifest.roots[root]!['node_modules']).toEqual(w2);
       watch.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the whole-directory restore', () => {
+  it('rebuilds a directory of hundreds of directories (more than it keeps descriptors open for) and swaps it in', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-whole-restore-'));
+    try {
+      const root = join(dir, 'ws');
+      for (let p = 0; p < 150; p++) {
+        mkdirSync(join(root, 'node_modules', `p${p}`, 'lib'), { recursive: true });
+        writeFileSync(join(root, 'node_modules', `p${p}`, 'lib', 'i.js'), `${p}\n`);
+      }
+      mkdirSync(join(root, 'node_modules', 'p0', '.git'));
+      writeFileSync(join(root, 'node_modules', 'p0', '.git', 'HEAD'), 'ref\n');
+      const store = new CheckpointStore(join(dir, 'data'));
+      const rules = { skip: [], whole: ['node_modules'], maxFile: 1 << 20 };
+      const before = tree(root);
+      const a = (await scan([root], rules, store, undefined)).manifest;
+      for (let p = 0; p < 150; p += 3) writeFileSync(join(root, 'node_modules', `p${p}`, 'lib', 'i.js'), 'changed\n');
+      rmSync(join(root, 'node_modules', 'p7'), { recursive: true });
+      mkdirSync(join(root, 'node_modules', 'extra', 'x'), { recursive: true });
+      const b = (await scan([root], rules, store, a)).manifest;
+      const want = a.roots[root]!;
+      const cur = b.roots[root]!;
+      expect(sameEntry(want['node_modules'], cur['node_modules'])).toBe(false);
+      const r = applyChanges(
+        root,
+        [{ rel: 'node_modules', entry: want['node_modules'] }],
+        cur,
+        (h) => store.get(h),
+        (h) => store.tree(h),
+      );
+      expect(r.failed).toEqual([]);
+      expect(r.written).toEqual(['node_modules']);
+      // Byte for byte, .git inside it moved over as it was, no temporary directory left.
+      expect(tree(root)).toEqual(before);
+      expect(readdirSync(root)).toEqual(['node_modules']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

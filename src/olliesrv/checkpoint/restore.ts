@@ -26,6 +26,7 @@ import { randomBytes } from 'node:crypto';
 import type { Entry, Tree, TreeEntry, WholeEntry } from './store.js';
 import { isProtectedName } from './scan.js';
 
+const MAX_OPEN_DIRS = 64;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const at = (fd: number, name: string): string => `/proc/self/fd/${fd}/${name}`;
 
@@ -81,6 +82,17 @@ class DirFds {
       }
     }
     this.fds.set(rel, fd);
+    // A whole directory of thousands of directories must not hold a descriptor each (the process's limit may be
+    // 1,024): the oldest are closed, and opened again one component at a time, without following links, when
+    // needed. The root stays (a directory being built has no path to open it by).
+    if (this.fds.size > MAX_OPEN_DIRS) {
+      for (const [k, v] of this.fds) {
+        if (k === '' || k === rel) continue;
+        closeSync(v);
+        this.fds.delete(k);
+        if (this.fds.size <= MAX_OPEN_DIRS / 2) break;
+      }
+    }
     return fd;
   }
 
@@ -321,10 +333,13 @@ function restoreWhole(
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    if (moved && !cur) {
-      // Something the checkpoint never held stands there (a directory it could not read): left as it is.
+    if (moved && (!cur || cur.t === 'd')) {
+      // Something the checkpoint never held stands there (a directory it could not read), or a directory walked
+      // file by file (the rules changed) that still holds what its walk skipped: left as it is.
       renameSync(at(parent, aside), at(parent, name));
-      throw new RestoreError(`${rel} holds files the checkpoint could not read: not replaced`);
+      throw new RestoreError(
+        `${rel} holds files the checkpoint does not (unreadable, or skipped while it was not tracked as a whole): not replaced`,
+      );
     }
     try {
       renameSync(at(parent, tmp), at(parent, name));
@@ -342,9 +357,9 @@ function restoreWhole(
         try {
           for (const k of carry) {
             const [dir, leaf] = split(k);
-            const f = from.open(dir, false);
-            if (f === undefined) continue;
             try {
+              const f = from.open(dir, false);
+              if (f === undefined) continue;
               renameSync(at(f, leaf), at(to.open(dir, true)!, leaf));
             } catch (err) {
               if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
