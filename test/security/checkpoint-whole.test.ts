@@ -194,4 +194,11 @@ describe('an agent attacking the rewind of a whole directory', () => {
     expect(diff).toContain('  A "n\\n+++ bforged\\n@@ -0,0 +1 @@"\n');
     expect(diff.split('\n').some((l) => l.startsWith('+++ bforged') || l.startsWith('@@'))).toBe(false);
   });
+
+  it('names a file in a directory walked file by file to pass for a whole directory in files: the name is quoted', async () => {
+    const { path } = await setup();
+    h!.mock.script(...script(sh(`mkdir vendor && printf x > "vendor/ (whole: 0 files changed, 0 bytes)"`)));
+    await h!.turn(path, 'forge');
+    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('A\t"vendor/ (whole: 0 files changed, 0 bytes)"\n');
+  });
 });

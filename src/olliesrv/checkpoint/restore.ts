@@ -307,6 +307,10 @@ function restoreWhole(
   let swapped = false;
   try {
     built = new DirFds(`${rel} (being restored)`, openSync(at(parent, tmp), DIR_FLAGS));
+    // The directory opened is the one just made, or one the agent renamed in under its name: then not empty
+    // (or, if empty, no different from the one made).
+    if (readdirSync(`/proc/self/fd/${built.open('', false)!}`).length)
+      throw new RestoreError(`${rel}: the directory made to restore it into was replaced`);
     const keys = Object.keys(want.entries).sort((a, b) => a.split('/').length - b.split('/').length);
     for (const k of keys) {
       const x = want.entries[k]!;

@@ -164,7 +164,11 @@ export class Checkpoints {
     const abs = join(root, rel);
     const r = relative(canonical(a.cfg.cwd), abs);
     const p = (r && !r.startsWith('..') && !r.startsWith('/') ? r : abs) + suffix;
-    return [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ? JSON.stringify(p) : p;
+    // A file named " (whole: …" would read as a directory tracked as a whole in `files`: quoted too.
+    return [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ||
+      (!suffix && p.includes(' (whole: '))
+      ? JSON.stringify(p)
+      : p;
   }
 
   // ---- taking checkpoints --------------------------------------------------------------------------------
