@@ -7,6 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  appendFileSync,
+  chmodSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -24,7 +26,7 @@ import { harness, type Harness } from './agent-harness.js';
 import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
 import { applyChanges } from '../../src/olliesrv/checkpoint/restore.js';
 import { rescan, sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
-import { CheckpointStore, type Manifest, type Tree } from '../../src/olliesrv/checkpoint/store.js';
+import { CheckpointStore, type Entry, type Manifest, type Tree } from '../../src/olliesrv/checkpoint/store.js';
 import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
 import { parsePolicyFile } from '../../src/toolsrv/sandbox/policy.js';
 import { narrowCheckpointRules, baseCheckpointRules } from '../../src/toolsrv/sandbox/checkpoint-rules.js';
@@ -280,6 +282,105 @@ describe('the whole-directory walk', () => {
       const r4 = await scan([root], rules, store, unwatched);
       expect(r4.bytes).toBe(0);
       expect(r4.manifest.roots[root]!['node_modules']).toEqual(w2);
+      watch.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A small deterministic PRNG (mulberry32), so a failure can be replayed. */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = seed;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('the watched walk with whole directories', () => {
+  it.each([5, 42, 999])('equals a full walk after random changes in and beside them (seed %i)', async (seed) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-whole-rand-'));
+    try {
+      const root = join(dir, 'ws');
+      const store = new CheckpointStore(join(dir, 'data'));
+      const rules = { skip: ['.cache'], whole: ['node_modules'], maxFile: 1 << 20 };
+      const rand = rng(seed);
+      const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
+      const dirs = [
+        '',
+        'a',
+        'node_modules',
+        'node_modules/p',
+        'node_modules/p/q',
+        'a/node_modules',
+        'node_modules/.cache',
+      ];
+      for (const d of dirs) mkdirSync(join(root, d), { recursive: true });
+      for (let i = 0; i < 40; i++) writeFileSync(join(root, pick(dirs), `f${i}`), `file ${i}\n`);
+      const watch = new DirWatch();
+      let prev = (await scan([root], rules, store, undefined, watch)).manifest;
+      let n = 40;
+      for (let round = 0; round < 20; round++) {
+        for (let k = 0; k < 1 + Math.floor(rand() * 5); k++) {
+          const d = pick(dirs);
+          const p = join(root, d, `f${Math.floor(rand() * n)}`);
+          try {
+            switch (Math.floor(rand() * 8)) {
+              case 0:
+                writeFileSync(join(root, d, `f${n++}`), `new ${n}\n`);
+                break;
+              case 1:
+                appendFileSync(p, 'more\n');
+                break;
+              case 2:
+                rmSync(p, { recursive: true, force: true });
+                break;
+              case 3:
+                chmodSync(p, 0o600);
+                break;
+              case 4: {
+                const nd = `${d ? `${d}/` : ''}d${n++}`;
+                mkdirSync(join(root, nd));
+                writeFileSync(join(root, nd, 'inner'), 'x');
+                dirs.push(nd);
+                break;
+              }
+              case 5: {
+                const victim = pick(dirs.filter((x) => x !== ''));
+                rmSync(join(root, victim), { recursive: true, force: true });
+                if (rand() < 0.5) writeFileSync(join(root, victim), 'now a file');
+                else mkdirSync(join(root, victim), { recursive: true });
+                break;
+              }
+              case 6:
+                rmSync(p, { recursive: true, force: true });
+                symlinkSync('/etc', p);
+                break;
+              default:
+                writeFileSync(p, `rewritten ${round}\n`);
+            }
+          } catch {
+            // the path chosen is not there (or a parent is a file now): the change simply does not happen
+          }
+        }
+        const r = await rescan(prev, rules, store, await watch.take(), watch);
+        const fullStore = new CheckpointStore(join(dir, `full${round}`));
+        const full = (await scan([root], rules, fullStore, undefined)).manifest;
+        const x = r.manifest.roots[root]!;
+        const y = full.roots[root]!;
+        const diffs = [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((k) => !sameEntry(x[k], y[k]));
+        const show = (e: Entry | undefined, st: CheckpointStore): unknown =>
+          e?.t === 'w' ? { ...e, tree: Object.keys(st.tree(e.tree).entries).sort() } : e;
+        expect(
+          diffs.map((k) => `${k}: ${JSON.stringify(show(x[k], store))} vs ${JSON.stringify(show(y[k], fullStore))}`),
+          `round ${round}`,
+        ).toEqual([]);
+        prev = r.manifest;
+      }
+      expect(watch.broken).toBe(false);
       watch.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -101,6 +101,8 @@ class Walker {
   private count = 0;
   private readonly skip: (name: string, rel: string) => boolean;
   private readonly whole: (name: string, rel: string) => boolean;
+  /** The inode of the last directory entry() saw. */
+  private lastIno = 0;
   /** The root as the kernel names it (the policy's path may go through a link the owner made). */
   private readonly realRoot: string;
 
@@ -133,6 +135,7 @@ class Walker {
   async dir(relDir: string, deep: boolean, seen?: string[]): Promise<'ok' | 'gone' | 'unreadable'> {
     const dir = relDir ? join(this.root, relDir) : this.root;
     if (deep) this.watch?.add(dir);
+    else this.watch?.renew(dir);
     let fd: number;
     let names: Dirent[];
     try {
@@ -191,7 +194,10 @@ class Walker {
         seen?.push(rel);
         const o = this.old[rel];
         if (!o || !identical(o, e)) this.set[rel] = e;
-        if (e.t === 'd' && (deep || o?.t !== 'd')) subdirs.push(rel);
+        // A directory that was there is walked again whole when another one stands at its name now (moved in,
+        // or made anew): its watch was on the one before.
+        if (e.t === 'd' && (deep || o?.t !== 'd' || (this.watch && this.watch.inode(abs) !== this.lastIno)))
+          subdirs.push(rel);
       }
     } finally {
       closeSync(fd);
@@ -395,6 +401,7 @@ class Walker {
       return { t: 'l', target };
     }
     if (st.isDirectory()) {
+      this.lastIno = st.ino;
       const mode = st.mode & 0o7777;
       if (!before || before.t !== 'd' || before.mode !== mode) this.dirty = true;
       return { t: 'd', mode };
