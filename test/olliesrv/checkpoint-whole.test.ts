@@ -428,6 +428,43 @@ describe('the whole-directory restore', () => {
   });
 });
 
+describe('whole directories and the limits', () => {
+  it('count towards max_total; a file over max_file is listed, not stored, and a rewind carries the one there over', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-whole-limits-'));
+    try {
+      const root = join(dir, 'ws');
+      mkdirSync(join(root, 'node_modules', 'p'), { recursive: true });
+      writeFileSync(join(root, 'node_modules', 'p', 'small.js'), 'small\n');
+      writeFileSync(join(root, 'node_modules', 'p', 'big.bin'), Buffer.alloc(4096, 7));
+      const store = new CheckpointStore(join(dir, 'data'));
+      await expect(
+        scan([root], { skip: [], whole: ['node_modules'], maxFile: 1 << 20, maxTotal: 1024 }, store, undefined),
+      ).rejects.toThrow(/holds more than 1024 bytes of files: not checkpointed/);
+      const rules = { skip: [], whole: ['node_modules'], maxFile: 1024 };
+      const a = (await scan([root], rules, store, undefined)).manifest;
+      const w = a.roots[root]!['node_modules']!;
+      expect(w.t === 'w' && store.tree(w.tree).entries['p/big.bin']).toMatchObject({ t: 'f', big: true, size: 4096 });
+      expect(w.t === 'w' && (store.tree(w.tree).entries['p/big.bin'] as { h?: string }).h).toBeUndefined();
+      writeFileSync(join(root, 'node_modules', 'p', 'small.js'), 'changed\n');
+      writeFileSync(join(root, 'node_modules', 'p', 'big.bin'), Buffer.alloc(5000, 8));
+      const b = (await scan([root], rules, store, a)).manifest;
+      const r = applyChanges(
+        root,
+        [{ rel: 'node_modules', entry: w }],
+        b.roots[root]!,
+        (h) => store.get(h),
+        (h) => store.tree(h),
+      );
+      expect(r.failed).toEqual([]);
+      expect(readFileSync(join(root, 'node_modules', 'p', 'small.js'), 'utf8')).toBe('small\n');
+      // Never stored, so left as it is now.
+      expect(readFileSync(join(root, 'node_modules', 'p', 'big.bin'))).toEqual(Buffer.alloc(5000, 8));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('checkpoint.whole in the policy', () => {
   const ctx = { configDir: '/c', dataDir: '/d', cwd: '/w', home: '/h', runtimeDir: '/r', tmpDir: '/t' };
   const parse = (yaml: string) => parsePolicyFile('/c/sandbox.yaml', yaml, ctx);
