@@ -83,6 +83,7 @@ describe('an agent attacking the rewind of a whole directory', () => {
     expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe(
       'T\tnode_modules/ (whole: 1 files changed, 6 bytes)\n',
     );
+    expect(await h!.c.readText(`${path}/checkpoint/2/diff`)).toContain(`Now: a link to ${outside}\n`);
     await ctl('rewind 2');
     expect(lstatSync(join(ws!, 'node_modules')).isDirectory()).toBe(true);
     expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');

@@ -473,8 +473,21 @@ export class Checkpoints {
       [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ? JSON.stringify(p) : p;
     const shown = w.list.slice(0, 20).map(([c, p]) => `  ${c} ${quote(p)}\n`);
     const more = w.list.length > 20 ? `  … and ${w.list.length - 20} more\n` : '';
+    // The other side when it is not a whole directory: what stood there, or stands there now.
+    const what = (e: Entry | undefined): string =>
+      !e || e.t === 'w'
+        ? ''
+        : e.t === 'l'
+          ? `a link to ${quote(e.target)}`
+          : e.t === 'd'
+            ? 'a directory walked file by file'
+            : 'a file';
+    const was = what(x) && `Before: ${what(x)}\n`;
+    const now = what(y) && `Now: ${what(y)}\n`;
     return (
       `--- ${x ? `a/${name}` : '/dev/null'}\n+++ ${y ? `b/${name}` : '/dev/null'}\n` +
+      was +
+      now +
       `Whole directory ${name}: ${w.list.length} files changed (${count('A')} added, ${count('M')} modified, ${count('D')} deleted, ${count('T')} type changed), ${w.bytes} bytes\n` +
       shown.join('') +
       more
