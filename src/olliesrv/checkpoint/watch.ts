@@ -43,8 +43,10 @@ export class DirWatch {
    * before the old one is closed, so no change falls between.
    */
   renew(dir: string): void {
-    if (this.broken) return;
-    if (!this.open(dir, this.max)) this.break();
+    if (this.broken || this.open(dir, this.max)) return;
+    // Gone since it was listed: its parent's reading says so; the watch of the rest stands.
+    if (inodeOf(dir) === undefined) this.removeTree(dir);
+    else this.break();
   }
 
   /** The inode `dir` had when its watch was made (undefined: not watched). */
