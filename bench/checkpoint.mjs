@@ -176,7 +176,7 @@ console.log(
 );
 
 // ---- A directory tracked as a whole (checkpoint.whole) against the same directory walked file by file ----------
-// A node_modules-like tree of --whole-files files (5,000 in 500 package directories, ~1.5 KB each) beside a few
+// A node_modules-like tree of 5,000 files (in 500 package directories, ~1.5 KB each) beside a few
 // project files, checkpointed by two services side by side: one whose policy says `whole: [node_modules]`, one
 // whose policy walks it file by file (`skip: []`, as node_modules is skipped by default). Each round's change is
 // made by this process itself (no sandboxed tool: the tree lies outside the toolsrv's workspace above), so "added
