@@ -388,6 +388,42 @@ describe('the watched walk with whole directories', () => {
   });
 });
 
+describe('a whole directory with more directories than its share of watches', () => {
+  it('is read at every checkpoint, while the rest of the roots stays watched', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-whole-partial-'));
+    try {
+      const root = join(dir, 'ws');
+      for (let p = 0; p < 12; p++) mkdirSync(join(root, 'node_modules', `p${p}`), { recursive: true });
+      writeFileSync(join(root, 'node_modules', 'p11', 'f'), 'one\n');
+      mkdirSync(join(root, 'src'));
+      writeFileSync(join(root, 'src', 'a'), 'a\n');
+      const store = new CheckpointStore(join(dir, 'data'));
+      const rules = { skip: [], whole: ['node_modules'], maxFile: 1 << 20 };
+      // 16 watches: the whole directory may take 8, it needs 13.
+      const watch = new DirWatch(16);
+      const first = await scan([root], rules, store, undefined, watch);
+      expect(watch.partial.has(join(root, 'node_modules'))).toBe(true);
+      expect(watch.broken).toBe(false);
+      // A change under it that no watch reports is still found, since it is read again each time.
+      writeFileSync(join(root, 'node_modules', 'p11', 'f'), 'two\n');
+      const r = await rescan(first.manifest, rules, store, await watch.take(), watch);
+      const full = await scan([root], rules, new CheckpointStore(join(dir, 'data2')), undefined);
+      expect(sameEntry(r.manifest.roots[root]!['node_modules'], full.manifest.roots[root]!['node_modules'])).toBe(true);
+      expect(sameEntry(r.manifest.roots[root]!['node_modules'], first.manifest.roots[root]!['node_modules'])).toBe(
+        false,
+      );
+      // The rest stays watched: a change beside it is seen from its event.
+      writeFileSync(join(root, 'src', 'a'), 'b\n');
+      const changed = await watch.take();
+      expect(changed.has(join(root, 'src'))).toBe(true);
+      expect(watch.broken).toBe(false);
+      watch.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the whole-directory restore', () => {
   it('rebuilds a directory of hundreds of directories (more than it keeps descriptors open for) and swaps it in', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ollie-whole-restore-'));
