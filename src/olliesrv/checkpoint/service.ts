@@ -778,6 +778,10 @@ export class Checkpoints {
     const objects = new Map([...this.store.allObjects()].map((o) => [o.hash, o]));
     const live = (): Set<string> => {
       const set = new Set<string>();
+      // Trees whose blobs are in `set`, and trees whose chain of bases is (kept apart from `set`, where a file
+      // whose contents happen to be a tree's text would otherwise pass for a tree already counted).
+      const rootsDone = new Set<string>();
+      const chainDone = new Set<string>();
       for (const ix of indexes) {
         for (const c of ix.list) {
           for (const h of [c.pre, c.post]) {
@@ -787,9 +791,13 @@ export class Checkpoints {
             for (const entries of Object.values(m?.roots ?? {}))
               for (const e of Object.values(entries)) {
                 if (e.t === 'f' && e.h) set.add(e.h);
-                else if (e.t === 'w' && !set.has(e.tree)) {
+                else if (e.t === 'w' && !rootsDone.has(e.tree)) {
                   // A whole directory's tree (and the trees it is a delta of) is a root for its blobs.
-                  for (const link of this.store.treeChain(e.tree)) set.add(link);
+                  rootsDone.add(e.tree);
+                  for (const link of this.store.treeChain(e.tree, chainDone)) {
+                    set.add(link);
+                    chainDone.add(link);
+                  }
                   const t = loadTree(e.tree);
                   for (const x of Object.values(t?.entries ?? {})) if (x.t === 'f' && x.h) set.add(x.h);
                 }

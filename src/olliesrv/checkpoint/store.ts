@@ -299,10 +299,13 @@ export class CheckpointStore {
     return stored;
   }
 
-  /** The stored tree objects `hash` needs: itself and its bases. */
-  treeChain(hash: string): string[] {
+  /**
+   * The stored tree objects `hash` needs: itself and its bases, down to the first one `known` holds (gc walks many
+   * trees sharing bases: each stored object is read once).
+   */
+  treeChain(hash: string, known?: ReadonlySet<string>): string[] {
     const out: string[] = [];
-    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1;) {
+    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1 && !known?.has(h);) {
       out.push(h);
       let stored: StoredTree;
       try {
