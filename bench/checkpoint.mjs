@@ -151,3 +151,108 @@ console.log(
   `added to a round changing 10 files: ${ten.added.toFixed(1)} ms = ${((100 * ten.added) / ten.tool).toFixed(0)} % of its tool call alone (${ten.tool.toFixed(1)} ms); ` +
     `5 % of a round holds when the whole round (model reply included) takes ≥ ${(ten.added / 0.05 / 1000).toFixed(2)} s`,
 );
+
+// ---- A directory tracked as a whole (checkpoint.whole) against the same directory walked file by file ----------
+// A node_modules-like tree of 5,000 files (in 500 package directories, ~1.5 KB each) beside a few
+// project files, checkpointed by two services side by side: one whose policy says `whole: [node_modules]`, one
+// whose policy walks it file by file (`skip: []`, as node_modules is skipped by default). Each round's change is
+// made by this process itself (no sandboxed tool: the tree lies outside the toolsrv's workspace above), so "added
+// ms" is the round's time less the writes. Rows "(walked)": the same without watching the directories.
+async function wholeScenario() {
+  const { readFileSync } = await import('node:fs');
+  const WHOLE_FILES = 5000;
+  const base = mkdtempSync(join(tmpdir(), 'bench-checkpoint-whole-'));
+  const ws2 = join(base, 'ws');
+  const nmNames = [];
+  for (let p = 0; p < WHOLE_FILES / 10; p++) {
+    mkdirSync(join(ws2, 'node_modules', `pkg${p}`, 'lib'), { recursive: true });
+    for (let f = 0; f < 10; f++) {
+      const rel = `node_modules/pkg${p}/${f < 5 ? 'lib/' : ''}f${f}.js`;
+      writeFileSync(join(ws2, rel), randomBytes(750).toString('hex'));
+      nmNames.push(rel);
+    }
+  }
+  for (let i = 0; i < 20; i++) writeFileSync(join(ws2, `src${i}.ts`), `export const x${i} = ${i};\n`);
+  const policy = readFileSync(join(root, 'data', 'sandbox.yaml'), 'utf8');
+  const service = (name, section, watch) => {
+    const configDir = join(base, `config-${name}`);
+    mkdirSync(configDir, { recursive: true });
+    writeFileSync(join(configDir, 'sandbox.yaml'), `${policy}\ncheckpoint:\n${section}\n`);
+    return {
+      svc: new Checkpoints({
+        configDir,
+        dataDir: join(base, `data-${name}`),
+        runtimeDir: join(base, `run-${name}`),
+        store: {},
+        log: () => undefined,
+        ...(watch === false && { watch: false }),
+      }),
+      who: { ...agent, id: `bench-${name}`, sessionId: 'bench-whole', cfg: { cwd: ws2 } },
+    };
+  };
+  let v = 0;
+  const change = (k) => {
+    v++;
+    for (const n of nmNames.slice(0, k)) writeFileSync(join(ws2, n), `// v${v}\n${'x'.repeat(1400)}\n`);
+  };
+  const oneRound = async ({ svc, who }, k) => {
+    let tool = 0;
+    const t = process.hrtime.bigint();
+    await svc.round(who, calls, tools, async () => {
+      const s = process.hrtime.bigint();
+      change(k);
+      tool = ms(s);
+    });
+    const list = svc.list(who);
+    return { added: ms(t) - tool, bytes: list[list.length - 1].bytes };
+  };
+  const out = [];
+  try {
+    const modes = {
+      whole: '  whole: [node_modules]',
+      'file by file': '  skip: []',
+    };
+    for (const watched of [true, false]) {
+      for (const [mode, section] of Object.entries(modes)) {
+        const s = service(`${mode.replace(/ /g, '-')}-${watched}`, section, watched);
+        const t0 = process.hrtime.bigint();
+        const first = await oneRound(s, 0);
+        const suffix = watched ? '' : ' (walked)';
+        if (watched) out.push({ mode, name: 'first (cold)', added: ms(t0), bytes: first.bytes });
+        for (const k of [0, 100]) {
+          const xs = [];
+          for (let i = 0; i < N; i++) xs.push(await oneRound(s, k));
+          out.push({
+            mode,
+            name: `${k} changed${suffix}`,
+            added: median(xs.map((x) => x.added)),
+            bytes: median(xs.map((x) => x.bytes)),
+          });
+        }
+        if (watched) {
+          // Back to before the last round: 100 files of node_modules (the whole directory, rebuilt and swapped in).
+          const last = s.svc.list(s.who).at(-1).id;
+          const t = process.hrtime.bigint();
+          await s.svc.rewind(s.who, `${last} force`);
+          out.push({ mode, name: 'rewind 100', added: ms(t), bytes: s.svc.list(s.who).at(-1).bytes });
+        }
+      }
+    }
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+  console.log(
+    `\nnode_modules-like tree of ${WHOLE_FILES} files (~${((WHOLE_FILES * 1500) / 1024 / 1024).toFixed(0)} MB) beside 20 files: tracked as a whole vs file by file (median of ${N} rounds), load ${loadavg()[0].toFixed(2)}`,
+  );
+  console.log(
+    `${'round'.padEnd(20)} ${'whole ms'.padStart(10)} ${'whole bytes'.padStart(12)} ${'files ms'.padStart(10)} ${'files bytes'.padStart(12)}`,
+  );
+  for (const name of [...new Set(out.map((r) => r.name))]) {
+    const w = out.find((r) => r.name === name && r.mode === 'whole');
+    const f = out.find((r) => r.name === name && r.mode === 'file by file');
+    console.log(
+      `${name.padEnd(20)} ${w.added.toFixed(1).padStart(10)} ${String(w.bytes).padStart(12)} ${f.added.toFixed(1).padStart(10)} ${String(f.bytes).padStart(12)}`,
+    );
+  }
+}
+await wholeScenario();

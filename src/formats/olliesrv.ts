@@ -444,7 +444,7 @@ export const HOOK_RUNS = new Records('hooks', [
 const checkpointHead = [f('id'), int('turn'), f('time', 'ISO 8601', { type: 'time' })];
 export const CHECKPOINT_IDX = new Records('checkpoint/idx', [
   ...checkpointHead,
-  int('changed', 'files its round changed'),
+  int('changed', 'files its round changed (under a directory tracked as a whole: each file changed in it)'),
   int('bytes', 'bytes it added to the store'),
 ]);
 export const CHECKPOINT_INFO = new KeyValues('checkpoint info', [
@@ -459,6 +459,9 @@ export const CHECKPOINT_INFO = new KeyValues('checkpoint info', [
 ]);
 export const CHECKPOINT_FILES = new Records('checkpoint files', [
   f('change', 'A added, D deleted, M modified, T type changed'),
-  f('path', 'relative to the working directory when inside it'),
+  f(
+    'path',
+    'relative to the working directory when inside it; a directory tracked as a whole is one line: "DIR/ (whole: N files changed, M bytes)"',
+  ),
 ]);
 export const REVIEWED = new Lines('paths marked reviewed; write PATH or +PATH to mark, -PATH to unmark');

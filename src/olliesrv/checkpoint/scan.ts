@@ -21,12 +21,14 @@ import {
   type Dirent,
 } from 'node:fs';
 import { join } from 'node:path';
-import type { CheckpointStore, Entry, FileEntry, Manifest } from './store.js';
+import type { CheckpointStore, Entry, FileEntry, Manifest, Tree, TreeEntry, WholeEntry } from './store.js';
 import { identical, sha256 } from './store.js';
 import type { DirWatch } from './watch.js';
 
 export interface ScanRules {
   skip: string[];
+  /** Directories tracked as a whole (same matching as skip; a name in both is tracked as a whole). */
+  whole?: string[];
   maxFile: number;
   /** Refuse to checkpoint a root with more entries than this. */
   maxEntries?: number;
@@ -60,6 +62,12 @@ export const isProtectedName = (name: string): boolean => name === '.git' || nam
 
 /** A matcher for the skip rules: plain names match at any depth; a rule with / or * matches the relative path. */
 export function skipMatcher(rules: string[]): (name: string, rel: string) => boolean {
+  const m = pathMatcher(rules);
+  return (name, rel) => isProtectedName(name) || m(name, rel);
+}
+
+/** Names, relative paths and globs (`*` within a component, `**` across): the matching of skip and whole. */
+export function pathMatcher(rules: string[]): (name: string, rel: string) => boolean {
   const names = new Set(rules.filter((r) => !r.includes('/') && !r.includes('*')));
   const globs = rules
     .filter((r) => r.includes('/') || r.includes('*'))
@@ -77,7 +85,7 @@ export function skipMatcher(rules: string[]): (name: string, rel: string) => boo
       // A rule without a slash (a glob on a name) matches at any depth.
       return new RegExp(r.includes('/') ? `^${body}$` : `(^|/)${body}$`);
     });
-  return (name, rel) => isProtectedName(name) || names.has(name) || globs.some((g) => g.test(rel));
+  return (name, rel) => names.has(name) || globs.some((g) => g.test(rel));
 }
 
 /** Walks directories into a root's entry map, reusing the hashes of unchanged files from the previous map. */
@@ -92,6 +100,9 @@ class Walker {
   readonly set: Record<string, Entry> = {};
   private count = 0;
   private readonly skip: (name: string, rel: string) => boolean;
+  private readonly whole: (name: string, rel: string) => boolean;
+  /** The inode of the last directory entry() saw. */
+  private lastIno = 0;
   /** The root as the kernel names it (the policy's path may go through a link the owner made). */
   private readonly realRoot: string;
 
@@ -104,8 +115,11 @@ class Walker {
     private readonly oldAt: number | undefined,
     readonly out: Record<string, Entry>,
     private readonly watch: DirWatch | undefined,
+    /** From rescan: the directories the watch reported (absolute), to tell which whole directories changed. */
+    private readonly changedDirs?: ReadonlySet<string>,
   ) {
     this.skip = skipMatcher(rules.skip);
+    this.whole = pathMatcher(rules.whole ?? []);
     try {
       this.realRoot = realpathSync.native(root);
     } catch {
@@ -121,6 +135,7 @@ class Walker {
   async dir(relDir: string, deep: boolean, seen?: string[]): Promise<'ok' | 'gone' | 'unreadable'> {
     const dir = relDir ? join(this.root, relDir) : this.root;
     if (deep) this.watch?.add(dir);
+    else this.watch?.renew(dir);
     let fd: number;
     let names: Dirent[];
     try {
@@ -160,7 +175,8 @@ class Walker {
           this.lastYield = performance.now();
         }
         const rel = relDir ? `${relDir}/${d.name}` : d.name;
-        if (this.skip(d.name, rel)) continue;
+        const whole = !isProtectedName(d.name) && this.whole(d.name, rel);
+        if (!whole && this.skip(d.name, rel)) continue;
         const abs = join(dir, d.name);
         if (this.rules.exclude?.has(abs)) continue;
         if (!(rel in this.out) && ++this.count > limit) {
@@ -168,13 +184,20 @@ class Walker {
             `${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`,
           );
         }
-        const e = this.entry(`${at}/${d.name}`, rel);
+        let e: Entry | undefined;
+        if (whole) {
+          const w = await this.wholeDir(`${at}/${d.name}`, rel, deep);
+          e = w === 'other' ? this.entry(`${at}/${d.name}`, rel) : w;
+        } else e = this.entry(`${at}/${d.name}`, rel);
         if (!e) continue;
         this.out[rel] = e;
         seen?.push(rel);
         const o = this.old[rel];
         if (!o || !identical(o, e)) this.set[rel] = e;
-        if (e.t === 'd' && (deep || o?.t !== 'd')) subdirs.push(rel);
+        // A directory that was there is walked again whole when another one stands at its name now (moved in,
+        // or made anew): its watch was on the one before.
+        if (e.t === 'd' && (deep || o?.t !== 'd' || (this.watch && this.watch.inode(abs) !== this.lastIno)))
+          subdirs.push(rel);
       }
     } finally {
       closeSync(fd);
@@ -184,14 +207,258 @@ class Walker {
     return 'ok';
   }
 
-  private entry(abs: string, rel: string): Entry | undefined {
+  /**
+   * A directory tracked as a whole: one entry. Unless the watch vouches that nothing under it changed (it is the
+   * same directory, every directory under it watched, no event from any), everything under it is listed and
+   * `lstat`ed through descriptors as the walk does (never through a link); files are hashed only when their stat
+   * differs from its previous tree's (or is racily clean), so an unchanged directory reads no contents and
+   * stores nothing. 'other': not a directory (any more): recorded as what it is.
+   */
+  private async wholeDir(abs: string, rel: string, deep: boolean): Promise<WholeEntry | 'other' | undefined> {
+    let st;
+    try {
+      st = lstatSync(abs);
+    } catch {
+      return undefined;
+    }
+    if (!st.isDirectory()) return 'other';
+    const absDir = join(this.root, rel);
+    const old = this.old[rel]?.t === 'w' ? (this.old[rel] as WholeEntry) : undefined;
+    const mode = st.mode & 0o7777;
+    if (
+      !deep &&
+      old &&
+      this.watch &&
+      !this.watch.broken &&
+      !this.watch.partial.has(absDir) &&
+      old.ino === st.ino &&
+      old.mode === mode &&
+      ![...(this.changedDirs ?? [])].some((d) => d === absDir || d.startsWith(`${absDir}/`))
+    ) {
+      return old;
+    }
+    let prevTree: Tree | undefined;
+    try {
+      prevTree = old ? this.store.tree(old.tree) : undefined;
+    } catch {
+      prevTree = undefined; // a lost tree object: every file is read again
+    }
+    const startedAt = Date.now();
+    let entries: Record<string, TreeEntry> = {};
+    let kept: string[] = [];
+    const wasDirty = this.dirty;
+    let watched = !!this.watch && !this.watch.broken;
+    const limit = this.rules.maxEntries ?? MAX_ENTRIES;
+    /**
+     * Lists directory `sub` of it into `entries` and `kept`, and walks its subdirectories: all of them, or with
+     * `known`, only those not in the previous tree or standing on another inode than the watch was made on (the
+     * others, watched all along with nothing reported, keep their previous entries).
+     */
+    const walk = async (sub: string, known = false): Promise<'ok' | 'gone' | 'unreadable'> => {
+      const relDir = sub ? `${rel}/${sub}` : rel;
+      const dirAbs = join(this.root, relDir);
+      if (watched && !this.watch!.addInWhole(dirAbs)) watched = false;
+      let fd: number;
+      try {
+        fd = openDir(dirAbs, join(this.realRoot, relDir));
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') return 'unreadable';
+        if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP' && code !== 'EXDEV') throw e;
+        return 'gone';
+      }
+      const subdirs: string[] = [];
+      try {
+        const at = `/proc/self/fd/${fd}`;
+        let names: Dirent[];
+        try {
+          names = readdirSync(at, { withFileTypes: true });
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+          throw e;
+        }
+        for (const d of names) {
+          if (performance.now() - this.lastYield > 20) {
+            await new Promise((r) => setImmediate(r));
+            this.lastYield = performance.now();
+          }
+          const inner = sub ? `${sub}/${d.name}` : d.name;
+          const full = `${rel}/${inner}`;
+          // A rewind's own leftovers are neither held nor kept; .git, skipped names and denied paths are not
+          // held, and a rewind of the directory moves them over as they are.
+          if (d.name.startsWith('.ollie-rewind-')) continue;
+          if (isProtectedName(d.name) || this.skip(d.name, full) || this.rules.exclude?.has(join(dirAbs, d.name))) {
+            kept.push(inner);
+            continue;
+          }
+          if (++this.count > limit) {
+            throw new Error(
+              `${this.root} holds more than ${limit} entries: not checkpointed (add its large directories to checkpoint.skip in sandbox.yaml)`,
+            );
+          }
+          const e = this.entry(`${at}/${d.name}`, full, prevTree?.entries[inner], old?.at);
+          if (!e || e.t === 'w') continue;
+          entries[inner] = e;
+          if (
+            e.t === 'd' &&
+            (!known || prevTree?.entries[inner]?.t !== 'd' || this.watch?.inode(join(dirAbs, d.name)) !== this.lastIno)
+          )
+            subdirs.push(inner);
+        }
+      } finally {
+        closeSync(fd);
+      }
+      for (const s of subdirs) {
+        // Walked whole: whatever the previous tree held below it goes first.
+        if (known) dropBelow(s);
+        const r = await walk(s);
+        // Gone or swapped for a link since it was listed: left out, as the walk leaves it out.
+        if (r !== 'ok') delete entries[s];
+        // One the daemon cannot read (a tool made it 000) is not held but kept: a rewind of the directory moves
+        // it over as it is, rather than dropping files it never saw.
+        if (r === 'unreadable') kept.push(s);
+      }
+      return 'ok';
+    };
+    /** Removes what the entries and kept paths hold below `k`, and its watches. */
+    const dropBelow = (k: string): void => {
+      const prefix = `${k}/`;
+      for (const x of Object.keys(entries)) if (x.startsWith(prefix)) delete entries[x];
+      kept = kept.filter((x) => !x.startsWith(prefix));
+      this.watch?.removeTree(join(absDir, k));
+    };
+    // The directories under it the watch reported, shallowest first ('' is itself).
+    const reported = [...(this.changedDirs ?? [])]
+      .filter((d) => d === absDir || d.startsWith(`${absDir}/`))
+      .map((d) => (d === absDir ? '' : d.slice(absDir.length + 1)))
+      .sort((a, b) => a.split('/').length - b.split('/').length);
+    let there: 'ok' | 'gone' | 'unreadable' = 'ok';
+    // Watched all along, the same directory, and told which directories under it changed: only those are read
+    // again (a build rewriting 100 files of 5,000 lists their directories, not the 5,000). Otherwise: all of it.
+    const incremental =
+      !deep &&
+      !!old &&
+      !!prevTree &&
+      watched &&
+      !this.watch!.partial.has(absDir) &&
+      old.ino === st.ino &&
+      this.watch!.inode(absDir) === st.ino &&
+      reported.length > 0;
+    if (incremental) {
+      entries = { ...prevTree!.entries };
+      kept = [...(prevTree!.kept ?? [])];
+      const children = new Map<string, string[]>();
+      for (const k of [...Object.keys(entries), ...kept]) {
+        const slash = k.lastIndexOf('/');
+        const parent = slash < 0 ? '' : k.slice(0, slash);
+        (children.get(parent) ?? children.set(parent, []).get(parent)!).push(k);
+      }
+      for (const sub of reported) {
+        // Gone, no longer a directory, or dropped with its parent: the parent's reading said what it became.
+        if (sub !== '' && entries[sub]?.t !== 'd') continue;
+        const before = children.get(sub) ?? [];
+        const keptBefore = new Set(kept);
+        for (const k of before) delete entries[k];
+        kept = kept.filter((k) => !before.includes(k));
+        const r = await walk(sub, true);
+        if (r !== 'ok') {
+          // It went (or became unreadable) between the event and now: read all of it, as without the watch.
+          there = 'gone';
+          break;
+        }
+        for (const k of before) {
+          const was = prevTree!.entries[k];
+          const wasDir = was?.t === 'd' || (keptBefore.has(k) && !was);
+          // A directory that went, or is something else now, takes what was below it along.
+          if (wasDir && entries[k]?.t !== 'd') dropBelow(k);
+        }
+      }
+    }
+    if (!incremental || there !== 'ok') {
+      entries = {};
+      kept = [];
+      there = await walk('');
+    }
+    this.dirty = wasDirty;
+    if (this.watch && !this.watch.broken) {
+      if (watched) this.watch.partial.delete(absDir);
+      else {
+        this.watch.removeTree(absDir);
+        this.watch.partial.add(absDir);
+      }
+    }
+    // Unreadable itself: kept as it was (its files may still be there), or, never read, left out (a rewind then
+    // refuses to replace it).
+    if (there === 'unreadable') return old;
+    if (there === 'gone') return undefined;
+    const keys = Object.keys(entries).sort();
+    const fp = sha256(
+      keys
+        .map((k) => {
+          const e = entries[k]!;
+          if (e.t === 'l') return `${k}\0l\0${e.target}`;
+          if (e.t === 'd') return `${k}\0d\0${e.mode}`;
+          return `${k}\0f\0${e.mode}\0${e.size}\0${e.mtime}\0${e.ctime}\0${e.ino}`;
+        })
+        .join('\n'),
+    );
+    const sorted: Record<string, TreeEntry> = {};
+    let files = 0;
+    let size = 0;
+    for (const k of keys) {
+      const e = entries[k]!;
+      sorted[k] = e;
+      if (e.t === 'f') {
+        files++;
+        size += e.size;
+      }
+    }
+    kept.sort();
+    // The same metadata and the same contents (a racily clean file read again gave its old hash): the entry
+    // stands, and nothing is stored.
+    if (
+      old &&
+      prevTree &&
+      old.fp === fp &&
+      old.mode === mode &&
+      old.ino === st.ino &&
+      keys.every((k) => {
+        const e = entries[k]!;
+        const p = prevTree.entries[k];
+        return e.t !== 'f' || (p?.t === 'f' && p.h === e.h);
+      }) &&
+      (prevTree.kept ?? []).join('\0') === kept.join('\0')
+    )
+      return old;
+    const tree: Tree = kept.length ? { entries: sorted, kept } : { entries: sorted };
+    const put = this.store.putTree(tree, old && prevTree ? old.tree : undefined);
+    this.bytes += put.bytes;
+    const sum = sha256(
+      keys
+        .map((k) => {
+          const e = entries[k]!;
+          if (e.t === 'l') return `${k}\0l\0${e.target}`;
+          if (e.t === 'd') return `${k}\0d\0${e.mode}`;
+          return e.big ? `${k}\0big\0${e.size}\0${e.mtime}` : `${k}\0f\0${e.mode}\0${e.h}`;
+        })
+        .join('\n'),
+    );
+    this.dirty = true;
+    return { t: 'w', mode, ino: st.ino, fp, tree: put.hash, sum, files, size, at: startedAt };
+  }
+
+  private entry(
+    abs: string,
+    rel: string,
+    before: Entry | undefined = this.old[rel],
+    oldAt: number | undefined = this.oldAt,
+  ): Entry | undefined {
     let st;
     try {
       st = lstatSync(abs);
     } catch {
       return undefined; // gone since the listing
     }
-    const before = this.old[rel];
     if (st.isSymbolicLink()) {
       let target: string;
       try {
@@ -203,6 +470,7 @@ class Walker {
       return { t: 'l', target };
     }
     if (st.isDirectory()) {
+      this.lastIno = st.ino;
       const mode = st.mode & 0o7777;
       if (!before || before.t !== 'd' || before.mode !== mode) this.dirty = true;
       return { t: 'd', mode };
@@ -226,7 +494,7 @@ class Walker {
       );
     }
     const p = before?.t === 'f' ? before : undefined;
-    const at = this.oldAt;
+    const at = oldAt;
     if (
       p &&
       at !== undefined &&
@@ -308,10 +576,24 @@ export async function rescan(
   let bytes = 0;
   let hashed = 0;
   for (const [root, old] of Object.entries(prev.roots)) {
-    const mine = [...changed]
+    const rels = [...changed, ...watch.partial]
       .filter((d) => d === root || d.startsWith(`${root}/`))
-      .map((d) => (d === root ? '' : d.slice(root.length + 1)))
-      .sort((a, b) => a.split('/').length - b.split('/').length);
+      .map((d) => (d === root ? '' : d.slice(root.length + 1)));
+    // A change under a directory tracked as a whole (or one not all watched) is read by reading its parent
+    // again, where the walk takes the whole directory as one entry.
+    const mineSet = new Set<string>();
+    for (const r of rels) {
+      const parts = r ? r.split('/') : [];
+      let whole = -1;
+      for (let i = 1; i <= parts.length; i++) {
+        if (old[parts.slice(0, i).join('/')]?.t === 'w') {
+          whole = i;
+          break;
+        }
+      }
+      mineSet.add(whole < 0 ? r : parts.slice(0, whole - 1).join('/'));
+    }
+    const mine = [...mineSet].sort((a, b) => a.split('/').length - b.split('/').length);
     if (!mine.length) {
       manifest.roots[root] = old;
       continue;
@@ -325,7 +607,7 @@ export async function rescan(
       if (wanted.has(parent)) (children.get(parent) ?? children.set(parent, []).get(parent)!).push(k);
     }
     const out: Record<string, Entry> = { ...old };
-    const w = new Walker(root, rules, store, old, prev.at, out, watch);
+    const w = new Walker(root, rules, store, old, prev.at, out, watch, changed);
     const gone: string[] = [];
     for (const relDir of mine) {
       // Gone, or no longer a directory, or skipped: its parent's change says what it became.
@@ -341,7 +623,7 @@ export async function rescan(
         const e = old[k]!;
         if (now.has(k)) {
           // A directory that became something else loses its subtree.
-          if (e.t === 'd' && out[k]!.t !== 'd') gone.push(...dropTree(out, k, root, watch));
+          if ((e.t === 'd' || e.t === 'w') && out[k]!.t !== e.t) gone.push(...dropTree(out, k, root, watch));
           continue;
         }
         // A directory the daemon cannot read (a tool made it 000) is kept as it was, not taken for empty.
@@ -349,7 +631,7 @@ export async function rescan(
         else {
           w.dirty = true;
           gone.push(k);
-          if (e.t === 'd') gone.push(...dropTree(out, k, root, watch));
+          if (e.t === 'd' || e.t === 'w') gone.push(...dropTree(out, k, root, watch));
         }
       }
     }
@@ -376,6 +658,7 @@ function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: 
     removed.push(k);
   }
   watch.removeTree(join(root, rel));
+  watch.partial.delete(join(root, rel));
   return removed;
 }
 
@@ -457,6 +740,7 @@ export function sameEntry(a: Entry | undefined, b: Entry | undefined): boolean {
   if (a.t !== b.t) return false;
   if (a.t === 'l') return a.target === (b as typeof a).target;
   if (a.t === 'd') return a.mode === (b as typeof a).mode;
+  if (a.t === 'w') return a.sum === (b as WholeEntry).sum && a.mode === (b as WholeEntry).mode;
   const f = b as FileEntry;
   if (a.big || f.big) return !!a.big && !!f.big && a.size === f.size && a.mtime === f.mtime;
   return a.h === f.h && a.mode === f.mode;

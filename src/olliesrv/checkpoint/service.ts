@@ -30,9 +30,10 @@ import type { ToolInfo } from '../../toolsrv/protocol.js';
 import type { AgentStore } from '../store/agents.js';
 import type { Agent } from '../agent/agent.js';
 import { applyChanges, type Change } from './restore.js';
+import { wholeChanges, type WholeChanges } from './whole.js';
 import { changes, rescan, scan, sameEntry, type ManifestDelta } from './scan.js';
 import { DirWatch } from './watch.js';
-import { CheckpointStore, type Checkpoint, type Entry, type Manifest } from './store.js';
+import { CheckpointStore, type Checkpoint, type Entry, type Manifest, type Tree } from './store.js';
 
 export interface CheckpointOptions {
   configDir: string;
@@ -159,11 +160,15 @@ export class Checkpoints {
    * control character, a quote or a backslash is quoted as a JSON string (as git quotes such names): the agent
    * names its files, and a newline or tab in a name would otherwise forge lines of files, diff and a rewind's reply.
    */
-  private display(a: AgentLike, root: string, rel: string): string {
+  private display(a: AgentLike, root: string, rel: string, suffix = ''): string {
     const abs = join(root, rel);
     const r = relative(canonical(a.cfg.cwd), abs);
-    const p = r && !r.startsWith('..') && !r.startsWith('/') ? r : abs;
-    return [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ? JSON.stringify(p) : p;
+    const p = (r && !r.startsWith('..') && !r.startsWith('/') ? r : abs) + suffix;
+    // A file named " (whole: …" would read as a directory tracked as a whole in `files`: quoted too.
+    return [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ||
+      (!suffix && p.includes(' (whole: '))
+      ? JSON.stringify(p)
+      : p;
   }
 
   // ---- taking checkpoints --------------------------------------------------------------------------------
@@ -196,12 +201,19 @@ export class Checkpoints {
     const s = this.state(a);
     s.used = Date.now();
     const prev = this.lastManifest(a, list);
-    const scanRules = { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude };
-    const key = `${roots.join('\0')}|${rules.skip.join('\0')}|${rules.maxFile}|${rules.maxTotal}`;
+    const scanRules = {
+      skip: rules.skip,
+      whole: rules.whole,
+      maxFile: rules.maxFile,
+      maxTotal: rules.maxTotal,
+      exclude,
+    };
+    const key = `${roots.join('\0')}|${rules.skip.join('\0')}|${rules.whole.join('\0')}|${rules.maxFile}|${rules.maxTotal}`;
     let r;
     if (prev && s.last === prev && s.watch && !s.watch.broken && s.watched === key) {
       const changed = await s.watch.take();
-      if (!changed.size) return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
+      // Whole directories not all watched are read at every checkpoint (their stat only, unless they changed).
+      if (!changed.size && !s.watch.partial.size) return { hash: prev.hash, manifest: prev.manifest, bytes: 0 };
       r = await rescan(prev.manifest, scanRules, this.store, changed, s.watch);
     } else {
       s.watch?.close();
@@ -215,7 +227,7 @@ export class Checkpoints {
     }
     const m = this.store.putManifest(r.manifest, prev, r.delta);
     this.state(a).last = { hash: m.hash, manifest: r.manifest };
-    const changedFiles = r.delta && prev ? countDelta(prev.manifest, r.delta) : undefined;
+    const changedFiles = r.delta && prev ? countDelta(prev.manifest, r.delta, this.wholeCount) : undefined;
     return {
       hash: m.hash,
       manifest: r.manifest,
@@ -311,7 +323,7 @@ export class Checkpoints {
         ? 0
         : snap.base === rec.pre && snap.changedFiles !== undefined
           ? snap.changedFiles
-          : countFiles(changes(this.store.manifest(rec.pre), snap.manifest));
+          : countFiles(changes(this.store.manifest(rec.pre), snap.manifest), this.wholeCount);
     this.store.writeIndex(a.sessionId, a.id, list);
     this.maybeSweep();
   }
@@ -385,7 +397,7 @@ export class Checkpoints {
         );
       const r = await scan(
         Object.keys(pre.roots),
-        { skip: rules.skip, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude },
+        { skip: rules.skip, whole: rules.whole, maxFile: rules.maxFile, maxTotal: rules.maxTotal, exclude },
         this.store,
         pre,
       );
@@ -399,7 +411,10 @@ export class Checkpoints {
     return CHECKPOINT_FILES.format(
       (await this.roundChanges(a, this.get(a, id))).filter(isFileChange).map(([root, rel, x, y]) => ({
         change: !x ? 'A' : !y ? 'D' : x.t !== y.t ? 'T' : 'M',
-        path: this.display(a, root, rel),
+        path:
+          x?.t === 'w' || y?.t === 'w'
+            ? `${this.display(a, root, rel, '/')} (whole: ${this.whole(x, y).list.length} files changed, ${this.whole(x, y).bytes} bytes)`
+            : this.display(a, root, rel),
       })),
     );
   }
@@ -418,6 +433,10 @@ export class Checkpoints {
     let out = '';
     for (const [root, rel, x, y] of await this.roundChanges(a, this.get(a, id))) {
       if ((!x || x.t === 'd') && (!y || y.t === 'd')) continue;
+      if (x?.t === 'w' || y?.t === 'w') {
+        out += this.wholeDiff(this.display(a, root, rel, '/'), x, y);
+        continue;
+      }
       const name = this.display(a, root, rel);
       const before = text(x);
       const after = text(y);
@@ -433,6 +452,46 @@ export class Checkpoints {
           : '');
     }
     return out;
+  }
+
+  /** What changed under a directory tracked as a whole (either side may be something else, or nothing). */
+  private whole(x: Entry | undefined, y: Entry | undefined): WholeChanges {
+    return wholeChanges(this.store, x, y);
+  }
+
+  /** Files changed under a whole directory, for idx's count. */
+  private readonly wholeCount = (x: Entry | undefined, y: Entry | undefined): number => this.whole(x, y).list.length;
+
+  /**
+   * A whole directory's part of the diff: one summary instead of a hunk per file (a build that rewrites a
+   * thousand files of node_modules is one change to review), and the first paths it changed.
+   */
+  private wholeDiff(name: string, x: Entry | undefined, y: Entry | undefined): string {
+    const w = this.whole(x, y);
+    const count = (c: string): number => w.list.filter(([k]) => k === c).length;
+    const quote = (p: string): string =>
+      [...p].some((ch) => ch < ' ' || ch === '\x7f' || ch === '"' || ch === '\\') ? JSON.stringify(p) : p;
+    const shown = w.list.slice(0, 20).map(([c, p]) => `  ${c} ${quote(p)}\n`);
+    const more = w.list.length > 20 ? `  … and ${w.list.length - 20} more\n` : '';
+    // The other side when it is not a whole directory: what stood there, or stands there now.
+    const what = (e: Entry | undefined): string =>
+      !e || e.t === 'w'
+        ? ''
+        : e.t === 'l'
+          ? `a link to ${quote(e.target)}`
+          : e.t === 'd'
+            ? 'a directory walked file by file'
+            : 'a file';
+    const was = what(x) && `Before: ${what(x)}\n`;
+    const now = what(y) && `Now: ${what(y)}\n`;
+    return (
+      `--- ${x ? `a/${name}` : '/dev/null'}\n+++ ${y ? `b/${name}` : '/dev/null'}\n` +
+      was +
+      now +
+      `Whole directory ${name}: ${w.list.length} files changed (${count('A')} added, ${count('M')} modified, ${count('D')} deleted, ${count('T')} type changed), ${w.bytes} bytes\n` +
+      shown.join('') +
+      more
+    );
   }
 
   reviewed(a: AgentLike, id: string): string {
@@ -529,7 +588,8 @@ export class Checkpoints {
           continue;
         }
         if (outside.has(key(root, rel))) {
-          conflicts.push(this.display(a, root, rel));
+          // A directory tracked as a whole is one conflict: someone changed something under it.
+          conflicts.push(this.display(a, root, rel, we?.t === 'w' || cur[rel]?.t === 'w' ? '/' : ''));
           if (onConflict !== 'force') continue;
         }
         list2.push({ rel, entry: we });
@@ -564,15 +624,24 @@ export class Checkpoints {
     const failed: string[] = [];
     for (const [root, cs] of perRoot) {
       if (!cs.length) continue;
-      const r = applyChanges(root, cs, now.manifest.roots[root] ?? {}, (h) => this.store.get(h));
-      written.push(...r.written.map((p) => this.display(a, root, p)));
-      removed.push(...r.removed.map((p) => this.display(a, root, p)));
+      const cur = now.manifest.roots[root] ?? {};
+      const wanted = want.roots[root] ?? {};
+      const r = applyChanges(
+        root,
+        cs,
+        cur,
+        (h) => this.store.get(h),
+        (h) => this.store.tree(h),
+      );
+      const slash = (p: string, e: Entry | undefined): string => (e?.t === 'w' ? '/' : '');
+      written.push(...r.written.map((p) => this.display(a, root, p, slash(p, wanted[p]))));
+      removed.push(...r.removed.map((p) => this.display(a, root, p, slash(p, cur[p]))));
       failed.push(...r.failed);
     }
     const after = await this.snapshot(a, list);
     rec.post = after.hash;
     rec.bytes += after.bytes;
-    rec.changed = countFiles(changes(now.manifest, after.manifest));
+    rec.changed = countFiles(changes(now.manifest, after.manifest), this.wholeCount);
 
     let conversation = '';
     if (scope === 'all') {
@@ -695,9 +764,24 @@ export class Checkpoints {
       }
       return manifests.get(h);
     };
+    const trees = new Map<string, Tree | undefined>();
+    const loadTree = (h: string): Tree | undefined => {
+      if (!trees.has(h)) {
+        try {
+          trees.set(h, this.store.tree(h));
+        } catch {
+          trees.set(h, undefined);
+        }
+      }
+      return trees.get(h);
+    };
     const objects = new Map([...this.store.allObjects()].map((o) => [o.hash, o]));
     const live = (): Set<string> => {
       const set = new Set<string>();
+      // Trees whose blobs are in `set`, and trees whose chain of bases is (kept apart from `set`, where a file
+      // whose contents happen to be a tree's text would otherwise pass for a tree already counted).
+      const rootsDone = new Set<string>();
+      const chainDone = new Set<string>();
       for (const ix of indexes) {
         for (const c of ix.list) {
           for (const h of [c.pre, c.post]) {
@@ -705,7 +789,19 @@ export class Checkpoints {
             for (const link of this.store.chain(h)) set.add(link);
             const m = load(h);
             for (const entries of Object.values(m?.roots ?? {}))
-              for (const e of Object.values(entries)) if (e.t === 'f' && e.h) set.add(e.h);
+              for (const e of Object.values(entries)) {
+                if (e.t === 'f' && e.h) set.add(e.h);
+                else if (e.t === 'w' && !rootsDone.has(e.tree)) {
+                  // A whole directory's tree (and the trees it is a delta of) is a root for its blobs.
+                  rootsDone.add(e.tree);
+                  for (const link of this.store.treeChain(e.tree, chainDone)) {
+                    set.add(link);
+                    chainDone.add(link);
+                  }
+                  const t = loadTree(e.tree);
+                  for (const x of Object.values(t?.entries ?? {})) if (x.t === 'f' && x.h) set.add(x.h);
+                }
+              }
           }
         }
       }
@@ -753,19 +849,31 @@ export class Checkpoints {
 const isFileChange = ([, , x, y]: [string, string, Entry | undefined, Entry | undefined]): boolean =>
   (!!x && x.t !== 'd') || (!!y && y.t !== 'd');
 
-const countFiles = (list: Array<[string, string, Entry | undefined, Entry | undefined]>): number =>
-  list.filter(isFileChange).length;
+/** Files changed under a whole directory (either side may be something else): what it adds to a count. */
+type WholeCount = (x: Entry | undefined, y: Entry | undefined) => number;
+
+/** Changed files: a whole directory counts the files changed under it (and itself, when it became a file). */
+const countOne = (x: Entry | undefined, y: Entry | undefined, whole: WholeCount): number =>
+  x?.t === 'w' || y?.t === 'w'
+    ? whole(x, y) + ((x && x.t !== 'w' && x.t !== 'd') || (y && y.t !== 'w' && y.t !== 'd') ? 1 : 0)
+    : (!!x && x.t !== 'd') || (!!y && y.t !== 'd')
+      ? 1
+      : 0;
+
+const countFiles = (list: Array<[string, string, Entry | undefined, Entry | undefined]>, whole: WholeCount): number =>
+  list.reduce((n, [, , x, y]) => n + countOne(x, y, whole), 0);
 
 /** Files (not directories) a rescan's delta adds, changes or removes. */
-function countDelta(prev: Manifest, d: ManifestDelta): number {
+function countDelta(prev: Manifest, d: ManifestDelta, whole: WholeCount): number {
   let n = 0;
   for (const [root, set] of Object.entries(d.set)) {
     for (const [rel, e] of Object.entries(set)) {
       const o = prev.roots[root]?.[rel];
       if (sameEntry(o, e)) continue; // stat fields only
-      if (e.t !== 'd' || (o && o.t !== 'd')) n++;
+      n += countOne(o, e, whole);
     }
   }
-  for (const [root, dels] of Object.entries(d.del)) for (const rel of dels) if (prev.roots[root]?.[rel]?.t !== 'd') n++;
+  for (const [root, dels] of Object.entries(d.del))
+    for (const rel of dels) n += countOne(prev.roots[root]?.[rel], undefined, whole);
   return n;
 }

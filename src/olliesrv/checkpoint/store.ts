@@ -33,7 +33,37 @@ export type FileEntry = {
   h?: string;
   big?: true;
 };
-export type Entry = FileEntry | { t: 'l'; target: string } | { t: 'd'; mode: number };
+/** An entry of a directory tracked as a whole (its tree) is one of these: never a whole directory itself. */
+export type TreeEntry = FileEntry | { t: 'l'; target: string } | { t: 'd'; mode: number };
+/**
+ * A directory tracked as a whole (checkpoint.whole): one entry of the manifest. `fp` fingerprints the metadata of
+ * everything under it (path, type, size, mtime, ctime, inode, mode, link target: no contents read); `tree` is the
+ * stored tree object (its entries, with content hashes of the files, pointing at blobs of the store); `sum` hashes
+ * its contents alone (what a rewind and a diff compare: a touch changes `fp` and `tree`, not `sum`). `ino` is the
+ * directory's own inode (another directory renamed into its place is read again); `at` is when its tree was read
+ * (the racily-clean limit of the next reading).
+ */
+export type WholeEntry = {
+  t: 'w';
+  mode: number;
+  ino: number;
+  fp: string;
+  tree: string;
+  sum: string;
+  files: number;
+  size: number;
+  at: number;
+};
+export type Entry = TreeEntry | WholeEntry;
+
+/**
+ * A whole directory's tree object: its entries by path relative to it, and the paths under it a checkpoint does
+ * not hold (`.git`, skipped names, denied paths) that a rewind moves over into the restored directory as they are.
+ */
+export interface Tree {
+  entries: Record<string, TreeEntry>;
+  kept?: string[];
+}
 
 /** Every root's entries by path relative to it ('/'-separated); `at`: when the walk started (for racy stat entries). */
 export interface Manifest {
@@ -70,6 +100,9 @@ export interface Checkpoint {
 type StoredManifest =
   Manifest | { base: string; at: number; set: Record<string, Record<string, Entry>>; del: Record<string, string[]> };
 
+/** A tree as stored: whole, or the entries that differ from its base tree. */
+type StoredTree = Tree | { base: string; set: Record<string, TreeEntry>; del: string[]; kept?: string[] };
+
 /** Deltas on deltas: at most this many before a manifest is stored whole again. */
 const MAX_CHAIN = 32;
 
@@ -79,6 +112,10 @@ const sameKeys = (a: object, b: object): boolean =>
 /** Every field equal (stat fields included: they are the next walk's cache). */
 export function identical(a: Entry, b: Entry): boolean {
   if (a.t !== b.t) return false;
+  if (a.t === 'w') {
+    const w = b as WholeEntry;
+    return a.mode === w.mode && a.ino === w.ino && a.fp === w.fp && a.tree === w.tree && a.at === w.at;
+  }
   if (a.t === 'l') return a.target === (b as typeof a).target;
   if (a.t === 'd') return a.mode === (b as typeof a).mode;
   const f = b as FileEntry;
@@ -204,6 +241,93 @@ export class CheckpointStore {
     this.remember(hash, m, (this.depths.get(stored.base) ?? 0) + 1);
     return m;
   }
+
+  /**
+   * Stores a whole directory's tree object; its hash and the bytes written (0 when it was there). Given the tree
+   * it follows (`base`, a stored tree's hash), it is stored as the entries that differ from it, as manifests are:
+   * a build that rewrites a hundred files of a node_modules of thousands writes a hundred entries, not the tree.
+   */
+  putTree(tree: Tree, base?: string): { hash: string; bytes: number } {
+    let stored: StoredTree = tree;
+    let depth = 0;
+    if (base !== undefined) {
+      try {
+        const b = this.tree(base);
+        const d = (this.treeDepths.get(base) ?? MAX_CHAIN) + 1;
+        if (d < MAX_CHAIN) {
+          const set: Record<string, TreeEntry> = {};
+          const del: string[] = [];
+          for (const [k, e] of Object.entries(tree.entries)) {
+            const o = b.entries[k];
+            if (!o || !identical(o, e)) set[k] = e;
+          }
+          for (const k of Object.keys(b.entries)) if (!(k in tree.entries)) del.push(k);
+          if ((Object.keys(set).length + del.length) * 4 < Object.keys(b.entries).length) {
+            stored = { base, set, del, ...(tree.kept && { kept: tree.kept }) };
+            depth = d;
+          }
+        }
+      } catch {
+        // the base is gone: stored whole
+      }
+    }
+    const text = JSON.stringify(stored);
+    const hash = sha256(text);
+    this.rememberTree(hash, tree, depth);
+    return { hash, bytes: this.put(hash, Buffer.from(text)) };
+  }
+
+  /** A whole directory's tree object, whole (a delta applied to its base, and so on down the chain). */
+  tree(hash: string): Tree {
+    const hit = this.trees.get(hash);
+    if (hit) return hit;
+    const stored = JSON.parse(this.get(hash).toString('utf8')) as StoredTree;
+    if (typeof stored !== 'object' || stored === null) throw new Error(`checkpoint object ${hash} is not a tree`);
+    if ('base' in stored) {
+      if (typeof stored.set !== 'object' || !Array.isArray(stored.del))
+        throw new Error(`checkpoint object ${hash} is not a tree`);
+      const base = this.tree(stored.base);
+      const entries = { ...base.entries, ...stored.set };
+      for (const k of stored.del) delete entries[k];
+      const t: Tree = stored.kept ? { entries, kept: stored.kept } : { entries };
+      this.rememberTree(hash, t, (this.treeDepths.get(stored.base) ?? 0) + 1);
+      return t;
+    }
+    if (typeof stored.entries !== 'object' || stored.entries === null)
+      throw new Error(`checkpoint object ${hash} is not a tree`);
+    this.rememberTree(hash, stored, 0);
+    return stored;
+  }
+
+  /**
+   * The stored tree objects `hash` needs: itself and its bases, down to the first one `known` holds (gc walks many
+   * trees sharing bases: each stored object is read once).
+   */
+  treeChain(hash: string, known?: ReadonlySet<string>): string[] {
+    const out: string[] = [];
+    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1 && !known?.has(h);) {
+      out.push(h);
+      let stored: StoredTree;
+      try {
+        stored = JSON.parse(this.get(h).toString('utf8')) as StoredTree;
+      } catch {
+        break;
+      }
+      h = 'base' in stored ? stored.base : undefined;
+    }
+    return out;
+  }
+
+  private rememberTree(hash: string, t: Tree, depth: number): void {
+    this.trees.delete(hash);
+    this.trees.set(hash, t);
+    this.treeDepths.set(hash, depth);
+    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
+    while (this.treeDepths.size > 4096) this.treeDepths.delete(this.treeDepths.keys().next().value!);
+  }
+
+  private readonly treeDepths = new Map<string, number>();
+  private readonly trees = new Map<string, Tree>();
 
   /** The stored manifests `hash` needs: itself and its bases. */
   chain(hash: string): string[] {

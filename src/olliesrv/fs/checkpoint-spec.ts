@@ -79,13 +79,13 @@ export function checkpointDir(checkpoints: Checkpoints | undefined, ag: (ctx: Ct
       }),
       roundLeaf(
         'files',
-        'The files its round changed, one per line: A (added), D (deleted), M (modified) or T (type changed), a tab, the path (relative to the working directory when inside it).',
+        'The files its round changed, one per line: A (added), D (deleted), M (modified) or T (type changed), a tab, the path (relative to the working directory when inside it); a directory tracked as a whole (checkpoint.whole) is one line, "DIR/ (whole: N files changed, M bytes)".',
         F.CHECKPOINT_FILES,
         (c, a, id) => c.files(a, id),
       ),
       roundLeaf(
         'diff',
-        'What its round changed as a unified diff, file by file (binary and large files as one line).',
+        'What its round changed as a unified diff, file by file (binary and large files as one line, a directory tracked as a whole as a summary).',
         F.TEXT('a unified diff, file by file'),
         (c, a, id) => c.diff(a, id),
       ),

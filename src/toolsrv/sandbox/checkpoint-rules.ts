@@ -5,6 +5,7 @@
  *
  *   checkpoint:
  *     skip: [node_modules, .venv, target]   # directory or file names (or relative paths, globs with *) not checkpointed
+ *     whole: [vendor]                       # directories checkpointed as one entry (one fingerprint, one tree)
  *     tmp: false                            # checkpoint the system temp dir when a rule makes it writable
  *     max_file: 64 MiB                      # larger files are listed as not checkpointed
  *     max_total: 2 GiB                      # roots holding more than this (outside skip) are not checkpointed
@@ -17,6 +18,13 @@ import { parseLimit } from './limits.js';
 
 export interface CheckpointRules {
   skip: string[];
+  /**
+   * Directories tracked as a whole: one entry of the checkpoint (a fingerprint of their entries' metadata and a
+   * stored tree), listed, diffed and rewound as one. A name in both lists is tracked as a whole: `whole` is the
+   * narrower request (`skip` holds node_modules by default, and `whole: [node_modules]` must not need the whole
+   * skip list restated to take it out).
+   */
+  whole: string[];
   tmp: boolean;
   maxFile: number;
   maxTotal: number;
@@ -40,6 +48,7 @@ export const DEFAULT_SKIP = [
 
 export const DEFAULT_CHECKPOINT_RULES: CheckpointRules = {
   skip: DEFAULT_SKIP,
+  whole: [],
   tmp: false,
   maxFile: 64 * 1024 * 1024,
   maxTotal: 2 * 1024 ** 3,
@@ -51,22 +60,29 @@ const AGE_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d:
 /** Parses the section's JSON form; `where` (file:line) prefixes every error. */
 export type CheckpointSection = Partial<Omit<CheckpointRules, 'keep'>> & { keep?: Partial<CheckpointRules['keep']> };
 
-export function parseCheckpointRules(value: unknown, where: string): CheckpointSection {
-  const fail = (what: string): never => {
-    throw new Error(`${where}: checkpoint${what}`);
+export function parseCheckpointRules(
+  value: unknown,
+  where: string,
+  /** file:line of a setting's value (or of item `index` of its list), when the parser knows it. */
+  whereOf?: (key: string, index?: number) => string,
+): CheckpointSection {
+  const fail = (what: string, key?: string, index?: number): never => {
+    throw new Error(`${(key !== undefined && whereOf?.(key, index)) || where}: checkpoint${what}`);
   };
   if (value === null || value === undefined) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) return fail(': must be a mapping (skip, tmp, max_file, keep)');
+  if (typeof value !== 'object' || Array.isArray(value))
+    return fail(': must be a mapping (skip, whole, tmp, max_file, max_total, keep)');
   const out: CheckpointSection = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (k === 'skip') {
-      if (
-        !Array.isArray(v) ||
-        !v.every((x) => typeof x === 'string' && x !== '' && !x.startsWith('/') && !x.split('/').includes('..'))
-      ) {
-        fail('.skip: must be a list of names or relative paths (no leading /, no ..)');
-      }
-      out.skip = v as string[];
+      out.skip = pathRules(v, 'skip', fail);
+    } else if (k === 'whole') {
+      out.whole = pathRules(v, 'whole', fail);
+      // .git is never checkpointed nor written: a rule naming it (or a name a rewind uses for its own temporary
+      // files) would have a rewind replace it whole.
+      const bad = out.whole.find((r) => r.split('/').some((p) => p === '.git' || p.startsWith('.ollie-rewind-')));
+      if (bad !== undefined)
+        fail(`.whole: ${JSON.stringify(bad)}: .git is never checkpointed nor rewound`, 'whole', out.whole.indexOf(bad));
     } else if (k === 'tmp') {
       if (typeof v !== 'boolean') fail('.tmp: must be true or false');
       out.tmp = v as boolean;
@@ -103,9 +119,23 @@ export function parseCheckpointRules(value: unknown, where: string): CheckpointS
         } else fail(`.keep.${kk}: unknown setting (known: count, age, size)`);
       }
       out.keep = keep;
-    } else fail(`.${k}: unknown setting (known: skip, tmp, max_file, max_total, keep)`);
+    } else fail(`.${k}: unknown setting (known: skip, whole, tmp, max_file, max_total, keep)`);
   }
   return out;
+}
+
+/** A list of names, relative paths and globs (skip, whole); `fail` names the setting and the file:line. */
+function pathRules(v: unknown, key: string, fail: (what: string, key?: string, index?: number) => never): string[] {
+  if (!Array.isArray(v)) return fail(`.${key}: must be a list of names or relative paths (no leading /, no ..)`, key);
+  (v as unknown[]).forEach((x, i) => {
+    if (typeof x !== 'string' || x === '' || x.startsWith('/') || x.split('/').includes('..'))
+      fail(
+        `.${key}: ${JSON.stringify(x)} is not a name or relative path (a non-empty string, no leading /, no ..)`,
+        key,
+        i,
+      );
+  });
+  return v as string[];
 }
 
 /** The rules of a base file: unset settings take the defaults. */
@@ -113,6 +143,7 @@ export function baseCheckpointRules(parsed: ReturnType<typeof parseCheckpointRul
   const p = parsed ?? {};
   return {
     skip: p.skip ?? DEFAULT_SKIP,
+    whole: p.whole ?? DEFAULT_CHECKPOINT_RULES.whole,
     tmp: p.tmp ?? DEFAULT_CHECKPOINT_RULES.tmp,
     maxFile: p.maxFile ?? DEFAULT_CHECKPOINT_RULES.maxFile,
     maxTotal: p.maxTotal ?? DEFAULT_CHECKPOINT_RULES.maxTotal,
@@ -121,7 +152,8 @@ export function baseCheckpointRules(parsed: ReturnType<typeof parseCheckpointRul
 }
 
 /**
- * A project's file may add names to skip (its own build outputs) and lower max_file; it cannot change retention
+ * A project's file may add names to skip (its own build outputs) or to track as a whole (its vendored trees)
+ * and lower max_file; it cannot change retention
  * or bring the temp dir in (both are the owner's, and the project's file is written by whoever wrote the project).
  */
 export function narrowCheckpointRules(
@@ -137,6 +169,7 @@ export function narrowCheckpointRules(
   return {
     ...base,
     skip: [...new Set([...base.skip, ...(project.skip ?? [])])],
+    whole: [...new Set([...base.whole, ...(project.whole ?? [])])],
     maxFile: Math.min(base.maxFile, project.maxFile ?? base.maxFile),
     maxTotal: Math.min(base.maxTotal, project.maxTotal ?? base.maxTotal),
   };

@@ -379,7 +379,11 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
       section(value, key, fields);
     } else if (key === 'checkpoint') {
       try {
-        out.checkpoint = parseCheckpointRules(value?.toJSON(), `${file}:${lineOf(pair.key as YamlNode)}`);
+        out.checkpoint = parseCheckpointRules(value?.toJSON(), `${file}:${lineOf(pair.key as YamlNode)}`, (k, i) => {
+          const node = isMap(value) ? (value.get(k, true) as YamlNode | undefined) : undefined;
+          const item = i !== undefined && isSeq(node) ? (node.items[i] as YamlNode | undefined) : node;
+          return item ? `${file}:${lineOf(item)}` : '';
+        });
       } catch (e) {
         throw new PolicyError((e as Error).message);
       }
