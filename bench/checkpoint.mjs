@@ -11,11 +11,11 @@
 //
 // Goals (issue 20): ≤ 30 ms added to an unchanged round; ≤ 5 % of a round's time with 10 files changed.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchArgs } from './lib/args.mjs';
-import { fromDist } from './lib/dist.mjs';
+import { fromDist, root } from './lib/dist.mjs';
 import { callOk, connectTools, startToolsrv } from './lib/toolsrv.mjs';
 
 const { Checkpoints } = await fromDist('olliesrv/checkpoint/service.js');
@@ -159,7 +159,6 @@ console.log(
 // made by this process itself (no sandboxed tool: the tree lies outside the toolsrv's workspace above), so "added
 // ms" is the round's time less the writes. Rows "(walked)": the same without watching the directories.
 async function wholeScenario() {
-  const { readFileSync } = await import('node:fs');
   const WHOLE_FILES = 5000;
   const base = mkdtempSync(join(tmpdir(), 'bench-checkpoint-whole-'));
   const ws2 = join(base, 'ws');
