@@ -79,7 +79,7 @@ describe('ollie trust --sha', () => {
         let answered = false;
         t.onData((d) => {
           out += d;
-          if (!answered && out.includes('Trust this file as shown? [y/N]')) {
+          if (!answered && out.includes('[y/N]')) {
             answered = true;
             // What the owner saw is the deny rule; an agent widens the file before the owner says yes.
             writeFileSync(file, 'filesystem:\n  rw: ["/"]\n');
