@@ -11,7 +11,8 @@
  * it stays possible where the home is writable.
  */
 import { lstatSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
+import { gitConfigPaths } from './git-config-paths.js';
 
 /** Startup files of a home: run by shells, the desktop session, systemd and git, as the user, outside Ollie. */
 export const STARTUP_FILES = [
@@ -67,6 +68,23 @@ export function protectedPaths(
 ): Protected {
   const protect: string[] = [];
   const pin: string[] = [];
+  const writableAt = (p: string): boolean => writable.some((w) => within(p, w));
+  // What a protected configuration names inside a writable root: an included file is read as configuration, a
+  // hooks directory run; a missing hooks directory is made (empty) so that it can be kept read-only, as .git/hooks.
+  const configNamed = (includes: string[], hooksPaths: string[]): void => {
+    for (const inc of includes) if (writableAt(inc) && kind(inc) !== undefined) protect.push(inc);
+    for (const dir of hooksPaths) {
+      if (!writableAt(dir)) continue;
+      if (kind(dir) === undefined) {
+        try {
+          mkdirSync(dir, { recursive: true, mode: 0o755 });
+        } catch {
+          continue;
+        }
+      }
+      protect.push(dir);
+    }
+  };
   if (o.gitHooks) {
     for (const root of new Set(writable)) {
       const git = join(root, '.git');
@@ -86,7 +104,23 @@ export function protectedPaths(
         }
         pin.push(git);
         protect.push(hooks, join(git, 'config'));
+        const named = gitConfigPaths(join(git, 'config'), home);
+        configNamed(
+          named.includes,
+          named.hooksPaths.map((h) => (isAbsolute(h) ? h : join(root, h))),
+        );
       }
+    }
+    // The user's own configuration applies in every repository; a relative hooksPath in it is relative to each.
+    for (const f of [
+      join(home, '.gitconfig'),
+      join(process.env.XDG_CONFIG_HOME || join(home, '.config'), 'git', 'config'),
+    ]) {
+      const named = gitConfigPaths(f, home);
+      configNamed(
+        named.includes,
+        named.hooksPaths.filter((h) => isAbsolute(h)),
+      );
     }
   }
   if (o.startupFiles && writable.some((w) => within(home, w))) {
