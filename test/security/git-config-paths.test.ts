@@ -57,4 +57,56 @@ describe.skipIf(!ready)('a repository whose .git/config names files in the works
     git(ws, 'commit', '-q', '--allow-empty', '-m', 'owner');
     expect(existsSync(pwned)).toBe(false);
   }, 90_000);
+
+  it("keeps config.worktree (sparse checkout) and a linked worktree's commondir read-only", async () => {
+    const h = await testHarness();
+    const ws = join(h.dir, 'ws');
+    mkdirSync(ws);
+    git(ws, 'init', '-q');
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
+    // The owner's sparse checkout turns extensions.worktreeConfig on; config.worktree is read as configuration.
+    git(ws, 'sparse-checkout', 'init', '--cone');
+    // And a linked worktree outside the workspace, whose git reads .git/worktrees/other/commondir.
+    const other = join(h.dir, 'other');
+    git(ws, 'worktree', 'add', '-q', other);
+    const pwned = join(h.dir, 'pwned');
+    const fsmonitor = `[core]\\n\\tfsmonitor = \\"touch ${pwned}; false\\"\\n`;
+    const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
+    h.mock.script(
+      ...script(
+        sh(`printf "${fsmonitor}" >> .git/config.worktree && echo wrote`),
+        sh(
+          `git init -q --bare evil && printf "${fsmonitor}" >> evil/config && echo ../../../evil > .git/worktrees/other/commondir && echo wrote`,
+        ),
+        sh('mv .git/worktrees/other .git/worktrees/gone && echo moved'),
+      ),
+    );
+    const r = results(await h.turn(a.path, 'plant', 60_000));
+    for (const i of [0, 1]) expect(r[i], r[i]).toMatch(/Read-only file system/);
+    expect(r[2]).toMatch(/Device or resource busy/);
+    git(ws, 'status');
+    git(other, 'status');
+    expect(existsSync(pwned)).toBe(false);
+  }, 90_000);
+
+  it('makes a missing config.worktree that the configuration reads, so that the agent cannot create it', async () => {
+    const h = await testHarness();
+    const ws = join(h.dir, 'ws');
+    mkdirSync(ws);
+    git(ws, 'init', '-q');
+    git(ws, 'config', 'extensions.worktreeConfig', 'true');
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
+    const pwned = join(h.dir, 'pwned');
+    const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
+    h.mock.script(
+      ...script(
+        sh(`printf "[core]\\n\\tfsmonitor = \\"touch ${pwned}; false\\"\\n" > .git/config.worktree && echo wrote`),
+      ),
+    );
+    const r = results(await h.turn(a.path, 'plant', 60_000));
+    expect(r[0]).toMatch(/Read-only file system/);
+    expect(readFileSync(join(ws, '.git', 'config.worktree'), 'utf8')).toBe('');
+    git(ws, 'status');
+    expect(existsSync(pwned)).toBe(false);
+  }, 90_000);
 });

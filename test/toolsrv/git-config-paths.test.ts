@@ -33,6 +33,14 @@ describe('gitConfigPaths', () => {
     writeFileSync(join(dir, 'a'), '[include]\n\tpath = b\n');
     writeFileSync(join(dir, 'b'), '[include]\n\tpath = a\n');
     expect(gitConfigPaths(join(dir, 'a'), '/h').includes).toEqual([join(dir, 'b'), join(dir, 'a')]);
-    expect(gitConfigPaths(join(dir, 'missing'), '/h')).toEqual({ includes: [], hooksPaths: [] });
+    expect(gitConfigPaths(join(dir, 'missing'), '/h')).toEqual({ includes: [], hooksPaths: [], worktreeConfig: false });
+  });
+
+  it('reads extensions.worktreeConfig, a key alone being true', () => {
+    const dir = testDir('ollie-git-config-');
+    writeFileSync(join(dir, 'a'), '[extensions]\n\tworktreeConfig\n');
+    writeFileSync(join(dir, 'b'), '[Extensions]\n\tWorktreeConfig = false\n');
+    expect(gitConfigPaths(join(dir, 'a'), '/h').worktreeConfig).toBe(true);
+    expect(gitConfigPaths(join(dir, 'b'), '/h').worktreeConfig).toBe(false);
   });
 });

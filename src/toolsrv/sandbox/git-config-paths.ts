@@ -19,6 +19,8 @@ export interface GitConfigPaths {
   includes: string[];
   /** core.hooksPath values: absolute, or as written when relative (relative to where git runs). */
   hooksPaths: string[];
+  /** extensions.worktreeConfig: `config.worktree` beside `config` is read as configuration too. */
+  worktreeConfig: boolean;
 }
 
 /** A value as git reads it: quotes removed, escapes applied, a comment outside quotes ended. */
@@ -42,7 +44,7 @@ const expand = (p: string, home: string, base: string): string =>
 
 /** What `file` (and what it includes) names; a file that cannot be read names nothing. */
 export function gitConfigPaths(file: string, home: string): GitConfigPaths {
-  const out: GitConfigPaths = { includes: [], hooksPaths: [] };
+  const out: GitConfigPaths = { includes: [], hooksPaths: [], worktreeConfig: false };
   const seen = new Set<string>();
   const walk = (f: string, depth: number): void => {
     if (depth > MAX_DEPTH || seen.has(f)) return;
@@ -64,10 +66,13 @@ export function gitConfigPaths(file: string, home: string): GitConfigPaths {
         section = `${header[1]!.toLowerCase()}${header[2] ? ' "…"' : ''}`;
         line = line.slice(header[0].length).trim();
       }
-      const kv = /^([A-Za-z][A-Za-z0-9-]*)\s*=(.*)$/.exec(line);
+      // A key alone is a boolean true.
+      const kv = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=(.*)|[;#].*)?$/.exec(line);
       if (!kv) continue;
       const key = kv[1]!.toLowerCase();
-      const v = value(kv[2]!);
+      const v = kv[2] === undefined ? 'true' : value(kv[2]);
+      if (section === 'extensions' && key === 'worktreeconfig')
+        out.worktreeConfig = ['true', 'yes', 'on', '1'].includes(v.toLowerCase());
       if (!v) continue;
       if ((section === 'include' || section === 'includeif "…"') && key === 'path') {
         const inc = expand(v, home, dirname(f));

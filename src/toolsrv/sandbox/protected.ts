@@ -10,7 +10,7 @@
  * have made it) so that it can be protected; a startup file that does not exist is not protected, and creating
  * it stays possible where the home is writable.
  */
-import { lstatSync, mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { gitConfigPaths } from './git-config-paths.js';
 
@@ -46,6 +46,17 @@ export interface Protected {
 }
 
 const within = (p: string, dir: string): boolean => dir === '/' || p === dir || p.startsWith(`${dir}/`);
+
+/** The directories in `dir` (not following links), as paths; none when it cannot be read. */
+function entries(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(dir, e.name));
+  } catch {
+    return [];
+  }
+}
 
 function kind(p: string): 'dir' | 'file' | 'link' | undefined {
   try {
@@ -85,6 +96,45 @@ export function protectedPaths(
       protect.push(dir);
     }
   };
+  // A repository's own directory: its hooks and configuration, and what its linked worktrees' git reads there.
+  const gitDir = (git: string, worktree: string): void => {
+    const hooks = join(git, 'hooks');
+    if (kind(hooks) === undefined) {
+      try {
+        mkdirSync(hooks, { mode: 0o755 });
+      } catch {
+        // Not ours to make (a read-only repository): nothing there for a tool to plant into either.
+      }
+    }
+    pin.push(git);
+    protect.push(hooks, join(git, 'config'));
+    const named = gitConfigPaths(join(git, 'config'), home);
+    // `git sparse-checkout` turns extensions.worktreeConfig on and keeps settings in config.worktree, which git
+    // then reads as configuration; one missing is made empty so that the agent cannot create it.
+    const perWorktree = join(git, 'config.worktree');
+    if (named.worktreeConfig && kind(perWorktree) === undefined) {
+      try {
+        writeFileSync(perWorktree, '', { flag: 'wx', mode: 0o644 });
+      } catch {
+        // As for hooks: not ours to make.
+      }
+    }
+    if (kind(perWorktree) !== undefined) {
+      protect.push(perWorktree);
+      const more = gitConfigPaths(perWorktree, home);
+      named.includes.push(...more.includes);
+      named.hooksPaths.push(...more.hooksPaths);
+    }
+    configNamed(
+      named.includes,
+      named.hooksPaths.map((h) => (isAbsolute(h) ? h : join(worktree, h))),
+    );
+    // A linked worktree's `commondir` names the repository its git uses (config and hooks included).
+    for (const w of entries(join(git, 'worktrees'))) {
+      pin.push(w);
+      for (const f of ['commondir', 'config.worktree']) if (kind(join(w, f)) !== undefined) protect.push(join(w, f));
+    }
+  };
   if (o.gitHooks) {
     for (const root of new Set(writable)) {
       const git = join(root, '.git');
@@ -93,23 +143,7 @@ export function protectedPaths(
         // A worktree's or submodule's `.git` file names the repository git uses: rewritten, it would name one
         // the agent made, hooks included.
         protect.push(git);
-      } else if (k === 'dir') {
-        const hooks = join(git, 'hooks');
-        if (kind(hooks) === undefined) {
-          try {
-            mkdirSync(hooks, { mode: 0o755 });
-          } catch {
-            // Not ours to make (a read-only repository): nothing there for a tool to plant into either.
-          }
-        }
-        pin.push(git);
-        protect.push(hooks, join(git, 'config'));
-        const named = gitConfigPaths(join(git, 'config'), home);
-        configNamed(
-          named.includes,
-          named.hooksPaths.map((h) => (isAbsolute(h) ? h : join(root, h))),
-        );
-      }
+      } else if (k === 'dir') gitDir(git, root);
     }
     // The user's own configuration applies in every repository; a relative hooksPath in it is relative to each.
     for (const f of [
