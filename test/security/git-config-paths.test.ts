@@ -45,13 +45,17 @@ describe.skipIf(!ready)('a repository whose .git/config names files in the works
           `printf "#!/bin/sh\\ntouch ${pwned}\\n" > githooks/pre-commit && chmod +x githooks/pre-commit && echo wrote`,
         ),
         sh('mv githooks githooks-old && mkdir githooks && echo moved'),
+        // The directory that holds an included file, renamed away and made again with a file of the agent's.
+        sh(
+          `mv conf conf-old && mkdir conf && printf "[core]\\n\\tfsmonitor = \\"touch ${pwned}; false\\"\\n" > conf/more && echo moved`,
+        ),
         sh('echo x > f && git add f && git -c user.name=a -c user.email=a@x commit -qm work && echo committed'),
       ),
     );
     const r = results(await h.turn(a.path, 'plant', 60_000));
     for (const i of [0, 1, 2]) expect(r[i], r[i]).toMatch(/Read-only file system/);
-    expect(r[3]).toMatch(/Device or resource busy/);
-    expect(r[4]).toContain('committed');
+    for (const i of [3, 4]) expect(r[i], r[i]).toMatch(/Device or resource busy/);
+    expect(r[5]).toContain('committed');
     // The owner's git, outside the sandbox, runs nothing of the agent's.
     git(ws, 'status');
     git(ws, 'commit', '-q', '--allow-empty', '-m', 'owner');
@@ -79,11 +83,14 @@ describe.skipIf(!ready)('a repository whose .git/config names files in the works
           `git init -q --bare evil && printf "${fsmonitor}" >> evil/config && echo ../../../evil > .git/worktrees/other/commondir && echo wrote`,
         ),
         sh('mv .git/worktrees/other .git/worktrees/gone && echo moved'),
+        sh(
+          `mv .git/worktrees .git/wt-old && mkdir -p .git/worktrees/other && cp -r .git/wt-old/other/. .git/worktrees/other/ && echo ../../../evil > .git/worktrees/other/commondir && echo moved`,
+        ),
       ),
     );
     const r = results(await h.turn(a.path, 'plant', 60_000));
     for (const i of [0, 1]) expect(r[i], r[i]).toMatch(/Read-only file system/);
-    expect(r[2]).toMatch(/Device or resource busy/);
+    for (const i of [2, 3]) expect(r[i], r[i]).toMatch(/Device or resource busy/);
     git(ws, 'status');
     git(other, 'status');
     expect(existsSync(pwned)).toBe(false);

@@ -37,13 +37,17 @@ describe.skipIf(!ready)('a repository whose .git/hooks is a link to the hooks it
     mkdirSync(ws);
     git(ws, 'init', '-q');
     git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
-    mkdirSync(join(ws, 'githooks'));
+    mkdirSync(join(ws, 'tools', 'githooks'), { recursive: true });
     rmSync(join(ws, '.git', 'hooks'), { recursive: true });
-    symlinkSync('../githooks', join(ws, '.git', 'hooks'));
+    symlinkSync('../tools/githooks', join(ws, '.git', 'hooks'));
     const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
     h.mock.script(
       ...script(
-        sh('printf "#!/bin/sh\\necho pwned\\n" > githooks/pre-commit && echo wrote-target'),
+        sh('printf "#!/bin/sh\\necho pwned\\n" > tools/githooks/pre-commit && echo wrote-target'),
+        // The directory holding the target, renamed away and made again: the link would name the agent's hooks.
+        sh(
+          'mv tools tools-old && mkdir -p tools/githooks && printf "#!/bin/sh\\necho pwned\\n" > tools/githooks/pre-commit && chmod +x tools/githooks/pre-commit && echo moved',
+        ),
         sh(
           'rm .git/hooks && mkdir .git/hooks && printf "#!/bin/sh\\necho pwned\\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo replaced',
         ),
@@ -51,10 +55,11 @@ describe.skipIf(!ready)('a repository whose .git/hooks is a link to the hooks it
     );
     const r = results(await h.turn(a.path, 'plant', 60_000));
     expect(r[0]).not.toContain('wrote-target');
-    expect(r[1]).not.toContain('replaced');
     expect(r[1]).toMatch(/Device or resource busy/);
+    expect(r[2]).not.toContain('replaced');
+    expect(r[2]).toMatch(/Device or resource busy/);
     expect(lstatSync(join(ws, '.git', 'hooks')).isSymbolicLink()).toBe(true);
-    expect(existsSync(join(ws, 'githooks', 'pre-commit'))).toBe(false);
+    expect(existsSync(join(ws, 'tools', 'githooks', 'pre-commit'))).toBe(false);
     // The owner's commit runs no hook of the agent's.
     expect(git(ws, 'commit', '-q', '--allow-empty', '-m', 'owner')).toBe('');
   }, 90_000);

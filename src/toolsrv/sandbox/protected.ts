@@ -10,7 +10,7 @@
  * have made it) so that it can be protected; a startup file that does not exist is not protected, and creating
  * it stays possible where the home is writable.
  */
-import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { gitConfigPaths } from './git-config-paths.js';
 
@@ -82,8 +82,18 @@ export function protectedPaths(
   const writableAt = (p: string): boolean => writable.some((w) => within(p, w));
   // What a protected configuration names inside a writable root: an included file is read as configuration, a
   // hooks directory run; a missing hooks directory is made (empty) so that it can be kept read-only, as .git/hooks.
+  // Each directory between it and its writable root is pinned: renamed away, it would be made again with a file of
+  // the agent's at the name the configuration gives.
+  const pinDown = (p: string): void => {
+    const root = writable.filter((w) => within(p, w)).sort((a, b) => b.length - a.length)[0];
+    if (root !== undefined) for (let d = dirname(p); d !== root && within(d, root); d = dirname(d)) pin.push(d);
+  };
+  const keep = (p: string): void => {
+    protect.push(p);
+    pinDown(p);
+  };
   const configNamed = (includes: string[], hooksPaths: string[]): void => {
-    for (const inc of includes) if (writableAt(inc) && kind(inc) !== undefined) protect.push(inc);
+    for (const inc of includes) if (writableAt(inc) && kind(inc) !== undefined) keep(inc);
     for (const dir of hooksPaths) {
       if (!writableAt(dir)) continue;
       if (kind(dir) === undefined) {
@@ -93,7 +103,7 @@ export function protectedPaths(
           continue;
         }
       }
-      protect.push(dir);
+      keep(dir);
     }
   };
   // A repository's own directory: its hooks and configuration, and what its linked worktrees' git reads there.
@@ -130,7 +140,9 @@ export function protectedPaths(
       named.hooksPaths.map((h) => (isAbsolute(h) ? h : join(worktree, h))),
     );
     // A linked worktree's `commondir` names the repository its git uses (config and hooks included).
-    for (const w of entries(join(git, 'worktrees'))) {
+    const worktrees = entries(join(git, 'worktrees'));
+    if (worktrees.length) pin.push(join(git, 'worktrees'));
+    for (const w of worktrees) {
       pin.push(w);
       for (const f of ['commondir', 'config.worktree']) if (kind(join(w, f)) !== undefined) protect.push(join(w, f));
     }
@@ -165,6 +177,18 @@ export function protectedPaths(
       const parent = dirname(p);
       if (parent !== home) pin.push(parent);
     }
+  }
+  // A link is kept with its target (native/ollie-sandbox.c); the directories down to a target in a writable root
+  // are pinned too, or renaming one away would leave the link naming whatever the agent makes there next.
+  for (const p of new Set(protect)) {
+    if (kind(p) !== 'link') continue;
+    let target: string;
+    try {
+      target = realpathSync(p);
+    } catch {
+      continue;
+    }
+    pinDown(target);
   }
   return { protect: [...new Set(protect)], pin: [...new Set(pin)] };
 }
