@@ -5,7 +5,7 @@
  * the agent's own, and the owner answers "y" to a file they did not see. Real olliesrv, toolsrv and helper write
  * the file (the mock LLM scripts the agent); the built `ollie trust` runs on a real pseudo-terminal.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { TOOLSRV_ENTRY } from '../../src/olliesrv/toolclient/spawn.js';
@@ -15,6 +15,24 @@ import { results, script, sh } from './scripted-calls.js';
 
 const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
 const OLLIE = join(import.meta.dirname, '../../dist/cli/ollie.js');
+
+/** `ollie trust FILE` on a real pseudo-terminal, answered "n": everything it printed. */
+async function askOnPty(file: string, configDir: string): Promise<string> {
+  const pty = await import('node-pty');
+  return new Promise<string>((resolve) => {
+    const t = pty.spawn(process.execPath, [OLLIE, 'trust', file, '--config', configDir], { cols: 200, rows: 40 });
+    let seen = '';
+    let answered = false;
+    t.onData((d) => {
+      seen += d;
+      if (!answered && seen.includes('[y/N]')) {
+        answered = true;
+        t.write('n\r');
+      }
+    });
+    t.onExit(() => resolve(seen));
+  });
+}
 
 describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote', () => {
   test('shows a carriage return, a C1 escape and a bidi override as text: nothing drawn over what is trusted', async () => {
@@ -36,20 +54,7 @@ describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote',
       'lint',
     ]);
 
-    const pty = await import('node-pty');
-    const out = await new Promise<string>((resolve) => {
-      const t = pty.spawn(process.execPath, [OLLIE, 'trust', file, '--config', h.configDir], { cols: 200, rows: 40 });
-      let seen = '';
-      let answered = false;
-      t.onData((d) => {
-        seen += d;
-        if (!answered && seen.includes('[y/N]')) {
-          answered = true;
-          t.write('n\r');
-        }
-      });
-      t.onExit(() => resolve(seen));
-    });
+    const out = await askOnPty(file, h.configDir);
     const shown = out.slice(0, out.indexOf('[y/N]'));
     // The terminal turns each newline into \r\n; any other carriage return came from the file.
     expect(shown, JSON.stringify(shown)).not.toMatch(/\r(?!\n)/);
@@ -58,5 +63,27 @@ describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote',
     expect(shown).toContain('\\u{9b}2K');
     expect(shown).toContain('\\u{202e}');
     expect(shown).toMatch(/Trust this file as shown \(3 lines, \d+ bytes\)\?/);
+  }, 60_000);
+
+  test('shows an escape in the path as text: a directory named to conceal what follows hides nothing', async () => {
+    const h = await testHarness();
+    mkdirSync(join(h.dir, 'proj'));
+    const a = await h.agent();
+    // ESC [8m: what follows is drawn invisible, the file's lines included.
+    h.mock.script(
+      ...script(
+        sh(
+          `d=$(printf 'x\\033[8m') && mkdir "proj/$d" && printf '{"mcpServers": {"evil": {"command": "/bin/sh"}}}\\n' > "proj/$d/.mcp.json" && echo wrote`,
+        ),
+      ),
+    );
+    expect(results(await h.turn(a.path, 'go'))[0]).toContain('wrote');
+    const file = join(h.dir, 'proj', 'x\u001b[8m', '.mcp.json');
+    expect(existsSync(file)).toBe(true);
+    const out = await askOnPty(file, h.configDir);
+    const shown = out.slice(0, out.indexOf('[y/N]'));
+    expect(shown, JSON.stringify(shown)).not.toContain('\u001b[8m');
+    expect(shown).toContain('x\\u{1b}[8m');
+    expect(shown).toContain('"evil"');
   }, 60_000);
 });
