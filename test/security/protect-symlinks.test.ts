@@ -65,6 +65,35 @@ describe.skipIf(!ready)('a repository whose .git/hooks is a link to the hooks it
   }, 90_000);
 });
 
+describe.skipIf(!ready)('a repository whose pre-commit hook is a link to a script it keeps', () => {
+  it('keeps the script read-only, and its directory in place', async () => {
+    const h = await testHarness();
+    const ws = join(h.dir, 'ws');
+    mkdirSync(join(ws, 'scripts'), { recursive: true });
+    git(ws, 'init', '-q');
+    writeFileSync(join(ws, 'scripts', 'pre-commit'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    symlinkSync('../../scripts/pre-commit', join(ws, '.git', 'hooks', 'pre-commit'));
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
+    const pwned = join(h.dir, 'pwned');
+    const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
+    h.mock.script(
+      ...script(
+        sh(`printf "#!/bin/sh\\ntouch ${pwned}\\n" > scripts/pre-commit && echo wrote`),
+        sh(
+          `mv scripts scripts-old && mkdir scripts && printf "#!/bin/sh\\ntouch ${pwned}\\n" > scripts/pre-commit && chmod +x scripts/pre-commit && echo moved`,
+        ),
+        sh('echo x > f && git add f && git -c user.name=a -c user.email=a@x commit -qm work && echo committed'),
+      ),
+    );
+    const r = results(await h.turn(a.path, 'plant', 60_000));
+    expect(r[0], r[0]).toMatch(/Read-only file system/);
+    expect(r[1], r[1]).toMatch(/Device or resource busy/);
+    expect(r[2]).toContain('committed');
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'owner');
+    expect(existsSync(pwned)).toBe(false);
+  }, 90_000);
+});
+
 describe.skipIf(landlockStatus().abi < 6)(
   'a writable home whose ~/.config/fish is a link into a dotfiles directory',
   () => {

@@ -92,6 +92,25 @@ export function protectedPaths(
     protect.push(p);
     pinDown(p);
   };
+  // A hook that is a link to a script the project keeps (`.git/hooks/pre-commit -> ../../scripts/pre-commit`)
+  // runs that script: where it lies in a writable root, the link is kept like the hooks directory (below).
+  const hookLinks = (dir: string): void => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = join(dir, n);
+      if (kind(p) !== 'link') continue;
+      try {
+        if (writableAt(realpathSync(p))) protect.push(p);
+      } catch {
+        // A dangling link runs nothing.
+      }
+    }
+  };
   const configNamed = (includes: string[], hooksPaths: string[]): void => {
     for (const inc of includes) if (writableAt(inc) && kind(inc) !== undefined) keep(inc);
     for (const dir of hooksPaths) {
@@ -104,6 +123,7 @@ export function protectedPaths(
         }
       }
       keep(dir);
+      hookLinks(dir);
     }
   };
   // A repository's own directory: its hooks and configuration, and what its linked worktrees' git reads there.
@@ -118,6 +138,7 @@ export function protectedPaths(
     }
     pin.push(git);
     protect.push(hooks, join(git, 'config'));
+    hookLinks(hooks);
     const named = gitConfigPaths(join(git, 'config'), home);
     // `git sparse-checkout` turns extensions.worktreeConfig on and keeps settings in config.worktree, which git
     // then reads as configuration; one missing is made empty so that the agent cannot create it.
