@@ -169,6 +169,7 @@ export function protectedPaths(
     }
   };
   if (o.gitHooks) {
+    const repos: string[] = [];
     for (const root of new Set(writable)) {
       const git = join(root, '.git');
       const k = kind(git);
@@ -176,7 +177,10 @@ export function protectedPaths(
         // A worktree's or submodule's `.git` file names the repository git uses: rewritten, it would name one
         // the agent made, hooks included.
         protect.push(git);
-      } else if (k === 'dir') gitDir(git, root);
+      } else if (k === 'dir') {
+        gitDir(git, root);
+        repos.push(root);
+      }
     }
     // The user's own configuration applies in every repository; a relative hooksPath in it is relative to each.
     for (const f of [
@@ -186,7 +190,7 @@ export function protectedPaths(
       const named = gitConfigPaths(f, home);
       configNamed(
         named.includes,
-        named.hooksPaths.filter((h) => isAbsolute(h)),
+        named.hooksPaths.flatMap((h) => (isAbsolute(h) ? [h] : repos.map((r) => join(r, h)))),
       );
     }
   }
