@@ -65,6 +65,32 @@ describe.skipIf(!ready)('a repository whose .git/hooks is a link to the hooks it
   }, 90_000);
 });
 
+describe.skipIf(!ready)('a workspace whose .git is a link to the repository kept elsewhere', () => {
+  it('cannot remove the link and make a repository of its own in its place', async () => {
+    const h = await testHarness();
+    const ws = join(h.dir, 'ws');
+    mkdirSync(ws);
+    git(ws, 'init', '-q', `--separate-git-dir=${join(h.dir, 'repo.git')}`);
+    rmSync(join(ws, '.git'));
+    symlinkSync(join(h.dir, 'repo.git'), join(ws, '.git'));
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'init');
+    const pwned = join(h.dir, 'pwned');
+    const a = await h.agent({ session: (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim() });
+    h.mock.script(
+      ...script(
+        sh(
+          `rm .git && git init -q && printf "#!/bin/sh\\ntouch ${pwned}\\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo replaced`,
+        ),
+      ),
+    );
+    const r = results(await h.turn(a.path, 'plant', 60_000));
+    expect(r[0], r[0]).toMatch(/Device or resource busy/);
+    expect(lstatSync(join(ws, '.git')).isSymbolicLink()).toBe(true);
+    git(ws, 'commit', '-q', '--allow-empty', '-m', 'owner');
+    expect(existsSync(pwned)).toBe(false);
+  }, 90_000);
+});
+
 describe.skipIf(!ready)('a repository whose pre-commit hook is a link to a script it keeps', () => {
   it('keeps the script read-only, and its directory in place', async () => {
     const h = await testHarness();
