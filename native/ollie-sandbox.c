@@ -838,6 +838,16 @@ static void write_file(const char *path, const char *text) {
 
 /* Binds `path` onto itself (read-only with `ro`), through a descriptor: what is mounted on is what was opened. */
 static void bind_self(const char *path, int ro) {
+  /* A link (a dotfiles manager's ~/.config/fish, a project's .git/hooks) is pinned itself before its target is
+   * bound: the mount below lands on the target, and the link would stay a name the tool can remove and replace. */
+  int link = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat ls;
+  if (link >= 0 && fstat(link, &ls) == 0 && S_ISLNK(ls.st_mode)) {
+    char at[64];
+    snprintf(at, sizeof at, "/proc/self/fd/%d", link);
+    if (mount(at, at, NULL, MS_BIND, NULL) < 0) die(EXIT_SETUP, "pin link %s: %s", path, strerror(errno));
+  }
+  if (link >= 0) close(link);
   int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return; /* nothing there to protect */

@@ -16,6 +16,7 @@ import { configDir, dataDir, defaultSocketPath } from '../platform/paths.js';
 import { registerModels } from './models.js';
 import { registerSetup } from './setup.js';
 import { registerMcp } from './mcp.js';
+import { trustDisplay } from './trust-display.js';
 
 function parseHostPort(v: string): Address & { kind: 'tcp' } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(v);
@@ -199,8 +200,9 @@ program
             // What the owner is shown is what gets trusted: the hash of these bytes pins the trust, so an agent
             // that rewrites the file while the owner reads it gets a refusal, not its version trusted.
             const shown = projectPolicy(path);
-            process.stdout.write(`${shown.file} (SHA-256 ${shown.sha}):\n\n${shown.bytes.toString('utf8')}\n`);
-            if (!(await confirm('Trust this file as shown? [y/N] '))) {
+            const d = trustDisplay(shown.file, shown.sha, shown.bytes);
+            process.stdout.write(d.text);
+            if (!(await confirm(d.question))) {
               process.stderr.write('ollie trust: nothing trusted\n');
               process.exitCode = 1;
               return;

@@ -6,7 +6,7 @@
  * toolsrv and helper; the mock LLM scripts the agent's rewrite.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { TOOLSRV_ENTRY } from '../../src/olliesrv/toolclient/spawn.js';
@@ -39,6 +39,44 @@ describe.skipIf(!ready)('the owner trusts the bytes read, not what the agent wro
     const now = sha256(readFileSync(file));
     await h.c.write('config/trust', `trust ${h.dir} ${now}\n`);
     expect(readTrusted(h.configDir).get(file)).toBe(now);
+  }, 60_000);
+});
+
+describe.skipIf(!ready)('a directory named like "PATH SHA"', () => {
+  test('"trust DIR" for a directory the agent named "evil SHA" is refused, not read as evil pinned to SHA', async () => {
+    const h = await testHarness();
+    const proj = join(h.dir, 'proj');
+    mkdirSync(proj);
+    const a = await h.agent();
+    // The agent writes its own policy file into proj/evil (no checkpoints: its changes cannot be rewound), then a harmless one into "proj/evil <its SHA-256>",
+    // which it asks the owner to review and trust.
+    h.mock.script(
+      ...script(
+        sh(
+          [
+            'cd proj && mkdir evil',
+            `printf 'checkpoint:\\n  skip: ["**"]\\n' > evil/.ollie-sandbox.yaml`,
+            's=$(sha256sum evil/.ollie-sandbox.yaml | cut -c1-64)',
+            'mkdir "evil $s"',
+            `printf 'filesystem:\\n  deny: ["{CWD}/secrets"]\\n' > "evil $s/.ollie-sandbox.yaml"`,
+            'echo "$s"',
+          ].join(' && '),
+        ),
+      ),
+    );
+    const sha = results(await h.turn(a.path, 'go'))[0]!.trim();
+    expect(sha).toMatch(/^[0-9a-f]{64}$/);
+    const reviewed = join(proj, `evil ${sha}`);
+    await expect(h.c.write('config/trust', `trust ${reviewed}\n`)).rejects.toThrow(
+      /could mean it or .*evil with SHA-256/,
+    );
+    expect(readTrusted(h.configDir).has(join(proj, 'evil', '.ollie-sandbox.yaml'))).toBe(false);
+    // Named with the SHA-256 of what the owner read, the directory itself is trusted.
+    const file = join(reviewed, '.ollie-sandbox.yaml');
+    const read = sha256(readFileSync(file));
+    await h.c.write('config/trust', `trust ${reviewed} ${read}\n`);
+    expect(readTrusted(h.configDir).get(file)).toBe(read);
+    expect(readTrusted(h.configDir).has(join(proj, 'evil', '.ollie-sandbox.yaml'))).toBe(false);
   }, 60_000);
 });
 
@@ -79,7 +117,7 @@ describe('ollie trust --sha', () => {
         let answered = false;
         t.onData((d) => {
           out += d;
-          if (!answered && out.includes('Trust this file as shown? [y/N]')) {
+          if (!answered && out.includes('[y/N]')) {
             answered = true;
             // What the owner saw is the deny rule; an agent widens the file before the owner says yes.
             writeFileSync(file, 'filesystem:\n  rw: ["/"]\n');

@@ -10,8 +10,9 @@
  * have made it) so that it can be protected; a startup file that does not exist is not protected, and creating
  * it stays possible where the home is writable.
  */
-import { lstatSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { lstatSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import { gitConfigPaths } from './git-config-paths.js';
 
 /** Startup files of a home: run by shells, the desktop session, systemd and git, as the user, outside Ollie. */
 export const STARTUP_FILES = [
@@ -46,6 +47,17 @@ export interface Protected {
 
 const within = (p: string, dir: string): boolean => dir === '/' || p === dir || p.startsWith(`${dir}/`);
 
+/** The directories in `dir` (not following links), as paths; none when it cannot be read. */
+function entries(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(dir, e.name));
+  } catch {
+    return [];
+  }
+}
+
 function kind(p: string): 'dir' | 'file' | 'link' | undefined {
   try {
     const st = lstatSync(p);
@@ -67,7 +79,97 @@ export function protectedPaths(
 ): Protected {
   const protect: string[] = [];
   const pin: string[] = [];
+  const writableAt = (p: string): boolean => writable.some((w) => within(p, w));
+  // What a protected configuration names inside a writable root: an included file is read as configuration, a
+  // hooks directory run; a missing hooks directory is made (empty) so that it can be kept read-only, as .git/hooks.
+  // Each directory between it and its writable root is pinned: renamed away, it would be made again with a file of
+  // the agent's at the name the configuration gives.
+  const pinDown = (p: string): void => {
+    const root = writable.filter((w) => within(p, w)).sort((a, b) => b.length - a.length)[0];
+    if (root !== undefined) for (let d = dirname(p); d !== root && within(d, root); d = dirname(d)) pin.push(d);
+  };
+  const keep = (p: string): void => {
+    protect.push(p);
+    pinDown(p);
+  };
+  // A hook that is a link to a script the project keeps (`.git/hooks/pre-commit -> ../../scripts/pre-commit`)
+  // runs that script: where it lies in a writable root, the link is kept like the hooks directory (below).
+  const hookLinks = (dir: string): void => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = join(dir, n);
+      if (kind(p) !== 'link') continue;
+      try {
+        if (writableAt(realpathSync(p))) protect.push(p);
+      } catch {
+        // A dangling link runs nothing.
+      }
+    }
+  };
+  const configNamed = (includes: string[], hooksPaths: string[]): void => {
+    for (const inc of includes) if (writableAt(inc) && kind(inc) !== undefined) keep(inc);
+    for (const dir of hooksPaths) {
+      if (!writableAt(dir)) continue;
+      if (kind(dir) === undefined) {
+        try {
+          mkdirSync(dir, { recursive: true, mode: 0o755 });
+        } catch {
+          continue;
+        }
+      }
+      keep(dir);
+      hookLinks(dir);
+    }
+  };
+  // A repository's own directory: its hooks and configuration, and what its linked worktrees' git reads there.
+  const gitDir = (git: string, worktree: string): void => {
+    const hooks = join(git, 'hooks');
+    if (kind(hooks) === undefined) {
+      try {
+        mkdirSync(hooks, { mode: 0o755 });
+      } catch {
+        // Not ours to make (a read-only repository): nothing there for a tool to plant into either.
+      }
+    }
+    pin.push(git);
+    protect.push(hooks, join(git, 'config'));
+    hookLinks(hooks);
+    const named = gitConfigPaths(join(git, 'config'), home);
+    // `git sparse-checkout` turns extensions.worktreeConfig on and keeps settings in config.worktree, which git
+    // then reads as configuration; one missing is made empty so that the agent cannot create it.
+    const perWorktree = join(git, 'config.worktree');
+    if (named.worktreeConfig && kind(perWorktree) === undefined) {
+      try {
+        writeFileSync(perWorktree, '', { flag: 'wx', mode: 0o644 });
+      } catch {
+        // As for hooks: not ours to make.
+      }
+    }
+    if (kind(perWorktree) !== undefined) {
+      protect.push(perWorktree);
+      const more = gitConfigPaths(perWorktree, home);
+      named.includes.push(...more.includes);
+      named.hooksPaths.push(...more.hooksPaths);
+    }
+    configNamed(
+      named.includes,
+      named.hooksPaths.map((h) => (isAbsolute(h) ? h : join(worktree, h))),
+    );
+    // A linked worktree's `commondir` names the repository its git uses (config and hooks included).
+    const worktrees = entries(join(git, 'worktrees'));
+    if (worktrees.length) pin.push(join(git, 'worktrees'));
+    for (const w of worktrees) {
+      pin.push(w);
+      for (const f of ['commondir', 'config.worktree']) if (kind(join(w, f)) !== undefined) protect.push(join(w, f));
+    }
+  };
   if (o.gitHooks) {
+    const repos: string[] = [];
     for (const root of new Set(writable)) {
       const git = join(root, '.git');
       const k = kind(git);
@@ -76,17 +178,20 @@ export function protectedPaths(
         // the agent made, hooks included.
         protect.push(git);
       } else if (k === 'dir') {
-        const hooks = join(git, 'hooks');
-        if (kind(hooks) === undefined) {
-          try {
-            mkdirSync(hooks, { mode: 0o755 });
-          } catch {
-            // Not ours to make (a read-only repository): nothing there for a tool to plant into either.
-          }
-        }
-        pin.push(git);
-        protect.push(hooks, join(git, 'config'));
+        gitDir(git, root);
+        repos.push(root);
       }
+    }
+    // The user's own configuration applies in every repository; a relative hooksPath in it is relative to each.
+    for (const f of [
+      join(home, '.gitconfig'),
+      join(process.env.XDG_CONFIG_HOME || join(home, '.config'), 'git', 'config'),
+    ]) {
+      const named = gitConfigPaths(f, home);
+      configNamed(
+        named.includes,
+        named.hooksPaths.flatMap((h) => (isAbsolute(h) ? [h] : repos.map((r) => join(r, h)))),
+      );
     }
   }
   if (o.startupFiles && writable.some((w) => within(home, w))) {
@@ -97,6 +202,18 @@ export function protectedPaths(
       const parent = dirname(p);
       if (parent !== home) pin.push(parent);
     }
+  }
+  // A link is kept with its target (native/ollie-sandbox.c); the directories down to a target in a writable root
+  // are pinned too, or renaming one away would leave the link naming whatever the agent makes there next.
+  for (const p of new Set(protect)) {
+    if (kind(p) !== 'link') continue;
+    let target: string;
+    try {
+      target = realpathSync(p);
+    } catch {
+      continue;
+    }
+    pinDown(target);
   }
   return { protect: [...new Set(protect)], pin: [...new Set(pin)] };
 }

@@ -131,7 +131,7 @@ export function untrust(configDir: string, path: string): boolean {
 /**
  * `config/trust` and `ollie trust`: applies `trust PATH [SHA256]` / `untrust PATH` lines; returns one result line
  * each. A trailing SHA-256 pins the bytes to trust (see `trust`); a path that itself ends in a space and 64 hex
- * digits cannot be named without one.
+ * digits cannot be named without one (such a line is refused as ambiguous).
  */
 export function applyTrustCommands(configDir: string, text: string): string {
   const out: string[] = [];
@@ -143,10 +143,26 @@ export function applyTrustCommands(configDir: string, text: string): string {
       throw new TrustError(
         `${JSON.stringify(line)}: expected "trust /abs/path [sha256]" or "untrust /abs/path" (the project directory or its ${PROJECT_POLICY_NAME})`,
       );
+    // The agent names directories: `/p/evil SHA` (a directory the owner read) must not trust `/p/evil`, the one
+    // whose file the agent gave that SHA-256. Where the whole text names something, the line is ambiguous.
+    const whole = line.replace(/^trust\s+/, '');
+    if (m[2] !== undefined && existsPath(whole))
+      throw new TrustError(
+        `${JSON.stringify(whole)} exists, so "trust ${whole}" could mean it or ${m[1]} with SHA-256 ${m[2]}: add the SHA-256 of the file you read after it, or name the file itself`,
+      );
     if (m[1] !== undefined) out.push(`trusted ${trust(configDir, m[1], m[2])}`);
     else out.push(untrust(configDir, m[3]!) ? `untrusted ${m[3]}` : `${m[3]} was not trusted`);
   }
   return out.map((l) => `${l}\n`).join('');
+}
+
+function existsPath(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The list as `config/trust` shows it. */

@@ -1,0 +1,87 @@
+/**
+ * The files and directories a git configuration names that git then reads or runs: `[include]` and
+ * `[includeIf "…"]` paths (read as configuration, so a `core.fsmonitor` or an alias in them runs) and
+ * `core.hooksPath` (the hooks git runs instead of `.git/hooks`). A read-only `.git/config` protects nothing when
+ * it names a file the agent can write (protected.ts). The syntax read is git's: sections and keys in any case, a
+ * key on its section's line, values quoted or not, with `;`/`#` comments and `\` escapes; `~/` is the home, an
+ * include is relative to the file that names it.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+
+/** Includes may nest; git stops at 10 levels, and so does this. */
+const MAX_DEPTH = 10;
+/** A configuration larger than this is not a user's: it is not read (what it names stays unprotected). */
+const MAX_SIZE = 1 << 20;
+
+export interface GitConfigPaths {
+  /** Configuration files included, at any depth (they may not exist). */
+  includes: string[];
+  /** core.hooksPath values: absolute, or as written when relative (relative to where git runs). */
+  hooksPaths: string[];
+  /** extensions.worktreeConfig: `config.worktree` beside `config` is read as configuration too. */
+  worktreeConfig: boolean;
+}
+
+/** A value as git reads it: quotes removed, escapes applied, a comment outside quotes ended. */
+function value(raw: string): string {
+  let out = '';
+  let quoted = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i]!;
+    if (c === '"') quoted = !quoted;
+    else if (c === '\\' && i + 1 < raw.length) {
+      const n = raw[++i]!;
+      out += n === 'n' ? '\n' : n === 't' ? '\t' : n === 'b' ? '\b' : n;
+    } else if (!quoted && (c === ';' || c === '#')) break;
+    else out += c;
+  }
+  return out.trim();
+}
+
+const expand = (p: string, home: string, base: string): string =>
+  p === '~' || p.startsWith('~/') ? join(home, p.slice(1)) : isAbsolute(p) ? p : resolve(base, p);
+
+/** What `file` (and what it includes) names; a file that cannot be read names nothing. */
+export function gitConfigPaths(file: string, home: string): GitConfigPaths {
+  const out: GitConfigPaths = { includes: [], hooksPaths: [], worktreeConfig: false };
+  const seen = new Set<string>();
+  const walk = (f: string, depth: number): void => {
+    if (depth > MAX_DEPTH || seen.has(f)) return;
+    seen.add(f);
+    let text: string;
+    try {
+      const bytes = readFileSync(f);
+      if (bytes.length > MAX_SIZE) return;
+      text = bytes.toString('utf8');
+    } catch {
+      return;
+    }
+    let section = '';
+    for (let line of text.split('\n')) {
+      line = line.trim();
+      const header = /^\[\s*([A-Za-z0-9.-]+)(\s+"(?:[^"\\]|\\.)*")?\s*\]/.exec(line);
+      if (header) {
+        // `[core "x"]` is another section than `[core]`; `[includeIf "…"]` always has its condition.
+        section = `${header[1]!.toLowerCase()}${header[2] ? ' "…"' : ''}`;
+        line = line.slice(header[0].length).trim();
+      }
+      // A key alone is a boolean true.
+      const kv = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=(.*)|[;#].*)?$/.exec(line);
+      if (!kv) continue;
+      const key = kv[1]!.toLowerCase();
+      const v = kv[2] === undefined ? 'true' : value(kv[2]);
+      if (section === 'extensions' && key === 'worktreeconfig')
+        out.worktreeConfig = ['true', 'yes', 'on', '1'].includes(v.toLowerCase());
+      if (!v) continue;
+      if ((section === 'include' || section === 'includeif "…"') && key === 'path') {
+        const inc = expand(v, home, dirname(f));
+        out.includes.push(inc);
+        walk(inc, depth + 1);
+      } else if (section === 'core' && key === 'hookspath')
+        out.hooksPaths.push(v === '~' || v.startsWith('~/') ? join(home, v.slice(1)) : v);
+    }
+  };
+  walk(file, 0);
+  return out;
+}
