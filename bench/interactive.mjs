@@ -6,17 +6,11 @@
 //
 //   node bench/interactive.mjs [--n 2000] [--idle-s 5]
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.mjs';
+import { fromDist } from './lib/dist.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { Launcher } = await import(join(root, 'dist/platform/launcher.js'));
-const { values } = parseArgs({
-  options: { n: { type: 'string', default: '2000' }, 'idle-s': { type: 'string', default: '5' } },
-});
-const n = Number(values.n);
-const idleS = Number(values['idle-s']);
+const { Launcher } = await fromDist('platform/launcher.js');
+const { n, 'idle-s': idleS } = benchArgs({ n: 2000, 'idle-s': 5 });
 
 const launcher = Launcher.create();
 if (!launcher.native) throw new Error('native/build/ollie-spawner is not built: run node scripts/build-native.mjs');
