@@ -1,0 +1,91 @@
+/**
+ * Review of the resident hosts started through the spawner: a host serves many calls, so which calls it may serve
+ * is decided by its key (hosts.ts). Since hosts carry the policy's limits, the limits are part of what a host must
+ * match: the owner who lowers a limit (a trusted project file, which takes effect on the next call) must not see
+ * hosted calls keep running in a host started under the old, higher one — a model would keep the old host busy,
+ * and so its old limits, for as long as it likes (every call resets the idle timer).
+ *
+ * Through the real toolsrv, sandbox helper and spawner; the calls are scripted the way a model makes them.
+ * Who may reach what: the host is started by toolsrv for the tool's .meta; a model reaches it only through calls.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import type { Client } from '../../src/ninep/index.js';
+import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
+import { PROJECT_POLICY_NAME, trust } from '../../src/toolsrv/sandbox/trust.js';
+import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
+import { startEnv, type Env } from '../toolsrv/helpers.js';
+import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+
+const MiB = 1024 * 1024;
+
+/** A host whose one tool says its process id and the memory rlimit it runs under (the policy's memory limit). */
+const HOST = `
+import { readFileSync } from 'node:fs';
+import { serveHost } from ${JSON.stringify(join(PACKAGE_ROOT, 'dist', 'tools', 'hosts', 'runtime.js'))};
+await serveHost({
+  name: 'limhost',
+  tools: {
+    limits: () => {
+      const data = /^Max data size\\s+(\\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))[1];
+      return process.pid + ' ' + data;
+    },
+  },
+});
+`;
+
+const cleanup: Array<() => Promise<void> | void> = [];
+beforeAll(() => buildNative());
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+async function hostEnv(): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
+  const base = mkdtempSync(join(tmpdir(), 'resident-review-'));
+  const tools = join(base, 'tools');
+  const cwd = join(base, 'ws');
+  const configDir = join(base, 'config');
+  mkdirSync(join(tools, 'hosts'), { recursive: true });
+  mkdirSync(cwd);
+  mkdirSync(configDir);
+  writeFileSync(join(configDir, 'sandbox.yaml'), shippedPolicyText());
+  writeFileSync(join(tools, 'hosts', 'limhost.mjs'), HOST);
+  writeFileSync(
+    join(tools, 'limits.meta'),
+    JSON.stringify({ description: 'limits', scope: 'read', host: 'limhost', args: { type: 'object' } }),
+  );
+  const env = await startEnv(
+    {},
+    { yolo: false, toolDirs: [tools, SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') },
+  );
+  cleanup.push(async () => {
+    await env.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+  const c = await env.client('agent1');
+  await c.write('ctl', 'load limits');
+  return { env, c, cwd, configDir };
+}
+
+const limits = async (env: Env, c: Client): Promise<{ pid: number; data: number }> => {
+  const r = await env.call(c, { tool: 'limits', args: {} });
+  expect(r, r.output).toMatchObject({ status: 'exited', exit: 0 });
+  const [pid, data] = r.output.trim().split(' ');
+  return { pid: Number(pid), data: Number(data) };
+};
+
+describe('a resident host serves only calls whose limits are its own', () => {
+  test('after the owner lowers the memory limit (a trusted project file), the next hosted call runs under it', async () => {
+    const { env, c, cwd, configDir } = await hostEnv();
+    const before = await limits(env, c);
+    expect(before.data).toBe(2048 * MiB); // the shipped policy's 2 GiB
+    // Only a limit changes: the Landlock rules, and so the wrapped command, stay the same.
+    writeFileSync(join(cwd, PROJECT_POLICY_NAME), 'limits:\n  memory: 256 MiB\n');
+    trust(configDir, cwd);
+    const after = await limits(env, c);
+    expect(after.data).toBe(256 * MiB);
+    expect(after.pid).not.toBe(before.pid);
+  });
+});
