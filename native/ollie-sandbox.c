@@ -689,10 +689,13 @@ static void build_filter(void) {
   load_arg(3);
   emit(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, L_EPERM, L_ALLOW);
 
-  /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. */
+  /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. CLONE_PARENT is
+   * refused too: it makes the new process a child of the caller's parent, which for a call's own process is the
+   * spawner, outside the tree the spawner counts for the call's process and memory limits (it would be killed
+   * as a stray, but the call that made it never charged). No C library, runtime or thread uses it. */
   label(L_CLONE);
   load_arg(0);
-  emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, L_EPERM, L_ALLOW);
+  emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_PARENT, L_EPERM, L_ALLOW);
   label(L_UNSHARE);
   load_arg(0);
   emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_NEWTIME_FLAG, L_EPERM, L_ALLOW);

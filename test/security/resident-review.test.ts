@@ -42,7 +42,7 @@ afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
 
-async function hostEnv(): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
+async function hostEnv(policy = shippedPolicyText()): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
   const base = mkdtempSync(join(tmpdir(), 'resident-review-'));
   const tools = join(base, 'tools');
   const cwd = join(base, 'ws');
@@ -50,7 +50,7 @@ async function hostEnv(): Promise<{ env: Env; c: Client; cwd: string; configDir:
   mkdirSync(join(tools, 'hosts'), { recursive: true });
   mkdirSync(cwd);
   mkdirSync(configDir);
-  writeFileSync(join(configDir, 'sandbox.yaml'), shippedPolicyText());
+  writeFileSync(join(configDir, 'sandbox.yaml'), policy);
   writeFileSync(join(tools, 'hosts', 'limhost.mjs'), HOST);
   writeFileSync(
     join(tools, 'limits.meta'),
@@ -65,7 +65,7 @@ async function hostEnv(): Promise<{ env: Env; c: Client; cwd: string; configDir:
     rmSync(base, { recursive: true, force: true });
   });
   const c = await env.client('agent1');
-  await c.write('ctl', 'load limits');
+  await c.write('ctl', 'load limits shell');
   return { env, c, cwd, configDir };
 }
 
@@ -87,5 +87,25 @@ describe('a resident host serves only calls whose limits are its own', () => {
     const after = await limits(env, c);
     expect(after.data).toBe(256 * MiB);
     expect(after.pid).not.toBe(before.pid);
+  });
+});
+
+/**
+ * clone(CLONE_PARENT) makes the new process a child of the caller's parent. Made by a call's own process (the
+ * spawner's child: `exec` in the shell), it is the spawner's child, outside the tree the spawner counts for the
+ * call's process and memory limits: it is killed as a stray within 50 ms, but the call that made it is never
+ * charged, so it can make them without end (measured on the old code: 1133 in 3 s under a limit of 8 processes,
+ * 283 MiB at once under a limit of 256 MiB, and the call exited 0). The sandbox refuses the flag.
+ */
+describe('a call cannot put processes beside itself, outside the tree its limits count', () => {
+  test("clone(CLONE_PARENT) from the call's own process is refused", async () => {
+    const lowered = shippedPolicyText().replace(/processes: 256/, 'processes: 8');
+    expect(lowered).not.toBe(shippedPolicyText());
+    const { env, c } = await hostEnv(lowered);
+    const nr = process.arch === 'arm64' ? 220 : 56;
+    // CLONE_PARENT | SIGCHLD; the sibling sleeps (and is the spawner's stray), the caller counts what it made.
+    const perl = `my ($n, $e) = (0, ""); for (1..40) { my $r = syscall(${nr}, 0x8000 | 17, 0, 0, 0, 0); if ($r == 0) { exec "/bin/sleep", "30"; exit 0 } if ($r < 0) { $e = $! + 0; last } $n++; select(undef, undef, undef, 0.01) } print "made $n errno $e\\n"`;
+    const r = await env.call(c, { tool: 'shell', args: { command: `exec perl -e '${perl}'` } });
+    expect(r.output, JSON.stringify(r)).toBe('made 0 errno 1\n'); // EPERM
   });
 });
