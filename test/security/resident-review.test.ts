@@ -108,4 +108,13 @@ describe('a call cannot put processes beside itself, outside the tree its limits
     const r = await env.call(c, { tool: 'shell', args: { command: `exec perl -e '${perl}'` } });
     expect(r.output, JSON.stringify(r)).toBe('made 0 errno 1\n'); // EPERM
   });
+  test('nor can it clear its subreaper flag, which would hand its orphans to the spawner the same way', async () => {
+    const { env, c } = await hostEnv();
+    const nr = process.arch === 'arm64' ? 167 : 157;
+    // prctl(PR_SET_CHILD_SUBREAPER, 0); then a child whose own child it leaves behind: that orphan would be the
+    // spawner's (a stray, uncounted), not the call's.
+    const perl = `my $r = syscall(${nr}, 36, 0, 0, 0, 0); print "prctl $r errno ", ($r < 0 ? $! + 0 : ""), "\\n"`;
+    const r = await env.call(c, { tool: 'shell', args: { command: `exec perl -e '${perl}'` } });
+    expect(r.output, JSON.stringify(r)).toBe('prctl -1 errno 1\n'); // EPERM
+  });
 });
