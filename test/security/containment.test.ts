@@ -4,7 +4,7 @@
  * call, their toolsrv and their spawner, fork 300 processes, allocate 2 GiB and leave files in /dev/shm; and
  * controls showing that honest work (npm test spawning children, a background process) still runs.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,32 +14,9 @@ import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { SPAWNER, Spawner } from '../../src/platform/spawner.js';
+import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-
-/** Alive and not a zombie. */
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
-/** Pids of live processes whose command line holds `marker` as an argument. */
-function withArg(marker: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(d)))
-        out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 

@@ -8,16 +8,15 @@
  * Through the real toolsrv, sandbox helper and spawner; the calls are scripted the way a model makes them.
  * Who may reach what: the host is started by toolsrv for the tool's .meta; a model reaches it only through calls.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
 import { PROJECT_POLICY_NAME, trust } from '../../src/toolsrv/sandbox/trust.js';
-import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { startEnv, type Env } from '../toolsrv/helpers.js';
+import type { Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+import { startWorkspace, type Workspace } from '../toolsrv/workspace-env.js';
 
 const MiB = 1024 * 1024;
 
@@ -42,31 +41,21 @@ afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
 
-async function hostEnv(policy = shippedPolicyText()): Promise<{ env: Env; c: Client; cwd: string; configDir: string }> {
-  const base = mkdtempSync(join(tmpdir(), 'resident-review-'));
-  const tools = join(base, 'tools');
-  const cwd = join(base, 'ws');
-  const configDir = join(base, 'config');
-  mkdirSync(join(tools, 'hosts'), { recursive: true });
-  mkdirSync(cwd);
-  mkdirSync(configDir);
-  writeFileSync(join(configDir, 'sandbox.yaml'), policy);
-  writeFileSync(join(tools, 'hosts', 'limhost.mjs'), HOST);
-  writeFileSync(
-    join(tools, 'limits.meta'),
-    JSON.stringify({ description: 'limits', scope: 'read', host: 'limhost', args: { type: 'object' } }),
-  );
-  const env = await startEnv(
-    {},
-    { yolo: false, toolDirs: [tools, SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') },
-  );
-  cleanup.push(async () => {
-    await env.close();
-    rmSync(base, { recursive: true, force: true });
+async function hostEnv(policy = shippedPolicyText()): Promise<Workspace> {
+  const w = await startWorkspace('resident-review-', cleanup, {
+    ownTools: true,
+    prepare: ({ configDir, tools }) => {
+      mkdirSync(configDir);
+      writeFileSync(join(configDir, 'sandbox.yaml'), policy);
+      writeFileSync(join(tools, 'hosts', 'limhost.mjs'), HOST);
+      writeFileSync(
+        join(tools, 'limits.meta'),
+        JSON.stringify({ description: 'limits', scope: 'read', host: 'limhost', args: { type: 'object' } }),
+      );
+    },
   });
-  const c = await env.client('agent1');
-  await c.write('ctl', 'load limits shell');
-  return { env, c, cwd, configDir };
+  await w.c.write('ctl', 'load limits shell');
+  return w;
 }
 
 const limits = async (env: Env, c: Client): Promise<{ pid: number; data: number }> => {
