@@ -12,9 +12,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
+import { Launcher } from '../../src/platform/launcher.js';
+import { SpawnedTransport } from '../../src/toolsrv/mcp/spawned-transport.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
 import { PROJECT_POLICY_NAME, trust } from '../../src/toolsrv/sandbox/trust.js';
-import type { Env } from '../toolsrv/helpers.js';
+import { alive, withArg } from '../helpers/processes.js';
+import { until, type Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
 import { startWorkspace, type Workspace } from '../toolsrv/workspace-env.js';
 
@@ -106,4 +109,34 @@ describe('a call cannot put processes beside itself, outside the tree its limits
     const r = await env.call(c, { tool: 'shell', args: { command: `exec perl -e '${perl}'` } });
     expect(r.output, JSON.stringify(r)).toBe('prctl -1 errno 1\n'); // EPERM
   });
+});
+
+/**
+ * What the Node spawn did for a stdio server before the spawner and still does where there is none (no native
+ * build, `spawner: false`): stopping it ends its whole process group, also when it ignores the end of its input
+ * and SIGTERM. The same through the spawner.
+ */
+describe('stopping a stdio server that will not stop ends it and its process group', () => {
+  for (const native of [false, true])
+    test(native ? 'through the spawner' : 'through the Node fallback', async () => {
+      const launcher = Launcher.create({ native });
+      cleanup.push(() => launcher.close());
+      expect(launcher.native).toBe(native);
+      // A number of seconds no other process sleeps: how its child is found.
+      const m = `3${String(process.pid % 100000).padStart(5, '0')}.${native ? 2 : 1}`;
+      const server = `trap "" TERM; /bin/sleep ${m} & while :; do read -r l || sleep 1; done`;
+      const t = new SpawnedTransport(
+        launcher,
+        { file: '/bin/sh', args: ['-c', server], env: { PATH: '/usr/bin:/bin' } },
+        '/',
+        () => undefined,
+      );
+      await t.start();
+      await until(() => withArg(m).length === 1, 'the server to start its child', 5000);
+      const child = withArg(m)[0]!;
+      await t.close();
+      expect(t.ended).toMatch(/killed by SIGKILL|exited/);
+      expect(alive(t.pid)).toBe(false);
+      await until(() => !alive(child), 'its child to be gone', 5000);
+    });
 });
