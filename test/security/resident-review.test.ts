@@ -30,6 +30,13 @@ import { serveHost } from ${JSON.stringify(join(PACKAGE_ROOT, 'dist', 'tools', '
 await serveHost({
   name: 'limhost',
   tools: {
+    busy: () => {
+      // Holds the event loop, as a long synchronous parse would: nothing is read from stdin meanwhile.
+      const end = Date.now() + 3000;
+      while (Date.now() < end);
+      return String(process.pid);
+    },
+    size: (args) => process.pid + ' ' + args.s.length,
     limits: () => {
       const data = /^Max data size\\s+(\\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))[1];
       return process.pid + ' ' + data;
@@ -51,13 +58,14 @@ async function hostEnv(policy = shippedPolicyText()): Promise<Workspace> {
       mkdirSync(configDir);
       writeFileSync(join(configDir, 'sandbox.yaml'), policy);
       writeFileSync(join(tools, 'hosts', 'limhost.mjs'), HOST);
-      writeFileSync(
-        join(tools, 'limits.meta'),
-        JSON.stringify({ description: 'limits', scope: 'read', host: 'limhost', args: { type: 'object' } }),
-      );
+      for (const n of ['limits', 'busy', 'size'])
+        writeFileSync(
+          join(tools, `${n}.meta`),
+          JSON.stringify({ description: n, scope: 'read', host: 'limhost', args: { type: 'object' } }),
+        );
     },
   });
-  await w.c.write('ctl', 'load limits shell');
+  await w.c.write('ctl', 'load limits busy size shell');
   return w;
 }
 
@@ -139,4 +147,31 @@ describe('stopping a stdio server that will not stop ends it and its process gro
       expect(alive(t.pid)).toBe(false);
       await until(() => !alive(child), 'its child to be gone', 5000);
     });
+});
+
+/**
+ * A host that reads none of its requests while calls keep coming (its event loop held by a long call): past
+ * 16 MiB unread the spawner closes its stdin. The calls sent to it fail saying so, and the next call gets a new
+ * host at once — before, the host went on taking calls it would never read until it happened to exit, and the
+ * calls then failed as "died during the call (exit code 0)" with a request cut in two as the reason.
+ */
+describe('a host that leaves 16 MiB of requests unread', () => {
+  test('is stopped: its calls say why, and the next call runs in a new host', async () => {
+    const { env, c } = await hostEnv();
+    const first = Number((await env.call(c, { tool: 'size', args: { s: 'x' } })).output.split(' ')[0]);
+    const busy = env.call(c, { tool: 'busy', args: {} });
+    await until(() => env.ts.core.hosts.list()[0]?.inflight === 1, 'the busy call to reach the host', 5000);
+    // A call request is under 1 MiB (one 9P write): twenty of 900 KiB.
+    const big = 'y'.repeat(900 * 1024);
+    const calls = await Promise.all(Array.from({ length: 20 }, () => env.call(c, { tool: 'size', args: { s: big } })));
+    const said =
+      'the limhost tool host died during the call (it left 16 MiB of requests unread, so its input was closed)';
+    for (const r of calls.filter((x) => x.status !== 'exited')) expect(r.error).toContain(said);
+    expect(calls.filter((x) => x.status !== 'exited').length).toBeGreaterThan(0);
+    expect((await busy).error).toContain(said);
+    expect(alive(first)).toBe(false);
+    const next = await env.call(c, { tool: 'size', args: { s: 'x' } });
+    expect(next).toMatchObject({ status: 'exited', exit: 0 });
+    expect(Number(next.output.split(' ')[0])).not.toBe(first);
+  });
 });

@@ -111,6 +111,10 @@ class Host {
           this.died(null, null, why);
           exited();
         },
+        // The spawner closed its stdin (spawner only): calls written from now on would be dropped, and one may
+        // have been cut in two. It is stopped at once, so that the next call starts a new host rather than wait
+        // on a deaf one until this one happens to exit.
+        inputDropped: () => this.died(null, null, 'it left 16 MiB of requests unread, so its input was closed'),
       },
     );
   }
