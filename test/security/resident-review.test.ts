@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { Launcher } from '../../src/platform/launcher.js';
+import { SPAWNER, Spawner } from '../../src/platform/spawner.js';
 import { SpawnedTransport } from '../../src/toolsrv/mcp/spawned-transport.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
 import { PROJECT_POLICY_NAME, trust } from '../../src/toolsrv/sandbox/trust.js';
@@ -173,5 +174,36 @@ describe('a host that leaves 16 MiB of requests unread', () => {
     const next = await env.call(c, { tool: 'size', args: { s: 'x' } });
     expect(next).toMatchObject({ status: 'exited', exit: 0 });
     expect(Number(next.output.split(' ')[0])).not.toBe(first);
+  });
+});
+
+/** The pipes of one long-lived process (its stdin's write end among them) never cross into another. */
+describe('a long-lived process is handed only its own stdin, stdout and stderr', () => {
+  test('not the pipes of another one that runs', async () => {
+    const s = Spawner.find(SPAWNER)!;
+    cleanup.push(() => s.close());
+    const env = { PATH: '/usr/bin:/bin' };
+    const quiet = { errorOutput: () => undefined, exited: () => undefined, closed: () => undefined };
+    const lost: string[] = [];
+    const a = await s.spawnInteractive(
+      { file: 'cat', args: [], cwd: '/', env, stdin: '' },
+      { ...quiet, output: () => undefined, lost: (w) => lost.push(w) },
+    );
+    let out = '';
+    let listed = false;
+    await s.spawnInteractive(
+      { file: 'ls', args: ['/proc/self/fd'], cwd: '/', env, stdin: '' },
+      {
+        ...quiet,
+        output: (b) => (out += Buffer.from(b).toString()),
+        closed: () => (listed = true),
+        lost: (w) => lost.push(w),
+      },
+    );
+    await until(() => listed, 'the listing', 5000);
+    // ls's own handle on /proc/self/fd is the only one beyond 0-2.
+    expect(out.trim().split('\n').map(Number).sort()).toEqual([0, 1, 2, 3]);
+    a.endInput();
+    expect(lost).toEqual([]);
   });
 });
