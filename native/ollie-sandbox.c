@@ -467,6 +467,7 @@ enum label {
   L_UNSHARE,
   L_IOCTL,
   L_PRLIMIT,
+  L_PRCTL,
   L_SEND_FLAGS_2,
   L_SEND_FLAGS_3,
   L_OPEN_FLAGS_1,
@@ -564,12 +565,12 @@ static void build_filter(void) {
 #ifdef X32_SYSCALL_BIT
   emit(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, L_ENOSYS, L_NONE);
 #endif
-#define NBY_ARG 20
+#define NBY_ARG 24
   struct dispatch d[NREFUSED + NBY_ARG] = {
       {__NR_socket, L_SOCKET}, {__NR_socketpair, L_SOCKETPAIR}, {__NR_clone, L_CLONE},
-      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL}, {__NR_prlimit64, L_PRLIMIT},
+      {__NR_unshare, L_UNSHARE}, {__NR_ioctl, L_IOCTL}, {__NR_prlimit64, L_PRLIMIT}, {__NR_prctl, L_PRCTL},
   };
-  int nd = 6;
+  int nd = 7;
   if (mode != NET_OPEN) {
     d[nd++] = (struct dispatch){__NR_sendto, L_SEND_FLAGS_3};
     d[nd++] = (struct dispatch){__NR_sendmsg, L_SEND_FLAGS_2};
@@ -689,10 +690,13 @@ static void build_filter(void) {
   load_arg(3);
   emit(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, L_EPERM, L_ALLOW);
 
-  /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. */
+  /* clone(2) and unshare(2) without namespace flags are how every process and thread starts. CLONE_PARENT is
+   * refused too: it makes the new process a child of the caller's parent, which for a call's own process is the
+   * spawner, outside the tree the spawner counts for the call's process and memory limits (it would be killed
+   * as a stray, but the call that made it never charged). No C library, runtime or thread uses it. */
   label(L_CLONE);
   load_arg(0);
-  emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, L_EPERM, L_ALLOW);
+  emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_PARENT, L_EPERM, L_ALLOW);
   label(L_UNSHARE);
   load_arg(0);
   emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_NEWTIME_FLAG, L_EPERM, L_ALLOW);
@@ -715,6 +719,18 @@ static void build_filter(void) {
   emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_NONE, L_EPERM);
   load_word(offsetof(struct seccomp_data, args[2]) + 4);
   emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_ALLOW, L_EPERM);
+
+  /* prctl(PR_SET_CHILD_SUBREAPER, 0): a call's own process is the subreaper of all it starts, which keeps them
+     in the tree the spawner counts for the call's process and memory limits. Cleared, its orphans go to the
+     spawner, which kills them as strays within 50 ms but cannot charge them to the call: it could make them
+     without end. Setting the flag (a process below becoming a subreaper too) stays. */
+  label(L_PRCTL);
+  load_arg(0);
+  emit(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_CHILD_SUBREAPER, L_NONE, L_ALLOW);
+  load_word(offsetof(struct seccomp_data, args[1]));
+  emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_NONE, L_ALLOW);
+  load_word(offsetof(struct seccomp_data, args[1]) + 4);
+  emit(BPF_JMP | BPF_JEQ | BPF_K, 0, L_EPERM, L_ALLOW);
 
   /* The verdicts, last: BPF jumps only go forward. */
   label(L_ALLOW);
@@ -964,7 +980,7 @@ static void probe(void) {
 #ifdef NATIVE_ARCH
   printf("\"filter\":{\"arch\":\"%s\",\"refused_abis\":\"%s\",\"refuses\":[", NATIVE_ARCH_NAME, COMPAT_NAME);
   for (int r = 0; r < NREFUSED; r++) JSON_LIST_ITEM(r ? "," : "", REFUSED[r].name);
-  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\",\"prlimit64\",\"fchmod\","
+  printf("],\"by_argument\":[\"socket\",\"socketpair\",\"clone\",\"unshare\",\"ioctl\",\"prlimit64\",\"prctl\",\"fchmod\","
          "\"fchmodat\",\"fchmodat2\",\"mknodat\",\"openat\"%s]},",
 #ifdef __NR_chmod
          ",\"chmod\",\"creat\",\"mknod\",\"open\""

@@ -16,7 +16,8 @@
  * same when the spawner leaves (toolsrv gone). A guardian, the spawner's parent and a subreaper, kills
  * everything the spawner leaves behind should it be killed outright. No cgroup is needed, so it works
  * unprivileged everywhere. (A tool that clears its own subreaper flag hands its orphans to the spawner at
- * once, which kills them as strays.)
+ * once, which kills them as strays; as it does the siblings clone(CLONE_PARENT) makes. Strays are outside the
+ * tree a call's limits count, so the sandbox helper's seccomp filter refuses both to sandboxed tools.)
  *
  * Limits. The tool starts with rlimits (RLIMIT_DATA for memory, RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE),
  * which bound each process, and the spawner bounds the call as a whole: every POLL_MS it counts the processes

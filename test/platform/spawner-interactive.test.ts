@@ -9,29 +9,19 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { Launcher, longLivedLimits } from '../../src/platform/launcher.js';
 import { SPAWNER, Spawner, type InteractiveHandlers } from '../../src/platform/spawner.js';
+import { alive } from '../helpers/processes.js';
+import { endOf } from '../helpers/spawn-end.js';
 import { until } from '../toolsrv/helpers.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 const MiB = 1024 * 1024;
 
-/** Alive and not a zombie. */
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
 /** Everything one process reported, in order, and its stdout and stderr as text. */
 function recorder() {
   const events: string[] = [];
   const r = { out: '', err: '', events, dropped: 0 };
-  let resolveEnd!: () => void;
-  const ended = new Promise<void>((res) => (resolveEnd = res));
-  let exited = false;
-  let closed = false;
+  const end = endOf(events);
   const dec = new TextDecoder();
   const edec = new TextDecoder();
   const handlers: InteractiveHandlers = {
@@ -41,23 +31,10 @@ function recorder() {
       if (events.at(-1) !== 'output') events.push('output');
     },
     errorOutput: (b) => (r.err += edec.decode(b, { stream: true })),
-    exited: (code, signal, limit) => {
-      events.push(`exit ${code} ${signal}${limit ? ` ${limit}` : ''}`);
-      exited = true;
-      if (closed) resolveEnd();
-    },
-    closed: () => {
-      events.push('closed');
-      closed = true;
-      if (exited) resolveEnd();
-    },
-    lost: (why) => {
-      events.push(`lost ${why}`);
-      resolveEnd();
-    },
+    ...end.handlers,
     inputDropped: () => r.dropped++,
   };
-  return { r, handlers, ended };
+  return { r, handlers, ended: end.ended };
 }
 
 let spawner: Spawner | undefined;

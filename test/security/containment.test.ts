@@ -4,7 +4,7 @@
  * call, their toolsrv and their spawner, fork 300 processes, allocate 2 GiB and leave files in /dev/shm; and
  * controls showing that honest work (npm test spawning children, a background process) still runs.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,33 +13,10 @@ import { spawnToolsrv, TOOLSRV_ENTRY, type ToolsrvProcess } from '../../src/olli
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { SPAWNER } from '../../src/platform/spawner.js';
+import { SPAWNER, Spawner } from '../../src/platform/spawner.js';
+import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-
-/** Alive and not a zombie. */
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
-/** Pids of live processes whose command line holds `marker` as an argument. */
-function withArg(marker: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(d)))
-        out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 
@@ -198,10 +175,35 @@ time.sleep(1013.7)`;
     expect(await shell('echo still serving')).toMatchObject({ status: 'exited', output: 'still serving\n' });
   });
 
-  it('a tool that stops being a subreaper before it daemonizes loses its daemon all the same', async () => {
+  it('a sandboxed tool cannot stop being a subreaper (its orphans would be strays, outside its limits); its daemon dies with it', async () => {
     const { dir, shell } = await sandboxed();
-    // The tool process itself (exec: python replaces bash as the call's process) clears the flag, so its
-    // orphans go straight to the spawner, which kills them as strays.
+    // The tool process itself (exec: python replaces bash as the call's process) tries to clear the flag, so
+    // that its orphans would go straight to the spawner, outside the tree its limits count.
+    writeFileSync(
+      join(dir, 'unreap.py'),
+      `import os, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.prctl(36, 0)
+print("prctl", r, ctypes.get_errno() if r else 0, flush=True)
+if os.fork() == 0:
+    if os.fork(): os._exit(0)
+    os.setsid()
+    open("d.tmp", "w").write(str(os.getpid()))
+    os.rename("d.tmp", "d.pid")
+    os.execv("/bin/sleep", ["sleep", "1013.7"])
+os.wait()
+while not os.path.exists("d.pid"): pass`,
+    );
+    const r = await shell('exec /usr/bin/python3 unreap.py');
+    expect(r).toMatchObject({ status: 'exited', exit: 0, output: 'prctl -1 1\n' }); // EPERM
+    expect(alive(readPid(join(dir, 'd.pid')))).toBe(false);
+  });
+
+  it('a process that stops being a subreaper (outside the sandbox) loses its daemon within the 50 ms round', async () => {
+    // Unsandboxed, through the spawner with a process limit, so that the spawner watches: the orphans come to it
+    // as strays and are killed as soon as it sees them, well before the call ends.
+    const spawner = Spawner.find(SPAWNER)!;
+    const dir = mkdtempSync(join(tmpdir(), 'ollie-unreap-'));
     writeFileSync(
       join(dir, 'unreap.py'),
       `import os, ctypes, time
@@ -220,11 +222,33 @@ end = time.time() + 5
 while os.path.exists("/proc/" + pid) and time.time() < end: time.sleep(0.01)
 print("daemon", pid, "alive" if os.path.exists("/proc/" + pid) else "gone")`,
     );
-    const r = await shell('exec /usr/bin/python3 unreap.py');
-    expect(r).toMatchObject({ status: 'exited', exit: 0 });
-    // Killed as soon as the spawner saw it (within its 50 ms round), well before the call ended.
-    expect(r.output).toMatch(/^daemon \d+ gone$/m);
-    expect(alive(readPid(join(dir, 'd.pid')))).toBe(false);
+    try {
+      let out = '';
+      let done!: (v: string) => void;
+      const exited = new Promise<string>((resolve) => (done = resolve));
+      await spawner.spawn(
+        {
+          file: '/usr/bin/python3',
+          args: ['unreap.py'],
+          cwd: dir,
+          env: { PATH: '/usr/bin:/bin' },
+          stdin: '',
+          limits: { processes: 100 },
+        },
+        {
+          output: (b) => (out += Buffer.from(b).toString()),
+          exited: (code, signal, limit) => done(`${code} ${signal} ${limit ?? ''}`),
+          closed: () => undefined,
+          lost: (why) => done(why),
+        },
+      );
+      expect(await exited).toBe('0 null ');
+      expect(out).toMatch(/^daemon \d+ gone$/m);
+      expect(alive(readPid(join(dir, 'd.pid')))).toBe(false);
+    } finally {
+      spawner.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -532,6 +532,7 @@ describe('the probe and failing closed', () => {
       'unshare',
       'ioctl',
       'prlimit64',
+      'prctl',
       'fchmod',
       'fchmodat',
       'fchmodat2',

@@ -3,18 +3,16 @@
  * would make them: scripted tool calls through toolsrv's proc/new against a real toolsrv, the real sandbox helper
  * and a hostile stdio server written with the SDK (fixtures/mcp-hostile-server.mjs). Each attack fails.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { ruleFor, ruleMatches } from '../../src/olliesrv/store/bypass.js';
 import { readTrusted, trust } from '../../src/toolsrv/sandbox/trust.js';
-import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { askOwner, startEnv, until, type Env } from '../toolsrv/helpers.js';
+import { askOwner, until, type Env } from '../toolsrv/helpers.js';
 import { writeMcpConfig } from '../toolsrv/mcp-helpers.js';
+import { startWorkspace } from '../toolsrv/workspace-env.js';
 import { buildNative } from '../toolsrv/sandbox-helpers.js';
 
 const HOSTILE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'mcp-hostile-server.mjs');
@@ -30,21 +28,9 @@ afterEach(async () => {
 beforeAll(() => buildNative());
 
 async function mcpEnv(servers: Record<string, unknown>): Promise<{ env: Env; c: Client }> {
-  const base = mkdtempSync(join(tmpdir(), 'mcp-review-'));
-  const cwd = join(base, 'ws');
-  mkdirSync(cwd);
-  writeMcpConfig(join(base, 'config'), servers);
-  const env = await startEnv(
-    {},
-    { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd, configDir: join(base, 'config'), dataDir: join(base, 'data') },
-  );
-  cleanup.push(async () => {
-    await env.close();
-    rmSync(base, { recursive: true, force: true });
-  });
-  const c = await env.client('agent1');
-  await c.write('ctl', 'mcp-wait 15000');
-  return { env, c };
+  const w = await startWorkspace('mcp-review-', cleanup, { prepare: (d) => writeMcpConfig(d.configDir, servers) });
+  await w.c.write('ctl', 'mcp-wait 15000');
+  return w;
 }
 
 const state = async (c: Client, server: string): Promise<string> =>

@@ -9,42 +9,18 @@
  * Who may reach what: the servers and hosts are started by toolsrv for the owner's configuration (mcp.json) or
  * the tool's .meta; a model reaches them only through tool calls, which is how these tests drive them.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import { PACKAGE_ROOT } from '../../src/toolsrv/sandbox/index.js';
-import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { startEnv, until, type Env } from '../toolsrv/helpers.js';
+import { alive, withArg } from '../helpers/processes.js';
+import { until, type Env } from '../toolsrv/helpers.js';
 import { ROOT, writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+import { startWorkspace } from '../toolsrv/workspace-env.js';
 
 const SERVER = join(ROOT, 'test', 'security', 'fixtures', 'mcp-escaping-server.mjs');
-
-/** Alive and not a zombie. */
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
-/** Pids of live processes whose command line holds `marker` as an argument. */
-function withArg(marker: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(d)))
-        out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 /** Waits until `pid` runs the sleep of `m` (the shell that started it may answer before it has exec'd). */
 const running = async (m: string, pid: number): Promise<void> => {
@@ -83,24 +59,11 @@ function configWith(configDir: string, servers: Record<string, unknown>): void {
 }
 
 async function mcpEnv(): Promise<{ env: Env; c: Client; close(): Promise<void> }> {
-  const base = mkdtempSync(join(tmpdir(), 'resident-mcp-'));
-  const cwd = join(base, 'ws');
-  const configDir = join(base, 'config');
-  mkdirSync(cwd);
-  configWith(configDir, { esc: { command: process.execPath, args: [SERVER] } });
-  const env = await startEnv(
-    {},
-    { yolo: false, toolDirs: [SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') },
-  );
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= env.close());
-  cleanup.push(async () => {
-    await close();
-    rmSync(base, { recursive: true, force: true });
+  const w = await startWorkspace('resident-mcp-', cleanup, {
+    prepare: (d) => configWith(d.configDir, { esc: { command: process.execPath, args: [SERVER] } }),
   });
-  const c = await env.client('agent1');
-  await c.write('ctl', 'mcp-wait 15000');
-  return { env, c, close };
+  await w.c.write('ctl', 'mcp-wait 15000');
+  return w;
 }
 
 const status = async (c: Client, server: string): Promise<Record<string, string>> =>
@@ -191,30 +154,20 @@ await serveHost({
 `;
 
 async function hostEnv(): Promise<{ env: Env; c: Client }> {
-  const base = mkdtempSync(join(tmpdir(), 'resident-host-'));
-  const tools = join(base, 'tools');
-  const cwd = join(base, 'ws');
-  const configDir = join(base, 'config');
-  mkdirSync(join(tools, 'hosts'), { recursive: true });
-  mkdirSync(cwd);
-  configWith(configDir, {});
-  writeFileSync(join(tools, 'hosts', 'eschost.mjs'), HOST);
-  for (const n of ['escape', 'hog'])
-    writeFileSync(
-      join(tools, `${n}.meta`),
-      JSON.stringify({ description: n, scope: 'read', host: 'eschost', args: { type: 'object' } }),
-    );
-  const env = await startEnv(
-    {},
-    { yolo: false, toolDirs: [tools, SHIPPED_TOOLS], cwd, configDir, dataDir: join(base, 'data') },
-  );
-  cleanup.push(async () => {
-    await env.close();
-    rmSync(base, { recursive: true, force: true });
+  const w = await startWorkspace('resident-host-', cleanup, {
+    ownTools: true,
+    prepare: ({ configDir, tools }) => {
+      configWith(configDir, {});
+      writeFileSync(join(tools, 'hosts', 'eschost.mjs'), HOST);
+      for (const n of ['escape', 'hog'])
+        writeFileSync(
+          join(tools, `${n}.meta`),
+          JSON.stringify({ description: n, scope: 'read', host: 'eschost', args: { type: 'object' } }),
+        );
+    },
   });
-  const c = await env.client('agent1');
-  await c.write('ctl', 'load escape hog');
-  return { env, c };
+  await w.c.write('ctl', 'load escape hog');
+  return w;
 }
 
 describe('a resident tool host is contained and limited the same way', () => {

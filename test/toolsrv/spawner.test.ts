@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Proc } from '../../src/toolsrv/exec/proc.js';
 import { Launcher } from '../../src/platform/launcher.js';
 import { SPAWNER, Spawner, type SpawnedHandlers } from '../../src/platform/spawner.js';
+import { alive } from '../helpers/processes.js';
+import { endOf } from '../helpers/spawn-end.js';
 import { startEnv, until, type Env } from './helpers.js';
 
 /** What one process reported, in order. */
@@ -13,37 +15,10 @@ function recorder() {
   const events: string[] = [];
   let out = '';
   const dec = new TextDecoder();
-  let resolveEnd!: () => void;
-  const ended = new Promise<void>((r) => (resolveEnd = r));
-  let exited = false;
-  let closed = false;
-  const handlers: SpawnedHandlers = {
-    output: (b) => (out += dec.decode(b)),
-    exited: (code, signal, limit) => {
-      events.push(`exit ${code} ${signal}${limit ? ` ${limit}` : ''}`);
-      exited = true;
-      if (closed) resolveEnd();
-    },
-    closed: () => {
-      events.push('closed');
-      closed = true;
-      if (exited) resolveEnd();
-    },
-    lost: (reason) => {
-      events.push(`lost ${reason}`);
-      resolveEnd();
-    },
-  };
-  return { handlers, events, ended, out: () => out };
+  const end = endOf(events);
+  const handlers: SpawnedHandlers = { output: (b) => (out += dec.decode(b)), ...end.handlers };
+  return { handlers, events, ended: end.ended, out: () => out };
 }
-
-const alive = (pid: number): boolean => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
 
 const ppidOf = (pid: number): number =>
   Number(

@@ -6,9 +6,9 @@
  * launch: src/platform/launcher.ts) through the same sandbox wrapping as any tool (Confinement.wrap with the
  * calling scope's cwd, policy and the tool's own rules). Through the spawner it is contained as a call is (what
  * it starts, however detached, dies with it) and has the policy's limits but the CPU seconds (a host lives for
- * many calls: launcher.ts says why). Hosts are keyed by that wrapped command and the cwd, so a host only ever
- * serves calls whose Landlock rules are exactly its own: another cwd, another policy, a bypass, or other
- * per-tool rules get another host.
+ * many calls: launcher.ts says why). Hosts are keyed by that wrapped command, its limits and the cwd, so a host
+ * only serves calls whose Landlock rules and limits are exactly its own: another cwd, another policy (its limits
+ * included), a bypass, or other per-tool rules get another host.
  *
  * Wire (JSON lines; stdin toolsrv → host, stdout host → toolsrv; stderr is kept for error messages):
  *   → {"id": N, "tool": T, "args": {…}, "cwd": C, "env": {…}}     a call
@@ -111,6 +111,10 @@ class Host {
           this.died(null, null, why);
           exited();
         },
+        // The spawner closed its stdin (spawner only): calls written from now on would be dropped, and one may
+        // have been cut in two. It is stopped at once, so that the next call starts a new host rather than wait
+        // on a deaf one until this one happens to exit.
+        inputDropped: () => this.died(null, null, 'it left 16 MiB of requests unread, so its input was closed'),
       },
     );
   }
@@ -309,7 +313,9 @@ export class HostPool {
     req: { tool: string; args: Record<string, unknown> },
     timeoutS?: number,
   ): void {
-    const key = JSON.stringify([cmd.file, cmd.args, cwd]);
+    // The limits too: they are not in the wrapped command, and a host keeps those it was started with, so a
+    // lowered limit (a trusted project file) must start a new host rather than go on in one started under the old.
+    const key = JSON.stringify([cmd.file, cmd.args, cwd, cmd.limits ?? null]);
     let h = this.hosts.get(key);
     if (!h || h.dead) {
       h = new Host(
