@@ -4,70 +4,34 @@
  * meets conflicts; in a plain directory and in a git repository whose .git must stay untouched.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from './agent-harness.js';
-import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
+import { describe, expect, it } from 'vitest';
+import type { Harness } from './agent-harness.js';
+import { checkpointIndex as idx, checkpointRun, type CheckpointRun } from './checkpoint-run.js';
+import { script as rounds, sh } from '../security/scripted-calls.js';
+import { fileTree } from '../helpers/file-tree.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
-afterEach(async () => {
-  await closeRun(h, ws);
-  [h, ws] = [undefined, undefined];
-});
 
-/** One model reply per round, then a closing text. */
+/** Every file and link under `dir` (but .git) with its mode and content hash or target: what "byte for byte" compares. */
+const tree = (dir: string): Record<string, string> => fileTree(dir, { modes: true, skip: ['.git'] });
 
-/** Every file and link under `dir` (but .git) with its content hash or target: what "byte for byte" compares. */
-function tree(dir: string, rel = ''): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(join(dir, rel)).sort()) {
-    if (name === '.git') continue;
-    const r = rel ? `${rel}/${name}` : name;
-    const st = lstatSync(join(dir, r));
-    if (st.isSymbolicLink()) out[r] = `link ${readlinkSync(join(dir, r))}`;
-    else if (st.isDirectory()) {
-      out[`${r}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
-      Object.assign(out, tree(dir, r));
-    } else
-      out[r] = `${(st.mode & 0o777).toString(8)} ${createHash('sha256')
-        .update(readFileSync(join(dir, r)))
-        .digest('hex')}`;
-  }
-  return out;
+async function setup(init?: (dir: string) => void): Promise<CheckpointRun> {
+  const run = await checkpointRun({
+    prefix: 'ollie-cp-ws-',
+    files: (dir) => {
+      writeFileSync(join(dir, 'a.txt'), 'alpha\nbeta\ngamma\n');
+      mkdirSync(join(dir, 'src'));
+      writeFileSync(join(dir, 'src', 'one.c'), 'int one(void) { return 1; }\n');
+      writeFileSync(join(dir, 'src', 'two.c'), 'int two(void) { return 2; }\n');
+      init?.(dir);
+    },
+  });
+  [h, ws] = [run.h, run.ws];
+  return run;
 }
-
-async function setup(init?: (dir: string) => void): Promise<{ path: string; ctl: (cmd: string) => Promise<string> }> {
-  ws = mkdtempSync(join(tmpdir(), 'ollie-cp-ws-'));
-  writeFileSync(join(ws, 'a.txt'), 'alpha\nbeta\ngamma\n');
-  mkdirSync(join(ws, 'src'));
-  writeFileSync(join(ws, 'src', 'one.c'), 'int one(void) { return 1; }\n');
-  writeFileSync(join(ws, 'src', 'two.c'), 'int two(void) { return 2; }\n');
-  init?.(ws);
-  h = await harness();
-  const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
-  const a = await h.agent({ session });
-  return { path: a.path, ctl: (cmd) => h!.c.rdwrText(`${a.path}/ctl`, cmd) };
-}
-
-const idx = (text: string): string[][] =>
-  text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => l.split('\t'));
 
 describe('checkpoints of shell side effects', () => {
   it("rewinds a sed -i and a build step's outputs, and undoing the rewind restores the later state byte for byte (no git)", async () => {

@@ -5,80 +5,64 @@
  * outside the roots or into .git through links it planted (in place of the directory, inside it, racing the
  * rewind), to make the old directory's removal follow a link, and to forge lines of `diff` with a file's name.
  */
-import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from '../olliesrv/agent-harness.js';
-import { ATTACKER, closeRun, script, sh } from './scripted-calls.js';
+import { describe, expect, it } from 'vitest';
+import type { Harness } from '../olliesrv/agent-harness.js';
+import { checkpointRun, type CheckpointRun } from '../olliesrv/checkpoint-run.js';
+import { ATTACKER, script, sh } from './scripted-calls.js';
+import { fileTree } from '../helpers/file-tree.js';
 
 let h: Harness | undefined;
 let ws: string | undefined;
-afterEach(async () => {
-  await closeRun(h, ws);
-  [h, ws] = [undefined, undefined];
-});
 
 /** Every entry under `dir` with its content hash or link target. */
-function tree(dir: string, rel = ''): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(join(dir, rel)).sort()) {
-    const r = rel ? `${rel}/${name}` : name;
-    const st = lstatSync(join(dir, r));
-    if (st.isSymbolicLink()) out[r] = `link ${readlinkSync(join(dir, r))}`;
-    else if (st.isDirectory()) {
-      out[`${r}/`] = 'dir';
-      Object.assign(out, tree(dir, r));
-    } else
-      out[r] = createHash('sha256')
-        .update(readFileSync(join(dir, r)))
-        .digest('hex');
-  }
-  return out;
-}
+const tree = (dir: string): Record<string, string> => fileTree(dir);
 
-async function setup(): Promise<{ path: string; outside: string; ctl: (cmd: string) => Promise<string> }> {
-  ws = mkdtempSync(join(tmpdir(), 'ollie-cp-whole-attack-'));
-  writeFileSync(join(ws, 'a.txt'), 'one\n');
-  mkdirSync(join(ws, 'node_modules', 'dep'), { recursive: true });
-  writeFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'original\n');
-  mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
-  writeFileSync(join(ws, '.git', 'config'), '[core]\n');
-  h = await harness({ profiles: { attacker: ATTACKER } });
-  writeFileSync(
-    join(h.configDir, 'sandbox.yaml'),
-    `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  whole: [node_modules]\n`,
-  );
+async function setup(): Promise<CheckpointRun & { outside: string }> {
+  const run = await checkpointRun({
+    prefix: 'ollie-cp-whole-attack-',
+    whole: 'node_modules',
+    profile: { name: 'attacker', profile: ATTACKER },
+    files: (dir) => {
+      writeFileSync(join(dir, 'a.txt'), 'one\n');
+      mkdirSync(join(dir, 'node_modules', 'dep'), { recursive: true });
+      writeFileSync(join(dir, 'node_modules', 'dep', 'index.js'), 'original\n');
+      mkdirSync(join(dir, '.git', 'hooks'), { recursive: true });
+      writeFileSync(join(dir, '.git', 'config'), '[core]\n');
+    },
+  });
+  [h, ws] = [run.h, run.ws];
   // Outside the workspace, where the sandbox lets no tool write.
-  const outside = join(h.dir, 'outside');
+  const outside = join(run.h.dir, 'outside');
   mkdirSync(outside);
   writeFileSync(join(outside, 'f'), 'outside\n');
-  const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
-  const a = await h.agent({ session, profile: 'attacker' });
-  return { path: a.path, outside, ctl: (cmd) => h!.c.rdwrText(`${a.path}/ctl`, cmd) };
+  return { ...run, outside };
+}
+
+/**
+ * Starts the attacker, notes what lies outside the workspace and in .git, and runs its shell commands as one turn
+ * ("plant"): what the rewind then meets.
+ */
+async function plant(
+  commands: (outside: string) => string[],
+): Promise<
+  CheckpointRun & { outside: string; outsideBefore: Record<string, string>; gitBefore: Record<string, string> }
+> {
+  const run = await setup();
+  const outsideBefore = tree(run.outside);
+  const gitBefore = tree(join(run.ws, '.git'));
+  run.h.mock.script(...script(...commands(run.outside).map(sh)));
+  await run.h.turn(run.path, 'plant');
+  return { ...run, outsideBefore, gitBefore };
 }
 
 describe('an agent attacking the rewind of a whole directory', () => {
   it('swaps the directory for a link outside the roots: the rewind rebuilds it in the workspace, outside untouched', async () => {
-    const { path, outside, ctl } = await setup();
-    const outsideBefore = tree(outside);
-    h!.mock.script(
-      ...script(
-        sh('echo agent > node_modules/dep/index.js'),
-        sh(`rm -rf node_modules && ln -s ${outside} node_modules`),
-      ),
-    );
-    await h!.turn(path, 'plant');
+    const { path, outside, ctl, outsideBefore } = await plant((outside) => [
+      'echo agent > node_modules/dep/index.js',
+      `rm -rf node_modules && ln -s ${outside} node_modules`,
+    ]);
     expect(lstatSync(join(ws!, 'node_modules')).isSymbolicLink()).toBe(true);
     expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe(
       'T\tnode_modules/ (whole: 1 files changed, 6 bytes)\n',
@@ -91,16 +75,11 @@ describe('an agent attacking the rewind of a whole directory', () => {
   });
 
   it('swaps the directory, or a directory in it, for a link to .git: the rewind never writes into .git', async () => {
-    const { path, ctl } = await setup();
-    const gitBefore = tree(join(ws!, '.git'));
-    h!.mock.script(
-      ...script(
-        sh('echo agent > node_modules/dep/index.js'),
-        sh('rm -rf node_modules/dep && ln -s ../.git node_modules/dep'),
-        sh('rm -rf node_modules && ln -s .git node_modules'),
-      ),
-    );
-    await h!.turn(path, 'plant');
+    const { ctl, gitBefore } = await plant(() => [
+      'echo agent > node_modules/dep/index.js',
+      'rm -rf node_modules/dep && ln -s ../.git node_modules/dep',
+      'rm -rf node_modules && ln -s .git node_modules',
+    ]);
     await ctl('rewind 2');
     expect(lstatSync(join(ws!, 'node_modules', 'dep')).isDirectory()).toBe(true);
     expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
@@ -114,15 +93,10 @@ describe('an agent attacking the rewind of a whole directory', () => {
   });
 
   it('plants a link inside the directory pointing out: restored as a directory, nothing written through it', async () => {
-    const { path, outside, ctl } = await setup();
-    const outsideBefore = tree(outside);
-    h!.mock.script(
-      ...script(
-        sh('echo agent > node_modules/dep/index.js && echo more > node_modules/dep/more.js'),
-        sh(`rm -rf node_modules/dep && ln -s ${outside} node_modules/dep && ln -s ${outside} node_modules/evil`),
-      ),
-    );
-    await h!.turn(path, 'plant');
+    const { path, ctl, outsideBefore, outside } = await plant((outside) => [
+      'echo agent > node_modules/dep/index.js && echo more > node_modules/dep/more.js',
+      `rm -rf node_modules/dep && ln -s ${outside} node_modules/dep && ln -s ${outside} node_modules/evil`,
+    ]);
     // The walk recorded the links as links: nothing of the outside dir is in the checkpoint.
     const diff = await h!.c.readText(`${path}/checkpoint/2/diff`);
     expect(diff).not.toContain('outside\n');
