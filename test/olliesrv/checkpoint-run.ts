@@ -5,7 +5,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { testHarness, type Harness } from './agent-harness.js';
+import { testHarness, type Block, type Harness } from './agent-harness.js';
+import { script, sh } from '../security/scripted-calls.js';
 import { testDir } from '../helpers/temp-dir.js';
 
 export interface CheckpointRun {
@@ -16,6 +17,8 @@ export interface CheckpointRun {
   path: string;
   /** Writes a command to the agent's ctl file and returns the reply. */
   ctl(cmd: string): Promise<string>;
+  /** Runs one turn (`prompt`) in which the model makes these shell calls, one a round; returns the log's blocks. */
+  shell(prompt: string, ...commands: string[]): Promise<Block[]>;
 }
 
 export interface CheckpointRunOptions {
@@ -42,7 +45,16 @@ export async function checkpointRun(opts: CheckpointRunOptions): Promise<Checkpo
     );
   const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
   const a = await h.agent({ session, ...(opts.profile && { profile: opts.profile.name }) });
-  return { h, ws, path: a.path, ctl: (cmd) => h.c.rdwrText(`${a.path}/ctl`, cmd) };
+  return {
+    h,
+    ws,
+    path: a.path,
+    ctl: (cmd) => h.c.rdwrText(`${a.path}/ctl`, cmd),
+    shell: (prompt, ...commands) => {
+      h.mock.script(...script(...commands.map(sh)));
+      return h.turn(a.path, prompt);
+    },
+  };
 }
 
 /** The rows of a checkpoint `idx` file, split into their tab-separated fields. */

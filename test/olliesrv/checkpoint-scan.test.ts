@@ -6,11 +6,10 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RandomTree } from './random-tree.js';
+import { watchedRounds } from './random-tree.js';
 import { testDir } from '../helpers/temp-dir.js';
-import { rescan, sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
+import { sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
 import { CheckpointStore, type Manifest } from '../../src/olliesrv/checkpoint/store.js';
-import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
 
 function same(a: Manifest, b: Manifest): string[] {
   const diffs: string[] = [];
@@ -25,31 +24,26 @@ function same(a: Manifest, b: Manifest): string[] {
 
 describe('the watched walk', () => {
   it.each([20, 3, 77, 1234])('equals a full walk after random changes, round after round (seed %i)', async (seed) => {
-    const dir = testDir('ollie-scan-');
-    const root = join(dir, 'ws');
-    mkdirSync(root);
-    const store = new CheckpointStore(join(dir, 'data'));
     const rules = { skip: ['node_modules'], maxFile: 1 << 20 };
-    const changes = new RandomTree(root, seed, ['', 'a', 'a/b', 'c', 'node_modules']);
-    const watch = new DirWatch();
-    let prev = (await scan([root], rules, store, undefined, watch)).manifest;
-    let prevHash = store.putManifest(prev).hash;
-    for (let round = 0; round < 25; round++) {
-      changes.change(6, round);
-      const changed = await watch.take();
-      const r = await rescan(prev, rules, store, changed, watch);
-      const next = r.manifest;
+    let prevHash: string | undefined;
+    const opts = {
+      prefix: 'ollie-scan-',
+      seed,
+      dirs: ['', 'a', 'a/b', 'c', 'node_modules'],
+      rules,
+      rounds: 25,
+      most: 6,
+    };
+    await watchedRounds(opts, async ({ round, dir, root, store, prev, rescanned }) => {
+      prevHash ??= store.putManifest(prev).hash;
       const full = (await scan([root], rules, store, undefined)).manifest;
-      expect(same(next, full), `round ${round}`).toEqual([]);
+      expect(same(rescanned.manifest, full), `round ${round}`).toEqual([]);
       // Stored as the delta the rescan found, it reads back as the same manifest from a fresh store.
-      prevHash = store.putManifest(next, { hash: prevHash, manifest: prev }, r.delta).hash;
+      prevHash = store.putManifest(rescanned.manifest, { hash: prevHash, manifest: prev }, rescanned.delta).hash;
       expect(same(new CheckpointStore(join(dir, 'data')).manifest(prevHash), full), `round ${round} stored`).toEqual(
         [],
       );
-      prev = next;
-    }
-    expect(watch.broken).toBe(false);
-    watch.close();
+    });
   });
 });
 

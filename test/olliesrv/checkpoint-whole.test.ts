@@ -17,9 +17,8 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Harness } from './agent-harness.js';
 import { checkpointIndex as idx, checkpointRun, type CheckpointRun } from './checkpoint-run.js';
-import { RandomTree } from './random-tree.js';
+import { watchedRounds } from './random-tree.js';
 import { script as rounds, sh } from '../security/scripted-calls.js';
 import { fileTree } from '../helpers/file-tree.js';
 import { testDir } from '../helpers/temp-dir.js';
@@ -30,14 +29,11 @@ import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
 import { parsePolicyFile } from '../../src/toolsrv/sandbox/policy.js';
 import { narrowCheckpointRules, baseCheckpointRules } from '../../src/toolsrv/sandbox/checkpoint-rules.js';
 
-let h: Harness | undefined;
-let ws: string | undefined;
-
 /** Every file, link and directory under `dir` with its mode and content hash or target: "byte for byte". */
 const tree = (dir: string): Record<string, string> => fileTree(dir, { modes: true });
 
-async function setup(whole = 'node_modules'): Promise<CheckpointRun> {
-  const run = await checkpointRun({
+function setup(whole = 'node_modules'): Promise<CheckpointRun> {
+  return checkpointRun({
     prefix: 'ollie-cp-whole-',
     whole,
     files: (dir) => {
@@ -53,34 +49,28 @@ async function setup(whole = 'node_modules'): Promise<CheckpointRun> {
       writeFileSync(join(dir, 'node_modules', '.cache', 'c'), 'cache\n');
     },
   });
-  [h, ws] = [run.h, run.ws];
-  return run;
 }
 
 describe('a directory tracked as a whole', () => {
   it('is one line of files, a summary in diff, and a build step in it is rewound and undone byte for byte', async () => {
-    const { path, ctl } = await setup();
-    const before = tree(ws!);
-    h!.mock.script(
-      ...rounds(
-        sh(
-          "sed -i 's/1/2/' node_modules/dep/index.js && echo new > node_modules/dep/new.js && rm node_modules/dep/package.json && " +
-            'chmod 600 node_modules/dep/lib/util.js && ln -sfn ../dep/new.js node_modules/.bin/dep && echo beta > a.txt',
-        ),
-        sh('true'),
-      ),
+    const { h, ws, path, ctl, shell } = await setup();
+    const before = tree(ws);
+    await shell(
+      'build',
+      "sed -i 's/1/2/' node_modules/dep/index.js && echo new > node_modules/dep/new.js && rm node_modules/dep/package.json && " +
+        'chmod 600 node_modules/dep/lib/util.js && ln -sfn ../dep/new.js node_modules/.bin/dep && echo beta > a.txt',
+      'true',
     );
-    await h!.turn(path, 'build');
-    const after = tree(ws!);
-    const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    const after = tree(ws);
+    const list = idx(await h.c.readText(`${path}/checkpoint/idx`));
     // a.txt and the five changes under node_modules (its directories are not counted).
     expect(list.map((l) => l[3])).toEqual(['6', '0']);
     // The unchanged round stored nothing: no new tree, no new manifest.
     expect(list[1]![4]).toBe('0');
-    const files = await h!.c.readText(`${path}/checkpoint/1/files`);
+    const files = await h.c.readText(`${path}/checkpoint/1/files`);
     const bytes = 'module.exports = 2;\n'.length + 'new\n'.length + '{"name":"dep"}\n'.length + 15 + 0;
     expect(files).toBe(`M\ta.txt\nM\tnode_modules/ (whole: 5 files changed, ${bytes} bytes)\n`);
-    const diff = await h!.c.readText(`${path}/checkpoint/1/diff`);
+    const diff = await h.c.readText(`${path}/checkpoint/1/diff`);
     expect(diff).toContain(
       `--- a/node_modules/\n+++ b/node_modules/\nWhole directory node_modules/: 5 files changed (1 added, 3 modified, 1 deleted, 0 type changed), ${bytes} bytes\n`,
     );
@@ -99,37 +89,35 @@ describe('a directory tracked as a whole', () => {
     // Rewind: the whole directory comes back as it was, by a swap (no temporary name left behind).
     const reply = await ctl('rewind 1');
     expect(reply).toContain('restored\tnode_modules/\n');
-    expect(tree(ws!)).toEqual(before);
-    expect(readdirSync(ws!).filter((n) => n.startsWith('.ollie-rewind-'))).toEqual([]);
+    expect(tree(ws)).toEqual(before);
+    expect(readdirSync(ws).filter((n) => n.startsWith('.ollie-rewind-'))).toEqual([]);
     const rid = /as checkpoint (\d+)/.exec(reply)![1]!;
     // The rewind is itself checkpointed: undoing it brings the build's state back byte for byte.
     await ctl(`rewind ${rid}`);
-    expect(tree(ws!)).toEqual(after);
+    expect(tree(ws)).toEqual(after);
     // A kept tree's blobs survive gc: rewinding again after a collection still restores every file.
     await ctl('checkpoint gc');
     await ctl('rewind 1');
-    expect(tree(ws!)).toEqual(before);
+    expect(tree(ws)).toEqual(before);
   });
 
   it('stores a changed tree as a delta of the one before; gc keeps the trees and blobs kept checkpoints need', async () => {
-    const { path, ctl } = await setup();
+    const { h, ws, path, ctl, shell } = await setup();
     writeFileSync(
-      join(h!.configDir, 'sandbox.yaml'),
+      join(h.configDir, 'sandbox.yaml'),
       `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  whole: [node_modules]\n  keep:\n    count: 2\n`,
     );
-    h!.mock.script(
-      ...rounds(
-        sh('echo v1 > node_modules/dep/index.js'),
-        sh('echo v2 > node_modules/dep/index.js'),
-        sh('echo v3 > node_modules/dep/index.js'),
-        sh('echo v4 > node_modules/dep/index.js'),
-      ),
+    await shell(
+      'four rounds',
+      'echo v1 > node_modules/dep/index.js',
+      'echo v2 > node_modules/dep/index.js',
+      'echo v3 > node_modules/dep/index.js',
+      'echo v4 > node_modules/dep/index.js',
     );
-    await h!.turn(path, 'four rounds');
-    const ids = idx(await h!.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
+    const ids = idx(await h.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
     expect(ids).toEqual(['3', '4']);
     // Later trees are deltas (a base and the entries that differ), not the whole tree again.
-    const store = new CheckpointStore(h!.dataDir);
+    const store = new CheckpointStore(h.dataDir);
     const deltas = [...store.allObjects()].filter((o) => {
       try {
         const t = JSON.parse(readFileSync(store.objectPath(o.hash), 'utf8')) as Record<string, unknown>;
@@ -143,67 +131,64 @@ describe('a directory tracked as a whole', () => {
     expect(Number(/objects removed (\d+)/.exec(gc)?.[1])).toBeGreaterThan(0);
     // The oldest kept checkpoint's tree is a delta whose bases belonged to dropped checkpoints: still whole.
     await ctl('rewind 3');
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('v2\n');
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'lib', 'util.js'), 'utf8')).toBe('exports.u = 1;\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('v2\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'lib', 'util.js'), 'utf8')).toBe('exports.u = 1;\n');
   });
 
   it('an unchanged whole directory costs no new tree, while files beside it still checkpoint', async () => {
-    const { path } = await setup();
-    h!.mock.script(...rounds(sh('echo beta > a.txt'), sh('echo gamma > a.txt')));
+    const { h, path } = await setup();
+    h.mock.script(...rounds(sh('echo beta > a.txt'), sh('echo gamma > a.txt')));
     const trees = (): number =>
-      [...new CheckpointStore(h!.dataDir).allObjects()].filter((o) => {
+      [...new CheckpointStore(h.dataDir).allObjects()].filter((o) => {
         try {
-          const t = JSON.parse(readFileSync(new CheckpointStore(h!.dataDir).objectPath(o.hash), 'utf8')) as Tree;
+          const t = JSON.parse(readFileSync(new CheckpointStore(h.dataDir).objectPath(o.hash), 'utf8')) as Tree;
           return typeof t.entries === 'object' && !('roots' in t);
         } catch {
           return false;
         }
       }).length;
-    await h!.turn(path, 'edit');
+    await h.turn(path, 'edit');
     expect(trees()).toBe(1);
-    const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    const list = idx(await h.c.readText(`${path}/checkpoint/idx`));
     expect(list.map((l) => l[3])).toEqual(['1', '1']);
-    expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe('M\ta.txt\n');
+    expect(await h.c.readText(`${path}/checkpoint/2/files`)).toBe('M\ta.txt\n');
   });
 
   it('a whole directory the user changed since is one conflict, never overwritten; keep and force decide', async () => {
-    const { path, ctl } = await setup();
-    h!.mock.script(...rounds(sh('echo agent > node_modules/dep/index.js && echo beta > a.txt')));
-    await h!.turn(path, 'build');
+    const { ws, ctl, shell } = await setup();
+    await shell('build', 'echo agent > node_modules/dep/index.js && echo beta > a.txt');
     // The user reinstalls a package after the round.
-    writeFileSync(join(ws!, 'node_modules', 'dep', 'package.json'), '{"name":"dep","version":"2"}\n');
+    writeFileSync(join(ws, 'node_modules', 'dep', 'package.json'), '{"name":"dep","version":"2"}\n');
     await expect(ctl('rewind 1')).rejects.toThrow(/conflict\tnode_modules\/\n/);
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('beta\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('beta\n');
     const kept = await ctl('rewind 1 keep');
     expect(kept).toContain('conflict\tnode_modules/\tkept\n');
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\n');
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'package.json'), 'utf8')).toBe(
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('alpha\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'package.json'), 'utf8')).toBe(
       '{"name":"dep","version":"2"}\n',
     );
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('agent\n');
     const forced = await ctl('rewind 1 force');
     expect(forced).toContain('conflict\tnode_modules/\toverwritten\n');
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('module.exports = 1;\n');
-    expect(readFileSync(join(ws!, 'node_modules', 'dep', 'package.json'), 'utf8')).toBe('{"name":"dep"}\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('module.exports = 1;\n');
+    expect(readFileSync(join(ws, 'node_modules', 'dep', 'package.json'), 'utf8')).toBe('{"name":"dep"}\n');
   });
 
   it('a rewind to before the directory existed removes it; one to before its removal brings it back whole', async () => {
-    const { path, ctl } = await setup('vendor');
-    h!.mock.script(
-      ...rounds(
-        sh('mkdir -p vendor/x && echo v > vendor/x/v.txt && ln -s ../../a.txt vendor/x/l'),
-        sh('rm -rf vendor'),
-      ),
+    const { h, ws, path, ctl, shell } = await setup('vendor');
+    await shell(
+      'vendor',
+      'mkdir -p vendor/x && echo v > vendor/x/v.txt && ln -s ../../a.txt vendor/x/l',
+      'rm -rf vendor',
     );
-    await h!.turn(path, 'vendor');
-    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('A\tvendor/ (whole: 2 files changed, 2 bytes)\n');
-    expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe('D\tvendor/ (whole: 2 files changed, 2 bytes)\n');
+    expect(await h.c.readText(`${path}/checkpoint/1/files`)).toBe('A\tvendor/ (whole: 2 files changed, 2 bytes)\n');
+    expect(await h.c.readText(`${path}/checkpoint/2/files`)).toBe('D\tvendor/ (whole: 2 files changed, 2 bytes)\n');
     await ctl('rewind 2');
-    expect(readFileSync(join(ws!, 'vendor', 'x', 'v.txt'), 'utf8')).toBe('v\n');
-    expect(readlinkSync(join(ws!, 'vendor', 'x', 'l'))).toBe('../../a.txt');
+    expect(readFileSync(join(ws, 'vendor', 'x', 'v.txt'), 'utf8')).toBe('v\n');
+    expect(readlinkSync(join(ws, 'vendor', 'x', 'l'))).toBe('../../a.txt');
     expect(await ctl('rewind 1')).toContain('removed\tvendor/\n');
-    expect(() => lstatSync(join(ws!, 'vendor'))).toThrow();
+    expect(() => lstatSync(join(ws, 'vendor'))).toThrow();
   });
 });
 
@@ -260,11 +245,8 @@ describe('the whole-directory walk', () => {
 
 describe('the watched walk with whole directories', () => {
   it.each([5, 42, 999])('equals a full walk after random changes in and beside them (seed %i)', async (seed) => {
-    const dir = testDir('ollie-whole-rand-');
-    const root = join(dir, 'ws');
-    const store = new CheckpointStore(join(dir, 'data'));
     const rules = { skip: ['.cache'], whole: ['node_modules'], maxFile: 1 << 20 };
-    const changes = new RandomTree(root, seed, [
+    const dirs = [
       '',
       'a',
       'node_modules',
@@ -272,15 +254,12 @@ describe('the watched walk with whole directories', () => {
       'node_modules/p/q',
       'a/node_modules',
       'node_modules/.cache',
-    ]);
-    const watch = new DirWatch();
-    let prev = (await scan([root], rules, store, undefined, watch)).manifest;
-    for (let round = 0; round < 20; round++) {
-      changes.change(5, round);
-      const r = await rescan(prev, rules, store, await watch.take(), watch);
+    ];
+    const opts = { prefix: 'ollie-whole-rand-', seed, dirs, rules, rounds: 20, most: 5 };
+    await watchedRounds(opts, async ({ round, dir, root, store, rescanned }) => {
       const fullStore = new CheckpointStore(join(dir, `full${round}`));
       const full = (await scan([root], rules, fullStore, undefined)).manifest;
-      const x = r.manifest.roots[root]!;
+      const x = rescanned.manifest.roots[root]!;
       const y = full.roots[root]!;
       const diffs = [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((k) => !sameEntry(x[k], y[k]));
       const show = (e: Entry | undefined, st: CheckpointStore): unknown =>
@@ -289,10 +268,7 @@ describe('the watched walk with whole directories', () => {
         diffs.map((k) => `${k}: ${JSON.stringify(show(x[k], store))} vs ${JSON.stringify(show(y[k], fullStore))}`),
         `round ${round}`,
       ).toEqual([]);
-      prev = r.manifest;
-    }
-    expect(watch.broken).toBe(false);
-    watch.close();
+    });
   });
 });
 

@@ -4,6 +4,11 @@
  */
 import { appendFileSync, chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from 'vitest';
+import { rescan, scan, type ScanResult, type ScanRules } from '../../src/olliesrv/checkpoint/scan.js';
+import { CheckpointStore, type Manifest } from '../../src/olliesrv/checkpoint/store.js';
+import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
+import { testDir } from '../helpers/temp-dir.js';
 
 /** A small deterministic PRNG (mulberry32). */
 export function rng(seed: number): () => number {
@@ -95,4 +100,50 @@ export class RandomTree {
       }
     }
   }
+}
+
+/** One round of `watchedRounds`: the manifest before it and what the watched rescan made of the changes. */
+export interface WatchedRound {
+  round: number;
+  /** The test's directory; the tree is `root` (its `ws`), the store's data is its `data`. */
+  dir: string;
+  root: string;
+  store: CheckpointStore;
+  prev: Manifest;
+  rescanned: ScanResult;
+}
+
+export interface WatchedRoundsOptions {
+  prefix: string;
+  seed: number;
+  /** The directories the tree starts with ('' is its root). */
+  dirs: string[];
+  rules: ScanRules;
+  rounds: number;
+  /** The most changes in one round. */
+  most: number;
+}
+
+/**
+ * Makes a random tree and walks it watched; then, round after round, changes it at random and brings the manifest
+ * up to date from the directories the watch reports; `check` judges each round. The watch never breaks.
+ */
+export async function watchedRounds(
+  opts: WatchedRoundsOptions,
+  check: (r: WatchedRound) => void | Promise<void>,
+): Promise<void> {
+  const dir = testDir(opts.prefix);
+  const root = join(dir, 'ws');
+  const store = new CheckpointStore(join(dir, 'data'));
+  const changes = new RandomTree(root, opts.seed, opts.dirs);
+  const watch = new DirWatch();
+  let prev = (await scan([root], opts.rules, store, undefined, watch)).manifest;
+  for (let round = 0; round < opts.rounds; round++) {
+    changes.change(opts.most, round);
+    const rescanned = await rescan(prev, opts.rules, store, await watch.take(), watch);
+    await check({ round, dir, root, store, prev, rescanned });
+    prev = rescanned.manifest;
+  }
+  expect(watch.broken).toBe(false);
+  watch.close();
 }
