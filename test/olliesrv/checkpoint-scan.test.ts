@@ -3,30 +3,13 @@
  * chmodded; directories made, removed, swapped for files or links; files swapped for directories), the manifest
  * brought up to date from the changed directories equals a fresh full walk, entry for entry.
  */
-import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { rescan, sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
+import { describe, expect, it } from 'vitest';
+import { watchedRounds } from './random-tree.js';
+import { testDir } from '../helpers/temp-dir.js';
+import { sameEntry, scan } from '../../src/olliesrv/checkpoint/scan.js';
 import { CheckpointStore, type Manifest } from '../../src/olliesrv/checkpoint/store.js';
-import { DirWatch } from '../../src/olliesrv/checkpoint/watch.js';
-
-let dir: string | undefined;
-afterEach(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
-
-/** A small deterministic PRNG (mulberry32), so a failure can be replayed. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = seed;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function same(a: Manifest, b: Manifest): string[] {
   const diffs: string[] = [];
@@ -41,90 +24,32 @@ function same(a: Manifest, b: Manifest): string[] {
 
 describe('the watched walk', () => {
   it.each([20, 3, 77, 1234])('equals a full walk after random changes, round after round (seed %i)', async (seed) => {
-    rmSync(dir ?? '/nonexistent', { recursive: true, force: true });
-    dir = mkdtempSync(join(tmpdir(), 'ollie-scan-'));
-    const root = join(dir, 'ws');
-    mkdirSync(root);
-    const store = new CheckpointStore(join(dir, 'data'));
     const rules = { skip: ['node_modules'], maxFile: 1 << 20 };
-    const rand = rng(seed);
-    const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
-    const dirs = ['', 'a', 'a/b', 'c', 'node_modules'];
-    for (const d of dirs) mkdirSync(join(root, d), { recursive: true });
-    for (let i = 0; i < 40; i++) writeFileSync(join(root, pick(dirs), `f${i}`), `file ${i}\n`);
-    const watch = new DirWatch();
-    let prev = (await scan([root], rules, store, undefined, watch)).manifest;
-    let prevHash = store.putManifest(prev).hash;
-    let n = 40;
-    for (let round = 0; round < 25; round++) {
-      for (let k = 0; k < 1 + Math.floor(rand() * 6); k++) {
-        const d = pick(dirs);
-        const p = join(root, d, `f${Math.floor(rand() * n)}`);
-        try {
-          switch (Math.floor(rand() * 9)) {
-            case 0:
-              writeFileSync(join(root, d, `f${n++}`), `new ${n}\n`);
-              break;
-            case 1:
-              appendFileSync(p, 'more\n');
-              break;
-            case 2:
-              rmSync(p, { recursive: true, force: true });
-              break;
-            case 3:
-              chmodSync(p, 0o600);
-              break;
-            case 4: {
-              const nd = `${d ? `${d}/` : ''}d${n++}`;
-              mkdirSync(join(root, nd));
-              writeFileSync(join(root, nd, 'inner'), 'x');
-              mkdirSync(join(root, nd, 'deep'));
-              writeFileSync(join(root, nd, 'deep', 'y'), 'y');
-              dirs.push(nd);
-              break;
-            }
-            case 5: {
-              const victim = pick(dirs.filter((x) => x !== ''));
-              rmSync(join(root, victim), { recursive: true, force: true });
-              writeFileSync(join(root, victim), 'now a file');
-              break;
-            }
-            case 6:
-              rmSync(p, { recursive: true, force: true });
-              symlinkSync('/etc', p);
-              break;
-            case 7:
-              rmSync(p, { recursive: true, force: true });
-              mkdirSync(p);
-              writeFileSync(join(p, 'z'), 'z');
-              break;
-            default:
-              writeFileSync(p, `rewritten ${round}\n`);
-          }
-        } catch {
-          // the path chosen is not there (or a parent is a file now): the change simply does not happen
-        }
-      }
-      const changed = await watch.take();
-      const r = await rescan(prev, rules, store, changed, watch);
-      const next = r.manifest;
+    let prevHash: string | undefined;
+    const opts = {
+      prefix: 'ollie-scan-',
+      seed,
+      dirs: ['', 'a', 'a/b', 'c', 'node_modules'],
+      rules,
+      rounds: 25,
+      most: 6,
+    };
+    await watchedRounds(opts, async ({ round, dir, root, store, prev, rescanned }) => {
+      prevHash ??= store.putManifest(prev).hash;
       const full = (await scan([root], rules, store, undefined)).manifest;
-      expect(same(next, full), `round ${round}`).toEqual([]);
+      expect(same(rescanned.manifest, full), `round ${round}`).toEqual([]);
       // Stored as the delta the rescan found, it reads back as the same manifest from a fresh store.
-      prevHash = store.putManifest(next, { hash: prevHash, manifest: prev }, r.delta).hash;
+      prevHash = store.putManifest(rescanned.manifest, { hash: prevHash, manifest: prev }, rescanned.delta).hash;
       expect(same(new CheckpointStore(join(dir, 'data')).manifest(prevHash), full), `round ${round} stored`).toEqual(
         [],
       );
-      prev = next;
-    }
-    expect(watch.broken).toBe(false);
-    watch.close();
+    });
   });
 });
 
 describe('manifests stored as deltas', () => {
   it('read back whole from a fresh store, down a chain longer than the limit, and small when little changed', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ollie-manifest-'));
+    const dir = testDir('ollie-manifest-');
     const root = join(dir, 'ws');
     mkdirSync(root);
     for (let i = 0; i < 200; i++) writeFileSync(join(root, `f${i}`), `file ${i}\n`);

@@ -4,87 +4,43 @@
  * meets conflicts; in a plain directory and in a git repository whose .git must stay untouched.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { harness, type Harness } from './agent-harness.js';
-import { closeRun, script as rounds, sh } from '../security/scripted-calls.js';
+import { describe, expect, it } from 'vitest';
+import { checkpointIndex as idx, checkpointRun, type CheckpointRun } from './checkpoint-run.js';
+import { script as rounds, sh } from '../security/scripted-calls.js';
+import { fileTree } from '../helpers/file-tree.js';
 
-let h: Harness | undefined;
-let ws: string | undefined;
-afterEach(async () => {
-  await closeRun(h, ws);
-  [h, ws] = [undefined, undefined];
-});
+/** Every file and link under `dir` (but .git) with its mode and content hash or target: what "byte for byte" compares. */
+const tree = (dir: string): Record<string, string> => fileTree(dir, { modes: true, skip: ['.git'] });
 
-/** One model reply per round, then a closing text. */
-
-/** Every file and link under `dir` (but .git) with its content hash or target: what "byte for byte" compares. */
-function tree(dir: string, rel = ''): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(join(dir, rel)).sort()) {
-    if (name === '.git') continue;
-    const r = rel ? `${rel}/${name}` : name;
-    const st = lstatSync(join(dir, r));
-    if (st.isSymbolicLink()) out[r] = `link ${readlinkSync(join(dir, r))}`;
-    else if (st.isDirectory()) {
-      out[`${r}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
-      Object.assign(out, tree(dir, r));
-    } else
-      out[r] = `${(st.mode & 0o777).toString(8)} ${createHash('sha256')
-        .update(readFileSync(join(dir, r)))
-        .digest('hex')}`;
-  }
-  return out;
+function setup(init?: (dir: string) => void): Promise<CheckpointRun> {
+  return checkpointRun({
+    prefix: 'ollie-cp-ws-',
+    files: (dir) => {
+      writeFileSync(join(dir, 'a.txt'), 'alpha\nbeta\ngamma\n');
+      mkdirSync(join(dir, 'src'));
+      writeFileSync(join(dir, 'src', 'one.c'), 'int one(void) { return 1; }\n');
+      writeFileSync(join(dir, 'src', 'two.c'), 'int two(void) { return 2; }\n');
+      init?.(dir);
+    },
+  });
 }
-
-async function setup(init?: (dir: string) => void): Promise<{ path: string; ctl: (cmd: string) => Promise<string> }> {
-  ws = mkdtempSync(join(tmpdir(), 'ollie-cp-ws-'));
-  writeFileSync(join(ws, 'a.txt'), 'alpha\nbeta\ngamma\n');
-  mkdirSync(join(ws, 'src'));
-  writeFileSync(join(ws, 'src', 'one.c'), 'int one(void) { return 1; }\n');
-  writeFileSync(join(ws, 'src', 'two.c'), 'int two(void) { return 2; }\n');
-  init?.(ws);
-  h = await harness();
-  const session = (await h.c.rdwrText('session/new', `cwd=${ws}`)).trim();
-  const a = await h.agent({ session });
-  return { path: a.path, ctl: (cmd) => h!.c.rdwrText(`${a.path}/ctl`, cmd) };
-}
-
-const idx = (text: string): string[][] =>
-  text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => l.split('\t'));
 
 describe('checkpoints of shell side effects', () => {
   it("rewinds a sed -i and a build step's outputs, and undoing the rewind restores the later state byte for byte (no git)", async () => {
-    const { path, ctl } = await setup();
-    const before = tree(ws!);
-    h!.mock.script(
-      ...rounds(
-        sh("sed -i 's/beta/BETA/' a.txt"),
-        sh('mkdir -p out && cat src/*.c > out/app.o && printf built > out/stamp && rm src/two.c'),
-      ),
+    const { h, ws, path, ctl, shell } = await setup();
+    const before = tree(ws);
+    await shell(
+      'edit and build',
+      "sed -i 's/beta/BETA/' a.txt",
+      'mkdir -p out && cat src/*.c > out/app.o && printf built > out/stamp && rm src/two.c',
     );
-    await h!.turn(path, 'edit and build');
-    const after = tree(ws!);
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\nBETA\ngamma\n');
-    expect(existsSync(join(ws!, 'out', 'app.o'))).toBe(true);
+    const after = tree(ws);
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('alpha\nBETA\ngamma\n');
+    expect(existsSync(join(ws, 'out', 'app.o'))).toBe(true);
 
-    const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    const list = idx(await h.c.readText(`${path}/checkpoint/idx`));
     expect(list.map((l) => l.length)).toEqual([5, 5]);
     expect(list.map((l) => [l[0], l[1]])).toEqual([
       ['1', '1'],
@@ -92,26 +48,26 @@ describe('checkpoints of shell side effects', () => {
     ]);
     expect(list[0]![3]).toBe('1'); // a.txt
     expect(Number(list[1]![3])).toBeGreaterThanOrEqual(3); // out/app.o, out/stamp, src/two.c (and out/)
-    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\n');
-    expect(await h!.c.readText(`${path}/checkpoint/2/files`)).toBe('A\tout/app.o\nA\tout/stamp\nD\tsrc/two.c\n');
-    const diff = await h!.c.readText(`${path}/checkpoint/1/diff`);
+    expect(await h.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\n');
+    expect(await h.c.readText(`${path}/checkpoint/2/files`)).toBe('A\tout/app.o\nA\tout/stamp\nD\tsrc/two.c\n');
+    const diff = await h.c.readText(`${path}/checkpoint/1/diff`);
     expect(diff).toContain('--- a/a.txt\n+++ b/a.txt\n');
     expect(diff).toContain('-beta\n+BETA\n');
 
     // Rewind the files to before the first round: the sed and the build are gone, the deleted source is back.
     const out = await ctl('rewind 1');
     expect(out).toContain('rewound to checkpoint 1 as checkpoint 3');
-    expect(tree(ws!)).toEqual(before);
+    expect(tree(ws)).toEqual(before);
     // The rewind is listed last; rewinding to it undoes it.
-    const list2 = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    const list2 = idx(await h.c.readText(`${path}/checkpoint/idx`));
     expect(list2.map((l) => l[0])).toEqual(['1', '2', '3']);
-    expect(await h!.c.readText(`${path}/checkpoint/3/info`)).toContain('kind=rewind');
+    expect(await h.c.readText(`${path}/checkpoint/3/info`)).toContain('kind=rewind');
     await ctl('rewind 3');
-    expect(tree(ws!)).toEqual(after);
+    expect(tree(ws)).toEqual(after);
     // The conversation was not touched by a files-only rewind.
     expect((await ctl('context')).match(/^epoch=(\d+)/m)?.[1]).toBe('0');
     // The store is the owner's alone: directories 0700, files 0600.
-    const modes = execFileSync('find', [join(h!.dataDir, 'checkpoints'), '-printf', '%y %m\n'], { encoding: 'utf8' })
+    const modes = execFileSync('find', [join(h.dataDir, 'checkpoints'), '-printf', '%y %m\n'], { encoding: 'utf8' })
       .split('\n')
       .filter(Boolean);
     expect(modes.length).toBeGreaterThan(5);
@@ -119,22 +75,21 @@ describe('checkpoints of shell side effects', () => {
   });
 
   it("checkpoints the user's own !cmd like a model's round, and rewinds it", async () => {
-    const { path, ctl } = await setup();
-    const before = tree(ws!);
-    await h!.turn(path, "!sed -i 's/alpha/ALPHA/' a.txt && echo made > mine.txt");
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\n');
-    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\nA\tmine.txt\n');
+    const { h, ws, path, ctl } = await setup();
+    const before = tree(ws);
+    await h.turn(path, "!sed -i 's/alpha/ALPHA/' a.txt && echo made > mine.txt");
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\n');
+    expect(await h.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\nA\tmine.txt\n');
     await ctl('rewind 1');
-    expect(tree(ws!)).toEqual(before);
+    expect(tree(ws)).toEqual(before);
   });
 
   it('lists a file the user edited after the checkpoint as a conflict and does not overwrite it; force and keep decide', async () => {
-    const { path, ctl } = await setup();
-    h!.mock.script(...rounds(sh("sed -i 's/alpha/ALPHA/' a.txt && echo new > b.txt")));
-    await h!.turn(path, 'edit');
+    const { h, ws, path, ctl, shell } = await setup();
+    await shell('edit', "sed -i 's/alpha/ALPHA/' a.txt && echo new > b.txt");
     // The user edits the file the agent changed, and adds one of their own.
-    writeFileSync(join(ws!, 'a.txt'), 'ALPHA\nbeta\ngamma\nmy own line\n');
-    writeFileSync(join(ws!, 'notes.md'), 'mine\n');
+    writeFileSync(join(ws, 'a.txt'), 'ALPHA\nbeta\ngamma\nmy own line\n');
+    writeFileSync(join(ws, 'notes.md'), 'mine\n');
     let err = '';
     await ctl('rewind 1').catch((e: Error) => (err = e.message));
     expect(err).toContain('not rewound');
@@ -142,57 +97,56 @@ describe('checkpoints of shell side effects', () => {
     expect(err).toContain('conflict\tnotes.md');
     expect(err).not.toContain('b.txt');
     // Nothing changed, nothing recorded.
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\nmy own line\n');
-    expect(existsSync(join(ws!, 'b.txt'))).toBe(true);
-    expect(idx(await h!.c.readText(`${path}/checkpoint/idx`))).toHaveLength(1);
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\nmy own line\n');
+    expect(existsSync(join(ws, 'b.txt'))).toBe(true);
+    expect(idx(await h.c.readText(`${path}/checkpoint/idx`))).toHaveLength(1);
     // keep: the agent's own change goes, the user's stay.
     const kept = await ctl('rewind 1 keep');
     expect(kept).toContain('conflict\ta.txt\tkept');
-    expect(existsSync(join(ws!, 'b.txt'))).toBe(false);
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\nmy own line\n');
-    expect(readFileSync(join(ws!, 'notes.md'), 'utf8')).toBe('mine\n');
+    expect(existsSync(join(ws, 'b.txt'))).toBe(false);
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('ALPHA\nbeta\ngamma\nmy own line\n');
+    expect(readFileSync(join(ws, 'notes.md'), 'utf8')).toBe('mine\n');
     // force: overwritten, asked for by name.
     const forced = await ctl('rewind 1 force');
     expect(forced).toContain('conflict\ta.txt\toverwritten');
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\nbeta\ngamma\n');
-    expect(existsSync(join(ws!, 'notes.md'))).toBe(false);
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('alpha\nbeta\ngamma\n');
+    expect(existsSync(join(ws, 'notes.md'))).toBe(false);
   });
 
   it('rewinds the conversation too with "all", keeping the later history as an epoch; undo brings both back', async () => {
-    const { path, ctl } = await setup();
-    h!.mock.script(...rounds(sh("sed -i 's/gamma/GAMMA/' a.txt")));
-    await h!.turn(path, 'first');
-    const agent = h!.daemon.agents.all().find((x) => path.endsWith(x.name))!;
+    const { h, ws, path, ctl, shell } = await setup();
+    await shell('first', "sed -i 's/gamma/GAMMA/' a.txt");
+    const agent = h.daemon.agents.all().find((x) => path.endsWith(x.name))!;
     const full = agent.history.messages.map((m) => m.content);
     expect(full[0]).toBe('first');
     const out = await ctl('rewind 1 all');
     expect(out).toContain('conversation: 1 messages');
     expect(agent.history.messages.map((m) => m.content)).toEqual(['first']);
     expect(agent.history.epoch).toBe(1);
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\nbeta\ngamma\n');
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('alpha\nbeta\ngamma\n');
     await ctl('rewind 2 all');
     expect(agent.history.messages.map((m) => m.content)).toEqual(full);
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('alpha\nbeta\nGAMMA\n');
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('alpha\nbeta\nGAMMA\n');
   });
 
   it('refuses to rewind while a tool round runs', async () => {
-    const { path, ctl } = await setup();
-    h!.mock.script(...rounds(sh('echo x > x.txt')), ...rounds(sh('sleep 30')));
-    await h!.turn(path, 'one');
-    await h!.c.write(`${path}/prompt`, 'two');
-    await h!.waitState(path, 'calling');
+    const { h, ws, path, ctl } = await setup();
+    h.mock.script(...rounds(sh('echo x > x.txt')), ...rounds(sh('sleep 30')));
+    await h.turn(path, 'one');
+    await h.c.write(`${path}/prompt`, 'two');
+    await h.waitState(path, 'calling');
     let err = '';
     await ctl('rewind 1').catch((e: Error) => (err = e.message));
     expect(err).toContain('running');
-    expect(existsSync(join(ws!, 'x.txt'))).toBe(true);
+    expect(existsSync(join(ws, 'x.txt'))).toBe(true);
     await ctl('stop');
-    await h!.waitState(path, 'idle');
+    await h.waitState(path, 'idle');
   });
 
   it('works in a git repository without touching .git: status, stash list and the index stay as they were', async () => {
     const git = (dir: string, ...args: string[]): string =>
       execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' });
-    const { path, ctl } = await setup((dir) => {
+    const { h, ws, path, ctl, shell } = await setup((dir) => {
       git(dir, 'init', '-q');
       git(dir, 'add', '.');
       git(dir, 'commit', '-qm', 'init');
@@ -200,34 +154,32 @@ describe('checkpoints of shell side effects', () => {
       git(dir, 'stash', '-q');
       writeFileSync(join(dir, 'untracked.txt'), 'u\n');
     });
-    const status = git(ws!, 'status', '--porcelain');
-    const stashes = git(ws!, 'stash', 'list');
+    const status = git(ws, 'status', '--porcelain');
+    const stashes = git(ws, 'stash', 'list');
     expect(stashes).toMatch(/stash@\{0\}/);
-    const indexMtime = statSync(join(ws!, '.git', 'index')).mtimeMs;
+    const indexMtime = statSync(join(ws, '.git', 'index')).mtimeMs;
     const gitTree = (): string =>
       execFileSync('sh', ['-c', `cd ${ws}/.git && find . -type f | sort | xargs sha256sum`], { encoding: 'utf8' });
     const gitBefore = gitTree();
-    const before = tree(ws!);
-    h!.mock.script(...rounds(sh("sed -i 's/beta/BETA/' a.txt && echo built > build.out")));
-    await h!.turn(path, 'edit');
-    expect(await h!.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\nA\tbuild.out\n');
+    const before = tree(ws);
+    await shell('edit', "sed -i 's/beta/BETA/' a.txt && echo built > build.out");
+    expect(await h.c.readText(`${path}/checkpoint/1/files`)).toBe('M\ta.txt\nA\tbuild.out\n');
     await ctl('rewind 1');
-    expect(tree(ws!)).toEqual(before);
+    expect(tree(ws)).toEqual(before);
     // Nothing under .git was read into a checkpoint, written, or had its mtime changed, before git itself looks.
-    expect(statSync(join(ws!, '.git', 'index')).mtimeMs).toBe(indexMtime);
+    expect(statSync(join(ws, '.git', 'index')).mtimeMs).toBe(indexMtime);
     expect(gitTree()).toBe(gitBefore);
-    expect(git(ws!, 'status', '--porcelain')).toBe(status);
-    expect(git(ws!, 'stash', 'list')).toBe(stashes);
+    expect(git(ws, 'status', '--porcelain')).toBe(status);
+    expect(git(ws, 'stash', 'list')).toBe(stashes);
   });
 
   it('skips what the policy says and costs nothing for an unchanged tree', async () => {
-    const { path } = await setup((dir) => {
+    const { h, path, shell } = await setup((dir) => {
       mkdirSync(join(dir, 'node_modules', 'dep'), { recursive: true });
       writeFileSync(join(dir, 'node_modules', 'dep', 'index.js'), 'x');
     });
-    h!.mock.script(...rounds(sh('echo changed > node_modules/dep/index.js'), sh('true')));
-    await h!.turn(path, 'go');
-    const list = idx(await h!.c.readText(`${path}/checkpoint/idx`));
+    await shell('go', 'echo changed > node_modules/dep/index.js', 'true');
+    const list = idx(await h.c.readText(`${path}/checkpoint/idx`));
     expect(list.map((l) => l[3])).toEqual(['0', '0']);
     // The second round's checkpoint added nothing: the first one's manifest stands.
     expect(list[1]![4]).toBe('0');
@@ -236,41 +188,37 @@ describe('checkpoints of shell side effects', () => {
 
 describe('retention', () => {
   it('keeps keep.count checkpoints per agent, and gc removes what no checkpoint needs; what is kept still rewinds', async () => {
-    const { path, ctl } = await setup();
+    const { h, ws, path, ctl, shell } = await setup();
     writeFileSync(
-      join(h!.configDir, 'sandbox.yaml'),
+      join(h.configDir, 'sandbox.yaml'),
       `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  keep:\n    count: 2\n`,
     );
-    h!.mock.script(
-      ...rounds(sh('echo v1 > a.txt'), sh('echo v2 > a.txt'), sh('echo v3 > a.txt'), sh('echo v4 > a.txt')),
-    );
-    await h!.turn(path, 'four rounds');
-    const ids = idx(await h!.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
+    await shell('four rounds', 'echo v1 > a.txt', 'echo v2 > a.txt', 'echo v3 > a.txt', 'echo v4 > a.txt');
+    const ids = idx(await h.c.readText(`${path}/checkpoint/idx`)).map((l) => l[0]);
     expect(ids).toEqual(['3', '4']);
     const gc = await ctl('checkpoint gc');
     expect(Number(/objects removed (\d+)/.exec(gc)?.[1])).toBeGreaterThan(0);
     // The oldest kept checkpoint's state (v2) comes back whole after the collection.
     await ctl('rewind 3');
-    expect(readFileSync(join(ws!, 'a.txt'), 'utf8')).toBe('v2\n');
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('v2\n');
     // A deleted session's checkpoints go with it.
-    const sid = (await h!.c.readText(`${path.split('/agent/')[0]}/id`)).trim();
-    expect(existsSync(join(h!.dataDir, 'checkpoints', 'agents', sid))).toBe(true);
-    await h!.c.remove(path.split('/agent/')[0]!);
-    expect(existsSync(join(h!.dataDir, 'checkpoints', 'agents', sid))).toBe(false);
+    const sid = (await h.c.readText(`${path.split('/agent/')[0]}/id`)).trim();
+    expect(existsSync(join(h.dataDir, 'checkpoints', 'agents', sid))).toBe(true);
+    await h.c.remove(path.split('/agent/')[0]!);
+    expect(existsSync(join(h.dataDir, 'checkpoints', 'agents', sid))).toBe(false);
   });
 });
 
 describe('limits', () => {
   it('does not copy a workspace larger than checkpoint.max_total, and says so in the chat; the round still runs', async () => {
-    const { path } = await setup((dir) => writeFileSync(join(dir, 'big.bin'), Buffer.alloc(8192, 1)));
+    const { h, ws, path, shell } = await setup((dir) => writeFileSync(join(dir, 'big.bin'), Buffer.alloc(8192, 1)));
     writeFileSync(
-      join(h!.configDir, 'sandbox.yaml'),
+      join(h.configDir, 'sandbox.yaml'),
       `${readFileSync(join(process.cwd(), 'data', 'sandbox.yaml'), 'utf8')}\ncheckpoint:\n  max_total: 4 KiB\n`,
     );
-    h!.mock.script(...rounds(sh('echo ran > ran.txt')));
-    const blocks = await h!.turn(path, 'go');
-    expect(readFileSync(join(ws!, 'ran.txt'), 'utf8')).toBe('ran\n');
-    expect(await h!.c.readText(`${path}/checkpoint/idx`)).toBe('');
+    const blocks = await shell('go', 'echo ran > ran.txt');
+    expect(readFileSync(join(ws, 'ran.txt'), 'utf8')).toBe('ran\n');
+    expect(await h.c.readText(`${path}/checkpoint/idx`)).toBe('');
     expect(
       blocks.some(
         (b) =>

@@ -12,26 +12,13 @@ import { TOOLSRV_ENTRY } from '../../src/olliesrv/toolclient/spawn.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { testHarness } from '../olliesrv/agent-harness.js';
 import { results, script, sh } from './scripted-calls.js';
+import { trustOnPty } from './trust-pty.js';
 
 const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
-const OLLIE = join(import.meta.dirname, '../../dist/cli/ollie.js');
-
-/** `ollie trust FILE` on a real pseudo-terminal, answered "n": everything it printed. */
-async function askOnPty(file: string, configDir: string): Promise<string> {
-  const pty = await import('node-pty');
-  return new Promise<string>((resolve) => {
-    const t = pty.spawn(process.execPath, [OLLIE, 'trust', file, '--config', configDir], { cols: 200, rows: 40 });
-    let seen = '';
-    let answered = false;
-    t.onData((d) => {
-      seen += d;
-      if (!answered && seen.includes('[y/N]')) {
-        answered = true;
-        t.write('n\r');
-      }
-    });
-    t.onExit(() => resolve(seen));
-  });
+/** What `ollie trust FILE` shows on a terminal before it asks (the owner then answers "n"). */
+async function shownOnPty(file: string, configDir: string): Promise<string> {
+  const { out } = await trustOnPty([file, '--config', configDir], () => 'n');
+  return out.slice(0, out.indexOf('[y/N]'));
 }
 
 describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote', () => {
@@ -54,8 +41,7 @@ describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote',
       'lint',
     ]);
 
-    const out = await askOnPty(file, h.configDir);
-    const shown = out.slice(0, out.indexOf('[y/N]'));
+    const shown = await shownOnPty(file, h.configDir);
     // The terminal turns each newline into \r\n; any other carriage return came from the file.
     expect(shown, JSON.stringify(shown)).not.toMatch(/\r(?!\n)/);
     expect(shown).not.toMatch(/[\u0080-\u009f\u202a-\u202e\u2066-\u2069]/);
@@ -80,8 +66,7 @@ describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote',
     expect(results(await h.turn(a.path, 'go'))[0]).toContain('wrote');
     const file = join(h.dir, 'proj', 'x\u001b[8m', '.mcp.json');
     expect(existsSync(file)).toBe(true);
-    const out = await askOnPty(file, h.configDir);
-    const shown = out.slice(0, out.indexOf('[y/N]'));
+    const shown = await shownOnPty(file, h.configDir);
     expect(shown, JSON.stringify(shown)).not.toContain('\u001b[8m');
     expect(shown).toContain('x\\u{1b}[8m');
     expect(shown).toContain('"evil"');
@@ -105,8 +90,7 @@ describe.skipIf(!ready)('ollie trust on a terminal, for a file the agent wrote',
       ),
     );
     expect(results(await h.turn(a.path, 'go'))[0]).toContain('wrote');
-    const out = await askOnPty(file, h.configDir);
-    const shown = out.slice(0, out.indexOf('[y/N]'));
+    const shown = await shownOnPty(file, h.configDir);
     expect(shown).toContain('[2999 blank lines]');
     expect(shown).toContain('[5000 blanks]');
     expect(shown).toMatch(/Trust this file as shown \(3001 lines, 8\d{3} bytes\)\?/);

@@ -15,9 +15,9 @@ import { readTrusted, sha256 } from '../../src/toolsrv/sandbox/trust.js';
 import { testHarness } from '../olliesrv/agent-harness.js';
 import { testDir } from '../helpers/temp-dir.js';
 import { results, script, sh } from './scripted-calls.js';
+import { OLLIE, trustOnPty } from './trust-pty.js';
 
 const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
-const OLLIE = join(import.meta.dirname, '../../dist/cli/ollie.js');
 
 describe.skipIf(!ready)('the owner trusts the bytes read, not what the agent wrote meanwhile', () => {
   test('config/trust with the SHA of the read file: refused after the agent rewrites it, accepted when unchanged', async () => {
@@ -105,28 +105,15 @@ describe('ollie trust --sha', () => {
   });
 
   test('on a terminal, the bytes shown are the bytes trusted: a rewrite before the answer is refused', async () => {
-    const pty = await import('node-pty');
     const dir = testDir('ollie-sec-trust-tty-');
     const cfg = join(dir, 'config');
     const file = join(dir, '.ollie-sandbox.yaml');
     writeFileSync(file, 'filesystem:\n  deny: ["{CWD}/secrets"]\n');
-    const ask = (): Promise<{ out: string; code: number }> =>
-      new Promise((resolve) => {
-        const t = pty.spawn(process.execPath, [OLLIE, 'trust', dir, '--config', cfg], { cols: 200, rows: 40 });
-        let out = '';
-        let answered = false;
-        t.onData((d) => {
-          out += d;
-          if (!answered && out.includes('[y/N]')) {
-            answered = true;
-            // What the owner saw is the deny rule; an agent widens the file before the owner says yes.
-            writeFileSync(file, 'filesystem:\n  rw: ["/"]\n');
-            t.write('y\r');
-          }
-        });
-        t.onExit(({ exitCode }) => resolve({ out, code: exitCode }));
-      });
-    const r = await ask();
+    const r = await trustOnPty([dir, '--config', cfg], () => {
+      // What the owner saw is the deny rule; an agent widens the file before the owner says yes.
+      writeFileSync(file, 'filesystem:\n  rw: ["/"]\n');
+      return 'y';
+    });
     expect(r.out).toContain('deny: ["{CWD}/secrets"]');
     expect(r.out).toContain('has changed since you read it');
     expect(r.code).toBe(1);

@@ -392,15 +392,10 @@ class Walker {
     if (there === 'unreadable') return old;
     if (there === 'gone') return undefined;
     const keys = Object.keys(entries).sort();
-    const fp = sha256(
-      keys
-        .map((k) => {
-          const e = entries[k]!;
-          if (e.t === 'l') return `${k}\0l\0${e.target}`;
-          if (e.t === 'd') return `${k}\0d\0${e.mode}`;
-          return `${k}\0f\0${e.mode}\0${e.size}\0${e.mtime}\0${e.ctime}\0${e.ino}`;
-        })
-        .join('\n'),
+    const fp = entriesDigest(
+      keys,
+      entries,
+      (k, e) => `${k}\0f\0${e.mode}\0${e.size}\0${e.mtime}\0${e.ctime}\0${e.ino}`,
     );
     const sorted: Record<string, TreeEntry> = {};
     let files = 0;
@@ -433,15 +428,8 @@ class Walker {
     const tree: Tree = kept.length ? { entries: sorted, kept } : { entries: sorted };
     const put = this.store.putTree(tree, old && prevTree ? old.tree : undefined);
     this.bytes += put.bytes;
-    const sum = sha256(
-      keys
-        .map((k) => {
-          const e = entries[k]!;
-          if (e.t === 'l') return `${k}\0l\0${e.target}`;
-          if (e.t === 'd') return `${k}\0d\0${e.mode}`;
-          return e.big ? `${k}\0big\0${e.size}\0${e.mtime}` : `${k}\0f\0${e.mode}\0${e.h}`;
-        })
-        .join('\n'),
+    const sum = entriesDigest(keys, entries, (k, e) =>
+      e.big ? `${k}\0big\0${e.size}\0${e.mtime}` : `${k}\0f\0${e.mode}\0${e.h}`,
     );
     this.dirty = true;
     return { t: 'w', mode, ino: st.ino, fp, tree: put.hash, sum, files, size, at: startedAt };
@@ -650,6 +638,27 @@ export async function rescan(
 }
 
 /** Removes everything below `rel`; the paths removed. */
+/**
+ * The SHA-256 of a directory's entries (`keys`, sorted): a line each, a link by its target, a directory by its mode,
+ * a file as `file` says (its metadata for a fingerprint, its contents for a sum).
+ */
+function entriesDigest(
+  keys: string[],
+  entries: Record<string, TreeEntry>,
+  file: (k: string, e: FileEntry) => string,
+): string {
+  return sha256(
+    keys
+      .map((k) => {
+        const e = entries[k]!;
+        if (e.t === 'l') return `${k}\0l\0${e.target}`;
+        if (e.t === 'd') return `${k}\0d\0${e.mode}`;
+        return file(k, e);
+      })
+      .join('\n'),
+  );
+}
+
 function dropTree(out: Record<string, Entry>, rel: string, root: string, watch: DirWatch): string[] {
   const removed: string[] = [];
   for (const k of Object.keys(out)) {

@@ -21,6 +21,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ParsedObjects } from './parsed-objects.js';
 
 /** A file as a checkpoint saw it. `h` is its content's hash; a file over max_file has none (`big`). */
 export type FileEntry = {
@@ -201,7 +202,7 @@ export class CheckpointStore {
     known?: { set: Record<string, Record<string, Entry>>; del: Record<string, string[]> },
   ): { hash: string; bytes: number } {
     let stored: StoredManifest = m;
-    const depth = base ? (this.depths.get(base.hash) ?? MAX_CHAIN) + 1 : 0;
+    const depth = base ? (this.manifests.depth(base.hash) ?? MAX_CHAIN) + 1 : 0;
     if (base && depth < MAX_CHAIN && sameKeys(base.manifest.roots, m.roots)) {
       // The walk that made `m` from `base` may know the difference already (a rescan of a few directories).
       const d = known
@@ -217,17 +218,17 @@ export class CheckpointStore {
     }
     const text = JSON.stringify(stored);
     const hash = sha256(text);
-    this.remember(hash, m, 'base' in stored ? depth : 0);
+    this.manifests.remember(hash, m, 'base' in stored ? depth : 0);
     return { hash, bytes: this.put(hash, Buffer.from(text)) };
   }
 
   /** A manifest whole (a delta applied to its base, and so on down the chain). */
   manifest(hash: string): Manifest {
-    const hit = this.cache.get(hash);
+    const hit = this.manifests.get(hash);
     if (hit) return hit;
     const stored = JSON.parse(this.get(hash).toString('utf8')) as StoredManifest;
     if (!('base' in stored)) {
-      this.remember(hash, stored, 0);
+      this.manifests.remember(hash, stored, 0);
       return stored;
     }
     const base = this.manifest(stored.base);
@@ -238,7 +239,7 @@ export class CheckpointStore {
       roots[root] = out;
     }
     const m = { at: stored.at, roots };
-    this.remember(hash, m, (this.depths.get(stored.base) ?? 0) + 1);
+    this.manifests.remember(hash, m, (this.manifests.depth(stored.base) ?? 0) + 1);
     return m;
   }
 
@@ -253,7 +254,7 @@ export class CheckpointStore {
     if (base !== undefined) {
       try {
         const b = this.tree(base);
-        const d = (this.treeDepths.get(base) ?? MAX_CHAIN) + 1;
+        const d = (this.trees.depth(base) ?? MAX_CHAIN) + 1;
         if (d < MAX_CHAIN) {
           const set: Record<string, TreeEntry> = {};
           const del: string[] = [];
@@ -273,7 +274,7 @@ export class CheckpointStore {
     }
     const text = JSON.stringify(stored);
     const hash = sha256(text);
-    this.rememberTree(hash, tree, depth);
+    this.trees.remember(hash, tree, depth);
     return { hash, bytes: this.put(hash, Buffer.from(text)) };
   }
 
@@ -290,12 +291,12 @@ export class CheckpointStore {
       const entries = { ...base.entries, ...stored.set };
       for (const k of stored.del) delete entries[k];
       const t: Tree = stored.kept ? { entries, kept: stored.kept } : { entries };
-      this.rememberTree(hash, t, (this.treeDepths.get(stored.base) ?? 0) + 1);
+      this.trees.remember(hash, t, (this.trees.depth(stored.base) ?? 0) + 1);
       return t;
     }
     if (typeof stored.entries !== 'object' || stored.entries === null)
       throw new Error(`checkpoint object ${hash} is not a tree`);
-    this.rememberTree(hash, stored, 0);
+    this.trees.remember(hash, stored, 0);
     return stored;
   }
 
@@ -304,12 +305,20 @@ export class CheckpointStore {
    * trees sharing bases: each stored object is read once).
    */
   treeChain(hash: string, known?: ReadonlySet<string>): string[] {
+    return this.baseChain(hash, known);
+  }
+
+  /**
+   * `hash` and the objects it is stored as a delta of, base after base, down to a whole one, one that does not read
+   * (a broken chain ends there), or the first one `known` holds.
+   */
+  private baseChain(hash: string, known?: ReadonlySet<string>): string[] {
     const out: string[] = [];
     for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1 && !known?.has(h);) {
       out.push(h);
-      let stored: StoredTree;
+      let stored: StoredTree | StoredManifest;
       try {
-        stored = JSON.parse(this.get(h).toString('utf8')) as StoredTree;
+        stored = JSON.parse(this.get(h).toString('utf8')) as StoredTree | StoredManifest;
       } catch {
         break;
       }
@@ -318,44 +327,14 @@ export class CheckpointStore {
     return out;
   }
 
-  private rememberTree(hash: string, t: Tree, depth: number): void {
-    this.trees.delete(hash);
-    this.trees.set(hash, t);
-    this.treeDepths.set(hash, depth);
-    while (this.trees.size > 8) this.trees.delete(this.trees.keys().next().value!);
-    while (this.treeDepths.size > 4096) this.treeDepths.delete(this.treeDepths.keys().next().value!);
-  }
-
-  private readonly treeDepths = new Map<string, number>();
-  private readonly trees = new Map<string, Tree>();
+  private readonly trees = new ParsedObjects<Tree>(8);
 
   /** The stored manifests `hash` needs: itself and its bases. */
   chain(hash: string): string[] {
-    const out: string[] = [];
-    for (let h: string | undefined = hash; h && out.length <= MAX_CHAIN + 1;) {
-      out.push(h);
-      let stored: StoredManifest;
-      try {
-        stored = JSON.parse(this.get(h).toString('utf8')) as StoredManifest;
-      } catch {
-        break;
-      }
-      h = 'base' in stored ? stored.base : undefined;
-    }
-    return out;
+    return this.baseChain(hash);
   }
 
-  /** Parsed manifests kept in memory, the newest few: each round reads the one before it. */
-  private readonly cache = new Map<string, Manifest>();
-  private readonly depths = new Map<string, number>();
-
-  private remember(hash: string, m: Manifest, depth: number): void {
-    this.cache.delete(hash);
-    this.cache.set(hash, m);
-    this.depths.set(hash, depth);
-    while (this.cache.size > 16) this.cache.delete(this.cache.keys().next().value!);
-    while (this.depths.size > 4096) this.depths.delete(this.depths.keys().next().value!);
-  }
+  private readonly manifests = new ParsedObjects<Manifest>(16);
 
   indexPath(sessionId: string, agentId: string): string {
     const ok = (id: string): boolean => /^[\w.-]+$/.test(id) && id !== '.' && id !== '..';
