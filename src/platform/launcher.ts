@@ -18,8 +18,9 @@
  * What the fallback loses: containment beyond the process group (a process that calls setsid, or double-forks
  * out of the group, outlives the launch; the spawner's subreapers catch those), the per-launch process and
  * memory limits and the per-process rlimits (`limits` is ignored), and Node's event loop is blocked for each
- * fork (~2 ms). toolsrv refuses sandboxed tool calls without the spawner (toolsrv/core.ts, NO_SPAWNER) for
- * the first two reasons; olliesrv's launches (workflows, prompt commands) accept the fallback, as before.
+ * fork (~2 ms). toolsrv refuses sandboxed tool calls, hosted ones included, and sandboxed MCP servers without the
+ * spawner (NO_SPAWNER) for the first two reasons; olliesrv's launches (workflows, prompt commands) accept the
+ * fallback, as before.
  *
  * A launch that wants its stderr apart from its stdout (`stderr: 'separate'`: prompt commands and hooks, whose
  * stderr becomes a warning and not prompt text) goes through the spawner too, though its one output pipe
@@ -45,6 +46,9 @@ import {
 } from './spawner.js';
 
 export type { CallLimitKind, CallLimits } from './spawner.js';
+
+/** Why a sandboxed launch is refused where the spawner is not built (toolsrv's calls, hosts and MCP servers). */
+export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
 
 export interface LaunchRequest extends SpawnRequest {
   /** `merged` (the default): stdout and stderr come to `output` in the order written. */

@@ -16,8 +16,7 @@ import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
-import { SPAWNER } from '../platform/spawner.js';
-import type { Launcher } from '../platform/launcher.js';
+import { NO_SPAWNER, type Launcher } from '../platform/launcher.js';
 import { Feed } from '../platform/queue.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
@@ -51,7 +50,7 @@ const PROC_TTL_MS = 10 * 60 * 1000;
 const MCP_START_WAIT_MS = 15_000;
 
 /** Why sandboxed calls are refused where the spawner is not built. */
-export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
+export { NO_SPAWNER };
 
 export class Scope {
   readonly tools = new Map<string, Tool>();
@@ -463,9 +462,9 @@ export class Core {
         return refused(wrapped.refused, tool.name);
       }
       notice = wrapped.notice;
-      // Containment and limits are the spawner's: a sandboxed call does not run without them (tty tools and
-      // hosts are started otherwise, see docs/toolsrv.md).
-      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo && !tool.host && !tool.fields.tty) {
+      // Containment and limits are the spawner's: a sandboxed call, hosted ones included, does not run without them
+      // (tty tools are started otherwise, through a pseudo-terminal, see docs/toolsrv.md).
+      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo && !tool.fields.tty) {
         release?.();
         return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
       }

@@ -17,6 +17,7 @@ import { SPAWNER, Spawner } from '../../src/platform/spawner.js';
 import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+import { fixtureServer, writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 
@@ -266,6 +267,22 @@ describe('without the spawner', () => {
       containment: { mechanism: 'process-group' },
       unavailable: expect.stringContaining('ollie-spawner is missing'),
     });
+  });
+
+  it('a hosted tool call and a stdio MCP server are refused too, rather than run uncontained through Node', async () => {
+    const configDir = join(tmpdir(), `ollie-nospawner-${process.pid}-${Date.now()}`);
+    writeMcpConfig(configDir, { fx: fixtureServer() });
+    try {
+      env = await startEnv({}, { yolo: false, toolDirs: [SHIPPED_TOOLS], spawner: false, configDir });
+      const c = await env.client('agent1');
+      await c.write('ctl', 'load code_outline\nmcp-wait 15000');
+      const r = await env.call(c, { tool: 'code_outline', args: { path: '.' } });
+      expect(r.status).toBe('refused');
+      expect(r.error).toMatch(/^sandbox unavailable: the process spawner \S+ollie-spawner is missing/);
+      expect(await c.readText('mcp/fx/status')).toMatch(/sandbox unavailable: the process spawner \S+ is missing/);
+    } finally {
+      rmSync(configDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -17,7 +17,7 @@ import {
   type Resource,
   type Tool as McpTool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { Launcher } from '../../platform/launcher.js';
+import { Launcher, NO_SPAWNER } from '../../platform/launcher.js';
 import type { ServerConfig, StdioServer } from './config.js';
 import { SpawnedTransport, type ServerCommand } from './spawned-transport.js';
 
@@ -179,6 +179,8 @@ export class McpConnection {
     if (c.type === 'stdio') {
       const cmd = this.o.launch(c, false);
       if ('refused' in cmd) throw new Error(cmd.refused);
+      // As a sandboxed tool call, a sandboxed server does not run where nothing could contain or limit it.
+      if (!this.launcher().native) throw new Error(`sandbox unavailable: ${NO_SPAWNER}`);
       this.note(
         `starting ${[c.command, ...c.args].join(' ')} (sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'})`,
       );
@@ -192,11 +194,15 @@ export class McpConnection {
       : new StreamableHTTPClientTransport(new URL(c.url), { requestInit });
   }
 
-  private stdio(cmd: ServerCommand): SpawnedTransport {
-    let buf = '';
+  private launcher(): Launcher {
     // One launcher for every connection that was given none (tests): its spawner starts on first use.
     defaultLauncher ??= Launcher.create();
-    return new SpawnedTransport(this.o.launcher ?? defaultLauncher, cmd, this.o.cwd, (text) => {
+    return this.o.launcher ?? defaultLauncher;
+  }
+
+  private stdio(cmd: ServerCommand): SpawnedTransport {
+    let buf = '';
+    return new SpawnedTransport(this.launcher(), cmd, this.o.cwd, (text) => {
       buf += text;
       const nl = buf.lastIndexOf('\n');
       if (nl >= 0) {
