@@ -1,27 +1,18 @@
 #!/usr/bin/env node
 // What the threads of a watched call cost the spawner. The spawner counts a call's processes every 50 ms by
 // reading the children of every thread of every process below it (native/ollie-spawner.c, tree()), so a call
-// that holds many idle threads — not counted against its `processes` limit — costs the spawner CPU and slows
-// every other spawn of the session. Prints, for `--procs` processes of `--threads` sleeping threads each (under
+// that holds many idle threads costs the spawner CPU and slows every other spawn of the session; it may hold 16
+// per process of its `processes` limit (4,096 under 256), past which it is killed. Prints, for `--procs` processes of `--threads` sleeping threads each (under
 // a process limit, so watched): the spawner's CPU use and the time a `/bin/true` spawn takes meanwhile.
 // Needs `npm run build:node` and /usr/bin/python3.
 //
 //   node bench/spawner-threads.mjs [--threads 4000] [--procs 1] [--spawns 10]
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.mjs';
+import { fromDist } from './lib/dist.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { Spawner, SPAWNER } = await import(join(root, 'dist/platform/spawner.js'));
-const { values } = parseArgs({
-  options: {
-    threads: { type: 'string', default: '4000' },
-    procs: { type: 'string', default: '1' },
-    spawns: { type: 'string', default: '10' },
-  },
-});
-const [threads, procs, spawns] = [values.threads, values.procs, values.spawns].map(Number);
+const { Spawner, SPAWNER } = await fromDist('platform/spawner.js');
+const { threads, procs, spawns } = benchArgs({ threads: 4000, procs: 1, spawns: 10 });
 const s = Spawner.find(SPAWNER);
 if (!s) throw new Error(`${SPAWNER} is not built: npm run build:node`);
 
@@ -62,6 +53,7 @@ await spawnOnce(); // the spawner runs
 await measure('no threaded call');
 let up = '';
 let closing = false;
+let ended = false;
 const py = `
 import threading, time, os
 threading.stack_size(65536)
@@ -85,14 +77,17 @@ const call = await s.spawnInteractive(
   {
     output: (b) => (up += Buffer.from(b).toString()),
     errorOutput: (b) => process.stderr.write(b),
-    exited: (code, signal, limit) =>
-      closing || console.log(`the threaded call ended: ${code} ${signal} ${limit ?? ''}`),
+    exited: (code, signal, limit) => {
+      ended = true;
+      if (!closing)
+        console.log(`the threaded call ended: ${code} ${signal} ${limit ? `killed for its ${limit} limit` : ''}`);
+    },
     closed: () => {},
     lost: (why) => closing || console.log(`lost: ${why}`),
   },
 );
-while ((up.match(/up/g) ?? []).length < procs) await new Promise((r) => setTimeout(r, 50));
-await measure(`${procs} process(es) of ${threads} idle threads, watched`);
+while (!ended && (up.match(/up/g) ?? []).length < procs) await new Promise((r) => setTimeout(r, 50));
+await measure(`${procs} process(es) of ${threads} idle threads, watched${ended ? ' (killed)' : ''}`);
 closing = true;
-process.kill(-call.pid, 'SIGKILL');
+if (!ended) process.kill(-call.pid, 'SIGKILL');
 s.close();

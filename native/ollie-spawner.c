@@ -51,7 +51,7 @@
  *     'F' failed  a message saying what could not be done (chdir, exec) and why; nothing runs
  *     'O' output  bytes the child wrote to stdout or stderr (one pipe: they arrive in the order written)
  *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited), u32 the limit the
- *                 spawner killed the call for (0 none, 1 processes, 2 memory); sent once every process of
+ *                 spawner killed the call for (0 none, 1 processes, 2 memory, 3 threads); sent once every process of
  *                 the call is gone
  *     'E' closed  the output pipe reached end of file (no process of the call holds it any longer); for a 'T'
  *                 child, once its stdout and its stderr pipes both have
@@ -90,7 +90,14 @@
 /* The most stdin bytes that may wait for a 'T' child to read them (see 'I' above). */
 #define IN_MAX (16u << 20)
 
-enum { LIMIT_NONE = 0, LIMIT_PROCESSES = 1, LIMIT_MEMORY = 2 };
+enum { LIMIT_NONE = 0, LIMIT_PROCESSES = 1, LIMIT_MEMORY = 2, LIMIT_THREADS = 3 };
+/*
+ * Threads a call may hold, per process its limit allows (4,096 for the default 256 processes). Each thread takes a
+ * pid as a process does, and costs this count a read of its children: without a bound a call could hold tens of
+ * thousands of idle threads, small in memory, use up the machine's pids and slow every spawn. Sixteen per process
+ * leaves room for a JVM's or a browser's threads, which the process limit alone would not.
+ */
+#define THREADS_PER_PROCESS 16
 
 /* One call's limits, 0 for none. */
 struct limits {
@@ -369,15 +376,18 @@ static void push_pid(struct pids *l, pid_t p) {
   l->v[l->n++] = p;
 }
 
-/* Appends the children of `pid` (of each of its threads: a child belongs to the thread that forked it). */
-static void children_of(pid_t pid, struct pids *out) {
+/* Appends the children of `pid` (of each of its threads: a child belongs to the thread that forked it); returns
+ * how many threads it has. */
+static size_t children_of(pid_t pid, struct pids *out) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
   DIR *d = opendir(path);
-  if (!d) return;
+  if (!d) return 0;
+  size_t threads = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
     if (e->d_name[0] == '.') continue;
+    threads++;
     char file[320];
     snprintf(file, sizeof file, "/proc/%d/task/%.32s/children", (int)pid, e->d_name);
     int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -396,6 +406,7 @@ static void children_of(pid_t pid, struct pids *out) {
     close(fd);
   }
   closedir(d);
+  return threads;
 }
 
 /*
@@ -403,9 +414,9 @@ static void children_of(pid_t pid, struct pids *out) {
  * each is killed before its children are listed: once SIGKILL is pending a process forks no more, so none is
  * missed, and a dying process reaps nobody, so no pid listed is reused meanwhile. Otherwise counts them, but
  * not zombies (a tool that does not reap its orphans' remains is not running them), adding up their resident
- * memory in bytes into `rss`.
+ * memory in bytes into `rss` and their threads into `threads`.
  */
-static size_t tree(pid_t root, int kill_them, uint64_t *rss) {
+static size_t tree(pid_t root, int kill_them, uint64_t *rss, size_t *threads) {
   static struct pids l;
   static long page;
   if (!page) page = sysconf(_SC_PAGESIZE);
@@ -414,6 +425,7 @@ static size_t tree(pid_t root, int kill_them, uint64_t *rss) {
   size_t live = 0;
   for (size_t i = 0; i < l.n; i++) {
     pid_t p = l.v[i];
+    int alive = 0;
     if (kill_them) kill(p, SIGKILL);
     else {
       char file[64], buf[128];
@@ -426,16 +438,18 @@ static size_t tree(pid_t root, int kill_them, uint64_t *rss) {
         if (r > 0 && (buf[r] = 0, sscanf(buf, "%lu %lu", &size, &resident) == 2) && size > 0) {
           live++;
           *rss += (uint64_t)resident * (uint64_t)page;
+          alive = 1;
         }
       }
     }
-    children_of(p, &l);
+    size_t t = children_of(p, &l);
+    if (alive) *threads += t ? t : 1;
   }
   return kill_them ? l.n : live;
 }
 
 static void kill_tree(pid_t root) {
-  tree(root, 1, NULL);
+  tree(root, 1, NULL, NULL);
 }
 
 /* A live call's tool process. */
@@ -649,8 +663,12 @@ static void watch(void) {
     struct child *c = &kids[i];
     if (!c->pid || c->over || !(c->lim.processes || c->lim.memory)) continue;
     uint64_t rss = 0;
-    size_t n = tree(c->pid, 0, &rss);
-    c->over = c->lim.processes && n > c->lim.processes ? LIMIT_PROCESSES : c->lim.memory && rss > c->lim.memory ? LIMIT_MEMORY : LIMIT_NONE;
+    size_t threads = 0;
+    size_t n = tree(c->pid, 0, &rss, &threads);
+    c->over = c->lim.processes && n > c->lim.processes                            ? LIMIT_PROCESSES
+              : c->lim.processes && threads > c->lim.processes * THREADS_PER_PROCESS ? LIMIT_THREADS
+              : c->lim.memory && rss > c->lim.memory                              ? LIMIT_MEMORY
+                                                                                  : LIMIT_NONE;
     if (c->over) kill_tree(c->pid);
   }
   kill_strays();

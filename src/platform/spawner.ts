@@ -43,8 +43,10 @@ export interface CallLimits {
 }
 
 /** The limits the spawner kills a call for by itself; the others come back as the signal that enforced them. */
-export type CallLimitKind = 'processes' | 'memory';
-const LIMIT_KINDS: (CallLimitKind | undefined)[] = [undefined, 'processes', 'memory'];
+export type CallLimitKind = 'processes' | 'memory' | 'threads';
+const LIMIT_KINDS: (CallLimitKind | undefined)[] = [undefined, 'processes', 'memory', 'threads'];
+/** Threads a call may hold per process of its process limit (native/ollie-spawner.c, THREADS_PER_PROCESS). */
+export const THREADS_PER_PROCESS = 16;
 
 export interface SpawnRequest {
   file: string;

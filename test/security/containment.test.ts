@@ -287,6 +287,28 @@ describe('without the spawner', () => {
 });
 
 describe('limits', () => {
+  it('thousands of small-stacked idle threads in one process are killed at the thread limit (pids are the machine’s)', async () => {
+    const { shell } = await sandboxed();
+    // Under the memory limit (64 KiB stacks) and the process limit (one process): only the thread bound stops it.
+    const py = [
+      'import threading, time',
+      'threading.stack_size(65536)',
+      'ev = threading.Event()',
+      '[threading.Thread(target=ev.wait, daemon=True).start() for i in range(6000)]',
+      'print("all started", flush=True)',
+      'time.sleep(30)',
+    ].join('; ');
+    const started = Date.now();
+    const r = await shell(`/usr/bin/python3 -c '${py}'`, { timeout: 60 });
+    expect(r).toMatchObject({
+      status: 'killed',
+      error: 'killed: thread limit 4096 (16 per process of the process limit)',
+    });
+    expect(r.output).not.toContain('all started');
+    expect(Date.now() - started).toBeLessThan(25_000);
+    expect(await shell('echo after')).toMatchObject({ status: 'exited', exit: 0, output: 'after\n' });
+  });
+
   it('a 300-process fork is killed at the process limit with a clear message; other calls and the next one are unaffected', async () => {
     const { shell, c } = await sandboxed();
     const bystander = Number(

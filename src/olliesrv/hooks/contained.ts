@@ -11,7 +11,13 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { LaunchEnd, type CallLimits, type Launcher } from '../../platform/launcher.js';
+import {
+  LaunchEnd,
+  THREADS_PER_PROCESS,
+  type CallLimitKind,
+  type CallLimits,
+  type Launcher,
+} from '../../platform/launcher.js';
 import type { Run } from '../agent/promptcmd.js';
 
 /** stderr kept of a hook (as promptcmd.ts's run keeps). */
@@ -54,9 +60,11 @@ function readStderr(file: string): string {
   }
 }
 
-function describe(kind: 'processes' | 'memory', n: number | undefined): string {
-  if (kind === 'processes') return `its process limit (${n ?? '?'}) was passed`;
-  return `its memory limit (${n ? `${Math.round(n / (1 << 20))} MiB` : '?'}) was passed`;
+function describe(kind: CallLimitKind, l: CallLimits | undefined): string {
+  if (kind === 'processes') return `its process limit (${l?.processes ?? '?'}) was passed`;
+  if (kind === 'threads')
+    return `its thread limit (${l?.processes ? l.processes * THREADS_PER_PROCESS : '?'}) was passed`;
+  return `its memory limit (${l?.memory ? `${Math.round(l.memory / (1 << 20))} MiB` : '?'}) was passed`;
 }
 
 /** Runs `spec` through `launcher` (one whose spawner runs); kills the whole hook at the timeout or the output cap. */
@@ -116,7 +124,7 @@ export async function runContained(
             if (outBytes >= maxOutput) kill(`its output passed ${maxOutput} bytes`);
           },
           exited: (code, _signal, limit) => {
-            if (limit) cut ??= describe(limit, spec.limits?.[limit]);
+            if (limit) cut ??= describe(limit, spec.limits);
             end.exited({ code });
           },
           closed: () => end.outputClosed(),

@@ -10,7 +10,7 @@ import { concatBytes } from '../../ninep/index.js';
 import { Feed } from '../../platform/queue.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
 import { describeLimit, type Limits } from '../sandbox/limits.js';
-import { LaunchEnd, Launcher, type CallLimitKind } from '../../platform/launcher.js';
+import { LaunchEnd, Launcher, THREADS_PER_PROCESS, type CallLimitKind } from '../../platform/launcher.js';
 
 export interface SpawnSpec {
   file: string;
@@ -216,15 +216,17 @@ export class Proc {
 
   /** Marks the call as killed for `name` (the spawner did the killing, or `output` is about to). */
   private hitLimit(name: CallLimitKind | 'output' | 'cpu' | 'fileSize'): void {
-    const n = this.limits?.[name] ?? 0;
+    // The thread bound is the process limit's, times THREADS_PER_PROCESS (the spawner's).
+    const n = name === 'threads' ? (this.limits?.processes ?? 0) * THREADS_PER_PROCESS : (this.limits?.[name] ?? 0);
     const words = {
       processes: 'process limit',
+      threads: 'thread limit',
       memory: 'memory limit',
       output: 'output limit',
       cpu: 'CPU time limit',
       fileSize: 'file size limit',
     }[name];
-    this.overLimit ??= `killed: ${words} ${describeLimit(name, n)}${name === 'cpu' || name === 'fileSize' ? ' (per process)' : ''}`;
+    this.overLimit ??= `killed: ${words} ${describeLimit(name === 'threads' ? 'processes' : name, n)}${name === 'cpu' || name === 'fileSize' ? ' (per process)' : name === 'threads' ? ` (${THREADS_PER_PROCESS} per process of the process limit)` : ''}`;
     this.stop ??= 'killed';
   }
 
