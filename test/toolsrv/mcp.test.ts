@@ -329,4 +329,22 @@ describe('MCP servers in toolsrv', () => {
     await c.write('mcp/ctl', 'reload');
     expect(JSON.parse(await c.readText('mcp/status')).servers).toEqual([]);
   });
+
+  test('a server runs under the policy in force: narrowed by a trusted project file, it is restarted before its next use', async () => {
+    const { env, c, cwd, configDir } = await mcpEnv({ fx: fixtureServer() });
+    mkdirSync(join(cwd, 'secret'));
+    writeFileSync(join(cwd, 'secret', 'key'), 'TOP-SECRET\n');
+    const read = async (): Promise<string> =>
+      (await env.call(c, { tool: 'mcp__fx__read_file', args: { path: join(cwd, 'secret', 'key') } })).output ?? '';
+    expect(await read()).toBe('TOP-SECRET\n');
+    const pid = (await status(c, 'fx')).pid;
+    // The owner narrows the project's policy and trusts it: tool calls are under it at once, and so is the server.
+    writeFileSync(join(cwd, '.ollie-sandbox.yaml'), 'filesystem:\n  deny: ["{CWD}/secret"]\n');
+    trust(configDir, cwd);
+    const after = await read();
+    expect(after).not.toContain('TOP-SECRET');
+    expect(after).toMatch(/EACCES/);
+    expect((await status(c, 'fx')).pid).not.toBe(pid);
+    expect(await c.readText('mcp/fx/log')).toMatch(/the sandbox policy changed since it started: restarting it/);
+  });
 });

@@ -58,6 +58,8 @@ export class McpConnection {
   state: McpState;
   error = '';
   restarts = 0;
+  /** The sandboxed command the running server was started with (commandKey), to tell when the policy changed. */
+  private startedWith = '';
   pid = 0;
   startedAt = 0;
   tools: McpTool[] = [];
@@ -181,6 +183,7 @@ export class McpConnection {
       if ('refused' in cmd) throw new Error(cmd.refused);
       // As a sandboxed tool call, a sandboxed server does not run where nothing could contain or limit it.
       if (!this.launcher().native) throw new Error(`sandbox unavailable: ${NO_SPAWNER}`);
+      this.startedWith = commandKey(cmd);
       this.note(
         `starting ${[c.command, ...c.args].join(' ')} (sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'})`,
       );
@@ -329,6 +332,27 @@ export class McpConnection {
     this.start();
   }
 
+  /**
+   * The client of a server that still runs under the policy in force. The owner may have narrowed it since the
+   * server started (trusted a project file that denies a path or lowers a limit, edited sandbox.yaml): a tool call
+   * gets it at once, and so must a server, which is then restarted before it is used; a policy that now refuses
+   * (a trusted file changed since) refuses the server's use too.
+   */
+  private async current(signal?: AbortSignal): Promise<Client> {
+    const c = this.config;
+    if (c.type === 'stdio' && this.state === 'ready' && this.startedWith) {
+      const now = this.o.launch(c, false);
+      if ('refused' in now) throw new Error(now.refused);
+      if (commandKey(now) !== this.startedWith) {
+        this.note('the sandbox policy changed since it started: restarting it under the policy in force');
+        this.restart();
+        await this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS);
+        signal?.throwIfAborted();
+      }
+    }
+    return this.ready();
+  }
+
   private ready(): Client {
     if (this.state !== 'ready' || !this.client) {
       throw new Error(`MCP server ${this.name} is ${this.state}${this.error ? ` (${this.error})` : ''}`);
@@ -349,7 +373,7 @@ export class McpConnection {
     unconfined = false,
   ): Promise<{ text: string; isError: boolean }> {
     const c = this.config;
-    if (!unconfined || c.type !== 'stdio') return callOn(this.ready(), tool, args, signal, timeoutMs);
+    if (!unconfined || c.type !== 'stdio') return callOn(await this.current(signal), tool, args, signal, timeoutMs);
     const cmd = this.o.launch(c, true);
     if ('refused' in cmd) throw new Error(cmd.refused);
     this.note(`bypass: starting an unsandboxed instance for one call of ${tool}`);
@@ -363,7 +387,7 @@ export class McpConnection {
   }
 
   async readResource(uri: string): Promise<string> {
-    const r = await this.ready().readResource({ uri });
+    const r = await (await this.current()).readResource({ uri });
     return r.contents
       .map((c) =>
         'text' in c && typeof c.text === 'string'
@@ -377,7 +401,7 @@ export class McpConnection {
 
   /** A prompt's messages in words (what a slash command sends the model). */
   async getPrompt(name: string, args: Record<string, string>): Promise<string> {
-    const r = await this.ready().getPrompt({ name, arguments: args });
+    const r = await (await this.current()).getPrompt({ name, arguments: args });
     return r.messages.map((m) => contentText(m.content as { type: string })).join('\n\n');
   }
 }
@@ -429,4 +453,9 @@ export function redactUrl(u: string): string {
   } catch {
     return '(bad url)';
   }
+}
+
+/** What of a server's sandboxed command the policy decides: the helper's argv (its rules) and the limits. */
+function commandKey(cmd: ServerCommand): string {
+  return JSON.stringify([cmd.file, cmd.args, cmd.limits ?? null]);
 }
