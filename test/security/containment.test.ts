@@ -284,6 +284,24 @@ describe('without the spawner', () => {
       rmSync(configDir, { recursive: true, force: true });
     }
   });
+
+  it('--yolo still runs tool calls and stdio MCP servers without it (nothing is sandboxed there to contain)', async () => {
+    const configDir = join(tmpdir(), `ollie-nospawner-yolo-${process.pid}-${Date.now()}`);
+    writeMcpConfig(configDir, { fx: fixtureServer() });
+    try {
+      env = await startEnv({}, { yolo: true, toolDirs: [SHIPPED_TOOLS], spawner: false, configDir });
+      const c = await env.client('agent1');
+      await c.write('ctl', 'load shell\nmcp-wait 15000');
+      expect(await env.call(c, { tool: 'shell', args: { command: 'echo ran' } })).toMatchObject({
+        status: 'exited',
+        output: 'ran\n',
+      });
+      expect(await c.readText('mcp/fx/status')).toMatch(/^state=ready$/m);
+      expect(await env.call(c, { tool: 'mcp__fx__echo', args: { text: 'abc' } })).toMatchObject({ status: 'exited' });
+    } finally {
+      rmSync(configDir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('limits', () => {
