@@ -689,7 +689,7 @@ static void watch(void) {
     uint64_t rss = 0;
     size_t threads = 0;
     size_t n = tree(c->pid, 0, &rss, &threads);
-    /* A process limit too large to multiply (2^60 and more) bounds no threads, as it bounds no processes. */
+    /* A process limit too large to multiply (2^60 and more, past any pid_max) would wrap to a bound of 0. */
     int thread_bound = c->lim.processes && c->lim.processes <= UINT64_MAX / THREADS_PER_PROCESS;
     c->over = c->lim.processes && n > c->lim.processes                               ? LIMIT_PROCESSES
               : thread_bound && threads > c->lim.processes * THREADS_PER_PROCESS ? LIMIT_THREADS
