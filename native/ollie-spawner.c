@@ -409,6 +409,41 @@ static size_t children_of(pid_t pid, struct pids *out) {
   return threads;
 }
 
+/* Whether the statm file at `path` is a live process's (a zombie's reads 0), and its resident pages. */
+static int statm_live(const char *path, unsigned long *resident) {
+  char buf[128];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t r = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  unsigned long size;
+  return r > 0 && (buf[r] = 0, sscanf(buf, "%lu %lu", &size, resident) == 2) && size > 0;
+}
+
+/*
+ * Whether `pid` (with `tasks` threads) still runs, and its resident pages. Its main thread may have exited
+ * (pthread_exit) while others run: /proc/PID/statm then reads 0 as a zombie's does, so the memory is read
+ * through another of its threads; else the process, its threads and its memory would go uncounted.
+ */
+static int resident_of(pid_t pid, size_t tasks, unsigned long *resident) {
+  char path[320];
+  snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+  if (statm_live(path, resident)) return 1;
+  if (tasks < 2) return 0;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  int live = 0;
+  struct dirent *e;
+  while (!live && (e = readdir(d))) {
+    if (e->d_name[0] == '.' || atoi(e->d_name) == pid) continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%.32s/statm", (int)pid, e->d_name);
+    live = statm_live(path, resident);
+  }
+  closedir(d);
+  return live;
+}
+
 /*
  * `root` and its descendants, breadth first (no recursion: a chain of processes can be deep). With `kill_them`,
  * each is killed before its children are listed: once SIGKILL is pending a process forks no more, so none is
@@ -425,25 +460,14 @@ static size_t tree(pid_t root, int kill_them, uint64_t *rss, size_t *threads) {
   size_t live = 0;
   for (size_t i = 0; i < l.n; i++) {
     pid_t p = l.v[i];
-    int alive = 0;
     if (kill_them) kill(p, SIGKILL);
-    else {
-      char file[64], buf[128];
-      snprintf(file, sizeof file, "/proc/%d/statm", (int)p);
-      int fd = open(file, O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        ssize_t r = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        unsigned long size, resident;
-        if (r > 0 && (buf[r] = 0, sscanf(buf, "%lu %lu", &size, &resident) == 2) && size > 0) {
-          live++;
-          *rss += (uint64_t)resident * (uint64_t)page;
-          alive = 1;
-        }
-      }
-    }
     size_t t = children_of(p, &l);
-    if (alive) *threads += t ? t : 1;
+    unsigned long resident;
+    if (!kill_them && resident_of(p, t, &resident)) {
+      live++;
+      *rss += (uint64_t)resident * (uint64_t)page;
+      *threads += t ? t : 1;
+    }
   }
   return kill_them ? l.n : live;
 }
@@ -665,10 +689,12 @@ static void watch(void) {
     uint64_t rss = 0;
     size_t threads = 0;
     size_t n = tree(c->pid, 0, &rss, &threads);
-    c->over = c->lim.processes && n > c->lim.processes                            ? LIMIT_PROCESSES
-              : c->lim.processes && threads > c->lim.processes * THREADS_PER_PROCESS ? LIMIT_THREADS
-              : c->lim.memory && rss > c->lim.memory                              ? LIMIT_MEMORY
-                                                                                  : LIMIT_NONE;
+    /* A process limit too large to multiply (2^60 and more, past any pid_max) would wrap to a bound of 0. */
+    int thread_bound = c->lim.processes && c->lim.processes <= UINT64_MAX / THREADS_PER_PROCESS;
+    c->over = c->lim.processes && n > c->lim.processes                               ? LIMIT_PROCESSES
+              : thread_bound && threads > c->lim.processes * THREADS_PER_PROCESS ? LIMIT_THREADS
+              : c->lim.memory && rss > c->lim.memory                                 ? LIMIT_MEMORY
+                                                                                     : LIMIT_NONE;
     if (c->over) kill_tree(c->pid);
   }
   kill_strays();

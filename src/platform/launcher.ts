@@ -46,7 +46,7 @@ import {
 } from './spawner.js';
 
 export type { CallLimitKind, CallLimits } from './spawner.js';
-export { THREADS_PER_PROCESS } from './spawner.js';
+export { THREADS_PER_PROCESS, limitWords } from './spawner.js';
 
 /** Why a sandboxed launch is refused where the spawner is not built (toolsrv's calls, hosts and MCP servers). */
 export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;

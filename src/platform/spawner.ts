@@ -48,6 +48,12 @@ const LIMIT_KINDS: (CallLimitKind | undefined)[] = [undefined, 'processes', 'mem
 /** Threads a call may hold per process of its process limit (native/ollie-spawner.c, THREADS_PER_PROCESS). */
 export const THREADS_PER_PROCESS = 16;
 
+/** The limit in words, as a setting of the policy names it (no setting is called `threads`). */
+export function limitWords(kind: CallLimitKind): string {
+  if (kind === 'threads') return `thread limit (${THREADS_PER_PROCESS} per process of the process limit)`;
+  return kind === 'processes' ? 'process limit' : 'memory limit';
+}
+
 export interface SpawnRequest {
   file: string;
   args: string[];

@@ -284,6 +284,24 @@ describe('without the spawner', () => {
       rmSync(configDir, { recursive: true, force: true });
     }
   });
+
+  it('--yolo still runs tool calls and stdio MCP servers without it (nothing is sandboxed there to contain)', async () => {
+    const configDir = join(tmpdir(), `ollie-nospawner-yolo-${process.pid}-${Date.now()}`);
+    writeMcpConfig(configDir, { fx: fixtureServer() });
+    try {
+      env = await startEnv({}, { yolo: true, toolDirs: [SHIPPED_TOOLS], spawner: false, configDir });
+      const c = await env.client('agent1');
+      await c.write('ctl', 'load shell\nmcp-wait 15000');
+      expect(await env.call(c, { tool: 'shell', args: { command: 'echo ran' } })).toMatchObject({
+        status: 'exited',
+        output: 'ran\n',
+      });
+      expect(await c.readText('mcp/fx/status')).toMatch(/^state=ready$/m);
+      expect(await env.call(c, { tool: 'mcp__fx__echo', args: { text: 'abc' } })).toMatchObject({ status: 'exited' });
+    } finally {
+      rmSync(configDir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('limits', () => {
@@ -307,6 +325,32 @@ describe('limits', () => {
     expect(r.output).not.toContain('all started');
     expect(Date.now() - started).toBeLessThan(25_000);
     expect(await shell('echo after')).toMatchObject({ status: 'exited', exit: 0, output: 'after\n' });
+  });
+
+  it('threads whose process’s main thread has exited are counted too (a zombie leader’s statm reads 0)', async () => {
+    const { shell } = await sandboxed();
+    // The main thread exits at once (pthread_exit): the process's /proc/PID/statm then reads 0, as a zombie's does,
+    // while its other thread starts thousands more. Counted as dead, its threads, memory and children would be free.
+    const py = [
+      'import threading, time, ctypes',
+      'threading.stack_size(65536)',
+      'ev = threading.Event()',
+      'def spawn():',
+      '    time.sleep(0.5)',
+      '    [threading.Thread(target=ev.wait, daemon=True).start() for i in range(6000)]',
+      '    print("all started", flush=True)',
+      '    time.sleep(12)',
+      'threading.Thread(target=spawn).start()',
+      'ctypes.CDLL(None).pthread_exit(None)',
+    ].join('\n');
+    const started = Date.now();
+    const r = await shell(`/usr/bin/python3 -c '${py}'`, { timeout: 60 });
+    expect(r).toMatchObject({
+      status: 'killed',
+      error: 'killed: thread limit 4096 (16 per process of the process limit)',
+    });
+    expect(r.output).not.toContain('all started');
+    expect(Date.now() - started).toBeLessThan(25_000);
   });
 
   it('a 300-process fork is killed at the process limit with a clear message; other calls and the next one are unaffected', async () => {

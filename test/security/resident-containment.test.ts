@@ -127,6 +127,24 @@ describe('a stdio MCP server cannot outlive its server or take more memory than 
     // Its hogs went with it.
     expect(withArg(m)).toEqual([]);
   });
+
+  test('thousands of idle threads kill the server at the thread limit, and its status names that limit', async () => {
+    const { env, c } = await mcpEnv();
+    const m = marker();
+    markers.push(m);
+    expect((await env.call(c, { tool: 'mcp__esc__threads', args: { marker: m } })).output).toBe('threading\n');
+    let st: Record<string, string> = {};
+    await until(
+      async () => /limit/.test((st = await status(c, 'esc')).error ?? ''),
+      'the server to be killed for its threads',
+      15_000,
+    );
+    // There is no `threads` setting: the words say which one bounds them.
+    expect(st.error).toBe(
+      'the server was killed for going over its thread limit (16 per process of the process limit)',
+    );
+    expect(withArg(m)).toEqual([]);
+  });
 });
 
 /** A resident host that leaves a process behind, or hogs memory, on request; built on the real host runtime. */

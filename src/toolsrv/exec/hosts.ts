@@ -25,7 +25,7 @@
  * hosts when toolsrv closes. `retireAll()` (ctl reload) lets running calls finish and starts new hosts for
  * new calls, so edited host code and policies take effect.
  */
-import { Launcher, type CallLimits, type Interactive } from '../../platform/launcher.js';
+import { Launcher, limitWords, type CallLimits, type Interactive } from '../../platform/launcher.js';
 import type { HostedCall, Proc } from './proc.js';
 
 export const DEFAULT_HOST_IDLE_MS = 10 * 60 * 1000;
@@ -103,7 +103,7 @@ class Host {
           this.stderr = (this.stderr + err.decode(b, { stream: true })).slice(-STDERR_TAIL);
         },
         exited: (code, signal, limit) => {
-          this.died(code, signal, limit && `killed for going over its ${limit} limit`);
+          this.died(code, signal, limit && `killed for going over its ${limitWords(limit)}`);
           exited();
         },
         closed: () => undefined,

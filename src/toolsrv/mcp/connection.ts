@@ -31,6 +31,8 @@ export interface ConnectionOptions {
   launch: Launch;
   /** Starts stdio servers (through the spawner where it is built: contained, limited); toolsrv's own. */
   launcher?: Launcher;
+  /** --yolo: stdio servers run unsandboxed, so without the spawner they start as --yolo tool calls do. */
+  yolo?: boolean;
   /** First restart delay; doubles up to 60 s (tests shorten it). */
   backoffMs?: number;
   /** How long a start may take (spawn, initialize, first listings). */
@@ -182,10 +184,10 @@ export class McpConnection {
       const cmd = this.o.launch(c, false);
       if ('refused' in cmd) throw new Error(cmd.refused);
       // As a sandboxed tool call, a sandboxed server does not run where nothing could contain or limit it.
-      if (!this.launcher().native) throw new Error(`sandbox unavailable: ${NO_SPAWNER}`);
+      if (!this.o.yolo && !this.launcher().native) throw new Error(`sandbox unavailable: ${NO_SPAWNER}`);
       this.startedWith = commandKey(cmd);
       this.note(
-        `starting ${[c.command, ...c.args].join(' ')} (sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'})`,
+        `starting ${[c.command, ...c.args].join(' ')} (${this.o.yolo ? '--yolo: unsandboxed' : `sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'}`})`,
       );
       return this.stdio(cmd);
     }

@@ -100,6 +100,7 @@ export class McpManager {
         cwd: s.type === 'stdio' && s.cwd !== 'workspace' ? s.cwd : this.workspace,
         launch: (srv, unconfined) => this.launch(srv, unconfined),
         ...(this.o.launcher && { launcher: this.o.launcher }),
+        yolo: this.o.confinement.yolo,
         changed: () => this.rebuild(),
         log: this.o.log,
         ...(this.o.backoffMs !== undefined && { backoffMs: this.o.backoffMs }),

@@ -12,7 +12,7 @@
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { CallLimits, Interactive, Launcher } from '../../platform/launcher.js';
+import { limitWords, type CallLimits, type Interactive, type Launcher } from '../../platform/launcher.js';
 
 /** The sandbox-wrapped command of a server, and the policy's limits (none for an approved bypass). */
 export interface ServerCommand {
@@ -78,7 +78,7 @@ export class SpawnedTransport implements Transport {
           exited: (code, signal, limit) =>
             this.end(
               limit
-                ? `the server was killed for going over its ${limit} limit`
+                ? `the server was killed for going over its ${limitWords(limit)}`
                 : signal
                   ? `the server was killed by ${signal}`
                   : `the server exited with status ${code}`,
