@@ -36,7 +36,7 @@ describe('an agent against the policy a running MCP server is under', () => {
     expect(out[2]).toMatch(/cannot write .*(EROFS|EACCES)/);
     expect(existsSync(hook)).toBe(false);
     // The server that runs now is another process than the one that started before the repository existed.
-    const [before, after] = [out[0], out[3]].map((o) => /\d+/.exec(o)?.[0]);
+    const [before, after] = [out[0], out[3]].map((o = '') => /\d+/.exec(o)?.[0]);
     expect(before).toBeDefined();
     expect(after).toBeDefined();
     expect(after).not.toBe(before);
