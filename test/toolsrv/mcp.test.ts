@@ -347,4 +347,23 @@ describe('MCP servers in toolsrv', () => {
     expect((await status(c, 'fx')).pid).not.toBe(pid);
     expect(await c.readText('mcp/fx/log')).toMatch(/the sandbox policy changed since it started: restarting it/);
   });
+
+  test('a resource or prompt read while the server restarts under the policy in force waits for it', async () => {
+    const { env, c, cwd, configDir } = await mcpEnv({ fx: fixtureServer() });
+    mkdirSync(join(cwd, 'secret'));
+    writeFileSync(join(cwd, 'secret', 'key'), 'TOP-SECRET\n');
+    writeFileSync(join(cwd, '.ollie-sandbox.yaml'), 'filesystem:\n  deny: ["{CWD}/secret"]\n');
+    trust(configDir, cwd);
+    // A tool call finds the policy narrowed and restarts the server; the owner reads a resource and a prompt meanwhile.
+    const call = env.call(c, { tool: 'mcp__fx__read_file', args: { path: join(cwd, 'secret', 'key') } });
+    void call.catch(() => undefined);
+    await until(async () => /the sandbox policy changed/.test(await c.readText('mcp/fx/log')), 'the restart');
+    const [resource, prompt] = await Promise.all([
+      c.rdwrText('mcp/fx/resource', 'fixture://greeting'),
+      c.rdwrText('mcp/fx/prompt', JSON.stringify({ name: 'review', arguments: { file: 'a.ts' } })),
+    ]);
+    expect(resource).toBe('hello from an MCP resource\n');
+    expect(prompt).toContain('a.ts');
+    expect((await call).output).toMatch(/EACCES/);
+  });
 });

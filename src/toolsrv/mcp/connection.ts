@@ -62,6 +62,8 @@ export class McpConnection {
   restarts = 0;
   /** The sandboxed command the running server was started with (commandKey), to tell when the policy changed. */
   private startedWith = '';
+  /** A restart under the policy in force, under way: calls meanwhile wait for it rather than fail as starting. */
+  private policyRestart?: Promise<void>;
   pid = 0;
   startedAt = 0;
   tools: McpTool[] = [];
@@ -348,10 +350,15 @@ export class McpConnection {
       if (commandKey(now) !== this.startedWith) {
         this.note('the sandbox policy changed since it started: restarting it under the policy in force');
         this.restart();
-        await this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS);
-        signal?.throwIfAborted();
+        const wait = this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS).finally(() => {
+          if (this.policyRestart === wait) this.policyRestart = undefined;
+        });
+        this.policyRestart = wait;
       }
     }
+    // Calls that came while it restarts (an agent's parallel calls, another agent's) wait for it too.
+    if (this.policyRestart) await untilAborted(this.policyRestart, signal);
+    signal?.throwIfAborted();
     return this.ready();
   }
 
@@ -460,4 +467,18 @@ export function redactUrl(u: string): string {
 /** What of a server's sandboxed command the policy decides: the helper's argv (its rules) and the limits. */
 function commandKey(cmd: ServerCommand): string {
   return JSON.stringify([cmd.file, cmd.args, cmd.limits ?? null]);
+}
+
+/** `p`, or the abort of `signal` first: an aborted call does not wait out a server's start. */
+function untilAborted(p: Promise<void>, signal?: AbortSignal): Promise<void> {
+  if (!signal) return p;
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    void p.then(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+  });
 }
