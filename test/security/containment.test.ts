@@ -305,52 +305,43 @@ describe('without the spawner', () => {
 });
 
 describe('limits', () => {
-  it('thousands of small-stacked idle threads in one process are killed at the thread limit (pids are the machine’s)', async () => {
-    const { shell } = await sandboxed();
-    // Under the memory limit (64 KiB stacks) and the process limit (one process): only the thread bound stops it.
-    const py = [
-      'import threading, time',
-      'threading.stack_size(65536)',
-      'ev = threading.Event()',
-      '[threading.Thread(target=ev.wait, daemon=True).start() for i in range(6000)]',
-      'print("all started", flush=True)',
-      'time.sleep(30)',
-    ].join('; ');
+  /** A Python program of the given lines, which starts 6,000 idle threads of 64 KiB stacks, runs into the thread bound. */
+  async function killedAtThreadLimit(lines: string[]): Promise<ReturnType<typeof sandboxed>> {
+    const box = await sandboxed();
     const started = Date.now();
-    const r = await shell(`/usr/bin/python3 -c '${py}'`, { timeout: 60 });
+    const r = await box.shell(`/usr/bin/python3 -c '${lines.join('\n')}'`, { timeout: 60 });
     expect(r).toMatchObject({
       status: 'killed',
       error: 'killed: thread limit 4096 (16 per process of the process limit)',
     });
     expect(r.output).not.toContain('all started');
     expect(Date.now() - started).toBeLessThan(25_000);
+    return box;
+  }
+  const THREADS = [
+    'import threading, time, ctypes',
+    'threading.stack_size(65536)',
+    'ev = threading.Event()',
+    'def spawn():',
+    '    [threading.Thread(target=ev.wait, daemon=True).start() for i in range(6000)]',
+    '    print("all started", flush=True)',
+    '    time.sleep(30)',
+  ];
+
+  it('thousands of small-stacked idle threads in one process are killed at the thread limit (pids are the machine’s)', async () => {
+    // Under the memory limit (64 KiB stacks) and the process limit (one process): only the thread bound stops it.
+    const { shell } = await killedAtThreadLimit([...THREADS, 'spawn()']);
     expect(await shell('echo after')).toMatchObject({ status: 'exited', exit: 0, output: 'after\n' });
   });
 
   it('threads whose process’s main thread has exited are counted too (a zombie leader’s statm reads 0)', async () => {
-    const { shell } = await sandboxed();
     // The main thread exits at once (pthread_exit): the process's /proc/PID/statm then reads 0, as a zombie's does,
     // while its other thread starts thousands more. Counted as dead, its threads, memory and children would be free.
-    const py = [
-      'import threading, time, ctypes',
-      'threading.stack_size(65536)',
-      'ev = threading.Event()',
-      'def spawn():',
-      '    time.sleep(0.5)',
-      '    [threading.Thread(target=ev.wait, daemon=True).start() for i in range(6000)]',
-      '    print("all started", flush=True)',
-      '    time.sleep(12)',
-      'threading.Thread(target=spawn).start()',
+    await killedAtThreadLimit([
+      ...THREADS,
+      'threading.Thread(target=lambda: (time.sleep(0.5), spawn())).start()',
       'ctypes.CDLL(None).pthread_exit(None)',
-    ].join('\n');
-    const started = Date.now();
-    const r = await shell(`/usr/bin/python3 -c '${py}'`, { timeout: 60 });
-    expect(r).toMatchObject({
-      status: 'killed',
-      error: 'killed: thread limit 4096 (16 per process of the process limit)',
-    });
-    expect(r.output).not.toContain('all started');
-    expect(Date.now() - started).toBeLessThan(25_000);
+    ]);
   });
 
   it('a 300-process fork is killed at the process limit with a clear message; other calls and the next one are unaffected', async () => {
