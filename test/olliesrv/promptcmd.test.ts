@@ -9,6 +9,7 @@ import {
   type PromptCommandOptions,
 } from '../../src/olliesrv/agent/promptcmd.js';
 import { loadPolicy, readOnlyPolicy } from '../../src/toolsrv/sandbox/index.js';
+import { policyContext } from '../toolsrv/sandbox-helpers.js';
 
 let dir = '';
 let opts: PromptCommandOptions;
@@ -84,14 +85,7 @@ describe('runPromptCommands', () => {
 
 describe('readOnlyPolicy', () => {
   it('keeps what was readable, makes writable paths read-only, leaves only the private tmp and /dev/null writable, no network', () => {
-    const base = loadPolicy({
-      configDir: join(dir, 'config'),
-      dataDir: join(dir, 'data'),
-      cwd: join(dir, 'ws'),
-      home: dir,
-      runtimeDir: join(dir, 'run'),
-      tmpDir: join(dir, 'tmp'),
-    });
+    const base = loadPolicy(policyContext(dir, { home: dir }));
     const ro = readOnlyPolicy(
       {
         ...base,

@@ -13,17 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { loadPolicy } from '../../src/toolsrv/sandbox/index.js';
+import { policyContext } from '../toolsrv/sandbox-helpers.js';
 
 test('the project file is read through the descriptor that was checked, never through a link swapped in', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-race-'));
-  const ctx = {
-    configDir: join(dir, 'config'),
-    dataDir: join(dir, 'data'),
-    cwd: join(dir, 'ws'),
-    home: join(dir, 'home'),
-    runtimeDir: join(dir, 'run'),
-    tmpDir: join(dir, 'tmp'),
-  };
+  const ctx = policyContext(dir);
   mkdirSync(ctx.cwd);
   mkdirSync(ctx.home);
   const elsewhere = 'network:\n  enabled: false\n# read through the link\n';

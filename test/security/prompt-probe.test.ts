@@ -37,17 +37,13 @@ describe("prompt commands: the probe of the repository's programs", () => {
       join(ws, '.git', 'config'),
       `[diff]\n\texternal = "echo PWNED-BY-DIFF-EXTERNAL; true"\n[pad]\n${Array.from({ length: 70_000 }, (_, i) => `\tk${i} = x\n`).join('')}`,
     );
-    const r = await runPromptCommands(
-      ['git diff'],
-      ws,
-      {},
-      {
-        configDir: join(dir, 'config'),
-        dataDir: join(dir, 'data'),
-        runtimeDir: join(dir, 'run'),
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
-      },
-    );
+    const opts = {
+      configDir: join(dir, 'config'),
+      dataDir: join(dir, 'data'),
+      runtimeDir: join(dir, 'run'),
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
+    };
+    const r = await runPromptCommands(['git diff'], ws, {}, opts);
     expect(r.text + r.warnings.join('\n')).not.toContain('PWNED-BY-DIFF-EXTERNAL');
     expect(r.text).toMatch(
       /prompt command was not run: the repository's git configuration could not be read to disarm the programs it names \(reading it its output passed \d+ bytes\)/,
@@ -57,17 +53,7 @@ describe("prompt commands: the probe of the repository's programs", () => {
       join(ws, '.git', 'config'),
       '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[diff]\n\texternal = "echo PWNED-BY-DIFF-EXTERNAL; true"\n',
     );
-    const clean = await runPromptCommands(
-      ['git diff'],
-      ws,
-      {},
-      {
-        configDir: join(dir, 'config'),
-        dataDir: join(dir, 'data'),
-        runtimeDir: join(dir, 'run'),
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home },
-      },
-    );
+    const clean = await runPromptCommands(['git diff'], ws, {}, opts);
     expect(clean.warnings.join('\n') + clean.text).not.toMatch(/was not run/);
     expect(clean.text).not.toContain('PWNED');
   }, 60_000);

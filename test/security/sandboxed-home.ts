@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { chownSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPolicy, sandboxCommand } from '../../src/toolsrv/sandbox/index.js';
+import { policyContext } from '../toolsrv/sandbox-helpers.js';
 
 export type RunAs = 'root' | 'nobody';
 
@@ -18,14 +19,7 @@ export function runInHome(as: RunAs, dir: string, lines: string[]): string {
   const home = join(dir, 'home');
   if (as === 'nobody') spawnSync('chown', ['-R', '-h', 'nobody:nogroup', dir]);
   else chownSync(dir, 0, 0);
-  const ctx = {
-    configDir: join(dir, 'config'),
-    dataDir: join(dir, 'data'),
-    cwd: home,
-    home,
-    runtimeDir: join(dir, 'run'),
-    tmpDir: join(dir, 'tmp'),
-  };
+  const ctx = policyContext(dir, { cwd: home, home });
   const cmd = sandboxCommand(loadPolicy(ctx), ['/bin/sh', '-c', ['cd "$1"', ...lines].join('; '), 'sh', home]);
   // loadPolicy made the temporary dir, as root: the user the script runs as must own it.
   if (as === 'nobody') spawnSync('chown', ['-R', 'nobody:nogroup', ctx.tmpDir]);

@@ -13,6 +13,7 @@ import { TOOLSRV_ENTRY } from '../../src/olliesrv/toolclient/spawn.js';
 import { landlockStatus, loadPolicy } from '../../src/toolsrv/sandbox/index.js';
 import { trust } from '../../src/toolsrv/sandbox/trust.js';
 import { harness } from '../olliesrv/agent-harness.js';
+import { policyContext } from '../toolsrv/sandbox-helpers.js';
 
 const ready = landlockStatus().abi >= 6 && existsSync(TOOLSRV_ENTRY);
 
@@ -57,14 +58,7 @@ describe('a trusted project file that is gone or a symlink now', () => {
   test('removing it, or putting a symlink in its place, refuses the policy; a file never trusted is still only ignored', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ollie-sec-trust-'));
     try {
-      const ctx = {
-        configDir: join(dir, 'config'),
-        dataDir: join(dir, 'data'),
-        cwd: join(dir, 'ws'),
-        home: join(dir, 'home'),
-        runtimeDir: join(dir, 'run'),
-        tmpDir: join(dir, 'tmp'),
-      };
+      const ctx = policyContext(dir);
       mkdirSync(ctx.cwd);
       mkdirSync(ctx.home);
       const file = join(ctx.cwd, '.ollie-sandbox.yaml');

@@ -169,3 +169,15 @@ export function runTool(
     extra: { allowOllieSocket: meta.sandbox?.ollieSocket === true },
   });
 }
+
+/** A policy context whose config, data, runtime and tmp dirs lie in `dir`; the workspace and home default to dir/ws and dir/home. */
+export function policyContext(dir: string, o: { cwd?: string; home?: string } = {}): PolicyContext {
+  return {
+    configDir: join(dir, 'config'),
+    dataDir: join(dir, 'data'),
+    cwd: o.cwd ?? join(dir, 'ws'),
+    home: o.home ?? join(dir, 'home'),
+    runtimeDir: join(dir, 'run'),
+    tmpDir: join(dir, 'tmp'),
+  };
+}
