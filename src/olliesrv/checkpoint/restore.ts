@@ -13,6 +13,7 @@ import {
   constants,
   fchmodSync,
   fstatSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -331,19 +332,29 @@ function restoreWhole(
     built.close();
     built = undefined;
     const aside = tmpName();
-    try {
-      renameSync(at(parent, name), at(parent, aside));
-      moved = true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    if (moved && (!cur || cur.t === 'd')) {
+    if (!cur || cur.t === 'd') {
       // Something the checkpoint never held stands there (a directory it could not read), or a directory walked
-      // file by file (the rules changed) that still holds what its walk skipped: left as it is.
-      renameSync(at(parent, aside), at(parent, name));
-      throw new RestoreError(
-        `${rel} holds files the checkpoint does not (unreadable, or skipped while it was not tracked as a whole): not replaced`,
-      );
+      // file by file (the rules changed) that still holds what its walk skipped: left as it is, and never moved
+      // (an agent's link moved away and back would be under the name again at a moment its owner did not expect).
+      // Whatever appears there after this look makes the rename below fail, unless it is an empty directory.
+      let there = true;
+      try {
+        lstatSync(at(parent, name));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        there = false;
+      }
+      if (there)
+        throw new RestoreError(
+          `${rel} holds files the checkpoint does not (unreadable, or skipped while it was not tracked as a whole): not replaced`,
+        );
+    } else {
+      try {
+        renameSync(at(parent, name), at(parent, aside));
+        moved = true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
     }
     try {
       renameSync(at(parent, tmp), at(parent, name));
