@@ -258,6 +258,50 @@ describe('hooks', () => {
     expect(lastRequest(h)).toContain('A Stop hook did not let the turn end yet: run the tests first');
   });
 
+  it('a Stop guard that fails closed and keeps failing ends the turn in error after one more round, not at the step limit', async () => {
+    const h = await testHarness({
+      profiles: { hooks: PROFILE },
+      turns: [[{ text: 'first answer' }], [{ text: 'second answer' }], [{ text: 'third answer' }]] as never,
+    });
+    // The guard reads a file the workspace lacks: it fails (exit 1) every time it runs.
+    writeHooks(h.configDir, { Stop: [{ hooks: [{ ...cmd('cat .guard/rules >/dev/null'), failClosed: true }] }] });
+    const a = await agentInWork(h, 'hooks');
+    const blocks = await h.turn(a.path, 'hello');
+    expect(blocks.filter((b) => b.role === 'assistant').map((b) => b.content)).toEqual([
+      'first answer',
+      'second answer',
+    ]);
+    expect(h.mock.requests.filter((r) => r.path.includes('chat/completions'))).toHaveLength(2);
+    expect(lastRequest(h)).toMatch(
+      /A Stop hook did not let the turn end yet: Stop hook .* failed \(exit 1\) and fails closed/,
+    );
+    expect(
+      blocks.some((b) => b.role === 'error' && /the turn ends unconfirmed: .*fails closed, again/.test(b.content)),
+    ).toBe(true);
+    // agent/idx's last column: how the turn ended.
+    const idx = await h.c.readText(`session/${a.session}/agent/idx`);
+    expect(idx.trim().split('\n').at(-1)!.split('\t').at(-1)).toBe('error');
+  });
+
+  it('a Stop guard that failed once and then passes (the agent mended what it reads) lets the turn end', async () => {
+    const h = await testHarness({
+      profiles: { hooks: PROFILE },
+      turns: [
+        [{ text: 'first answer' }],
+        [{ toolCalls: [shell('mkdir -p .guard && echo ok > .guard/rules')] }],
+        [{ text: 'done' }],
+      ] as never,
+    });
+    writeHooks(h.configDir, { Stop: [{ hooks: [{ ...cmd('cat .guard/rules >/dev/null'), failClosed: true }] }] });
+    const a = await agentInWork(h, 'hooks');
+    const blocks = await h.turn(a.path, 'hello');
+    expect(blocks.some((b) => b.role === 'error')).toBe(false);
+    expect(blocks.filter((b) => b.role === 'assistant').map((b) => b.content)).toEqual(['first answer', 'done']);
+    expect(h.mock.requests.filter((r) => r.path.includes('chat/completions'))).toHaveLength(3);
+    const idx = await h.c.readText(`session/${a.session}/agent/idx`);
+    expect(idx.trim().split('\n').at(-1)!.split('\t').at(-1)).toBe('ok');
+  });
+
   it('PreCompact runs before a compaction; SubagentStop when a sub-agent ends', async () => {
     const h = await testHarness({ profiles: { hooks: PROFILE }, turns: [[{ text: 'first' }]] as never });
     writeHooks(h.configDir, {

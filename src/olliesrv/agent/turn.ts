@@ -153,7 +153,8 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
         ...(r.calls.length ? { toolCalls: r.calls } : {}),
       });
     });
-    const goOn = !r.calls.length && !finalRound ? await stopHooks(agent) : undefined;
+    const { goOn, error: stopError } = !r.calls.length && !finalRound ? await stopHooks(agent) : {};
+    if (stopError) return { reply, error: stopError };
     if (goOn) addContext(agent, goOn, 'hook');
     else if (!r.calls.length || finalRound) break;
     steps++;

@@ -95,10 +95,13 @@ export function takeInterrupt(a: object, text: string): boolean {
 
 /** Agents whose last Stop hook blocked (Claude Code's stop_hook_active: a hook can tell it already had its say). */
 const stopBlocked = new WeakSet<object>();
+/** Agents whose last Stop blocked only because a guard that fails closed failed. */
+const stopFailed = new WeakSet<object>();
 
 /** UserPrompt: the prompt may be blocked (the reason is the turn's error), or get context. */
 export async function userPromptHooks(a: HookedAgent, prompt: string): Promise<{ block?: string; context: string[] }> {
   stopBlocked.delete(a);
+  stopFailed.delete(a);
   const out = await fire(a, 'UserPrompt', { prompt });
   if (!out) return { context: [] };
   if (out.block) {
@@ -190,18 +193,30 @@ export async function postToolUseHooks(
 }
 
 /**
- * Stop (SubagentStop for a sub-agent): when a hook blocks, the text to send the model so that it goes on;
- * undefined to let the turn end.
+ * Stop (SubagentStop for a sub-agent): when a hook blocks, `goOn`, the text to send the model so that it goes on;
+ * nothing to let the turn end. A guard that fails closed and fails sends the model round once (the agent may have
+ * broken it, and can mend it); failing again at the next end, it ends the turn with `error`: what it guards was
+ * never confirmed, and a guard that cannot run would otherwise keep the model going, round after paid round, until
+ * the step limit.
  */
-export async function stopHooks(a: HookedAgent): Promise<string | undefined> {
+export async function stopHooks(a: HookedAgent): Promise<{ goOn?: string; error?: string }> {
   const event: HookEvent = a.depth > 0 || a.transient ? 'SubagentStop' : 'Stop';
   const out = await fire(a, event, { stop_hook_active: stopBlocked.has(a) });
   if (!out?.block) {
     stopBlocked.delete(a);
-    return undefined;
+    stopFailed.delete(a);
+    return {};
   }
+  if (out.onlyFailures) {
+    if (stopFailed.has(a)) {
+      const error = `the turn ends unconfirmed: ${out.block}, again`;
+      a.log.add('error', `A ${event} hook failed twice running: ${error}`, { name: 'hook' });
+      return { error };
+    }
+    stopFailed.add(a);
+  } else stopFailed.delete(a);
   stopBlocked.add(a);
-  return `A ${event} hook did not let the turn end yet: ${out.block}`;
+  return { goOn: `A ${event} hook did not let the turn end yet: ${out.block}` };
 }
 
 /** PreCompact: told before the history is summarized (its hooks cannot stop it). */

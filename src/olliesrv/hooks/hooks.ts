@@ -58,8 +58,13 @@ export interface HookRecord {
 
 export interface HookOutcome {
   records: HookRecord[];
-  /** Set when a hook blocked (exit 2, "decision": "block", "continue": false, "permissionDecision": "deny"). */
+  /**
+   * Set when a hook blocked (exit 2, "decision": "block", "continue": false, "permissionDecision": "deny"), or one
+   * that fails closed failed.
+   */
   block?: string;
+  /** Set when every block came from a hook that fails closed and failed, none from a hook's decision. */
+  onlyFailures?: boolean;
   /** PreToolUse's "ask": a person must approve the call. */
   ask?: string;
   /** PreToolUse's new arguments. */
@@ -218,6 +223,7 @@ export class Hooks {
       ),
     );
     const blocks: string[] = [];
+    let failures = 0;
     const asks: string[] = [];
     runs.forEach((r, i) => {
       const c = cmds[i]!;
@@ -227,7 +233,10 @@ export class Hooks {
       // A hook that did not run, was killed or failed is told to the user by its record (the caller shows it),
       // and blocks only when its entry says it fails closed.
       if (r.notRun || r.cut || (r.code !== 0 && r.code !== 2)) {
-        if (c.failClosed) blocks.push(`${what} failed (${rec.why ?? `exit ${rec.exit}`}) and fails closed`);
+        if (c.failClosed) {
+          blocks.push(`${what} failed (${rec.why ?? `exit ${rec.exit}`}) and fails closed`);
+          failures++;
+        }
         return;
       }
       if (r.code === 2) return void blocks.push(r.stderr.trim() || r.stdout.trim() || `blocked by ${what}`);
@@ -250,8 +259,10 @@ export class Hooks {
         else out.notes.push(`${what}: hookSpecificOutput.updatedInput must be an object; ignored`);
       }
     });
-    if (blocks.length) out.block = blocks.join('\n');
-    else if (asks.length) out.ask = asks.join('; ');
+    if (blocks.length) {
+      out.block = blocks.join('\n');
+      if (failures === blocks.length) out.onlyFailures = true;
+    } else if (asks.length) out.ask = asks.join('; ');
     return out;
   }
 
