@@ -16,7 +16,7 @@ import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
-import { NO_SPAWNER, type Launcher } from '../platform/launcher.js';
+import { NO_SPAWNER, NO_SPAWNER_TTY, type Launcher } from '../platform/launcher.js';
 import { Feed } from '../platform/queue.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
@@ -462,9 +462,13 @@ export class Core {
         return refused(wrapped.refused, tool.name);
       }
       notice = wrapped.notice;
-      // Containment and limits are the spawner's: a sandboxed call, hosted ones included, does not run without them
-      // (tty tools are started otherwise, through a pseudo-terminal, see docs/toolsrv.md).
-      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo && !tool.fields.tty) {
+      // Containment and limits are the spawner's: a sandboxed call, hosted ones included, does not run without them.
+      // Nor does a tty tool, bypassed or not: its terminal is the spawner's too.
+      if (!this.opts.launcher?.native && tool.fields.tty) {
+        release?.();
+        return refused(NO_SPAWNER_TTY, tool.name);
+      }
+      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo) {
         release?.();
         return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
       }
