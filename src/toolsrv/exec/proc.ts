@@ -166,22 +166,22 @@ export class Proc {
     );
     const handlers: LaunchHandlers = {
       output: (b) => this.output(b),
-        exited: (code, signal, limit) => {
-          if (limit) this.hitLimit(limit);
-          end.exited({ code, signal });
-        },
-        closed: () => end.outputClosed(),
-        lost: (reason) => {
-          end.stop();
-          if (this.state === 'exited') return;
-          // Its exit was already heard: that is how it ended, whatever became of the spawner since.
-          if (end.exit) return this.exited(end.exit.code, end.exit.signal);
-          // A spawner that died without ending its groups (killed outright) leaves them to us.
-          this.killGroup('SIGKILL');
-          this.error = reason;
-          this.status = this.stop ?? 'killed';
-          this.end();
-        },
+      exited: (code, signal, limit) => {
+        if (limit) this.hitLimit(limit);
+        end.exited({ code, signal });
+      },
+      closed: () => end.outputClosed(),
+      lost: (reason) => {
+        end.stop();
+        if (this.state === 'exited') return;
+        // Its exit was already heard: that is how it ended, whatever became of the spawner since.
+        if (end.exit) return this.exited(end.exit.code, end.exit.signal);
+        // A spawner that died without ending its groups (killed outright) leaves them to us.
+        this.killGroup('SIGKILL');
+        this.error = reason;
+        this.status = this.stop ?? 'killed';
+        this.end();
+      },
     };
     try {
       let spawned: Launched;
