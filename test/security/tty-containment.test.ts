@@ -16,7 +16,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
-import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { SPAWNER } from '../../src/platform/spawner.js';
 import { alive, withArg } from '../helpers/processes.js';
 import { askOwner, startEnv, until, type Env } from '../toolsrv/helpers.js';
