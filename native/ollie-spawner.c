@@ -44,14 +44,14 @@
  *                 limited as 'S' is (CPU seconds included: a tty tool is a call, not a server).
  *     'W' size    u16 columns, u16 rows: the new size of a 'Y' child's terminal (its foreground group gets
  *                 SIGWINCH). Ignored for an id that is not a running 'Y' child.
- *     'I' input   more bytes for the stdin of a 'T' child (the terminal of a 'Y' child), written as it reads
- *                 them. What waits unwritten is bounded by IN_MAX: an 'I' that would take it past that closes the child's stdin and drops
- *                 what waited, and 'Q' says so. A child that has not read 16 MiB is stuck or hostile, and
- *                 buffering for it without end would let it grow the spawner's memory at toolsrv's pace.
- *                 Ignored for an id that is not running, or whose stdin is closed (a child that closed its end
- *                 of the pipe; a race with its exit is normal).
- *     'D' done    close the stdin of a 'T' child once what waits is written (the child sees end of file; a 'Y'
- *                 child sees nothing, as a terminal stays open: only 'I' stops reaching it).
+ *     'I' input   more bytes for the stdin of a 'T' child, or keystrokes for a 'Y' child's terminal, written as
+ *                 it reads them. What waits unwritten is bounded by IN_MAX: an 'I' that would take it past that
+ *                 closes the child's stdin (stops typing into its terminal) and drops what waited, and 'Q' says
+ *                 so. A child that has not read 16 MiB is stuck or hostile, and buffering for it without end would
+ *                 let it grow the spawner's memory at toolsrv's pace. Ignored for an id that is not running, or
+ *                 whose stdin is closed (a child that closed its end of the pipe; a race with its exit is normal).
+ *     'D' done    close the stdin of a 'T' child once what waits is written (the child sees end of file). For a
+ *                 'Y' child, only the typing stops: its terminal stays open as long as it does.
  *     'C' close   stop reading the child's output: toolsrv gave up waiting for a pipe that a process which
  *                 left the group still holds, and the descriptor must not stay open here for as long as it runs.
  *                 Also closes the child's stdin.
@@ -529,9 +529,9 @@ static int open_tty(uint16_t cols, uint16_t rows, int *master, int *term) {
   if (m < 0) return -1;
   char name[128];
   struct winsize ws = {.ws_row = rows, .ws_col = cols};
-  int r;
+  /* O_CLOEXEC again by fcntl: POSIX leaves posix_openpt's other flags to the C library. */
   if (fcntl(m, F_SETFD, FD_CLOEXEC) < 0 || grantpt(m) < 0 || unlockpt(m) < 0 ||
-      ((r = ptsname_r(m, name, sizeof name)) != 0 && (errno = r)) || ioctl(m, TIOCSWINSZ, &ws) < 0 ||
+      (errno = ptsname_r(m, name, sizeof name)) != 0 || ioctl(m, TIOCSWINSZ, &ws) < 0 ||
       fcntl(m, F_SETFL, O_NONBLOCK) < 0 || (*term = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
     int e = errno;
     close(m);
