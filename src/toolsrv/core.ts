@@ -375,6 +375,9 @@ export class Core {
     if (flags.timeout !== undefined && !(typeof flags.timeout === 'number' && flags.timeout > 0))
       return refused('flag timeout must be a positive number of seconds');
     if (!tool.validate(args)) return refused(`invalid arguments for ${tool.name}: ${describeErrors(tool.validate)}`);
+    // A tty tool's terminal is the spawner's: without it the call cannot run at all, bypassed or --yolo, so the owner
+    // is not asked to approve one.
+    if (tool.fields.tty && !this.opts.launcher?.native) return refused(NO_SPAWNER_TTY, tool.name);
 
     const cmd = describeCall(tool.name, args);
     let lock: LockKind | undefined;
@@ -463,11 +466,6 @@ export class Core {
       }
       notice = wrapped.notice;
       // Containment and limits are the spawner's: a sandboxed call, hosted ones included, does not run without them.
-      // Nor does a tty tool, bypassed or not: its terminal is the spawner's too.
-      if (!this.opts.launcher?.native && tool.fields.tty) {
-        release?.();
-        return refused(NO_SPAWNER_TTY, tool.name);
-      }
       if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo) {
         release?.();
         return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);

@@ -18,7 +18,7 @@ import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SPAWNER } from '../../src/platform/spawner.js';
 import { alive, withArg } from '../helpers/processes.js';
-import { askOwner, startEnv, until, type Env } from '../toolsrv/helpers.js';
+import { startEnv, until, type Env } from '../toolsrv/helpers.js';
 import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
 
 /** A tty tool that runs `command` with /bin/sh on its terminal (its arguments come in OLLIE_ARGS). */
@@ -190,16 +190,12 @@ describe('without the spawner a tty call is refused, saying why', () => {
     }
   });
 
-  it('bypassed, with the owner’s approval', async () => {
+  it('asking to bypass the sandbox: refused before the owner is asked (nothing could run it)', async () => {
     env = await startEnv(TERM_TOOL, { yolo: false, spawner: false });
     const c = await env.client('agent1');
     await c.write('ctl', 'load term');
-    const e = env;
-    const { ctl, req, call } = await askOwner(env, () =>
-      e.call(c, { tool: 'term', args: { command: 'echo ran', bypass: true } }),
-    );
-    await ctl.write('bypass/resolve', `${req.id} approve`);
-    const r = await call;
+    // Were the owner asked, the call would wait for an answer that never comes.
+    const r = await env.call(c, { tool: 'term', args: { command: 'echo ran', bypass: true } });
     expect(r.status).toBe('refused');
     expect(r.error).toMatch(refusal);
   });
