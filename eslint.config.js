@@ -66,8 +66,6 @@ const LAZY_PACKAGES = [
   'zod',
   // olliesrv (skills/embed.ts): an optional dependency (289 MB); without it, search falls back to words.
   'onnxruntime-node',
-  // toolsrv (exec/proc.ts): native, loaded only when a tool asks for a terminal.
-  'node-pty',
 ];
 
 /** A selector for ImportExpression sources matching `regex` (esquery regexes cannot contain a slash). */

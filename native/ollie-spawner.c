@@ -36,20 +36,30 @@
  *                 child's stdin stays open once the trailing bytes are written (they count as an 'I' would),
  *                 and its stderr is a pipe of its own, relayed as 'R' (JSON-RPC on stdout must never be mixed
  *                 with its logs).
- *     'I' input   more bytes for the stdin of a 'T' child, written as it reads them. What waits unwritten is
- *                 bounded by IN_MAX: an 'I' that would take it past that closes the child's stdin and drops
- *                 what waited, and 'Q' says so. A child that has not read 16 MiB is stuck or hostile, and
- *                 buffering for it without end would let it grow the spawner's memory at toolsrv's pace.
- *                 Ignored for an id that is not running, or whose stdin is closed (a child that closed its end
- *                 of the pipe; a race with its exit is normal).
- *     'D' done    close the stdin of a 'T' child once what waits is written (the child sees end of file).
+ *     'Y' tty     a tool on a terminal of its own: u16 columns, u16 rows, then the payload of 'T'. The child gets a
+ *                 new pseudo-terminal as its controlling terminal (it leads the session, as every child does) and
+ *                 as its stdin, stdout and stderr; the spawner keeps the master (close-on-exec, never in a child),
+ *                 relays what the terminal prints as 'O' and writes 'I' bytes into it, as keystrokes. The master
+ *                 reads EIO once no process holds the terminal any longer: its end of output ('E'). Contained and
+ *                 limited as 'S' is (CPU seconds included: a tty tool is a call, not a server).
+ *     'W' size    u16 columns, u16 rows: the new size of a 'Y' child's terminal (its foreground group gets
+ *                 SIGWINCH). Ignored for an id that is not a running 'Y' child.
+ *     'I' input   more bytes for the stdin of a 'T' child, or keystrokes for a 'Y' child's terminal, written as
+ *                 it reads them. What waits unwritten is bounded by IN_MAX: an 'I' that would take it past that
+ *                 closes the child's stdin (stops typing into its terminal) and drops what waited, and 'Q' says
+ *                 so. A child that has not read 16 MiB is stuck or hostile, and buffering for it without end would
+ *                 let it grow the spawner's memory at toolsrv's pace. Ignored for an id that is not running, or
+ *                 whose stdin is closed (a child that closed its end of the pipe; a race with its exit is normal).
+ *     'D' done    close the stdin of a 'T' child once what waits is written (the child sees end of file). For a
+ *                 'Y' child, only the typing stops: its terminal stays open as long as it does.
  *     'C' close   stop reading the child's output: toolsrv gave up waiting for a pipe that a process which
  *                 left the group still holds, and the descriptor must not stay open here for as long as it runs.
  *                 Also closes the child's stdin.
  *   spawner -> toolsrv
  *     'P' started u32 pid (the child leads a new session, so its process group is -pid)
  *     'F' failed  a message saying what could not be done (chdir, exec) and why; nothing runs
- *     'O' output  bytes the child wrote to stdout or stderr (one pipe: they arrive in the order written)
+ *     'O' output  bytes the child wrote to stdout or stderr (one pipe: they arrive in the order written), or
+ *                 what a 'Y' child's terminal printed
  *     'X' exited  i32 exit code (-1 when killed), i32 signal number (0 when it exited), u32 the limit the
  *                 spawner killed the call for (0 none, 1 processes, 2 memory, 3 threads); sent once every process of
  *                 the call is gone
@@ -57,7 +67,7 @@
  *                 child, once its stdout and its stderr pipes both have
  *     'R' stderr  bytes a 'T' child wrote to stderr
  *     'Q' dropped the stdin of a 'T' child was closed because more than IN_MAX bytes waited for it to read
- * A 'T' child's stdin is closed when it is reaped: nothing could read what comes after.
+ * A 'T' or 'Y' child's stdin is closed when it is reaped: nothing could read what comes after.
  * A protocol error (a frame that does not parse) is reported on stderr and ends the spawner: toolsrv is its
  * only client, so a bad frame is a bug there, and the in-flight calls fail with that message.
  */
@@ -74,6 +84,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -107,12 +118,13 @@ struct limits {
 struct child {
   uint32_t id;
   pid_t pid;        /* the tool, leader of its own session and subreaper of its processes; 0 once reaped */
-  int out;          /* read end of stdout+stderr (stdout alone for a 'T' child), -1 once closed */
+  int out;          /* read end of stdout+stderr (stdout alone for a 'T' child, the master for 'Y'), -1 once closed */
   int err;          /* read end of a 'T' child's stderr; -1 once closed, and always for an 'S' child */
   int in;           /* write end of stdin, -1 once closed */
   char *in_buf;     /* stdin still to write: in_buf[in_off..in_len) */
   size_t in_len, in_off, in_cap;
-  int interactive;  /* a 'T' child: its stdin stays open when drained */
+  int interactive;  /* a 'T' or 'Y' child: its stdin stays open when drained */
+  int tty;          /* a 'Y' child: `out` is its terminal's master, `in` a duplicate of it */
   int in_end;       /* 'D' came: close stdin once drained */
   struct limits lim;
   uint32_t over;    /* the limit it was killed for */
@@ -507,14 +519,53 @@ static int set_limit(int res, uint64_t v, uint64_t hard) {
 }
 
 /*
- * Parses a spawn frame and starts the child. The child reports a failed chdir, setrlimit or exec through a
- * close-on-exec pipe (as libuv does): a successful exec closes it empty, so the parent learns the outcome
- * before it answers.
+ * A new pseudo-terminal of `cols` by `rows`: its master (non-blocking) in *master, the terminal in *term, both
+ * close-on-exec. The terminal is opened here rather than by name in the child, so that what the child gets is
+ * this master's peer and nothing else. Returns -1 with errno set, having closed what it opened.
  */
-static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmask, int interactive) {
+static int open_tty(uint16_t cols, uint16_t rows, int *master, int *term) {
+  *master = *term = -1;
+  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (m < 0) return -1;
+  char name[128];
+  struct winsize ws = {.ws_row = rows, .ws_col = cols};
+  /* O_CLOEXEC again by fcntl: POSIX leaves posix_openpt's other flags to the C library. */
+  if (fcntl(m, F_SETFD, FD_CLOEXEC) < 0 || grantpt(m) < 0 || unlockpt(m) < 0 ||
+      (errno = ptsname_r(m, name, sizeof name)) != 0 || ioctl(m, TIOCSWINSZ, &ws) < 0 ||
+      fcntl(m, F_SETFL, O_NONBLOCK) < 0 || (*term = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+    int e = errno;
+    close(m);
+    errno = e;
+    return -1;
+  }
+  *master = m;
+  return 0;
+}
+
+/* Closes the spawner's copies of a child's stdin, stdout and stderr (one descriptor for all three on a terminal). */
+static void close_child_ends(int cin, int cout, int cerr) {
+  if (cin >= 0) close(cin);
+  if (cout >= 0 && cout != cin) close(cout);
+  if (cerr >= 0 && cerr != cin && cerr != cout) close(cerr);
+}
+
+/*
+ * Parses a spawn frame of `type` ('S', 'T' or 'Y') and starts the child. The child reports a failed chdir,
+ * setrlimit or exec through a close-on-exec pipe (as libuv does): a successful exec closes it empty, so the parent
+ * learns the outcome before it answers.
+ */
+static void spawn_child(char type, uint32_t id, char *p, size_t len, const sigset_t *oldmask) {
+  int tty = type == 'Y', interactive = type != 'S';
   char *end = p + len;
 #define NEED(n) \
   if ((size_t)(end - p) < (size_t)(n)) die("spawn frame %u is truncated", id)
+  uint16_t cols = 0, rows = 0;
+  if (tty) {
+    NEED(4);
+    cols = (uint16_t)((unsigned char)p[0] | (unsigned char)p[1] << 8);
+    rows = (uint16_t)((unsigned char)p[2] | (unsigned char)p[3] << 8);
+    p += 4;
+  }
   NEED(4);
   uint32_t argc = get_u32(p);
   p += 4;
@@ -549,18 +600,27 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   for (int i = 0; i < 5; i++, p += 8) *fields[i] = get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
 #undef NEED
 
-  /* `err` carries a failed start's reason; `eout` is a 'T' child's stderr (an 'S' child's shares `out`). */
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, eout[2] = {-1, -1};
-  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-      (interactive && pipe2(eout, O_CLOEXEC) < 0)) {
+  /* Ours: `in`, `out`, `err` as in struct child. The child's: `cin`, `cout`, `cerr` (an 'S' child's stdout and
+   * stderr are one pipe, a 'Y' child's three are its terminal). `report` carries a failed start's reason. */
+  int in = -1, out = -1, err = -1, cin = -1, cout = -1, cerr = -1, report[2] = {-1, -1};
+  int ok = 1;
+  if (tty) {
+    /* `in` is a second descriptor of the master, so that closing the input ('D', IN_MAX) leaves the output. */
+    ok = open_tty(cols, rows, &out, &cin) == 0 && (in = fcntl(out, F_DUPFD_CLOEXEC, 3)) >= 0;
+    cout = cerr = cin;
+  } else {
+    int a[2], b[2], e[2];
+    if ((ok = pipe2(a, O_CLOEXEC) == 0)) cin = a[0], in = a[1];
+    if (ok && (ok = pipe2(b, O_CLOEXEC) == 0)) out = b[0], cout = cerr = b[1];
+    if (ok && interactive && (ok = pipe2(e, O_CLOEXEC) == 0)) err = e[0], cerr = e[1];
+  }
+  if (ok) ok = pipe2(report, O_CLOEXEC) == 0;
+  if (!ok) {
     int e = errno;
-    for (int i = 0; i < 2; i++) {
-      if (in[i] >= 0) close(in[i]);
-      if (out[i] >= 0) close(out[i]);
-      if (err[i] >= 0) close(err[i]);
-      if (eout[i] >= 0) close(eout[i]);
-    }
-    send_failed(id, "cannot start %s: pipe: %s (%s)", argv[0], errno_name(e), strerror(e));
+    close_child_ends(cin, cout, cerr);
+    close_child_ends(in, out, err);
+    send_failed(id, "cannot start %s: %s: %s (%s)", argv[0], tty ? "pseudo-terminal" : "pipe", errno_name(e),
+                strerror(e));
     free(argv), free(envp);
     return;
   }
@@ -568,13 +628,14 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   if (pid == 0) {
     /* The child: a session of its own (its group is signalled as one), the subreaper of whatever it starts,
      * the default signal handling toolsrv's children had, stdin from the pipe, stdout and stderr into one
-     * pipe (two for a 'T' child), the call's rlimits. */
+     * pipe (two for a 'T' child; all three on the terminal, its controlling one, for a 'Y' child), the call's
+     * rlimits. */
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigaction(SIGPIPE, &dfl, NULL);
     sigprocmask(SIG_SETMASK, oldmask, NULL);
     setsid();
     const char *stage = "prctl(PR_SET_CHILD_SUBREAPER)", *what = "";
-    int report = err[1];
+    int fd = report[1];
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) {
       stage = "chdir ", what = cwd;
       if (chdir(cwd) == 0) {
@@ -583,15 +644,19 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
             (!lim.cpu || set_limit(RLIMIT_CPU, lim.cpu, lim.cpu + CPU_GRACE) == 0) &&
             (!lim.fsize || set_limit(RLIMIT_FSIZE, lim.fsize, lim.fsize) == 0) &&
             (!lim.nofile || set_limit(RLIMIT_NOFILE, lim.nofile, lim.nofile) == 0)) {
-          stage = "dup2";
-          if (dup2(in[0], 0) >= 0 && dup2(out[1], 1) >= 0 && dup2(interactive ? eout[1] : out[1], 2) >= 0 &&
-              (report == 3 || dup3(err[1], 3, O_CLOEXEC) == 3)) {
-            report = 3;
-            /* Nothing else crosses into the tool: Landlock does not govern descriptors that are already open,
-             * so one inherited from toolsrv's own parent would be a way around the sandbox. */
-            close_from(4);
-            stage = "exec";
-            exec_in_path(argv[0], argv, envp);
+          stage = "ioctl(TIOCSCTTY)";
+          if (!tty || ioctl(cin, TIOCSCTTY, 0) == 0) {
+            stage = "dup2";
+            if (dup2(cin, 0) >= 0 && dup2(cout, 1) >= 0 && dup2(cerr, 2) >= 0 &&
+                (fd == 3 || dup3(report[1], 3, O_CLOEXEC) == 3)) {
+              fd = 3;
+              /* Nothing else crosses into the tool (the master of its terminal least of all): Landlock does not
+               * govern descriptors that are already open, so one inherited from toolsrv's own parent would be a
+               * way around the sandbox. */
+              close_from(4);
+              stage = "exec";
+              exec_in_path(argv[0], argv, envp);
+            }
           }
         }
       }
@@ -601,39 +666,39 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
     int n = snprintf(msg, sizeof msg, "%s%s: %s (%s)", stage, what, errno_name(e), strerror(e));
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
-    if (write(report, msg, (size_t)n) < 0) _exit(127);
+    if (write(fd, msg, (size_t)n) < 0) _exit(127);
     _exit(127);
   }
   int fork_errno = errno;
-  close(in[0]), close(out[1]), close(err[1]);
-  if (interactive) close(eout[1]);
+  close_child_ends(cin, cout, cerr);
+  close(report[1]);
   if (pid < 0) {
-    close(in[1]), close(out[0]), close(err[0]);
-    if (interactive) close(eout[0]);
+    close_child_ends(in, out, err);
+    close(report[0]);
     send_failed(id, "cannot start %s: fork: %s", argv[0], strerror(fork_errno));
     free(argv), free(envp);
     return;
   }
   char why[512];
   ssize_t n;
-  do n = read(err[0], why, sizeof why - 1);
+  do n = read(report[0], why, sizeof why - 1);
   while (n < 0 && errno == EINTR);
-  close(err[0]);
+  close(report[0]);
   if (n > 0) {
     why[n] = 0;
-    close(in[1]), close(out[0]);
-    if (interactive) close(eout[0]);
+    close_child_ends(in, out, err);
     /* The child has _exit'ed or is about to; its reaping in reap() finds no entry and is dropped. */
     waitpid(pid, NULL, 0);
     send_failed(id, "cannot start %s: %s", argv[0], why);
     free(argv), free(envp);
     return;
   }
-  fcntl(in[1], F_SETFL, O_NONBLOCK);
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  if (interactive) fcntl(eout[0], F_SETFL, O_NONBLOCK);
+  fcntl(in, F_SETFL, O_NONBLOCK);
+  fcntl(out, F_SETFL, O_NONBLOCK);
+  if (err >= 0) fcntl(err, F_SETFL, O_NONBLOCK);
   struct child *c = add_child();
-  *c = (struct child){.id = id, .pid = pid, .out = out[0], .err = eout[0], .in = in[1], .lim = lim, .interactive = interactive};
+  *c = (struct child){.id = id, .pid = pid, .out = out, .err = err, .in = in, .lim = lim, .interactive = interactive,
+                      .tty = tty};
   size_t stdin_len = (size_t)(end - p);
   if (stdin_len && !interactive) {
     c->in_buf = malloc(stdin_len);
@@ -644,7 +709,7 @@ static void spawn_child(uint32_t id, char *p, size_t len, const sigset_t *oldmas
   char pidb[4];
   put_u32(pidb, (uint32_t)pid);
   send_frame('P', id, pidb, 4);
-  /* A 'T' child's first bytes are bounded as any 'I' is. */
+  /* A 'T' or 'Y' child's first bytes are bounded as any 'I' is. */
   if (interactive && stdin_len) add_input(c, p, stdin_len);
   else pump_stdin(c);
   free(argv), free(envp);
@@ -718,11 +783,22 @@ static void stop_output(uint32_t id) {
   }
 }
 
-/* The running 'T' child of `id`, or NULL. */
+/* The running 'T' or 'Y' child of `id`, or NULL. */
 static struct child *interactive_child(uint32_t id) {
   for (size_t i = 0; i < nkids; i++)
     if (kids[i].id == id && kids[i].interactive && kids[i].pid) return &kids[i];
   return NULL;
+}
+
+/* A 'W' frame: the new size of a 'Y' child's terminal, set on the master (the kernel sends the SIGWINCH). */
+static void resize_tty(uint32_t id, const char *p, size_t n) {
+  if (n != 4) die("size frame %u has %zu bytes (4 expected)", id, n);
+  struct child *c = interactive_child(id);
+  int master = c && c->tty ? (c->out >= 0 ? c->out : c->in) : -1;
+  if (master < 0) return;
+  struct winsize ws = {.ws_col = (unsigned short)((unsigned char)p[0] | (unsigned char)p[1] << 8),
+                       .ws_row = (unsigned short)((unsigned char)p[2] | (unsigned char)p[3] << 8)};
+  ioctl(master, TIOCSWINSZ, &ws);
 }
 
 static char *req;
@@ -756,12 +832,13 @@ static int read_requests(const sigset_t *oldmask) {
     }
     char type = req[off + 4];
     uint32_t id = get_u32(req + off + 5);
-    if (type == 'S' || type == 'T') spawn_child(id, req + off + 9, flen - 5, oldmask, type == 'T');
+    if (type == 'S' || type == 'T' || type == 'Y') spawn_child(type, id, req + off + 9, flen - 5, oldmask);
     else if (type == 'I' || type == 'D') {
       struct child *c = interactive_child(id);
       if (c && type == 'I') add_input(c, req + off + 9, flen - 5);
       else if (c) c->in_end = 1, pump_stdin(c);
-    } else if (type == 'C') stop_output(id);
+    } else if (type == 'W') resize_tty(id, req + off + 9, flen - 5);
+    else if (type == 'C') stop_output(id);
     else die("unknown frame type 0x%02x", (unsigned char)type);
     off += 4 + flen;
   }

@@ -42,7 +42,6 @@ const ENTRIES = {
 /** Loaded by path, shipping .node or .wasm files, or spawned: never bundled. */
 const EXTERNAL_PACKAGES = [
   'better-sqlite3',
-  'node-pty',
   'onnxruntime-node',
   'web-tree-sitter',
   '@vscode/tree-sitter-wasm',

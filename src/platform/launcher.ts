@@ -15,6 +15,10 @@
  * server that has simply served long enough, however idle it is between requests; its memory and process
  * count are what stop a runaway one.
  *
+ * A tty launch (launchTty: tty tools) goes through the spawner's 'Y' frame: the process gets a pseudo-terminal of its
+ * own as its controlling terminal and its stdin, stdout and stderr; it is contained and limited as any call is,
+ * CPU seconds included. There is no fallback: without the spawner it is refused (NO_SPAWNER_TTY).
+ *
  * What the fallback loses: containment beyond the process group (a process that calls setsid, or double-forks
  * out of the group, outlives the launch; the spawner's subreapers catch those), the per-launch process and
  * memory limits and the per-process rlimits (`limits` is ignored), and Node's event loop is blocked for each
@@ -43,13 +47,17 @@ import {
   type SpawnedInteractive,
   type SpawnRequest,
   type Spawned,
+  type TermSize,
 } from './spawner.js';
 
-export type { CallLimitKind, CallLimits } from './spawner.js';
+export type { CallLimitKind, CallLimits, TermSize } from './spawner.js';
 export { THREADS_PER_PROCESS, limitWords } from './spawner.js';
 
 /** Why a sandboxed launch is refused where the spawner is not built (toolsrv's calls, hosts and MCP servers). */
 export const NO_SPAWNER = `the process spawner ${SPAWNER} is missing, and without it the processes of a call can be neither contained nor limited: run \`node scripts/build-native.mjs\` (it needs a C compiler)`;
+
+/** Why a tty launch is refused where the spawner is not built, whatever the sandbox (the terminal is the spawner's). */
+export const NO_SPAWNER_TTY = `a tty tool's terminal comes from the process spawner: ${NO_SPAWNER}`;
 
 export interface LaunchRequest extends SpawnRequest {
   /** `merged` (the default): stdout and stderr come to `output` in the order written. */
@@ -71,6 +79,19 @@ export interface InteractiveLaunchHandlers extends LaunchHandlers {
   /** It runs, with this pid (also its process group's id); heard before its output and exit. */
   running?(pid: number): void;
   /** Its stdin was closed because it left 16 MiB unread (spawner only: see native/ollie-spawner.c, 'I'). */
+  inputDropped?(): void;
+}
+
+/** A process started on a pseudo-terminal of its own. */
+export interface LaunchedTty extends Launched {
+  /** Types into its terminal (nothing once it is gone). */
+  write(data: string | Uint8Array): void;
+  /** Sets its terminal's size; it gets SIGWINCH. */
+  resize(size: TermSize): void;
+}
+
+export interface TtyLaunchHandlers extends SpawnedHandlers {
+  /** The spawner stopped typing into its terminal: more than it buffers (16 MiB) waited to be read. */
   inputDropped?(): void;
 }
 
@@ -156,6 +177,23 @@ export class Launcher {
       },
       endInput: () => child.stdin!.end(),
     };
+  }
+
+  /**
+   * Starts `req` on a new pseudo-terminal of `size` (see the header); `req.stdin` is typed into it once it runs.
+   * Resolves with its pid once it runs; rejects saying what stopped it, or with NO_SPAWNER_TTY without the spawner.
+   * The handlers then hear what its terminal prints, then its exit and the end of its output (in either order).
+   */
+  launchTty(req: SpawnRequest, size: TermSize, handlers: TtyLaunchHandlers): Promise<LaunchedTty> {
+    if (!this.spawner) return Promise.reject(new Error(NO_SPAWNER_TTY));
+    return this.spawner.spawnTty(req, size, {
+      output: (b) => handlers.output(b),
+      errorOutput: (b) => handlers.output(b),
+      exited: (code, signal, limit) => handlers.exited(code, signal, limit),
+      closed: () => handlers.closed(),
+      lost: (why) => handlers.lost(why),
+      inputDropped: () => handlers.inputDropped?.(),
+    });
   }
 
   /** Ends the spawner, which kills the process groups it started. */

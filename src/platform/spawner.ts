@@ -87,6 +87,23 @@ export interface SpawnedInteractive extends Spawned {
   endInput(): void;
 }
 
+/** The size of a terminal, in characters. */
+export interface TermSize {
+  cols: number;
+  rows: number;
+}
+
+/** A process on a pseudo-terminal of its own (a tty tool): its stdin is the terminal's keyboard. */
+export interface SpawnedTty extends SpawnedInteractive {
+  /** Sets the terminal's size; the process gets SIGWINCH. Ignored once it is gone. */
+  resize(size: TermSize): void;
+}
+
+/** Whether both numbers fit the u16 a frame carries, and make a size at all. */
+function validSize(s: TermSize): boolean {
+  return [s.cols, s.rows].every((n) => Number.isInteger(n) && n > 0 && n <= 0xffff);
+}
+
 /** The largest 'I' frame sent: a big write goes in pieces, each well below the spawner's frame limit. */
 const INPUT_FRAME = 1 << 20;
 
@@ -140,15 +157,43 @@ export class Spawner {
    * its caller: see launcher.ts). Resolves once it has exec'd, or rejects with what stopped it.
    */
   async spawnInteractive(req: SpawnRequest, handlers: InteractiveHandlers): Promise<SpawnedInteractive> {
+    const { s } = await this.startInteractive('T', req, handlers);
+    return s;
+  }
+
+  /**
+   * Starts a process on a new pseudo-terminal of `size` (frame 'Y'): the terminal is its stdin, stdout and stderr
+   * and its controlling terminal; write() types into it and what it prints comes to `output`. Contained and
+   * limited as spawn's are, CPU seconds included (it is a call). `req.stdin` is typed once it runs.
+   */
+  async spawnTty(req: SpawnRequest, size: TermSize, handlers: InteractiveHandlers): Promise<SpawnedTty> {
+    if (!validSize(size))
+      throw new Error(`cannot start ${req.file}: a terminal of ${size.cols}x${size.rows} (1 to 65535 each)`);
+    const { s, send, id } = await this.startInteractive('Y', req, handlers, size);
+    return {
+      ...s,
+      resize: (to) => {
+        if (!validSize(to)) throw new Error(`a terminal of ${to.cols}x${to.rows}: 1 to 65535 each`);
+        send(frame('W', id, [u16s([to.cols, to.rows])]));
+      },
+    };
+  }
+
+  private async startInteractive(
+    type: 'T' | 'Y',
+    req: SpawnRequest,
+    handlers: InteractiveHandlers,
+    size?: TermSize,
+  ): Promise<{ s: SpawnedInteractive; send: (f: Uint8Array) => void; id: number }> {
     // Frames go only to the spawner this process was started by: a new one (after a crash) reuses no id of it.
-    const { id, started } = this.start('T', req, handlers);
+    const { id, started } = this.start(type, req, handlers, size);
     const child = this.child;
     const s = await started;
     let ended = false;
     const send = (f: Uint8Array): void => {
       if (child && this.child === child && this.pending.has(id)) child.stdin!.write(f);
     };
-    return {
+    const interactive: SpawnedInteractive = {
       ...s,
       write: (data) => {
         if (ended) return;
@@ -162,12 +207,14 @@ export class Spawner {
         send(frame('D', id, []));
       },
     };
+    return { s: interactive, send, id };
   }
 
   private start(
-    type: 'S' | 'T',
+    type: 'S' | 'T' | 'Y',
     req: SpawnRequest,
     handlers: SpawnedHandlers,
+    size?: TermSize,
   ): { id: number; started: Promise<Spawned> } {
     // Strings travel NUL-terminated: one with a NUL inside would shift every field after it (as execve would cut it).
     const bad = [req.file, ...req.args, req.cwd, ...Object.entries(req.env).flat()].find((x) => x.includes('\0'));
@@ -190,6 +237,7 @@ export class Spawner {
     const l = req.limits ?? {};
     const limits = u64s([l.processes, l.memory, l.cpu, l.fileSize, l.openFiles]);
     const parts = [
+      ...(size ? [u16s([size.cols, size.rows])] : []),
       u32(argv.length),
       ...argv,
       u32(env.length),
@@ -321,6 +369,13 @@ export class Spawner {
         return;
     }
   }
+}
+
+function u16s(ns: number[]): Uint8Array {
+  const b = new Uint8Array(2 * ns.length);
+  const view = new DataView(b.buffer);
+  ns.forEach((n, i) => view.setUint16(2 * i, n, true));
+  return b;
 }
 
 function u32(n: number): Uint8Array {

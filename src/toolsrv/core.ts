@@ -16,7 +16,7 @@ import { containmentStatus } from './exec/containment.js';
 import { HostPool } from './exec/hosts.js';
 import { LockTable, type LockKind } from './exec/locks.js';
 import { Proc } from './exec/proc.js';
-import { NO_SPAWNER, type Launcher } from '../platform/launcher.js';
+import { NO_SPAWNER, NO_SPAWNER_TTY, type Launcher } from '../platform/launcher.js';
 import { Feed } from '../platform/queue.js';
 import type { ProcFlags, ProcInterrupt, ProcRequest, ProcResult, ToolInfo, ToolsrvInfo } from './protocol.js';
 import { Catalog, describeErrors, type Tool } from './registry/catalog.js';
@@ -375,6 +375,9 @@ export class Core {
     if (flags.timeout !== undefined && !(typeof flags.timeout === 'number' && flags.timeout > 0))
       return refused('flag timeout must be a positive number of seconds');
     if (!tool.validate(args)) return refused(`invalid arguments for ${tool.name}: ${describeErrors(tool.validate)}`);
+    // A tty tool's terminal is the spawner's: without it the call cannot run at all, bypassed or --yolo, so the owner
+    // is not asked to approve one.
+    if (tool.fields.tty && !this.opts.launcher?.native) return refused(NO_SPAWNER_TTY, tool.name);
 
     const cmd = describeCall(tool.name, args);
     let lock: LockKind | undefined;
@@ -462,9 +465,8 @@ export class Core {
         return refused(wrapped.refused, tool.name);
       }
       notice = wrapped.notice;
-      // Containment and limits are the spawner's: a sandboxed call, hosted ones included, does not run without them
-      // (tty tools are started otherwise, through a pseudo-terminal, see docs/toolsrv.md).
-      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo && !tool.fields.tty) {
+      // Containment and limits are the spawner's: a sandboxed call, hosted ones included, does not run without them.
+      if (!this.opts.launcher?.native && !bypassed && !this.opts.confinement.yolo) {
         release?.();
         return refused(`sandbox unavailable: ${NO_SPAWNER}`, tool.name);
       }

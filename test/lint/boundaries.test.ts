@@ -62,7 +62,7 @@ const allowed: Array<[string, string]> = [
   ['src/olliesrv/backend/x.ts', `export const m = () => import('gpt-tokenizer/encoding/o200k_base');`],
   ['src/cli/x.ts', `export const m = () => import('../olliesrv/daemon.js');`],
   ['src/renderer/src/lib/x.ts', `export const m = () => import('shiki/langs/go.mjs');`],
-  ['src/toolsrv/exec/x.ts', `export const m = () => import('node-pty');`],
+  ['src/olliesrv/skills/x.ts', `export const m = () => import('onnxruntime-node');`],
   ['src/main/index.ts', `export const m = (p: string) => import(p);`],
 ];
 

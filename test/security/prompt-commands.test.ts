@@ -19,6 +19,7 @@ import { SessionStore } from '../../src/olliesrv/store/sessions.js';
 import { gitEnv } from '../../src/olliesrv/agent/promptcmd.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { writeConfig } from '../olliesrv/agent-harness.js';
+import { runOnPty } from '../helpers/pty.js';
 
 const ENV_PROMPT = {
   description: 'environment only',
@@ -259,19 +260,15 @@ describe('git hardening (the environment prompt commands get)', () => {
       stdio: 'ignore',
       env: { PATH: process.env.PATH!, HOME: repo },
     });
-    const pty = await import('node-pty');
-    const onTty = (env: Record<string, string>): Promise<string> =>
-      new Promise((resolve) => {
-        const mark = join(repo, 'MARK');
-        rmSync(mark, { force: true });
-        const t = pty.spawn('git', ['log', '-1'], {
-          cwd: repo,
-          env: { PATH: process.env.PATH!, HOME: repo, TERM: 'xterm', ...env },
-          cols: 80,
-          rows: 24,
-        });
-        t.onExit(() => resolve(existsSync(mark) ? readFileSync(mark, 'utf8') : ''));
+    const onTty = async (env: Record<string, string>): Promise<string> => {
+      const mark = join(repo, 'MARK');
+      rmSync(mark, { force: true });
+      await runOnPty('git', ['log', '-1'], {
+        cwd: repo,
+        env: { PATH: process.env.PATH!, HOME: repo, TERM: 'xterm', ...env },
       });
+      return existsSync(mark) ? readFileSync(mark, 'utf8') : '';
+    };
     expect(await onTty({})).not.toBe('');
     expect(await onTty(gitEnv(['pager.log']))).toBe('');
   });

@@ -1,5 +1,6 @@
 /** The built `ollie trust` on a real pseudo-terminal, answered the way the owner answers its question. */
 import { join } from 'node:path';
+import { runOnPty } from '../helpers/pty.js';
 
 export const OLLIE = join(import.meta.dirname, '../../dist/cli/ollie.js');
 
@@ -8,18 +9,14 @@ export const OLLIE = join(import.meta.dirname, '../../dist/cli/ollie.js');
  * an agent racing the owner would) and types what it returns. Resolves with everything printed and the exit code.
  */
 export async function trustOnPty(args: string[], answer: () => string): Promise<{ out: string; code: number }> {
-  const pty = await import('node-pty');
-  return new Promise((resolve) => {
-    const t = pty.spawn(process.execPath, [OLLIE, 'trust', ...args], { cols: 200, rows: 40 });
-    let out = '';
-    let answered = false;
-    t.onData((d) => {
-      out += d;
-      if (!answered && out.includes('[y/N]')) {
-        answered = true;
-        t.write(`${answer()}\r`);
-      }
-    });
-    t.onExit(({ exitCode }) => resolve({ out, code: exitCode }));
+  let answered = false;
+  return runOnPty(process.execPath, [OLLIE, 'trust', ...args], {
+    cols: 200,
+    rows: 40,
+    answer: (out) => {
+      if (answered || !out.includes('[y/N]')) return undefined;
+      answered = true;
+      return `${answer()}\r`;
+    },
   });
 }

@@ -4,8 +4,8 @@
  *
  * On first use the toolsrv bundle (dist/toolsrv, the chunks it loads), the shipped tools and policy (data/), the
  * native helpers (native/build, prebuilt for this machine's architecture; built there with the remote's `cc`
- * otherwise) and the two npm packages toolsrv loads (yaml, node-pty) are copied as one tar stream into a
- * versioned cache directory on the remote, ~/.cache/ollie/remote/VERSION-HASH (0700). Then
+ * otherwise) and the one npm package toolsrv loads (yaml) go as one tar stream into a versioned cache directory
+ * on the remote, ~/.cache/ollie/remote/VERSION-HASH (0700). Then
  *
  *   ssh -T -L LOCAL.sock:REMOTE.sock HOST /bin/sh -c 'exec node …/dist/toolsrv/main.js --socket REMOTE.sock …'
  *
@@ -174,7 +174,6 @@ function tree(dir: string, skip: (name: string) => boolean = () => false): strin
 
 /** The files a remote toolsrv needs, relative to ROOT. */
 function packageFiles(): string[] {
-  const nodePty = join('node_modules', 'node-pty');
   return [
     'package.json',
     ...bundleFiles(),
@@ -183,9 +182,6 @@ function packageFiles(): string[] {
     ...tree(join('native', 'build'), (n) => n.startsWith('obj-') || n.endsWith('.tmp') || n === 'peercred.node'),
     ...tree('native', (n) => n === 'build' || n === 'addon' || n === 'README.md'),
     ...tree(join('node_modules', 'yaml'), (n) => n === 'browser'),
-    join(nodePty, 'package.json'),
-    ...tree(join(nodePty, 'lib'), (n) => n.endsWith('.test.js') || n.endsWith('.map')),
-    ...tree(join(nodePty, 'build', 'Release'), (n) => !n.endsWith('.node') && n !== 'spawn-helper'),
   ].filter((f) => existsSync(join(root(), f)) || isLink(join(root(), f)));
 }
 

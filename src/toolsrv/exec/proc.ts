@@ -2,15 +2,23 @@
  * One tool process: spawned in its own process group (a session, in fact: `detached`), its stdout and
  * stderr collected into one output in the order they arrive, killed as a group. When the group's leader
  * exits, whatever it left running in its group is killed too, so a call's processes end with the call and
- * an inherited pipe cannot keep it open. A tty tool runs in a pseudo-terminal (node-pty), which is a
- * session of its own as well.
+ * an inherited pipe cannot keep it open. A tty tool runs on a pseudo-terminal of its own, which the spawner
+ * gives it (launchTty), contained and limited as any call.
  */
 import { constants as osConstants } from 'node:os';
 import { concatBytes } from '../../ninep/index.js';
 import { Feed } from '../../platform/queue.js';
 import { OUTPUT_CAP, type ProcStatus } from '../protocol.js';
 import { describeLimit, type Limits } from '../sandbox/limits.js';
-import { LaunchEnd, Launcher, THREADS_PER_PROCESS, type CallLimitKind } from '../../platform/launcher.js';
+import {
+  LaunchEnd,
+  Launcher,
+  THREADS_PER_PROCESS,
+  type CallLimitKind,
+  type LaunchHandlers,
+  type Launched,
+  type LaunchedTty,
+} from '../../platform/launcher.js';
 
 export interface SpawnSpec {
   file: string;
@@ -38,6 +46,10 @@ export interface ProcMeta {
 /** Output kept in memory for proc/{pid}/out; beyond it only the count and the tail are kept. */
 const RETAIN = 16 * 1024 * 1024;
 const TAIL = 4096;
+/** A tty tool's terminal when it starts, and what it says it is. */
+const TTY_SIZE = { cols: 120, rows: 40 };
+const TTY_TERM = 'xterm-256color';
+
 /** How long a group gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 1000;
 
@@ -89,8 +101,10 @@ export class Proc {
   private limits?: Limits;
   /** Which limit the call was killed for, in words (`killed: memory limit 2 GiB`). */
   private overLimit?: string;
-  /** The pseudo-terminal of a tty tool: what proc/{pid}/in writes to and ctl resize sizes. */
-  private term?: { write(data: string): void; resize(cols: number, rows: number): void };
+  /** Whether it runs on a pseudo-terminal (a tty tool). */
+  private isTty = false;
+  /** The pseudo-terminal of a tty tool once it runs: what proc/{pid}/in writes to and ctl resize sizes. */
+  private term?: LaunchedTty;
   /** Set for a hosted call: signals become cancel requests to the host, never signals to its process. */
   private cancelHosted?: (sig: NodeJS.Signals | number) => void;
 
@@ -103,8 +117,8 @@ export class Proc {
   }
 
   /**
-   * Starts the process through `launcher` (src/platform/launcher.ts; a tty tool in node-pty instead);
-   * `timeoutS` (seconds) kills the group when it runs longer.
+   * Starts the process through `launcher` (src/platform/launcher.ts; a tty tool on a pseudo-terminal the
+   * spawner gives it, refused without the spawner); `timeoutS` (seconds) kills the group when it runs longer.
    */
   async start(spec: SpawnSpec, timeoutS?: number, launcher: Launcher = defaultLauncher()): Promise<void> {
     this.limits = spec.limits;
@@ -112,8 +126,8 @@ export class Proc {
       this.timer = setTimeout(() => this.terminate('timeout'), timeoutS * 1000);
       this.timer.unref();
     }
-    if (spec.tty) await this.startPty(spec);
-    else await this.startLaunched(launcher, spec);
+    this.isTty = spec.tty;
+    await this.startLaunched(launcher, spec);
   }
 
   /**
@@ -150,26 +164,31 @@ export class Proc {
     const end = new LaunchEnd<{ code: number | null; signal: NodeJS.Signals | null }>((e) =>
       this.exited(e.code, e.signal),
     );
+    const handlers: LaunchHandlers = {
+      output: (b) => this.output(b),
+      exited: (code, signal, limit) => {
+        if (limit) this.hitLimit(limit);
+        end.exited({ code, signal });
+      },
+      closed: () => end.outputClosed(),
+      lost: (reason) => {
+        end.stop();
+        if (this.state === 'exited') return;
+        // Its exit was already heard: that is how it ended, whatever became of the spawner since.
+        if (end.exit) return this.exited(end.exit.code, end.exit.signal);
+        // A spawner that died without ending its groups (killed outright) leaves them to us.
+        this.killGroup('SIGKILL');
+        this.error = reason;
+        this.status = this.stop ?? 'killed';
+        this.end();
+      },
+    };
     try {
-      const spawned = await launcher.launch(spec, {
-        output: (b) => this.output(b),
-        exited: (code, signal, limit) => {
-          if (limit) this.hitLimit(limit);
-          end.exited({ code, signal });
-        },
-        closed: () => end.outputClosed(),
-        lost: (reason) => {
-          end.stop();
-          if (this.state === 'exited') return;
-          // Its exit was already heard: that is how it ended, whatever became of the spawner since.
-          if (end.exit) return this.exited(end.exit.code, end.exit.signal);
-          // A spawner that died without ending its groups (killed outright) leaves them to us.
-          this.killGroup('SIGKILL');
-          this.error = reason;
-          this.status = this.stop ?? 'killed';
-          this.end();
-        },
-      });
+      let spawned: Launched;
+      if (spec.tty) {
+        const env = { ...spec.env, TERM: TTY_TERM };
+        spawned = this.term = await launcher.launchTty({ ...spec, env, stdin: '' }, TTY_SIZE, handlers);
+      } else spawned = await launcher.launch(spec, handlers);
       end.abandon = spawned.abandonOutput;
       this.onStarted(spawned.pid);
     } catch (e) {
@@ -183,35 +202,6 @@ export class Proc {
     const grace = this.deferredGrace;
     this.deferredGrace = undefined;
     if (grace !== undefined && this.state === 'running') this.terminate(this.stop ?? 'killed', grace);
-  }
-
-  private async startPty(spec: SpawnSpec): Promise<void> {
-    const pty = await import('node-pty');
-    let term;
-    try {
-      term = pty.spawn(spec.file, spec.args, {
-        name: 'xterm-256color',
-        cols: 120,
-        rows: 40,
-        cwd: spec.cwd,
-        env: spec.env,
-      });
-    } catch (e) {
-      this.failed(`cannot start ${spec.file} in a terminal: ${(e as Error).message}`);
-      return;
-    }
-    this.term = term;
-    this.onStarted(term.pid);
-    const enc = new TextEncoder();
-    term.onData((d) => this.output(enc.encode(d)));
-    term.onExit(({ exitCode, signal }) => {
-      this.killGroup('SIGKILL');
-      const name = signal
-        ? ((Object.entries(osConstants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined) ??
-          null)
-        : null;
-      this.exited(name ? null : exitCode, name);
-    });
   }
 
   /** Marks the call as killed for `name` (the spawner did the killing, or `output` is about to). */
@@ -318,7 +308,7 @@ export class Proc {
     if (this.state === 'exited') return;
     this.stop ??= why;
     if (!this.osPid && !this.cancelHosted) {
-      // Still being started (by the spawner, or node-pty loading): the group gets it once it exists, the shortest
+      // Still being started by the spawner: the group gets it once it exists, the shortest
       // grace asked for meanwhile counting.
       this.deferredGrace = Math.min(this.deferredGrace ?? graceMs, graceMs);
       return;
@@ -334,21 +324,21 @@ export class Proc {
 
   /** Whether it runs in a pseudo-terminal (a tty tool), so that it can be typed to and resized. */
   get tty(): boolean {
-    return this.term !== undefined;
+    return this.isTty;
   }
 
   /** Keystrokes for a tty tool's terminal (proc/{pid}/in). A process without one has no input once started. */
   input(data: Uint8Array): void {
-    if (!this.term) throw new Error('not a terminal: only a tty tool takes input once started');
-    if (this.state !== 'running') throw new Error('the process has exited');
-    this.term.write(new TextDecoder().decode(data));
+    if (!this.isTty) throw new Error('not a terminal: only a tty tool takes input once started');
+    if (this.state !== 'running' || !this.term) throw new Error('the process has exited');
+    this.term.write(data);
   }
 
   /** Resizes a tty tool's terminal (ctl resize COLS ROWS); its process gets SIGWINCH. */
   resize(cols: number, rows: number): void {
-    if (!this.term) throw new Error('not a terminal: only a tty tool can be resized');
-    if (this.state !== 'running') return;
-    this.term.resize(cols, rows);
+    if (!this.isTty) throw new Error('not a terminal: only a tty tool can be resized');
+    if (this.state !== 'running' || !this.term) return;
+    this.term.resize({ cols, rows });
   }
 
   /** Marks a user's stop (ctl kill/term/signal) so the status says killed even if the tool exits cleanly on it. */

@@ -211,8 +211,9 @@ export function extraKey(extra: SandboxExtra): string {
 const NODE_DIR = dirname(realpathSync(process.execPath));
 const PACKAGE_ROOT_REAL = canonical(PACKAGE_ROOT);
 
-/** Variables every tool gets, whatever the policy's env list says. */
-const ALWAYS_KEPT = ['PATH', 'OLLIE_SESSION_ID', 'OLLIE_UNAME', 'OLLIE_AGENT_ID', 'TMPDIR'];
+/** Variables every tool gets, whatever the policy's env list says (OLLIE_ARGS: a tty tool's arguments, its stdin being
+ * its terminal). */
+const ALWAYS_KEPT = ['PATH', 'OLLIE_SESSION_ID', 'OLLIE_UNAME', 'OLLIE_AGENT_ID', 'TMPDIR', 'OLLIE_ARGS'];
 
 const STATUS_CACHE: { value?: LandlockStatus } = {};
 
