@@ -14,6 +14,8 @@ import { fileTree } from '../helpers/file-tree.js';
 
 /** Every entry under `dir` with its content hash or link target. */
 const tree = (dir: string): Record<string, string> => fileTree(dir);
+/** The same with permission bits: a rewind's fchmod of a directory it was made to hold is a write too. */
+const treeModes = (dir: string): Record<string, string> => fileTree(dir, { modes: true });
 
 async function setup(): Promise<CheckpointRun & { outside: string }> {
   const run = await checkpointRun({
@@ -53,18 +55,19 @@ async function plant(
 }
 
 /**
- * `.git` as the racing loop may leave it: everything it held, unchanged, and nothing the rewind writes. The agent may
- * write `.git` itself (only its hooks and config are kept from it), and its own `mkdir -p node_modules/dep` and
- * `ln -s … node_modules/dep/out` land there when they run while `node_modules` is its link to `.git` (which a
- * rewind that refuses puts back where it found it). So a `dep/` directory and an `out` link may appear; a file (the
- * rewind's `index.js`) may not.
+ * `.git` as the racing loop may leave it: everything it held, unchanged (modes included), and nothing the rewind
+ * writes. The agent may write `.git` itself (only its hooks and config are kept from it), and its own `mkdir -p
+ * node_modules/dep` and `ln -s … node_modules/dep/out` land there when they run while `node_modules` is its link to
+ * `.git` (which a rewind puts back where it found it when its swap fails: the agent took the name once the old one
+ * was moved aside). So a `dep/` directory and an `out` link may appear; a file (the rewind's `index.js`, or one of
+ * its temporary `.ollie-rewind-` names) may not.
  */
 function expectNoRewindWrites(now: Record<string, string>, before: Record<string, string>): void {
   for (const [k, v] of Object.entries(before)) expect(now[k], `.git/${k}`).toBe(v);
   const added = Object.entries(now).filter(([k]) => !(k in before));
   for (const [k, v] of added)
     expect([k, v], `.git/${k}`).toSatisfy(
-      ([k, v]: string[]) => (k === 'dep/' && v === 'dir') || (k === 'dep/out' && v!.startsWith('link ')),
+      ([k, v]: string[]) => (k === 'dep/' && v!.startsWith('dir ')) || (k === 'dep/out' && v!.startsWith('link ')),
     );
 }
 
@@ -139,7 +142,7 @@ describe('an agent attacking the rewind of a whole directory', () => {
   it('races the rewind, swapping the directory for links outside and into .git from a background process', async () => {
     const { h, ws, path, outside, ctl } = await setup();
     const outsideBefore = tree(outside);
-    const gitBefore = tree(join(ws, '.git'));
+    const gitBefore = treeModes(join(ws, '.git'));
     h.mock.script(
       ...script(sh('echo agent > node_modules/dep/index.js'), {
         // A background process of the agent's, still running while the owner rewinds.
@@ -161,7 +164,7 @@ describe('an agent attacking the rewind of a whole directory', () => {
       await ctl('rewind 1 force').catch(() => undefined);
       rewinds++;
       expect(tree(outside)).toEqual(outsideBefore);
-      expectNoRewindWrites(tree(join(ws, '.git')), gitBefore);
+      expectNoRewindWrites(treeModes(join(ws, '.git')), gitBefore);
     }
     expect(rewinds).toBeGreaterThan(0);
     expect(existsSync(join(ws, '.cache', 'race-done'))).toBe(true);
@@ -169,7 +172,7 @@ describe('an agent attacking the rewind of a whole directory', () => {
     await ctl('rewind 1 force');
     expect(readFileSync(join(ws, 'node_modules', 'dep', 'index.js'), 'utf8')).toBe('original\n');
     expect(tree(outside)).toEqual(outsideBefore);
-    expectNoRewindWrites(tree(join(ws, '.git')), gitBefore);
+    expectNoRewindWrites(treeModes(join(ws, '.git')), gitBefore);
   }, 120_000);
 
   it("names a file to forge lines of the diff's summary: the name is quoted", async () => {

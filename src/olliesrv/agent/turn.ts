@@ -14,7 +14,7 @@ import { refreshTools } from './runtime.js';
 import { setState, topic } from './state.js';
 import { startTurn } from './stats.js';
 import { runShell, runTools } from './toolround.js';
-import { sessionStartHooks, stopHooks, takeInterrupt, userPromptHooks } from '../hooks/agent.js';
+import { sessionStartHooks, stopHooks, takeInterrupt, turnStarts, userPromptHooks } from '../hooks/agent.js';
 import type { TurnResult } from './types.js';
 
 /** Safety thresholds of the loop: a model that keeps failing or repeating itself is nudged, then stopped. */
@@ -81,6 +81,7 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
   setState(agent, 'thinking');
   const rt = await agent.ensureRuntime();
   for (const c of await sessionStartHooks(agent, rt, agent.history.messages.length > 0)) addContext(agent, c, 'hook');
+  turnStarts(agent);
   const hooked = takeInterrupt(agent, text) ? { context: [] } : await userPromptHooks(agent, text);
   if (hooked.block) return { reply: '', error: hooked.block };
   if (agent.deps.enrich && !text.startsWith('<system-proc-interrupt')) {
@@ -153,10 +154,12 @@ export async function turn(agent: Agent, text: string, signal: AbortSignal): Pro
         ...(r.calls.length ? { toolCalls: r.calls } : {}),
       });
     });
-    const { goOn, error: stopError } = !r.calls.length && !finalRound ? await stopHooks(agent) : {};
+    // The final round ends the turn too: its Stop hooks run, and one that blocks then leaves it unconfirmed.
+    const ending = !r.calls.length || finalRound;
+    const { goOn, error: stopError } = ending ? await stopHooks(agent, finalRound) : {};
     if (stopError) return { reply, error: stopError };
     if (goOn) addContext(agent, goOn, 'hook');
-    else if (!r.calls.length || finalRound) break;
+    else if (ending) break;
     steps++;
     if (agent.budget.tokens !== undefined && agent.stats.turnTokens > agent.budget.tokens) {
       const msg = `token budget exhausted: this sub-agent used ${agent.stats.turnTokens} tokens of its ${agent.budget.tokens}`;

@@ -98,10 +98,20 @@ const stopBlocked = new WeakSet<object>();
 /** Agents whose last Stop blocked only because a guard that fails closed failed. */
 const stopFailed = new WeakSet<object>();
 
-/** UserPrompt: the prompt may be blocked (the reason is the turn's error), or get context. */
-export async function userPromptHooks(a: HookedAgent, prompt: string): Promise<{ block?: string; context: string[] }> {
+/**
+ * A turn starts (a prompt, or an interrupt toolsrv sent, which skips the UserPrompt hooks): what the Stop hooks of
+ * the last one said is forgotten. Not for text injected into a running turn: the agent may inject its own, and its
+ * guard's failures must still count as running (else it goes round until its step limit).
+ */
+export function turnStarts(a: object): void {
   stopBlocked.delete(a);
   stopFailed.delete(a);
+}
+
+/** UserPrompt: the prompt may be blocked (the reason is the turn's error), or get context. */
+export async function userPromptHooks(a: HookedAgent, prompt: string): Promise<{ block?: string; context: string[] }> {
+  // A prompt injected into the turn is new work: a hook that insisted once may insist again.
+  stopBlocked.delete(a);
   const out = await fire(a, 'UserPrompt', { prompt });
   if (!out) return { context: [] };
   if (out.block) {
@@ -197,15 +207,22 @@ export async function postToolUseHooks(
  * nothing to let the turn end. A guard that fails closed and fails sends the model round once (the agent may have
  * broken it, and can mend it); failing again at the next end, it ends the turn with `error`: what it guards was
  * never confirmed, and a guard that cannot run would otherwise keep the model going, round after paid round, until
- * the step limit.
+ * the step limit. `last`: the turn's final round (its step limit reached): a hook that blocks then ends the turn
+ * with `error`, as there is no round left to satisfy it — else an agent that keeps calling tools until its step
+ * limit would end its turn as done without its Stop guard ever having let it.
  */
-export async function stopHooks(a: HookedAgent): Promise<{ goOn?: string; error?: string }> {
+export async function stopHooks(a: HookedAgent, last = false): Promise<{ goOn?: string; error?: string }> {
   const event: HookEvent = a.depth > 0 || a.transient ? 'SubagentStop' : 'Stop';
   const out = await fire(a, event, { stop_hook_active: stopBlocked.has(a) });
   if (!out?.block) {
     stopBlocked.delete(a);
     stopFailed.delete(a);
     return {};
+  }
+  if (last) {
+    const error = `the turn ends unconfirmed at its step limit: ${out.block}`;
+    a.log.add('error', `A ${event} hook blocked in the turn's last round: ${error}`, { name: 'hook' });
+    return { error };
   }
   if (out.onlyFailures) {
     if (stopFailed.has(a)) {
