@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// What keeping a repository's .git/hooks and .git/config read-only costs a tool call: the sandbox helper
-// starting `true` in a git workspace with the protection (its own mount namespace, plus a user namespace when not
-// root) and without it (`isolate: {git_hooks: false}`), and a bare spawn, round-robin in one run; as this user
-// and, when run as root, as `nobody` too (the user-namespace path). Needs `npm run build:node`.
+// What keeping a repository's .git/hooks and .git/config read-only, and the machine's terminals out of reach,
+// costs a tool call: the sandbox helper starting `true` in a git workspace with the protection (its own mount
+// namespace, plus a user namespace when not root), with only the terminals kept private (a devpts of its own: the
+// namespace and one mount), and without either (`isolate: {git_hooks: false, startup_files: false, terminals:
+// false}`), and a bare spawn, round-robin in one run; as this user and, when run as root, as `nobody` too (the
+// user-namespace path). Needs `npm run build:node`.
 //
 //   node bench/protect.mjs [--n 200] [--warmup 20] [--json]
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -33,14 +35,24 @@ try {
   const off = join(dir, 'config-off');
   mkdirSync(off);
   const shipped = readFileSync(fileURLToPath(new URL('../data/sandbox.yaml', import.meta.url)), 'utf8');
-  writeFileSync(
-    join(off, 'sandbox.yaml'),
-    shipped.replace('git_hooks: true', 'git_hooks: false').replace('startup_files: true', 'startup_files: false'),
-  );
+  const noGit = shipped
+    .replace('git_hooks: true', 'git_hooks: false')
+    .replace('startup_files: true', 'startup_files: false');
+  writeFileSync(join(off, 'sandbox.yaml'), noGit.replace('terminals: true', 'terminals: false'));
+  const terminals = join(dir, 'config-terminals');
+  mkdirSync(terminals);
+  writeFileSync(join(terminals, 'sandbox.yaml'), noGit);
   const withIt = sandboxCommand(loadPolicy(ctx(join(dir, 'config'))), ['/bin/true']);
   const without = sandboxCommand(loadPolicy(ctx(off)), ['/bin/true']);
-  if (!withIt.args.includes('--protect') || without.args.includes('--protect'))
-    throw new Error('the two policies do not differ in the protection: nothing to compare');
+  const ptsOnly = sandboxCommand(loadPolicy(ctx(terminals)), ['/bin/true']);
+  if (
+    !withIt.args.includes('--protect') ||
+    without.args.includes('--protect') ||
+    without.args.includes('--private-pts')
+  )
+    throw new Error('the policies do not differ in the protection: nothing to compare');
+  if (!ptsOnly.args.includes('--private-pts') || ptsOnly.args.includes('--protect'))
+    throw new Error('the terminals-only policy is not what it says');
   const root = process.getuid?.() === 0;
   if (root) execFileSync('chown', ['-R', 'nobody:nogroup', dir]);
   const run = (cmd, as) => () => {
@@ -53,9 +65,11 @@ try {
   const runners = {
     'bare spawn': run({ file: '/bin/true', args: [], env: () => ({}) }),
     'sandboxed, not protected': run(without),
+    'sandboxed, terminals only': run(ptsOnly),
     'sandboxed, protected': run(withIt),
     ...(root && {
       'nobody: not protected': run(without, 'nobody'),
+      'nobody: terminals only': run(ptsOnly, 'nobody'),
       'nobody: protected (userns)': run(withIt, 'nobody'),
     }),
   };
@@ -65,9 +79,13 @@ try {
     console.log(`load ${loadavg()[0].toFixed(1)}; n=${values.n}; median / p95 ms`);
     for (const [name, s] of Object.entries(r)) console.log(`${name.padEnd(28)} ${medianP95(s, 2, 6)}`);
     const added = (a, b) => (r[a].median - r[b].median).toFixed(2);
-    console.log(`protection adds ${added('sandboxed, protected', 'sandboxed, not protected')} ms (median)`);
+    console.log(
+      `protection adds ${added('sandboxed, protected', 'sandboxed, not protected')} ms (median); the terminals alone ${added('sandboxed, terminals only', 'sandboxed, not protected')} ms`,
+    );
     if (root)
-      console.log(`as nobody it adds ${added('nobody: protected (userns)', 'nobody: not protected')} ms (median)`);
+      console.log(
+        `as nobody it adds ${added('nobody: protected (userns)', 'nobody: not protected')} ms (median); the terminals alone ${added('nobody: terminals only', 'nobody: not protected')} ms`,
+      );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -155,6 +155,8 @@ static char *denies[MAX_ITEMS]; /* canonical paths no rule may cover */
 static int ndenies;
 static const char *protects[MAX_ITEMS]; /* kept read-only even beneath a write rule (a bind mount) */
 static int nprotects;
+/* --private-pts: a devpts instance of the tool's own on /dev/pts; `pts_closed` when there can be none. */
+static int private_pts, pts_closed;
 static const char *pins[MAX_ITEMS]; /* made mount points, so that they cannot be renamed or removed */
 static int npins;
 static uint64_t bind_ports[MAX_ITEMS], connect_ports[MAX_ITEMS];
@@ -891,13 +893,44 @@ static void bind_self(const char *path, int ro) {
   close(fd);
 }
 
+/*
+ * --private-pts. /dev/pts holds every terminal of the machine, and a tool running as the user may open the user's
+ * own: write into the terminal the owner types in (text that looks like a prompt), or read it and take keystrokes
+ * (a password typed to sudo) from the shell waiting on them. A devpts instance of the tool's own, mounted over
+ * /dev/pts in its mount namespace, holds only the terminals the tool makes (/dev/ptmx opens the instance at its
+ * sibling `pts`, so script, tmux and Python's pty work as before); the rules on /dev/pts, added after this, then
+ * name it. A terminal the tool was given (a tty tool's, by the spawner) stays its stdin and stdout, but has no name
+ * under /dev/pts there. Where no namespace or instance can be had, /dev/pts and /dev/ptmx are not granted at all:
+ * the tool runs, without terminals of its own (pts_closed).
+ */
+static void close_terminals(void) {
+  pts_closed = 1;
+  /* Denied, so that a broader rule (/dev, /) is cut around them too; the rules naming them are skipped below. */
+  const char *paths[] = {"/dev/pts", "/dev/ptmx"};
+  for (int p = 0; p < 2; p++) {
+    check_room("--deny", &ndenies);
+    denies[ndenies++] = strdup(paths[p]);
+  }
+}
+
+static void private_terminals(void) {
+  if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600") < 0)
+    close_terminals();
+}
+
 static void protect_paths(void) {
-  if (!nprotects && !npins) return;
+  if (!nprotects && !npins && !private_pts) return;
   uid_t uid = getuid();
   gid_t gid = getgid();
   struct __user_cap_data_struct d[2];
   int admin = capget2(d) == 0 && (d[0].effective & (1U << CAP_SYS_ADMIN));
-  if (unshare(admin ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) < 0)
+  if (!nprotects && !npins) {
+    /* Only the terminals to keep private: without a namespace, the tool goes without terminals rather than fail. */
+    if (unshare(admin ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+      close_terminals();
+      return;
+    }
+  } else if (unshare(admin ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) < 0)
     die(EXIT_UNAVAILABLE,
         "unavailable: cannot keep .git/hooks and .git/config read-only: this kernel refuses a %s namespace (%s); "
         "allow unprivileged user namespaces, or set `isolate: {git_hooks: false, startup_files: false}` in "
@@ -916,6 +949,12 @@ static void protect_paths(void) {
     die(EXIT_SETUP, "making the mounts private: %s", strerror(errno));
   for (int p = 0; p < npins; p++) bind_self(pins[p], 0);
   for (int p = 0; p < nprotects; p++) bind_self(protects[p], 1);
+  if (private_pts) private_terminals();
+}
+
+/* Whether a canonical path is a terminal's: /dev/ptmx, /dev/pts or beneath it. */
+static int terminal_path(const char *real) {
+  return !strcmp(real, "/dev/ptmx") || !strcmp(real, "/dev/pts") || !strncmp(real, "/dev/pts/", 9);
 }
 
 /* ---- probe ----------------------------------------------------------------------------------------- */
@@ -1093,7 +1132,7 @@ static const struct builtin_tool *builtin_program(const char *file) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: %s [--ro P] [--rox P] [--rw P] [--rwx P] [--deny P] [--protect P] [--pin P] [--no-net] [--net-bind PORT]\n"
+          "usage: %s [--ro P] [--rox P] [--rw P] [--rwx P] [--deny P] [--protect P] [--pin P] [--private-pts] [--no-net] [--net-bind PORT]\n"
           "       [--net-connect PORT] [--scope-signals] [--scope-abstract-unix] [--allow-unix | --deny-unix]\n"
           "       [--env-keep VAR|PREFIX*] [--env-set VAR=VALUE] [--audit] [--abi-max N] -- PROGRAM [ARGS...]\n"
           "       %s --probe [--abi-max N]\n",
@@ -1165,7 +1204,8 @@ int main(int argc, char **argv) {
       if (!v) die(EXIT_POLICY, "--abi-max needs a number");
       abi_max = atoi(v);
       i++;
-    } else if (!strcmp(a, "--no-net")) no_net = 1;
+    } else if (!strcmp(a, "--private-pts")) private_pts = 1;
+    else if (!strcmp(a, "--no-net")) no_net = 1;
     else if (!strcmp(a, "--scope-signals")) scope_signals = 1;
     else if (!strcmp(a, "--scope-abstract-unix")) scope_abstract_unix = 1;
     else if (!strcmp(a, "--deny-unix")) deny_unix = 1;
@@ -1239,6 +1279,11 @@ int main(int argc, char **argv) {
      */
     if (strcmp(real, rules[r].path)) {
       fprintf(stderr, "ollie-sandbox: %s now resolves to %s (a symbolic link): not granted\n", rules[r].path, real);
+      close(fd);
+      continue;
+    }
+    /* The machine's terminals, where the tool could not have a devpts instance of its own: none. */
+    if (pts_closed && terminal_path(real)) {
       close(fd);
       continue;
     }

@@ -108,6 +108,8 @@ describe('a tty tool runs on a terminal of its own, from the spawner', () => {
             args: {
               command:
                 'test -t 0 && test -t 1 && test -t 2 && echo "all three: terminal"; tty; echo "TERM=$TERM"; ' +
+                // Its controlling terminal: what ssh, sudo and gpg open to ask for a password.
+                'echo "on /dev/tty" > /dev/tty; ' +
                 'stty size; : > ready; read line; stty size; echo "got $line"',
             },
           }),
@@ -120,7 +122,9 @@ describe('a tty tool runs on a terminal of its own, from the spawner', () => {
     expect((await c.readText(`proc/${pid}/wait`)).trim()).toBe('0');
     const out = (await c.readText(`proc/${pid}/out`)).replace(/\r/g, '');
     expect(out).toMatch(
-      /^all three: terminal\n\/dev\/pts\/\d+\nTERM=xterm-256color\n40 120\nhello there\n30 100\ngot hello there\n$/,
+      // Its terminal has no name under /dev/pts: the tool sees a devpts instance of its own there (the machine's
+      // terminals are not its to open), and the one the spawner gave it is the machine's.
+      /^all three: terminal\nnot a tty\nTERM=xterm-256color\non \/dev\/tty\n40 120\nhello there\n30 100\ngot hello there\n$/,
     );
   });
 });

@@ -49,7 +49,13 @@ describe('the shipped default', () => {
       expect.arrayContaining([join(w.home, '.ssh'), join(w.home, '.gnupg'), w.runtimeDir, w.configDir]),
     );
     expect(p.network).toEqual({ enabled: false, bindTcp: [], connectTcp: [], unix: false });
-    expect(p.isolate).toEqual({ signals: true, abstractUnix: true, gitHooks: true, startupFiles: true });
+    expect(p.isolate).toEqual({
+      signals: true,
+      abstractUnix: true,
+      gitHooks: true,
+      startupFiles: true,
+      terminals: true,
+    });
     expect(p.toolDirs).toEqual([join(w.configDir, 'tools')]);
     expect(statSync(w.tmpDir).mode & 0o777).toBe(0o700);
 
@@ -96,7 +102,13 @@ isolate:
     ]);
     expect(p.filesystem.deny).toContain('/dev/shm');
     expect(p.filesystem.deny.at(-1)).toBe(join(w.home, '.aws'));
-    expect(p.isolate).toEqual({ signals: false, abstractUnix: true, gitHooks: true, startupFiles: true });
+    expect(p.isolate).toEqual({
+      signals: false,
+      abstractUnix: true,
+      gitHooks: true,
+      startupFiles: true,
+      terminals: true,
+    });
     expect(p.network.enabled).toBe(false);
   });
 

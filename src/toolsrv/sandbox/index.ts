@@ -353,6 +353,12 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   const kept = protectedPaths(writable, canonical(policy.home ?? homedir()), policy.isolate);
   for (const p of kept.pin) a.push('--pin', p);
   for (const p of kept.protect) a.push('--protect', p);
+  // A rule that reaches /dev/pts would reach every terminal of the machine: the tool gets an instance of its own.
+  if (
+    policy.isolate.terminals &&
+    rules.some(([, p]) => p === '/dev/ptmx' || within('/dev/pts', p) || within(p, '/dev/pts'))
+  )
+    a.push('--private-pts');
   const n = policy.network;
   const toolNet =
     extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0)

@@ -43,9 +43,10 @@ export interface SandboxPolicy {
    * Keep processes inside from signalling processes outside / reaching abstract Unix sockets outside, and from
    * planting what the user runs later outside the sandbox: a writable repository's .git/hooks and .git/config
    * (`gitHooks`), the shell and session startup files of a writable home (`startupFiles`) stay read-only
-   * (protected.ts).
+   * (protected.ts); and from reaching the machine's terminals, the user's own included, through /dev/pts
+   * (`terminals`: the tool gets a devpts instance of its own).
    */
-  isolate: { signals: boolean; abstractUnix: boolean; gitHooks: boolean; startupFiles: boolean };
+  isolate: { signals: boolean; abstractUnix: boolean; gitHooks: boolean; startupFiles: boolean; terminals: boolean };
   /** Environment variables passed to tools (NAME, or PREFIX* ); everything else is dropped. */
   env: string[];
   /** What one call may use (sandbox/limits.ts); 0 is no limit. */
@@ -246,7 +247,13 @@ interface PolicyFile {
   /** The line of each filesystem entry, in the same order. */
   lines: Partial<Record<Access | 'deny', number[]>>;
   network: { enabled?: boolean; bindTcp?: number[]; connectTcp?: number[]; unix?: boolean };
-  isolate: { signals?: boolean; abstractUnix?: boolean; gitHooks?: boolean; startupFiles?: boolean };
+  isolate: {
+    signals?: boolean;
+    abstractUnix?: boolean;
+    gitHooks?: boolean;
+    startupFiles?: boolean;
+    terminals?: boolean;
+  };
   env?: string[];
   limits: Partial<Limits>;
   checkpoint?: ReturnType<typeof parseCheckpointRules>;
@@ -358,6 +365,7 @@ function parseFile(file: string, text: string, ctx: PolicyContext): PolicyFile {
         abstract_unix: (v, k) => (out.isolate.abstractUnix = bool(v, k)),
         git_hooks: (v, k) => (out.isolate.gitHooks = bool(v, k)),
         startup_files: (v, k) => (out.isolate.startupFiles = bool(v, k)),
+        terminals: (v, k) => (out.isolate.terminals = bool(v, k)),
       });
     } else if (key === 'env') {
       out.env = list(value, key, (n) =>
@@ -419,6 +427,7 @@ export function parsePolicyFile(file: string, text: string, ctx: PolicyContext):
       abstractUnix: f.isolate.abstractUnix ?? true,
       gitHooks: f.isolate.gitHooks ?? true,
       startupFiles: f.isolate.startupFiles ?? true,
+      terminals: f.isolate.terminals ?? true,
     },
     env: f.env ?? [],
     limits: { ...DEFAULT_LIMITS, ...f.limits },
@@ -562,6 +571,7 @@ export function narrow(base: SandboxPolicy, file: string, text: string, ctx: Pol
     ['abstractUnix', 'abstract_unix'],
     ['gitHooks', 'git_hooks'],
     ['startupFiles', 'startup_files'],
+    ['terminals', 'terminals'],
   ] as const) {
     if (f.isolate[k] === false && base.isolate[k])
       fail(`isolate.${key}`, `isolate.${key}: a project file cannot turn isolation off`);
