@@ -135,7 +135,9 @@ describe('a running MCP server against a policy that changed under it', () => {
     // Its process is gone, not only disowned.
     await until(() => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8')));
     h.mock.script(...script({ name: 'mcp__fx__pid', args: {} }));
-    expect(results(await h.turn(a.path, 'use it')).at(-1)).toMatch(/refuses it|is stopped/);
+    expect(results(await h.turn(a.path, 'use it')).at(-1)).toMatch(
+      /MCP server fx is stopped \(the sandbox policy in force refuses it: .*was trusted, but/,
+    );
     expect((await status()).state).toBe('stopped');
     rmSync(join(ws, '.ollie-sandbox.yaml'));
   }, 60_000);

@@ -358,12 +358,9 @@ export class McpConnection {
     const c = this.config;
     if (c.type !== 'stdio' || this.config.disabled) return;
     if (this.refusedByPolicy && (this.state === 'stopped' || this.state === 'failed')) {
-      const now = this.o.launch(c, false);
-      if ('refused' in now) return;
-      this.refusedByPolicy = false;
+      if ('refused' in this.o.launch(c, false)) return;
       this.note('the sandbox policy in force allows it again: starting it');
-      this.backoff = this.o.backoffMs ?? 1000;
-      this.start();
+      this.startUnderPolicy();
       return;
     }
     if ((this.state !== 'ready' && this.state !== 'starting') || !this.startedWith) return;
@@ -382,7 +379,21 @@ export class McpConnection {
     this.endUnderPolicy('the sandbox policy changed while it ran: restarted under the policy in force');
     this.o.log(`MCP server ${this.name}: the sandbox policy changed; restarting it under the policy in force`);
     this.stop('the sandbox policy changed since it started: restarting it under the policy in force');
+    this.startUnderPolicy();
+  }
+
+  /** Stopped by the policy (until it allows it again): its tools stay listed, and a call says why. */
+  get stoppedByPolicy(): boolean {
+    return this.refusedByPolicy;
+  }
+
+  /**
+   * Starts it under the policy in force, as a restart: its tools stay listed meanwhile (an agent's tool list does
+   * not change under it), and uses that come meanwhile wait for it rather than fail as starting.
+   */
+  private startUnderPolicy(): void {
     this.backoff = this.o.backoffMs ?? 1000;
+    this.restarts++;
     this.start();
     const wait = this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS).finally(() => {
       if (this.policyRestart === wait) this.policyRestart = undefined;

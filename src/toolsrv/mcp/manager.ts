@@ -168,8 +168,14 @@ export class McpManager {
     const tools = new Map<string, McpTool>();
     for (const conn of this.servers.values()) {
       // A server coming back after a crash keeps its tools listed (a call meanwhile says it is restarting), so an
-      // agent's tool list and system prompt do not change with every restart.
-      if (conn.state !== 'ready' && conn.state !== 'restarting' && !(conn.state === 'starting' && conn.restarts > 0))
+      // agent's tool list and system prompt do not change with every restart; so does one the policy in force
+      // stopped (a call says why; it starts again once the policy allows it).
+      if (
+        conn.state !== 'ready' &&
+        conn.state !== 'restarting' &&
+        !(conn.state === 'starting' && conn.restarts > 0) &&
+        !conn.stoppedByPolicy
+      )
         continue;
       for (const t of conn.tools) {
         const name = uniqueName(`${MCP_PREFIX}${conn.name}__${t.name.replace(/[^A-Za-z0-9_-]/g, '_')}`, tools);
