@@ -8,7 +8,7 @@
  * - The owner narrows sandbox.yaml while a server is idle: it is restarted without any use, under the narrower policy.
  * - A trusted project file is tampered with while a server runs: the server is stopped at once and says why.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { testHarness, type Harness } from '../olliesrv/agent-harness.js';
@@ -139,6 +139,10 @@ describe('a running MCP server against a policy that changed under it', () => {
       /MCP server fx is stopped \(the sandbox policy in force refuses it: .*was trusted, but/,
     );
     expect((await status()).state).toBe('stopped');
-    rmSync(join(ws, '.ollie-sandbox.yaml'));
+    // The owner trusts the file as it is now: the server starts again under it, without a reload.
+    await h.c.write('config/trust', `trust ${join(ws, '.ollie-sandbox.yaml')}\n`);
+    await until(async () => (await status()).state === 'ready', 'the server to start again', 15_000);
+    expect(Number((await status()).pid)).not.toBe(pid);
+    expect(await h.c.readText(`session/${a.session}/mcp/fx/log`)).toMatch(/allows it again: starting it/);
   }, 60_000);
 });

@@ -80,6 +80,7 @@ export class McpManager {
   readonly changes = new Feed<number>();
   private changeCount = 0;
   private recheckTimer?: NodeJS.Timeout;
+  private readonly serverPolicies = new WeakMap<SandboxPolicy, { rw?: SandboxPolicy; ro?: SandboxPolicy }>();
 
   constructor(private readonly o: McpManagerOptions) {}
 
@@ -159,8 +160,20 @@ export class McpManager {
     return this.o.confinement.wrap([s.command, ...s.args], this.workspace, env, {
       unconfined,
       sandbox,
-      adjust: (p) => serverPolicy(p, this.workspace, s.workspaceWritable),
+      adjust: (p) => this.serverPolicyOf(p, s.workspaceWritable),
     });
+  }
+
+  /**
+   * serverPolicy of the policy in force, made once per policy (Confinement keeps one per cwd until it changes):
+   * the same object each time lets the sandbox reuse its resolved rules, which every re-check would otherwise
+   * resolve again (bench/mcp-recheck.mjs).
+   */
+  private serverPolicyOf(p: SandboxPolicy, workspaceWritable: boolean): SandboxPolicy {
+    let made = this.serverPolicies.get(p);
+    if (!made) this.serverPolicies.set(p, (made = {}));
+    const key = workspaceWritable ? 'rw' : 'ro';
+    return (made[key] ??= serverPolicy(p, this.workspace, workspaceWritable));
   }
 
   /** Rebuilds the tool table from the servers' lists and tells Core. */
