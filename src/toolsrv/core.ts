@@ -544,7 +544,10 @@ export class Core {
   /** A background call lets go of its lock at once; its end is told to the agent as an interruption. */
   private letGo(s: Scope, proc: Proc, release: (() => void) | undefined, bypassed: boolean): ProcResult {
     release?.();
-    void proc.done.then(() => this.interrupted(s, proc));
+    void proc.done.then(() => {
+      this.mcp?.recheck();
+      this.interrupted(s, proc);
+    });
     return {
       pid: proc.id,
       tool: proc.meta.tool,
@@ -565,6 +568,9 @@ export class Core {
       await proc.done;
     } finally {
       signal.removeEventListener('abort', onAbort);
+      // What the call changed (a `.git` made, a trusted project file edited) reaches the running MCP servers
+      // before its result does (mcp/manager.ts, recheck).
+      this.mcp?.recheck();
       release?.();
     }
   }
@@ -602,7 +608,9 @@ export class Core {
     const attr = (v: string): string =>
       v.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/\n/g, ' ');
     const exit = p.exit === null ? '' : ` exit="${p.exit}"`;
-    const text = `<system-proc-interrupt id="${p.id}" cmd="${attr(p.meta.cmd)}" status="${p.status}"${exit}>\n${tail}${tail.endsWith('\n') || !tail ? '' : '\n'}</system-proc-interrupt>\n`;
+    // Why a call was ended from outside (its MCP server restarted or stopped under it) is not in its output.
+    const why = p.error ? `error: ${p.error}\n` : '';
+    const text = `<system-proc-interrupt id="${p.id}" cmd="${attr(p.meta.cmd)}" status="${p.status}"${exit}>\n${tail}${tail.endsWith('\n') || !tail ? '' : '\n'}${why}</system-proc-interrupt>\n`;
     s.interrupts.push({
       pid: p.id,
       agent: s.name,

@@ -3,7 +3,7 @@
  * Streamable HTTP server on loopback, their tools called through proc/new like any tool.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -346,6 +346,33 @@ describe('MCP servers in toolsrv', () => {
     expect(after).toMatch(/EACCES/);
     expect((await status(c, 'fx')).pid).not.toBe(pid);
     expect(await c.readText('mcp/fx/log')).toMatch(/the sandbox policy changed since it started: restarting it/);
+  });
+
+  test('a call in flight when the trusted project file is changed from outside: the server is killed at once, the call says why, it starts again once trusted', async () => {
+    const { env, c, cwd, configDir } = await mcpEnv({ fx: fixtureServer() });
+    writeFileSync(join(cwd, '.ollie-sandbox.yaml'), 'network:\n  enabled: false\n');
+    trust(configDir, cwd);
+    // A tool call of any kind re-checks the server at its end: it is restarted under the project's policy.
+    await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 2 } });
+    await until(async () => (await status(c, 'fx')).state === 'ready', 'the server under the project policy');
+    const pid = Number((await status(c, 'fx')).pid);
+    const call = env.call(c, { tool: 'mcp__fx__sleep', args: { seconds: 60 } });
+    await until(async () => /tool=mcp__fx__sleep/.test(await c.readText('proc/2/stat').catch(() => '')), 'the call');
+    // No call of this toolsrv changes it: the periodic check finds it.
+    writeFileSync(join(cwd, '.ollie-sandbox.yaml'), 'network:\n  enabled: false\n# changed\n');
+    const r = await call;
+    expect(r.error).toMatch(/MCP server fx: the sandbox policy in force refuses it: .*was trusted, but.*: stopped/);
+    const st = await status(c, 'fx');
+    expect(st).toMatchObject({ state: 'stopped', pid: '0' });
+    expect(st.error).toMatch(/^the sandbox policy in force refuses it: /);
+    await until(() => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8')));
+    // Its tools stay listed, and a call says why.
+    expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 2 } })).error).toMatch(
+      /MCP server fx is stopped \(the sandbox policy in force refuses it: /,
+    );
+    trust(configDir, cwd);
+    await until(async () => (await status(c, 'fx')).state === 'ready', 'the server to start again', 10_000);
+    expect((await env.call(c, { tool: 'mcp__fx__add', args: { a: 1, b: 2 } })).output).toBe('3\n');
   });
 
   test('a resource or prompt read while the server restarts under the policy in force waits for it', async () => {

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileStamp } from '../../platform/file-stamp.js';
 import { spillDirFor } from '../../platform/paths.js';
 import { PROJECT_POLICY_NAME, TRUST_FILE_NAME } from '../sandbox/trust.js';
+import { USER_POLICY_NAME } from '../sandbox/policy.js';
 import * as real from '../sandbox/index.js';
 import type { ToolsrvInfo } from '../protocol.js';
 import type { LandlockStatus, SandboxExtra } from '../sandbox/index.js';
@@ -96,9 +97,19 @@ export class Confinement {
     }
   }
 
-  /** What a cwd's policy depends on that the owner changes while toolsrv runs: the trust list and the project file. */
+  /**
+   * What a cwd's policy depends on that the owner changes while toolsrv runs: their sandbox.yaml, the trust list
+   * and the project file. An edited sandbox.yaml applies from the next call (and to running MCP servers at their
+   * next re-check), as a narrowing must: the sessions that run are the ones it is meant to narrow.
+   */
   private trustStamp(cwd: string): string {
-    return `${fileStamp(join(this.dirs.configDir, TRUST_FILE_NAME))}|${fileStamp(join(cwd, PROJECT_POLICY_NAME))}`;
+    return [
+      join(this.dirs.configDir, USER_POLICY_NAME),
+      join(this.dirs.configDir, TRUST_FILE_NAME),
+      join(cwd, PROJECT_POLICY_NAME),
+    ]
+      .map(fileStamp)
+      .join('|');
   }
 
   /** Reloads policies on their next use (after `ctl reload`). */

@@ -64,6 +64,10 @@ export class McpConnection {
   private startedWith = '';
   /** A restart under the policy in force, under way: calls meanwhile wait for it rather than fail as starting. */
   private policyRestart?: Promise<void>;
+  /** It is stopped (or failed to start) because the policy in force refuses it: a re-check starts it once allowed. */
+  private refusedByPolicy = false;
+  /** The resident server's transport (a stdio one), to kill at once when the policy takes its rights back. */
+  private spawned?: SpawnedTransport;
   pid = 0;
   startedAt = 0;
   tools: McpTool[] = [];
@@ -139,8 +143,10 @@ export class McpConnection {
     try {
       transport = this.transport();
     } catch (e) {
+      this.refusedByPolicy = e instanceof PolicyRefusal;
       return this.failed(gen, (e as Error).message, false);
     }
+    this.refusedByPolicy = false;
     const client = new Client(CLIENT, { capabilities: {} });
     this.client = client;
     client.onclose = () => {
@@ -184,14 +190,15 @@ export class McpConnection {
     const c = this.config;
     if (c.type === 'stdio') {
       const cmd = this.o.launch(c, false);
-      if ('refused' in cmd) throw new Error(cmd.refused);
+      if ('refused' in cmd) throw new PolicyRefusal(cmd.refused);
       // As a sandboxed tool call, a sandboxed server does not run where nothing could contain or limit it.
       if (!this.o.yolo && !this.launcher().native) throw new Error(`sandbox unavailable: ${NO_SPAWNER}`);
       this.startedWith = commandKey(cmd);
       this.note(
         `starting ${[c.command, ...c.args].join(' ')} (${this.o.yolo ? '--yolo: unsandboxed' : `sandboxed, workspace ${c.workspaceWritable ? 'writable' : 'read only'}`})`,
       );
-      return this.stdio(cmd);
+      this.spawned = this.stdio(cmd);
+      return this.spawned;
     }
     // Dialled by toolsrv itself, outside the sandbox (as any HTTP client of the owner's): the owner's config named it.
     this.note(`connecting to ${redactUrl(c.url)} (${c.type === 'sse' ? 'SSE' : 'Streamable HTTP'})`);
@@ -317,6 +324,7 @@ export class McpConnection {
   /** Stops it for good (until start or restart). */
   stop(why = 'stopped'): void {
     clearTimeout(this.timer);
+    this.refusedByPolicy = false;
     this.generation++;
     const client = this.client;
     this.client = undefined;
@@ -337,29 +345,85 @@ export class McpConnection {
   }
 
   /**
-   * The client of a server that still runs under the policy in force. The owner may have narrowed it since the
-   * server started (trusted a project file that denies a path or lowers a limit, edited sandbox.yaml): a tool call
-   * gets it at once, and so must a server, which is then restarted before it is used; a policy that now refuses
-   * (a trusted file changed since) refuses the server's use too.
+   * Re-checks a running stdio server against the policy in force, and acts at once. The owner may have narrowed
+   * the policy since the server started (trusted a project file that denies a path or lowers a limit, edited
+   * sandbox.yaml), or an agent changed what it depends on in the workspace (made a `.git`, whose hooks and config
+   * then stay read only): a tool call gets the new policy at once, and so must a server, between uses and in the
+   * middle of one. A changed command: the server is killed and started again under it (calls in flight end with
+   * the reason). A policy that now refuses (a trusted file changed since it was trusted, a malformed sandbox.yaml):
+   * the server is killed and stays stopped, its error saying why, until a re-check finds the policy allows it.
+   * Synchronous: the caller (a tool call's end, the manager's timer, a use) knows it is done when this returns.
    */
-  private async current(signal?: AbortSignal): Promise<Client> {
+  recheck(): void {
     const c = this.config;
-    if (c.type === 'stdio' && this.state === 'ready' && this.startedWith) {
-      const now = this.o.launch(c, false);
-      if ('refused' in now) throw new Error(now.refused);
-      if (commandKey(now) !== this.startedWith) {
-        this.note('the sandbox policy changed since it started: restarting it under the policy in force');
-        this.restart();
-        const wait = this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS).finally(() => {
-          if (this.policyRestart === wait) this.policyRestart = undefined;
-        });
-        this.policyRestart = wait;
-      }
+    if (c.type !== 'stdio' || this.config.disabled) return;
+    if (this.refusedByPolicy && (this.state === 'stopped' || this.state === 'failed')) {
+      if ('refused' in this.o.launch(c, false)) return;
+      this.note('the sandbox policy in force allows it again: starting it');
+      this.startUnderPolicy();
+      return;
     }
+    if ((this.state !== 'ready' && this.state !== 'starting') || !this.startedWith) return;
+    const now = this.o.launch(c, false);
+    if ('refused' in now) {
+      const why = `the sandbox policy in force refuses it: ${now.refused}`;
+      this.endUnderPolicy(`${why}: stopped`);
+      this.o.log(`MCP server ${this.name}: ${why}; stopped`);
+      this.stop(`stopped: ${why}`);
+      this.error = why;
+      this.refusedByPolicy = true;
+      this.o.changed();
+      return;
+    }
+    if (commandKey(now) === this.startedWith) return;
+    this.endUnderPolicy('the sandbox policy changed while it ran: restarted under the policy in force');
+    this.o.log(`MCP server ${this.name}: the sandbox policy changed; restarting it under the policy in force`);
+    this.stop('the sandbox policy changed since it started: restarting it under the policy in force');
+    this.startUnderPolicy();
+  }
+
+  /** Stopped by the policy (until it allows it again): its tools stay listed, and a call says why. */
+  get stoppedByPolicy(): boolean {
+    return this.refusedByPolicy;
+  }
+
+  /**
+   * Starts it under the policy in force, as a restart: its tools stay listed meanwhile (an agent's tool list does
+   * not change under it), and uses that come meanwhile wait for it rather than fail as starting.
+   */
+  private startUnderPolicy(): void {
+    this.backoff = this.o.backoffMs ?? 1000;
+    this.restarts++;
+    this.start();
+    const wait = this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS).finally(() => {
+      if (this.policyRestart === wait) this.policyRestart = undefined;
+    });
+    this.policyRestart = wait;
+  }
+
+  /** The running server's rights end now: its calls in flight fail with `why`, and its process is killed. */
+  private endUnderPolicy(why: string): void {
+    if (this.client) policyEnded.set(this.client, why);
+    this.spawned?.kill();
+  }
+
+  /** The client of a server that still runs under the policy in force (recheck), once any restart is over. */
+  private async current(signal?: AbortSignal): Promise<Client> {
+    this.recheck();
     // Calls that came while it restarts (an agent's parallel calls, another agent's) wait for it too.
     if (this.policyRestart) await untilAborted(this.policyRestart, signal);
     signal?.throwIfAborted();
     return this.ready();
+  }
+
+  /** `use` of a client; should the policy end the server meanwhile, the error says so rather than "closed". */
+  private async using<T>(client: Client, use: (c: Client) => Promise<T>): Promise<T> {
+    try {
+      return await use(client);
+    } catch (e) {
+      const why = policyEnded.get(client);
+      throw why ? new Error(why) : e;
+    }
   }
 
   private ready(): Client {
@@ -382,7 +446,8 @@ export class McpConnection {
     unconfined = false,
   ): Promise<{ text: string; isError: boolean }> {
     const c = this.config;
-    if (!unconfined || c.type !== 'stdio') return callOn(await this.current(signal), tool, args, signal, timeoutMs);
+    if (!unconfined || c.type !== 'stdio')
+      return this.using(await this.current(signal), (client) => callOn(client, tool, args, signal, timeoutMs));
     const cmd = this.o.launch(c, true);
     if ('refused' in cmd) throw new Error(cmd.refused);
     this.note(`bypass: starting an unsandboxed instance for one call of ${tool}`);
@@ -396,7 +461,7 @@ export class McpConnection {
   }
 
   async readResource(uri: string): Promise<string> {
-    const r = await (await this.current()).readResource({ uri });
+    const r = await this.using(await this.current(), (c) => c.readResource({ uri }));
     return r.contents
       .map((c) =>
         'text' in c && typeof c.text === 'string'
@@ -410,7 +475,7 @@ export class McpConnection {
 
   /** A prompt's messages in words (what a slash command sends the model). */
   async getPrompt(name: string, args: Record<string, string>): Promise<string> {
-    const r = await (await this.current()).getPrompt({ name, arguments: args });
+    const r = await this.using(await this.current(), (c) => c.getPrompt({ name, arguments: args }));
     return r.messages.map((m) => contentText(m.content as { type: string })).join('\n\n');
   }
 }
@@ -468,6 +533,12 @@ export function redactUrl(u: string): string {
 function commandKey(cmd: ServerCommand): string {
   return JSON.stringify([cmd.file, cmd.args, cmd.limits ?? null]);
 }
+
+/** Why the policy ended a server's connection, by its client: what its calls in flight fail with. */
+const policyEnded = new WeakMap<Client, string>();
+
+/** The policy in force refuses a stdio server (launch's refusal), as against any other reason it cannot start. */
+class PolicyRefusal extends Error {}
 
 /** `p`, or the abort of `signal` first: an aborted call does not wait out a server's start. */
 function untilAborted(p: Promise<void>, signal?: AbortSignal): Promise<void> {

@@ -47,6 +47,8 @@ export interface McpManagerOptions {
   baseEnv: Record<string, string>;
   backoffMs?: number;
   startTimeoutMs?: number;
+  /** The periodic re-check's interval (RECHECK_MS). */
+  recheckMs?: number;
   /** Tools, resources, prompts or states changed: bump every scope's revision. */
   changed: () => void;
   log: (m: string) => void;
@@ -63,6 +65,12 @@ export type McpTool = Tool & { mcp: McpTarget };
 export type ServerStatus = McpServerStatus<McpState | 'invalid'>;
 
 const FLAG_NAMES = ['bypass', 'timeout', 'background'] as const;
+/**
+ * How often running stdio servers are re-checked against the policy in force besides at every tool call's end:
+ * what no call of this toolsrv changes (the owner's sandbox.yaml and trust list, a trusted project file edited
+ * from outside, a `.git` a server made itself) reaches them within this. bench/mcp-recheck.mjs measures a check.
+ */
+export const RECHECK_MS = 2000;
 
 export class McpManager {
   readonly servers = new Map<string, McpConnection>();
@@ -71,6 +79,8 @@ export class McpManager {
   /** A count pushed at every change of a server's state or lists (mcp/changes). */
   readonly changes = new Feed<number>();
   private changeCount = 0;
+  private recheckTimer?: NodeJS.Timeout;
+  private readonly serverPolicies = new WeakMap<SandboxPolicy, { rw?: SandboxPolicy; ro?: SandboxPolicy }>();
 
   constructor(private readonly o: McpManagerOptions) {}
 
@@ -109,7 +119,32 @@ export class McpManager {
       this.servers.set(s.name, conn);
       conn.start();
     }
+    clearInterval(this.recheckTimer);
+    this.recheckTimer = undefined;
+    // --yolo: servers run outside any policy, so none can change under them.
+    if (!this.o.confinement.yolo && this.config.servers.some((s) => s.type === 'stdio')) {
+      this.recheckTimer = setInterval(() => this.recheck(), this.o.recheckMs ?? RECHECK_MS);
+      this.recheckTimer.unref();
+    }
     this.rebuild();
+  }
+
+  /**
+   * Re-checks every stdio server against the policy in force (connection.ts, recheck): after every tool call of
+   * this toolsrv (a shell call may have made a `.git` or edited a trusted project file), and every RECHECK_MS.
+   * A server that is neither running nor stopped by the policy costs nothing.
+   */
+  recheck(): void {
+    for (const c of this.servers.values()) {
+      try {
+        c.recheck();
+      } catch (e) {
+        // A server whose policy could not be checked does not keep running on the old one.
+        const why = `re-checking it against the sandbox policy failed: ${(e as Error).message}`;
+        this.o.log(`MCP server ${c.name}: ${why}`);
+        c.stop(`stopped: ${why}`);
+      }
+    }
   }
 
   /** Waits (at most `ms`) until no server is still starting: an agent's first tool list should hold their tools. */
@@ -125,8 +160,20 @@ export class McpManager {
     return this.o.confinement.wrap([s.command, ...s.args], this.workspace, env, {
       unconfined,
       sandbox,
-      adjust: (p) => serverPolicy(p, this.workspace, s.workspaceWritable),
+      adjust: (p) => this.serverPolicyOf(p, s.workspaceWritable),
     });
+  }
+
+  /**
+   * serverPolicy of the policy in force, made once per policy (Confinement keeps one per cwd until it changes):
+   * the same object each time lets the sandbox reuse its resolved rules, which every re-check would otherwise
+   * resolve again (bench/mcp-recheck.mjs).
+   */
+  private serverPolicyOf(p: SandboxPolicy, workspaceWritable: boolean): SandboxPolicy {
+    let made = this.serverPolicies.get(p);
+    if (!made) this.serverPolicies.set(p, (made = {}));
+    const key = workspaceWritable ? 'rw' : 'ro';
+    return (made[key] ??= serverPolicy(p, this.workspace, workspaceWritable));
   }
 
   /** Rebuilds the tool table from the servers' lists and tells Core. */
@@ -134,8 +181,14 @@ export class McpManager {
     const tools = new Map<string, McpTool>();
     for (const conn of this.servers.values()) {
       // A server coming back after a crash keeps its tools listed (a call meanwhile says it is restarting), so an
-      // agent's tool list and system prompt do not change with every restart.
-      if (conn.state !== 'ready' && conn.state !== 'restarting' && !(conn.state === 'starting' && conn.restarts > 0))
+      // agent's tool list and system prompt do not change with every restart; so does one the policy in force
+      // stopped (a call says why; it starts again once the policy allows it).
+      if (
+        conn.state !== 'ready' &&
+        conn.state !== 'restarting' &&
+        !(conn.state === 'starting' && conn.restarts > 0) &&
+        !conn.stoppedByPolicy
+      )
         continue;
       for (const t of conn.tools) {
         const name = uniqueName(`${MCP_PREFIX}${conn.name}__${t.name.replace(/[^A-Za-z0-9_-]/g, '_')}`, tools);
@@ -302,6 +355,7 @@ export class McpManager {
   }
 
   close(): void {
+    clearInterval(this.recheckTimer);
     for (const c of this.servers.values()) c.stop('toolsrv closing');
     this.changes.close();
   }

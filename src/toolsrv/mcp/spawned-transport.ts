@@ -125,6 +125,20 @@ export class SpawnedTransport implements Transport {
     await this.goneWithin(CLOSE_GRACE_MS);
   }
 
+  /**
+   * Kills the server's group at once: its rights were taken back (the policy in force changed or refuses it),
+   * and the grace close() gives is time in which it would still act under them.
+   */
+  kill(): void {
+    const proc = this.proc;
+    if (!proc || this.why || !proc.pid) return;
+    try {
+      process.kill(-proc.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+
   private goneWithin(ms: number): Promise<boolean> {
     let t: NodeJS.Timeout | undefined;
     return Promise.race([

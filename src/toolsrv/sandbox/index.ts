@@ -327,6 +327,24 @@ function policyRules(policy: SandboxPolicy): Array<[Access, string]> {
 
 /** The helper's command-line flags for a policy (without the tool's argv). */
 export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): string[] {
+  return [...fixedArgs(policy, extra), ...protectArgs(policy, extra)];
+}
+
+/**
+ * The flags that keep what exists now read-only (protected.ts, which looks at the disk): made for every command,
+ * never cached with the policy's other flags, so that a `.git` an agent makes in one call is protected from its
+ * next call on, not only once the policy is loaded again.
+ */
+function protectArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
+  const writable = filesystemRules(policy, extra)
+    .filter(([level]) => level === 'rw' || level === 'rwx')
+    .map(([, p]) => p);
+  const kept = protectedPaths(writable, canonical(policy.home ?? homedir()), policy.isolate);
+  return [...kept.pin.flatMap((p) => ['--pin', p]), ...kept.protect.flatMap((p) => ['--protect', p])];
+}
+
+/** The flags that depend on the policy and the tool's rules alone (cached per policy: ARGS_CACHE). */
+function fixedArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
   const a: string[] = [];
   const fs = policy.filesystem;
   const rules = filesystemRules(policy, extra);
@@ -349,10 +367,6 @@ export function policyArgs(policy: SandboxPolicy, extra: SandboxExtra = {}): str
   a.push('--rox', NODE_DIR);
   for (const d of fs.deny) a.push('--deny', d);
   for (const d of systemSecrets()) a.push('--deny', d);
-  const writable = rules.filter(([level]) => level === 'rw' || level === 'rwx').map(([, p]) => p);
-  const kept = protectedPaths(writable, canonical(policy.home ?? homedir()), policy.isolate);
-  for (const p of kept.pin) a.push('--pin', p);
-  for (const p of kept.protect) a.push('--protect', p);
   // A rule that reaches /dev/pts would reach every terminal of the machine: the tool gets an instance of its own.
   if (
     policy.isolate.terminals &&
@@ -483,13 +497,13 @@ export function sandboxCommand(policy: SandboxPolicy, argv: string[], extra: San
   if (!flags) {
     // The helper grants only paths that exist: a tool's rw directory (the memory store's) is made on first use.
     for (const d of extra.rw ?? []) mkdirSync(d, { recursive: true, mode: 0o700 });
-    perPolicy.set(key, (flags = policyArgs(policy, extra)));
+    perPolicy.set(key, (flags = fixedArgs(policy, extra)));
   }
 
   const patterns = [...policy.env, ...ALWAYS_KEPT, ...(ollie ? OLLIE_SOCKET_ENV : []), ...(extra.env ?? [])];
   return {
     file: SANDBOX_HELPER,
-    args: [...flags, '--', ...argv],
+    args: [...flags, ...protectArgs(policy, extra), '--', ...argv],
     env(base) {
       const out: Record<string, string> = {};
       for (const [k, v] of Object.entries(base)) {

@@ -163,9 +163,12 @@ export function canonical(p: string): string {
   }
 }
 
+/** The owner's policy file in the config dir. */
+export const USER_POLICY_NAME = 'sandbox.yaml';
+
 /** The policy for a project: the user's sandbox.yaml (or the shipped one), narrowed by the project's file once trusted. */
 export function loadPolicy(ctx: PolicyContext): SandboxPolicy {
-  const userFile = join(ctx.configDir, 'sandbox.yaml');
+  const userFile = join(ctx.configDir, USER_POLICY_NAME);
   const baseFile = existsSync(userFile) ? userFile : DEFAULT_POLICY_FILE;
   let policy = parsePolicyFile(baseFile, readFileSync(baseFile, 'utf8'), ctx);
   const project = projectFile(ctx);
