@@ -6,7 +6,7 @@
  * key on its section's line, values quoted or not, with `;`/`#` comments and `\` escapes; `~/` is the home, an
  * include is relative to the file that names it.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 /** Includes may nest; git stops at 10 levels, and so does this. */
@@ -42,6 +42,36 @@ function value(raw: string): string {
 const expand = (p: string, home: string, base: string): string =>
   p === '~' || p.startsWith('~/') ? join(home, p.slice(1)) : isAbsolute(p) ? p : resolve(base, p);
 
+/** One buffer for every read (they are synchronous): a megabyte allocated per file per command would cost more than the read. */
+let READ_BUFFER: Buffer | undefined;
+
+/**
+ * A configuration file's text, or undefined when it is not a regular file of at most MAX_SIZE bytes. This runs in
+ * toolsrv's one thread at every command, and the agent names the files (a `.git/config` it made, an include): a
+ * FIFO would block the open and the read forever, and /dev/zero never ends, so the file is opened without waiting,
+ * must be a regular file, and no more than MAX_SIZE + 1 bytes are read of it (a /proc file says size 0).
+ */
+function readConfig(f: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(f, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_SIZE) return undefined;
+    const buf = (READ_BUFFER ??= Buffer.allocUnsafe(MAX_SIZE + 1));
+    let n = 0;
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
+    return n > MAX_SIZE ? undefined : buf.toString('utf8', 0, n);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** What `file` (and what it includes) names; a file that cannot be read names nothing. */
 export function gitConfigPaths(file: string, home: string): GitConfigPaths {
   const out: GitConfigPaths = { includes: [], hooksPaths: [], worktreeConfig: false };
@@ -49,14 +79,8 @@ export function gitConfigPaths(file: string, home: string): GitConfigPaths {
   const walk = (f: string, depth: number): void => {
     if (depth > MAX_DEPTH || seen.has(f)) return;
     seen.add(f);
-    let text: string;
-    try {
-      const bytes = readFileSync(f);
-      if (bytes.length > MAX_SIZE) return;
-      text = bytes.toString('utf8');
-    } catch {
-      return;
-    }
+    const text = readConfig(f);
+    if (text === undefined) return;
     let section = '';
     for (let line of text.split('\n')) {
       line = line.trim();
