@@ -13,6 +13,12 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 const MAX_DEPTH = 10;
 /** A configuration larger than this is not a user's: it is not read (what it names stays unprotected). */
 const MAX_SIZE = 1 << 20;
+/**
+ * The most included files and hooks directories a configuration may name, at all depths: a user's names a few.
+ * Each is opened (or made) and kept read-only at every command, and a megabyte of `path =` lines would make every
+ * call pay tens of thousands.
+ */
+export const MAX_NAMED = 256;
 
 export interface GitConfigPaths {
   /** Configuration files included, at any depth (they may not exist). */
@@ -72,10 +78,19 @@ function readConfig(f: string): string | undefined {
   }
 }
 
-/** What `file` (and what it includes) names; a file that cannot be read names nothing. */
+/**
+ * What `file` (and what it includes) names; a file that cannot be read names nothing. Throws when it names more
+ * than MAX_NAMED of them.
+ */
 export function gitConfigPaths(file: string, home: string): GitConfigPaths {
   const out: GitConfigPaths = { includes: [], hooksPaths: [], worktreeConfig: false };
   const seen = new Set<string>();
+  // Past the bound nothing more is read: what is named beyond could not be kept read-only, so the caller must not
+  // run tools under a protection that leaves it out (protected.ts refuses).
+  const named = (): void => {
+    if (out.includes.length + out.hooksPaths.length >= MAX_NAMED)
+      throw new Error(`${file} names more than ${MAX_NAMED} included files and hooks directories`);
+  };
   const walk = (f: string, depth: number): void => {
     if (depth > MAX_DEPTH || seen.has(f)) return;
     seen.add(f);
@@ -100,10 +115,13 @@ export function gitConfigPaths(file: string, home: string): GitConfigPaths {
       if (!v) continue;
       if ((section === 'include' || section === 'includeif "…"') && key === 'path') {
         const inc = expand(v, home, dirname(f));
+        named();
         out.includes.push(inc);
         walk(inc, depth + 1);
-      } else if (section === 'core' && key === 'hookspath')
+      } else if (section === 'core' && key === 'hookspath') {
+        named();
         out.hooksPaths.push(v === '~' || v.startsWith('~/') ? join(home, v.slice(1)) : v);
+      }
     }
   };
   walk(file, 0);

@@ -10,7 +10,7 @@
  * have made it) so that it can be protected; a startup file that does not exist is not protected, and creating
  * it stays possible where the home is writable.
  */
-import { lstatSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, opendirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { gitConfigPaths } from './git-config-paths.js';
 
@@ -47,15 +47,32 @@ export interface Protected {
 
 const within = (p: string, dir: string): boolean => dir === '/' || p === dir || p.startsWith(`${dir}/`);
 
-/** The directories in `dir` (not following links), as paths; none when it cannot be read. */
-function entries(dir: string): string[] {
+/**
+ * The most entries looked at in a hooks directory or in `.git/worktrees`: git runs a few dozen hook names, and a
+ * repository has a few linked worktrees. This runs at every command (and every MCP re-check) in toolsrv's one
+ * thread, and the agent can fill both (`.git/worktrees` stays writable): each entry costs a lookup and two mounts,
+ * and thousands made every call take a second, or its argv too long to start at all.
+ */
+export const MAX_ENTRIES = 256;
+
+/** At most `max` + 1 entries of `dir` (not following links); undefined when it cannot be read. */
+function list(dir: string, max = MAX_ENTRIES): Array<{ name: string; dir: boolean }> | undefined {
+  let d;
   try {
-    return readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => join(dir, e.name));
+    d = opendirSync(dir);
   } catch {
-    return [];
+    return undefined;
   }
+  const out: Array<{ name: string; dir: boolean }> = [];
+  try {
+    for (let e = d.readSync(); e && out.length <= max; e = d.readSync())
+      out.push({ name: e.name, dir: e.isDirectory() });
+  } catch {
+    // Unreadable midway: what was read is what there is.
+  } finally {
+    d.closeSync();
+  }
+  return out;
 }
 
 function kind(p: string): 'dir' | 'file' | 'link' | undefined {
@@ -95,14 +112,15 @@ export function protectedPaths(
   // A hook that is a link to a script the project keeps (`.git/hooks/pre-commit -> ../../scripts/pre-commit`)
   // runs that script: where it lies in a writable root, the link is kept like the hooks directory (below).
   const hookLinks = (dir: string): void => {
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      const p = join(dir, n);
+    const names = list(dir);
+    if (!names) return;
+    // Each link may lead into a writable root and must be kept: one too many to look at fails the command.
+    if (names.length > MAX_ENTRIES)
+      throw new Error(
+        `${dir} holds more than ${MAX_ENTRIES} entries (a hooks directory has a few dozen): its links cannot all be kept read-only, so no tool runs here until it holds fewer`,
+      );
+    for (const { name } of names) {
+      const p = join(dir, name);
       if (kind(p) !== 'link') continue;
       try {
         if (writableAt(realpathSync(p))) protect.push(p);
@@ -161,7 +179,11 @@ export function protectedPaths(
       named.hooksPaths.map((h) => (isAbsolute(h) ? h : join(worktree, h))),
     );
     // A linked worktree's `commondir` names the repository its git uses (config and hooks included).
-    const worktrees = entries(join(git, 'worktrees'));
+    const listed = list(join(git, 'worktrees')) ?? [];
+    // More than a repository has: `.git/worktrees` is kept read-only as a whole (no worktree is added from inside
+    // the sandbox meanwhile) rather than looked at entry by entry.
+    if (listed.length > MAX_ENTRIES) return void protect.push(join(git, 'worktrees'));
+    const worktrees = listed.filter((e) => e.dir).map((e) => join(git, 'worktrees', e.name));
     if (worktrees.length) pin.push(join(git, 'worktrees'));
     for (const w of worktrees) {
       pin.push(w);
