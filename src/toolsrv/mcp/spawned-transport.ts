@@ -32,6 +32,8 @@ export class SpawnedTransport implements Transport {
   private proc?: Interactive;
   private readonly incoming = new ReadBuffer();
   private why = '';
+  /** kill() was called: the process is killed when it starts, if it had not yet. */
+  private killed = false;
   private readonly gone: Promise<void>;
   private markGone!: () => void;
 
@@ -69,8 +71,10 @@ export class SpawnedTransport implements Transport {
           ...(this.cmd.limits && { limits: this.cmd.limits }),
         },
         {
-          running: () => {
+          running: (pid) => {
             running = true;
+            // Killed before it ran (a re-check right after a start): it dies as it starts, not at close()'s pace.
+            if (this.killed) killGroup(pid);
             resolve();
           },
           output: (b) => this.receive(b),
@@ -131,12 +135,10 @@ export class SpawnedTransport implements Transport {
    */
   kill(): void {
     const proc = this.proc;
-    if (!proc || this.why || !proc.pid) return;
-    try {
-      process.kill(-proc.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
+    if (!proc || this.why) return;
+    // Not running yet (the spawner has not said its pid): killed as soon as it is.
+    this.killed = true;
+    if (proc.pid) killGroup(proc.pid);
   }
 
   private goneWithin(ms: number): Promise<boolean> {
@@ -175,5 +177,13 @@ export class SpawnedTransport implements Transport {
     this.incoming.clear();
     this.markGone();
     this.onclose?.();
+  }
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Already gone.
   }
 }
