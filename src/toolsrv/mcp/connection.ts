@@ -64,6 +64,9 @@ export class McpConnection {
   private startedWith = '';
   /** A restart under the policy in force, under way: calls meanwhile wait for it rather than fail as starting. */
   private policyRestart?: Promise<void>;
+  /** When the last start under the policy was (or is to be), and how long one that follows within HEALTHY_MS waits. */
+  private policyStartAt = 0;
+  private policyDelay = 0;
   /** It is stopped (or failed to start) because the policy in force refuses it: a re-check starts it once allowed. */
   private refusedByPolicy = false;
   /** The resident server's transport (a stdio one), to kill at once when the policy takes its rights back. */
@@ -392,10 +395,33 @@ export class McpConnection {
    * not change under it), and uses that come meanwhile wait for it rather than fail as starting.
    */
   private startUnderPolicy(): void {
-    this.backoff = this.o.backoffMs ?? 1000;
+    const base = this.o.backoffMs ?? 1000;
+    const now = Date.now();
+    // What the policy depends on may change at every check (an agent flipping a `.git` entry at every call's end,
+    // a trusted file edited back and forth): each start is a new process, so the first start is at once and those
+    // that follow within HEALTHY_MS wait, doubling, as after crashes. The server is stopped meanwhile: waiting
+    // leaves it no right, it only gives it its new ones later.
+    const delay = this.policyStartAt && now - this.policyStartAt < HEALTHY_MS ? Math.max(this.policyDelay, base) : 0;
+    this.policyDelay = delay ? Math.min(delay * 2, MAX_BACKOFF_MS) : base;
+    this.policyStartAt = now + delay;
+    this.backoff = base;
     this.restarts++;
-    this.start();
-    const wait = this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS).finally(() => {
+    let wait: Promise<void>;
+    if (!delay) {
+      this.start();
+      wait = this.settled(this.o.startTimeoutMs ?? START_TIMEOUT_MS);
+    } else {
+      this.state = 'restarting';
+      this.note(
+        `starting it under the policy in force in ${delay} ms (it was restarted for the policy less than a minute ago)`,
+      );
+      // Resolved by settle(): its start's end (ready or failed), or a stop meanwhile.
+      wait = new Promise<void>((resolve) => this.readyWaiters.push(resolve));
+      this.timer = setTimeout(() => this.start(), delay);
+      this.timer.unref();
+      this.o.changed();
+    }
+    wait = wait.finally(() => {
       if (this.policyRestart === wait) this.policyRestart = undefined;
     });
     this.policyRestart = wait;
