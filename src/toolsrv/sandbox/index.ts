@@ -339,9 +339,28 @@ function protectArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
   const writable = filesystemRules(policy, extra)
     .filter(([level]) => level === 'rw' || level === 'rwx')
     .map(([, p]) => p);
-  const kept = protectedPaths(writable, canonical(policy.home ?? homedir()), policy.isolate);
-  return [...kept.pin.flatMap((p) => ['--pin', p]), ...kept.protect.flatMap((p) => ['--protect', p])];
+  const home = canonical(policy.home ?? homedir());
+  const key = JSON.stringify([writable, home, policy.isolate.gitHooks, policy.isolate.startupFiles]);
+  if (!PROTECT_NOW) {
+    PROTECT_NOW = new Map();
+    queueMicrotask(() => (PROTECT_NOW = undefined));
+  }
+  let args = PROTECT_NOW.get(key);
+  if (!args) {
+    const kept = protectedPaths(writable, home, policy.isolate);
+    args = [...kept.pin.flatMap((p) => ['--pin', p]), ...kept.protect.flatMap((p) => ['--protect', p])];
+    PROTECT_NOW.set(key, args);
+  }
+  return args;
 }
+
+/**
+ * protectArgs of the same writable roots within one synchronous run, forgotten at its end: a re-check of N MCP
+ * servers (mcp/manager.ts, at every tool call's end) looks the disk up once, not N times, and every command, made
+ * in a run of its own, still looks it up anew. Nothing of toolsrv's changes the disk within the run, and what other
+ * processes change meanwhile is as if they had changed it a moment after the lookup.
+ */
+let PROTECT_NOW: Map<string, string[]> | undefined;
 
 /** The flags that depend on the policy and the tool's rules alone (cached per policy: ARGS_CACHE). */
 function fixedArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
