@@ -18,7 +18,7 @@ const MAX_SIZE = 1 << 20;
  * Each is opened (or made) and kept read-only at every command, and a megabyte of `path =` lines would make every
  * call pay tens of thousands.
  */
-export const MAX_NAMED = 256;
+export const MAX_NAMED = 64;
 
 export interface GitConfigPaths {
   /** Configuration files included, at any depth (they may not exist). */

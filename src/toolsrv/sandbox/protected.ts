@@ -53,7 +53,7 @@ const within = (p: string, dir: string): boolean => dir === '/' || p === dir || 
  * thread, and the agent can fill both (`.git/worktrees` stays writable): each entry costs a lookup and two mounts,
  * and thousands made every call take a second, or its argv too long to start at all.
  */
-export const MAX_ENTRIES = 256;
+export const MAX_ENTRIES = 100;
 
 /** At most `max` + 1 entries of `dir` (not following links); undefined when it cannot be read. */
 function list(dir: string, max = MAX_ENTRIES): Array<{ name: string; dir: boolean }> | undefined {
@@ -117,7 +117,7 @@ export function protectedPaths(
     // Each link may lead into a writable root and must be kept: one too many to look at fails the command.
     if (names.length > MAX_ENTRIES)
       throw new Error(
-        `${dir} holds more than ${MAX_ENTRIES} entries (a hooks directory has a few dozen): its links cannot all be kept read-only, so no tool runs here until it holds fewer`,
+        `${dir} holds more than ${MAX_ENTRIES} entries (git runs some 30 hook names; git init leaves 14 samples): its links cannot all be kept read-only, so no tool runs here until it holds fewer`,
       );
     for (const { name } of names) {
       const p = join(dir, name);
