@@ -29,6 +29,8 @@ import { Launcher, limitWords, type CallLimits, type Interactive } from '../../p
 import type { HostedCall, Proc } from './proc.js';
 
 export const DEFAULT_HOST_IDLE_MS = 10 * 60 * 1000;
+/** Hosts of one name in one cwd kept at once (more would be several policies' or per-tool rules' worth). */
+const MAX_HOSTS_PER_CWD = 3;
 /** How long a host gets to exit after its stdin closed before its process group is killed. */
 const STOP_GRACE_MS = 2000;
 const STDERR_TAIL = 4096;
@@ -334,6 +336,7 @@ export class HostPool {
       this.live.add(h);
       const started = h;
       h.whenExited(() => this.live.delete(started));
+      this.retireOlder(name, cwd);
     }
     h.run(proc, { ...req, env: cmd.env }, timeoutS);
   }
@@ -346,6 +349,21 @@ export class HostPool {
   async stats(pid: number): Promise<unknown> {
     const h = [...this.hosts.values()].find((x) => x.pid === pid);
     return h ? h.stats() : undefined;
+  }
+
+  /**
+   * Past MAX_HOSTS_PER_CWD hosts of one name in one cwd, the oldest is retired (it finishes its calls and stops).
+   * Its key is the wrapped command, which changes with what the sandbox looks up on disk at every command (the
+   * protected paths: a new `.git/worktrees` entry changes them): without a bound, an agent that changes it between
+   * calls leaves one more resident host each time, every one idling for idleMs.
+   */
+  private retireOlder(name: string, cwd: string): void {
+    const same = [...this.hosts.values()].filter((h) => h.name === name && h.cwd === cwd);
+    for (const h of same.slice(0, Math.max(0, same.length - MAX_HOSTS_PER_CWD))) {
+      h.retired = true;
+      this.hosts.delete(h.key);
+      if (h.pending.size === 0) h.stop();
+    }
   }
 
   /** New calls get new hosts; the current ones finish their calls and stop. */
