@@ -194,6 +194,9 @@ export function withResolvedRules(policy: SandboxPolicy): SandboxPolicy {
   return { ...policy, resolved };
 }
 
+/** The largest project policy file read: a policy is a few lines. */
+const MAX_PROJECT_FILE = 1 << 20;
+
 /**
  * The project's policy file, if there is one: its text when the owner trusts this exact file (its SHA-256 at
  * its resolved path), else why it is ignored. What is hashed is what is parsed: the bytes are read once.
@@ -215,7 +218,11 @@ function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?
   let kind: string | undefined;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    if (!fstatSync(fd).isFile()) kind = 'not a regular file';
+    const st = fstatSync(fd);
+    if (!st.isFile()) kind = 'not a regular file';
+    // Read and hashed in toolsrv's one thread whenever it changed (at a call, at every MCP re-check): an agent that
+    // grew it to gigabytes and touched it in a loop would have toolsrv read them again and again.
+    else if (st.size > MAX_PROJECT_FILE) kind = `larger than ${MAX_PROJECT_FILE} bytes`;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return trusted ? tampered('it is gone') : undefined;
