@@ -11,7 +11,7 @@
  * Who may reach what: the master and the frame socket are the spawner's alone; a call's terminal is that call's;
  * its keyboard (proc/{pid}/in) is the owner's.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SPAWNER } from '../../src/platform/spawner.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { buildNative } from '../toolsrv/sandbox-helpers.js';
+import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
 
 /** A tty tool that runs `command` with /bin/sh on its terminal (its arguments come in OLLIE_ARGS). */
 const TERM_TOOL = {
@@ -91,6 +91,7 @@ let env: Env | undefined;
 afterEach(async () => {
   await env?.close();
   env = undefined;
+  rmSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), { force: true });
 });
 
 /** A sandboxed toolsrv with the shipped policy and the tty tool; the agent works in `dir`. */
@@ -263,5 +264,47 @@ done()
       });
     }
     await c.write(`proc/${first}/ctl`, 'kill');
+  });
+});
+
+describe('a tty call is held to the limits the process and memory ones leave (tty-containment.test.ts has those)', () => {
+  it('the thread, CPU time and output limits end it with the limit named; a file stops at the file size limit', async () => {
+    writeFileSync(
+      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
+      shippedPolicyText()
+        .replace(/output: 64 MiB/, 'output: 1 MiB')
+        .replace(/file_size: 4 GiB/, 'file_size: 1 MiB')
+        .replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
+    );
+    const { dir, term } = await sandboxed();
+    // Under the memory limit (64 KiB stacks) and the process limit (one process): only the thread bound stops it.
+    writeFileSync(
+      join(dir, 'threads.py'),
+      `import threading, time
+threading.stack_size(65536)
+ev = threading.Event()
+[threading.Thread(target=ev.wait, daemon=True).start() for i in range(6000)]
+print("all started", flush=True)
+time.sleep(30)
+`,
+    );
+    const threads = await term('exec /usr/bin/python3 threads.py');
+    expect(threads, threads.output).toMatchObject({
+      status: 'killed',
+      error: 'killed: thread limit 4096 (16 per process of the process limit)',
+    });
+    expect(threads.output).not.toContain('all started');
+    // The file stops at the limit. This tool starts in Python, which ignores SIGXFSZ, and what it execs inherits that:
+    // so the write is refused (EFBIG) rather than the process killed, and the call ends in the tool's own error.
+    const fsz = await term('exec head -c 2000000 /dev/zero > big');
+    expect(fsz).toMatchObject({ status: 'exited', exit: 1 });
+    expect(fsz.output).toMatch(/File too large/);
+    expect(statSync(join(dir, 'big')).size).toBe(1024 * 1024);
+    expect(await term('exec sh -c "while :; do :; done"')).toMatchObject({
+      status: 'killed',
+      error: 'killed: CPU time limit 1 s (per process)',
+    });
+    // What the terminal prints counts, as a pipe's output does.
+    expect(await term('yes')).toMatchObject({ status: 'killed', error: 'killed: output limit 1 MiB' });
   });
 });
