@@ -121,7 +121,7 @@ async function stillServing(term: (command: string) => Promise<ProcResult>): Pro
 }
 
 describe("a tty tool cannot reach past its terminal, nor into the spawner's descriptors", () => {
-  it('the ioctls that push input, take the console, steal or hang up a terminal are refused', async () => {
+  it('the ioctls that push input, take the console, steal or hang up a terminal are refused, from a new session too', async () => {
     const { dir, term } = await sandboxed();
     writeFileSync(
       join(dir, 'ioctls.py'),
@@ -132,6 +132,25 @@ attempt("TIOCSCTTY steal", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 1))
 attempt("TIOCVHANGUP", lambda: fcntl.ioctl(0, 0x5437))
 attempt("vhangup", lambda: call(libc.vhangup()))
 attempt("TIOCLINUX", lambda: fcntl.ioctl(0, 0x541C, b"\\x0b"))
+# A new session has no terminal: /dev/tty is nothing, and this one, the call's session's, cannot become its own.
+r, w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.setsid()
+    out = {}
+    for name, fn in (("setsid /dev/tty", lambda: os.open("/dev/tty", os.O_RDWR)),
+                     ("setsid TIOCSCTTY", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)),
+                     ("setsid TIOCSCTTY steal", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 1))):
+        try:
+            fn()
+            out[name] = "ok"
+        except OSError as e:
+            out[name] = errno.errorcode.get(e.errno, str(e.errno))
+    os.write(w, json.dumps(out).encode())
+    os._exit(0)
+os.close(w)
+results.update(json.loads(os.read(r, 4096)))
+os.waitpid(child, 0)
 # The peer of a master: the tool's terminal is no master, so it opens nothing.
 attempt("TIOCGPTPEER", lambda: fcntl.ioctl(0, 0x5441, os.O_RDWR))
 done()
@@ -146,6 +165,9 @@ done()
       TIOCVHANGUP: 'EPERM',
       vhangup: 'EPERM',
       TIOCLINUX: 'ENOTTY',
+      'setsid /dev/tty': 'ENXIO',
+      'setsid TIOCSCTTY': 'EPERM',
+      'setsid TIOCSCTTY steal': 'EPERM',
       TIOCGPTPEER: expect.stringMatching(/^(EIO|EINVAL|ENOTTY)$/),
     });
   });
