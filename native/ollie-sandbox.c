@@ -703,10 +703,13 @@ static void build_filter(void) {
   load_arg(0);
   emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_NEWTIME_FLAG, L_EPERM, L_ALLOW);
 
-  /* TIOCSTI pushes input into a terminal, to be read by whatever owns it next. */
+  /* TIOCSTI pushes input into a terminal, to be read by whatever owns it next. TIOCSETD changes a terminal's line
+   * discipline, and asking for one the kernel has not loaded loads its module (dev.tty.ldisc_autoload): code a
+   * tool never needs, with a history of holes (n_hdlc, n_gsm). */
   label(L_IOCTL);
   load_arg(1);
   jump_if(TIOCSTI, L_EPERM);
+  jump_if(TIOCSETD, L_EPERM);
   go(L_ALLOW);
 
   /* prlimit64(pid, resource, new, old) setting the limits of another process: the kernel checks the uid only
@@ -913,8 +916,13 @@ static void close_terminals(void) {
   }
 }
 
+/* The terminals one call may hold at once in its own devpts: every instance draws on the machine's kernel.pty.max,
+ * and a call that took them all would leave none for another call's tty tool (or, but for kernel.pty.reserve,
+ * for the user's own terminals). tmux with a pane each uses one per pane. */
+#define PTY_MAX "64"
+
 static void private_terminals(void) {
-  if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600") < 0)
+  if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600,max=" PTY_MAX) < 0)
     close_terminals();
 }
 

@@ -114,6 +114,21 @@ describe.skipIf(landlockStatus().abi < 1)('an agent reaching for the owner termi
     expect(await t.report()).toBe(String.raw`b'typed-secret\r\n'`);
   });
 
+  it("cannot take the machine's terminals away from other calls and the user: at most 64 of its own at once", () => {
+    const dir = testDir('ollie-sec-pts-max-');
+    mkdirSync(join(dir, 'home'));
+    const out = runInHome('root', dir, [
+      `/usr/bin/python3 -c 'import os, pty
+held = []
+try:
+    while len(held) < 5000: held.append(pty.openpty())
+except OSError as e: print("refused", e.strerror)
+print("held", len(held))'`,
+    ]);
+    expect(out).toContain('refused');
+    expect(out).toMatch(/^held 64$/m);
+  });
+
   it('where the tool can have no devpts of its own, it gets no terminals at all, even through a rule on /dev', async () => {
     const t = await ownerTerminal(65534);
     // Inside another sandbox, whose system call filter refuses namespaces (as a kernel without user namespaces

@@ -132,6 +132,7 @@ attempt("TIOCSCTTY steal", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 1))
 attempt("TIOCVHANGUP", lambda: fcntl.ioctl(0, 0x5437))
 attempt("vhangup", lambda: call(libc.vhangup()))
 attempt("TIOCLINUX", lambda: fcntl.ioctl(0, 0x541C, b"\\x0b"))
+attempt("TIOCSETD", lambda: fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", 0)))
 # A new session has no terminal: /dev/tty is nothing, and this one, the call's session's, cannot become its own.
 r, w = os.pipe()
 child = os.fork()
@@ -165,6 +166,7 @@ done()
       TIOCVHANGUP: 'EPERM',
       vhangup: 'EPERM',
       TIOCLINUX: 'ENOTTY',
+      TIOCSETD: 'EPERM',
       'setsid /dev/tty': 'ENXIO',
       'setsid TIOCSCTTY': 'EPERM',
       'setsid TIOCSCTTY steal': 'EPERM',
