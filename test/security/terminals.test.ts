@@ -55,19 +55,27 @@ function ownerTerminal(uid: number): Promise<OwnerTerminal> {
   const p = spawn('/usr/bin/python3', ['-c', OWNER_TERMINAL, String(uid)]);
   open.push(p);
   let out = '';
-  const line = (n: number) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const lines = out.split('\n');
-        if (lines.length > n) resolve(lines[n - 1]!);
-      };
-      p.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        check();
-      });
-      p.once('exit', (c) => reject(new Error(`the terminal's helper exited (${c}): ${out}`)));
-      check();
-    });
+  let exited: string | undefined;
+  const waiting: Array<() => void> = [];
+  const wake = () => waiting.splice(0).forEach((w) => w());
+  p.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    wake();
+  });
+  // 'close', not 'exit': what it printed last may come after its exit.
+  p.once('close', (c) => {
+    exited = `the terminal's helper exited (${c}): ${out}`;
+    wake();
+  });
+  /** Line `n` (from 1) of what the helper printed, once it is whole. */
+  const line = async (n: number): Promise<string> => {
+    for (;;) {
+      const lines = out.split('\n');
+      if (lines.length > n) return lines[n - 1]!;
+      if (exited) throw new Error(exited);
+      await new Promise<void>((r) => waiting.push(r));
+    }
+  };
   return line(1).then((name) => ({
     name,
     report: () => {
