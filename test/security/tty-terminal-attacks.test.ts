@@ -11,34 +11,15 @@
  * Who may reach what: the master and the frame socket are the spawner's alone; a call's terminal is that call's;
  * its keyboard (proc/{pid}/in) is the owner's.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
-import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
-import { SPAWNER } from '../../src/platform/spawner.js';
-import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-
-/** A tty tool that runs `command` with /bin/sh on its terminal (its arguments come in OLLIE_ARGS). */
-const TERM_TOOL = {
-  term: {
-    meta: {
-      description: 'run a command on a terminal',
-      tty: true,
-      args: {
-        type: 'object',
-        properties: { command: { type: 'string' } },
-        required: ['command'],
-        additionalProperties: false,
-      },
-    },
-    script:
-      '#!/usr/bin/python3\nimport json, os\nos.execv("/bin/sh", ["sh", "-c", json.loads(os.environ["OLLIE_ARGS"])["command"]])\n',
-  },
-};
+import { until, type Env } from '../toolsrv/helpers.js';
+import { shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+import { useShippedPolicy } from './shipped-policy.js';
+import { termEnv } from './tty-tool.js';
 
 /** Python run by the tool: `attempt(name, fn)` records fn's result or its errno under `name` in results.json. */
 const PRELUDE = `import ctypes, errno, fcntl, json, os, signal, struct, termios, time
@@ -64,34 +45,12 @@ def done():
     json.dump(results, open("results.json", "w"))
 `;
 
-let xdg: string;
-const saved = { XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, XDG_DATA_HOME: process.env.XDG_DATA_HOME };
-
-beforeAll(() => {
-  buildNative();
-  if (!existsSync(SPAWNER)) throw new Error(`these tests need ${SPAWNER}: run node scripts/build-native.mjs`);
-  const ll = landlockStatus();
-  if (ll.abi < 6)
-    throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
-  xdg = mkdtempSync(join(tmpdir(), 'ollie-ttyatk-xdg-'));
-  process.env.XDG_CONFIG_HOME = join(xdg, 'config');
-  process.env.XDG_DATA_HOME = join(xdg, 'data');
-  mkdirSync(join(xdg, 'config', 'ollie'), { recursive: true });
-});
-
-afterAll(() => {
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(xdg, { recursive: true, force: true });
-});
+const { userPolicy } = useShippedPolicy('ollie-ttyatk-xdg-');
 
 let env: Env | undefined;
 afterEach(async () => {
   await env?.close();
   env = undefined;
-  rmSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), { force: true });
 });
 
 /** A sandboxed toolsrv with the shipped policy and the tty tool; the agent works in `dir`. */
@@ -100,11 +59,9 @@ async function sandboxed(): Promise<{
   c: Client;
   term(command: string, c2?: Client): Promise<ProcResult>;
 }> {
-  env = await startEnv(TERM_TOOL, { yolo: false });
-  const dir = join(env.dir, 'proj');
-  mkdirSync(dir);
-  const c = await env.client('agent1');
-  await c.write('ctl', `load term\ncwd ${dir}`);
+  const t = await termEnv();
+  env = t.env;
+  const { dir, c } = t;
   const e = env;
   return {
     dir,
@@ -294,7 +251,7 @@ done()
 describe('a tty call is held to the limits the process and memory ones leave (tty-containment.test.ts has those)', () => {
   it('the thread, CPU time and output limits end it with the limit named; a file stops at the file size limit', async () => {
     writeFileSync(
-      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
+      userPolicy(),
       shippedPolicyText()
         .replace(/output: 64 MiB/, 'output: 1 MiB')
         .replace(/file_size: 4 GiB/, 'file_size: 1 MiB')
