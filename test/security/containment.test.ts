@@ -15,8 +15,7 @@ import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { SPAWNER, Spawner } from '../../src/platform/spawner.js';
 import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-import { useShippedPolicy } from './shipped-policy.js';
+import { useShippedPolicy, writeLimits } from './shipped-policy.js';
 import { fixtureServer, writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
@@ -354,7 +353,7 @@ describe('limits', () => {
   });
 
   it('memory spread over several processes is counted for the call as a whole (a user limit of 256 MiB)', async () => {
-    writeFileSync(userPolicy(), shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'));
+    writeLimits(userPolicy(), { memory: '256 MiB' });
     const { shell } = await sandboxed();
     const eat = `${process.execPath} -e 'globalThis.b = Buffer.alloc(120 * 1024 * 1024, 1); setTimeout(() => {}, 60000)'`;
     const r = await shell(`for i in 1 2 3; do ${eat} & done; wait`, { timeout: 60 });
@@ -362,13 +361,7 @@ describe('limits', () => {
   });
 
   it('output, file size and CPU time limits end the call with the limit named', async () => {
-    writeFileSync(
-      userPolicy(),
-      shippedPolicyText()
-        .replace(/output: 64 MiB/, 'output: 1 MiB')
-        .replace(/file_size: 4 GiB/, 'file_size: 1 MiB')
-        .replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
-    );
+    writeLimits(userPolicy(), { output: '1 MiB', file_size: '1 MiB', cpu_seconds: '1' });
     const { shell } = await sandboxed();
     expect(await shell('yes', { timeout: 30 })).toMatchObject({
       status: 'killed',

@@ -3,13 +3,24 @@
  * kernel): a config dir of the file's own, so that what the machine's user has configured changes nothing, and
  * whatever `sandbox.yaml` a test writes there is gone before the next test.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { SPAWNER } from '../../src/platform/spawner.js';
 import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
-import { buildNative } from '../toolsrv/sandbox-helpers.js';
+import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+
+/** Sets limits of the shipped policy (`{ memory: '256 MiB' }`) as the owner's sandbox.yaml at `file`. */
+export function writeLimits(file: string, limits: Record<string, string>): void {
+  let text = shippedPolicyText();
+  for (const [k, v] of Object.entries(limits)) {
+    const next = text.replace(new RegExp(`^(  ${k}: ).*$`, 'm'), `$1${v}`);
+    if (next === text) throw new Error(`the shipped policy has no limit ${k}`);
+    text = next;
+  }
+  writeFileSync(file, text);
+}
 
 /**
  * Registers the file's hooks: the native programs built (the spawner required), Landlock ABI 6 or later required

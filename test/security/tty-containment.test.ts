@@ -16,8 +16,7 @@ import type { Client } from '../../src/ninep/index.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-import { useShippedPolicy } from './shipped-policy.js';
+import { useShippedPolicy, writeLimits } from './shipped-policy.js';
 import { TERM_TOOL, termEnv } from './tty-tool.js';
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
@@ -122,7 +121,7 @@ time.sleep(${m})`,
   });
 
   it('memory spread over several processes is killed at the memory limit (a user limit of 256 MiB)', async () => {
-    writeFileSync(userPolicy(), shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'));
+    writeLimits(userPolicy(), { memory: '256 MiB' });
     const { term } = await sandboxed();
     const eat = `${process.execPath} -e 'globalThis.b = Buffer.alloc(120 * 1024 * 1024, 1); setTimeout(() => {}, 60000)'`;
     const r = await term(`for i in 1 2 3; do ${eat} & done; wait`, { timeout: 30 });

@@ -17,8 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
 import { until, type Env } from '../toolsrv/helpers.js';
-import { shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-import { useShippedPolicy } from './shipped-policy.js';
+import { useShippedPolicy, writeLimits } from './shipped-policy.js';
 import { termEnv } from './tty-tool.js';
 
 /** Python run by the tool: `attempt(name, fn)` records fn's result or its errno under `name` in results.json. */
@@ -250,13 +249,7 @@ done()
 
 describe('a tty call is held to the limits the process and memory ones leave (tty-containment.test.ts has those)', () => {
   it('the thread, CPU time and output limits end it with the limit named; a file stops at the file size limit', async () => {
-    writeFileSync(
-      userPolicy(),
-      shippedPolicyText()
-        .replace(/output: 64 MiB/, 'output: 1 MiB')
-        .replace(/file_size: 4 GiB/, 'file_size: 1 MiB')
-        .replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
-    );
+    writeLimits(userPolicy(), { output: '1 MiB', file_size: '1 MiB', cpu_seconds: '1' });
     const { dir, term } = await sandboxed();
     // Under the memory limit (64 KiB stacks) and the process limit (one process): only the thread bound stops it.
     writeFileSync(
