@@ -1076,9 +1076,16 @@ static void protect_paths(void) {
     snprintf(map, sizeof map, "%u %u 1", (unsigned)gid, (unsigned)gid);
     write_file("/proc/self/gid_map", map);
   }
-  /* Nothing done here may reach the namespace the daemon and the user's programs live in. */
-  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+  /* Nothing done here may reach the namespace the daemon and the user's programs live in. A namespace in which
+   * nothing may be mounted (Ubuntu's AppArmor lets an unprivileged user namespace be made but gives it no
+   * capability) keeps only the terminals from the tool, as where there is no namespace at all. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+    if (!nprotects && !npins) {
+      close_terminals();
+      return;
+    }
     die(EXIT_SETUP, "making the mounts private: %s", strerror(errno));
+  }
   for (int p = 0; p < npins; p++) bind_self(pins[p], 0);
   for (int p = 0; p < nprotects; p++) bind_self(protects[p], 1);
   if (private_pts) private_terminals();

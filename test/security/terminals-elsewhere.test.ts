@@ -66,6 +66,24 @@ function runSandboxed(as: RunAs, dir: string, lines: string[], o: { policy?: str
   return o.devptsAt ? withDevptsAt(o.devptsAt, run) : run();
 }
 
+/** Runs argv[1:] with mount(2) refused (EPERM) by a seccomp filter; x86-64 and aarch64. */
+const NO_MOUNT = `
+import ctypes, os, platform, struct, sys
+nr = {"x86_64": 165, "aarch64": 40}[platform.machine()]
+prog = b"".join(struct.pack("HBBI", *i) for i in [
+    (0x20, 0, 0, 0),                # ld [nr]
+    (0x15, 0, 1, nr),               # jeq mount
+    (0x06, 0, 0, 0x00050000 | 1),   # ret ERRNO(EPERM)
+    (0x06, 0, 0, 0x7fff0000),       # ret ALLOW
+])
+buf = ctypes.create_string_buffer(prog)
+fprog = struct.pack("HxxxxxxQ", 4, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) == 0
+os.execv(sys.argv[1], sys.argv[1:])
+`;
+
 /** List the terminals at `dir`, write into the owner's there, read what waits on it; make a terminal of its own. */
 const attackAt = (dir: string, n: string) => [
   `ls ${dir} | tr '\\n' ' '; echo`,
@@ -131,6 +149,41 @@ describe.skipIf(landlockStatus().abi < 1)('the machine terminals under another n
     expect(out).not.toContain('opened ');
     expect(out).toContain('devices-work');
     expect(out).toContain("own terminal b'own\\r\\n'");
+  });
+
+  it('where a user namespace can be made but nothing mounted in it, the tool runs, without terminals', async () => {
+    const t = await ownerTerminal(65534);
+    const n = t.name.split('/').at(-1)!;
+    const dir = testDir('ollie-sec-pts-nomount-');
+    const home = join(dir, 'home');
+    mkdirSync(home);
+    const ctx = policyContext(dir, { cwd: home, home });
+    const policy = loadPolicy(ctx);
+    spawnSync('chown', ['-R', '-h', 'nobody:nogroup', dir]);
+    const cmd = sandboxCommand(policy, ['/bin/sh', '-c', [...attackAt('/dev/pts', n), 'echo ran'].join('; ')]);
+    expect(cmd.args).toContain('--private-pts');
+    // As Ubuntu's AppArmor does with an unprivileged user namespace (it may be made, but holds no capability):
+    // mount(2) is refused, unshare(2) is not.
+    const run = spawnSync(
+      'setpriv',
+      [
+        '--reuid=nobody',
+        '--regid=nogroup',
+        '--clear-groups',
+        '/usr/bin/python3',
+        '-c',
+        NO_MOUNT,
+        cmd.file,
+        ...cmd.args,
+      ],
+      { env: cmd.env({ PATH: '/usr/bin:/bin', HOME: home }), encoding: 'utf8', timeout: 30_000 },
+    );
+    const out = run.stdout + run.stderr;
+    expect(out).toContain('ran');
+    expect(out).not.toContain('wrote-owner-terminal');
+    expect(out).not.toContain('read-owner-terminal');
+    expect(out).not.toContain('own terminal');
+    expect(await t.report()).toBe(UNTOUCHED);
   });
 
   it('where the tool can have no devpts of its own, a rule on / does not reach the machine devpts bound elsewhere', async () => {
