@@ -26,6 +26,12 @@ import type { RunAs } from './sandboxed-home.js';
 const SHIPPED = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8');
 const uidOf = (as: RunAs) => (as === 'root' ? 0 : 65534);
 
+/** How many devpts mounts this process's namespace (the daemon's, for the helper) has. */
+const devptsMountCount = () =>
+  readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(' - devpts ')).length;
+
 /** Binds the machine's devpts (the one /dev/ptmx makes terminals in) at `at`, for the length of `f`. */
 function withDevptsAt<T>(at: string, f: () => T): T {
   mkdirSync(at, { recursive: true });
@@ -100,7 +106,10 @@ describe.skipIf(landlockStatus().abi < 1)('the machine terminals under another n
       const n = t.name.split('/').at(-1)!;
       const dir = testDir('ollie-sec-pts-chroot-');
       const pts = join(dir, 'home', 'chroot', 'dev', 'pts');
+      const before = devptsMountCount();
       const { out, args } = runSandboxed(as, dir, attackAt('chroot/dev/pts', n), { devptsAt: pts });
+      // What the helper mounted stayed in the tool's namespace: none of it is the daemon's.
+      expect(devptsMountCount()).toBe(before);
       expect(args).toContain('--private-pts');
       expect(out).not.toMatch(new RegExp(`(^| )${n} `, 'm'));
       expect(out).not.toContain('wrote-owner-terminal');
