@@ -936,20 +936,23 @@ static void unescape_mountinfo(char *s) {
  * terminal of the machine whatever rule reaches it; what cannot be covered, or everything without `cover`, is
  * closed (denied).
  */
-static void foreign_terminals(int cover) {
-  /* Read whole before anything is mounted: the mounts made below would be read again as devpts ones. */
-  struct {
-    char *at;
-    int dir;
-  } found[MAX_ITEMS];
+/* A mount of /proc/self/mountinfo: where (`at`), and whether the whole filesystem is mounted there (`whole`). */
+struct mount_at {
+  char *at;
+  int whole;
+};
+
+/* The mounts of filesystem type `fstype`, read whole (the caller may mount, which would add lines while reading). */
+static int mounts_of(const char *fstype, struct mount_at *found, int max) {
   int nfound = 0;
+  size_t tlen = strlen(fstype);
   FILE *f = fopen("/proc/self/mountinfo", "re");
   char *line = NULL;
   size_t cap = 0;
-  while (f && nfound < MAX_ITEMS && getline(&line, &cap, f) > 0) {
+  while (f && nfound < max && getline(&line, &cap, f) > 0) {
     /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS (spaces escaped) */
     char *sep = strstr(line, " - ");
-    if (!sep || strncmp(sep + 3, "devpts ", 7)) continue;
+    if (!sep || strncmp(sep + 3, fstype, tlen) || sep[3 + tlen] != ' ') continue;
     *sep = 0;
     char *save = NULL, *fields[5];
     int n = 0;
@@ -957,15 +960,21 @@ static void foreign_terminals(int cover) {
     if (n < 5) continue;
     unescape_mountinfo(fields[3]);
     unescape_mountinfo(fields[4]);
-    if (!strcmp(fields[4], "/dev/pts")) continue;
     found[nfound].at = strdup(fields[4]);
-    found[nfound++].dir = !strcmp(fields[3], "/");
+    found[nfound++].whole = !strcmp(fields[3], "/");
   }
   free(line);
   if (f) fclose(f);
+  return nfound;
+}
+
+static void foreign_terminals(int cover) {
+  struct mount_at found[MAX_ITEMS];
+  int nfound = mounts_of("devpts", found, MAX_ITEMS);
   for (int i = 0; i < nfound; i++) {
     const char *mp = found[i].at;
-    if (cover && mount(found[i].dir ? "/dev/pts" : "/dev/null", mp, NULL, MS_BIND, NULL) == 0) continue;
+    if (!strcmp(mp, "/dev/pts")) continue; /* ours on top; the machine's beneath it, out of reach */
+    if (cover && mount(found[i].whole ? "/dev/pts" : "/dev/null", mp, NULL, MS_BIND, NULL) == 0) continue;
     if (cover && (errno == ENOENT || errno == ENOTDIR)) continue; /* beneath one covered already */
     check_room("--deny", &nclosed_pts);
     closed_pts[nclosed_pts++] = found[i].at;
@@ -1007,7 +1016,7 @@ static void deny_terminal_devices_in(const char *dir, const struct dev_range *r,
   while ((e = readdir(d))) {
     if (e->d_name[0] == '.' || (e->d_type != DT_CHR && e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)) continue;
     if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
-    if (!strcmp(path, "/dev/pts") || !strcmp(path, "/dev/shm")) continue;
+    if (depth == 0 && (!strcmp(e->d_name, "pts") || !strcmp(e->d_name, "shm"))) continue;
     struct stat st;
     if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
     if (S_ISDIR(st.st_mode) && depth < 2) deny_terminal_devices_in(path, r, nr, depth + 1);
@@ -1016,11 +1025,20 @@ static void deny_terminal_devices_in(const char *dir, const struct dev_range *r,
   closedir(d);
 }
 
-static void deny_terminal_devices(void) {
-  int broad = 0;
+/* Whether a rule covers `dir` whole (is it, or above it). */
+static int rule_covers(const char *dir) {
   for (int r = 0; r < nrules; r++)
-    if (beneath("/dev", rules[r].path)) broad = 1;
-  if (!broad) return;
+    if (beneath(dir, rules[r].path)) return 1;
+  return 0;
+}
+
+static void deny_terminal_devices(void) {
+  /* /dev, and the machine's /dev bound elsewhere (a chroot's dev, `mount --rbind /dev`): the same devices. */
+  struct mount_at devs[64];
+  int ndevs = mounts_of("devtmpfs", devs, 64), scan = rule_covers("/dev");
+  for (int i = 0; i < ndevs; i++)
+    if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) scan = 1;
+  if (!scan) return;
   struct dev_range r[64];
   int nr = 0;
   FILE *f = fopen("/proc/tty/drivers", "re");
@@ -1033,7 +1051,9 @@ static void deny_terminal_devices(void) {
     if (k >= 4) r[nr++] = (struct dev_range){ma, lo, hi};
   }
   if (f) fclose(f);
-  deny_terminal_devices_in("/dev", r, nr, 0);
+  if (rule_covers("/dev")) deny_terminal_devices_in("/dev", r, nr, 0);
+  for (int i = 0; i < ndevs; i++)
+    if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) deny_terminal_devices_in(devs[i].at, r, nr, 0);
 }
 
 static void close_terminals(void) {

@@ -41,17 +41,22 @@ export function ownerTerminal(uid: number): Promise<OwnerTerminal> {
   onTestFinished(() => {
     p.kill();
   });
+  // One listener appends; each wait checks again on every chunk (a listener per wait appended each chunk twice).
   let out = '';
+  const waits = new Set<() => void>();
+  p.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const w of waits) w();
+  });
   const line = (n: number) =>
     new Promise<string>((resolve, reject) => {
       const check = () => {
         const lines = out.split('\n');
-        if (lines.length > n) resolve(lines[n - 1]!);
+        if (lines.length <= n) return;
+        waits.delete(check);
+        resolve(lines[n - 1]!);
       };
-      p.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        check();
-      });
+      waits.add(check);
       p.once('exit', (c) => reject(new Error(`the terminal's helper exited (${c}): ${out}`)));
       check();
     });

@@ -26,6 +26,9 @@ import type { RunAs } from './sandboxed-home.js';
 const SHIPPED = readFileSync(join(PACKAGE_ROOT, 'data', 'sandbox.yaml'), 'utf8');
 const uidOf = (as: RunAs) => (as === 'root' ? 0 : 65534);
 
+/** The machine's consoles, virtual consoles, their screens and a serial line: those this machine has are tried. */
+const CONSOLES = ['/dev/console', '/dev/tty1', '/dev/tty0', '/dev/vcs', '/dev/vcsa1', '/dev/ttyS0'];
+
 /** How many devpts mounts this process's namespace (the daemon's, for the helper) has. */
 const devptsMountCount = () =>
   readFileSync('/proc/self/mountinfo', 'utf8')
@@ -137,9 +140,7 @@ describe.skipIf(landlockStatus().abi < 1)('the machine terminals under another n
   });
 
   it("a rule on /dev, as root: the machine's consoles, virtual consoles and serial lines are not the tool's", () => {
-    const devices = ['/dev/console', '/dev/tty1', '/dev/tty0', '/dev/vcs', '/dev/vcsa1', '/dev/ttyS0'].filter((d) =>
-      existsSync(d),
-    );
+    const devices = CONSOLES.filter((d) => existsSync(d));
     expect(devices.length).toBeGreaterThan(0);
     const dir = testDir('ollie-sec-dev-');
     const policy = SHIPPED.replace(/^ {4}- \/dev\/null\n/m, '    - /dev\n    - /dev/null\n');
@@ -158,6 +159,26 @@ describe.skipIf(landlockStatus().abi < 1)('the machine terminals under another n
     expect(out).not.toContain('opened ');
     expect(out).toContain('devices-work');
     expect(out).toContain("own terminal b'own\\r\\n'");
+  });
+
+  it("the machine's /dev bound in a build chroot of the project, as root: not its consoles and serial lines", () => {
+    const devices = CONSOLES.filter((d) => existsSync(d));
+    expect(devices.length).toBeGreaterThan(0);
+    const dir = testDir('ollie-sec-dev-chroot-');
+    const dev = join(dir, 'home', 'chroot', 'dev');
+    mkdirSync(dev, { recursive: true });
+    expect(spawnSync('mount', ['--bind', '/dev', dev]).status).toBe(0);
+    let out: string;
+    try {
+      out = runSandboxed('root', dir, [
+        ...devices.map((d) => `(: > chroot${d}) 2>/dev/null && echo "opened chroot${d}"`),
+        'echo x > chroot/dev/null && echo devices-work',
+      ]).out;
+    } finally {
+      spawnSync('umount', [dev]);
+    }
+    expect(out).not.toContain('opened ');
+    expect(out).toContain('devices-work');
   });
 
   it('where a user namespace can be made but nothing mounted in it, the tool runs, without terminals', async () => {
