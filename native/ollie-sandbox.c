@@ -942,17 +942,27 @@ struct mount_at {
   int whole;
 };
 
-/* The mounts of filesystem type `fstype`, read whole (the caller may mount, which would add lines while reading). */
-static int mounts_of(const char *fstype, struct mount_at *found, int max) {
-  int nfound = 0;
-  size_t tlen = strlen(fstype);
+/*
+ * The mounts of filesystem type `fstype` (devpts or devtmpfs). /proc/self/mountinfo is read once, whole, and kept:
+ * the mounts made here afterwards (the tool's instance bound over the machine's) are not the machine's.
+ */
+static struct {
+  int devpts;
+  struct mount_at m;
+} seen_mounts[MAX_ITEMS];
+static int nseen_mounts = -1;
+
+static void read_mounts(void) {
+  nseen_mounts = 0;
   FILE *f = fopen("/proc/self/mountinfo", "re");
   char *line = NULL;
   size_t cap = 0;
-  while (f && nfound < max && getline(&line, &cap, f) > 0) {
+  while (f && nseen_mounts < MAX_ITEMS && getline(&line, &cap, f) > 0) {
     /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS (spaces escaped) */
     char *sep = strstr(line, " - ");
-    if (!sep || strncmp(sep + 3, fstype, tlen) || sep[3 + tlen] != ' ') continue;
+    if (!sep) continue;
+    int devpts = !strncmp(sep + 3, "devpts ", 7);
+    if (!devpts && strncmp(sep + 3, "devtmpfs ", 9)) continue;
     *sep = 0;
     char *save = NULL, *fields[5];
     int n = 0;
@@ -960,17 +970,25 @@ static int mounts_of(const char *fstype, struct mount_at *found, int max) {
     if (n < 5) continue;
     unescape_mountinfo(fields[3]);
     unescape_mountinfo(fields[4]);
-    found[nfound].at = strdup(fields[4]);
-    found[nfound++].whole = !strcmp(fields[3], "/");
+    seen_mounts[nseen_mounts].devpts = devpts;
+    seen_mounts[nseen_mounts].m.at = strdup(fields[4]);
+    seen_mounts[nseen_mounts++].m.whole = !strcmp(fields[3], "/");
   }
   free(line);
   if (f) fclose(f);
-  return nfound;
+}
+
+static int mounts_of(int devpts, struct mount_at *found, int max) {
+  if (nseen_mounts < 0) read_mounts();
+  int n = 0;
+  for (int i = 0; i < nseen_mounts && n < max; i++)
+    if (seen_mounts[i].devpts == devpts) found[n++] = seen_mounts[i].m;
+  return n;
 }
 
 static void foreign_terminals(int cover) {
   struct mount_at found[MAX_ITEMS];
-  int nfound = mounts_of("devpts", found, MAX_ITEMS);
+  int nfound = mounts_of(1, found, MAX_ITEMS);
   for (int i = 0; i < nfound; i++) {
     const char *mp = found[i].at;
     if (!strcmp(mp, "/dev/pts")) continue; /* ours on top; the machine's beneath it, out of reach */
@@ -1035,7 +1053,7 @@ static int rule_covers(const char *dir) {
 static void deny_terminal_devices(void) {
   /* /dev, and the machine's /dev bound elsewhere (a chroot's dev, `mount --rbind /dev`): the same devices. */
   struct mount_at devs[64];
-  int ndevs = mounts_of("devtmpfs", devs, 64), scan = rule_covers("/dev");
+  int ndevs = mounts_of(0, devs, 64), scan = rule_covers("/dev");
   for (int i = 0; i < ndevs; i++)
     if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) scan = 1;
   if (!scan) return;
