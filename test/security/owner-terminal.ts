@@ -41,25 +41,29 @@ export function ownerTerminal(uid: number): Promise<OwnerTerminal> {
   onTestFinished(() => {
     p.kill();
   });
-  // One listener appends; each wait checks again on every chunk (a listener per wait appended each chunk twice).
+  // One listener appends; the waits look again on every chunk (a listener per wait appended each chunk twice).
   let out = '';
-  const waits = new Set<() => void>();
+  let ended: string | undefined;
+  const waiting: Array<() => void> = [];
+  const wake = () => waiting.splice(0).forEach((w) => w());
   p.stdout.on('data', (d: Buffer) => {
     out += d.toString();
-    for (const w of waits) w();
+    wake();
   });
-  const line = (n: number) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const lines = out.split('\n');
-        if (lines.length <= n) return;
-        waits.delete(check);
-        resolve(lines[n - 1]!);
-      };
-      waits.add(check);
-      p.once('exit', (c) => reject(new Error(`the terminal's helper exited (${c}): ${out}`)));
-      check();
-    });
+  // 'close', not 'exit': what it printed last may come after its exit.
+  p.once('close', (c) => {
+    ended = `the terminal's helper exited (${c}): ${out}`;
+    wake();
+  });
+  /** Line `n` (from 1) of what the helper printed, once it is whole. */
+  const line = async (n: number): Promise<string> => {
+    for (;;) {
+      const lines = out.split('\n');
+      if (lines.length > n) return lines[n - 1]!;
+      if (ended) throw new Error(ended);
+      await new Promise<void>((r) => waiting.push(r));
+    }
+  };
   return line(1).then((name) => ({
     name,
     report: () => {
