@@ -8,33 +8,17 @@
 import { tmpdir } from 'node:os';
 import { benchArgs } from './lib/args.mjs';
 import { fromDist } from './lib/dist.mjs';
+import { timedLaunch } from './lib/launch.mjs';
 import { stats } from './timing.mjs';
 
 const { Launcher } = await fromDist('platform/launcher.js');
 const { n: N, warmup: WARMUP, json } = benchArgs({ n: 300, warmup: 30, json: false });
 const median = (xs) => stats(xs).median;
 
-async function once(l) {
-  let sync = 0;
-  const t0 = performance.now();
-  await new Promise((resolve, reject) => {
-    let exited = false;
-    let closed = false;
-    const done = () => exited && closed && resolve();
-    const s0 = performance.now();
-    l.launch(
-      { file: '/bin/true', args: [], cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' }, stdin: '' },
-      {
-        output: () => undefined,
-        exited: () => ((exited = true), done()),
-        closed: () => ((closed = true), done()),
-        lost: (why) => reject(new Error(why)),
-      },
-    ).catch(reject);
-    sync = performance.now() - s0;
-  });
-  return { total: performance.now() - t0, sync };
-}
+const once = (l) =>
+  timedLaunch((cb) =>
+    l.launch({ file: '/bin/true', args: [], cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' }, stdin: '' }, cb),
+  );
 
 const out = {};
 for (const native of [true, false]) {

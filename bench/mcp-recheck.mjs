@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchArgs } from './lib/args.mjs';
+import { letSandboxReadModules } from './lib/policy.mjs';
 import { fromDist, root } from './lib/dist.mjs';
 import { medianP95, timeTogether } from './timing.mjs';
 
@@ -43,13 +44,7 @@ async function setUp(name, prepare) {
   for (let i = 0; i < values.servers; i++)
     mcpServers[`s${i}`] = { command: process.execPath, args: [FIXTURE], ollie: { workspace: 'rw' } };
   writeFileSync(join(config, 'mcp.json'), JSON.stringify({ mcpServers }));
-  // A checkout whose node_modules lies elsewhere (a worktree): let the sandboxed servers read it.
-  const modules = realpathSync(join(ROOT, 'node_modules'));
-  if (!modules.startsWith(`${ROOT}/`))
-    writeFileSync(
-      join(config, 'sandbox.yaml'),
-      readFileSync(join(ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`),
-    );
+  letSandboxReadModules(ROOT, config);
   prepare?.(ws, config);
   const confinement = await Confinement.create({
     yolo: false,

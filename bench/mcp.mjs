@@ -9,12 +9,13 @@
  *
  *   node bench/mcp.mjs      (after npm run build:node)
  */
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countTokens } from '../dist/olliesrv/backend/tokens.js';
 import { promptTokens, startMockLlm } from '../dist/devtools/mock-llm/server.js';
 import { writeMockBackend } from './lib/backend.mjs';
+import { letSandboxReadModules } from './lib/policy.mjs';
 import { newAgent, startBenchDaemon } from './lib/daemon.mjs';
 
 const ROOT = realpathSync(join(new URL('.', import.meta.url).pathname, '..'));
@@ -35,13 +36,7 @@ async function run(servers) {
   for (let i = 0; i < servers; i++)
     mcpServers[`svc${i}`] = { command: process.execPath, args: [FIXTURE, '--tools', String(TOOLS - 9), `svc${i}`] };
   writeFileSync(join(config, 'mcp.json'), JSON.stringify({ mcpServers }));
-  // A checkout whose node_modules lies elsewhere (a worktree): let the sandboxed servers read it.
-  const modules = realpathSync(join(ROOT, 'node_modules'));
-  if (!modules.startsWith(`${ROOT}/`))
-    writeFileSync(
-      join(config, 'sandbox.yaml'),
-      readFileSync(join(ROOT, 'data', 'sandbox.yaml'), 'utf8').replace(/^ {2}ro:\n/m, `  ro:\n    - ${modules}\n`),
-    );
+  letSandboxReadModules(ROOT, config);
   const { daemon, client: c } = await startBenchDaemon(dir, {
     configDir: config,
     toolsrv: {},

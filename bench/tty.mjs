@@ -9,6 +9,7 @@
 import { tmpdir } from 'node:os';
 import { benchArgs } from './lib/args.mjs';
 import { fromDist } from './lib/dist.mjs';
+import { timedLaunch } from './lib/launch.mjs';
 import { stats } from './timing.mjs';
 
 const { Launcher } = await fromDist('platform/launcher.js');
@@ -18,25 +19,7 @@ const REQ = { file: '/bin/sh', args: ['-c', 'echo ready'], cwd: tmpdir(), env: {
 const SIZE = { cols: 120, rows: 40 };
 
 /** One start through the spawner: until the first output, then until it has ended (so runs do not overlap). */
-async function viaSpawner(l) {
-  let sync = 0;
-  let first = 0;
-  const t0 = performance.now();
-  await new Promise((resolve, reject) => {
-    let exited = false;
-    let closed = false;
-    const done = () => exited && closed && resolve();
-    const s0 = performance.now();
-    l.launchTty({ ...REQ, stdin: '' }, SIZE, {
-      output: () => (first ||= performance.now() - t0),
-      exited: () => ((exited = true), done()),
-      closed: () => ((closed = true), done()),
-      lost: (why) => reject(new Error(why)),
-    }).catch(reject);
-    sync = performance.now() - s0;
-  });
-  return { first, sync };
-}
+const viaSpawner = (l) => timedLaunch((cb) => l.launchTty({ ...REQ, stdin: '' }, SIZE, cb));
 
 /** The same through node-pty. */
 async function viaNodePty(pty) {

@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -703,10 +704,13 @@ static void build_filter(void) {
   load_arg(0);
   emit(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS | CLONE_NEWTIME_FLAG, L_EPERM, L_ALLOW);
 
-  /* TIOCSTI pushes input into a terminal, to be read by whatever owns it next. */
+  /* TIOCSTI pushes input into a terminal, to be read by whatever owns it next. TIOCSETD changes a terminal's line
+   * discipline, and asking for one the kernel has not loaded loads its module (dev.tty.ldisc_autoload): code a
+   * tool never needs, with a history of holes (n_hdlc, n_gsm). */
   label(L_IOCTL);
   load_arg(1);
   jump_if(TIOCSTI, L_EPERM);
+  jump_if(TIOCSETD, L_EPERM);
   go(L_ALLOW);
 
   /* prlimit64(pid, resource, new, old) setting the limits of another process: the kernel checks the uid only
@@ -903,19 +907,193 @@ static void bind_self(const char *path, int ro) {
  * under /dev/pts there. Where no namespace or instance can be had, /dev/pts and /dev/ptmx are not granted at all:
  * the tool runs, without terminals of its own (pts_closed).
  */
-static void close_terminals(void) {
-  pts_closed = 1;
-  /* Denied, so that a broader rule (/dev, /) is cut around them too; the rules naming them are skipped below. */
-  const char *paths[] = {"/dev/pts", "/dev/ptmx"};
-  for (int p = 0; p < 2; p++) {
-    check_room("--deny", &ndenies);
-    denies[ndenies++] = strdup(paths[p]);
+static void add_deny(const char *path) {
+  check_room("--deny", &ndenies);
+  denies[ndenies++] = strdup(path);
+}
+
+/*
+ * The machine's devpts mounted somewhere else than /dev/pts: a build chroot's dev/pts (schroot, mock, pbuilder bind
+ * it), a container's /dev/console (one terminal of it, bound). Through them, a rule on the directory they are in (a
+ * project holding the chroot) reached the owner's terminals as /dev/pts did. Their mount points, read from
+ * /proc/self/mountinfo; the ones that could not be covered (closed_pts) are denied, and rules beneath them skipped.
+ */
+static char *closed_pts[MAX_ITEMS];
+static int nclosed_pts;
+
+/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
+static void unescape_mountinfo(char *s) {
+  char *o = s;
+  for (; *s; s++) {
+    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+      *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+      s += 3;
+    } else *o++ = *s;
+  }
+  *o = 0;
+}
+
+/*
+ * Every devpts mount but those on /dev/pts (ours on top, the machine's beneath it, out of reach): with `cover`, the
+ * tool's own instance is bound over a directory and /dev/null over a single terminal, so the name leads to no
+ * terminal of the machine whatever rule reaches it; what cannot be covered, or everything without `cover`, is
+ * closed (denied).
+ */
+/* A mount of /proc/self/mountinfo: where (`at`), and whether the whole filesystem is mounted there (`whole`). */
+struct mount_at {
+  char *at;
+  int whole;
+};
+
+/*
+ * The mounts of filesystem type `fstype` (devpts or devtmpfs). /proc/self/mountinfo is read once, whole, and kept:
+ * the mounts made here afterwards (the tool's instance bound over the machine's) are not the machine's.
+ */
+static struct {
+  int devpts;
+  struct mount_at m;
+} seen_mounts[MAX_ITEMS];
+static int nseen_mounts = -1;
+
+static void read_mounts(void) {
+  nseen_mounts = 0;
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char *line = NULL;
+  size_t cap = 0;
+  while (f && nseen_mounts < MAX_ITEMS && getline(&line, &cap, f) > 0) {
+    /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS (spaces escaped) */
+    char *sep = strstr(line, " - ");
+    if (!sep) continue;
+    int devpts = !strncmp(sep + 3, "devpts ", 7);
+    if (!devpts && strncmp(sep + 3, "devtmpfs ", 9)) continue;
+    *sep = 0;
+    char *save = NULL, *fields[5];
+    int n = 0;
+    for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save)) fields[n++] = t;
+    if (n < 5) continue;
+    unescape_mountinfo(fields[3]);
+    unescape_mountinfo(fields[4]);
+    seen_mounts[nseen_mounts].devpts = devpts;
+    seen_mounts[nseen_mounts].m.at = strdup(fields[4]);
+    seen_mounts[nseen_mounts++].m.whole = !strcmp(fields[3], "/");
+  }
+  free(line);
+  if (f) fclose(f);
+}
+
+static int mounts_of(int devpts, struct mount_at *found, int max) {
+  if (nseen_mounts < 0) read_mounts();
+  int n = 0;
+  for (int i = 0; i < nseen_mounts && n < max; i++)
+    if (seen_mounts[i].devpts == devpts) found[n++] = seen_mounts[i].m;
+  return n;
+}
+
+static void foreign_terminals(int cover) {
+  struct mount_at found[MAX_ITEMS];
+  int nfound = mounts_of(1, found, MAX_ITEMS);
+  for (int i = 0; i < nfound; i++) {
+    const char *mp = found[i].at;
+    if (!strcmp(mp, "/dev/pts")) continue; /* ours on top; the machine's beneath it, out of reach */
+    if (cover && mount(found[i].whole ? "/dev/pts" : "/dev/null", mp, NULL, MS_BIND, NULL) == 0) continue;
+    if (cover && (errno == ENOENT || errno == ENOTDIR)) continue; /* beneath one covered already */
+    check_room("--deny", &nclosed_pts);
+    closed_pts[nclosed_pts++] = found[i].at;
+    add_deny(mp);
   }
 }
 
+/*
+ * The machine's other terminals in /dev: its consoles (/dev/console, the virtual consoles /dev/tty1…, their screens
+ * /dev/vcs*), serial lines, the old BSD ptys. The policy names none of them, but a rule on /dev or / covers them, and
+ * one a user logs in on is the user's (root's for a root tool): denied, cut out of such a rule. Which devices are
+ * terminals the kernel says in /proc/tty/drivers (major, minors); the virtual consoles' screens (major 7) are not
+ * drivers of their own. /dev/tty (a process's own terminal, none for a tool but a tty tool's) and /dev/ptmx (the
+ * instance beside it) stay. A rule naming a device explicitly holds, as for any denied path.
+ */
+struct dev_range {
+  unsigned major, lo, hi;
+};
+
+static int terminal_device(dev_t rdev, const struct dev_range *r, int nr) {
+  unsigned ma = major(rdev), mi = minor(rdev);
+  if (ma == 5 && (mi == 0 || mi == 2)) return 0;
+  if (ma == 7 || (ma >= 136 && ma <= 143) || ma == 2 || ma == 3 || ma == 4) return 1;
+  for (int i = 0; i < nr; i++)
+    if (ma == r[i].major && mi >= r[i].lo && mi <= r[i].hi) return 1;
+  return 0;
+}
+
+static void deny_terminal_devices_in(const char *dir, const struct dev_range *r, int nr, int depth) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return;
+  }
+  struct dirent *e;
+  char path[PATH_MAX];
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || (e->d_type != DT_CHR && e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    if (depth == 0 && (!strcmp(e->d_name, "pts") || !strcmp(e->d_name, "shm"))) continue;
+    struct stat st;
+    if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+    if (S_ISDIR(st.st_mode) && depth < 2) deny_terminal_devices_in(path, r, nr, depth + 1);
+    else if (S_ISCHR(st.st_mode) && terminal_device(st.st_rdev, r, nr)) add_deny(path);
+  }
+  closedir(d);
+}
+
+/* Whether a rule covers `dir` whole (is it, or above it). */
+static int rule_covers(const char *dir) {
+  for (int r = 0; r < nrules; r++)
+    if (beneath(dir, rules[r].path)) return 1;
+  return 0;
+}
+
+static void deny_terminal_devices(void) {
+  /* /dev, and the machine's /dev bound elsewhere (a chroot's dev, `mount --rbind /dev`): the same devices. */
+  struct mount_at devs[64];
+  int ndevs = mounts_of(0, devs, 64), scan = rule_covers("/dev");
+  for (int i = 0; i < ndevs; i++)
+    if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) scan = 1;
+  if (!scan) return;
+  struct dev_range r[64];
+  int nr = 0;
+  FILE *f = fopen("/proc/tty/drivers", "re");
+  char line[256];
+  while (f && nr < 64 && fgets(line, sizeof line, f)) {
+    unsigned ma, lo, hi;
+    char name[64], node[128];
+    int k = sscanf(line, "%63s %127s %u %u-%u", name, node, &ma, &lo, &hi);
+    if (k == 4) hi = lo;
+    if (k >= 4) r[nr++] = (struct dev_range){ma, lo, hi};
+  }
+  if (f) fclose(f);
+  if (rule_covers("/dev")) deny_terminal_devices_in("/dev", r, nr, 0);
+  for (int i = 0; i < ndevs; i++)
+    if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) deny_terminal_devices_in(devs[i].at, r, nr, 0);
+}
+
+static void close_terminals(void) {
+  pts_closed = 1;
+  /* Denied, so that a broader rule (/dev, /) is cut around them too; the rules naming them are skipped below. */
+  add_deny("/dev/pts");
+  add_deny("/dev/ptmx");
+  foreign_terminals(0);
+}
+
+/* The terminals one call may hold at once in its own devpts: every instance draws on the machine's kernel.pty.max,
+ * and a call that took them all would leave none for another call's tty tool (or, but for kernel.pty.reserve,
+ * for the user's own terminals). tmux with a pane each uses one per pane. */
+#define PTY_MAX "64"
+
 static void private_terminals(void) {
-  if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600") < 0)
+  if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600,max=" PTY_MAX) < 0)
     close_terminals();
+  else foreign_terminals(1);
 }
 
 static void protect_paths(void) {
@@ -944,17 +1122,30 @@ static void protect_paths(void) {
     snprintf(map, sizeof map, "%u %u 1", (unsigned)gid, (unsigned)gid);
     write_file("/proc/self/gid_map", map);
   }
-  /* Nothing done here may reach the namespace the daemon and the user's programs live in. */
-  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+  /* Nothing done here may reach the namespace the daemon and the user's programs live in. A namespace in which
+   * nothing may be mounted (Ubuntu's AppArmor lets an unprivileged user namespace be made but gives it no
+   * capability) keeps only the terminals from the tool, as where there is no namespace at all. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+    if (!nprotects && !npins) {
+      close_terminals();
+      return;
+    }
     die(EXIT_SETUP, "making the mounts private: %s", strerror(errno));
+  }
   for (int p = 0; p < npins; p++) bind_self(pins[p], 0);
   for (int p = 0; p < nprotects; p++) bind_self(protects[p], 1);
   if (private_pts) private_terminals();
 }
 
 /* Whether a canonical path is a terminal's: /dev/ptmx, /dev/pts or beneath it. */
+static int closed_terminal(const char *real) {
+  for (int i = 0; i < nclosed_pts; i++)
+    if (beneath(real, closed_pts[i])) return 1;
+  return 0;
+}
+
 static int terminal_path(const char *real) {
-  return !strcmp(real, "/dev/ptmx") || !strcmp(real, "/dev/pts") || !strncmp(real, "/dev/pts/", 9);
+  return closed_terminal(real) || !strcmp(real, "/dev/ptmx") || !strcmp(real, "/dev/pts") || !strncmp(real, "/dev/pts/", 9);
 }
 
 /* ---- probe ----------------------------------------------------------------------------------------- */
@@ -1249,6 +1440,7 @@ int main(int argc, char **argv) {
         abi);
 
   protect_paths();
+  if (private_pts) deny_terminal_devices();
 
   handled_fs = fs_rights_for_abi(abi);
   struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs};
@@ -1283,7 +1475,7 @@ int main(int argc, char **argv) {
       continue;
     }
     /* The machine's terminals, where the tool could not have a devpts instance of its own: none. */
-    if (pts_closed && terminal_path(real)) {
+    if ((pts_closed && terminal_path(real)) || (!pts_closed && closed_terminal(real))) {
       close(fd);
       continue;
     }

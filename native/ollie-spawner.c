@@ -319,7 +319,7 @@ static const char *errno_name(int e) {
   switch (e) {
 #define N(x) case x: return #x;
     N(ENOENT) N(EACCES) N(EPERM) N(ENOEXEC) N(ENOTDIR) N(EISDIR) N(ELOOP) N(ENAMETOOLONG) N(E2BIG) N(ENOMEM)
-    N(ETXTBSY) N(EMFILE) N(ENFILE) N(EFAULT) N(EIO) N(EINVAL) N(ELIBBAD) N(ENXIO)
+    N(ETXTBSY) N(EMFILE) N(ENFILE) N(EFAULT) N(EIO) N(EINVAL) N(ELIBBAD) N(ENXIO) N(ENOSPC)
 #undef N
     default: return "error";
   }

@@ -7,44 +7,22 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ToolClient } from '../../src/olliesrv/toolclient/client.js';
 import { spawnToolsrv, TOOLSRV_ENTRY, type ToolsrvProcess } from '../../src/olliesrv/toolclient/spawn.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
-import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
 import { SPAWNER, Spawner } from '../../src/platform/spawner.js';
 import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
+import { useShippedPolicy, writeLimits } from './shipped-policy.js';
 import { fixtureServer, writeMcpConfig } from '../toolsrv/mcp-helpers.js';
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 
-let xdg: string;
-const saved = { XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, XDG_DATA_HOME: process.env.XDG_DATA_HOME };
-
+const { userPolicy } = useShippedPolicy('ollie-contain-xdg-');
 beforeAll(() => {
-  buildNative();
-  if (!existsSync(SPAWNER)) throw new Error(`containment needs ${SPAWNER}: run node scripts/build-native.mjs`);
   if (!existsSync(TOOLSRV_ENTRY)) throw new Error(`${TOOLSRV_ENTRY} is missing: run npm run build:node first`);
-  const ll = landlockStatus();
-  // Loud, not a silent pass: the shipped policy needs ABI 6 (signal scoping), without which nothing here runs.
-  if (ll.abi < 6)
-    throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
-  // A config dir of our own: the shipped policy, whatever the machine's user has configured.
-  xdg = mkdtempSync(join(tmpdir(), 'ollie-contain-xdg-'));
-  process.env.XDG_CONFIG_HOME = join(xdg, 'config');
-  process.env.XDG_DATA_HOME = join(xdg, 'data');
-  mkdirSync(join(xdg, 'config', 'ollie'), { recursive: true });
-});
-
-afterAll(() => {
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(xdg, { recursive: true, force: true });
 });
 
 let env: Env | undefined;
@@ -55,7 +33,6 @@ afterEach(async () => {
   for (const p of procs.splice(0)) await p.stop(500);
   await env?.close();
   env = undefined;
-  rmSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), { force: true });
 });
 
 /**
@@ -376,10 +353,7 @@ describe('limits', () => {
   });
 
   it('memory spread over several processes is counted for the call as a whole (a user limit of 256 MiB)', async () => {
-    writeFileSync(
-      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
-      shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'),
-    );
+    writeLimits(userPolicy(), { memory: '256 MiB' });
     const { shell } = await sandboxed();
     const eat = `${process.execPath} -e 'globalThis.b = Buffer.alloc(120 * 1024 * 1024, 1); setTimeout(() => {}, 60000)'`;
     const r = await shell(`for i in 1 2 3; do ${eat} & done; wait`, { timeout: 60 });
@@ -387,13 +361,7 @@ describe('limits', () => {
   });
 
   it('output, file size and CPU time limits end the call with the limit named', async () => {
-    writeFileSync(
-      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
-      shippedPolicyText()
-        .replace(/output: 64 MiB/, 'output: 1 MiB')
-        .replace(/file_size: 4 GiB/, 'file_size: 1 MiB')
-        .replace(/cpu_seconds: 600/, 'cpu_seconds: 1'),
-    );
+    writeLimits(userPolicy(), { output: '1 MiB', file_size: '1 MiB', cpu_seconds: '1' });
     const { shell } = await sandboxed();
     expect(await shell('yes', { timeout: 30 })).toMatchObject({
       status: 'killed',

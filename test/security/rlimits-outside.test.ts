@@ -7,15 +7,12 @@
  * RLIMIT_CPU to 1 s on toolsrv or the daemon kills them (SIGKILL at once, they have used more). Attacked with
  * the real toolsrv, spawner and helper.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/toolsrv/server.js';
-import { SPAWNER } from '../../src/platform/spawner.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { buildNative } from '../toolsrv/sandbox-helpers.js';
+import { useShippedPolicy } from './shipped-policy.js';
 
 const alive = (pid: number): boolean => {
   try {
@@ -25,22 +22,9 @@ const alive = (pid: number): boolean => {
   }
 };
 
-let xdg: string;
-const saved = { XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, XDG_DATA_HOME: process.env.XDG_DATA_HOME };
+useShippedPolicy('ollie-rlimits-xdg-');
 let env: Env | undefined;
 const leftovers: number[] = [];
-
-beforeAll(() => {
-  buildNative();
-  if (!existsSync(SPAWNER)) throw new Error(`these tests need ${SPAWNER}: run node scripts/build-native.mjs`);
-  const ll = landlockStatus();
-  if (ll.abi < 6)
-    throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
-  xdg = mkdtempSync(join(tmpdir(), 'ollie-rlimits-xdg-'));
-  process.env.XDG_CONFIG_HOME = join(xdg, 'config');
-  process.env.XDG_DATA_HOME = join(xdg, 'data');
-  mkdirSync(join(xdg, 'config', 'ollie'), { recursive: true });
-});
 
 afterEach(async () => {
   for (const pid of leftovers.splice(0)) {
@@ -52,14 +36,6 @@ afterEach(async () => {
   }
   await env?.close();
   env = undefined;
-});
-
-afterAll(() => {
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(xdg, { recursive: true, force: true });
 });
 
 describe('rlimits of processes outside the call', () => {

@@ -6,76 +6,16 @@
  * pty, script, tmux) work. Real olliesrv, toolsrv and sandbox helper, the mock LLM scripting the calls; and the
  * helper under the default policy as root and as another user (`nobody`).
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { landlockStatus, SANDBOX_HELPER } from '../../src/toolsrv/sandbox/index.js';
 import { testHarness } from '../olliesrv/agent-harness.js';
 import { testDir } from '../helpers/temp-dir.js';
 import { ATTACKER, results, script, sh } from './scripted-calls.js';
 import { runInHome, type RunAs } from './sandboxed-home.js';
-
-/**
- * The owner's terminal: a pseudo-terminal whose slave belongs to `uid`, with a line the owner typed waiting on it.
- * It prints the slave's name, and on "report" what was written to the terminal (what its owner would see).
- */
-const OWNER_TERMINAL = `
-import os, pty, select, sys
-m, s = pty.openpty()
-os.chown(os.ttyname(s), int(sys.argv[1]), -1)
-os.chmod(os.ttyname(s), 0o620)
-os.write(m, b"typed-secret\\n")
-print(os.ttyname(s), flush=True)
-seen = b""
-while True:
-    r, _, _ = select.select([m, sys.stdin], [], [])
-    if m in r:
-        seen += os.read(m, 4096)
-    if sys.stdin in r:
-        sys.stdin.readline()
-        while select.select([m], [], [], 0)[0]:
-            seen += os.read(m, 4096)
-        print(repr(seen), flush=True)
-        break
-`;
-
-interface OwnerTerminal {
-  name: string;
-  /** What was written to the terminal (the owner's screen), the echo of the line typed included. */
-  report(): Promise<string>;
-}
-
-const open: ChildProcessWithoutNullStreams[] = [];
-afterEach(() => {
-  for (const p of open.splice(0)) p.kill();
-});
-
-function ownerTerminal(uid: number): Promise<OwnerTerminal> {
-  const p = spawn('/usr/bin/python3', ['-c', OWNER_TERMINAL, String(uid)]);
-  open.push(p);
-  let out = '';
-  const line = (n: number) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const lines = out.split('\n');
-        if (lines.length > n) resolve(lines[n - 1]!);
-      };
-      p.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        check();
-      });
-      p.once('exit', (c) => reject(new Error(`the terminal's helper exited (${c}): ${out}`)));
-      check();
-    });
-  return line(1).then((name) => ({
-    name,
-    report: () => {
-      p.stdin.write('report\n');
-      return line(2);
-    },
-  }));
-}
+import { ownerTerminal, UNTOUCHED } from './owner-terminal.js';
 
 /** The attack: list the terminals, write into the owner's, read what waits on it; then make a terminal of its own. */
 const attack = (name: string) => [
@@ -100,7 +40,7 @@ describe.skipIf(landlockStatus().abi < 1)('an agent reaching for the owner termi
     expect(r[2]).not.toContain('typed-secret');
     expect(r[3]).toContain("own terminal b'own\\r\\n'");
     // The owner's screen shows the line they typed (the echo), nothing the agent wrote; the line still waits.
-    expect(await t.report()).toBe(String.raw`b'typed-secret\r\n'`);
+    expect(await t.report()).toBe(UNTOUCHED);
   }, 60_000);
 
   it.each(['root', 'nobody'] as RunAs[])('under the default policy, as %s: the same', async (as) => {
@@ -111,7 +51,22 @@ describe.skipIf(landlockStatus().abi < 1)('an agent reaching for the owner termi
     expect(out).not.toContain('wrote-owner-terminal');
     expect(out).not.toContain('read-owner-terminal');
     expect(out).toContain("own terminal b'own\\r\\n'");
-    expect(await t.report()).toBe(String.raw`b'typed-secret\r\n'`);
+    expect(await t.report()).toBe(UNTOUCHED);
+  });
+
+  it("cannot take the machine's terminals away from other calls and the user: at most 64 of its own at once", () => {
+    const dir = testDir('ollie-sec-pts-max-');
+    mkdirSync(join(dir, 'home'));
+    const out = runInHome('root', dir, [
+      `/usr/bin/python3 -c 'import os, pty
+held = []
+try:
+    while len(held) < 5000: held.append(pty.openpty())
+except OSError as e: print("refused", e.strerror)
+print("held", len(held))'`,
+    ]);
+    expect(out).toContain('refused');
+    expect(out).toMatch(/^held 64$/m);
   });
 
   it('where the tool can have no devpts of its own, it gets no terminals at all, even through a rule on /dev', async () => {
@@ -139,6 +94,6 @@ describe.skipIf(landlockStatus().abi < 1)('an agent reaching for the owner termi
     expect(out).not.toContain('read-owner-terminal');
     expect(out).not.toContain('own terminal');
     expect(out).toContain('devices-work');
-    expect(await t.report()).toBe(String.raw`b'typed-secret\r\n'`);
+    expect(await t.report()).toBe(UNTOUCHED);
   });
 });

@@ -9,67 +9,25 @@
  * its terminal's keyboard (proc/{pid}/in) and size (proc/{pid}/ctl resize) are the owner's (test/security/
  * principals.test.ts attacks those).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '../../src/ninep/index.js';
 import type { ProcResult } from '../../src/toolsrv/protocol.js';
-import { landlockStatus } from '../../src/toolsrv/sandbox/index.js';
-import { SPAWNER } from '../../src/platform/spawner.js';
 import { alive, withArg } from '../helpers/processes.js';
 import { startEnv, until, type Env } from '../toolsrv/helpers.js';
-import { buildNative, shippedPolicyText } from '../toolsrv/sandbox-helpers.js';
-
-/** A tty tool that runs `command` with /bin/sh on its terminal (its arguments come in OLLIE_ARGS). */
-const TERM_TOOL = {
-  term: {
-    meta: {
-      description: 'run a command on a terminal',
-      tty: true,
-      args: {
-        type: 'object',
-        properties: { command: { type: 'string' } },
-        required: ['command'],
-        additionalProperties: false,
-      },
-    },
-    script:
-      '#!/usr/bin/python3\nimport json, os\nos.execv("/bin/sh", ["sh", "-c", json.loads(os.environ["OLLIE_ARGS"])["command"]])\n',
-  },
-};
+import { useShippedPolicy, writeLimits } from './shipped-policy.js';
+import { TERM_TOOL, termEnv } from './tty-tool.js';
 
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 
-let xdg: string;
-const saved = { XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, XDG_DATA_HOME: process.env.XDG_DATA_HOME };
-
-beforeAll(() => {
-  buildNative();
-  if (!existsSync(SPAWNER)) throw new Error(`these tests need ${SPAWNER}: run node scripts/build-native.mjs`);
-  const ll = landlockStatus();
-  if (ll.abi < 6)
-    throw new Error(`these tests need Landlock ABI 6 or later; this kernel: ${ll.reason ?? `ABI ${ll.abi}`}`);
-  xdg = mkdtempSync(join(tmpdir(), 'ollie-tty-xdg-'));
-  process.env.XDG_CONFIG_HOME = join(xdg, 'config');
-  process.env.XDG_DATA_HOME = join(xdg, 'data');
-  mkdirSync(join(xdg, 'config', 'ollie'), { recursive: true });
-});
-
-afterAll(() => {
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(xdg, { recursive: true, force: true });
-});
+const { userPolicy } = useShippedPolicy('ollie-tty-xdg-');
 
 let env: Env | undefined;
 const markers: string[] = [];
 afterEach(async () => {
   await env?.close();
   env = undefined;
-  rmSync(join(xdg, 'config', 'ollie', 'sandbox.yaml'), { force: true });
   // Nothing of a failed test may stay behind (on the old code the escaped sleeps would).
   for (const m of markers.splice(0))
     for (const pid of withArg(m)) {
@@ -87,11 +45,9 @@ async function sandboxed(): Promise<{
   c: Client;
   term(command: string, flags?: Record<string, unknown>): Promise<ProcResult>;
 }> {
-  env = await startEnv(TERM_TOOL, { yolo: false });
-  const dir = join(env.dir, 'proj');
-  mkdirSync(dir);
-  const c = await env.client('agent1');
-  await c.write('ctl', `load term\ncwd ${dir}`);
+  const t = await termEnv();
+  env = t.env;
+  const { dir, c } = t;
   const e = env;
   return { dir, c, term: (command, flags = {}) => e.call(c, { tool: 'term', args: { command }, flags }) };
 }
@@ -165,10 +121,7 @@ time.sleep(${m})`,
   });
 
   it('memory spread over several processes is killed at the memory limit (a user limit of 256 MiB)', async () => {
-    writeFileSync(
-      join(xdg, 'config', 'ollie', 'sandbox.yaml'),
-      shippedPolicyText().replace(/memory: 2 GiB/, 'memory: 256 MiB'),
-    );
+    writeLimits(userPolicy(), { memory: '256 MiB' });
     const { term } = await sandboxed();
     const eat = `${process.execPath} -e 'globalThis.b = Buffer.alloc(120 * 1024 * 1024, 1); setTimeout(() => {}, 60000)'`;
     const r = await term(`for i in 1 2 3; do ${eat} & done; wait`, { timeout: 30 });

@@ -105,6 +105,8 @@ export class Proc {
   private isTty = false;
   /** The pseudo-terminal of a tty tool once it runs: what proc/{pid}/in writes to and ctl resize sizes. */
   private term?: LaunchedTty;
+  /** The spawner stopped typing into its terminal (more than it buffers waited unread): keystrokes are refused. */
+  private inputClosed = false;
   /** Set for a hosted call: signals become cancel requests to the host, never signals to its process. */
   private cancelHosted?: (sig: NodeJS.Signals | number) => void;
 
@@ -187,7 +189,8 @@ export class Proc {
       let spawned: Launched;
       if (spec.tty) {
         const env = { ...spec.env, TERM: TTY_TERM };
-        spawned = this.term = await launcher.launchTty({ ...spec, env, stdin: '' }, TTY_SIZE, handlers);
+        const ttyHandlers = { ...handlers, inputDropped: () => (this.inputClosed = true) };
+        spawned = this.term = await launcher.launchTty({ ...spec, env, stdin: '' }, TTY_SIZE, ttyHandlers);
       } else spawned = await launcher.launch(spec, handlers);
       end.abandon = spawned.abandonOutput;
       this.onStarted(spawned.pid);
@@ -331,6 +334,11 @@ export class Proc {
   input(data: Uint8Array): void {
     if (!this.isTty) throw new Error('not a terminal: only a tty tool takes input once started');
     if (this.state !== 'running' || !this.term) throw new Error('the process has exited');
+    // Else they would vanish unseen, the writer told they were typed.
+    if (this.inputClosed)
+      throw new Error(
+        'the terminal takes no more keystrokes: more than 16 MiB of them waited for the process to read them',
+      );
     this.term.write(data);
   }
 

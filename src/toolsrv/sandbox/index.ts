@@ -11,7 +11,7 @@
  * and exits with SANDBOX_EXIT.unavailable, in case the kernel differs from what was probed.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -351,7 +351,41 @@ function protectArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
     args = [...kept.pin.flatMap((p) => ['--pin', p]), ...kept.protect.flatMap((p) => ['--protect', p])];
     PROTECT_NOW.set(key, args);
   }
-  return args;
+  // Outside the memo: it depends on every rule (not the writable ones alone) and on the mount table.
+  return [...args, ...terminalArgs(policy, extra)];
+}
+
+/**
+ * A rule that reaches a devpts mount would reach every terminal of the machine: /dev/pts, and wherever else the
+ * machine's devpts is mounted (a build chroot's dev/pts in the project, bound there by schroot or mock, is reached
+ * by the rule on the project). The tool then gets an instance of its own, bound over each of them. Looked up per
+ * call, as the protected paths are: a chroot mounted after the policy was loaded counts from the next call on.
+ */
+function terminalArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
+  if (!policy.isolate.terminals) return [];
+  const mounts = devptsMounts();
+  const reaches = ([, p]: [Access, string]): boolean =>
+    p === '/dev/ptmx' || mounts.some((m) => within(m, p) || within(p, m));
+  return filesystemRules(policy, extra).some(reaches) ? ['--private-pts'] : [];
+}
+
+/** Where devpts is mounted, from /proc/self/mountinfo (its octal escapes undone); /dev/pts always. */
+function devptsMounts(): string[] {
+  const out = new Set(['/dev/pts']);
+  let text = '';
+  try {
+    text = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [...out];
+  }
+  for (const line of text.split('\n')) {
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
+    const sep = line.indexOf(' - ');
+    if (sep < 0 || !line.startsWith('devpts ', sep + 3)) continue;
+    const at = line.slice(0, sep).split(' ')[4];
+    if (at) out.add(at.replace(/\\([0-3][0-7]{2})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
+  }
+  return [...out];
 }
 
 /**
@@ -386,12 +420,6 @@ function fixedArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
   a.push('--rox', NODE_DIR);
   for (const d of fs.deny) a.push('--deny', d);
   for (const d of systemSecrets()) a.push('--deny', d);
-  // A rule that reaches /dev/pts would reach every terminal of the machine: the tool gets an instance of its own.
-  if (
-    policy.isolate.terminals &&
-    rules.some(([, p]) => p === '/dev/ptmx' || within('/dev/pts', p) || within(p, '/dev/pts'))
-  )
-    a.push('--private-pts');
   const n = policy.network;
   const toolNet =
     extra.network && ((extra.network.connectTcp?.length ?? 0) > 0 || (extra.network.bindTcp?.length ?? 0) > 0)
