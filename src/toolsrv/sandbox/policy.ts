@@ -12,7 +12,17 @@
  * Paths are compared after resolving symlinks, and the helper is given the resolved paths: it grants a rule
  * only when the path still resolves to itself, so a symlink swapped in after the policy loaded grants nothing.
  */
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+} from 'node:fs';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { configDir as defaultConfigDir, dataDir as defaultDataDir } from '../../platform/paths.js';
@@ -233,11 +243,21 @@ function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?
     if (trusted) tampered(`it is ${kind} now`);
     return { file, notice: `${file} is ${kind}, so it was ignored: a project's policy file must be a regular file` };
   }
+  // Read through the descriptor, but never past the bound: the size fstat gave is only what it was then, and the
+  // agent can grow the file (a sparse truncate is instant) between that check and this read.
   let bytes: Buffer;
   try {
-    bytes = readFileSync(fd!);
+    const buf = Buffer.allocUnsafe(MAX_PROJECT_FILE + 1);
+    let n = 0;
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd!, buf, n, buf.length - n, null);
+    bytes = buf.subarray(0, n);
   } finally {
     closeSync(fd!);
+  }
+  if (bytes.length > MAX_PROJECT_FILE) {
+    const grown = `larger than ${MAX_PROJECT_FILE} bytes`;
+    if (trusted) tampered(`it is ${grown} now`);
+    return { file, notice: `${file} is ${grown}, so it was ignored: a project's policy file must be a regular file` };
   }
   const sha = sha256(bytes);
   if (trusted === sha) return { file, text: bytes.toString('utf8') };
