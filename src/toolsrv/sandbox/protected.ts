@@ -12,7 +12,7 @@
  */
 import { lstatSync, mkdirSync, opendirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { gitConfigPaths } from './git-config-paths.js';
+import { gitConfigPaths, MAX_NAMED } from './git-config-paths.js';
 
 /** Startup files of a home: run by shells, the desktop session, systemd and git, as the user, outside Ollie. */
 export const STARTUP_FILES = [
@@ -185,10 +185,40 @@ export function protectedPaths(
     if (listed.length > MAX_ENTRIES) return void protect.push(join(git, 'worktrees'));
     const worktrees = listed.filter((e) => e.dir).map((e) => join(git, 'worktrees', e.name));
     if (worktrees.length) pin.push(join(git, 'worktrees'));
+    // With extensions.worktreeConfig on, git in a linked worktree reads its own config.worktree here as
+    // configuration: one missing is made empty (as the repository's own), or the agent would create it with a
+    // core.fsmonitor; what it names is kept as the repository's configuration is, within one bound for them all.
+    const linked = { includes: [] as string[], hooksPaths: [] as string[] };
     for (const w of worktrees) {
       pin.push(w);
+      const own = join(w, 'config.worktree');
+      if (named.worktreeConfig && kind(own) === undefined) {
+        try {
+          writeFileSync(own, '', { flag: 'wx', mode: 0o644 });
+        } catch {
+          // As for hooks: not ours to make.
+        }
+      }
       for (const f of ['commondir', 'config.worktree']) if (kind(join(w, f)) !== undefined) protect.push(join(w, f));
+      if (!named.worktreeConfig || kind(own) === undefined) continue;
+      const more = gitConfigPaths(own, home);
+      linked.includes.push(...more.includes);
+      // A relative hooksPath is relative to the linked worktree, which lies where its `gitdir` says (the agent
+      // writes that file): it could not be found for sure, so such a configuration is refused like one naming too
+      // much.
+      for (const h of more.hooksPaths) {
+        if (!isAbsolute(h))
+          throw new Error(
+            `${own} sets a relative core.hooksPath (${h}): the directory it names cannot be kept read-only, so no tool runs here until it is absolute or removed`,
+          );
+        linked.hooksPaths.push(h);
+      }
+      if (linked.includes.length + linked.hooksPaths.length > MAX_NAMED)
+        throw new Error(
+          `the linked worktrees' config.worktree files in ${join(git, 'worktrees')} name more than ${MAX_NAMED} included files and hooks directories`,
+        );
     }
+    configNamed(linked.includes, linked.hooksPaths);
   };
   if (o.gitHooks) {
     const repos: string[] = [];
