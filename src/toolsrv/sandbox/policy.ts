@@ -204,6 +204,9 @@ export function withResolvedRules(policy: SandboxPolicy): SandboxPolicy {
   return { ...policy, resolved };
 }
 
+/** Where each session cwd first resolved in this process: a trusted file there is not left behind by a move. */
+const firstResolved = new Map<string, string>();
+
 /** The largest project policy file read: a policy is a few lines. */
 const MAX_PROJECT_FILE = 1 << 20;
 
@@ -212,8 +215,21 @@ const MAX_PROJECT_FILE = 1 << 20;
  * its resolved path), else why it is ignored. What is hashed is what is parsed: the bytes are read once.
  */
 function projectFile(ctx: PolicyContext): { file: string; text?: string; notice?: string } | undefined {
-  const file = join(canonical(ctx.cwd), PROJECT_POLICY_NAME);
-  const trusted = readTrusted(ctx.configDir).get(file);
+  const here = canonical(ctx.cwd);
+  const file = join(here, PROJECT_POLICY_NAME);
+  const trust = readTrusted(ctx.configDir);
+  const trusted = trust.get(file);
+  // The cwd resolved elsewhere than before (or than as written): where the agent writes its parent, it renamed the
+  // project away and put a link to a directory of its own at its name. A file trusted where it resolved before
+  // still narrows this project: looked for only where it resolves now, it would be dropped for the base policy.
+  const first = firstResolved.get(ctx.cwd) ?? here;
+  firstResolved.set(ctx.cwd, first);
+  if (!trusted)
+    for (const was of new Set([first, ctx.cwd]))
+      if (was !== here && trust.has(join(was, PROJECT_POLICY_NAME)))
+        throw new PolicyError(
+          `${join(was, PROJECT_POLICY_NAME)} was trusted, but ${ctx.cwd} now resolves to ${here}: the trusted file narrows this project's policy, so no tool runs here until the owner trusts the file where it is now (\`ollie trust ${file}\`) or forgets the old one (\`ollie trust --untrust ${join(was, PROJECT_POLICY_NAME)}\`)`,
+        );
   // A trusted file narrows the policy, and it lies in the workspace, which the agent writes: ignoring it once it
   // changed (or went) would hand the agent the broader base policy for one edit. So a trusted file that is no
   // longer what was trusted stops the tools until the owner trusts it again or forgets it.
