@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPolicy, PolicyError } from '../../src/toolsrv/sandbox/policy.js';
 import { sha256, trustFile } from '../../src/toolsrv/sandbox/trust.js';
-import { policyContext } from './sandbox-helpers.js';
+import { policyContext } from '../toolsrv/sandbox-helpers.js';
 
 describe('a trusted project file whose directory was renamed away and replaced by a link', () => {
   it('stops the tools rather than dropping its narrowing', () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadPolicy } from '../../src/toolsrv/sandbox/policy.js';
 import { sha256 } from '../../src/toolsrv/sandbox/trust.js';
-import { policyContext } from './sandbox-helpers.js';
+import { policyContext } from '../toolsrv/sandbox-helpers.js';
 
 const stops: Array<() => void> = [];
 afterEach(() => {
