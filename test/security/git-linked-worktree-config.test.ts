@@ -56,4 +56,31 @@ describe.skipIf(!sandboxReady)('a linked worktree of a repository with extension
     git(linked, 'status');
     expect(existsSync(pwned)).toBe(false);
   }, 90_000);
+
+  it('refuses the call rather than leave those includes unread once .git/worktrees is too full to look at', async () => {
+    const h = await testHarness();
+    const linked = join(h.dir, 'linked');
+    const ws = repo(h.dir, 'ws', (at) => {
+      git(at, 'config', 'extensions.worktreeConfig', 'true');
+      git(at, '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-q', '--allow-empty', '-m', 'init');
+      git(at, 'worktree', 'add', '-q', linked);
+      writeFileSync(join(at, '.gitconfig-linked'), '# the linked worktree\n');
+      writeFileSync(
+        join(at, '.git', 'worktrees', 'linked', 'config.worktree'),
+        '[include]\n\tpath = ../../../.gitconfig-linked\n',
+      );
+    });
+    const pwned = join(h.dir, 'pwned');
+    const r = await plant(
+      h,
+      ws,
+      'for i in $(seq 1 120); do mkdir .git/worktrees/x$i; done; echo filled',
+      `printf "[core]\\n\\tfsmonitor = \\"touch ${pwned}; false\\"\\n" >> .gitconfig-linked && echo wrote`,
+    );
+    expect(r[0]).toMatch(/filled/);
+    expect(r[1]).not.toMatch(/wrote/);
+    expect(readFileSync(join(ws, '.gitconfig-linked'), 'utf8')).toBe('# the linked worktree\n');
+    git(linked, 'status');
+    expect(existsSync(pwned)).toBe(false);
+  }, 90_000);
 });

@@ -182,6 +182,12 @@ export function protectedPaths(
     const listed = list(join(git, 'worktrees')) ?? [];
     // More than a repository has: `.git/worktrees` is kept read-only as a whole (no worktree is added from inside
     // the sandbox meanwhile) rather than looked at entry by entry.
+    // With extensions.worktreeConfig on, that would leave unread what each linked worktree's config.worktree names
+    // in the workspace (below): the call is refused instead, as for a hooks directory too full to look at.
+    if (listed.length > MAX_ENTRIES && named.worktreeConfig)
+      throw new Error(
+        `${join(git, 'worktrees')} holds more than ${MAX_ENTRIES} entries and extensions.worktreeConfig is on: what each linked worktree's config.worktree names cannot all be kept read-only, so no tool runs here until it holds fewer`,
+      );
     if (listed.length > MAX_ENTRIES) return void protect.push(join(git, 'worktrees'));
     const worktrees = listed.filter((e) => e.dir).map((e) => join(git, 'worktrees', e.name));
     if (worktrees.length) pin.push(join(git, 'worktrees'));
