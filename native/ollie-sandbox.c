@@ -152,8 +152,19 @@ struct rule {
 #define MAX_ITEMS 512
 static struct rule rules[MAX_ITEMS];
 static int nrules;
-static char *denies[MAX_ITEMS]; /* canonical paths no rule may cover */
-static int ndenies;
+/* Appends room for one more to a list that grows: the helper's own additions (the terminal devices of every /dev a
+ * rule covers, the devpts mounts of the machine) have no bound of the command line's, and a fixed one would either
+ * fail every call or leave the ones past it out. */
+#define GROW(list, n, cap)                                                          \
+  do {                                                                              \
+    if ((n) >= (cap)) {                                                             \
+      (cap) = (cap) ? (cap) * 2 : 64;                                               \
+      (list) = realloc((list), (size_t)(cap) * sizeof *(list));                     \
+      if (!(list)) die(EXIT_SETUP, "out of memory");                                \
+    }                                                                               \
+  } while (0)
+static char **denies; /* canonical paths no rule may cover */
+static int ndenies, denies_cap;
 static const char *protects[MAX_ITEMS]; /* kept read-only even beneath a write rule (a bind mount) */
 static int nprotects;
 /* --private-pts: a devpts instance of the tool's own on /dev/pts; `pts_closed` when there can be none. */
@@ -908,7 +919,7 @@ static void bind_self(const char *path, int ro) {
  * the tool runs, without terminals of its own (pts_closed).
  */
 static void add_deny(const char *path) {
-  check_room("--deny", &ndenies);
+  GROW(denies, ndenies, denies_cap);
   denies[ndenies++] = strdup(path);
 }
 
@@ -918,8 +929,8 @@ static void add_deny(const char *path) {
  * project holding the chroot) reached the owner's terminals as /dev/pts did. Their mount points, read from
  * /proc/self/mountinfo; the ones that could not be covered (closed_pts) are denied, and rules beneath them skipped.
  */
-static char *closed_pts[MAX_ITEMS];
-static int nclosed_pts;
+static char **closed_pts;
+static int nclosed_pts, closed_pts_cap;
 
 /* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
 static void unescape_mountinfo(char *s) {
@@ -949,18 +960,18 @@ struct mount_at {
  * The mounts of filesystem type `fstype` (devpts or devtmpfs). /proc/self/mountinfo is read once, whole, and kept:
  * the mounts made here afterwards (the tool's instance bound over the machine's) are not the machine's.
  */
-static struct {
+static struct seen_mount {
   int devpts;
   struct mount_at m;
-} seen_mounts[MAX_ITEMS];
-static int nseen_mounts = -1;
+} *seen_mounts;
+static int nseen_mounts = -1, seen_mounts_cap;
 
 static void read_mounts(void) {
   nseen_mounts = 0;
   FILE *f = fopen("/proc/self/mountinfo", "re");
   char *line = NULL;
   size_t cap = 0;
-  while (f && nseen_mounts < MAX_ITEMS && getline(&line, &cap, f) > 0) {
+  while (f && getline(&line, &cap, f) > 0) {
     /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS (spaces escaped) */
     char *sep = strstr(line, " - ");
     if (!sep) continue;
@@ -973,6 +984,7 @@ static void read_mounts(void) {
     if (n < 5) continue;
     unescape_mountinfo(fields[3]);
     unescape_mountinfo(fields[4]);
+    GROW(seen_mounts, nseen_mounts, seen_mounts_cap);
     seen_mounts[nseen_mounts].devpts = devpts;
     seen_mounts[nseen_mounts].m.at = strdup(fields[4]);
     seen_mounts[nseen_mounts++].m.whole = !strcmp(fields[3], "/");
@@ -981,26 +993,32 @@ static void read_mounts(void) {
   if (f) fclose(f);
 }
 
-static int mounts_of(int devpts, struct mount_at *found, int max) {
+/* The mounts of one type (devpts, or devtmpfs): all of them, however many the machine has. */
+static int mounts_of(int devpts, struct mount_at **found) {
   if (nseen_mounts < 0) read_mounts();
-  int n = 0;
-  for (int i = 0; i < nseen_mounts && n < max; i++)
-    if (seen_mounts[i].devpts == devpts) found[n++] = seen_mounts[i].m;
+  int n = 0, cap = 0;
+  *found = NULL;
+  for (int i = 0; i < nseen_mounts; i++)
+    if (seen_mounts[i].devpts == devpts) {
+      GROW(*found, n, cap);
+      (*found)[n++] = seen_mounts[i].m;
+    }
   return n;
 }
 
 static void foreign_terminals(int cover) {
-  struct mount_at found[MAX_ITEMS];
-  int nfound = mounts_of(1, found, MAX_ITEMS);
+  struct mount_at *found;
+  int nfound = mounts_of(1, &found);
   for (int i = 0; i < nfound; i++) {
     const char *mp = found[i].at;
     if (!strcmp(mp, "/dev/pts")) continue; /* ours on top; the machine's beneath it, out of reach */
     if (cover && mount(found[i].whole ? "/dev/pts" : "/dev/null", mp, NULL, MS_BIND, NULL) == 0) continue;
     if (cover && (errno == ENOENT || errno == ENOTDIR)) continue; /* beneath one covered already */
-    check_room("--deny", &nclosed_pts);
+    GROW(closed_pts, nclosed_pts, closed_pts_cap);
     closed_pts[nclosed_pts++] = found[i].at;
     add_deny(mp);
   }
+  free(found);
 }
 
 /*
@@ -1055,11 +1073,14 @@ static int rule_covers(const char *dir) {
 
 static void deny_terminal_devices(void) {
   /* /dev, and the machine's /dev bound elsewhere (a chroot's dev, `mount --rbind /dev`): the same devices. */
-  struct mount_at devs[64];
-  int ndevs = mounts_of(0, devs, 64), scan = rule_covers("/dev");
+  struct mount_at *devs;
+  int ndevs = mounts_of(0, &devs), scan = rule_covers("/dev");
   for (int i = 0; i < ndevs; i++)
     if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) scan = 1;
-  if (!scan) return;
+  if (!scan) {
+    free(devs);
+    return;
+  }
   struct dev_range r[64];
   int nr = 0;
   FILE *f = fopen("/proc/tty/drivers", "re");
@@ -1075,6 +1096,7 @@ static void deny_terminal_devices(void) {
   if (rule_covers("/dev")) deny_terminal_devices_in("/dev", r, nr, 0);
   for (int i = 0; i < ndevs; i++)
     if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) deny_terminal_devices_in(devs[i].at, r, nr, 0);
+  free(devs);
 }
 
 static void close_terminals(void) {
@@ -1358,7 +1380,7 @@ int main(int argc, char **argv) {
       check_room("--deny", &ndenies);
       char real[PATH_MAX];
       canonical_denied(v, real);
-      denies[ndenies++] = strdup(real);
+      add_deny(real);
       i++;
     } else if (!strcmp(a, "--protect") || !strcmp(a, "--pin")) {
       if (!v || v[0] != '/') die(EXIT_POLICY, "%s needs an absolute path", a);
