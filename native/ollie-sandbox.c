@@ -954,6 +954,7 @@ static void unescape_mountinfo(char *s) {
 struct mount_at {
   char *at;
   int whole;
+  dev_t dev; /* the filesystem's, as stat gives it for the files in it */
 };
 
 /*
@@ -987,6 +988,9 @@ static void read_mounts(void) {
     GROW(seen_mounts, nseen_mounts, seen_mounts_cap);
     seen_mounts[nseen_mounts].devpts = devpts;
     seen_mounts[nseen_mounts].m.at = strdup(fields[4]);
+    unsigned ma = 0, mi = 0;
+    sscanf(fields[2], "%u:%u", &ma, &mi);
+    seen_mounts[nseen_mounts].m.dev = makedev(ma, mi);
     seen_mounts[nseen_mounts++].m.whole = !strcmp(fields[3], "/");
   }
   free(line);
@@ -1006,14 +1010,43 @@ static int mounts_of(int devpts, struct mount_at **found) {
   return n;
 }
 
+/*
+ * Binds the tool's instance (or /dev/null) over the machine's devpts mounted at `m`; 0 when nothing is there (it is
+ * then denied). The mount point is a path the agent may write around (a chroot in the project): renamed, or a
+ * directory on it swapped for a symlink between the reading of the mount table and the bind, the bind would land
+ * elsewhere (wherever the link leads) and leave the machine's instance uncovered under its new name. So the path
+ * is opened without following a symlink, must still be the one the table gave with the devpts' device, and the bind
+ * is made on that opened mount; anything else fails the call.
+ */
+static int cover_terminals(const struct mount_at *m, const struct mount_at *covered, int ncovered) {
+  int fd = open(m->at, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP) return 0;
+    /* Beneath one covered already (a terminal bound in a dev/pts covered whole): nothing of the machine's there. */
+    for (int j = 0; j < ncovered; j++)
+      if (covered[j].whole && beneath(m->at, covered[j].at) && strcmp(m->at, covered[j].at)) return 1;
+    die(EXIT_SETUP, "the machine's terminals mounted at %s moved while the tool's were set up", m->at);
+  }
+  char real[PATH_MAX], link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, real, sizeof real - 1);
+  struct stat st;
+  if (n < 0 || fstat(fd, &st) < 0) die(EXIT_SETUP, "the machine's terminals at %s: %s", m->at, strerror(errno));
+  real[n] = 0;
+  if (strcmp(real, m->at) || st.st_dev != m->dev)
+    die(EXIT_SETUP, "the machine's terminals mounted at %s moved while the tool's were set up (now %s)", m->at, real);
+  int ok = mount(m->whole ? "/dev/pts" : "/dev/null", link, NULL, MS_BIND, NULL) == 0;
+  close(fd);
+  return ok;
+}
+
 static void foreign_terminals(int cover) {
   struct mount_at *found;
   int nfound = mounts_of(1, &found);
   for (int i = 0; i < nfound; i++) {
     const char *mp = found[i].at;
     if (!strcmp(mp, "/dev/pts")) continue; /* ours on top; the machine's beneath it, out of reach */
-    if (cover && mount(found[i].whole ? "/dev/pts" : "/dev/null", mp, NULL, MS_BIND, NULL) == 0) continue;
-    if (cover && (errno == ENOENT || errno == ENOTDIR)) continue; /* beneath one covered already */
+    if (cover && cover_terminals(&found[i], found, i)) continue;
     GROW(closed_pts, nclosed_pts, closed_pts_cap);
     closed_pts[nclosed_pts++] = found[i].at;
     add_deny(mp);
