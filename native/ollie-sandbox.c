@@ -955,6 +955,7 @@ struct mount_at {
   char *at;
   int whole;
   dev_t dev; /* the filesystem's, as stat gives it for the files in it */
+  int order; /* its place in the mount table (all_points) */
 };
 
 /*
@@ -967,6 +968,10 @@ static struct seen_mount {
 } *seen_mounts;
 static int nseen_mounts = -1, seen_mounts_cap;
 
+/* Every mount point of the table, in its order: a mount made later on one of them, or above, hides what is beneath. */
+static char **all_points;
+static int nall_points, all_points_cap;
+
 static void read_mounts(void) {
   nseen_mounts = 0;
   FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -976,16 +981,19 @@ static void read_mounts(void) {
     /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS (spaces escaped) */
     char *sep = strstr(line, " - ");
     if (!sep) continue;
-    int devpts = !strncmp(sep + 3, "devpts ", 7);
-    if (!devpts && strncmp(sep + 3, "devtmpfs ", 9)) continue;
+    int devpts = !strncmp(sep + 3, "devpts ", 7), devtmpfs = !strncmp(sep + 3, "devtmpfs ", 9);
     *sep = 0;
     char *save = NULL, *fields[5];
     int n = 0;
     for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save)) fields[n++] = t;
     if (n < 5) continue;
-    unescape_mountinfo(fields[3]);
     unescape_mountinfo(fields[4]);
+    GROW(all_points, nall_points, all_points_cap);
+    all_points[nall_points++] = strdup(fields[4]);
+    if (!devpts && !devtmpfs) continue;
+    unescape_mountinfo(fields[3]);
     GROW(seen_mounts, nseen_mounts, seen_mounts_cap);
+    seen_mounts[nseen_mounts].m.order = nall_points - 1;
     seen_mounts[nseen_mounts].devpts = devpts;
     seen_mounts[nseen_mounts].m.at = strdup(fields[4]);
     unsigned ma = 0, mi = 0;
@@ -1019,12 +1027,18 @@ static int mounts_of(int devpts, struct mount_at **found) {
  * is made on that opened mount; anything else fails the call.
  */
 static int cover_terminals(const struct mount_at *m, const struct mount_at *covered, int ncovered) {
+  /* Another mount on the same path, met before: the bind made then went on the topmost of them, this one too. */
+  for (int j = 0; j < ncovered; j++)
+    if (!strcmp(m->at, covered[j].at)) return 1;
   int fd = open(m->at, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP) return 0;
     /* Beneath one covered already (a terminal bound in a dev/pts covered whole): nothing of the machine's there. */
     for (int j = 0; j < ncovered; j++)
       if (covered[j].whole && beneath(m->at, covered[j].at) && strcmp(m->at, covered[j].at)) return 1;
+    /* Hidden by a mount made after it on its mount point or above (no rename reaches beneath that): unreachable. */
+    for (int j = m->order + 1; j < nall_points; j++)
+      if (beneath(m->at, all_points[j])) return 1;
     die(EXIT_SETUP, "the machine's terminals mounted at %s moved while the tool's were set up", m->at);
   }
   char real[PATH_MAX], link[64];

@@ -6,7 +6,7 @@
  * for the moment, stayed the tool's: listed, its terminals the owner's. The helper as toolsrv runs it under the
  * shipped policy, as root, many calls in a mount namespace of the test's own.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,5 +57,33 @@ describe.skipIf(landlockStatus().abi < 1 || process.getuid?.() !== 0)(
       expect(out).toContain('calls-done');
       expect(out).not.toContain('reached');
     }, 180_000);
+
+    it("the machine's devpts bound twice on one path, and one hidden under a later mount: the calls run, none reached", () => {
+      const dir = testDir('ollie-sec-pts-stacked-');
+      const home = join(dir, 'home');
+      mkdirSync(join(home, 'a', 'pts'), { recursive: true });
+      mkdirSync(join(home, 'b', 'pts'), { recursive: true });
+      const machine = statSync('/dev/pts').dev;
+      const policy = loadPolicy(policyContext(dir, { cwd: home, home }));
+      const tool = [
+        `if ls a/pts >/dev/null 2>&1 && [ "$(stat -c %d a/pts)" = ${machine} ]; then echo reached a; fi`,
+        'echo ran',
+      ];
+      const cmd = sandboxCommand(policy, ['/bin/sh', '-c', ['cd "$1"', ...tool].join('; '), 'sh', home]);
+      const q = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+      const script = [
+        `mount --bind /dev/pts ${q(join(home, 'a', 'pts'))} && mount --bind /dev/pts ${q(join(home, 'a', 'pts'))}`,
+        `mount --bind /dev/pts ${q(join(home, 'b', 'pts'))} && mount -t tmpfs none ${q(join(home, 'b'))} || exit 1`,
+        `exec ${[cmd.file, ...cmd.args].map(q).join(' ')}`,
+      ].join('\n');
+      const r = spawnSync('unshare', ['-m', '--propagation', 'private', '/bin/sh', '-c', script], {
+        env: cmd.env({ PATH: '/usr/bin:/bin', HOME: home }),
+        encoding: 'utf8',
+      });
+      const out = r.stdout + r.stderr;
+      expect(out).toContain('ran');
+      expect(out).not.toContain('reached');
+      expect(out).not.toContain('moved');
+    });
   },
 );
