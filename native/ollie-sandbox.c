@@ -1128,22 +1128,26 @@ static void deny_terminal_devices(void) {
     free(devs);
     return;
   }
-  struct dev_range r[64];
-  int nr = 0;
+  /* As many as the kernel lists (a machine with many USB serial and modem drivers has more than a few dozen). */
+  struct dev_range *r = NULL;
+  int nr = 0, rcap = 0;
   FILE *f = fopen("/proc/tty/drivers", "re");
   char line[256];
-  while (f && nr < 64 && fgets(line, sizeof line, f)) {
+  while (f && fgets(line, sizeof line, f)) {
     unsigned ma, lo, hi;
     char name[64], node[128];
     int k = sscanf(line, "%63s %127s %u %u-%u", name, node, &ma, &lo, &hi);
     if (k == 4) hi = lo;
-    if (k >= 4) r[nr++] = (struct dev_range){ma, lo, hi};
+    if (k < 4) continue;
+    GROW(r, nr, rcap);
+    r[nr++] = (struct dev_range){ma, lo, hi};
   }
   if (f) fclose(f);
   if (rule_covers("/dev")) deny_terminal_devices_in("/dev", r, nr, 0);
   for (int i = 0; i < ndevs; i++)
     if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) deny_terminal_devices_in(devs[i].at, r, nr, 0);
   free(devs);
+  free(r);
 }
 
 static void close_terminals(void) {
