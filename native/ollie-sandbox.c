@@ -152,8 +152,19 @@ struct rule {
 #define MAX_ITEMS 512
 static struct rule rules[MAX_ITEMS];
 static int nrules;
-static char *denies[MAX_ITEMS]; /* canonical paths no rule may cover */
-static int ndenies;
+/* Appends room for one more to a list that grows: the helper's own additions (the terminal devices of every /dev a
+ * rule covers, the devpts mounts of the machine) have no bound of the command line's, and a fixed one would either
+ * fail every call or leave the ones past it out. */
+#define GROW(list, n, cap)                                                          \
+  do {                                                                              \
+    if ((n) >= (cap)) {                                                             \
+      (cap) = (cap) ? (cap) * 2 : 64;                                               \
+      (list) = realloc((list), (size_t)(cap) * sizeof *(list));                     \
+      if (!(list)) die(EXIT_SETUP, "out of memory");                                \
+    }                                                                               \
+  } while (0)
+static char **denies; /* canonical paths no rule may cover */
+static int ndenies, denies_cap;
 static const char *protects[MAX_ITEMS]; /* kept read-only even beneath a write rule (a bind mount) */
 static int nprotects;
 /* --private-pts: a devpts instance of the tool's own on /dev/pts; `pts_closed` when there can be none. */
@@ -908,7 +919,7 @@ static void bind_self(const char *path, int ro) {
  * the tool runs, without terminals of its own (pts_closed).
  */
 static void add_deny(const char *path) {
-  check_room("--deny", &ndenies);
+  GROW(denies, ndenies, denies_cap);
   denies[ndenies++] = strdup(path);
 }
 
@@ -918,8 +929,8 @@ static void add_deny(const char *path) {
  * project holding the chroot) reached the owner's terminals as /dev/pts did. Their mount points, read from
  * /proc/self/mountinfo; the ones that could not be covered (closed_pts) are denied, and rules beneath them skipped.
  */
-static char *closed_pts[MAX_ITEMS];
-static int nclosed_pts;
+static char **closed_pts;
+static int nclosed_pts, closed_pts_cap;
 
 /* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
 static void unescape_mountinfo(char *s) {
@@ -943,64 +954,118 @@ static void unescape_mountinfo(char *s) {
 struct mount_at {
   char *at;
   int whole;
+  dev_t dev; /* the filesystem's, as stat gives it for the files in it */
+  int order; /* its place in the mount table (all_points) */
 };
 
 /*
  * The mounts of filesystem type `fstype` (devpts or devtmpfs). /proc/self/mountinfo is read once, whole, and kept:
  * the mounts made here afterwards (the tool's instance bound over the machine's) are not the machine's.
  */
-static struct {
+static struct seen_mount {
   int devpts;
   struct mount_at m;
-} seen_mounts[MAX_ITEMS];
-static int nseen_mounts = -1;
+} *seen_mounts;
+static int nseen_mounts = -1, seen_mounts_cap;
+
+/* Every mount point of the table, in its order: a mount made later on one of them, or above, hides what is beneath. */
+static char **all_points;
+static int nall_points, all_points_cap;
 
 static void read_mounts(void) {
   nseen_mounts = 0;
   FILE *f = fopen("/proc/self/mountinfo", "re");
   char *line = NULL;
   size_t cap = 0;
-  while (f && nseen_mounts < MAX_ITEMS && getline(&line, &cap, f) > 0) {
+  while (f && getline(&line, &cap, f) > 0) {
     /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS (spaces escaped) */
     char *sep = strstr(line, " - ");
     if (!sep) continue;
-    int devpts = !strncmp(sep + 3, "devpts ", 7);
-    if (!devpts && strncmp(sep + 3, "devtmpfs ", 9)) continue;
+    int devpts = !strncmp(sep + 3, "devpts ", 7), devtmpfs = !strncmp(sep + 3, "devtmpfs ", 9);
     *sep = 0;
     char *save = NULL, *fields[5];
     int n = 0;
     for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save)) fields[n++] = t;
     if (n < 5) continue;
-    unescape_mountinfo(fields[3]);
     unescape_mountinfo(fields[4]);
+    GROW(all_points, nall_points, all_points_cap);
+    all_points[nall_points++] = strdup(fields[4]);
+    if (!devpts && !devtmpfs) continue;
+    unescape_mountinfo(fields[3]);
+    GROW(seen_mounts, nseen_mounts, seen_mounts_cap);
+    seen_mounts[nseen_mounts].m.order = nall_points - 1;
     seen_mounts[nseen_mounts].devpts = devpts;
     seen_mounts[nseen_mounts].m.at = strdup(fields[4]);
+    unsigned ma = 0, mi = 0;
+    sscanf(fields[2], "%u:%u", &ma, &mi);
+    seen_mounts[nseen_mounts].m.dev = makedev(ma, mi);
     seen_mounts[nseen_mounts++].m.whole = !strcmp(fields[3], "/");
   }
   free(line);
   if (f) fclose(f);
 }
 
-static int mounts_of(int devpts, struct mount_at *found, int max) {
+/* The mounts of one type (devpts, or devtmpfs): all of them, however many the machine has. */
+static int mounts_of(int devpts, struct mount_at **found) {
   if (nseen_mounts < 0) read_mounts();
-  int n = 0;
-  for (int i = 0; i < nseen_mounts && n < max; i++)
-    if (seen_mounts[i].devpts == devpts) found[n++] = seen_mounts[i].m;
+  int n = 0, cap = 0;
+  *found = NULL;
+  for (int i = 0; i < nseen_mounts; i++)
+    if (seen_mounts[i].devpts == devpts) {
+      GROW(*found, n, cap);
+      (*found)[n++] = seen_mounts[i].m;
+    }
   return n;
 }
 
+/*
+ * Binds the tool's instance (or /dev/null) over the machine's devpts mounted at `m`; 0 when nothing is there (it is
+ * then denied). The mount point is a path the agent may write around (a chroot in the project): renamed, or a
+ * directory on it swapped for a symlink between the reading of the mount table and the bind, the bind would land
+ * elsewhere (wherever the link leads) and leave the machine's instance uncovered under its new name. So the path
+ * is opened without following a symlink, must still be the one the table gave with the devpts' device, and the bind
+ * is made on that opened mount; anything else fails the call.
+ */
+static int cover_terminals(const struct mount_at *m, const struct mount_at *covered, int ncovered) {
+  /* Another mount on the same path, met before: the bind made then went on the topmost of them, this one too. */
+  for (int j = 0; j < ncovered; j++)
+    if (!strcmp(m->at, covered[j].at)) return 1;
+  int fd = open(m->at, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP) return 0;
+    /* Beneath one covered already (a terminal bound in a dev/pts covered whole): nothing of the machine's there. */
+    for (int j = 0; j < ncovered; j++)
+      if (covered[j].whole && beneath(m->at, covered[j].at) && strcmp(m->at, covered[j].at)) return 1;
+    /* Hidden by a mount made after it on its mount point or above (no rename reaches beneath that): unreachable. */
+    for (int j = m->order + 1; j < nall_points; j++)
+      if (beneath(m->at, all_points[j])) return 1;
+    die(EXIT_SETUP, "the machine's terminals mounted at %s moved while the tool's were set up", m->at);
+  }
+  char real[PATH_MAX], link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, real, sizeof real - 1);
+  struct stat st;
+  if (n < 0 || fstat(fd, &st) < 0) die(EXIT_SETUP, "the machine's terminals at %s: %s", m->at, strerror(errno));
+  real[n] = 0;
+  if (strcmp(real, m->at) || st.st_dev != m->dev)
+    die(EXIT_SETUP, "the machine's terminals mounted at %s moved while the tool's were set up (now %s)", m->at, real);
+  int ok = mount(m->whole ? "/dev/pts" : "/dev/null", link, NULL, MS_BIND, NULL) == 0;
+  close(fd);
+  return ok;
+}
+
 static void foreign_terminals(int cover) {
-  struct mount_at found[MAX_ITEMS];
-  int nfound = mounts_of(1, found, MAX_ITEMS);
+  struct mount_at *found;
+  int nfound = mounts_of(1, &found);
   for (int i = 0; i < nfound; i++) {
     const char *mp = found[i].at;
     if (!strcmp(mp, "/dev/pts")) continue; /* ours on top; the machine's beneath it, out of reach */
-    if (cover && mount(found[i].whole ? "/dev/pts" : "/dev/null", mp, NULL, MS_BIND, NULL) == 0) continue;
-    if (cover && (errno == ENOENT || errno == ENOTDIR)) continue; /* beneath one covered already */
-    check_room("--deny", &nclosed_pts);
+    if (cover && cover_terminals(&found[i], found, i)) continue;
+    GROW(closed_pts, nclosed_pts, closed_pts_cap);
     closed_pts[nclosed_pts++] = found[i].at;
     add_deny(mp);
   }
+  free(found);
 }
 
 /*
@@ -1055,26 +1120,34 @@ static int rule_covers(const char *dir) {
 
 static void deny_terminal_devices(void) {
   /* /dev, and the machine's /dev bound elsewhere (a chroot's dev, `mount --rbind /dev`): the same devices. */
-  struct mount_at devs[64];
-  int ndevs = mounts_of(0, devs, 64), scan = rule_covers("/dev");
+  struct mount_at *devs;
+  int ndevs = mounts_of(0, &devs), scan = rule_covers("/dev");
   for (int i = 0; i < ndevs; i++)
     if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) scan = 1;
-  if (!scan) return;
-  struct dev_range r[64];
-  int nr = 0;
+  if (!scan) {
+    free(devs);
+    return;
+  }
+  /* As many as the kernel lists (a machine with many USB serial and modem drivers has more than a few dozen). */
+  struct dev_range *r = NULL;
+  int nr = 0, rcap = 0;
   FILE *f = fopen("/proc/tty/drivers", "re");
   char line[256];
-  while (f && nr < 64 && fgets(line, sizeof line, f)) {
+  while (f && fgets(line, sizeof line, f)) {
     unsigned ma, lo, hi;
     char name[64], node[128];
     int k = sscanf(line, "%63s %127s %u %u-%u", name, node, &ma, &lo, &hi);
     if (k == 4) hi = lo;
-    if (k >= 4) r[nr++] = (struct dev_range){ma, lo, hi};
+    if (k < 4) continue;
+    GROW(r, nr, rcap);
+    r[nr++] = (struct dev_range){ma, lo, hi};
   }
   if (f) fclose(f);
   if (rule_covers("/dev")) deny_terminal_devices_in("/dev", r, nr, 0);
   for (int i = 0; i < ndevs; i++)
     if (strcmp(devs[i].at, "/dev") && rule_covers(devs[i].at)) deny_terminal_devices_in(devs[i].at, r, nr, 0);
+  free(devs);
+  free(r);
 }
 
 static void close_terminals(void) {
@@ -1358,7 +1431,7 @@ int main(int argc, char **argv) {
       check_room("--deny", &ndenies);
       char real[PATH_MAX];
       canonical_denied(v, real);
-      denies[ndenies++] = strdup(real);
+      add_deny(real);
       i++;
     } else if (!strcmp(a, "--protect") || !strcmp(a, "--pin")) {
       if (!v || v[0] != '/') die(EXIT_POLICY, "%s needs an absolute path", a);

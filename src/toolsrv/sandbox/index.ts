@@ -358,34 +358,40 @@ function protectArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
 /**
  * A rule that reaches a devpts mount would reach every terminal of the machine: /dev/pts, and wherever else the
  * machine's devpts is mounted (a build chroot's dev/pts in the project, bound there by schroot or mock, is reached
- * by the rule on the project). The tool then gets an instance of its own, bound over each of them. Looked up per
- * call, as the protected paths are: a chroot mounted after the policy was loaded counts from the next call on.
+ * by the rule on the project). The tool then gets an instance of its own, bound over each of them. A rule that
+ * covers a devtmpfs mount (/dev, or the machine's /dev bound in a chroot without its pts: `mount --bind /dev`)
+ * would reach the consoles and serial lines, which the helper denies under --private-pts. Looked up per call, as
+ * the protected paths are: a chroot mounted after the policy was loaded counts from the next call on.
  */
 function terminalArgs(policy: SandboxPolicy, extra: SandboxExtra): string[] {
   if (!policy.isolate.terminals) return [];
-  const mounts = devptsMounts();
+  const mounts = terminalMounts();
   const reaches = ([, p]: [Access, string]): boolean =>
-    p === '/dev/ptmx' || mounts.some((m) => within(m, p) || within(p, m));
+    p === '/dev/ptmx' ||
+    mounts.devpts.some((m) => within(m, p) || within(p, m)) ||
+    mounts.devtmpfs.some((m) => within(m, p));
   return filesystemRules(policy, extra).some(reaches) ? ['--private-pts'] : [];
 }
 
-/** Where devpts is mounted, from /proc/self/mountinfo (its octal escapes undone); /dev/pts always. */
-function devptsMounts(): string[] {
-  const out = new Set(['/dev/pts']);
+/** Where devpts (/dev/pts always) and devtmpfs are mounted, from /proc/self/mountinfo (octal escapes undone). */
+function terminalMounts(): { devpts: string[]; devtmpfs: string[] } {
+  const devpts = new Set(['/dev/pts']);
+  const devtmpfs = new Set<string>();
   let text = '';
   try {
     text = readFileSync('/proc/self/mountinfo', 'utf8');
   } catch {
-    return [...out];
+    return { devpts: [...devpts], devtmpfs: [] };
   }
   for (const line of text.split('\n')) {
     // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
     const sep = line.indexOf(' - ');
-    if (sep < 0 || !line.startsWith('devpts ', sep + 3)) continue;
-    const at = line.slice(0, sep).split(' ')[4];
-    if (at) out.add(at.replace(/\\([0-3][0-7]{2})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
+    if (sep < 0) continue;
+    const into = line.startsWith('devpts ', sep + 3) ? devpts : line.startsWith('devtmpfs ', sep + 3) ? devtmpfs : null;
+    const at = into && line.slice(0, sep).split(' ')[4];
+    if (into && at) into.add(at.replace(/\\([0-3][0-7]{2})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
   }
-  return [...out];
+  return { devpts: [...devpts], devtmpfs: [...devtmpfs] };
 }
 
 /**
