@@ -192,6 +192,22 @@ describe('descriptors', () => {
       act?.(t);
       return { t, ended: end.ended, dropped };
     };
+    /** SIGKILL to a call's process group, once it leads one (its setsid may not have run yet). */
+    const killGroup = async (pid: number) => {
+      const group = () => {
+        try {
+          return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]);
+        } catch {
+          return pid; // gone already
+        }
+      };
+      await until(() => group() === pid, `call ${pid} to lead its own process group`);
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+      }
+    };
     const first = await run('true');
     await first.ended;
     // The spawner is the guardian's child (spawner.pid is the guardian's).
@@ -214,14 +230,14 @@ describe('descriptors', () => {
       ).rejects.toThrow(/ENOENT/);
       const given = await run('sleep 1013.8');
       given.t.abandonOutput();
-      process.kill(-given.t.pid, 'SIGKILL');
+      await killGroup(given.t.pid);
       await (
         await run('exec 0<&- 1>&- 2>&-; exec 3<>/dev/tty; echo late >&3', (t) => t.write('x\r'))
       ).ended;
       const deaf = await run('stty raw -echo; sleep 1013.8');
       for (let k = 0; k < 17; k++) deaf.t.write('x'.repeat(1 << 20));
       await until(() => deaf.dropped.n === 1, 'the keystrokes to be dropped', 10000);
-      process.kill(-deaf.t.pid, 'SIGKILL');
+      await killGroup(deaf.t.pid);
       await deaf.ended;
       await (
         await run('for i in $(seq 40); do sleep 1013.8 & done; wait')

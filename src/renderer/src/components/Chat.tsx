@@ -17,6 +17,8 @@ export function Chat() {
   const endedHow = useStore((s) => selectedAgent(s)?.ended);
   const scroller = useRef<HTMLDivElement>(null);
   const stuck = useRef(true);
+  /** Where the view was put when it last followed the bottom (a scroll above it since is the user's). */
+  const followed = useRef<number>(undefined);
   const [showJump, setShowJump] = useState(false);
   const count = chat?.visible.length ?? 0;
 
@@ -68,6 +70,7 @@ export function Chat() {
     if (!el) return;
     const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
     stuck.current = atBottom;
+    if (atBottom) followed.current = el.scrollTop;
     setShowJump(!atBottom);
     remember();
     wantOlder();
@@ -76,6 +79,7 @@ export function Chat() {
   // A new agent starts at the bottom.
   useEffect(() => {
     stuck.current = true;
+    followed.current = undefined;
     setShowJump(false);
     seenPrepended.current = chat?.prepended ?? 0;
     anchor.current = undefined;
@@ -111,7 +115,19 @@ export function Chat() {
       const at = a === undefined ? -1 : virt.measurementsCache.findIndex((m) => m.key === a.key);
       if (a && at !== -1 && !stuck.current) el.scrollTop = virt.measurementsCache[at]!.start + a.into;
     }
-    if (stuck.current && count > 0) el.scrollTop = el.scrollHeight;
+    if (stuck.current && count > 0) {
+      // Scrolled up since the view last followed the bottom, and the scroll event not handled yet (the
+      // virtualizer re-rendered first, on the same event): the user left the bottom, and following it now
+      // would undo that.
+      const left = followed.current !== undefined && el.scrollTop < followed.current - 1;
+      if (left && el.scrollHeight - el.scrollTop - el.clientHeight >= 40) {
+        stuck.current = false;
+        setShowJump(true);
+      } else {
+        el.scrollTop = el.scrollHeight;
+        followed.current = el.scrollTop;
+      }
+    }
     remember();
   }, [version, count, total, chat, virt, remember]);
 
@@ -156,6 +172,7 @@ export function Chat() {
           className="jump"
           onClick={() => {
             stuck.current = true;
+            followed.current = undefined;
             virt.scrollToIndex(count - 1, { align: 'end' });
             setShowJump(false);
           }}
