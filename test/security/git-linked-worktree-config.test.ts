@@ -12,6 +12,26 @@ import { describe, expect, it } from 'vitest';
 import { testHarness } from '../olliesrv/agent-harness.js';
 import { git, plant, repo, sandboxReady } from './git-workspace.js';
 
+/**
+ * A repository with worktreeConfig on and a linked worktree whose config.worktree includes `.gitconfig-linked`, a
+ * file of the workspace.
+ */
+async function linkedIncluding() {
+  const h = await testHarness();
+  const linked = join(h.dir, 'linked');
+  const ws = repo(h.dir, 'ws', (at) => {
+    git(at, 'config', 'extensions.worktreeConfig', 'true');
+    git(at, '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-q', '--allow-empty', '-m', 'init');
+    git(at, 'worktree', 'add', '-q', linked);
+    writeFileSync(join(at, '.gitconfig-linked'), '# the linked worktree\n');
+    writeFileSync(
+      join(at, '.git', 'worktrees', 'linked', 'config.worktree'),
+      '[include]\n\tpath = ../../../.gitconfig-linked\n',
+    );
+  });
+  return { h, linked, ws };
+}
+
 describe.skipIf(!sandboxReady)('a linked worktree of a repository with extensions.worktreeConfig on', () => {
   it('cannot be given a config.worktree by the agent', async () => {
     const h = await testHarness();
@@ -33,18 +53,7 @@ describe.skipIf(!sandboxReady)('a linked worktree of a repository with extension
   }, 90_000);
 
   it('keeps what its config.worktree includes in the workspace read-only', async () => {
-    const h = await testHarness();
-    const linked = join(h.dir, 'linked');
-    const ws = repo(h.dir, 'ws', (at) => {
-      git(at, 'config', 'extensions.worktreeConfig', 'true');
-      git(at, '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-q', '--allow-empty', '-m', 'init');
-      git(at, 'worktree', 'add', '-q', linked);
-      writeFileSync(join(at, '.gitconfig-linked'), '# the linked worktree\n');
-      writeFileSync(
-        join(at, '.git', 'worktrees', 'linked', 'config.worktree'),
-        '[include]\n\tpath = ../../../.gitconfig-linked\n',
-      );
-    });
+    const { h, linked, ws } = await linkedIncluding();
     const pwned = join(h.dir, 'pwned');
     const r = await plant(
       h,
@@ -58,18 +67,7 @@ describe.skipIf(!sandboxReady)('a linked worktree of a repository with extension
   }, 90_000);
 
   it('refuses the call rather than leave those includes unread once .git/worktrees is too full to look at', async () => {
-    const h = await testHarness();
-    const linked = join(h.dir, 'linked');
-    const ws = repo(h.dir, 'ws', (at) => {
-      git(at, 'config', 'extensions.worktreeConfig', 'true');
-      git(at, '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-q', '--allow-empty', '-m', 'init');
-      git(at, 'worktree', 'add', '-q', linked);
-      writeFileSync(join(at, '.gitconfig-linked'), '# the linked worktree\n');
-      writeFileSync(
-        join(at, '.git', 'worktrees', 'linked', 'config.worktree'),
-        '[include]\n\tpath = ../../../.gitconfig-linked\n',
-      );
-    });
+    const { h, linked, ws } = await linkedIncluding();
     const pwned = join(h.dir, 'pwned');
     const r = await plant(
       h,
