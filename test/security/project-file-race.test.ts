@@ -31,8 +31,10 @@ test('the project file is read through the descriptor that was checked, never th
       '-c',
       `cd ${ctx.cwd}; while :; do ln -sfn ${join(dir, 'elsewhere.yaml')} l.tmp; mv -T l.tmp .ollie-sandbox.yaml; cp plain.yaml f.tmp; mv -T f.tmp .ollie-sandbox.yaml; done`,
     ],
-    { stdio: 'ignore' },
+    // A group of its own: the mv or cp it runs when killed must die with it, not write into dir as it is removed.
+    { stdio: 'ignore', detached: true },
   );
+  const exited = new Promise((r) => swapper.once('exit', r));
   try {
     let throughLink = 0;
     const end = Date.now() + 4000;
@@ -45,7 +47,8 @@ test('the project file is read through the descriptor that was checked, never th
     }
     expect(throughLink).toBe(0);
   } finally {
-    swapper.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    process.kill(-swapper.pid!, 'SIGKILL');
+    await exited;
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
   }
 }, 20_000);
